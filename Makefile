@@ -1,0 +1,71 @@
+# ringside build. `make` builds build/libagent.so and build/ringside;
+# `make deps` installs what is missing (Debian); `make test`, `make bench`,
+# `make demo`, `make install PREFIX=...`. V=1 shows full commands.
+
+CUDA_HOME ?= /usr/local/cuda
+PREFIX    ?= /usr/local
+BUILD     ?= build
+CC        ?= cc
+CXX       ?= c++
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+        -Wpointer-arith -Wformat=2 -Wundef -Wcast-align -Wvla -Werror
+# The user's CFLAGS come last so they can override anything above.
+RS_CFLAGS  = -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer -pthread \
+             -D_GNU_SOURCE -I. -I$(CUDA_HOME)/include $(WARN) -MMD -MP $(CFLAGS)
+RS_LDFLAGS = -pthread $(LDFLAGS)
+
+ifeq ($(V),1)
+Q :=
+say = @true
+else
+Q := @
+say = @printf '  %-6s %s\n' $(1) $(2)
+endif
+
+FORMAT_SRC   := $(wildcard formats/*.c)
+AGENT_SRC    := $(wildcard preload/*.c)
+REPORTER_SRC := $(wildcard reporter/*.c)
+
+FORMAT_OBJ   := $(FORMAT_SRC:%.c=$(BUILD)/obj/%.o)
+AGENT_OBJ    := $(AGENT_SRC:%.c=$(BUILD)/obj/%.o)
+REPORTER_OBJ := $(REPORTER_SRC:%.c=$(BUILD)/obj/%.o)
+
+LZ4_STATIC := $(shell for d in /usr/lib/$$($(CC) -print-multiarch 2>/dev/null) /usr/lib64 /usr/lib; do \
+                [ -f $$d/liblz4.a ] && echo $$d/liblz4.a && break; done)
+
+.PHONY: all deps test bench demo install clean
+all: $(BUILD)/libagent.so $(BUILD)/ringside
+
+$(BUILD)/obj/%.o: %.c
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(RS_CFLAGS) -c -o $@ $<
+
+# The agent: only the interposed functions are exported (version script);
+# LZ4 is linked in statically so ldd lists only the C library's own.
+$(BUILD)/libagent.so: $(AGENT_OBJ) $(FORMAT_OBJ) preload/agent.map
+	$(call say,LD,$@)
+	$(Q)$(CC) -shared -fvisibility=hidden -Wl,--version-script=preload/agent.map \
+	    -Wl,-z,defs -Wl,-z,now -o $@ $(AGENT_OBJ) $(FORMAT_OBJ) $(LZ4_STATIC) -ldl $(RS_LDFLAGS)
+
+$(BUILD)/ringside: $(REPORTER_OBJ) $(FORMAT_OBJ)
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $(REPORTER_OBJ) $(FORMAT_OBJ) $(RS_LDFLAGS) -llz4 -lyajl -lz -lm
+
+# Parts with their own rules: the simulator and workloads, tests, benchmarks.
+-include tools/tools.mk
+-include tests/tests.mk
+
+deps:
+	@sh tools/deps.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/ringside
+	install -m 0755 $(BUILD)/ringside $(DESTDIR)$(PREFIX)/bin/ringside
+	install -m 0755 $(BUILD)/libagent.so $(DESTDIR)$(PREFIX)/lib/ringside/libagent.so
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
