@@ -1,0 +1,21 @@
+# Tests: unit tests (Check) in tests/unit/test_*.c, one binary each, linked with
+# the format and reporter objects; integration tests are the executables
+# tests/integration/test_*; tests/run.sh runs both and prints the total line.
+
+UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# The reporter's objects without its main(), so tests can call into it.
+REPORTER_LIB_OBJ := $(filter-out $(BUILD)/obj/reporter/main.o,$(REPORTER_OBJ))
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/rs_check.h $(FORMAT_OBJ) $(REPORTER_LIB_OBJ)
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(RS_CFLAGS) -Wno-missing-prototypes -o $@ $< $(FORMAT_OBJ) $(REPORTER_LIB_OBJ) \
+	    $(RS_LDFLAGS) -lcheck -lsubunit -lrt -lm -llz4 -lyajl -lz
+
+.PHONY: test-build
+test-build: all $(UNIT_BIN) $(TEST_EXTRA)
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory test-build
+	$(Q)BUILD=$(BUILD) sh tests/run.sh
