@@ -11,8 +11,10 @@ CXX       ?= c++
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
         -Wpointer-arith -Wformat=2 -Wundef -Wcast-align -Wvla -Werror
 # The user's CFLAGS come last so they can override anything above.
-RS_CFLAGS  = -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer -pthread \
-             -D_GNU_SOURCE -I. -I$(CUDA_HOME)/include $(WARN) -MMD -MP $(CFLAGS)
+VERSION   := 0.1.0
+RS_CFLAGS  = -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer -pthread -U_FORTIFY_SOURCE \
+             -D_GNU_SOURCE -DRINGSIDE_VERSION='"$(VERSION)"' -I. -I$(CUDA_HOME)/include \
+             $(WARN) -MMD -MP $(CFLAGS)
 RS_LDFLAGS = -pthread $(LDFLAGS)
 
 ifeq ($(V),1)
@@ -36,6 +38,9 @@ LZ4_STATIC := $(shell for d in /usr/lib/$$($(CC) -print-multiarch 2>/dev/null) /
 
 .PHONY: all deps test bench demo install clean
 all: $(BUILD)/libagent.so $(BUILD)/ringside
+
+# The agent is compiled with hidden visibility: only RS_EXPORT hooks leave it.
+$(AGENT_OBJ): RS_CFLAGS += -fvisibility=hidden -ftls-model=initial-exec
 
 $(BUILD)/obj/%.o: %.c
 	$(call say,CC,$<)

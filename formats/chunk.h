@@ -1,0 +1,79 @@
+/* A trace chunk in C: what the agent's writer fills to encode one, and what
+ * the reader gives back after verifying one. Both sides use this struct, so
+ * the format's field list exists once here (besides trace.fbs). */
+#ifndef RSF_CHUNK_H
+#define RSF_CHUNK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/fb.h"
+#include "formats/trace.h"
+
+struct rsf_meta {
+    uint32_t format_version;
+    const char *host;
+    int32_t pid, ppid;
+    int32_t rank, local_rank, world_size, parent_rank; /* -1: unknown */
+    uint8_t role;                                       /* enum rsf_role */
+    const char *job;
+    const char *const *argv;
+    uint32_t argc;
+    struct rsf_clock_pair start;
+    const char *const *setting_keys;
+    const char *const *setting_values;
+    uint32_t nsettings;
+    const char *agent_version;
+    int32_t cuda_version, nccl_version;                 /* 0: unknown */
+};
+
+struct rsf_counters {
+    uint64_t recorded;   /* records accepted so far */
+    uint64_t dropped;    /* records lost to the memory bound so far */
+    uint64_t dropped_io;
+};
+
+struct rsf_chunk {
+    uint32_t seq;
+    const struct rsf_meta *meta;         /* first chunk only, else NULL */
+    uint32_t strings_base;               /* id of strings[0] */
+    const char *const *strings;
+    uint32_t nstrings;
+    const struct rsf_file_ref *files;
+    uint32_t nfiles;
+    const struct rsf_thread_ref *threads;
+    uint32_t nthreads;
+    const struct rsf_clock_pair *clocks;
+    uint32_t nclocks;
+    const struct rsf_io_event *io;
+    uint32_t nio;
+    const struct rsf_counters *counters; /* NULL when absent */
+    bool end;
+};
+
+extern const struct rsf_table_desc rsf_chunk_desc;
+
+/* Upper bound of the encoded size of c, size prefix included. */
+size_t rsf_chunk_bound(const struct rsf_chunk *c);
+
+/* Encodes c as one size-prefixed FlatBuffer into out (8-byte aligned).
+ * Returns RSF_ERR_OK, or RSF_ERR_SPACE if out->cap is too small. */
+int rsf_chunk_encode(const struct rsf_chunk *c, struct rsf_buf *out);
+
+/* A decoded chunk: the fields point into the buffer given to
+ * rsf_chunk_decode (which must outlive it) and into small arrays it owns. */
+struct rsf_chunk_view {
+    struct rsf_chunk c;
+    struct rsf_meta meta;
+    struct rsf_counters counters;
+    void *owned; /* pointer arrays for strings, argv, settings */
+};
+
+/* Verifies buf (size bytes, 8-byte aligned, one size-prefixed chunk) and
+ * fills v. Returns RSF_ERR_OK, or an error with *where set to the byte
+ * offset of the fault in buf (v is then empty). Free with rsf_chunk_view_free. */
+int rsf_chunk_decode(const uint8_t *buf, size_t size, struct rsf_chunk_view *v, size_t *where);
+void rsf_chunk_view_free(struct rsf_chunk_view *v);
+
+#endif

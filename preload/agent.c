@@ -1,0 +1,280 @@
+/* The agent's life cycle: start-up in the constructor (settings, buffers,
+ * fd table, writer thread), and every way a process can end or change
+ * image: exit (destructor), _exit, exec, fork (the child gets its own file),
+ * and SIGTERM/SIGINT, whose default action is preceded by a last flush while
+ * any handler the program installs is left to the program. */
+#include "preload/agent.h"
+#include "formats/trace.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static _Atomic int finished;
+
+void *rs_resolve(const char *name)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    if (!p)
+        rs_notice("cannot find the real %s: %s", name, dlerror());
+    return p;
+}
+
+/* Writes out everything and the end mark; recording stops. Idempotent. */
+static void finish(void)
+{
+    if (atomic_exchange(&finished, 1))
+        return;
+    int saved = errno;
+    rs_writer_flush(1);
+    atomic_store(&rs_on, 0);
+    errno = saved;
+}
+
+/* ---- SIGTERM and SIGINT ----
+ * The program sees the dispositions it set (or inherited), never ours. When
+ * its disposition is the default (death), ours runs instead: flush, then die
+ * of the same signal. A handler or SIG_IGN of the program's is installed as
+ * it is; such a program exits its own way, through the paths above. */
+
+static const int fatal_sigs[2] = { SIGTERM, SIGINT };
+static struct sigaction app_act[2];
+static int sig_virtual;
+RS_REAL_DECL(sigaction);
+RS_REAL_DECL(signal);
+
+static int sig_index(int sig)
+{
+    return sig == SIGTERM ? 0 : sig == SIGINT ? 1 : -1;
+}
+
+static void on_fatal(int sig)
+{
+    int saved = errno;
+    finish();
+    struct sigaction dfl = { .sa_handler = SIG_DFL };
+    RS_REAL(sigaction)(sig, &dfl, NULL);
+    raise(sig); /* blocked while we run; delivered with the default action on return */
+    errno = saved;
+}
+
+static int install(int i, const struct sigaction *act)
+{
+    if (act->sa_handler != SIG_DFL || (act->sa_flags & SA_SIGINFO))
+        return RS_REAL(sigaction)(fatal_sigs[i], act, NULL);
+    struct sigaction ours = { .sa_handler = on_fatal };
+    sigemptyset(&ours.sa_mask);
+    return RS_REAL(sigaction)(fatal_sigs[i], &ours, NULL);
+}
+
+static void signals_init(void)
+{
+    for (int i = 0; i < 2; i++) {
+        if (RS_REAL(sigaction)(fatal_sigs[i], NULL, &app_act[i]) != 0)
+            return;
+        if (app_act[i].sa_handler == SIG_DFL && !(app_act[i].sa_flags & SA_SIGINFO))
+            install(i, &app_act[i]);
+    }
+    sig_virtual = 1;
+}
+
+RS_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    int i = sig_index(sig);
+    if (i < 0 || !sig_virtual)
+        return RS_REAL(sigaction)(sig, act, old);
+    struct sigaction prev = app_act[i];
+    if (act) {
+        if (install(i, act) != 0)
+            return -1;
+        app_act[i] = *act;
+    }
+    if (old)
+        *old = prev;
+    return 0;
+}
+
+RS_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
+{
+    int i = sig_index(sig);
+    if (i < 0 || !sig_virtual)
+        return RS_REAL(signal)(sig, handler);
+    struct sigaction act = { .sa_handler = handler, .sa_flags = SA_RESTART };
+    sigemptyset(&act.sa_mask);
+    struct sigaction old;
+    if (sigaction(sig, &act, &old) != 0)
+        return SIG_ERR;
+    return old.sa_handler;
+}
+
+/* ---- exit, exec, fork ---- */
+
+RS_REAL_DECL(_exit);
+RS_REAL_DECL(_Exit);
+
+RS_EXPORT void _exit(int status)
+{
+    finish();
+    RS_REAL(_exit)(status);
+    __builtin_unreachable();
+}
+
+RS_EXPORT void _Exit(int status)
+{
+    finish();
+    RS_REAL(_Exit)(status);
+    __builtin_unreachable();
+}
+
+/* Before an exec the file is finished (the new image starts its own); if
+ * the exec fails, recording goes on in the same file. */
+static void before_exec(void)
+{
+    if (!atomic_load(&rs_on) || rs_guard)
+        return;
+    int saved = errno;
+    rs_writer_flush(1);
+    errno = saved;
+}
+
+RS_REAL_DECL(execve);
+RS_REAL_DECL(execv);
+RS_REAL_DECL(execvp);
+RS_REAL_DECL(execvpe);
+RS_REAL_DECL(fexecve);
+RS_REAL_DECL(execveat);
+
+RS_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    before_exec();
+    return RS_REAL(execve)(path, argv, envp);
+}
+
+RS_EXPORT int execv(const char *path, char *const argv[])
+{
+    before_exec();
+    return RS_REAL(execv)(path, argv);
+}
+
+RS_EXPORT int execvp(const char *file, char *const argv[])
+{
+    before_exec();
+    return RS_REAL(execvp)(file, argv);
+}
+
+RS_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    before_exec();
+    return RS_REAL(execvpe)(file, argv, envp);
+}
+
+RS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    before_exec();
+    return RS_REAL(fexecve)(fd, argv, envp);
+}
+
+RS_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+    before_exec();
+    return RS_REAL(execveat)(dirfd, path, argv, envp, flags);
+}
+
+/* The execl family: gathers the variadic arguments into an argv. */
+#define RS_MAX_EXEC_ARGS 4096
+static char **gather(const char *arg0, va_list ap, char ***envp_out)
+{
+    static __thread char *args[RS_MAX_EXEC_ARGS + 1];
+    int n = 0;
+    args[n++] = (char *)arg0;
+    while (arg0 && n < RS_MAX_EXEC_ARGS && (args[n] = va_arg(ap, char *)))
+        n++;
+    args[n] = NULL;
+    if (envp_out)
+        *envp_out = va_arg(ap, char **);
+    return args;
+}
+
+RS_EXPORT int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    char **argv = gather(arg, ap, NULL);
+    va_end(ap);
+    return execv(path, argv);
+}
+
+RS_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    char **argv = gather(arg, ap, NULL);
+    va_end(ap);
+    return execvp(file, argv);
+}
+
+RS_EXPORT int execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    char **envp;
+    va_start(ap, arg);
+    char **argv = gather(arg, ap, &envp);
+    va_end(ap);
+    return execve(path, argv, envp);
+}
+
+static void after_fork_child(void)
+{
+    if (!atomic_load(&rs_on))
+        return;
+    rs_identity_forked();
+    rs_ring_reset();
+    atomic_store(&finished, 0);
+    rs_writer_forked();
+}
+
+/* ---- start and end ---- */
+
+__attribute__((constructor)) static void rs_start(int argc, char **argv, char **envp)
+{
+    (void)envp;
+    rs_guard = 1;
+    rs_config_load(argc, argv);
+    if (rs_cfg.disable) {
+        rs_guard = 0;
+        return;
+    }
+    struct timespec real;
+    rs_id.start_mono = rs_now();
+    clock_gettime(CLOCK_REALTIME, &real);
+    rs_id.start_real = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
+    if (rs_ring_init() != 0) {
+        rs_notice("cannot reserve %zu MiB for buffers; tracing is off", rs_cfg.buffer_bytes >> 20);
+        rs_guard = 0;
+        return;
+    }
+    if (rs_cfg.io && rs_fdtab_init() != 0)
+        rs_notice("cannot set up the fd table; file I/O is not recorded");
+    if (rs_writer_start() != 0) {
+        rs_notice("cannot start the writer thread; tracing is off");
+        rs_guard = 0;
+        return;
+    }
+    pthread_atfork(NULL, NULL, after_fork_child);
+    signals_init();
+    atomic_store(&rs_on, 1);
+    rs_guard = 0;
+}
+
+__attribute__((destructor)) static void rs_stop(void)
+{
+    if (atomic_load(&rs_on))
+        finish();
+}

@@ -1,0 +1,186 @@
+/* Internal interface of libagent.so, the in-process agent: settings and
+ * identity, the per-thread record buffers that hooks append to, the writer
+ * thread that turns them into trace chunks, and the fd table of the I/O
+ * hooks. Only the hooks themselves are exported (agent.map). */
+#ifndef RS_AGENT_H
+#define RS_AGENT_H
+
+#include <limits.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define RS_EXPORT __attribute__((visibility("default")))
+#define RS_TLS __attribute__((tls_model("initial-exec")))
+#define RS_LIKELY(x) __builtin_expect(!!(x), 1)
+#define RS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- settings (config.c): read once from the environment ---- */
+
+struct rs_settings {
+    int disable, io, cuda, nccl;
+    int gpu_timing;          /* 1 in N launches timed; 0: none */
+    int sample_hz;
+    size_t buffer_bytes;
+    unsigned flush_ms;
+    int log;                 /* 0 silent, 1 notices, 2 debug */
+    char out[PATH_MAX];      /* output root, absolute */
+    char exclude[1024];      /* ':'-separated path prefixes */
+};
+
+/* Who this process is; lives while the process runs, goes to Meta. */
+struct rs_identity {
+    char host[256];
+    char job[256];
+    int pid, ppid;
+    int rank, local_rank, world_size, parent_rank;
+    int role;                /* enum rsf_role */
+    int argc;
+    char **argv;
+    uint64_t start_mono, start_real;
+};
+
+extern struct rs_settings rs_cfg;
+extern struct rs_identity rs_id;
+
+/* Reads settings, identity and the output folder name. */
+void rs_config_load(int argc, char **argv);
+/* After fork in the child: new pid, role child, parent's rank kept. */
+void rs_identity_forked(void);
+/* Key/value strings of the effective settings, for Meta (n entries). */
+int rs_config_pairs(const char **keys, const char **values, int max);
+
+/* ---- notices (log.c): one line on stderr, prefixed "ringside:" ---- */
+
+__attribute__((format(printf, 1, 2))) void rs_notice(const char *fmt, ...);
+__attribute__((format(printf, 1, 2))) void rs_debug(const char *fmt, ...);
+
+/* ---- time ---- */
+
+static inline uint64_t rs_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- records (ring.c) ----
+ * A hook reserves a record in its thread's current block, fills it and
+ * commits it: no lock, no allocation, no system call. When no block is
+ * free the record is dropped and counted. */
+
+enum rs_rec_kind { RS_REC_IO = 1, RS_REC_OPEN = 2, RS_REC_FILE = 3 };
+
+struct rs_rec_hdr {
+    uint16_t size;           /* whole record, multiple of 8 */
+    uint8_t kind;            /* enum rs_rec_kind */
+    uint8_t op;              /* enum rsf_io_op */
+    uint32_t file;           /* file id */
+};
+
+struct rs_rec_io {
+    struct rs_rec_hdr h;
+    uint64_t start_ns, dur_ns;
+    int64_t offset, result;
+};
+
+/* An open (kind OPEN: also an I/O event) or a file known at start (kind
+ * FILE). path is relative to the file dir when dir != 0. */
+struct rs_rec_open {
+    struct rs_rec_hdr h;
+    uint64_t start_ns, dur_ns;
+    int64_t result;
+    int32_t flags;
+    uint32_t dir;
+    char path[];
+};
+
+struct rs_block;
+
+struct rs_thread {
+    _Atomic(struct rs_block *) cur; /* written by the owner, read by the writer */
+    uint32_t pos;                   /* owner's write position in cur */
+    uint32_t tid;
+    _Atomic int state;              /* RS_THREAD_FREE / LIVE */
+};
+
+enum { RS_THREAD_FREE = 0, RS_THREAD_LIVE = 1 };
+
+/* Re-entrancy guard: set while the agent itself runs on this thread (and
+ * forever on the writer thread), so its own calls are not recorded. */
+extern __thread int rs_guard RS_TLS;
+/* Recording on: cleared when the agent disables itself or has finished. */
+extern _Atomic int rs_on;
+
+/* Space for a record of size bytes (multiple of 8) in this thread's buffer,
+ * or NULL when it must be dropped (counted under kind). */
+void *rs_reserve(size_t size, int kind);
+/* Publishes the record last reserved on this thread. */
+void rs_commit(size_t size);
+
+/* Sets up the block pool of rs_cfg.buffer_bytes. Returns 0, or -1 (no memory). */
+int rs_ring_init(void);
+/* In a forked child: forget the parent's records and threads. */
+void rs_ring_reset(void);
+
+/* Writer's side: calls fn for every committed, not yet consumed record, in
+ * order per thread; blocks that are full go back to the pool afterwards. */
+typedef void (*rs_rec_fn)(const struct rs_rec_hdr *rec, uint32_t tid, void *arg);
+void rs_ring_drain(rs_rec_fn fn, void *arg);
+/* Records dropped so far: all, and I/O only. */
+uint64_t rs_ring_dropped(void);
+uint64_t rs_ring_dropped_io(void);
+/* Futex word the writer sleeps on; a hook that fills a block wakes it. */
+extern _Atomic uint32_t rs_writer_wake;
+extern _Atomic int rs_writer_sleeping;
+void rs_writer_kick(void);
+
+/* ---- writer thread (writer.c) ---- */
+
+/* Starts the writer thread. Returns 0 or -1. */
+int rs_writer_start(void);
+/* Asks the writer to write out everything recorded so far and waits for it
+ * (up to a few seconds). final: also write the end chunk (exit, exec). Safe
+ * in a signal handler; returns at once on the writer thread itself. */
+void rs_writer_flush(int final);
+/* In a forked child: start over with no file and a new writer thread. */
+void rs_writer_forked(void);
+/* Writer thread identity, so signal code can tell. */
+int rs_writer_is_self(void);
+
+/* ---- files (fdtab.c) ---- */
+
+#define RS_FILE_EXCLUDED UINT32_MAX
+
+/* File id of fd if its I/O is recorded, else 0. */
+uint32_t rs_fd_file(int fd);
+void rs_fd_set(int fd, uint32_t file);
+/* The current directory changed: remember it for relative paths. */
+void rs_cwd_changed(void);
+/* Records an opened path for fd (result of an open call), returns the file
+ * id assigned (0 if fd is not tracked). dirfd as for openat. */
+uint32_t rs_file_opened(int op, int dirfd, const char *path, int flags, int fd,
+                        uint64_t t0, uint64_t t1);
+/* Sets up the fd table and records the files already open. Returns 0 or -1. */
+int rs_fdtab_init(void);
+/* Set once the fd table is up: the I/O hooks record. */
+extern int rs_io_active;
+/* Whether fd is the agent's own trace file (the program may not close it). */
+int rs_writer_owns_fd(int fd);
+
+/* Records one I/O event for file (a tracked fd's id). */
+void rs_io_record(int op, uint32_t file, uint64_t t0, uint64_t t1, int64_t offset, int64_t result);
+
+/* Resolves the next definition of a symbol (the real function). */
+void *rs_resolve(const char *name);
+
+#define RS_REAL_DECL(name) static __typeof__(name) *real_##name
+#define RS_REAL(name)                                   \
+    ({                                                  \
+        if (RS_UNLIKELY(real_##name == NULL))           \
+            real_##name = rs_resolve(#name);            \
+        real_##name;                                    \
+    })
+
+#endif

@@ -1,0 +1,213 @@
+/* Which fds the I/O hooks record, and under which file id. A file id is
+ * given at open and names the path once, in an OPEN (or FILE) record; every
+ * later read or write carries only the id. Excluded paths (RINGSIDE_IO_EXCLUDE)
+ * and fds that are not files (pipes, sockets) are not recorded. */
+#include "preload/agent.h"
+#include "formats/trace.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+int rs_io_active;
+static _Atomic uint32_t *fdtab;
+static size_t fdtab_n;
+static _Atomic uint32_t next_file = 1;
+
+/* The current directory, for relative paths; a generation count lets a
+ * reader notice that a chdir raced with its copy. */
+static char cwd[PATH_MAX];
+static _Atomic unsigned cwd_gen;
+
+uint32_t rs_fd_file(int fd)
+{
+    if (RS_UNLIKELY(fd < 0 || (size_t)fd >= fdtab_n))
+        return 0;
+    uint32_t f = atomic_load_explicit(&fdtab[fd], memory_order_relaxed);
+    return f == RS_FILE_EXCLUDED ? 0 : f;
+}
+
+void rs_fd_set(int fd, uint32_t file)
+{
+    if (fd >= 0 && (size_t)fd < fdtab_n)
+        atomic_store_explicit(&fdtab[fd], file, memory_order_relaxed);
+}
+
+static uint32_t fd_raw(int fd)
+{
+    if (fd < 0 || (size_t)fd >= fdtab_n)
+        return 0;
+    return atomic_load_explicit(&fdtab[fd], memory_order_relaxed);
+}
+
+void rs_cwd_changed(void)
+{
+    char buf[PATH_MAX];
+    if (!getcwd(buf, sizeof buf))
+        buf[0] = 0;
+    atomic_fetch_add_explicit(&cwd_gen, 1, memory_order_acq_rel);
+    memcpy(cwd, buf, sizeof cwd);
+    atomic_fetch_add_explicit(&cwd_gen, 1, memory_order_release);
+}
+
+/* Whether path (absolute) lies under one of the excluded prefixes. */
+static int excluded(const char *path)
+{
+    const char *p = rs_cfg.exclude;
+    while (*p) {
+        const char *end = strchr(p, ':');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        while (n > 1 && p[n - 1] == '/')
+            n--;
+        if (n && strncmp(path, p, n) == 0 && (path[n] == '/' || path[n] == 0 || (n == 1 && p[0] == '/')))
+            return 1;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    return 0;
+}
+
+/* Writes the absolute form of path into out (size PATH_MAX) when it can be
+ * known here: absolute already, or relative to the current directory.
+ * Returns 1 if out is absolute. */
+static int absolute(int dirfd, const char *path, char *out)
+{
+    size_t n = strlen(path);
+    if (path[0] == '/' || dirfd != AT_FDCWD) {
+        if (n >= PATH_MAX)
+            n = PATH_MAX - 1;
+        memcpy(out, path, n);
+        out[n] = 0;
+        return path[0] == '/';
+    }
+    while (path[0] == '.' && path[1] == '/')
+        path += 2, n -= 2;
+    for (int tries = 0; tries < 3; tries++) {
+        unsigned g = atomic_load_explicit(&cwd_gen, memory_order_acquire);
+        if (g & 1)
+            continue;
+        size_t c = strnlen(cwd, PATH_MAX - 1);
+        if (c + 1 + n >= PATH_MAX)
+            break;
+        memcpy(out, cwd, c);
+        out[c] = '/';
+        memcpy(out + c + 1, path, n + 1);
+        if (atomic_load_explicit(&cwd_gen, memory_order_acquire) == g)
+            return 1;
+    }
+    snprintf(out, PATH_MAX, "%s", path);
+    return 0;
+}
+
+/* Appends an OPEN or FILE record naming file id for path. */
+static void record_path(int kind, int op, uint32_t id, uint32_t dir, const char *path, int flags,
+                        int64_t result, uint64_t t0, uint64_t t1)
+{
+    size_t n = strlen(path) + 1;
+    size_t size = (sizeof(struct rs_rec_open) + n + 7) & ~(size_t)7;
+    struct rs_rec_open *r = rs_reserve(size, kind);
+    if (!r)
+        return;
+    r->h.size = (uint16_t)size;
+    r->h.kind = (uint8_t)kind;
+    r->h.op = (uint8_t)op;
+    r->h.file = id;
+    r->start_ns = t0;
+    r->dur_ns = t1 - t0;
+    r->result = result;
+    r->flags = flags;
+    r->dir = dir;
+    memcpy(r->path, path, n);
+    rs_commit(size);
+}
+
+uint32_t rs_file_opened(int op, int dirfd, const char *path, int flags, int fd, uint64_t t0,
+                        uint64_t t1)
+{
+    char abs[PATH_MAX];
+    uint32_t dir = 0;
+    int is_abs = absolute(dirfd, path ? path : "", abs);
+    if (!is_abs && dirfd != AT_FDCWD) {
+        dir = fd_raw(dirfd);
+        if (dir == RS_FILE_EXCLUDED) {
+            rs_fd_set(fd, RS_FILE_EXCLUDED);
+            return 0;
+        }
+    }
+    if (is_abs && excluded(abs)) {
+        rs_fd_set(fd, RS_FILE_EXCLUDED);
+        return 0;
+    }
+    uint32_t id = atomic_fetch_add_explicit(&next_file, 1, memory_order_relaxed);
+    record_path(RS_REC_OPEN, op, id, dir, abs, flags, fd, t0, t1);
+    rs_fd_set(fd, id);
+    return id;
+}
+
+int rs_fdtab_init(void)
+{
+    struct rlimit rl;
+    fdtab_n = 1u << 16;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > fdtab_n)
+        fdtab_n = rl.rlim_max < (1u << 22) ? rl.rlim_max : (1u << 22);
+    void *p = mmap(NULL, fdtab_n * sizeof *fdtab, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        fdtab_n = 0;
+        return -1;
+    }
+    fdtab = p;
+    rs_cwd_changed();
+    rs_io_active = 1;
+
+    /* Files the program was started with (a shell's redirections). */
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return 0;
+    int own = dirfd(d);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int fd = atoi(e->d_name);
+        if (e->d_name[0] == '.' || fd == own)
+            continue;
+        char link[64], target[PATH_MAX];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n <= 0 || target[0] != '/')
+            continue;
+        target[n] = 0;
+        if (excluded(target)) {
+            rs_fd_set(fd, RS_FILE_EXCLUDED);
+            continue;
+        }
+        uint32_t id = atomic_fetch_add_explicit(&next_file, 1, memory_order_relaxed);
+        int fl = fcntl(fd, F_GETFL);
+        uint64_t now = rs_now();
+        record_path(RS_REC_FILE, RSF_IO_OPEN, id, 0, target, fl, fd, now, now);
+        rs_fd_set(fd, id);
+    }
+    closedir(d);
+    return 0;
+}
+
+void rs_io_record(int op, uint32_t file, uint64_t t0, uint64_t t1, int64_t offset, int64_t result)
+{
+    struct rs_rec_io *r = rs_reserve(sizeof *r, RS_REC_IO);
+    if (!r)
+        return;
+    r->h.size = sizeof *r;
+    r->h.kind = RS_REC_IO;
+    r->h.op = (uint8_t)op;
+    r->h.file = file;
+    r->start_ns = t0;
+    r->dur_ns = t1 - t0;
+    r->offset = offset;
+    r->result = result;
+    rs_commit(sizeof *r);
+}

@@ -1,0 +1,647 @@
+/* File I/O hooks: each wrapper times only the real call, then appends one
+ * record with the bytes, offset and result; the path is known from the fd
+ * table (fdtab.c). Calls on fds that are not recorded files, calls made
+ * while the agent itself runs (rs_guard) and calls after tracing stopped go
+ * straight to the real function. errno is always left as the call set it. */
+#include "preload/agent.h"
+#include "formats/trace.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* glibc's _FORTIFY_SOURCE entry points, which programs built with it call
+ * instead of the plain names; their headers declare them only then. */
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+int __openat_2(int dirfd, const char *path, int flags);
+int __openat64_2(int dirfd, const char *path, int flags);
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
+size_t __fread_chk(void *p, size_t buflen, size_t size, size_t n, FILE *fp);
+char *__fgets_chk(char *s, size_t size, int n, FILE *fp);
+
+/* Whether a call on fd is recorded; its file id in *file. */
+static inline int tracked(int fd, uint32_t *file)
+{
+    if (RS_UNLIKELY(rs_guard) || !atomic_load_explicit(&rs_on, memory_order_relaxed))
+        return 0;
+    return (*file = rs_fd_file(fd)) != 0;
+}
+
+static inline int opens_tracked(void)
+{
+    return !rs_guard && rs_io_active && atomic_load_explicit(&rs_on, memory_order_relaxed);
+}
+
+/* Times CALL (of result type T) on a tracked fd and records it as OP with
+ * offset OFF; the result, or -errno when it failed, is BYTES_OF(r). */
+#define RS_IO_TIMED(T, OP, FD, OFF, CALL, FAILED, BYTES)                            \
+    do {                                                                            \
+        uint32_t file_;                                                             \
+        if (!tracked(FD, &file_))                                                   \
+            return CALL;                                                            \
+        rs_guard = 1;                                                               \
+        uint64_t t0_ = rs_now();                                                    \
+        T r = CALL;                                                                 \
+        uint64_t t1_ = rs_now();                                                    \
+        int e_ = errno;                                                             \
+        rs_io_record(OP, file_, t0_, t1_, OFF, (FAILED) ? -(int64_t)e_ : (int64_t)(BYTES)); \
+        errno = e_;                                                                 \
+        rs_guard = 0;                                                               \
+        return r;                                                                   \
+    } while (0)
+
+/* For calls returning ssize_t/int/off_t where -1 means failure. */
+#define RS_IO_SYS(T, OP, FD, OFF, CALL) RS_IO_TIMED(T, OP, FD, OFF, CALL, r < 0, r)
+
+/* ---- opens ---- */
+
+static int mode_needed(int flags)
+{
+    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+#define RS_OPEN_VA(flags)                                   \
+    mode_t mode = 0;                                        \
+    if (mode_needed(flags)) {                               \
+        va_list ap;                                         \
+        va_start(ap, flags);                                \
+        mode = (mode_t)va_arg(ap, int);                     \
+        va_end(ap);                                         \
+    }
+
+/* Times an open-like CALL returning an fd and names the file. */
+#define RS_OPEN_TIMED(OP, DIRFD, PATH, FLAGS, CALL)                                 \
+    do {                                                                            \
+        if (!opens_tracked())                                                       \
+            return CALL;                                                            \
+        rs_guard = 1;                                                               \
+        uint64_t t0_ = rs_now();                                                    \
+        int fd_ = CALL;                                                             \
+        uint64_t t1_ = rs_now();                                                    \
+        int e_ = errno;                                                             \
+        if (fd_ >= 0)                                                               \
+            rs_file_opened(OP, DIRFD, PATH, FLAGS, fd_, t0_, t1_);                  \
+        errno = e_;                                                                 \
+        rs_guard = 0;                                                               \
+        return fd_;                                                                 \
+    } while (0)
+
+RS_REAL_DECL(open);
+RS_REAL_DECL(open64);
+RS_REAL_DECL(openat);
+RS_REAL_DECL(openat64);
+RS_REAL_DECL(creat);
+RS_REAL_DECL(creat64);
+RS_REAL_DECL(__open_2);
+RS_REAL_DECL(__open64_2);
+RS_REAL_DECL(__openat_2);
+RS_REAL_DECL(__openat64_2);
+
+RS_EXPORT int open(const char *path, int flags, ...)
+{
+    RS_OPEN_VA(flags);
+    RS_OPEN_TIMED(RSF_IO_OPEN, AT_FDCWD, path, flags, RS_REAL(open)(path, flags, mode));
+}
+
+RS_EXPORT int open64(const char *path, int flags, ...)
+{
+    RS_OPEN_VA(flags);
+    RS_OPEN_TIMED(RSF_IO_OPEN, AT_FDCWD, path, flags, RS_REAL(open64)(path, flags, mode));
+}
+
+RS_EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+    RS_OPEN_VA(flags);
+    RS_OPEN_TIMED(RSF_IO_OPENAT, dirfd, path, flags, RS_REAL(openat)(dirfd, path, flags, mode));
+}
+
+RS_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+    RS_OPEN_VA(flags);
+    RS_OPEN_TIMED(RSF_IO_OPENAT, dirfd, path, flags, RS_REAL(openat64)(dirfd, path, flags, mode));
+}
+
+RS_EXPORT int creat(const char *path, mode_t mode)
+{
+    RS_OPEN_TIMED(RSF_IO_CREAT, AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, RS_REAL(creat)(path, mode));
+}
+
+RS_EXPORT int creat64(const char *path, mode_t mode)
+{
+    RS_OPEN_TIMED(RSF_IO_CREAT, AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, RS_REAL(creat64)(path, mode));
+}
+
+RS_EXPORT int __open_2(const char *path, int flags)
+{
+    RS_OPEN_TIMED(RSF_IO_OPEN, AT_FDCWD, path, flags, RS_REAL(__open_2)(path, flags));
+}
+
+RS_EXPORT int __open64_2(const char *path, int flags)
+{
+    RS_OPEN_TIMED(RSF_IO_OPEN, AT_FDCWD, path, flags, RS_REAL(__open64_2)(path, flags));
+}
+
+RS_EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+    RS_OPEN_TIMED(RSF_IO_OPENAT, dirfd, path, flags, RS_REAL(__openat_2)(dirfd, path, flags));
+}
+
+RS_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+    RS_OPEN_TIMED(RSF_IO_OPENAT, dirfd, path, flags, RS_REAL(__openat64_2)(dirfd, path, flags));
+}
+
+/* ---- close and fd copies ---- */
+
+RS_REAL_DECL(close);
+RS_REAL_DECL(dup);
+RS_REAL_DECL(dup2);
+RS_REAL_DECL(dup3);
+RS_REAL_DECL(fcntl);
+RS_REAL_DECL(fcntl64);
+
+RS_EXPORT int close(int fd)
+{
+    /* The program closing every fd (a daemon's start-up) must not take the
+     * trace file with it. */
+    if (RS_UNLIKELY(rs_writer_owns_fd(fd)) && !rs_guard)
+        return 0;
+    uint32_t file;
+    if (!tracked(fd, &file)) {
+        if (rs_io_active)
+            rs_fd_set(fd, 0);
+        return RS_REAL(close)(fd);
+    }
+    rs_guard = 1;
+    uint64_t t0 = rs_now();
+    int r = RS_REAL(close)(fd);
+    uint64_t t1 = rs_now();
+    int e = errno;
+    rs_fd_set(fd, 0);
+    rs_io_record(RSF_IO_CLOSE, file, t0, t1, -1, r < 0 ? -(int64_t)e : r);
+    errno = e;
+    rs_guard = 0;
+    return r;
+}
+
+/* The new fd names the same file as the old one. */
+static int copied(int oldfd, int newfd)
+{
+    if (newfd >= 0 && newfd != oldfd && rs_io_active) {
+        int e = errno;
+        rs_fd_set(newfd, 0);
+        if (oldfd >= 0) {
+            uint32_t f = rs_fd_file(oldfd);
+            rs_fd_set(newfd, f);
+        }
+        errno = e;
+    }
+    return newfd;
+}
+
+RS_EXPORT int dup(int fd) { return copied(fd, RS_REAL(dup)(fd)); }
+RS_EXPORT int dup2(int fd, int fd2) { return copied(fd, RS_REAL(dup2)(fd, fd2)); }
+RS_EXPORT int dup3(int fd, int fd2, int flags) { return copied(fd, RS_REAL(dup3)(fd, fd2, flags)); }
+
+static int fcntl_common(__typeof__(fcntl) *real, int fd, int cmd, va_list ap)
+{
+    /* Every fcntl command takes at most one argument, an int or a pointer. */
+    void *arg = va_arg(ap, void *);
+    int r = real(fd, cmd, arg);
+    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+        copied(fd, r);
+    return r;
+}
+
+RS_EXPORT int fcntl(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    int r = fcntl_common(RS_REAL(fcntl), fd, cmd, ap);
+    va_end(ap);
+    return r;
+}
+
+RS_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    int r = fcntl_common(RS_REAL(fcntl64), fd, cmd, ap);
+    va_end(ap);
+    return r;
+}
+
+/* ---- reads and writes ---- */
+
+RS_REAL_DECL(read);
+RS_REAL_DECL(write);
+RS_REAL_DECL(pread);
+RS_REAL_DECL(pread64);
+RS_REAL_DECL(pwrite);
+RS_REAL_DECL(pwrite64);
+RS_REAL_DECL(readv);
+RS_REAL_DECL(writev);
+RS_REAL_DECL(preadv);
+RS_REAL_DECL(preadv64);
+RS_REAL_DECL(pwritev);
+RS_REAL_DECL(pwritev64);
+RS_REAL_DECL(preadv2);
+RS_REAL_DECL(preadv64v2);
+RS_REAL_DECL(pwritev2);
+RS_REAL_DECL(pwritev64v2);
+RS_REAL_DECL(__read_chk);
+RS_REAL_DECL(__pread_chk);
+RS_REAL_DECL(__pread64_chk);
+
+RS_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_READ, fd, -1, RS_REAL(read)(fd, buf, n));
+}
+
+RS_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_READ, fd, -1, RS_REAL(__read_chk)(fd, buf, n, buflen));
+}
+
+RS_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_WRITE, fd, -1, RS_REAL(write)(fd, buf, n));
+}
+
+RS_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_PREAD, fd, off, RS_REAL(pread)(fd, buf, n, off));
+}
+
+RS_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_PREAD, fd, off, RS_REAL(pread64)(fd, buf, n, off));
+}
+
+RS_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_PREAD, fd, off, RS_REAL(__pread_chk)(fd, buf, n, off, buflen));
+}
+
+RS_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_PREAD, fd, off, RS_REAL(__pread64_chk)(fd, buf, n, off, buflen));
+}
+
+RS_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_PWRITE, fd, off, RS_REAL(pwrite)(fd, buf, n, off));
+}
+
+RS_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_PWRITE, fd, off, RS_REAL(pwrite64)(fd, buf, n, off));
+}
+
+RS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_READV, fd, -1, RS_REAL(readv)(fd, iov, cnt));
+}
+
+RS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_WRITEV, fd, -1, RS_REAL(writev)(fd, iov, cnt));
+}
+
+RS_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_PREADV, fd, off, RS_REAL(preadv)(fd, iov, cnt, off));
+}
+
+RS_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_PREADV, fd, off, RS_REAL(preadv64)(fd, iov, cnt, off));
+}
+
+RS_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_PWRITEV, fd, off, RS_REAL(pwritev)(fd, iov, cnt, off));
+}
+
+RS_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_PWRITEV, fd, off, RS_REAL(pwritev64)(fd, iov, cnt, off));
+}
+
+RS_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_PREADV2, fd, off, RS_REAL(preadv2)(fd, iov, cnt, off, flags));
+}
+
+RS_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_PREADV2, fd, off, RS_REAL(preadv64v2)(fd, iov, cnt, off, flags));
+}
+
+RS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_PWRITEV2, fd, off, RS_REAL(pwritev2)(fd, iov, cnt, off, flags));
+}
+
+RS_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
+{
+    RS_IO_SYS(ssize_t, RSF_IO_PWRITEV2, fd, off, RS_REAL(pwritev64v2)(fd, iov, cnt, off, flags));
+}
+
+/* ---- sync, seek, map ---- */
+
+RS_REAL_DECL(fsync);
+RS_REAL_DECL(fdatasync);
+RS_REAL_DECL(lseek);
+RS_REAL_DECL(lseek64);
+RS_REAL_DECL(mmap);
+RS_REAL_DECL(mmap64);
+
+RS_EXPORT int fsync(int fd) { RS_IO_SYS(int, RSF_IO_FSYNC, fd, -1, RS_REAL(fsync)(fd)); }
+RS_EXPORT int fdatasync(int fd) { RS_IO_SYS(int, RSF_IO_FDATASYNC, fd, -1, RS_REAL(fdatasync)(fd)); }
+
+RS_EXPORT off_t lseek(int fd, off_t off, int whence)
+{
+    RS_IO_SYS(off_t, RSF_IO_LSEEK, fd, off, RS_REAL(lseek)(fd, off, whence));
+}
+
+RS_EXPORT off64_t lseek64(int fd, off64_t off, int whence)
+{
+    RS_IO_SYS(off64_t, RSF_IO_LSEEK, fd, off, RS_REAL(lseek64)(fd, off, whence));
+}
+
+/* A mapping of a file records its length as the result. */
+RS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    RS_IO_TIMED(void *, RSF_IO_MMAP, (flags & MAP_ANONYMOUS) ? -1 : fd, off,
+                RS_REAL(mmap)(addr, len, prot, flags, fd, off), r == MAP_FAILED, len);
+}
+
+RS_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
+{
+    RS_IO_TIMED(void *, RSF_IO_MMAP, (flags & MAP_ANONYMOUS) ? -1 : fd, off,
+                RS_REAL(mmap64)(addr, len, prot, flags, fd, off), r == MAP_FAILED, len);
+}
+
+/* ---- in-kernel copies: one event on each side ---- */
+
+RS_REAL_DECL(copy_file_range);
+RS_REAL_DECL(sendfile);
+RS_REAL_DECL(sendfile64);
+
+static ssize_t two_sided(int op_in, int in, int64_t off_in, int op_out, int out, int64_t off_out,
+                         uint64_t t0, ssize_t r)
+{
+    uint64_t t1 = rs_now();
+    int e = errno;
+    int64_t res = r < 0 ? -(int64_t)e : r;
+    uint32_t fin = rs_fd_file(in), fout = rs_fd_file(out);
+    if (fin)
+        rs_io_record(op_in, fin, t0, t1, off_in, res);
+    if (fout)
+        rs_io_record(op_out, fout, t0, t1, off_out, res);
+    errno = e;
+    rs_guard = 0;
+    return r;
+}
+
+static int either_tracked(int a, int b)
+{
+    uint32_t f;
+    return tracked(a, &f) || tracked(b, &f);
+}
+
+RS_EXPORT ssize_t copy_file_range(int in, off64_t *off_in, int out, off64_t *off_out, size_t len,
+                                  unsigned flags)
+{
+    if (!either_tracked(in, out))
+        return RS_REAL(copy_file_range)(in, off_in, out, off_out, len, flags);
+    int64_t oi = off_in ? *off_in : -1, oo = off_out ? *off_out : -1;
+    rs_guard = 1;
+    uint64_t t0 = rs_now();
+    ssize_t r = RS_REAL(copy_file_range)(in, off_in, out, off_out, len, flags);
+    return two_sided(RSF_IO_COPY_IN, in, oi, RSF_IO_COPY_OUT, out, oo, t0, r);
+}
+
+RS_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+    if (!either_tracked(in, out))
+        return RS_REAL(sendfile)(out, in, off, count);
+    int64_t oi = off ? *off : -1;
+    rs_guard = 1;
+    uint64_t t0 = rs_now();
+    ssize_t r = RS_REAL(sendfile)(out, in, off, count);
+    return two_sided(RSF_IO_SENDFILE_IN, in, oi, RSF_IO_SENDFILE_OUT, out, -1, t0, r);
+}
+
+RS_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
+{
+    if (!either_tracked(in, out))
+        return RS_REAL(sendfile64)(out, in, off, count);
+    int64_t oi = off ? *off : -1;
+    rs_guard = 1;
+    uint64_t t0 = rs_now();
+    ssize_t r = RS_REAL(sendfile64)(out, in, off, count);
+    return two_sided(RSF_IO_SENDFILE_IN, in, oi, RSF_IO_SENDFILE_OUT, out, -1, t0, r);
+}
+
+/* ---- stdio: bytes as the program sees them; glibc's own flushes of the
+ * stream buffer call write internally and are not seen twice ---- */
+
+/* The fd of a stream without locking it or touching errno (glibc layout). */
+static inline int stream_fd(FILE *fp)
+{
+    return fp ? fp->_fileno : -1;
+}
+
+RS_REAL_DECL(fopen);
+RS_REAL_DECL(fopen64);
+RS_REAL_DECL(fdopen);
+RS_REAL_DECL(fclose);
+RS_REAL_DECL(fflush);
+RS_REAL_DECL(fread);
+RS_REAL_DECL(fread_unlocked);
+RS_REAL_DECL(__fread_chk);
+RS_REAL_DECL(fwrite);
+RS_REAL_DECL(fwrite_unlocked);
+RS_REAL_DECL(fgets);
+RS_REAL_DECL(__fgets_chk);
+RS_REAL_DECL(fputs);
+RS_REAL_DECL(fgetc);
+RS_REAL_DECL(getc);
+RS_REAL_DECL(fputc);
+RS_REAL_DECL(putc);
+RS_REAL_DECL(vfprintf);
+
+static int fopen_flags(const char *mode)
+{
+    int plus = mode && strchr(mode, '+') != NULL;
+    switch (mode ? mode[0] : 'r') {
+    case 'w': return (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_TRUNC;
+    case 'a': return (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_APPEND;
+    default: return plus ? O_RDWR : O_RDONLY;
+    }
+}
+
+static FILE *fopen_common(__typeof__(fopen) *real, const char *path, const char *mode)
+{
+    if (!opens_tracked())
+        return real(path, mode);
+    rs_guard = 1;
+    uint64_t t0 = rs_now();
+    FILE *fp = real(path, mode);
+    uint64_t t1 = rs_now();
+    int e = errno;
+    if (fp && stream_fd(fp) >= 0)
+        rs_file_opened(RSF_IO_FOPEN, AT_FDCWD, path, fopen_flags(mode), stream_fd(fp), t0, t1);
+    errno = e;
+    rs_guard = 0;
+    return fp;
+}
+
+RS_EXPORT FILE *fopen(const char *path, const char *mode) { return fopen_common(RS_REAL(fopen), path, mode); }
+RS_EXPORT FILE *fopen64(const char *path, const char *mode) { return fopen_common(RS_REAL(fopen64), path, mode); }
+
+RS_EXPORT FILE *fdopen(int fd, const char *mode)
+{
+    RS_IO_TIMED(FILE *, RSF_IO_FDOPEN, fd, -1, RS_REAL(fdopen)(fd, mode), r == NULL, fd);
+}
+
+RS_EXPORT int fclose(FILE *fp)
+{
+    int fd = stream_fd(fp);
+    uint32_t file;
+    if (!tracked(fd, &file))
+        return RS_REAL(fclose)(fp);
+    rs_guard = 1;
+    uint64_t t0 = rs_now();
+    int r = RS_REAL(fclose)(fp);
+    uint64_t t1 = rs_now();
+    int e = errno;
+    rs_fd_set(fd, 0);
+    rs_io_record(RSF_IO_FCLOSE, file, t0, t1, -1, r == EOF ? -(int64_t)e : 0);
+    errno = e;
+    rs_guard = 0;
+    return r;
+}
+
+RS_EXPORT int fflush(FILE *fp)
+{
+    RS_IO_TIMED(int, RSF_IO_FFLUSH, stream_fd(fp), -1, RS_REAL(fflush)(fp), r == EOF, 0);
+}
+
+RS_EXPORT size_t fread(void *p, size_t size, size_t n, FILE *fp)
+{
+    RS_IO_TIMED(size_t, RSF_IO_FREAD, stream_fd(fp), -1, RS_REAL(fread)(p, size, n, fp), 0, r * size);
+}
+
+RS_EXPORT size_t (fread_unlocked)(void *p, size_t size, size_t n, FILE *fp)
+{
+    RS_IO_TIMED(size_t, RSF_IO_FREAD, stream_fd(fp), -1, RS_REAL(fread_unlocked)(p, size, n, fp), 0,
+                r * size);
+}
+
+RS_EXPORT size_t __fread_chk(void *p, size_t buflen, size_t size, size_t n, FILE *fp)
+{
+    RS_IO_TIMED(size_t, RSF_IO_FREAD, stream_fd(fp), -1, RS_REAL(__fread_chk)(p, buflen, size, n, fp),
+                0, r * size);
+}
+
+RS_EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *fp)
+{
+    RS_IO_TIMED(size_t, RSF_IO_FWRITE, stream_fd(fp), -1, RS_REAL(fwrite)(p, size, n, fp), 0, r * size);
+}
+
+RS_EXPORT size_t (fwrite_unlocked)(const void *p, size_t size, size_t n, FILE *fp)
+{
+    RS_IO_TIMED(size_t, RSF_IO_FWRITE, stream_fd(fp), -1, RS_REAL(fwrite_unlocked)(p, size, n, fp), 0,
+                r * size);
+}
+
+RS_EXPORT char *fgets(char *s, int n, FILE *fp)
+{
+    RS_IO_TIMED(char *, RSF_IO_FGETS, stream_fd(fp), -1, RS_REAL(fgets)(s, n, fp), 0,
+                r ? strlen(r) : 0);
+}
+
+RS_EXPORT char *__fgets_chk(char *s, size_t size, int n, FILE *fp)
+{
+    RS_IO_TIMED(char *, RSF_IO_FGETS, stream_fd(fp), -1, RS_REAL(__fgets_chk)(s, size, n, fp), 0,
+                r ? strlen(r) : 0);
+}
+
+RS_EXPORT int fputs(const char *s, FILE *fp)
+{
+    RS_IO_TIMED(int, RSF_IO_FPUTS, stream_fd(fp), -1, RS_REAL(fputs)(s, fp), r == EOF, strlen(s));
+}
+
+RS_EXPORT int fgetc(FILE *fp)
+{
+    RS_IO_TIMED(int, RSF_IO_FGETC, stream_fd(fp), -1, RS_REAL(fgetc)(fp), 0, r != EOF);
+}
+
+RS_EXPORT int getc(FILE *fp)
+{
+    RS_IO_TIMED(int, RSF_IO_FGETC, stream_fd(fp), -1, RS_REAL(getc)(fp), 0, r != EOF);
+}
+
+RS_EXPORT int fputc(int c, FILE *fp)
+{
+    RS_IO_TIMED(int, RSF_IO_FPUTC, stream_fd(fp), -1, RS_REAL(fputc)(c, fp), r == EOF, 1);
+}
+
+RS_EXPORT int putc(int c, FILE *fp)
+{
+    RS_IO_TIMED(int, RSF_IO_FPUTC, stream_fd(fp), -1, RS_REAL(putc)(c, fp), r == EOF, 1);
+}
+
+RS_EXPORT int vfprintf(FILE *fp, const char *fmt, va_list ap)
+{
+    RS_IO_SYS(int, RSF_IO_FPRINTF, stream_fd(fp), -1, RS_REAL(vfprintf)(fp, fmt, ap));
+}
+
+RS_EXPORT int fprintf(FILE *fp, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vfprintf(fp, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* ---- the current directory, for relative paths ---- */
+
+RS_REAL_DECL(chdir);
+RS_REAL_DECL(fchdir);
+
+RS_EXPORT int chdir(const char *path)
+{
+    int r = RS_REAL(chdir)(path);
+    if (r == 0 && rs_io_active) {
+        int e = errno;
+        rs_cwd_changed();
+        errno = e;
+    }
+    return r;
+}
+
+RS_EXPORT int fchdir(int fd)
+{
+    int r = RS_REAL(fchdir)(fd);
+    if (r == 0 && rs_io_active) {
+        int e = errno;
+        rs_cwd_changed();
+        errno = e;
+    }
+    return r;
+}

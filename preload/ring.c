@@ -1,0 +1,271 @@
+/* Per-thread record buffers. A fixed pool of blocks (RINGSIDE_BUFFER_MB in
+ * all) is shared out to threads: each thread appends to its own block and
+ * publishes with a release store; full blocks go on a lock-free list to the
+ * writer thread, which also reads the committed part of blocks still in use
+ * once per flush interval, and returns drained blocks to the free list. */
+#include "preload/agent.h"
+
+#include <linux/futex.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define RS_BLOCK_SIZE (64u << 10)
+#define RS_MAX_THREADS 4096
+#define RS_NIL 0u /* block index 0 means "none"; blocks are numbered from 1 */
+
+struct rs_block {
+    _Atomic uint32_t committed; /* bytes published by the owner */
+    uint32_t consumed;          /* bytes the writer has encoded (writer only) */
+    uint32_t tid;
+    _Atomic uint32_t next;      /* list link: index of the next block */
+    uint8_t *data;
+};
+
+__thread int rs_guard RS_TLS;
+static __thread struct rs_thread *rs_self RS_TLS;
+
+_Atomic int rs_on;
+_Atomic uint32_t rs_writer_wake;
+_Atomic int rs_writer_sleeping;
+
+static struct rs_block *blocks;       /* blocks[1..nblocks] */
+static uint32_t nblocks;
+static uint8_t *pool;                 /* block data, nblocks x RS_BLOCK_SIZE */
+static struct rs_thread *threads;     /* RS_MAX_THREADS slots */
+static _Atomic uint64_t free_head;    /* low 32 bits: index; high: ABA tag */
+static _Atomic uint32_t full_head;
+static _Atomic uint64_t dropped_all, dropped_io;
+static pthread_key_t thread_key;
+static int key_made;
+
+static void count_drop(int kind)
+{
+    atomic_fetch_add_explicit(&dropped_all, 1, memory_order_relaxed);
+    if (kind == RS_REC_IO || kind == RS_REC_OPEN)
+        atomic_fetch_add_explicit(&dropped_io, 1, memory_order_relaxed);
+}
+
+uint64_t rs_ring_dropped(void) { return atomic_load(&dropped_all); }
+uint64_t rs_ring_dropped_io(void) { return atomic_load(&dropped_io); }
+
+static uint32_t free_pop(void)
+{
+    uint64_t head = atomic_load_explicit(&free_head, memory_order_acquire);
+    for (;;) {
+        uint32_t idx = (uint32_t)head;
+        if (idx == RS_NIL)
+            return RS_NIL;
+        uint32_t next = atomic_load_explicit(&blocks[idx].next, memory_order_relaxed);
+        uint64_t want = ((head >> 32) + 1) << 32 | next;
+        if (atomic_compare_exchange_weak_explicit(&free_head, &head, want,
+                                                  memory_order_acq_rel, memory_order_acquire))
+            return idx;
+    }
+}
+
+static void free_push(uint32_t idx)
+{
+    uint64_t head = atomic_load_explicit(&free_head, memory_order_relaxed);
+    for (;;) {
+        atomic_store_explicit(&blocks[idx].next, (uint32_t)head, memory_order_relaxed);
+        uint64_t want = ((head >> 32) + 1) << 32 | idx;
+        if (atomic_compare_exchange_weak_explicit(&free_head, &head, want,
+                                                  memory_order_release, memory_order_relaxed))
+            return;
+    }
+}
+
+static void full_push(uint32_t idx)
+{
+    uint32_t head = atomic_load_explicit(&full_head, memory_order_relaxed);
+    do
+        atomic_store_explicit(&blocks[idx].next, head, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&full_head, &head, idx,
+                                                  memory_order_release, memory_order_relaxed));
+}
+
+void rs_writer_kick(void)
+{
+    atomic_fetch_add_explicit(&rs_writer_wake, 1, memory_order_release);
+    if (atomic_load_explicit(&rs_writer_sleeping, memory_order_acquire))
+        syscall(SYS_futex, &rs_writer_wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static inline uint32_t block_index(const struct rs_block *b)
+{
+    return (uint32_t)(b - blocks);
+}
+
+/* Hands the owner's full block to the writer and takes a fresh one. */
+static struct rs_block *rotate(struct rs_thread *t)
+{
+    struct rs_block *old = atomic_load_explicit(&t->cur, memory_order_relaxed);
+    if (old) {
+        atomic_store_explicit(&t->cur, NULL, memory_order_release);
+        full_push(block_index(old));
+        rs_writer_kick();
+    }
+    uint32_t idx = free_pop();
+    if (idx == RS_NIL)
+        return NULL;
+    struct rs_block *b = &blocks[idx];
+    b->tid = t->tid;
+    atomic_store_explicit(&b->committed, 0, memory_order_relaxed);
+    t->pos = 0;
+    atomic_store_explicit(&t->cur, b, memory_order_release);
+    return b;
+}
+
+/* At thread exit: the thread's block goes to the writer, its slot is freed. */
+static void thread_gone(void *arg)
+{
+    struct rs_thread *t = arg;
+    struct rs_block *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
+    if (b) {
+        atomic_store_explicit(&t->cur, NULL, memory_order_release);
+        full_push(block_index(b));
+    }
+    atomic_store_explicit(&t->state, RS_THREAD_FREE, memory_order_release);
+    rs_self = NULL;
+}
+
+static struct rs_thread *thread_register(void)
+{
+    for (unsigned i = 0; i < RS_MAX_THREADS; i++) {
+        int expect = RS_THREAD_FREE;
+        struct rs_thread *t = &threads[i];
+        if (atomic_load_explicit(&t->state, memory_order_relaxed) != RS_THREAD_FREE ||
+            !atomic_compare_exchange_strong(&t->state, &expect, RS_THREAD_LIVE))
+            continue;
+        t->tid = (uint32_t)syscall(SYS_gettid);
+        t->pos = 0;
+        atomic_store_explicit(&t->cur, NULL, memory_order_relaxed);
+        if (key_made)
+            pthread_setspecific(thread_key, t);
+        rs_self = t;
+        return t;
+    }
+    return NULL;
+}
+
+void *rs_reserve(size_t size, int kind)
+{
+    struct rs_thread *t = rs_self;
+    if (RS_UNLIKELY(!t) && !(t = thread_register())) {
+        count_drop(kind);
+        return NULL;
+    }
+    struct rs_block *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
+    if (RS_UNLIKELY(!b || t->pos + size > RS_BLOCK_SIZE)) {
+        /* A block that cannot fit even one more record goes to the writer;
+         * a thread without a block tries the free list again. */
+        if (size > RS_BLOCK_SIZE || !(b = rotate(t))) {
+            count_drop(kind);
+            return NULL;
+        }
+    }
+    return b->data + t->pos;
+}
+
+void rs_commit(size_t size)
+{
+    struct rs_thread *t = rs_self;
+    struct rs_block *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
+    t->pos += (uint32_t)size;
+    atomic_store_explicit(&b->committed, t->pos, memory_order_release);
+}
+
+static void pool_fill(void)
+{
+    atomic_store(&free_head, RS_NIL);
+    atomic_store(&full_head, RS_NIL);
+    for (uint32_t i = nblocks; i >= 1; i--) {
+        blocks[i].consumed = 0;
+        atomic_store_explicit(&blocks[i].committed, 0, memory_order_relaxed);
+        free_push(i);
+    }
+}
+
+int rs_ring_init(void)
+{
+    nblocks = (uint32_t)(rs_cfg.buffer_bytes / RS_BLOCK_SIZE);
+    if (nblocks < 4)
+        nblocks = 4;
+    /* Reserved, not touched: untouched pages cost a process nothing. */
+    size_t meta = (nblocks + 1) * sizeof *blocks + RS_MAX_THREADS * sizeof *threads;
+    void *m = mmap(NULL, meta, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *p = mmap(NULL, (size_t)nblocks * RS_BLOCK_SIZE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED || p == MAP_FAILED) {
+        if (m != MAP_FAILED)
+            munmap(m, meta);
+        if (p != MAP_FAILED)
+            munmap(p, (size_t)nblocks * RS_BLOCK_SIZE);
+        return -1;
+    }
+    blocks = m;
+    threads = (struct rs_thread *)(blocks + nblocks + 1);
+    pool = p;
+    for (uint32_t i = 1; i <= nblocks; i++)
+        blocks[i].data = pool + (size_t)(i - 1) * RS_BLOCK_SIZE;
+    pool_fill();
+    if (pthread_key_create(&thread_key, thread_gone) == 0)
+        key_made = 1;
+    return 0;
+}
+
+void rs_ring_reset(void)
+{
+    for (unsigned i = 0; i < RS_MAX_THREADS; i++) {
+        atomic_store(&threads[i].state, RS_THREAD_FREE);
+        atomic_store(&threads[i].cur, NULL);
+    }
+    if (rs_self && key_made)
+        pthread_setspecific(thread_key, NULL);
+    rs_self = NULL;
+    atomic_store(&dropped_all, 0);
+    atomic_store(&dropped_io, 0);
+    pool_fill();
+}
+
+static void drain_block(struct rs_block *b, uint32_t upto, rs_rec_fn fn, void *arg)
+{
+    while (b->consumed < upto) {
+        const struct rs_rec_hdr *h = (const void *)(b->data + b->consumed);
+        fn(h, b->tid, arg);
+        b->consumed += h->size;
+    }
+}
+
+void rs_ring_drain(rs_rec_fn fn, void *arg)
+{
+    /* Full blocks first, oldest first (the list is last-in first-out). */
+    uint32_t idx = atomic_exchange_explicit(&full_head, RS_NIL, memory_order_acquire);
+    uint32_t rev = RS_NIL;
+    while (idx != RS_NIL) {
+        uint32_t next = atomic_load_explicit(&blocks[idx].next, memory_order_relaxed);
+        atomic_store_explicit(&blocks[idx].next, rev, memory_order_relaxed);
+        rev = idx;
+        idx = next;
+    }
+    for (idx = rev; idx != RS_NIL;) {
+        struct rs_block *b = &blocks[idx];
+        uint32_t next = atomic_load_explicit(&b->next, memory_order_relaxed);
+        drain_block(b, atomic_load_explicit(&b->committed, memory_order_acquire), fn, arg);
+        b->consumed = 0;
+        free_push(idx);
+        idx = next;
+    }
+    /* Then what live threads have committed in the blocks they still hold. */
+    for (unsigned i = 0; i < RS_MAX_THREADS; i++) {
+        struct rs_thread *t = &threads[i];
+        if (atomic_load_explicit(&t->state, memory_order_acquire) != RS_THREAD_LIVE)
+            continue;
+        struct rs_block *b = atomic_load_explicit(&t->cur, memory_order_acquire);
+        if (b)
+            drain_block(b, atomic_load_explicit(&b->committed, memory_order_acquire), fn, arg);
+    }
+}

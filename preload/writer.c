@@ -1,0 +1,471 @@
+/* The writer thread: drains the per-thread buffers, turns records into
+ * trace chunks (strings and file names defined once, events as struct
+ * vectors), compresses each chunk into one LZ4 frame and appends it to this
+ * process's file, at least every RINGSIDE_FLUSH_MS/2 and whenever asked
+ * (exit, exec, fatal signals). Any failure to write turns tracing off with
+ * one notice; the file keeps every whole frame written before. */
+#include "preload/agent.h"
+#include "formats/chunk.h"
+#include "formats/frame.h"
+#include "formats/rsf_error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define IO_CAP 21845u            /* about 1 MiB of events per chunk */
+#define STR_TABLE_MIN 1024u
+
+/* State that lives only while the process runs: what has been defined in
+ * this file so far, and the chunk being assembled. */
+struct wstate {
+    int fd;                      /* trace file, -1 until the first chunk */
+    char path[PATH_MAX];
+    uint32_t seq;
+    uint64_t recorded;           /* events written (or about to be) */
+    int broken;                  /* writing failed: drop everything */
+    off_t good_size;             /* file size after the last whole frame */
+
+    /* strings: id -> text, and a hash set to find ids */
+    char **str;                  /* str[id], id from 1 */
+    uint32_t nstr, str_cap;
+    uint32_t *hash;              /* slots hold ids, 0 empty */
+    uint32_t hash_cap;
+    uint32_t chunk_str_base;     /* first id defined in the current chunk */
+
+    uint32_t *file_path;         /* file id -> string id */
+    uint32_t file_cap;
+    uint32_t *tids;              /* threads already named in this file */
+    uint32_t ntids, tid_cap;
+
+    struct rsf_io_event *io;
+    uint32_t nio;
+    struct rsf_file_ref *files;
+    uint32_t nfiles, files_cap;
+    struct rsf_thread_ref *threads;
+    uint32_t nthreads, threads_cap;
+
+    uint8_t *enc;                /* encoded chunk (8-byte aligned) */
+    size_t enc_cap;
+    uint8_t *frame;
+    size_t frame_cap;
+    LZ4F_cctx *cctx;
+    uint64_t last_emit;
+};
+
+static struct wstate w;
+static pthread_t writer_thread;
+static _Atomic int writer_running;
+static _Atomic uint32_t req_seq, done_seq;
+static _Atomic int req_final;
+
+int rs_writer_owns_fd(int fd)
+{
+    return fd >= 0 && fd == w.fd;
+}
+
+int rs_writer_is_self(void)
+{
+    return atomic_load(&writer_running) && pthread_equal(pthread_self(), writer_thread);
+}
+
+static void futex_wait(_Atomic uint32_t *word, uint32_t val, uint64_t ns)
+{
+    struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+}
+
+static void futex_wake_all(_Atomic uint32_t *word)
+{
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* Grows an array to hold at least n elements; 0 on success. */
+static int grow(void **arr, uint32_t *cap, uint32_t n, size_t elem)
+{
+    if (n <= *cap)
+        return 0;
+    uint32_t c = *cap ? *cap : 64;
+    while (c < n)
+        c *= 2;
+    void *p = realloc(*arr, (size_t)c * elem);
+    if (!p)
+        return -1;
+    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);
+    *arr = p;
+    *cap = c;
+    return 0;
+}
+
+static uint32_t hash_str(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+/* The id of string s, defining it in the current chunk if new; 0 when out
+ * of memory. */
+static uint32_t intern(const char *s)
+{
+    if (w.nstr + 1 >= w.hash_cap / 2) {
+        uint32_t cap = w.hash_cap ? w.hash_cap * 2 : STR_TABLE_MIN;
+        uint32_t *h = calloc(cap, sizeof *h);
+        if (!h)
+            return 0;
+        for (uint32_t id = 1; id <= w.nstr; id++) {
+            uint32_t i = hash_str(w.str[id]) & (cap - 1);
+            while (h[i])
+                i = (i + 1) & (cap - 1);
+            h[i] = id;
+        }
+        free(w.hash);
+        w.hash = h;
+        w.hash_cap = cap;
+    }
+    uint32_t i = hash_str(s) & (w.hash_cap - 1);
+    for (; w.hash[i]; i = (i + 1) & (w.hash_cap - 1))
+        if (strcmp(w.str[w.hash[i]], s) == 0)
+            return w.hash[i];
+    char *copy = strdup(s);
+    if (!copy || grow((void **)&w.str, &w.str_cap, w.nstr + 2, sizeof *w.str)) {
+        free(copy);
+        return 0;
+    }
+    uint32_t id = ++w.nstr;
+    w.str[id] = copy;
+    w.hash[i] = id;
+    return id;
+}
+
+static void name_thread(uint32_t tid)
+{
+    for (uint32_t i = 0; i < w.ntids; i++)
+        if (w.tids[i] == tid)
+            return;
+    if (grow((void **)&w.tids, &w.tid_cap, w.ntids + 1, sizeof *w.tids) ||
+        grow((void **)&w.threads, &w.threads_cap, w.nthreads + 1, sizeof *w.threads))
+        return;
+    w.tids[w.ntids++] = tid;
+    char p[64], name[64] = "";
+    snprintf(p, sizeof p, "/proc/self/task/%u/comm", tid);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, name, sizeof name - 1);
+        close(fd);
+        name[n > 0 ? n : 0] = 0;
+        char *nl = strchr(name, '\n');
+        if (nl)
+            *nl = 0;
+    }
+    w.threads[w.nthreads++] = (struct rsf_thread_ref){ tid, name[0] ? intern(name) : 0 };
+}
+
+static int mkdirs(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        int r = mkdir(path, 0700);
+        *p = '/';
+        if (r != 0 && errno != EEXIST)
+            return -1;
+    }
+    return mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+static int open_file(void)
+{
+    char dir[PATH_MAX], base[PATH_MAX];
+    int n = snprintf(dir, sizeof dir, "%s/%s", rs_cfg.out, rs_id.job);
+    if (n < 0 || (size_t)n >= sizeof dir - 64) {
+        rs_notice("output folder name too long: %s; tracing is off", rs_cfg.out);
+        return -1;
+    }
+    if (mkdirs(dir) != 0) {
+        rs_notice("cannot create %s: %s; tracing is off", dir, strerror(errno));
+        return -1;
+    }
+    /* dir leaves room for the file name; the host is at most 255 bytes. */
+    if (rs_id.role == RSF_ROLE_RANK)
+        n = snprintf(base, sizeof base, "%.3800s/rank-%d.%.200s.%d", dir, rs_id.rank, rs_id.host, rs_id.pid);
+    else
+        n = snprintf(base, sizeof base, "%.3800s/proc.%.200s.%d", dir, rs_id.host, rs_id.pid);
+    /* Never overwrite: an exec'd image with the same pid takes the next name. */
+    for (int i = 0; i < 100; i++) {
+        if (i == 0)
+            snprintf(w.path, sizeof w.path, "%.4060s.trace.lz4", base);
+        else
+            snprintf(w.path, sizeof w.path, "%.4060s.%d.trace.lz4", base, i);
+        w.fd = open(w.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (w.fd >= 0)
+            return 0;
+        if (errno != EEXIST)
+            break;
+    }
+    rs_notice("cannot create %s: %s; tracing is off", w.path, strerror(errno));
+    return -1;
+}
+
+/* Stops tracing after a write error, keeping the whole frames written. */
+static void give_up(const char *what, int err)
+{
+    rs_notice("%s %s: %s; tracing is off", what, w.path, strerror(err));
+    if (w.fd >= 0 && ftruncate(w.fd, w.good_size) != 0)
+        rs_debug("cannot trim %s: %s", w.path, strerror(errno));
+    w.broken = 1;
+    atomic_store(&rs_on, 0);
+}
+
+static int write_all(const uint8_t *p, size_t n)
+{
+    while (n) {
+        ssize_t r = write(w.fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? errno : ENOSPC;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static int ensure(uint8_t **buf, size_t *cap, size_t n)
+{
+    if (n <= *cap)
+        return 0;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, n))
+        return -1;
+    free(*buf);
+    *buf = p;
+    *cap = n;
+    return 0;
+}
+
+/* Writes the chunk assembled so far (and the end mark if end). */
+static void emit(int end)
+{
+    if (w.broken)
+        goto reset;
+    int empty = !w.nio && !w.nfiles && !w.nthreads && w.nstr + 1 == w.chunk_str_base;
+    if (empty && !end && w.seq > 0)
+        return;
+    if (empty && w.seq == 0 && w.fd < 0 && !rs_ring_dropped())
+        return; /* nothing ever recorded: no file at all */
+    if (w.fd < 0 && open_file() != 0) {
+        w.broken = 1;
+        atomic_store(&rs_on, 0);
+        goto reset;
+    }
+
+    const char *keys[16], *values[16];
+    struct rsf_meta meta = {
+        .format_version = RSF_FORMAT_VERSION, .host = rs_id.host, .pid = rs_id.pid,
+        .ppid = rs_id.ppid, .rank = rs_id.rank, .local_rank = rs_id.local_rank,
+        .world_size = rs_id.world_size, .parent_rank = rs_id.parent_rank,
+        .role = (uint8_t)rs_id.role, .job = rs_id.job, .argv = (const char *const *)rs_id.argv,
+        .argc = (uint32_t)rs_id.argc,
+        .start = { rs_id.start_mono, rs_id.start_real }, .agent_version = RINGSIDE_VERSION,
+    };
+    meta.nsettings = (uint32_t)rs_config_pairs(keys, values, 16);
+    meta.setting_keys = keys;
+    meta.setting_values = values;
+
+    struct timespec mono, real;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    clock_gettime(CLOCK_REALTIME, &real);
+    struct rsf_clock_pair clock = {
+        (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec,
+        (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec,
+    };
+    struct rsf_counters counters = { w.recorded, rs_ring_dropped(), rs_ring_dropped_io() };
+    struct rsf_chunk c = {
+        .seq = w.seq, .meta = w.seq == 0 ? &meta : NULL,
+        .strings_base = w.chunk_str_base,
+        .strings = w.str ? (const char *const *)w.str + w.chunk_str_base : NULL,
+        .nstrings = w.nstr + 1 - w.chunk_str_base,
+        .files = w.files, .nfiles = w.nfiles, .threads = w.threads, .nthreads = w.nthreads,
+        .clocks = &clock, .nclocks = 1, .io = w.io, .nio = w.nio,
+        .counters = &counters, .end = end != 0,
+    };
+    size_t bound = rsf_chunk_bound(&c);
+    if (!bound || ensure(&w.enc, &w.enc_cap, bound) ||
+        ensure(&w.frame, &w.frame_cap, rsf_frame_bound(bound))) {
+        give_up("out of memory writing", ENOMEM);
+        goto reset;
+    }
+    struct rsf_buf out = { w.enc, 0, w.enc_cap };
+    int err = rsf_chunk_encode(&c, &out);
+    size_t n = err ? 0 : rsf_frame_compress(w.cctx, out.p, out.len, w.frame, w.frame_cap);
+    if (!n) {
+        rs_notice("cannot encode a chunk for %s: %s; tracing is off", w.path,
+                  err ? rsf_strerror(err) : "LZ4 error");
+        w.broken = 1;
+        atomic_store(&rs_on, 0);
+        goto reset;
+    }
+    if ((err = write_all(w.frame, n)) != 0) {
+        give_up("cannot write", err);
+        goto reset;
+    }
+    w.good_size += (off_t)n;
+    w.seq++;
+reset:
+    w.nio = w.nfiles = w.nthreads = 0;
+    w.chunk_str_base = w.nstr + 1;
+    w.last_emit = rs_now();
+}
+
+static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
+{
+    (void)arg;
+    if (w.broken)
+        return;
+    name_thread(tid);
+    if (h->kind == RS_REC_OPEN || h->kind == RS_REC_FILE) {
+        const struct rs_rec_open *o = (const void *)h;
+        char full[PATH_MAX];
+        const char *path = o->path;
+        uint32_t dir_path = o->dir && o->dir < w.file_cap ? w.file_path[o->dir] : 0;
+        if (dir_path) {
+            snprintf(full, sizeof full, "%s/%s", w.str[dir_path], o->path);
+            path = full;
+        }
+        uint32_t id = intern(path);
+        if (!grow((void **)&w.file_path, &w.file_cap, h->file + 1, sizeof *w.file_path))
+            w.file_path[h->file] = id;
+        if (!grow((void **)&w.files, &w.files_cap, w.nfiles + 1, sizeof *w.files))
+            w.files[w.nfiles++] = (struct rsf_file_ref){ h->file, id, o->flags };
+        if (h->kind == RS_REC_FILE)
+            return;
+        if (w.nio == IO_CAP)
+            emit(0);
+        w.io[w.nio++] = (struct rsf_io_event){ .start_ns = o->start_ns, .dur_ns = o->dur_ns,
+                                               .offset = -1, .result = o->result,
+                                               .file = h->file, .tid = tid, .op = h->op };
+        w.recorded++;
+        return;
+    }
+    if (h->kind != RS_REC_IO)
+        return;
+    const struct rs_rec_io *r = (const void *)h;
+    if (w.nio == IO_CAP)
+        emit(0);
+    w.io[w.nio++] = (struct rsf_io_event){ .start_ns = r->start_ns, .dur_ns = r->dur_ns,
+                                           .offset = r->offset, .result = r->result,
+                                           .file = h->file, .tid = tid, .op = h->op };
+    w.recorded++;
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    rs_guard = 1; /* the writer's own I/O is never recorded */
+    uint64_t period = (uint64_t)rs_cfg.flush_ms * 1000000u / 2;
+    uint32_t served = atomic_load(&req_seq);
+    for (;;) {
+        uint32_t wake = atomic_load(&rs_writer_wake);
+        uint64_t now = rs_now();
+        uint64_t due = w.last_emit + period;
+        if (atomic_load(&req_seq) == served && now < due) {
+            atomic_store(&rs_writer_sleeping, 1);
+            futex_wait(&rs_writer_wake, wake, due - now);
+            atomic_store(&rs_writer_sleeping, 0);
+        }
+        uint32_t req = atomic_load(&req_seq);
+        int final = atomic_exchange(&req_final, 0);
+        rs_ring_drain(take_record, NULL);
+        if (req != served || final || rs_now() >= w.last_emit + period)
+            emit(final);
+        if (req != served) {
+            served = req;
+            atomic_store(&done_seq, req);
+            futex_wake_all(&done_seq);
+        }
+    }
+    return NULL;
+}
+
+static int state_init(void)
+{
+    memset(&w, 0, sizeof w);
+    w.fd = -1;
+    w.chunk_str_base = 1;
+    w.io = malloc(IO_CAP * sizeof *w.io);
+    if (!w.io || LZ4F_isError(LZ4F_createCompressionContext(&w.cctx, LZ4F_VERSION)))
+        return -1;
+    w.last_emit = rs_now();
+    return 0;
+}
+
+int rs_writer_start(void)
+{
+    if (state_init() != 0)
+        return -1;
+    /* The writer never runs the program's signal handlers: it starts with
+     * every signal blocked. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 << 10);
+    int err = pthread_create(&writer_thread, &attr, writer_main, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err)
+        return -1;
+    atomic_store(&writer_running, 1);
+    return 0;
+}
+
+void rs_writer_flush(int final)
+{
+    if (!atomic_load(&writer_running) || rs_writer_is_self())
+        return;
+    uint32_t mine = atomic_fetch_add(&req_seq, 1) + 1;
+    if (final)
+        atomic_store(&req_final, 1);
+    rs_writer_kick();
+    uint64_t deadline = rs_now() + 5000000000u;
+    for (;;) {
+        uint32_t done = atomic_load(&done_seq);
+        if ((int32_t)(done - mine) >= 0)
+            return;
+        uint64_t now = rs_now();
+        if (now >= deadline) {
+            rs_debug("the writer did not answer a flush in 5 s");
+            return;
+        }
+        futex_wait(&done_seq, done, 10000000u);
+    }
+}
+
+void rs_writer_forked(void)
+{
+    /* The parent's writer state may have been mid-update: start afresh and
+     * leave the parent's file and allocations alone. */
+    atomic_store(&writer_running, 0);
+    if (w.fd >= 0)
+        close(w.fd);
+    atomic_store(&req_seq, 0);
+    atomic_store(&done_seq, 0);
+    atomic_store(&req_final, 0);
+    if (rs_writer_start() != 0) {
+        rs_notice("cannot start the writer in child %d; tracing is off", getpid());
+        atomic_store(&rs_on, 0);
+    }
+}

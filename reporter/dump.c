@@ -1,0 +1,163 @@
+/* `ringside dump FILE`: every record of a trace as one JSON object per line,
+ * with the field names of trace.fbs, so that it can be held against flatc's
+ * own decoding; file and thread names are resolved alongside. */
+#include "reporter/dump.h"
+#include "reporter/json.h"
+#include "reporter/load.h"
+#include "formats/rsf_error.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct dump_state {
+    FILE *out;
+    char **strings;       /* id -> text, as defined so far */
+    uint32_t nstrings;
+    uint32_t *file_path;  /* file id -> string id */
+    uint32_t nfiles;
+};
+
+static const char *role_name(unsigned r)
+{
+    static const char *const names[] = { "rank", "child", "other" };
+    return r < 3 ? names[r] : "?";
+}
+
+static const char *str_of(const struct dump_state *d, uint32_t id)
+{
+    return id && id < d->nstrings ? d->strings[id] : NULL;
+}
+
+static int ensure(void **arr, uint32_t *n, uint32_t need, size_t elem)
+{
+    if (need <= *n)
+        return 0;
+    void *p = realloc(*arr, (size_t)need * elem);
+    if (!p)
+        return -1;
+    memset((char *)p + (size_t)*n * elem, 0, (size_t)(need - *n) * elem);
+    *arr = p;
+    *n = need;
+    return 0;
+}
+
+static void dump_meta(FILE *o, const struct rsf_meta *m)
+{
+    fprintf(o, "{\"type\":\"meta\",\"format_version\":%u,\"host\":", m->format_version);
+    rsr_json_str(o, m->host);
+    fprintf(o, ",\"pid\":%d,\"ppid\":%d,\"rank\":%d,\"local_rank\":%d,\"world_size\":%d,"
+               "\"parent_rank\":%d,\"role\":\"%s\",\"job\":",
+            m->pid, m->ppid, m->rank, m->local_rank, m->world_size, m->parent_rank, role_name(m->role));
+    rsr_json_str(o, m->job);
+    fputs(",\"argv\":[", o);
+    for (uint32_t i = 0; i < m->argc; i++) {
+        if (i)
+            putc(',', o);
+        rsr_json_str(o, m->argv[i]);
+    }
+    fprintf(o, "],\"start\":{\"mono_ns\":%" PRIu64 ",\"real_ns\":%" PRIu64 "},\"settings\":[",
+            m->start.mono_ns, m->start.real_ns);
+    for (uint32_t i = 0; i < m->nsettings; i++) {
+        fputs(i ? ",{\"key\":" : "{\"key\":", o);
+        rsr_json_str(o, m->setting_keys[i]);
+        fputs(",\"value\":", o);
+        rsr_json_str(o, m->setting_values[i]);
+        putc('}', o);
+    }
+    fputs("],\"agent_version\":", o);
+    rsr_json_str(o, m->agent_version);
+    fprintf(o, ",\"cuda_version\":%d,\"nccl_version\":%d}\n", m->cuda_version, m->nccl_version);
+}
+
+static int dump_chunk(const struct rsf_chunk *c, void *arg)
+{
+    struct dump_state *d = arg;
+    FILE *o = d->out;
+    fprintf(o, "{\"type\":\"chunk\",\"seq\":%u,\"strings_base\":%u,\"end\":%s", c->seq,
+            c->strings_base, c->end ? "true" : "false");
+    if (c->counters)
+        fprintf(o, ",\"counters\":{\"recorded\":%" PRIu64 ",\"dropped\":%" PRIu64
+                   ",\"dropped_io\":%" PRIu64 "}",
+                c->counters->recorded, c->counters->dropped, c->counters->dropped_io);
+    fputs("}\n", o);
+    if (c->meta)
+        dump_meta(o, c->meta);
+    if (c->nstrings && !ensure((void **)&d->strings, &d->nstrings, c->strings_base + c->nstrings,
+                               sizeof *d->strings))
+        for (uint32_t i = 0; i < c->nstrings; i++) {
+            free(d->strings[c->strings_base + i]);
+            d->strings[c->strings_base + i] = strdup(c->strings[i]);
+        }
+    for (uint32_t i = 0; i < c->nstrings; i++) {
+        fprintf(o, "{\"type\":\"string\",\"id\":%u,\"value\":", c->strings_base + i);
+        rsr_json_str(o, c->strings[i]);
+        fputs("}\n", o);
+    }
+    for (uint32_t i = 0; i < c->nfiles; i++) {
+        const struct rsf_file_ref *f = &c->files[i];
+        if (!ensure((void **)&d->file_path, &d->nfiles, f->id + 1, sizeof *d->file_path))
+            d->file_path[f->id] = f->path;
+        fprintf(o, "{\"type\":\"file\",\"id\":%u,\"path\":%u,\"flags\":%d,\"name\":", f->id, f->path,
+                f->flags);
+        rsr_json_str(o, str_of(d, f->path));
+        fputs("}\n", o);
+    }
+    for (uint32_t i = 0; i < c->nthreads; i++) {
+        fprintf(o, "{\"type\":\"thread\",\"tid\":%u,\"name\":%u,\"name_text\":", c->threads[i].tid,
+                c->threads[i].name);
+        rsr_json_str(o, str_of(d, c->threads[i].name));
+        fputs("}\n", o);
+    }
+    for (uint32_t i = 0; i < c->nclocks; i++)
+        fprintf(o, "{\"type\":\"clock\",\"mono_ns\":%" PRIu64 ",\"real_ns\":%" PRIu64 "}\n",
+                c->clocks[i].mono_ns, c->clocks[i].real_ns);
+    for (uint32_t i = 0; i < c->nio; i++) {
+        const struct rsf_io_event *e = &c->io[i];
+        const char *op = rsf_io_op_name(e->op);
+        fprintf(o, "{\"type\":\"io\",\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64 ",\"offset\":%" PRId64
+                   ",\"result\":%" PRId64 ",\"file\":%u,\"tid\":%u,\"op\":",
+                e->start_ns, e->dur_ns, e->offset, e->result, e->file, e->tid);
+        if (op)
+            fprintf(o, "\"%s\"", op);
+        else
+            fprintf(o, "%u", e->op);
+        fputs(",\"path\":", o);
+        rsr_json_str(o, e->file < d->nfiles ? str_of(d, d->file_path[e->file]) : NULL);
+        fputs("}\n", o);
+    }
+    return ferror(o) ? 1 : 0;
+}
+
+int rsr_dump(const char *path, FILE *out)
+{
+    struct dump_state d = { .out = out };
+    struct rsr_walk w;
+    int rc = 0;
+    if (rsr_walk_file(path, dump_chunk, &d, &w) != 0) {
+        fprintf(stderr, "ringside: %s: %s\n", path, strerror(errno));
+        rc = 1;
+    } else if (w.nproblems) {
+        for (uint32_t i = 0; i < w.nproblems && i < RSR_MAX_PROBLEMS; i++) {
+            fputs("ringside: ", stderr);
+            rsr_problem_print(stderr, path, &w.problems[i]);
+        }
+        fprintf(stderr, "ringside: %s: %llu of %llu bytes could not be read\n", path,
+                (unsigned long long)w.bad_bytes, (unsigned long long)w.file_size);
+        rc = 1;
+    } else if (w.nchunks == 0) {
+        fprintf(stderr, "ringside: %s: offset 0: empty file, no trace chunks\n", path);
+        rc = 1;
+    }
+    for (uint32_t i = 0; i < d.nstrings; i++)
+        free(d.strings[i]);
+    free(d.strings);
+    free(d.file_path);
+    if (fflush(out) != 0 || ferror(out)) {
+        fprintf(stderr, "ringside: writing the dump: %s\n", strerror(errno));
+        rc = 1;
+    }
+    return rc;
+}

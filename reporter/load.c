@@ -1,0 +1,267 @@
+/* Trace file reading for the reporter: walks frames (resynchronising after
+ * damage, counting what could not be read), decodes and verifies chunks,
+ * and sums file I/O per path; files are loaded in parallel, one per thread
+ * at a time, so memory grows with the summaries, not the traces. */
+#include "reporter/load.h"
+#include "formats/frame.h"
+#include "formats/rsf_error.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void add_problem(struct rsr_walk *w, uint64_t off, int err, int in_chunk, uint64_t chunk_off)
+{
+    if (w->nproblems < RSR_MAX_PROBLEMS)
+        w->problems[w->nproblems] = (struct rsr_problem){ off, chunk_off, err, in_chunk };
+    w->nproblems++;
+}
+
+int rsr_walk_file(const char *path, rsr_chunk_fn fn, void *arg, struct rsr_walk *w)
+{
+    struct rsf_reader r;
+    memset(w, 0, sizeof *w);
+    if (rsf_reader_open(&r, path) != RSF_ERR_OK)
+        return -1;
+    w->file_size = r.file_size;
+    int stop = 0, ret = 0;
+    while (!stop) {
+        const uint8_t *buf;
+        size_t size;
+        int err = rsf_reader_next(&r, &buf, &size);
+        if (err == RSF_ERR_EOF)
+            break;
+        if (err == RSF_ERR_OK) {
+            struct rsf_chunk_view v;
+            size_t where = 0;
+            int derr = rsf_chunk_decode(buf, size, &v, &where);
+            if (derr) {
+                add_problem(w, r.frame_off, derr, 1, where);
+                w->bad_bytes += rsf_reader_offset(&r) - r.frame_off;
+                continue;
+            }
+            w->nchunks++;
+            w->saw_end = v.c.end;
+            stop = fn(&v.c, arg);
+            rsf_chunk_view_free(&v);
+            continue;
+        }
+        if (err == RSF_ERR_IO) {
+            ret = -1;
+            break;
+        }
+        add_problem(w, r.frame_off, err, 0, 0);
+        if (err == RSF_ERR_TRUNCATED) {
+            w->cut_short = 1;
+            w->bad_bytes += w->file_size - r.frame_off;
+            break;
+        }
+        if (rsf_reader_resync(&r) != RSF_ERR_OK)
+            break;
+    }
+    w->bad_bytes += r.bad_bytes;
+    rsf_reader_close(&r);
+    return ret;
+}
+
+void rsr_problem_print(void *fp, const char *path, const struct rsr_problem *p)
+{
+    FILE *f = fp;
+    if (p->in_chunk)
+        fprintf(f, "%s: offset %llu: chunk byte %llu: %s\n", path, (unsigned long long)p->offset,
+                (unsigned long long)p->chunk_off, rsf_strerror(p->err));
+    else
+        fprintf(f, "%s: offset %llu: %s\n", path, (unsigned long long)p->offset, rsf_strerror(p->err));
+}
+
+static void *grow(void *arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (need <= *cap)
+        return arr;
+    uint32_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    char *p = realloc(arr, (size_t)c * elem);
+    if (!p) {
+        fprintf(stderr, "ringside: out of memory\n");
+        exit(1);
+    }
+    memset(p + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);
+    *cap = c;
+    return p;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static int take_chunk(const struct rsf_chunk *c, void *arg)
+{
+    struct rsr_input *in = arg;
+    if (c->meta && !in->has_meta) {
+        const struct rsf_meta *m = c->meta;
+        in->has_meta = 1;
+        in->host = dup_or_null(m->host);
+        in->job = dup_or_null(m->job);
+        in->pid = m->pid;
+        in->ppid = m->ppid;
+        in->rank = m->rank;
+        in->local_rank = m->local_rank;
+        in->world_size = m->world_size;
+        in->parent_rank = m->parent_rank;
+        in->role = m->role;
+        in->start_mono = m->start.mono_ns;
+    }
+    if (c->nstrings) {
+        uint32_t cap = in->nstrings;
+        uint32_t last = c->strings_base + c->nstrings;
+        if (last > in->nstrings) {
+            in->strings = grow(in->strings, &cap, last, sizeof *in->strings);
+            in->nstrings = cap;
+        }
+        for (uint32_t i = 0; i < c->nstrings; i++) {
+            char **slot = &in->strings[c->strings_base + i];
+            if (!*slot)
+                *slot = strdup(c->strings[i]);
+        }
+    }
+    for (uint32_t i = 0; i < c->nfiles; i++) {
+        const struct rsf_file_ref *f = &c->files[i];
+        uint32_t cap = in->nids;
+        in->by_id = grow(in->by_id, &cap, f->id + 1, sizeof *in->by_id);
+        in->nids = cap;
+        /* path holds the string id until rsr_input_finish names it */
+        in->by_id[f->id].path = (const char *)(uintptr_t)f->path;
+    }
+    for (uint32_t i = 0; i < c->nclocks; i++)
+        if (c->clocks[i].mono_ns > in->end_mono)
+            in->end_mono = c->clocks[i].mono_ns;
+    for (uint32_t i = 0; i < c->nio; i++) {
+        const struct rsf_io_event *e = &c->io[i];
+        uint32_t cap = in->nids;
+        in->by_id = grow(in->by_id, &cap, e->file + 1, sizeof *in->by_id);
+        in->nids = cap;
+        struct rsr_file_io *s = &in->by_id[e->file];
+        s->ops++;
+        s->time_ns += e->dur_ns;
+        int dir = rsf_io_op_dir(e->op);
+        if (dir == RSF_DIR_READ) {
+            s->read_ns += e->dur_ns;
+            if (e->result > 0)
+                s->read_bytes += (uint64_t)e->result;
+        } else if (dir == RSF_DIR_WRITE) {
+            s->write_ns += e->dur_ns;
+            if (e->result > 0)
+                s->write_bytes += (uint64_t)e->result;
+        }
+        if (e->start_ns + e->dur_ns > in->end_mono)
+            in->end_mono = e->start_ns + e->dur_ns;
+    }
+    in->nio += c->nio;
+    if (c->counters) {
+        in->recorded = c->counters->recorded;
+        in->dropped = c->counters->dropped;
+        in->dropped_io = c->counters->dropped_io;
+    }
+    return 0;
+}
+
+static int by_path(const void *a, const void *b)
+{
+    const struct rsr_file_io *x = a, *y = b;
+    return strcmp(x->path, y->path);
+}
+
+/* Names each file id and sums ids that share a path. */
+static void finish(struct rsr_input *in)
+{
+    struct rsr_file_io *list = calloc(in->nids ? in->nids : 1, sizeof *list);
+    uint32_t n = 0;
+    for (uint32_t id = 1; id < in->nids; id++) {
+        struct rsr_file_io *s = &in->by_id[id];
+        uint32_t sid = (uint32_t)(uintptr_t)s->path;
+        if (!s->ops)
+            continue;
+        const char *p = sid && sid < in->nstrings && in->strings[sid] ? in->strings[sid] : "(unknown)";
+        list[n] = *s;
+        list[n++].path = p;
+    }
+    qsort(list, n, sizeof *list, by_path);
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (m && strcmp(list[m - 1].path, list[i].path) == 0) {
+            struct rsr_file_io *t = &list[m - 1];
+            t->read_bytes += list[i].read_bytes;
+            t->write_bytes += list[i].write_bytes;
+            t->ops += list[i].ops;
+            t->time_ns += list[i].time_ns;
+            t->read_ns += list[i].read_ns;
+            t->write_ns += list[i].write_ns;
+        } else {
+            list[m++] = list[i];
+        }
+    }
+    in->files = list;
+    in->nfiles = m;
+}
+
+void rsr_input_load(struct rsr_input *in, const char *path)
+{
+    memset(in, 0, sizeof *in);
+    in->file = strdup(path);
+    in->rank = in->local_rank = in->world_size = in->parent_rank = -1;
+    in->role = RSF_ROLE_OTHER;
+    if (rsr_walk_file(path, take_chunk, in, &in->walk) != 0)
+        in->open_failed = errno ? errno : EIO;
+    finish(in);
+}
+
+void rsr_input_free(struct rsr_input *in)
+{
+    for (uint32_t i = 0; i < in->nstrings; i++)
+        free(in->strings[i]);
+    free(in->strings);
+    free(in->by_id);
+    free(in->files);
+    free(in->host);
+    free(in->job);
+    free(in->file);
+    memset(in, 0, sizeof *in);
+}
+
+struct pool {
+    struct rsr_input *ins;
+    char **files;
+    int n;
+    _Atomic int next;
+};
+
+static void *load_worker(void *arg)
+{
+    struct pool *p = arg;
+    int i;
+    while ((i = atomic_fetch_add(&p->next, 1)) < p->n)
+        rsr_input_load(&p->ins[i], p->files[i]);
+    return NULL;
+}
+
+void rsr_inputs_load(struct rsr_input *ins, char **files, int n, int nthreads)
+{
+    struct pool p = { ins, files, n, 0 };
+    if (nthreads > n)
+        nthreads = n;
+    if (nthreads > 64)
+        nthreads = 64;
+    pthread_t th[64];
+    int started = 0;
+    for (int t = 1; t < nthreads; t++)
+        if (pthread_create(&th[started], NULL, load_worker, &p) == 0)
+            started++;
+    load_worker(&p);
+    for (int t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+}

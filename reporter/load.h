@@ -1,0 +1,79 @@
+/* Reading trace files: a walker that hands every readable chunk to a
+ * callback (skipping damaged frames and saying where they were), and the
+ * loader that turns one file into a process summary for the report. */
+#ifndef RSR_LOAD_H
+#define RSR_LOAD_H
+
+#include <stdint.h>
+
+#include "formats/chunk.h"
+
+#define RSR_MAX_PROBLEMS 8
+
+struct rsr_problem {
+    uint64_t offset;     /* file offset of the frame */
+    uint64_t chunk_off;  /* byte in the decompressed chunk, for verify errors */
+    int err;             /* enum rsf_err */
+    int in_chunk;        /* the frame was whole but its chunk did not verify */
+};
+
+struct rsr_walk {
+    uint64_t file_size;
+    uint64_t bad_bytes;  /* bytes that could not be read */
+    uint32_t nchunks;    /* chunks read */
+    uint32_t nproblems;
+    struct rsr_problem problems[RSR_MAX_PROBLEMS];
+    int cut_short;       /* the file ends inside a frame */
+    int saw_end;         /* the last chunk read carries the end mark */
+};
+
+/* Called for each verified chunk, in file order; non-zero stops the walk. */
+typedef int (*rsr_chunk_fn)(const struct rsf_chunk *c, void *arg);
+
+/* Reads every whole, valid frame of path. Returns 0 when the file could be
+ * read to its end (problems, if any, are in *walk), or -1 when it could not
+ * be opened or read (errno set). */
+int rsr_walk_file(const char *path, rsr_chunk_fn fn, void *arg, struct rsr_walk *walk);
+
+/* Writes one line describing problem p of file path to stderr-like f. */
+void rsr_problem_print(void *f, const char *path, const struct rsr_problem *p);
+
+/* I/O totals for one path in one process. */
+struct rsr_file_io {
+    const char *path;
+    uint64_t read_bytes, write_bytes, ops;
+    uint64_t time_ns, read_ns, write_ns;
+};
+
+/* One trace file: who wrote it, what it holds, how well it read. */
+struct rsr_input {
+    char *file;                 /* the trace file */
+    int has_meta;
+    char *host, *job;
+    int pid, ppid, rank, local_rank, world_size, parent_rank, role;
+    uint64_t start_mono, end_mono;
+    uint64_t recorded, dropped, dropped_io;
+    uint64_t nio;
+    struct rsr_walk walk;
+    int open_failed;            /* errno when the file could not be read, else 0 */
+
+    /* file id -> path id and totals; string id -> text */
+    struct rsr_file_io *by_id;
+    uint32_t nids;
+    char **strings;
+    uint32_t nstrings;
+
+    /* totals per path, filled by rsr_input_finish */
+    struct rsr_file_io *files;
+    uint32_t nfiles;
+};
+
+/* Loads path into in (zeroed first). Never fails as a whole: problems are
+ * in in->walk and in->open_failed. */
+void rsr_input_load(struct rsr_input *in, const char *path);
+void rsr_input_free(struct rsr_input *in);
+
+/* Loads files[0..n) with up to nthreads threads. */
+void rsr_inputs_load(struct rsr_input *ins, char **files, int n, int nthreads);
+
+#endif
