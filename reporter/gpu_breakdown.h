@@ -1,0 +1,57 @@
+/* Where one process's GPU time went, with HTA's definitions (design.md,
+ * 'Analyses'): idle / compute / non-compute shares of the GPU span, the
+ * shares of communication and copies, how much communication compute hides,
+ * and why each stream sat idle. Reads a finished rsr_model; `ringside
+ * report` writes the result as the "gpu" object of a process in report.json. */
+#ifndef RSR_GPU_BREAKDOWN_H
+#define RSR_GPU_BREAKDOWN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reporter/model.h"
+
+/* HTA's default consecutive-kernel delay: a gap shorter than this between
+ * two kernels on a stream, not caused by a late launch, is launch overhead. */
+#define RSR_KERNEL_WAIT_NS 30000
+
+/* Idle time of one stream, split as HTA does. Before each op but the first:
+ * host wait when its launch call began after the previous op on the stream
+ * ended; kernel wait when the gap is shorter than the threshold; else other. */
+struct rsr_stream_idle {
+    int32_t device, stream;
+    uint64_t ops;
+    int64_t host_wait_ns, kernel_wait_ns, other_ns;
+};
+
+/* Times are ns; percentages are of span_ns (0 when there is no GPU work). */
+struct rsr_gpu_breakdown {
+    int64_t start_ns, end_ns;       /* first GPU start, last GPU end */
+    int64_t span_ns;                /* end_ns - start_ns */
+    int64_t busy_ns;                /* union of all GPU work */
+    int64_t idle_ns;                /* span - busy */
+    int64_t compute_ns;             /* union of compute kernels */
+    int64_t non_compute_ns;         /* span - compute - idle */
+    int64_t comm_ns;                /* union of communication kernels */
+    int64_t memcpy_ns;              /* union of copies and sets */
+    int64_t overlap_ns;             /* union(comm) within union(compute) */
+    int64_t exposed_comm_ns;        /* comm_ns - overlap_ns */
+    double idle_pct, compute_pct, non_compute_pct, comm_pct, memcpy_pct;
+    double comm_comp_overlap_pct;   /* overlap_ns / comm_ns, 0 without comm */
+    double exposed_comm_pct;
+    struct rsr_stream_idle *streams;    /* by device, then stream */
+    size_t n_streams;
+    int64_t host_wait_ns, kernel_wait_ns, other_idle_ns;    /* over all streams */
+};
+
+/* Computes the breakdown of m (finished: see rsr_model_finish) into *out,
+ * which then owns the streams array; kernel_wait_ns is the consecutive-
+ * kernel threshold (RSR_KERNEL_WAIT_NS for HTA's). Returns 0, or -1 when
+ * out of memory (then *out holds nothing to free). */
+int rsr_gpu_breakdown_compute(const struct rsr_model *m, int64_t kernel_wait_ns,
+                              struct rsr_gpu_breakdown *out);
+
+/* Frees what a breakdown owns; it may be freed twice. */
+void rsr_gpu_breakdown_free(struct rsr_gpu_breakdown *b);
+
+#endif

@@ -1,0 +1,726 @@
+/* PyTorch profiler (Kineto) trace -> reporter GPU timeline (model.h).
+ * The text is inflated in fixed-size pieces (zlib reads plain JSON too) and
+ * fed to yajl's callback parser; a small state machine picks the fields of
+ * traceEvents and distributedInfo that the model holds and skips the rest,
+ * so memory grows with the GPU work kept, not with the size of the file. */
+#include "reporter/kineto.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yajl/yajl_parse.h>
+#include <zlib.h>
+
+#define READ_CHUNK (256 * 1024)
+
+/* Where the parser is in the document. Kineto's layout is fixed, so the
+ * level alone says what the enclosing containers are. */
+enum level { L_NONE, L_TOP, L_EVENTS, L_EVENT, L_ARGS, L_DIST, L_END };
+
+enum top_key { T_OTHER, T_EVENTS, T_DIST };
+enum dist_key { D_OTHER, D_RANK, D_WORLD };
+enum ev_key { E_OTHER, E_NAME, E_CAT, E_PID, E_TID, E_TS, E_DUR, E_ARGS };
+enum arg_key {
+    A_OTHER, A_STREAM, A_DEVICE, A_CORR, A_BYTES, A_COLL, A_IN_NELEMS,
+    A_OUT_NELEMS, A_GROUP_SIZE, A_DTYPE, A_PG_NAME, A_PG_RANKS
+};
+enum ev_cat { C_OTHER, C_CPU_OP, C_KERNEL, C_MEMCPY, C_MEMSET, C_LAUNCH };
+
+/* The traceEvents entry being read; reset at each '{'. */
+struct event {
+    char *name;
+    size_t name_len, name_cap;
+    enum ev_cat cat;
+    bool has_ts, has_dur, has_pid, has_tid, has_stream, has_corr, has_coll;
+    int64_t ts_ns, dur_ns, pid, tid, stream, device, corr, group_size;
+    uint64_t bytes, in_nelems, out_nelems;
+    enum rsr_coll_op coll_op;
+    uint32_t dtype, pg_name, pg_ranks;
+};
+
+struct parser {
+    struct rsr_model *m;
+    enum level level;
+    bool events_top;        /* the document is a bare array of events */
+    bool saw_events;
+    int skip;               /* > 0: inside a value being skipped, its depth */
+    int key;                /* the key just read, in the current level's enum */
+    struct event ev;
+    uint32_t first_step;    /* name id of the first profiler step seen */
+    bool many_steps;        /* a second, different step was seen */
+    int64_t last_step_ns;   /* start of the latest step */
+    int err;                /* set when a callback stops the parse */
+    char what[96];
+};
+
+const char *rsr_kineto_strerror(int err)
+{
+    static const char *const messages[] = {
+#define RSR_KINETO_ERR_MSG(name, msg) msg,
+        RSR_KINETO_ERRORS(RSR_KINETO_ERR_MSG)
+#undef RSR_KINETO_ERR_MSG
+    };
+    if (err < 0 || (size_t)err >= sizeof messages / sizeof messages[0])
+        return "unknown error";
+    return messages[err];
+}
+
+static bool eq(const unsigned char *s, size_t len, const char *lit)
+{
+    return strlen(lit) == len && memcmp(s, lit, len) == 0;
+}
+
+/* Stops the parse with our own error; yajl then reports "canceled". */
+static int fail(struct parser *p, int err, const char *what)
+{
+    p->err = err;
+    snprintf(p->what, sizeof p->what, "%s", what);
+    return 0;
+}
+
+/* Microseconds as JSON writes them ("1661938466265032", "4458676981028.392",
+ * "68.0", "1.5e3") to nanoseconds: exact for up to three decimals, the
+ * digits beyond a nanosecond dropped. False when out of range. */
+static bool parse_us(const char *s, size_t len, int64_t *out)
+{
+    size_t i = 0;
+    bool neg = len > 0 && s[0] == '-';
+    if (neg)
+        i++;
+    int64_t whole = 0;
+    for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+        if (whole > (INT64_MAX / 1000 - 9) / 10)
+            return false;
+        whole = whole * 10 + (s[i] - '0');
+    }
+    int64_t frac = 0;
+    int nfrac = 0;
+    if (i < len && s[i] == '.')
+        for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++)
+            if (nfrac < 3) {
+                frac = frac * 10 + (s[i] - '0');
+                nfrac++;
+            }
+    if (i < len) {
+        /* An exponent: rare enough to go through strtod. */
+        char buf[64];
+        if (len >= sizeof buf)
+            return false;
+        memcpy(buf, s, len);
+        buf[len] = '\0';
+        double ns = strtod(buf, NULL) * 1000.0;
+        if (!(ns > -9.2e18 && ns < 9.2e18))
+            return false;
+        *out = (int64_t)(ns < 0 ? ns - 0.5 : ns + 0.5);
+        return true;
+    }
+    for (; nfrac < 3; nfrac++)
+        frac *= 10;
+    *out = neg ? -(whole * 1000 + frac) : whole * 1000 + frac;
+    return true;
+}
+
+/* An integer argument; a fraction, if any, is dropped. */
+static bool parse_int(const char *s, size_t len, int64_t *out)
+{
+    char buf[32];
+    if (len == 0 || len >= sizeof buf)
+        return false;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    char *end;
+    errno = 0;
+    long long v = strtoll(buf, &end, 10);
+    if (errno || end == buf)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Round down / up to a whole microsecond, for negative times too. */
+static int64_t floor_us(int64_t ns)
+{
+    return ns >= 0 ? ns / 1000 * 1000 : -((-ns + 999) / 1000 * 1000);
+}
+
+static int64_t ceil_us(int64_t ns)
+{
+    return -floor_us(-ns);
+}
+
+/* Bytes per element of PyTorch's scalar types, as Kineto names them. */
+static uint32_t dtype_size(const char *t)
+{
+    static const struct { const char *name; uint32_t size; } sizes[] = {
+        { "Float", 4 }, { "Half", 2 }, { "BFloat16", 2 }, { "Double", 8 },
+        { "Int", 4 }, { "Long", 8 }, { "Short", 2 }, { "Char", 1 },
+        { "Byte", 1 }, { "Bool", 1 }, { "ComplexHalf", 4 },
+        { "ComplexFloat", 8 }, { "ComplexDouble", 16 }, { "UInt16", 2 },
+        { "UInt32", 4 }, { "UInt64", 8 },
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (strcmp(t, sizes[i].name) == 0)
+            return sizes[i].size;
+    if (strncmp(t, "Float8", 6) == 0)
+        return 1;
+    return 0;
+}
+
+static enum ev_cat parse_cat(const unsigned char *s, size_t len)
+{
+    /* The lower-case names are Kineto's; the capitalised ones are what
+     * PyTorch 1.8-1.9 wrote. */
+    if (eq(s, len, "kernel") || eq(s, len, "Kernel"))
+        return C_KERNEL;
+    if (eq(s, len, "gpu_memcpy") || eq(s, len, "Memcpy"))
+        return C_MEMCPY;
+    if (eq(s, len, "gpu_memset") || eq(s, len, "Memset"))
+        return C_MEMSET;
+    if (eq(s, len, "cuda_runtime") || eq(s, len, "cuda_driver") || eq(s, len, "Runtime"))
+        return C_LAUNCH;
+    if (eq(s, len, "cpu_op") || eq(s, len, "Operator"))
+        return C_CPU_OP;
+    return C_OTHER;
+}
+
+static int key_of(enum level level, const unsigned char *s, size_t len)
+{
+    switch (level) {
+    case L_TOP:
+        return eq(s, len, "traceEvents") ? T_EVENTS : eq(s, len, "distributedInfo") ? T_DIST : T_OTHER;
+    case L_DIST:
+        return eq(s, len, "rank") ? D_RANK : eq(s, len, "world_size") ? D_WORLD : D_OTHER;
+    case L_EVENT:
+        if (eq(s, len, "name")) return E_NAME;
+        if (eq(s, len, "cat")) return E_CAT;
+        if (eq(s, len, "ts")) return E_TS;
+        if (eq(s, len, "dur")) return E_DUR;
+        if (eq(s, len, "pid")) return E_PID;
+        if (eq(s, len, "tid")) return E_TID;
+        if (eq(s, len, "args")) return E_ARGS;
+        return E_OTHER;
+    case L_ARGS:
+        if (eq(s, len, "stream")) return A_STREAM;
+        if (eq(s, len, "correlation")) return A_CORR;
+        if (eq(s, len, "device")) return A_DEVICE;
+        if (eq(s, len, "bytes")) return A_BYTES;
+        if (eq(s, len, "Collective name")) return A_COLL;
+        if (eq(s, len, "In msg nelems")) return A_IN_NELEMS;
+        if (eq(s, len, "Out msg nelems")) return A_OUT_NELEMS;
+        if (eq(s, len, "Group size")) return A_GROUP_SIZE;
+        if (eq(s, len, "dtype")) return A_DTYPE;
+        if (eq(s, len, "Process Group Name")) return A_PG_NAME;
+        if (eq(s, len, "Process Group Ranks")) return A_PG_RANKS;
+        return A_OTHER;
+    default:
+        return 0;
+    }
+}
+
+/* GPU work: one op, and its collective when the kernel is NCCL's. */
+static int add_gpu_op(struct parser *p, int64_t start, int64_t end)
+{
+    struct event *e = &p->ev;
+    struct rsr_model *m = p->m;
+    struct rsr_gpu_op *op = rsr_model_add_op(m);
+    if (!op || rsr_model_intern(m, e->name, e->name_len, &op->name) < 0)
+        return fail(p, RSR_KINETO_ERR_NOMEM, "GPU events");
+    op->start_ns = start;
+    op->end_ns = end;
+    op->correlation = e->has_corr ? (uint64_t)e->corr : 0;
+    op->bytes = e->bytes;
+    op->stream = (int32_t)e->stream;
+    op->device = (int32_t)e->device;
+    op->cls = e->cat == C_MEMCPY ? RSR_GPU_MEMCPY
+            : e->cat == C_MEMSET ? RSR_GPU_MEMSET
+            : rsr_gpu_classify_kernel(e->name);
+    if (op->cls != RSR_GPU_COMM || !e->has_coll)
+        return 1;
+    struct rsr_coll *c = rsr_model_add_coll(m);
+    if (!c)
+        return fail(p, RSR_KINETO_ERR_NOMEM, "collectives");
+    op->coll = (int32_t)(m->n_colls - 1);
+    c->op = (uint8_t)e->coll_op;
+    c->in_count = e->in_nelems;
+    c->out_count = e->out_nelems;
+    c->dtype = e->dtype;
+    c->elem_size = dtype_size(rsr_model_str(m, e->dtype));
+    c->bytes = (e->in_nelems > e->out_nelems ? e->in_nelems : e->out_nelems) * c->elem_size;
+    c->comm = e->pg_name;
+    c->members = e->pg_ranks;
+    c->group_size = (int32_t)e->group_size;
+    return 1;
+}
+
+/* A complete traceEvents entry: keep what the model holds. Events without
+ * a duration (metadata, flows, instants) carry no interval; HTA drops them. */
+static int end_event(struct parser *p)
+{
+    struct event *e = &p->ev;
+    struct rsr_model *m = p->m;
+    if (!e->has_ts || !e->has_dur)
+        return 1;
+    /* HTA rounds events with sub-microsecond times inward to whole
+     * microseconds (start up, end down), because PyTorch's ns-resolution
+     * events overlap where they should not (pytorch/pytorch#122425); doing
+     * the same keeps the figures comparable with it. */
+    int64_t start = ceil_us(e->ts_ns);
+    int64_t end = floor_us(e->ts_ns + e->dur_ns);
+    if (end < start)
+        end = start;
+    if (m->wall_start_ns == 0 || start < m->wall_start_ns)
+        m->wall_start_ns = start;
+    if (end > m->wall_end_ns)
+        m->wall_end_ns = end;
+
+    bool gpu = e->cat == C_KERNEL || e->cat == C_MEMCPY || e->cat == C_MEMSET;
+    if (gpu && e->has_stream)
+        return add_gpu_op(p, start, end);
+    if ((e->cat == C_LAUNCH || e->cat == C_CPU_OP) && e->has_pid && m->pid == 0)
+        m->pid = e->pid;
+    if (e->cat == C_LAUNCH && e->has_corr) {
+        struct rsr_launch *l = rsr_model_add_launch(m);
+        if (!l || rsr_model_intern(m, e->name, e->name_len, &l->name) < 0)
+            return fail(p, RSR_KINETO_ERR_NOMEM, "launch events");
+        l->start_ns = start;
+        l->end_ns = end;
+        l->correlation = (uint64_t)e->corr;
+        l->tid = e->has_tid ? (uint32_t)e->tid : 0;
+    } else if (e->name_len >= 12 && memcmp(e->name, "ProfilerStep", 12) == 0) {
+        uint32_t id;
+        if (rsr_model_intern(m, e->name, e->name_len, &id) < 0)
+            return fail(p, RSR_KINETO_ERR_NOMEM, "profiler steps");
+        if (p->first_step == 0) {
+            p->first_step = id;
+            p->last_step_ns = start;
+        }
+        if (id != p->first_step)
+            p->many_steps = true;
+        if (start > p->last_step_ns)
+            p->last_step_ns = start;
+    }
+    return 1;
+}
+
+/* Opens a container at the current level: descend, or skip it whole. */
+static int open_container(struct parser *p, bool is_map)
+{
+    if (p->skip > 0) {
+        p->skip++;
+        return 1;
+    }
+    switch (p->level) {
+    case L_NONE:
+        if (is_map) {
+            p->level = L_TOP;
+        } else {
+            p->level = L_EVENTS;
+            p->events_top = p->saw_events = true;
+        }
+        return 1;
+    case L_TOP:
+        if (!is_map && p->key == T_EVENTS) {
+            p->level = L_EVENTS;
+            p->saw_events = true;
+            return 1;
+        }
+        if (is_map && p->key == T_DIST) {
+            p->level = L_DIST;
+            return 1;
+        }
+        break;
+    case L_EVENTS:
+        if (is_map) {
+            struct event *e = &p->ev;
+            char *name = e->name;
+            size_t cap = e->name_cap;
+            memset(e, 0, sizeof *e);
+            e->name = name;
+            e->name_cap = cap;
+            e->group_size = -1;
+            p->level = L_EVENT;
+            return 1;
+        }
+        break;
+    case L_EVENT:
+        if (is_map && p->key == E_ARGS) {
+            p->level = L_ARGS;
+            return 1;
+        }
+        break;
+    case L_END:
+        return fail(p, RSR_KINETO_ERR_JSON, "text after the end of the trace");
+    default:
+        break;
+    }
+    p->skip = 1;
+    return 1;
+}
+
+static int on_start_map(void *ctx)
+{
+    return open_container(ctx, true);
+}
+
+static int on_start_array(void *ctx)
+{
+    return open_container(ctx, false);
+}
+
+static int close_container(struct parser *p)
+{
+    if (p->skip > 0) {
+        p->skip--;
+        return 1;
+    }
+    switch (p->level) {
+    case L_ARGS:
+        p->level = L_EVENT;
+        return 1;
+    case L_EVENT:
+        p->level = L_EVENTS;
+        return end_event(p);
+    case L_EVENTS:
+        p->level = p->events_top ? L_END : L_TOP;
+        return 1;
+    case L_DIST:
+        p->level = L_TOP;
+        return 1;
+    default:
+        p->level = L_END;
+        return 1;
+    }
+}
+
+static int on_end(void *ctx)
+{
+    return close_container(ctx);
+}
+
+static int on_key(void *ctx, const unsigned char *s, size_t len)
+{
+    struct parser *p = ctx;
+    if (p->skip == 0)
+        p->key = key_of(p->level, s, len);
+    return 1;
+}
+
+/* A scalar outside the places the model reads is ignored, except at the top,
+ * where it means this is not a trace at all. */
+static int scalar_elsewhere(struct parser *p)
+{
+    if (p->skip == 0 && (p->level == L_NONE || p->level == L_END))
+        return fail(p, RSR_KINETO_ERR_NOT_TRACE, "the document is not an object or array");
+    return 1;
+}
+
+static int on_null(void *ctx)
+{
+    return scalar_elsewhere(ctx);
+}
+
+static int on_bool(void *ctx, int v)
+{
+    (void)v;
+    return scalar_elsewhere(ctx);
+}
+
+static int on_number(void *ctx, const char *s, size_t len)
+{
+    struct parser *p = ctx;
+    struct event *e = &p->ev;
+    int64_t v;
+    if (p->skip > 0)
+        return 1;
+    if (p->level == L_EVENT) {
+        switch (p->key) {
+        case E_TS:
+            if (!parse_us(s, len, &e->ts_ns))
+                return fail(p, RSR_KINETO_ERR_NOT_TRACE, "\"ts\" out of range");
+            e->has_ts = true;
+            break;
+        case E_DUR:
+            if (!parse_us(s, len, &e->dur_ns))
+                return fail(p, RSR_KINETO_ERR_NOT_TRACE, "\"dur\" out of range");
+            e->has_dur = true;
+            break;
+        case E_PID:
+            e->has_pid = parse_int(s, len, &e->pid);
+            break;
+        case E_TID:
+            e->has_tid = parse_int(s, len, &e->tid);
+            break;
+        default:
+            break;
+        }
+    } else if (p->level == L_ARGS && p->key != A_OTHER && parse_int(s, len, &v)) {
+        switch (p->key) {
+        case A_STREAM:
+            e->stream = v;
+            e->has_stream = true;
+            break;
+        case A_DEVICE:
+            e->device = v;
+            break;
+        case A_CORR:
+            e->corr = v;
+            e->has_corr = true;
+            break;
+        case A_BYTES:
+            e->bytes = v > 0 ? (uint64_t)v : 0;
+            break;
+        case A_IN_NELEMS:
+            e->in_nelems = v > 0 ? (uint64_t)v : 0;
+            break;
+        case A_OUT_NELEMS:
+            e->out_nelems = v > 0 ? (uint64_t)v : 0;
+            break;
+        case A_GROUP_SIZE:
+            e->group_size = v;
+            break;
+        default:
+            break;
+        }
+    } else if (p->level == L_DIST && parse_int(s, len, &v)) {
+        if (p->key == D_RANK)
+            p->m->rank = (int32_t)v;
+        else if (p->key == D_WORLD)
+            p->m->world_size = (int32_t)v;
+    }
+    return scalar_elsewhere(p);
+}
+
+static int on_string(void *ctx, const unsigned char *s, size_t len)
+{
+    struct parser *p = ctx;
+    struct event *e = &p->ev;
+    if (p->skip > 0)
+        return 1;
+    if (p->level == L_EVENT && p->key == E_NAME) {
+        if (len + 1 > e->name_cap) {
+            size_t cap = (len + 1) * 2;
+            char *name = realloc(e->name, cap);
+            if (!name)
+                return fail(p, RSR_KINETO_ERR_NOMEM, "event names");
+            e->name = name;
+            e->name_cap = cap;
+        }
+        memcpy(e->name, s, len);
+        e->name[len] = '\0';
+        e->name_len = len;
+    } else if (p->level == L_EVENT && p->key == E_CAT) {
+        e->cat = parse_cat(s, len);
+    } else if (p->level == L_ARGS) {
+        uint32_t *id = p->key == A_DTYPE ? &e->dtype
+                     : p->key == A_PG_NAME ? &e->pg_name
+                     : p->key == A_PG_RANKS ? &e->pg_ranks : NULL;
+        if (p->key == A_COLL) {
+            e->coll_op = rsr_coll_op_parse((const char *)s, len);
+            e->has_coll = true;
+        } else if (id && rsr_model_intern(p->m, (const char *)s, len, id) < 0) {
+            return fail(p, RSR_KINETO_ERR_NOMEM, "collective arguments");
+        }
+    }
+    return scalar_elsewhere(p);
+}
+
+static const yajl_callbacks callbacks = {
+    .yajl_null = on_null,
+    .yajl_boolean = on_bool,
+    .yajl_number = on_number,
+    .yajl_string = on_string,
+    .yajl_start_map = on_start_map,
+    .yajl_map_key = on_key,
+    .yajl_end_map = on_end,
+    .yajl_start_array = on_start_array,
+    .yajl_end_array = on_end,
+};
+
+/* The position of rank in a group's member list "[0, 1, ...]", or -1. */
+static int32_t rank_in_members(const char *list, int32_t rank)
+{
+    int32_t pos = 0;
+    for (const char *s = list; *s;) {
+        if (*s >= '0' && *s <= '9') {
+            char *end;
+            long v = strtol(s, &end, 10);
+            if (v == rank)
+                return pos;
+            pos++;
+            s = end;
+        } else {
+            s++;
+        }
+    }
+    return -1;
+}
+
+/* Keeps what HTA analyses (see kineto.h): with two or more profiler steps,
+ * launches that began before the last one, and the GPU work they launched. */
+static int keep_completed_steps(struct parser *p)
+{
+    struct rsr_model *m = p->m;
+    size_t k = 0;
+    for (size_t i = 0; i < m->n_launches; i++)
+        if (m->launches[i].start_ns < p->last_step_ns)
+            m->launches[k++] = m->launches[i];
+    m->dropped += m->n_launches - k;
+    m->n_launches = k;
+    rsr_model_finish(m);
+
+    int32_t *remap = malloc((m->n_colls ? m->n_colls : 1) * sizeof *remap);
+    if (!remap)
+        return RSR_KINETO_ERR_NOMEM;
+    for (size_t i = 0; i < m->n_colls; i++)
+        remap[i] = -1;
+    k = 0;
+    for (size_t i = 0; i < m->n_ops; i++) {
+        if (!rsr_model_find_launch(m, m->ops[i].correlation))
+            continue;
+        m->ops[k++] = m->ops[i];
+        if (m->ops[i].coll >= 0)
+            remap[m->ops[i].coll] = 0;
+    }
+    m->dropped += m->n_ops - k;
+    m->n_ops = k;
+    k = 0;
+    for (size_t i = 0; i < m->n_colls; i++)
+        if (remap[i] == 0) {
+            m->colls[k] = m->colls[i];
+            remap[i] = (int32_t)k++;
+        }
+    m->n_colls = k;
+    for (size_t i = 0; i < m->n_ops; i++)
+        if (m->ops[i].coll >= 0)
+            m->ops[i].coll = remap[m->ops[i].coll];
+    free(remap);
+    return RSR_KINETO_ERR_OK;
+}
+
+static int finish_model(struct parser *p)
+{
+    struct rsr_model *m = p->m;
+    if (m->rank >= 0)
+        m->role = RSR_ROLE_RANK;
+    for (size_t i = 0; i < m->n_colls; i++) {
+        struct rsr_coll *c = &m->colls[i];
+        if (c->members && m->rank >= 0)
+            c->rank_in_group = rank_in_members(rsr_model_str(m, c->members), m->rank);
+    }
+    if (p->many_steps)
+        return keep_completed_steps(p);
+    return rsr_model_finish(m);
+}
+
+static int report(char *msg, size_t msglen, int err, const char *fmt, ...)
+{
+    if (msglen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, msglen, fmt, ap);
+        va_end(ap);
+    }
+    return err;
+}
+
+/* The yajl error text without its "parse error: " prefix and newlines. */
+static void yajl_reason(yajl_handle y, char *out, size_t outlen)
+{
+    unsigned char *text = yajl_get_error(y, 0, NULL, 0);
+    const char *s = (const char *)text;
+    if (strncmp(s, "parse error: ", 13) == 0)
+        s += 13;
+    snprintf(out, outlen, "%s", s);
+    out[strcspn(out, "\n")] = '\0';
+    yajl_free_error(y, text);
+}
+
+/* Feeds the file to yajl; returns an error code with msg filled. */
+static int parse_file(const char *path, gzFile gz, yajl_handle y, struct parser *p,
+                      char *buf, char *msg, size_t msglen)
+{
+    uint64_t offset = 0;
+    char reason[160];
+    for (;;) {
+        int n = gzread(gz, buf, READ_CHUNK);
+        int zerr = Z_OK;
+        const char *zmsg = n <= 0 ? gzerror(gz, &zerr) : NULL;
+        if (n < 0 || zerr != Z_OK) {
+            if (zerr == Z_ERRNO)
+                return report(msg, msglen, RSR_KINETO_ERR_READ, "%s: byte %llu: read error: %s",
+                              path, (unsigned long long)offset, strerror(errno));
+            if (zerr == Z_BUF_ERROR)
+                return report(msg, msglen, RSR_KINETO_ERR_TRUNCATED,
+                              "%s: cut short: the gzip data ends after %llu bytes of JSON",
+                              path, (unsigned long long)offset);
+            return report(msg, msglen, RSR_KINETO_ERR_GZIP,
+                          "%s: corrupt gzip data at compressed byte %lld (%llu bytes of JSON read): %s",
+                          path, (long long)gzoffset(gz), (unsigned long long)offset, zmsg);
+        }
+        if (n == 0)
+            break;
+        yajl_status st = yajl_parse(y, (const unsigned char *)buf, (size_t)n);
+        if (st != yajl_status_ok) {
+            uint64_t at = offset + yajl_get_bytes_consumed(y);
+            if (st == yajl_status_client_canceled)
+                return report(msg, msglen, p->err, "%s: byte %llu: %s: %s", path,
+                              (unsigned long long)at, rsr_kineto_strerror(p->err), p->what);
+            yajl_reason(y, reason, sizeof reason);
+            return report(msg, msglen, RSR_KINETO_ERR_JSON, "%s: byte %llu: malformed JSON: %s",
+                          path, (unsigned long long)at, reason);
+        }
+        offset += (uint64_t)n;
+    }
+    if (offset == 0)
+        return report(msg, msglen, RSR_KINETO_ERR_NOT_TRACE, "%s: empty file", path);
+    yajl_status st = yajl_complete_parse(y);
+    if (st == yajl_status_client_canceled)
+        return report(msg, msglen, p->err, "%s: byte %llu: %s: %s", path,
+                      (unsigned long long)offset, rsr_kineto_strerror(p->err), p->what);
+    if (st != yajl_status_ok) {
+        yajl_reason(y, reason, sizeof reason);
+        return report(msg, msglen, RSR_KINETO_ERR_TRUNCATED,
+                      "%s: byte %llu: cut short: the JSON ends early (%s)",
+                      path, (unsigned long long)offset, reason);
+    }
+    if (!p->saw_events)
+        return report(msg, msglen, RSR_KINETO_ERR_NOT_TRACE,
+                      "%s: not a PyTorch profiler trace: no \"traceEvents\"", path);
+    return RSR_KINETO_ERR_OK;
+}
+
+int rsr_kineto_load(const char *path, struct rsr_model *m, char *msg, size_t msglen)
+{
+    if (msglen > 0)
+        msg[0] = '\0';
+    gzFile gz = gzopen(path, "rb");
+    if (!gz)
+        return report(msg, msglen, RSR_KINETO_ERR_OPEN, "%s: cannot open: %s", path,
+                      errno ? strerror(errno) : "out of memory");
+    gzbuffer(gz, READ_CHUNK);
+
+    struct parser p = { .m = m };
+    char *buf = malloc(READ_CHUNK);
+    yajl_handle y = yajl_alloc(&callbacks, NULL, &p);
+    int err;
+    if (!buf || !y) {
+        err = report(msg, msglen, RSR_KINETO_ERR_NOMEM, "%s: out of memory", path);
+    } else {
+        err = parse_file(path, gz, y, &p, buf, msg, msglen);
+        if (err == RSR_KINETO_ERR_OK) {
+            err = finish_model(&p);
+            if (err != RSR_KINETO_ERR_OK)
+                report(msg, msglen, err, "%s: %s", path, rsr_kineto_strerror(err));
+        }
+    }
+    if (y)
+        yajl_free(y);
+    free(buf);
+    free(p.ev.name);
+    gzclose(gz);
+    return err;
+}

@@ -1,0 +1,53 @@
+/* Reads a PyTorch profiler (Kineto) trace, .json or .json.gz, into a
+ * reporter GPU timeline (model.h). `ringside import-kineto` converts such
+ * traces through it; the analyses then treat them like ringside's own. */
+#ifndef RSR_KINETO_H
+#define RSR_KINETO_H
+
+#include <stddef.h>
+
+#include "reporter/model.h"
+
+#define RSR_KINETO_ERRORS(X) \
+    X(OK,        "ok") \
+    X(OPEN,      "cannot open") \
+    X(READ,      "read error") \
+    X(GZIP,      "corrupt gzip data") \
+    X(TRUNCATED, "cut short") \
+    X(JSON,      "malformed JSON") \
+    X(NOT_TRACE, "not a PyTorch profiler trace") \
+    X(NOMEM,     "out of memory")
+
+enum rsr_kineto_err {
+#define RSR_KINETO_ERR_ENUM(name, msg) RSR_KINETO_ERR_##name,
+    RSR_KINETO_ERRORS(RSR_KINETO_ERR_ENUM)
+#undef RSR_KINETO_ERR_ENUM
+};
+
+/* The message for an error code; never NULL. */
+const char *rsr_kineto_strerror(int err);
+
+/* Streams the trace at path (gzip or plain JSON, told apart by content)
+ * through a callback JSON parser into m, which the caller has initialised
+ * and owns; the whole text is never held in memory. It takes:
+ *   - GPU work: events of cat "kernel", "gpu_memcpy", "gpu_memset", with
+ *     stream, device, correlation, bytes, and for NCCL kernels the
+ *     collective ("Collective name", "In/Out msg nelems", "dtype",
+ *     "Group size", "Process Group Name"/"Ranks");
+ *   - launches: cat "cuda_runtime" and "cuda_driver" events that carry a
+ *     correlation;
+ *   - identity from "distributedInfo" (rank, world_size) and the host pid.
+ * It then keeps what HTA analyses, so that figures agree with it: when the
+ * trace holds two or more profiler steps ("ProfilerStep#N"), only launches
+ * that began before the last step began, and only GPU work launched by
+ * those (the last step is cut off when the profiler stops); the rest is
+ * counted in m->dropped. Times are rounded inward to whole microseconds
+ * as HTA does (see kineto.c). The model is finished (rsr_model_finish).
+ *
+ * Returns RSR_KINETO_ERR_OK, or a code with one line in msg (msglen bytes,
+ * may be 0) naming the file and where: "t.json.gz: byte 5120: malformed
+ * JSON: invalid object key". On error m holds what was read so far; the
+ * caller frees it with rsr_model_free either way. */
+int rsr_kineto_load(const char *path, struct rsr_model *m, char *msg, size_t msglen);
+
+#endif

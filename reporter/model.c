@@ -1,0 +1,292 @@
+/* The per-process GPU timeline (see model.h): growable record arrays, the
+ * string intern table, the ordering the analyses rely on, and the naming of
+ * kernel classes and collectives shared by every loader. */
+#include "reporter/model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Strings are packed into blocks of at least this size; a longer string gets
+ * a block of its own. */
+#define RSR_STR_BLOCK (64 * 1024)
+
+void rsr_model_init(struct rsr_model *m)
+{
+    memset(m, 0, sizeof *m);
+    m->rank = m->local_rank = m->world_size = -1;
+    m->role = RSR_ROLE_OTHER;
+}
+
+static void strtab_free(struct rsr_strtab *t)
+{
+    for (size_t i = 0; i < t->nblocks; i++)
+        free(t->blocks[i]);
+    free(t->blocks);
+    free(t->strs);
+    free(t->slots);
+}
+
+void rsr_model_free(struct rsr_model *m)
+{
+    free(m->ops);
+    free(m->launches);
+    free(m->colls);
+    strtab_free(&m->strings);
+    rsr_model_init(m);
+}
+
+/* The array arr (holding n of *cap elements of size elem) with room for one
+ * more: the same pointer, or a reallocation twice the size, so appending n
+ * records costs O(n) in all. NULL when out of memory (arr is untouched). */
+static void *grow(void *arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return arr;
+    size_t ncap = *cap ? *cap * 2 : 256;
+    if (ncap > SIZE_MAX / elem)
+        return NULL;
+    void *p = realloc(arr, ncap * elem);
+    if (p)
+        *cap = ncap;
+    return p;
+}
+
+/* FNV-1a: short names dominate and it needs no alignment. */
+static uint32_t str_hash(const char *s, size_t len)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+/* Rebuilds the slot table at twice the size, keeping the load under half. */
+static int strtab_rehash(struct rsr_strtab *t)
+{
+    size_t nslots = t->nslots ? t->nslots * 2 : 1024;
+    uint32_t *slots = calloc(nslots, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (size_t id = 1; id < t->n; id++) {
+        size_t i = t->strs[id].hash & (nslots - 1);
+        while (slots[i])
+            i = (i + 1) & (nslots - 1);
+        slots[i] = (uint32_t)id;
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = nslots;
+    return 0;
+}
+
+/* Copies len bytes and a NUL into block storage; NULL when out of memory. */
+static char *strtab_store(struct rsr_strtab *t, const char *s, size_t len)
+{
+    if (t->nblocks == 0 || t->block_used + len + 1 > t->block_size) {
+        size_t size = len + 1 > RSR_STR_BLOCK ? len + 1 : RSR_STR_BLOCK;
+        char **blocks = grow(t->blocks, &t->capblocks, t->nblocks, sizeof *blocks);
+        if (!blocks)
+            return NULL;
+        t->blocks = blocks;
+        char *b = malloc(size);
+        if (!b)
+            return NULL;
+        t->blocks[t->nblocks++] = b;
+        t->block_size = size;
+        t->block_used = 0;
+    }
+    char *dst = t->blocks[t->nblocks - 1] + t->block_used;
+    memcpy(dst, s, len);
+    dst[len] = '\0';
+    t->block_used += len + 1;
+    return dst;
+}
+
+int rsr_model_intern(struct rsr_model *m, const char *s, size_t len, uint32_t *id)
+{
+    struct rsr_strtab *t = &m->strings;
+    if (len == 0) {
+        *id = 0;
+        return 0;
+    }
+    if (len > UINT32_MAX)
+        return -1;
+    if (t->n == 0) {
+        /* id 0 is "", so that a zeroed record names nothing. */
+        struct rsr_str *strs = grow(t->strs, &t->cap, 0, sizeof *strs);
+        if (!strs)
+            return -1;
+        t->strs = strs;
+        t->strs[0] = (struct rsr_str){ "", 0, 0 };
+        t->n = 1;
+    }
+    if ((t->n + 1) * 2 > t->nslots && strtab_rehash(t) < 0)
+        return -1;
+    uint32_t h = str_hash(s, len);
+    size_t i = h & (t->nslots - 1);
+    for (; t->slots[i]; i = (i + 1) & (t->nslots - 1)) {
+        const struct rsr_str *e = &t->strs[t->slots[i]];
+        if (e->hash == h && e->len == len && memcmp(e->s, s, len) == 0) {
+            *id = t->slots[i];
+            return 0;
+        }
+    }
+    if (t->n >= UINT32_MAX)
+        return -1;
+    struct rsr_str *strs = grow(t->strs, &t->cap, t->n, sizeof *strs);
+    if (!strs)
+        return -1;
+    t->strs = strs;
+    const char *copy = strtab_store(t, s, len);
+    if (!copy)
+        return -1;
+    t->strs[t->n] = (struct rsr_str){ copy, (uint32_t)len, h };
+    t->slots[i] = (uint32_t)t->n;
+    *id = (uint32_t)t->n++;
+    return 0;
+}
+
+const char *rsr_model_str(const struct rsr_model *m, uint32_t id)
+{
+    if (id == 0 || id >= m->strings.n)
+        return "";
+    return m->strings.strs[id].s;
+}
+
+struct rsr_gpu_op *rsr_model_add_op(struct rsr_model *m)
+{
+    struct rsr_gpu_op *ops = grow(m->ops, &m->cap_ops, m->n_ops, sizeof *ops);
+    if (!ops)
+        return NULL;
+    m->ops = ops;
+    struct rsr_gpu_op *op = &m->ops[m->n_ops++];
+    memset(op, 0, sizeof *op);
+    op->coll = -1;
+    return op;
+}
+
+struct rsr_launch *rsr_model_add_launch(struct rsr_model *m)
+{
+    struct rsr_launch *launches = grow(m->launches, &m->cap_launches, m->n_launches, sizeof *launches);
+    if (!launches)
+        return NULL;
+    m->launches = launches;
+    struct rsr_launch *l = &m->launches[m->n_launches++];
+    memset(l, 0, sizeof *l);
+    return l;
+}
+
+struct rsr_coll *rsr_model_add_coll(struct rsr_model *m)
+{
+    struct rsr_coll *colls = grow(m->colls, &m->cap_colls, m->n_colls, sizeof *colls);
+    if (!colls)
+        return NULL;
+    m->colls = colls;
+    struct rsr_coll *c = &m->colls[m->n_colls++];
+    memset(c, 0, sizeof *c);
+    c->group_size = c->rank_in_group = -1;
+    return c;
+}
+
+/* Start order; ties by end, then stream, so the order does not depend on
+ * the order records arrived in. */
+static int cmp_op_start(const void *pa, const void *pb)
+{
+    const struct rsr_gpu_op *a = pa, *b = pb;
+    if (a->start_ns != b->start_ns)
+        return a->start_ns < b->start_ns ? -1 : 1;
+    if (a->end_ns != b->end_ns)
+        return a->end_ns < b->end_ns ? -1 : 1;
+    return (a->stream > b->stream) - (a->stream < b->stream);
+}
+
+static int cmp_launch_corr(const void *pa, const void *pb)
+{
+    const struct rsr_launch *a = pa, *b = pb;
+    if (a->correlation != b->correlation)
+        return a->correlation < b->correlation ? -1 : 1;
+    return (a->start_ns > b->start_ns) - (a->start_ns < b->start_ns);
+}
+
+int rsr_model_finish(struct rsr_model *m)
+{
+    if (m->n_ops > 1)
+        qsort(m->ops, m->n_ops, sizeof *m->ops, cmp_op_start);
+    if (m->n_launches > 1)
+        qsort(m->launches, m->n_launches, sizeof *m->launches, cmp_launch_corr);
+    return 0;
+}
+
+const struct rsr_launch *rsr_model_find_launch(const struct rsr_model *m, uint64_t correlation)
+{
+    size_t lo = 0, hi = m->n_launches;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->launches[mid].correlation < correlation)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < m->n_launches && m->launches[lo].correlation == correlation)
+        return &m->launches[lo];
+    return NULL;
+}
+
+enum rsr_gpu_class rsr_gpu_classify_kernel(const char *name)
+{
+    if (strncmp(name, "nccl", 4) == 0 || strstr(name, "ncclKernel") || strstr(name, "ncclDevKernel"))
+        return RSR_GPU_COMM;
+    return RSR_GPU_COMPUTE;
+}
+
+const char *rsr_gpu_class_name(int cls)
+{
+    static const char *const names[] = {
+#define RSR_GPU_CLASS_TEXT(name, text) text,
+        RSR_GPU_CLASSES(RSR_GPU_CLASS_TEXT)
+#undef RSR_GPU_CLASS_TEXT
+    };
+    if (cls < 0 || cls >= RSR_GPU_NCLASSES)
+        return "?";
+    return names[cls];
+}
+
+const char *rsr_coll_op_name(int op)
+{
+    static const char *const names[] = {
+#define RSR_COLL_OP_TEXT(name, text) text,
+        RSR_COLL_OPS(RSR_COLL_OP_TEXT)
+#undef RSR_COLL_OP_TEXT
+    };
+    if (op < 0 || op >= RSR_COLL_NOPS)
+        return "?";
+    return names[op];
+}
+
+enum rsr_coll_op rsr_coll_op_parse(const char *name, size_t len)
+{
+    /* Longer names first where one is a prefix of another ("reduce"). */
+    static const struct { const char *key; enum rsr_coll_op op; } table[] = {
+        { "allreduce", RSR_COLL_ALLREDUCE },         { "allgather", RSR_COLL_ALLGATHER },
+        { "reducescatter", RSR_COLL_REDUCESCATTER }, { "alltoall", RSR_COLL_ALLTOALL },
+        { "broadcast", RSR_COLL_BROADCAST },         { "reduce", RSR_COLL_REDUCE },
+        { "gather", RSR_COLL_GATHER },               { "scatter", RSR_COLL_SCATTER },
+        { "send", RSR_COLL_SEND },                   { "recv", RSR_COLL_RECV },
+        { "barrier", RSR_COLL_BARRIER },
+    };
+    char norm[32];
+    size_t n = 0;
+    for (size_t i = 0; i < len && n < sizeof norm - 1; i++) {
+        char c = name[i];
+        if (c == '_')
+            continue;
+        norm[n++] = (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+    }
+    norm[n] = '\0';
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strncmp(norm, table[i].key, strlen(table[i].key)) == 0)
+            return table[i].op;
+    return RSR_COLL_UNKNOWN;
+}

@@ -1,0 +1,165 @@
+/* The reporter's in-memory GPU timeline of one process: who the process is,
+ * what ran on its GPUs (kernels, copies, sets, each with stream and class),
+ * the host calls that launched that work, and the NCCL collective behind each
+ * communication kernel where the source says. Loaders (ringside trace files,
+ * Kineto traces) fill a model; analyses (gpu_breakdown.c, kernels.c) read it. */
+#ifndef RSR_MODEL_H
+#define RSR_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Same values as Role in formats/trace.fbs. */
+enum rsr_role { RSR_ROLE_RANK = 0, RSR_ROLE_CHILD = 1, RSR_ROLE_OTHER = 2 };
+
+/* Kernel classes as design.md defines them ('Analyses'). */
+#define RSR_GPU_CLASSES(X) \
+    X(COMPUTE, "compute") \
+    X(COMM,    "communication") \
+    X(MEMCPY,  "memcpy") \
+    X(MEMSET,  "memset")
+
+enum rsr_gpu_class {
+#define RSR_GPU_CLASS_ENUM(name, text) RSR_GPU_##name,
+    RSR_GPU_CLASSES(RSR_GPU_CLASS_ENUM)
+#undef RSR_GPU_CLASS_ENUM
+    RSR_GPU_NCLASSES
+};
+
+/* Collective operations; the text is NCCL's spelling (ncclAllReduce...). */
+#define RSR_COLL_OPS(X) \
+    X(UNKNOWN,       "Unknown") \
+    X(ALLREDUCE,     "AllReduce") \
+    X(ALLGATHER,     "AllGather") \
+    X(REDUCESCATTER, "ReduceScatter") \
+    X(BROADCAST,     "Broadcast") \
+    X(REDUCE,        "Reduce") \
+    X(ALLTOALL,      "AlltoAll") \
+    X(GATHER,        "Gather") \
+    X(SCATTER,       "Scatter") \
+    X(SEND,          "Send") \
+    X(RECV,          "Recv") \
+    X(BARRIER,       "Barrier")
+
+enum rsr_coll_op {
+#define RSR_COLL_OP_ENUM(name, text) RSR_COLL_##name,
+    RSR_COLL_OPS(RSR_COLL_OP_ENUM)
+#undef RSR_COLL_OP_ENUM
+    RSR_COLL_NOPS
+};
+
+/* One interval of GPU work. Times are ns on the process's host clock. */
+struct rsr_gpu_op {
+    int64_t start_ns;
+    int64_t end_ns;
+    uint64_t correlation;   /* the launching rsr_launch's correlation; 0: none */
+    uint64_t bytes;         /* copies and sets; 0 for kernels */
+    uint32_t name;          /* string id */
+    int32_t stream;
+    int32_t device;
+    int32_t coll;           /* index into rsr_model.colls, -1: none */
+    uint8_t cls;            /* enum rsr_gpu_class */
+};
+
+/* A host call that enqueued GPU work (cudaLaunchKernel, cuLaunchKernel,
+ * cudaMemcpyAsync...). Host-wait idle is attributed through it. */
+struct rsr_launch {
+    int64_t start_ns;
+    int64_t end_ns;
+    uint64_t correlation;   /* shared with the rsr_gpu_op(s) it launched */
+    uint32_t name;          /* string id */
+    uint32_t tid;
+};
+
+/* What is known of the NCCL collective a communication kernel ran. Unknown
+ * numbers are 0 (counts, sizes) or -1 (group size, rank in group). */
+struct rsr_coll {
+    uint64_t in_count;      /* elements in the send buffer */
+    uint64_t out_count;     /* elements in the receive buffer */
+    uint64_t bytes;         /* as nccl-tests counts: the larger buffer */
+    uint32_t dtype;         /* string id, the source's spelling */
+    uint32_t comm;          /* string id naming the communicator or group */
+    uint32_t members;       /* string id: the group's global ranks, "[0, 1]" */
+    uint32_t elem_size;     /* bytes per element */
+    int32_t group_size;
+    int32_t rank_in_group;
+    uint8_t op;             /* enum rsr_coll_op */
+};
+
+/* Interned strings: id 0 is "" (none); ids are dense. Owned by the model. */
+struct rsr_strtab {
+    struct rsr_str { const char *s; uint32_t len; uint32_t hash; } *strs;
+    size_t n, cap;
+    uint32_t *slots;        /* open addressing; 0 marks an empty slot */
+    size_t nslots;
+    char **blocks;          /* storage the strings point into */
+    size_t nblocks, capblocks;
+    size_t block_used, block_size;
+};
+
+struct rsr_model {
+    /* Identity; -1 or 0 where the source does not say. */
+    int32_t rank, local_rank, world_size;
+    int64_t pid;
+    uint32_t host, job;     /* string ids */
+    uint8_t role;           /* enum rsr_role */
+    int64_t wall_start_ns, wall_end_ns;  /* first and last time observed */
+    uint64_t dropped;       /* records the source had that the model lacks */
+
+    struct rsr_gpu_op *ops;         /* start order once rsr_model_finish ran */
+    size_t n_ops, cap_ops;
+    struct rsr_launch *launches;    /* correlation order once finished */
+    size_t n_launches, cap_launches;
+    struct rsr_coll *colls;
+    size_t n_colls, cap_colls;
+    struct rsr_strtab strings;
+};
+
+/* Makes an empty model (no rank, role other). Cannot fail. */
+void rsr_model_init(struct rsr_model *m);
+
+/* Frees everything the model owns, strings included, and leaves it empty
+ * (as after rsr_model_init). */
+void rsr_model_free(struct rsr_model *m);
+
+/* Interns len bytes at s (need not be NUL-terminated) and stores its id in
+ * *id; the same text always gets the same id, "" gets 0. Returns 0, or -1
+ * when out of memory (the model is unchanged). */
+int rsr_model_intern(struct rsr_model *m, const char *s, size_t len, uint32_t *id);
+
+/* The NUL-terminated text of a string id, owned by the model and valid until
+ * rsr_model_free; "" for 0 or an id the model does not have. */
+const char *rsr_model_str(const struct rsr_model *m, uint32_t id);
+
+/* Append one zeroed record (rsr_gpu_op with coll -1, rsr_coll with group
+ * size and rank -1) and return it to be filled in. The pointer is valid until
+ * the next append of the same kind. NULL when out of memory. */
+struct rsr_gpu_op *rsr_model_add_op(struct rsr_model *m);
+struct rsr_launch *rsr_model_add_launch(struct rsr_model *m);
+struct rsr_coll *rsr_model_add_coll(struct rsr_model *m);
+
+/* Puts the ops in start order and the launches in correlation order, which
+ * the analyses and rsr_model_find_launch rely on. Every loader calls it when
+ * it has added all records. Returns 0 (it allocates nothing). */
+int rsr_model_finish(struct rsr_model *m);
+
+/* The launch with this correlation in a finished model, or NULL. */
+const struct rsr_launch *rsr_model_find_launch(const struct rsr_model *m, uint64_t correlation);
+
+/* The class of a kernel from its name: communication when it starts with
+ * "nccl" or contains "ncclKernel" / "ncclDevKernel", else compute. (Copies
+ * and sets are told apart by the loader, which knows what they are.) */
+enum rsr_gpu_class rsr_gpu_classify_kernel(const char *name);
+
+/* Names for the enums above; never NULL ("?" when out of range). */
+const char *rsr_gpu_class_name(int cls);
+const char *rsr_coll_op_name(int op);
+
+/* The collective that len bytes at name call by PyTorch's or NCCL's name
+ * ("allreduce", "_allgather_base", "reduce_scatter_tensor_coalesced",
+ * "AllReduce"...): compared without case or underscores, by prefix, so the
+ * "_base" and "_coalesced" variants count as their operation.
+ * RSR_COLL_UNKNOWN when it is none of them. */
+enum rsr_coll_op rsr_coll_op_parse(const char *name, size_t len);
+
+#endif
