@@ -1,11 +1,13 @@
 /* PyTorch profiler (Kineto) trace -> reporter GPU timeline (model.h).
- * The text is inflated in fixed-size pieces (zlib reads plain JSON too) and
- * fed to yajl's callback parser; a small state machine picks the fields of
- * traceEvents and distributedInfo that the model holds and skips the rest,
- * so memory grows with the GPU work kept, not with the size of the file. */
+ * A reader thread inflates the file in fixed-size pieces (zlib reads plain
+ * JSON too) while this thread feeds them to yajl's callback parser; a small
+ * state machine picks the fields of traceEvents and distributedInfo that the
+ * model holds and skips the rest, so memory grows with the GPU work kept,
+ * not with the size of the file. */
 #include "reporter/kineto.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -124,20 +126,23 @@ static bool parse_us(const char *s, size_t len, int64_t *out)
     return true;
 }
 
-/* An integer argument; a fraction, if any, is dropped. */
+/* An integer ("7", "-1", "2.0"); a fraction, if any, is dropped. False
+ * when it has no digits or does not fit. */
 static bool parse_int(const char *s, size_t len, int64_t *out)
 {
-    char buf[32];
-    if (len == 0 || len >= sizeof buf)
+    size_t i = 0;
+    bool neg = len > 0 && s[0] == '-';
+    if (neg)
+        i++;
+    if (i == len || s[i] < '0' || s[i] > '9')
         return false;
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-    char *end;
-    errno = 0;
-    long long v = strtoll(buf, &end, 10);
-    if (errno || end == buf)
-        return false;
-    *out = v;
+    int64_t v = 0;
+    for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+        if (v > (INT64_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = neg ? -v : v;
     return true;
 }
 
@@ -187,38 +192,46 @@ static enum ev_cat parse_cat(const unsigned char *s, size_t len)
     return C_OTHER;
 }
 
+/* The key's meaning at this level. Keys are compared by length first: most
+ * keys of most events match nothing, and this runs for every one of them. */
 static int key_of(enum level level, const unsigned char *s, size_t len)
 {
+#define KEY(lit, val) if (len == sizeof lit - 1 && memcmp(s, lit, len) == 0) return val
     switch (level) {
     case L_TOP:
-        return eq(s, len, "traceEvents") ? T_EVENTS : eq(s, len, "distributedInfo") ? T_DIST : T_OTHER;
+        KEY("traceEvents", T_EVENTS);
+        KEY("distributedInfo", T_DIST);
+        return T_OTHER;
     case L_DIST:
-        return eq(s, len, "rank") ? D_RANK : eq(s, len, "world_size") ? D_WORLD : D_OTHER;
+        KEY("rank", D_RANK);
+        KEY("world_size", D_WORLD);
+        return D_OTHER;
     case L_EVENT:
-        if (eq(s, len, "name")) return E_NAME;
-        if (eq(s, len, "cat")) return E_CAT;
-        if (eq(s, len, "ts")) return E_TS;
-        if (eq(s, len, "dur")) return E_DUR;
-        if (eq(s, len, "pid")) return E_PID;
-        if (eq(s, len, "tid")) return E_TID;
-        if (eq(s, len, "args")) return E_ARGS;
+        switch (len) {
+        case 2: KEY("ts", E_TS); break;
+        case 3: KEY("cat", E_CAT); KEY("dur", E_DUR); KEY("pid", E_PID); KEY("tid", E_TID); break;
+        case 4: KEY("name", E_NAME); KEY("args", E_ARGS); break;
+        default: break;
+        }
         return E_OTHER;
     case L_ARGS:
-        if (eq(s, len, "stream")) return A_STREAM;
-        if (eq(s, len, "correlation")) return A_CORR;
-        if (eq(s, len, "device")) return A_DEVICE;
-        if (eq(s, len, "bytes")) return A_BYTES;
-        if (eq(s, len, "Collective name")) return A_COLL;
-        if (eq(s, len, "In msg nelems")) return A_IN_NELEMS;
-        if (eq(s, len, "Out msg nelems")) return A_OUT_NELEMS;
-        if (eq(s, len, "Group size")) return A_GROUP_SIZE;
-        if (eq(s, len, "dtype")) return A_DTYPE;
-        if (eq(s, len, "Process Group Name")) return A_PG_NAME;
-        if (eq(s, len, "Process Group Ranks")) return A_PG_RANKS;
+        switch (len) {
+        case 5: KEY("bytes", A_BYTES); KEY("dtype", A_DTYPE); break;
+        case 6: KEY("stream", A_STREAM); KEY("device", A_DEVICE); break;
+        case 10: KEY("Group size", A_GROUP_SIZE); break;
+        case 11: KEY("correlation", A_CORR); break;
+        case 13: KEY("In msg nelems", A_IN_NELEMS); break;
+        case 14: KEY("Out msg nelems", A_OUT_NELEMS); break;
+        case 15: KEY("Collective name", A_COLL); break;
+        case 18: KEY("Process Group Name", A_PG_NAME); break;
+        case 19: KEY("Process Group Ranks", A_PG_RANKS); break;
+        default: break;
+        }
         return A_OTHER;
     default:
         return 0;
     }
+#undef KEY
 }
 
 /* GPU work: one op, and its collective when the kernel is NCCL's. */
@@ -639,31 +652,87 @@ static void yajl_reason(yajl_handle y, char *out, size_t outlen)
     yajl_free_error(y, text);
 }
 
-/* Feeds the file to yajl; returns an error code with msg filled. */
-static int parse_file(const char *path, gzFile gz, yajl_handle y, struct parser *p,
-                      char *buf, char *msg, size_t msglen)
+/* Inflating and parsing are each a large share of the load, so a reader
+ * thread inflates the next piece while the caller's thread parses the last:
+ * two buffers, handed back and forth under one lock. */
+struct reader {
+    gzFile gz;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    char *buf[2];
+    int len[2];             /* bytes in buf[i]; 0: end of data, -1: error */
+    bool full[2];
+    bool stop;              /* the parser gave up: stop reading */
+    int zerr, sys_errno;    /* how reading ended, for the error message */
+    long long zoffset;
+    char zmsg[96];
+};
+
+static void *reader_run(void *arg)
+{
+    struct reader *r = arg;
+    for (int i = 0;; i ^= 1) {
+        pthread_mutex_lock(&r->lock);
+        while (r->full[i] && !r->stop)
+            pthread_cond_wait(&r->cond, &r->lock);
+        bool stop = r->stop;
+        pthread_mutex_unlock(&r->lock);
+        if (stop)
+            return NULL;
+        int n = gzread(r->gz, r->buf[i], READ_CHUNK);
+        int zerr = Z_OK;
+        if (n <= 0) {
+            const char *zmsg = gzerror(r->gz, &zerr);
+            r->sys_errno = errno;
+            r->zoffset = (long long)gzoffset(r->gz);
+            snprintf(r->zmsg, sizeof r->zmsg, "%s", zmsg ? zmsg : "");
+            if (zerr != Z_OK)
+                n = -1;
+        }
+        pthread_mutex_lock(&r->lock);
+        r->zerr = zerr;
+        r->len[i] = n;
+        r->full[i] = true;
+        pthread_cond_broadcast(&r->cond);
+        pthread_mutex_unlock(&r->lock);
+        if (n <= 0)
+            return NULL;
+    }
+}
+
+/* The message for how reading ended, after offset bytes of JSON. */
+static int read_error(const struct reader *r, const char *path, uint64_t offset, char *msg, size_t msglen)
+{
+    if (r->zerr == Z_ERRNO)
+        return report(msg, msglen, RSR_KINETO_ERR_READ, "%s: byte %llu: read error: %s",
+                      path, (unsigned long long)offset, strerror(r->sys_errno));
+    if (r->zerr == Z_BUF_ERROR)
+        return report(msg, msglen, RSR_KINETO_ERR_TRUNCATED,
+                      "%s: cut short: the gzip data ends after %llu bytes of JSON",
+                      path, (unsigned long long)offset);
+    return report(msg, msglen, RSR_KINETO_ERR_GZIP,
+                  "%s: corrupt gzip data at compressed byte %lld (%llu bytes of JSON read): %s",
+                  path, r->zoffset, (unsigned long long)offset, r->zmsg);
+}
+
+/* Feeds the pieces the reader inflates to yajl; returns an error code with
+ * msg filled. */
+static int parse_pieces(const char *path, struct reader *r, yajl_handle y, struct parser *p,
+                        char *msg, size_t msglen)
 {
     uint64_t offset = 0;
     char reason[160];
-    for (;;) {
-        int n = gzread(gz, buf, READ_CHUNK);
-        int zerr = Z_OK;
-        const char *zmsg = n <= 0 ? gzerror(gz, &zerr) : NULL;
-        if (n < 0 || zerr != Z_OK) {
-            if (zerr == Z_ERRNO)
-                return report(msg, msglen, RSR_KINETO_ERR_READ, "%s: byte %llu: read error: %s",
-                              path, (unsigned long long)offset, strerror(errno));
-            if (zerr == Z_BUF_ERROR)
-                return report(msg, msglen, RSR_KINETO_ERR_TRUNCATED,
-                              "%s: cut short: the gzip data ends after %llu bytes of JSON",
-                              path, (unsigned long long)offset);
-            return report(msg, msglen, RSR_KINETO_ERR_GZIP,
-                          "%s: corrupt gzip data at compressed byte %lld (%llu bytes of JSON read): %s",
-                          path, (long long)gzoffset(gz), (unsigned long long)offset, zmsg);
-        }
+    for (int i = 0;; i ^= 1) {
+        pthread_mutex_lock(&r->lock);
+        while (!r->full[i])
+            pthread_cond_wait(&r->cond, &r->lock);
+        int n = r->len[i];
+        pthread_mutex_unlock(&r->lock);
+        if (n < 0)
+            return read_error(r, path, offset, msg, msglen);
         if (n == 0)
             break;
-        yajl_status st = yajl_parse(y, (const unsigned char *)buf, (size_t)n);
+        yajl_status st = yajl_parse(y, (const unsigned char *)r->buf[i], (size_t)n);
         if (st != yajl_status_ok) {
             uint64_t at = offset + yajl_get_bytes_consumed(y);
             if (st == yajl_status_client_canceled)
@@ -674,6 +743,10 @@ static int parse_file(const char *path, gzFile gz, yajl_handle y, struct parser 
                           path, (unsigned long long)at, reason);
         }
         offset += (uint64_t)n;
+        pthread_mutex_lock(&r->lock);
+        r->full[i] = false;
+        pthread_cond_broadcast(&r->cond);
+        pthread_mutex_unlock(&r->lock);
     }
     if (offset == 0)
         return report(msg, msglen, RSR_KINETO_ERR_NOT_TRACE, "%s: empty file", path);
@@ -693,6 +766,38 @@ static int parse_file(const char *path, gzFile gz, yajl_handle y, struct parser 
     return RSR_KINETO_ERR_OK;
 }
 
+/* Parses with the reader thread running; returns an error code. */
+static int parse_file(const char *path, gzFile gz, struct parser *p, char *msg, size_t msglen)
+{
+    struct reader r = { .gz = gz };
+    r.buf[0] = malloc(READ_CHUNK);
+    r.buf[1] = malloc(READ_CHUNK);
+    yajl_handle y = yajl_alloc(&callbacks, NULL, p);
+    int err = RSR_KINETO_ERR_NOMEM;
+    if (r.buf[0] && r.buf[1] && y) {
+        pthread_t tid;
+        pthread_mutex_init(&r.lock, NULL);
+        pthread_cond_init(&r.cond, NULL);
+        if (pthread_create(&tid, NULL, reader_run, &r) == 0) {
+            err = parse_pieces(path, &r, y, p, msg, msglen);
+            pthread_mutex_lock(&r.lock);
+            r.stop = true;
+            pthread_cond_broadcast(&r.cond);
+            pthread_mutex_unlock(&r.lock);
+            pthread_join(tid, NULL);
+        }
+        pthread_cond_destroy(&r.cond);
+        pthread_mutex_destroy(&r.lock);
+    }
+    if (err == RSR_KINETO_ERR_NOMEM)
+        report(msg, msglen, err, "%s: out of memory", path);
+    if (y)
+        yajl_free(y);
+    free(r.buf[0]);
+    free(r.buf[1]);
+    return err;
+}
+
 int rsr_kineto_load(const char *path, struct rsr_model *m, char *msg, size_t msglen)
 {
     if (msglen > 0)
@@ -702,24 +807,13 @@ int rsr_kineto_load(const char *path, struct rsr_model *m, char *msg, size_t msg
         return report(msg, msglen, RSR_KINETO_ERR_OPEN, "%s: cannot open: %s", path,
                       errno ? strerror(errno) : "out of memory");
     gzbuffer(gz, READ_CHUNK);
-
     struct parser p = { .m = m };
-    char *buf = malloc(READ_CHUNK);
-    yajl_handle y = yajl_alloc(&callbacks, NULL, &p);
-    int err;
-    if (!buf || !y) {
-        err = report(msg, msglen, RSR_KINETO_ERR_NOMEM, "%s: out of memory", path);
-    } else {
-        err = parse_file(path, gz, y, &p, buf, msg, msglen);
-        if (err == RSR_KINETO_ERR_OK) {
-            err = finish_model(&p);
-            if (err != RSR_KINETO_ERR_OK)
-                report(msg, msglen, err, "%s: %s", path, rsr_kineto_strerror(err));
-        }
+    int err = parse_file(path, gz, &p, msg, msglen);
+    if (err == RSR_KINETO_ERR_OK) {
+        err = finish_model(&p);
+        if (err != RSR_KINETO_ERR_OK)
+            report(msg, msglen, err, "%s: %s", path, rsr_kineto_strerror(err));
     }
-    if (y)
-        yajl_free(y);
-    free(buf);
     free(p.ev.name);
     gzclose(gz);
     return err;
