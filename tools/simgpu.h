@@ -1,0 +1,97 @@
+/* The simulated GPU: conventions for programs that run on build/sim/libcuda.so.1,
+ * and the small private interface (sim_ prefix, not in cuda.h) through which the
+ * simulated NCCL, build/sim/libnccl.so.2, puts its collectives on the same streams.
+ * GPU time is a model on the host's CLOCK_MONOTONIC; nothing runs on a device.
+ *
+ * THE MODEL
+ *   Each stream is a queue. An operation starts at max(the time it was launched,
+ *   the end of the previous operation on its stream, the events it waits on) and
+ *   lasts its duration:
+ *     kernel            the launching program chooses it: the FIRST KERNEL PARAMETER
+ *                       is a uint64_t duration in nanoseconds, i.e. kernelParams[0]
+ *                       points to a uint64_t (with `extra` and
+ *                       CU_LAUNCH_PARAM_BUFFER_POINTER: the buffer's first 8 bytes).
+ *                       A launch with neither lasts SIMGPU_KERNEL_NS.
+ *     memcpy HtoD/DtoH  bytes / SIMGPU_COPY_GBS (GB/s, 1 GB = 1e9 bytes)
+ *     memcpy DtoD, memset   bytes / SIMGPU_DTOD_GBS
+ *     collective        decided by libnccl: alpha + bytes x factor / bandwidth, once
+ *                       every rank's stream has reached it (see simnccl.c)
+ *   Copies and memsets really move the bytes (device memory is host memory), at
+ *   the call. An event record is a zero-length operation: the event's time is
+ *   max(time of the record call, end of the stream's previous operation).
+ *   Queries answer from the model against the clock; synchronisations really sleep
+ *   until the modelled end. cuEventElapsedTime gives the model's milliseconds.
+ *
+ * SIMPLIFICATIONS
+ *   The legacy default stream (0 or CU_STREAM_LEGACY) is one queue per context that
+ *   does not synchronise implicitly with other streams. The per-thread default
+ *   stream (CU_STREAM_PER_THREAD, or 0 in the _ptsz/_ptds entry points) is one queue
+ *   per thread. Kernels do not overlap on a stream and streams never contend: every
+ *   stream runs as if it had the GPU alone. Stream capture records the kernels,
+ *   copies and memsets of the captured stream; events and waits inside a capture are
+ *   accepted and ignored; a captured graph replays those operations in order.
+ *   Collectives cannot be captured (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED).
+ *
+ * ENVIRONMENT
+ *   SIMGPU_DEVICES     number of devices (default 8)
+ *   SIMGPU_MEM_GB      memory each device reports (default 80)
+ *   SIMGPU_KERNEL_NS   duration of a kernel launched without parameters (default 10000)
+ *   SIMGPU_COPY_GBS    host<->device copy bandwidth (default 25)
+ *   SIMGPU_DTOD_GBS    device-to-device copy and memset bandwidth (default 1000)
+ *   SIMGPU_TRUTH       file for the truth lines below; "%p" in it becomes the pid
+ *
+ * TRUTH FILE
+ *   One JSON object per line and per operation, written when the model has decided
+ *   its times, appended with O_APPEND in whole lines (several processes may share a
+ *   file) and complete when the process exits. Fields:
+ *     pid, device, stream (the id cuStreamGetId gives), kind ("kernel", "memcpy",
+ *     "memset", "collective", "p2p"), name (kernel name; "memcpyHtoD"...; the NCCL
+ *     kernel's name), bytes, launch_ns, start_ns, end_ns (CLOCK_MONOTONIC);
+ *     rank: $RANK for kernels, copies and sets (null when unset), the rank in the
+ *           communicator for collectives and p2p;
+ *     direction ("HtoD", "DtoH", "DtoD", "HtoH") for copies; graph: true for
+ *     operations replayed from a graph;
+ *     for collectives and p2p: op ("AllReduce", "Send", ...), comm (hex id), nranks,
+ *     seq (per communicator, from 0), count, datatype, root or peer where it has one;
+ *     failed: true when the collective gave up (a rank died or timed out).
+ */
+#ifndef SIMGPU_H
+#define SIMGPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda.h>
+
+/* What an external operation's arrive() answers. */
+enum sim_arrival {
+    SIM_WAITING,   /* not decided yet: ask again on the next progress pass */
+    SIM_ARRIVED,   /* *start_ns and *end_ns are filled */
+    SIM_FAILED     /* it will never happen: it ends at ready_ns and is marked failed */
+};
+
+/* An external operation: a launch whose times another library decides (NCCL's
+ * collectives, which depend on other processes). All three callbacks run with the
+ * model's lock held: they must not call into libcuda. */
+struct sim_ext_ops {
+    const char *kind;  /* truth "kind": "collective" or "p2p" */
+    /* Called once the stream has reached the operation (ready_ns: when), then on
+     * every progress pass while it answers SIM_WAITING. */
+    enum sim_arrival (*arrive)(void *arg, uint64_t ready_ns, uint64_t *start_ns,
+                               uint64_t *end_ns);
+    /* Writes the fields of truth line `line` (0, 1, ...) that are the operation's own,
+     * as `,"key":value` pairs, into buf (len bytes, NUL-terminated); returns 0, or -1
+     * when there is no such line. One launch may stand for several calls (a group of
+     * sends and receives): one line each. */
+    int (*describe)(void *arg, int line, char *buf, size_t len);
+    /* The operation is over (decided and written): free arg. */
+    void (*release)(void *arg);
+};
+
+/* Makes a function named `name` whose launches are external operations: launch it
+ * with cuLaunchKernel (or _ptsz) and kernelParams[0] pointing to a `void *` holding
+ * the argument the callbacks receive. The launch takes ownership of that argument
+ * when it returns CUDA_SUCCESS, not otherwise. The function lives as long as the
+ * process. Errors: CUDA_ERROR_INVALID_VALUE (a NULL argument), CUDA_ERROR_OUT_OF_MEMORY. */
+CUresult sim_func_create_ext(CUfunction *func, const char *name, const struct sim_ext_ops *ops);
+
+#endif

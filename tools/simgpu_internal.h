@@ -1,0 +1,161 @@
+/* Internal state of the simulated CUDA driver, shared by its files: the handle
+ * structures behind cuda.h's opaque types, the operation graph of the time model
+ * (simgpu_model.c), the truth writer (simgpu_truth.c) and the settings read at
+ * cuInit. Not installed; libnccl uses only simgpu.h. */
+#ifndef SIMGPU_INTERNAL_H
+#define SIMGPU_INTERNAL_H
+
+/* cuda.h then declares every versioned, legacy and _ptsz/_ptds name, so each
+ * definition here is checked against the real prototype. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <pthread.h>
+#include <stdint.h>
+#include "tools/simgpu.h"
+
+#define SIM_EXPORT __attribute__((visibility("default")))
+
+/* Every handle starts with a magic word, so a stale or foreign handle is an
+ * error code rather than a crash in the common cases. */
+enum sim_magic {
+    SIM_MAGIC_CTX = 0x5c7c7001, SIM_MAGIC_STREAM, SIM_MAGIC_EVENT, SIM_MAGIC_MODULE,
+    SIM_MAGIC_FUNC, SIM_MAGIC_GRAPH, SIM_MAGIC_EXEC, SIM_MAGIC_LIBRARY, SIM_MAGIC_DEAD
+};
+
+enum sim_kind { SIM_MARK, SIM_KERNEL, SIM_MEMCPY, SIM_MEMSET, SIM_EXT };
+
+/* One operation of the model. Its dependencies are the previous operation on its
+ * stream and, for a stream wait, the awaited event's operation. It is resolved
+ * once its start and end are known; until then it sits on the unresolved list.
+ * References: the stream's tail, events, dependent operations, the unresolved list. */
+struct sim_op {
+    struct sim_op *next, *prev;   /* unresolved list, in creation order */
+    struct sim_op *deps[2];
+    int refs;
+    int resolved, failed, graph;
+    enum sim_kind kind;
+    uint64_t launch_ns, dur_ns, start_ns, end_ns;
+    uint64_t stream_id, bytes;
+    int device;
+    const char *name;             /* lives as long as the process */
+    const char *direction;
+    const struct sim_ext_ops *ext;
+    void *ext_arg;
+};
+
+struct CUctx_st {
+    enum sim_magic magic;
+    int device;
+    unsigned flags;
+    struct CUstream_st *legacy;   /* the legacy default stream */
+};
+
+struct CUstream_st {
+    enum sim_magic magic;
+    struct CUctx_st *ctx;
+    uint64_t id;
+    unsigned flags;
+    int priority;
+    struct sim_op *tail;          /* last operation, NULL when none yet */
+    struct CUgraph_st *capture;   /* graph being captured into, or NULL */
+    uint64_t capture_id;
+    struct CUstream_st *next_all, *prev_all;  /* every stream of the process */
+};
+
+struct CUevent_st {
+    enum sim_magic magic;
+    unsigned flags;
+    struct sim_op *op;            /* the record's marker; NULL before the first record */
+};
+
+struct CUfunc_st {
+    enum sim_magic magic;
+    const char *name;
+    struct CUmod_st *module;
+    const struct sim_ext_ops *ext;
+    struct CUfunc_st *next;
+};
+
+struct CUkern_st {
+    struct CUfunc_st func;        /* first, so a CUkernel launches as a CUfunction */
+};
+
+struct CUmod_st {
+    enum sim_magic magic;
+    struct CUfunc_st *funcs;      /* functions made by cuModuleGetFunction */
+};
+
+struct CUlib_st {
+    enum sim_magic magic;
+    struct CUmod_st *module;
+};
+
+/* A captured operation, replayed by cuGraphLaunch. */
+struct sim_node {
+    enum sim_kind kind;
+    const char *name, *direction;
+    uint64_t dur_ns, bytes;
+    void *dst;
+    const void *src;
+    int fill;
+    unsigned fill_size;           /* memset element size; 0 for a copy */
+};
+
+struct CUgraph_st {
+    enum sim_magic magic;
+    struct sim_node *nodes;
+    size_t n, cap;
+};
+
+struct CUgraphExec_st {
+    enum sim_magic magic;
+    struct sim_node *nodes;
+    size_t n;
+};
+
+/* Settings, read once by cuInit. */
+struct sim_settings {
+    int devices;
+    uint64_t mem_bytes;
+    uint64_t kernel_ns;
+    double copy_gbs, dtod_gbs;
+    int rank;                     /* $RANK, -1 when unset */
+};
+
+extern struct sim_settings sim_cfg;
+extern pthread_mutex_t sim_lock;
+
+/* Driver state (simgpu_api.c). */
+CUresult sim_check_init(void);           /* CUDA_ERROR_NOT_INITIALIZED before cuInit */
+struct CUctx_st *sim_current_ctx(void);  /* the calling thread's, or NULL */
+int sim_is_device_ptr(uintptr_t p);      /* 1 inside a cuMemAlloc block */
+
+/* Model (simgpu_model.c). All sim_model_* functions expect sim_lock held, except
+ * sim_model_wait, which takes it itself. */
+uint64_t sim_now_ns(void);
+/* Appends an operation to a stream with the given second dependency (or NULL);
+ * returns it with one reference for the caller, or NULL when out of memory. The
+ * caller fills its duration, name, bytes... then hands it to sim_model_submit,
+ * which resolves it if it can and consumes that reference. */
+struct sim_op *sim_model_enqueue(struct CUstream_st *s, enum sim_kind kind, struct sim_op *also);
+void sim_model_submit(struct sim_op *op);
+void sim_op_ref(struct sim_op *op);
+void sim_op_unref(struct sim_op *op);
+/* Resolves what can be resolved now. */
+void sim_model_progress(void);
+/* Waits (lock not held) until op is resolved and its end has passed, then drops a
+ * reference the caller took under sim_lock. Returns CUDA_SUCCESS, or
+ * CUDA_ERROR_LAUNCH_TIMEOUT when the operation failed. */
+CUresult sim_model_wait(struct sim_op *op);
+/* CUDA_SUCCESS when op is resolved and over, CUDA_ERROR_NOT_READY otherwise. */
+CUresult sim_model_query(struct sim_op *op);
+void sim_model_register_stream(struct CUstream_st *s);
+void sim_model_unregister_stream(struct CUstream_st *s);
+/* Every stream of a context (NULL: all), for cuCtxSynchronize: fills up to max
+ * tails, with a reference each; returns how many. */
+size_t sim_model_tails(struct CUctx_st *ctx, struct sim_op **tails, size_t max);
+uint64_t sim_model_next_stream_id(void);
+
+/* Truth (simgpu_truth.c): writes the lines of a resolved operation, if SIMGPU_TRUTH is set. */
+void sim_truth_write(const struct sim_op *op);
+
+#endif

@@ -1,0 +1,977 @@
+/* The simulated CUDA driver's stream work: streams, events, kernel launches,
+ * copies and memsets (legacy, _ptsz and _ptds entry points), stream capture and
+ * graph replay. Each call turns into an operation of the time model
+ * (simgpu_model.c); synchronous calls then wait for its modelled end. */
+#include <stdlib.h>
+#include <string.h>
+#include "tools/simgpu_internal.h"
+
+/* The calling thread's per-thread default stream. */
+static __thread struct CUstream_st *sim_ptds_stream;
+
+/* Under sim_lock. */
+static struct CUstream_st *sim_stream_new(struct CUctx_st *ctx, unsigned flags, int priority)
+{
+    struct CUstream_st *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->magic = SIM_MAGIC_STREAM;
+    s->ctx = ctx;
+    s->id = sim_model_next_stream_id();
+    s->flags = flags;
+    s->priority = priority;
+    sim_model_register_stream(s);
+    return s;
+}
+
+/* The stream behind a handle: 0 is the legacy default stream, or the per-thread
+ * one for the _ptsz/_ptds entry points (ptds). Under sim_lock. */
+static CUresult sim_stream_get(CUstream h, int ptds, struct CUstream_st **out)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!h)
+        h = ptds ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+    if (h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) {
+        struct CUctx_st *c = sim_current_ctx();
+        if (!c || c->magic != SIM_MAGIC_CTX)
+            return CUDA_ERROR_INVALID_CONTEXT;
+        if (h == CU_STREAM_LEGACY) {
+            *out = c->legacy;
+            return CUDA_SUCCESS;
+        }
+        if (!sim_ptds_stream || sim_ptds_stream->ctx != c)
+            sim_ptds_stream = sim_stream_new(c, 0, 0);
+        *out = sim_ptds_stream;
+        return sim_ptds_stream ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (h->magic != SIM_MAGIC_STREAM)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *out = h;
+    return CUDA_SUCCESS;
+}
+
+/* ---- streams ---- */
+
+static CUresult sim_stream_create(CUstream *ph, unsigned flags, int priority)
+{
+    CUresult r = sim_check_init();
+    struct CUctx_st *c = sim_current_ctx();
+    if (!ph)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!c)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_lock(&sim_lock);
+    *ph = sim_stream_new(c, flags, priority < -5 ? -5 : priority > 0 ? 0 : priority);
+    pthread_mutex_unlock(&sim_lock);
+    return *ph ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+SIM_EXPORT CUresult cuStreamCreate(CUstream *ph, unsigned int flags)
+{
+    return sim_stream_create(ph, flags, 0);
+}
+
+SIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int priority)
+{
+    return sim_stream_create(ph, flags, priority);
+}
+
+/* As on a GPU, work already queued still completes: the model keeps it. */
+SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream h)
+{
+    if (!h || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD || h->magic != SIM_MAGIC_STREAM)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&sim_lock);
+    sim_model_unregister_stream(h);
+    sim_op_unref(h->tail);
+    h->magic = SIM_MAGIC_DEAD;
+    pthread_mutex_unlock(&sim_lock);
+    free(h);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuStreamDestroy(CUstream h)
+{
+    return cuStreamDestroy_v2(h);
+}
+
+static CUresult sim_stream_sync(CUstream h, int ptds)
+{
+    struct CUstream_st *s;
+    struct sim_op *tail = NULL;
+    pthread_mutex_lock(&sim_lock);
+    CUresult r = sim_stream_get(h, ptds, &s);
+    if (r == CUDA_SUCCESS && s->capture)
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (r == CUDA_SUCCESS && (tail = s->tail) != NULL)
+        sim_op_ref(tail);
+    pthread_mutex_unlock(&sim_lock);
+    return tail ? sim_model_wait(tail) : r;
+}
+
+SIM_EXPORT CUresult cuStreamSynchronize(CUstream h)
+{
+    return sim_stream_sync(h, 0);
+}
+
+SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream h)
+{
+    return sim_stream_sync(h, 1);
+}
+
+static CUresult sim_stream_query(CUstream h, int ptds)
+{
+    struct CUstream_st *s;
+    pthread_mutex_lock(&sim_lock);
+    CUresult r = sim_stream_get(h, ptds, &s);
+    if (r == CUDA_SUCCESS && s->capture)
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (r == CUDA_SUCCESS && s->tail)
+        r = sim_model_query(s->tail);
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuStreamQuery(CUstream h)
+{
+    return sim_stream_query(h, 0);
+}
+
+SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream h)
+{
+    return sim_stream_query(h, 1);
+}
+
+static CUresult sim_stream_wait_event(CUstream h, int ptds, CUevent e)
+{
+    struct CUstream_st *s;
+    if (!e || e->magic != SIM_MAGIC_EVENT)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&sim_lock);
+    CUresult r = sim_stream_get(h, ptds, &s);
+    /* An event never recorded is already complete; waits inside a capture are ignored. */
+    if (r == CUDA_SUCCESS && e->op && !s->capture) {
+        struct sim_op *mark = sim_model_enqueue(s, SIM_MARK, e->op);
+        if (mark)
+            sim_model_submit(mark);
+        else
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags)
+{
+    (void)flags;
+    return sim_stream_wait_event(h, 0, e);
+}
+
+SIM_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream h, CUevent e, unsigned int flags)
+{
+    (void)flags;
+    return sim_stream_wait_event(h, 1, e);
+}
+
+/* Accessors: one per property, each on both the legacy and the per-thread name. */
+#define SIM_STREAM_GETTER(name, type, expr)                                      \
+    static CUresult sim_##name(CUstream h, int ptds, type *out)                   \
+    {                                                                             \
+        struct CUstream_st *s;                                                    \
+        if (!out)                                                                 \
+            return CUDA_ERROR_INVALID_VALUE;                                      \
+        pthread_mutex_lock(&sim_lock);                                            \
+        CUresult r = sim_stream_get(h, ptds, &s);                                 \
+        if (r == CUDA_SUCCESS)                                                    \
+            *out = (expr);                                                        \
+        pthread_mutex_unlock(&sim_lock);                                          \
+        return r;                                                                 \
+    }                                                                             \
+    SIM_EXPORT CUresult name(CUstream h, type *out) { return sim_##name(h, 0, out); } \
+    SIM_EXPORT CUresult name##_ptsz(CUstream h, type *out) { return sim_##name(h, 1, out); }
+
+SIM_STREAM_GETTER(cuStreamGetId, unsigned long long, s->id)
+SIM_STREAM_GETTER(cuStreamGetFlags, unsigned int, s->flags)
+SIM_STREAM_GETTER(cuStreamGetPriority, int, s->priority)
+SIM_STREAM_GETTER(cuStreamGetCtx, CUcontext, s->ctx)
+SIM_STREAM_GETTER(cuStreamGetDevice, CUdevice, s->ctx->device)
+
+/* ---- events ---- */
+
+SIM_EXPORT CUresult cuEventCreate(CUevent *ph, unsigned int flags)
+{
+    CUresult r = sim_check_init();
+    if (!ph)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!sim_current_ctx())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    struct CUevent_st *e = calloc(1, sizeof(*e));
+    if (!e)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    e->magic = SIM_MAGIC_EVENT;
+    e->flags = flags;
+    *ph = e;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuEventDestroy_v2(CUevent e)
+{
+    if (!e || e->magic != SIM_MAGIC_EVENT)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&sim_lock);
+    sim_op_unref(e->op);
+    e->magic = SIM_MAGIC_DEAD;
+    pthread_mutex_unlock(&sim_lock);
+    free(e);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuEventDestroy(CUevent e)
+{
+    return cuEventDestroy_v2(e);
+}
+
+/* A record is a zero-length operation on the stream: the event's time is when
+ * the stream reaches it. */
+static CUresult sim_event_record(CUevent e, CUstream h, int ptds)
+{
+    struct CUstream_st *s;
+    if (!e || e->magic != SIM_MAGIC_EVENT)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&sim_lock);
+    CUresult r = sim_stream_get(h, ptds, &s);
+    if (r == CUDA_SUCCESS && !s->capture) {
+        struct sim_op *mark = sim_model_enqueue(s, SIM_MARK, NULL);
+        if (mark) {
+            sim_op_unref(e->op);
+            e->op = mark;
+            sim_op_ref(mark);
+            sim_model_submit(mark);
+        } else {
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuEventRecord(CUevent e, CUstream h)
+{
+    return sim_event_record(e, h, 0);
+}
+
+SIM_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream h)
+{
+    return sim_event_record(e, h, 1);
+}
+
+SIM_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream h, unsigned int flags)
+{
+    (void)flags;
+    return sim_event_record(e, h, 0);
+}
+
+SIM_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream h, unsigned int flags)
+{
+    (void)flags;
+    return sim_event_record(e, h, 1);
+}
+
+SIM_EXPORT CUresult cuEventQuery(CUevent e)
+{
+    if (!e || e->magic != SIM_MAGIC_EVENT)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&sim_lock);
+    CUresult r = e->op ? sim_model_query(e->op) : CUDA_SUCCESS;
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuEventSynchronize(CUevent e)
+{
+    struct sim_op *op;
+    if (!e || e->magic != SIM_MAGIC_EVENT)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&sim_lock);
+    if ((op = e->op) != NULL)
+        sim_op_ref(op);
+    pthread_mutex_unlock(&sim_lock);
+    return op ? sim_model_wait(op) : CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
+{
+    if (!ms)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!start || !end || start->magic != SIM_MAGIC_EVENT || end->magic != SIM_MAGIC_EVENT)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&sim_lock);
+    CUresult r = start->op && end->op ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS)
+        r = sim_model_query(start->op);
+    if (r == CUDA_SUCCESS)
+        r = sim_model_query(end->op);
+    if (r == CUDA_SUCCESS)
+        *ms = (float)((double)((int64_t)(end->op->end_ns - start->op->end_ns)) / 1e6);
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
+{
+    return cuEventElapsedTime_v2(ms, start, end);
+}
+
+/* ---- capture and graphs ---- */
+
+static CUresult sim_graph_add(struct CUgraph_st *g, const struct sim_node *n)
+{
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 16;
+        struct sim_node *nodes = realloc(g->nodes, cap * sizeof(*nodes));
+        if (!nodes)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        g->nodes = nodes;
+        g->cap = cap;
+    }
+    g->nodes[g->n++] = *n;
+    return CUDA_SUCCESS;
+}
+
+static struct CUgraph_st *sim_graph_new(void)
+{
+    struct CUgraph_st *g = calloc(1, sizeof(*g));
+    if (g)
+        g->magic = SIM_MAGIC_GRAPH;
+    return g;
+}
+
+static CUresult sim_begin_capture(CUstream h, int ptds)
+{
+    static uint64_t next_capture_id = 1;
+    struct CUstream_st *s;
+    pthread_mutex_lock(&sim_lock);
+    CUresult r = sim_stream_get(h, ptds, &s);
+    if (r == CUDA_SUCCESS && (!h || h == CU_STREAM_LEGACY))
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (r == CUDA_SUCCESS && s->capture)
+        r = CUDA_ERROR_ILLEGAL_STATE;
+    if (r == CUDA_SUCCESS) {
+        s->capture = sim_graph_new();
+        s->capture_id = next_capture_id++;
+        if (!s->capture)
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuStreamBeginCapture(CUstream h)
+{
+    return sim_begin_capture(h, 0);
+}
+
+SIM_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream h)
+{
+    return sim_begin_capture(h, 1);
+}
+
+SIM_EXPORT CUresult cuStreamBeginCapture_v2(CUstream h, CUstreamCaptureMode mode)
+{
+    (void)mode;
+    return sim_begin_capture(h, 0);
+}
+
+SIM_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream h, CUstreamCaptureMode mode)
+{
+    (void)mode;
+    return sim_begin_capture(h, 1);
+}
+
+static CUresult sim_end_capture(CUstream h, int ptds, CUgraph *graph)
+{
+    struct CUstream_st *s;
+    if (!graph)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    CUresult r = sim_stream_get(h, ptds, &s);
+    if (r == CUDA_SUCCESS && !s->capture)
+        r = CUDA_ERROR_ILLEGAL_STATE;
+    if (r == CUDA_SUCCESS) {
+        *graph = s->capture;
+        s->capture = NULL;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuStreamEndCapture(CUstream h, CUgraph *graph)
+{
+    return sim_end_capture(h, 0, graph);
+}
+
+SIM_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream h, CUgraph *graph)
+{
+    return sim_end_capture(h, 1, graph);
+}
+
+static CUresult sim_capture_info(CUstream h, int ptds, CUstreamCaptureStatus *status, cuuint64_t *id,
+                                 CUgraph *graph)
+{
+    struct CUstream_st *s;
+    if (!status)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    CUresult r = sim_stream_get(h, ptds, &s);
+    if (r == CUDA_SUCCESS) {
+        *status = s->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+        if (id && s->capture)
+            *id = s->capture_id;
+        if (graph)
+            *graph = s->capture;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuStreamIsCapturing(CUstream h, CUstreamCaptureStatus *status)
+{
+    return sim_capture_info(h, 0, status, NULL, NULL);
+}
+
+SIM_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream h, CUstreamCaptureStatus *status)
+{
+    return sim_capture_info(h, 1, status, NULL, NULL);
+}
+
+/* The captured operations form a chain: no dependency list to report. */
+static CUresult sim_capture_info_v3(CUstream h, int ptds, CUstreamCaptureStatus *status, cuuint64_t *id,
+                                    CUgraph *graph, const CUgraphNode **deps,
+                                    const CUgraphEdgeData **edges, size_t *ndeps)
+{
+    if (deps)
+        *deps = NULL;
+    if (edges)
+        *edges = NULL;
+    if (ndeps)
+        *ndeps = 0;
+    return sim_capture_info(h, ptds, status, id, graph);
+}
+
+SIM_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream h, CUstreamCaptureStatus *status, cuuint64_t *id,
+                                              CUgraph *graph, const CUgraphNode **deps,
+                                              const CUgraphEdgeData **edges, size_t *ndeps)
+{
+    return sim_capture_info_v3(h, 0, status, id, graph, deps, edges, ndeps);
+}
+
+SIM_EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream h, CUstreamCaptureStatus *status,
+                                                   cuuint64_t *id, CUgraph *graph,
+                                                   const CUgraphNode **deps,
+                                                   const CUgraphEdgeData **edges, size_t *ndeps)
+{
+    return sim_capture_info_v3(h, 1, status, id, graph, deps, edges, ndeps);
+}
+
+SIM_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream h, CUstreamCaptureStatus *status, cuuint64_t *id,
+                                              CUgraph *graph, const CUgraphNode **deps, size_t *ndeps)
+{
+    return sim_capture_info_v3(h, 0, status, id, graph, deps, NULL, ndeps);
+}
+
+SIM_EXPORT CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream h, CUstreamCaptureStatus *status,
+                                                   cuuint64_t *id, CUgraph *graph,
+                                                   const CUgraphNode **deps, size_t *ndeps)
+{
+    return sim_capture_info_v3(h, 1, status, id, graph, deps, NULL, ndeps);
+}
+
+SIM_EXPORT CUresult cuGraphCreate(CUgraph *graph, unsigned int flags)
+{
+    (void)flags;
+    if (!graph)
+        return CUDA_ERROR_INVALID_VALUE;
+    *graph = sim_graph_new();
+    return *graph ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+SIM_EXPORT CUresult cuGraphDestroy(CUgraph graph)
+{
+    if (!graph || graph->magic != SIM_MAGIC_GRAPH)
+        return CUDA_ERROR_INVALID_HANDLE;
+    graph->magic = SIM_MAGIC_DEAD;
+    free(graph->nodes);
+    free(graph);
+    return CUDA_SUCCESS;
+}
+
+static CUresult sim_graph_instantiate(CUgraphExec *exec, CUgraph graph)
+{
+    if (!exec)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!graph || graph->magic != SIM_MAGIC_GRAPH)
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct CUgraphExec_st *x = calloc(1, sizeof(*x));
+    if (!x || (graph->n && !(x->nodes = malloc(graph->n * sizeof(*x->nodes))))) {
+        free(x);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (graph->n)
+        memcpy(x->nodes, graph->nodes, graph->n * sizeof(*x->nodes));
+    x->n = graph->n;
+    x->magic = SIM_MAGIC_EXEC;
+    *exec = x;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags)
+{
+    (void)flags;
+    return sim_graph_instantiate(exec, graph);
+}
+
+SIM_EXPORT CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph, CUgraphNode *err_node, char *log,
+                                       size_t log_size)
+{
+    (void)err_node;
+    if (log && log_size)
+        log[0] = '\0';
+    return sim_graph_instantiate(exec, graph);
+}
+
+SIM_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *exec, CUgraph graph, CUgraphNode *err_node,
+                                          char *log, size_t log_size)
+{
+    return cuGraphInstantiate(exec, graph, err_node, log, log_size);
+}
+
+static CUresult sim_graph_instantiate_params(CUgraphExec *exec, CUgraph graph,
+                                             CUDA_GRAPH_INSTANTIATE_PARAMS *params)
+{
+    CUresult r = sim_graph_instantiate(exec, graph);
+    if (params)
+        params->result_out = r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
+    return r;
+}
+
+SIM_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *exec, CUgraph graph,
+                                                 CUDA_GRAPH_INSTANTIATE_PARAMS *params)
+{
+    return sim_graph_instantiate_params(exec, graph, params);
+}
+
+SIM_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *exec, CUgraph graph,
+                                                      CUDA_GRAPH_INSTANTIATE_PARAMS *params)
+{
+    return sim_graph_instantiate_params(exec, graph, params);
+}
+
+SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec)
+{
+    if (!exec || exec->magic != SIM_MAGIC_EXEC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    exec->magic = SIM_MAGIC_DEAD;
+    free(exec->nodes);
+    free(exec);
+    return CUDA_SUCCESS;
+}
+
+/* Moves the bytes of a copy or memset node (outside sim_lock: it may be long). */
+static void sim_node_apply(const struct sim_node *n)
+{
+    if (n->bytes == 0)
+        return;
+    if (n->kind == SIM_MEMCPY) {
+        memmove(n->dst, n->src, (size_t)n->bytes);
+    } else if (n->fill_size == 1) {
+        memset(n->dst, n->fill, (size_t)n->bytes);
+    } else if (n->fill_size == 2) {
+        uint16_t v = (uint16_t)n->fill;
+        for (uint64_t i = 0; i < n->bytes / 2; i++)
+            memcpy((char *)n->dst + 2 * i, &v, 2);
+    } else {
+        uint32_t v = (uint32_t)n->fill;
+        for (uint64_t i = 0; i < n->bytes / 4; i++)
+            memcpy((char *)n->dst + 4 * i, &v, 4);
+    }
+}
+
+/* Queues one operation for a node (under sim_lock); the caller moves the bytes. */
+static CUresult sim_node_enqueue(struct CUstream_st *s, const struct sim_node *n, int graph, struct sim_op **keep)
+{
+    struct sim_op *op = sim_model_enqueue(s, n->kind, NULL);
+    if (!op)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    op->name = n->name;
+    op->direction = n->direction;
+    op->dur_ns = n->dur_ns;
+    op->bytes = n->bytes;
+    op->graph = graph;
+    if (keep) {
+        sim_op_ref(op);
+        *keep = op;
+    }
+    sim_model_submit(op);
+    return CUDA_SUCCESS;
+}
+
+/* Launches (kernel, copy or memset) share this path: capture it, or queue it and,
+ * for the synchronous calls, wait for its end. */
+static CUresult sim_submit_node(CUstream h, int ptds, const struct sim_node *n, int sync)
+{
+    struct CUstream_st *s;
+    struct sim_op *op = NULL;
+    pthread_mutex_lock(&sim_lock);
+    CUresult r = sim_stream_get(h, ptds, &s);
+    if (r == CUDA_SUCCESS && s->capture) {
+        r = sync ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : sim_graph_add(s->capture, n);
+        pthread_mutex_unlock(&sim_lock);
+        return r;
+    }
+    if (r == CUDA_SUCCESS)
+        r = sim_node_enqueue(s, n, 0, sync ? &op : NULL);
+    pthread_mutex_unlock(&sim_lock);
+    if (r == CUDA_SUCCESS && n->kind != SIM_KERNEL)
+        sim_node_apply(n);
+    return op ? sim_model_wait(op) : r;
+}
+
+static CUresult sim_graph_launch(CUgraphExec exec, CUstream h, int ptds)
+{
+    struct CUstream_st *s;
+    if (!exec || exec->magic != SIM_MAGIC_EXEC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&sim_lock);
+    CUresult r = sim_stream_get(h, ptds, &s);
+    if (r == CUDA_SUCCESS && s->capture)
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    for (size_t i = 0; r == CUDA_SUCCESS && i < exec->n; i++)
+        r = sim_node_enqueue(s, &exec->nodes[i], 1, NULL);
+    pthread_mutex_unlock(&sim_lock);
+    for (size_t i = 0; r == CUDA_SUCCESS && i < exec->n; i++)
+        if (exec->nodes[i].kind != SIM_KERNEL)
+            sim_node_apply(&exec->nodes[i]);
+    return r;
+}
+
+SIM_EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream h)
+{
+    return sim_graph_launch(exec, h, 0);
+}
+
+SIM_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream h)
+{
+    return sim_graph_launch(exec, h, 1);
+}
+
+SIM_EXPORT CUresult cuGraphUpload(CUgraphExec exec, CUstream h)
+{
+    (void)h;
+    return exec && exec->magic == SIM_MAGIC_EXEC ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+SIM_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec exec, CUstream h)
+{
+    return cuGraphUpload(exec, h);
+}
+
+/* ---- kernel launches ---- */
+
+/* The duration convention of simgpu.h: the first kernel parameter, a uint64_t of
+ * nanoseconds. */
+static uint64_t sim_kernel_ns(void **params, void **extra)
+{
+    if (params && params[0])
+        return *(const uint64_t *)params[0];
+    for (size_t i = 0; extra && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER && extra[i + 1]) {
+            uint64_t ns;
+            memcpy(&ns, extra[i + 1], sizeof(ns));
+            return ns;
+        }
+    }
+    return sim_cfg.kernel_ns;
+}
+
+static CUresult sim_launch(CUfunction f, const unsigned dims[6], CUstream h, int ptds, void **params,
+                           void **extra)
+{
+    struct CUstream_st *s;
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!f || f->magic != SIM_MAGIC_FUNC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    for (int i = 0; i < 6; i++)
+        if (dims[i] == 0)
+            return CUDA_ERROR_INVALID_VALUE;
+    if (!f->ext) {
+        struct sim_node n = { .kind = SIM_KERNEL, .name = f->name, .dur_ns = sim_kernel_ns(params, extra) };
+        return sim_submit_node(h, ptds, &n, 0);
+    }
+    if (!params || !params[0])
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    r = sim_stream_get(h, ptds, &s);
+    if (r == CUDA_SUCCESS && s->capture)
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (r == CUDA_SUCCESS) {
+        struct sim_op *op = sim_model_enqueue(s, SIM_EXT, NULL);
+        if (op) {
+            op->name = f->name;
+            op->ext = f->ext;
+            op->ext_arg = *(void **)params[0];
+            sim_model_submit(op);
+        } else {
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                   unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
+                                   CUstream h, void **params, void **extra)
+{
+    const unsigned dims[6] = { gx, gy, gz, bx, by, bz };
+    (void)shmem;
+    return sim_launch(f, dims, h, 0, params, extra);
+}
+
+SIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                        unsigned int bx, unsigned int by, unsigned int bz,
+                                        unsigned int shmem, CUstream h, void **params, void **extra)
+{
+    const unsigned dims[6] = { gx, gy, gz, bx, by, bz };
+    (void)shmem;
+    return sim_launch(f, dims, h, 1, params, extra);
+}
+
+static CUresult sim_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra, int ptds)
+{
+    if (!c)
+        return CUDA_ERROR_INVALID_VALUE;
+    const unsigned dims[6] = { c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ };
+    return sim_launch(f, dims, c->hStream, ptds, params, extra);
+}
+
+SIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+    return sim_launch_ex(config, f, params, extra, 0);
+}
+
+SIM_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params,
+                                          void **extra)
+{
+    return sim_launch_ex(config, f, params, extra, 1);
+}
+
+SIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                              unsigned int bx, unsigned int by, unsigned int bz,
+                                              unsigned int shmem, CUstream h, void **params)
+{
+    const unsigned dims[6] = { gx, gy, gz, bx, by, bz };
+    (void)shmem;
+    return sim_launch(f, dims, h, 0, params, NULL);
+}
+
+SIM_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+                                                   unsigned int gz, unsigned int bx, unsigned int by,
+                                                   unsigned int bz, unsigned int shmem, CUstream h,
+                                                   void **params)
+{
+    const unsigned dims[6] = { gx, gy, gz, bx, by, bz };
+    (void)shmem;
+    return sim_launch(f, dims, h, 1, params, NULL);
+}
+
+/* ---- copies and memsets ---- */
+
+static uint64_t sim_bytes_ns(uint64_t bytes, double gbs)
+{
+    return (uint64_t)((double)bytes / gbs + 0.5);   /* 1 GB/s is one byte per ns */
+}
+
+static CUresult sim_copy(void *dst, const void *src, size_t bytes, CUstream h, int ptds, int sync)
+{
+    static const char *const names[2][2] = { { "memcpyHtoH", "memcpyHtoD" }, { "memcpyDtoH", "memcpyDtoD" } };
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if ((!dst || !src) && bytes)
+        return CUDA_ERROR_INVALID_VALUE;
+    int from = sim_is_device_ptr((uintptr_t)src), to = sim_is_device_ptr((uintptr_t)dst);
+    struct sim_node n = {
+        .kind = SIM_MEMCPY, .name = names[from][to], .direction = names[from][to] + 6,
+        .dur_ns = sim_bytes_ns(bytes, from && to ? sim_cfg.dtod_gbs : sim_cfg.copy_gbs),
+        .bytes = bytes, .dst = dst, .src = src,
+    };
+    return sim_submit_node(h, ptds, &n, sync);
+}
+
+#define SIM_PTR(d) ((void *)(uintptr_t)(d))
+
+SIM_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes)
+{
+    return sim_copy(SIM_PTR(dst), src, bytes, NULL, 0, 1);
+}
+
+SIM_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t bytes)
+{
+    return sim_copy(SIM_PTR(dst), src, bytes, NULL, 1, 1);
+}
+
+SIM_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
+{
+    return sim_copy(dst, SIM_PTR(src), bytes, NULL, 0, 1);
+}
+
+SIM_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t bytes)
+{
+    return sim_copy(dst, SIM_PTR(src), bytes, NULL, 1, 1);
+}
+
+SIM_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
+{
+    return sim_copy(SIM_PTR(dst), SIM_PTR(src), bytes, NULL, 0, 1);
+}
+
+SIM_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
+{
+    return sim_copy(SIM_PTR(dst), SIM_PTR(src), bytes, NULL, 1, 1);
+}
+
+SIM_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
+{
+    return sim_copy(SIM_PTR(dst), SIM_PTR(src), bytes, NULL, 0, 1);
+}
+
+SIM_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
+{
+    return sim_copy(SIM_PTR(dst), SIM_PTR(src), bytes, NULL, 1, 1);
+}
+
+SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, CUstream h)
+{
+    return sim_copy(SIM_PTR(dst), src, bytes, h, 0, 0);
+}
+
+SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t bytes, CUstream h)
+{
+    return sim_copy(SIM_PTR(dst), src, bytes, h, 1, 0);
+}
+
+SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, CUstream h)
+{
+    return sim_copy(dst, SIM_PTR(src), bytes, h, 0, 0);
+}
+
+SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t bytes, CUstream h)
+{
+    return sim_copy(dst, SIM_PTR(src), bytes, h, 1, 0);
+}
+
+SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream h)
+{
+    return sim_copy(SIM_PTR(dst), SIM_PTR(src), bytes, h, 0, 0);
+}
+
+SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream h)
+{
+    return sim_copy(SIM_PTR(dst), SIM_PTR(src), bytes, h, 1, 0);
+}
+
+SIM_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream h)
+{
+    return sim_copy(SIM_PTR(dst), SIM_PTR(src), bytes, h, 0, 0);
+}
+
+SIM_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream h)
+{
+    return sim_copy(SIM_PTR(dst), SIM_PTR(src), bytes, h, 1, 0);
+}
+
+static CUresult sim_memset(CUdeviceptr dst, unsigned value, unsigned size, size_t count, CUstream h, int ptds,
+                           int sync)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!dst && count)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_node n = {
+        .kind = SIM_MEMSET, .name = "memset", .bytes = (uint64_t)count * size,
+        .dur_ns = sim_bytes_ns((uint64_t)count * size, sim_cfg.dtod_gbs),
+        .dst = SIM_PTR(dst), .fill = (int)value, .fill_size = size,
+    };
+    return sim_submit_node(h, ptds, &n, sync);
+}
+
+SIM_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n)
+{
+    return sim_memset(dst, v, 1, n, NULL, 0, 1);
+}
+
+SIM_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr dst, unsigned char v, size_t n)
+{
+    return sim_memset(dst, v, 1, n, NULL, 1, 1);
+}
+
+SIM_EXPORT CUresult cuMemsetD16_v2(CUdeviceptr dst, unsigned short v, size_t n)
+{
+    return sim_memset(dst, v, 2, n, NULL, 0, 1);
+}
+
+SIM_EXPORT CUresult cuMemsetD16_v2_ptds(CUdeviceptr dst, unsigned short v, size_t n)
+{
+    return sim_memset(dst, v, 2, n, NULL, 1, 1);
+}
+
+SIM_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int v, size_t n)
+{
+    return sim_memset(dst, v, 4, n, NULL, 0, 1);
+}
+
+SIM_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr dst, unsigned int v, size_t n)
+{
+    return sim_memset(dst, v, 4, n, NULL, 1, 1);
+}
+
+SIM_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream h)
+{
+    return sim_memset(dst, v, 1, n, h, 0, 0);
+}
+
+SIM_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr dst, unsigned char v, size_t n, CUstream h)
+{
+    return sim_memset(dst, v, 1, n, h, 1, 0);
+}
+
+SIM_EXPORT CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short v, size_t n, CUstream h)
+{
+    return sim_memset(dst, v, 2, n, h, 0, 0);
+}
+
+SIM_EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr dst, unsigned short v, size_t n, CUstream h)
+{
+    return sim_memset(dst, v, 2, n, h, 1, 0);
+}
+
+SIM_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream h)
+{
+    return sim_memset(dst, v, 4, n, h, 0, 0);
+}
+
+SIM_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int v, size_t n, CUstream h)
+{
+    return sim_memset(dst, v, 4, n, h, 1, 0);
+}

@@ -1,0 +1,133 @@
+/* The truth file: with SIMGPU_TRUTH=FILE, one JSON line per operation the model has
+ * decided (format in simgpu.h). Tests hold what the agent recorded and what the
+ * reporter concluded against it. Lines are written whole with O_APPEND so that
+ * several processes can share one file; "%p" in FILE gives each process its own. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "tools/simgpu_internal.h"
+
+static struct {
+    int fd;
+    pid_t pid;        /* the process the file was opened for: a forked child reopens */
+    int off;          /* SIMGPU_TRUTH unset, or the file could not be opened */
+} sim_truth = { .fd = -1 };
+
+/* The path with each "%p" replaced by the pid. */
+static void sim_truth_path(const char *pattern, char *out, size_t len)
+{
+    size_t o = 0;
+    for (const char *p = pattern; *p && o + 1 < len; p++) {
+        if (p[0] == '%' && p[1] == 'p') {
+            int n = snprintf(out + o, len - o, "%d", (int)getpid());
+            o += n > 0 ? (size_t)n : 0;
+            p++;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o < len ? o : len - 1] = '\0';
+}
+
+static int sim_truth_open(void)
+{
+    if (sim_truth.fd >= 0 && sim_truth.pid == getpid())
+        return 1;
+    if (sim_truth.off)
+        return 0;
+    const char *pattern = getenv("SIMGPU_TRUTH");
+    if (!pattern || !*pattern) {
+        sim_truth.off = 1;
+        return 0;
+    }
+    char path[4096];
+    sim_truth_path(pattern, path, sizeof(path));
+    if (sim_truth.fd >= 0)
+        close(sim_truth.fd);
+    sim_truth.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    sim_truth.pid = getpid();
+    if (sim_truth.fd < 0) {
+        fprintf(stderr, "simgpu: cannot open truth file %s: %m\n", path);
+        sim_truth.off = 1;
+        return 0;
+    }
+    return 1;
+}
+
+/* Writes s as a JSON string (quotes included); returns the bytes used. */
+static size_t sim_json_string(char *buf, size_t len, const char *s)
+{
+    size_t o = 0;
+    if (len < 3)
+        return 0;
+    buf[o++] = '"';
+    for (; *s && o + 8 < len; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            buf[o++] = '\\';
+            buf[o++] = (char)c;
+        } else if (c < 0x20) {
+            o += (size_t)snprintf(buf + o, len - o, "\\u%04x", c);
+        } else {
+            buf[o++] = (char)c;
+        }
+    }
+    buf[o++] = '"';
+    buf[o] = '\0';
+    return o;
+}
+
+static const char *const sim_kind_names[] = {
+    [SIM_MARK] = "mark", [SIM_KERNEL] = "kernel", [SIM_MEMCPY] = "memcpy", [SIM_MEMSET] = "memset",
+};
+
+void sim_truth_write(const struct sim_op *op)
+{
+    if (op->kind == SIM_MARK || !sim_truth_open())
+        return;
+    char name[1024], own[1024], line[4096];
+    sim_json_string(name, sizeof(name), op->name ? op->name : "");
+    for (int i = 0;; i++) {
+        int n;
+        if (op->kind == SIM_EXT) {
+            if (op->ext->describe(op->ext_arg, i, own, sizeof(own)) < 0)
+                break;
+            n = snprintf(line, sizeof(line),
+                         "{\"pid\":%d,\"device\":%d,\"stream\":%llu,\"kind\":\"%s\",\"name\":%s%s",
+                         (int)getpid(), op->device, (unsigned long long)op->stream_id,
+                         op->ext->kind, name, own);
+        } else {
+            if (i > 0)
+                break;
+            char rank[16] = "null", dir[32] = "";
+            if (sim_cfg.rank >= 0)
+                snprintf(rank, sizeof(rank), "%d", sim_cfg.rank);
+            if (op->direction)
+                snprintf(dir, sizeof(dir), ",\"direction\":\"%s\"", op->direction);
+            n = snprintf(line, sizeof(line),
+                         "{\"pid\":%d,\"rank\":%s,\"device\":%d,\"stream\":%llu,\"kind\":\"%s\","
+                         "\"name\":%s,\"bytes\":%llu%s",
+                         (int)getpid(), rank, op->device, (unsigned long long)op->stream_id,
+                         sim_kind_names[op->kind], name, (unsigned long long)op->bytes, dir);
+        }
+        if (n < 0 || (size_t)n >= sizeof(line))
+            continue;
+        int m = snprintf(line + n, sizeof(line) - (size_t)n,
+                         "%s%s,\"launch_ns\":%llu,\"start_ns\":%llu,\"end_ns\":%llu}\n",
+                         op->graph ? ",\"graph\":true" : "", op->failed ? ",\"failed\":true" : "",
+                         (unsigned long long)op->launch_ns, (unsigned long long)op->start_ns,
+                         (unsigned long long)op->end_ns);
+        if (m < 0 || (size_t)(n + m) >= sizeof(line))
+            continue;
+        /* One write per line: O_APPEND keeps lines of several processes whole. */
+        if (write(sim_truth.fd, line, (size_t)(n + m)) < 0) {
+            fprintf(stderr, "simgpu: truth file write failed: %m\n");
+            sim_truth.off = 1;
+            close(sim_truth.fd);
+            sim_truth.fd = -1;
+            return;
+        }
+    }
+}

@@ -1,0 +1,520 @@
+/* simtrain: a data-parallel training loop for the simulated GPU and NCCL, with the
+ * knobs the tests and demos turn (see --help). It reaches the driver the way the
+ * CUDA runtime does (dlopen libcuda.so.1, then cuGetProcAddress_v2 for every entry
+ * point) and links NCCL normally. Kernel durations follow tools/simgpu.h: the first
+ * kernel parameter is a uint64_t of nanoseconds. Ranks come from torchrun's
+ * variables; rank 0 publishes the NCCL unique id in a file (see sim_train_rendezvous). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <cuda.h>
+#include <nccl.h>
+
+#define MIB 1048576.0
+#define SIM_TRAIN_BATCH_BYTES (256u << 10)   /* one batch read from the data file */
+#define SIM_TRAIN_DATA_BATCHES 4             /* the data file holds this many */
+
+/* The driver entry points simtrain uses; each member is named after the versioned
+ * function cuda.h maps the plain name to, and looked up by the plain name. */
+#define SIM_TRAIN_DRIVER(X) \
+    X(cuInit) X(cuGetErrorName) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain)               \
+    X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuModuleLoadData)                  \
+    X(cuModuleGetFunction) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)   \
+    X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventRecord) X(cuEventDestroy)             \
+    X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemAllocHost) X(cuMemFreeHost)      \
+    X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)
+
+static struct {
+#define SIM_TRAIN_MEMBER(fn) __typeof__(fn) *fn;
+    SIM_TRAIN_DRIVER(SIM_TRAIN_MEMBER)
+#undef SIM_TRAIN_MEMBER
+} drv;
+
+struct sim_train_opts {
+    long steps, layers, ckpt_every, seed;
+    double fwd_us, bwd_us, bucket_mb, data_us, ckpt_mb, bw_gbs;
+    int overlap;
+    const char *ckpt_dir;
+    long straggler_rank;
+    double straggler_factor;
+};
+
+static int sim_train_rank;
+
+static const char sim_train_usage[] =
+    "usage: simtrain [options]\n"
+    "A data-parallel training loop on the simulated GPU (LD_LIBRARY_PATH=build/sim).\n"
+    "Ranks come from RANK, WORLD_SIZE, LOCAL_RANK (torchrun; simlaunch sets them).\n"
+    "  --steps N             training steps (default 10)\n"
+    "  --layers L            layers: one forward and one backward kernel each, and one\n"
+    "                        gradient bucket each (default 4)\n"
+    "  --fwd-us U            forward kernel duration in microseconds (default 200)\n"
+    "  --bwd-us U            backward kernel duration (default 400); optimizer_step\n"
+    "                        lasts --fwd-us / 2\n"
+    "  --bucket-mb B         gradient bucket size in MiB, AllReduce'd as float32 (default 25)\n"
+    "  --overlap             AllReduce each bucket on a communication stream as soon as\n"
+    "                        its backward kernel is done (default)\n"
+    "  --no-overlap          AllReduce every bucket after the backward pass, on the\n"
+    "                        compute stream\n"
+    "  --data-us U           data loading per step: sleep U microseconds, then read a\n"
+    "                        256 KiB batch from a real file and copy it to the device\n"
+    "                        (default 0: no data loading)\n"
+    "  --ckpt-every K        checkpoint every K steps (default 0: never)\n"
+    "  --ckpt-mb M           checkpoint size in MiB: copied DtoH, then written with\n"
+    "                        write() and fsync() (default 16)\n"
+    "  --ckpt-dir DIR        where checkpoints (ckpt-rank<R>-step<S>.bin) and the data\n"
+    "                        file go (default .)\n"
+    "  --straggler R:F       rank R's kernels last F times longer\n"
+    "  --bw-gbs G            simulated NCCL bus bandwidth in GB/s (sets SIMNCCL_BW_GBS)\n"
+    "  --seed S              seed of the data and checkpoint contents (default 1)\n"
+    "  --help                this text\n";
+
+static void sim_train_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void sim_train_die(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "simtrain: rank %d: ", sim_train_rank);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+static void sim_train_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void sim_train_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("simtrain: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\n(simtrain --help lists the options)\n", stderr);
+    exit(2);
+}
+
+static void sim_train_cu(CUresult r, const char *what)
+{
+    const char *name = NULL;
+    if (r == CUDA_SUCCESS)
+        return;
+    if (!drv.cuGetErrorName || drv.cuGetErrorName(r, &name) != CUDA_SUCCESS)
+        name = "unknown CUresult";
+    sim_train_die("%s: %s (%d)", what, name, (int)r);
+}
+
+static void sim_train_nccl(ncclResult_t r, const char *what)
+{
+    if (r != ncclSuccess)
+        sim_train_die("%s: %s", what, ncclGetErrorString(r));
+}
+
+#define CU(call) sim_train_cu(drv.call, #call)
+#define NCCL(call) sim_train_nccl(call, #call)
+
+static long sim_train_long(const char *opt, const char *s, long min)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || !*s || *end || v < min)
+        sim_train_usage_error("%s: '%s' is not a whole number >= %ld", opt, s, min);
+    return v;
+}
+
+static double sim_train_double(const char *opt, const char *s, double min, int strict)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || !*s || *end || v < min || (strict && v == min))
+        sim_train_usage_error("%s: '%s' is not a number %s %g", opt, s, strict ? ">" : ">=", min);
+    return v;
+}
+
+static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
+{
+    enum { O_STEPS = 256, O_LAYERS, O_FWD, O_BWD, O_BUCKET, O_OVERLAP, O_NO_OVERLAP, O_DATA,
+           O_CKPT_EVERY, O_CKPT_MB, O_CKPT_DIR, O_STRAGGLER, O_BW, O_SEED, O_HELP };
+    static const struct option longopts[] = {
+        { "steps", required_argument, NULL, O_STEPS },
+        { "layers", required_argument, NULL, O_LAYERS },
+        { "fwd-us", required_argument, NULL, O_FWD },
+        { "bwd-us", required_argument, NULL, O_BWD },
+        { "bucket-mb", required_argument, NULL, O_BUCKET },
+        { "overlap", no_argument, NULL, O_OVERLAP },
+        { "no-overlap", no_argument, NULL, O_NO_OVERLAP },
+        { "data-us", required_argument, NULL, O_DATA },
+        { "ckpt-every", required_argument, NULL, O_CKPT_EVERY },
+        { "ckpt-mb", required_argument, NULL, O_CKPT_MB },
+        { "ckpt-dir", required_argument, NULL, O_CKPT_DIR },
+        { "straggler", required_argument, NULL, O_STRAGGLER },
+        { "bw-gbs", required_argument, NULL, O_BW },
+        { "seed", required_argument, NULL, O_SEED },
+        { "help", no_argument, NULL, O_HELP },
+        { NULL, 0, NULL, 0 },
+    };
+    *o = (struct sim_train_opts){
+        .steps = 10, .layers = 4, .fwd_us = 200, .bwd_us = 400, .bucket_mb = 25, .overlap = 1,
+        .ckpt_mb = 16, .ckpt_dir = ".", .straggler_rank = -1, .straggler_factor = 1, .seed = 1,
+    };
+    int c, overlap_set = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        char *colon;
+        switch (c) {
+        case O_STEPS: o->steps = sim_train_long("--steps", optarg, 1); break;
+        case O_LAYERS: o->layers = sim_train_long("--layers", optarg, 1); break;
+        case O_FWD: o->fwd_us = sim_train_double("--fwd-us", optarg, 0, 0); break;
+        case O_BWD: o->bwd_us = sim_train_double("--bwd-us", optarg, 0, 0); break;
+        case O_BUCKET: o->bucket_mb = sim_train_double("--bucket-mb", optarg, 0, 1); break;
+        case O_DATA: o->data_us = sim_train_double("--data-us", optarg, 0, 0); break;
+        case O_CKPT_EVERY: o->ckpt_every = sim_train_long("--ckpt-every", optarg, 0); break;
+        case O_CKPT_MB: o->ckpt_mb = sim_train_double("--ckpt-mb", optarg, 0, 1); break;
+        case O_CKPT_DIR: o->ckpt_dir = optarg; break;
+        case O_BW: o->bw_gbs = sim_train_double("--bw-gbs", optarg, 0, 1); break;
+        case O_SEED: o->seed = sim_train_long("--seed", optarg, 0); break;
+        case O_OVERLAP:
+        case O_NO_OVERLAP:
+            if (overlap_set && o->overlap != (c == O_OVERLAP))
+                sim_train_usage_error("--overlap and --no-overlap exclude each other");
+            o->overlap = c == O_OVERLAP;
+            overlap_set = 1;
+            break;
+        case O_STRAGGLER:
+            colon = strchr(optarg, ':');
+            if (!colon)
+                sim_train_usage_error("--straggler: '%s' is not RANK:FACTOR", optarg);
+            *colon = '\0';
+            o->straggler_rank = sim_train_long("--straggler RANK", optarg, 0);
+            o->straggler_factor = sim_train_double("--straggler FACTOR", colon + 1, 0, 1);
+            break;
+        case O_HELP:
+            fputs(sim_train_usage, stdout);
+            exit(0);
+        default:
+            if (optopt)
+                sim_train_usage_error("option %s needs a value, or is unknown", argv[optind - 1]);
+            sim_train_usage_error("unknown option %s", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        sim_train_usage_error("unexpected argument '%s'", argv[optind]);
+}
+
+static int sim_train_env_int(const char *name, int def)
+{
+    const char *v = getenv(name);
+    char *end;
+    if (!v || !*v)
+        return def;
+    long n = strtol(v, &end, 10);
+    if (*end || n < 0)
+        sim_train_die("%s=%s is not a whole number >= 0", name, v);
+    return (int)n;
+}
+
+static void sim_train_load_driver(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (!h)
+        sim_train_die("dlopen libcuda.so.1: %s", dlerror());
+    __typeof__(cuGetProcAddress_v2) *get_proc = (__typeof__(get_proc))dlsym(h, "cuGetProcAddress_v2");
+    if (!get_proc)
+        sim_train_die("libcuda.so.1 has no cuGetProcAddress_v2");
+    CUdriverProcAddressQueryResult status;
+#define SIM_TRAIN_RESOLVE(fn)                                                                     \
+    if (get_proc(#fn, (void **)&drv.fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) !=    \
+            CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS)                                \
+        sim_train_die("cuGetProcAddress_v2(%s, %d) failed (status %d)", #fn, CUDA_VERSION, (int)status);
+    SIM_TRAIN_DRIVER(SIM_TRAIN_RESOLVE)
+#undef SIM_TRAIN_RESOLVE
+}
+
+/* The NCCL unique id travels from rank 0 to the others through a file
+ * ${TMPDIR:-/tmp}/simtrain-<TORCHELASTIC_RUN_ID>-<MASTER_PORT>.ncclid, written under
+ * a temporary name and renamed into place; rank 0 removes it once every rank has
+ * joined the communicator. */
+static void sim_train_id_path(char *path, size_t len)
+{
+    const char *tmp = getenv("TMPDIR"), *run = getenv("TORCHELASTIC_RUN_ID"), *port = getenv("MASTER_PORT");
+    char key[128];
+    size_t k = 0;
+    snprintf(key, sizeof(key), "%s-%s", run && *run ? run : "none", port && *port ? port : "0");
+    for (k = 0; key[k]; k++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", key[k]))
+            key[k] = '_';
+    snprintf(path, len, "%s/simtrain-%s.ncclid", tmp && *tmp ? tmp : "/tmp", key);
+}
+
+static void sim_train_rendezvous(int rank, ncclUniqueId *id, const char *path)
+{
+    if (rank == 0) {
+        char tmp[4200];
+        NCCL(ncclGetUniqueId(id));
+        snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0 || write(fd, id, sizeof(*id)) != (ssize_t)sizeof(*id) || close(fd) != 0 ||
+            rename(tmp, path) != 0)
+            sim_train_die("cannot publish the NCCL id in %s: %s", path, strerror(errno));
+        return;
+    }
+    const struct timespec poll = { 0, 10000000 };
+    for (int tries = 0; tries < 6000; tries++) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t n = read(fd, id, sizeof(*id));
+            close(fd);
+            if (n == (ssize_t)sizeof(*id))
+                return;
+        }
+        nanosleep(&poll, NULL);
+    }
+    sim_train_die("no NCCL id from rank 0 in %s after 60 s", path);
+}
+
+static void sim_train_fill(unsigned char *p, size_t n, long seed)
+{
+    uint64_t x = (uint64_t)seed * 6364136223846793005ull + 1442695040888963407ull;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        p[i] = (unsigned char)(x >> 56);
+    }
+}
+
+static void sim_train_write_all(int fd, const unsigned char *p, size_t n, const char *path)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            sim_train_die("write %s: %s", path, strerror(errno));
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void sim_train_sleep_us(double us)
+{
+    struct timespec ts = { (time_t)(us / 1e6), (long)((us - (double)(time_t)(us / 1e6) * 1e6) * 1e3) };
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+static double sim_train_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct sim_train {
+    struct sim_train_opts o;
+    int rank, world;
+    CUstream compute, comm;
+    CUfunction *fwd, *bwd, optimizer;
+    CUevent *bwd_done, comm_done;
+    CUdeviceptr *grads, ckpt_dev, batch_dev;
+    unsigned char *ckpt_host, *batch_host;
+    size_t bucket_bytes, ckpt_bytes;
+    ncclComm_t nccl;
+    int data_fd;
+    CUdevice dev;
+    double scale;      /* straggler factor on this rank */
+};
+
+static void sim_train_kernel(struct sim_train *t, CUfunction f, double us)
+{
+    uint64_t ns = (uint64_t)(us * 1000 * t->scale + 0.5);
+    void *params[] = { &ns };
+    CU(cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, t->compute, params, NULL));
+}
+
+static void sim_train_allreduce(struct sim_train *t, int layer, CUstream s)
+{
+    NCCL(ncclAllReduce((void *)(uintptr_t)t->grads[layer], (void *)(uintptr_t)t->grads[layer],
+                       t->bucket_bytes / 4, ncclFloat32, ncclSum, t->nccl, s));
+}
+
+static void sim_train_step(struct sim_train *t, long step)
+{
+    const struct sim_train_opts *o = &t->o;
+    if (o->data_us > 0) {
+        sim_train_sleep_us(o->data_us);
+        off_t off = (off_t)(step % SIM_TRAIN_DATA_BATCHES) * SIM_TRAIN_BATCH_BYTES;
+        if (pread(t->data_fd, t->batch_host, SIM_TRAIN_BATCH_BYTES, off) != (ssize_t)SIM_TRAIN_BATCH_BYTES)
+            sim_train_die("reading the data file: %s", strerror(errno));
+        CU(cuMemcpyHtoDAsync(t->batch_dev, t->batch_host, SIM_TRAIN_BATCH_BYTES, t->compute));
+    }
+    for (long l = 0; l < o->layers; l++)
+        sim_train_kernel(t, t->fwd[l], o->fwd_us);
+    for (long l = o->layers - 1; l >= 0; l--) {
+        sim_train_kernel(t, t->bwd[l], o->bwd_us);
+        if (o->overlap) {
+            CU(cuEventRecord(t->bwd_done[l], t->compute));
+            CU(cuStreamWaitEvent(t->comm, t->bwd_done[l], 0));
+            sim_train_allreduce(t, (int)l, t->comm);
+        }
+    }
+    if (o->overlap) {
+        CU(cuEventRecord(t->comm_done, t->comm));
+        CU(cuStreamWaitEvent(t->compute, t->comm_done, 0));
+    } else {
+        for (long l = o->layers - 1; l >= 0; l--)
+            sim_train_allreduce(t, (int)l, t->compute);
+    }
+    sim_train_kernel(t, t->optimizer, o->fwd_us / 2);
+    CU(cuStreamSynchronize(t->compute));
+}
+
+static void sim_train_checkpoint(struct sim_train *t, long step)
+{
+    char path[4096];
+    CU(cuMemcpyDtoHAsync(t->ckpt_host, t->ckpt_dev, t->ckpt_bytes, t->compute));
+    CU(cuStreamSynchronize(t->compute));
+    snprintf(path, sizeof(path), "%s/ckpt-rank%d-step%ld.bin", t->o.ckpt_dir, t->rank, step);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        sim_train_die("open %s: %s", path, strerror(errno));
+    sim_train_write_all(fd, t->ckpt_host, t->ckpt_bytes, path);
+    if (fsync(fd) != 0 || close(fd) != 0)
+        sim_train_die("fsync %s: %s", path, strerror(errno));
+}
+
+static void sim_train_setup(struct sim_train *t)
+{
+    const struct sim_train_opts *o = &t->o;
+    CUcontext ctx;
+    CUmodule mod;
+    char name[64], data_path[4096];
+    int local = sim_train_env_int("LOCAL_RANK", 0);
+
+    sim_train_load_driver();
+    CU(cuInit(0));
+    CU(cuDeviceGet(&t->dev, local));
+    CU(cuDevicePrimaryCtxRetain(&ctx, t->dev));
+    CU(cuCtxSetCurrent(ctx));
+    static const char image[] = "simtrain kernels";
+    CU(cuModuleLoadData(&mod, image));
+    t->fwd = calloc((size_t)o->layers, sizeof(*t->fwd));
+    t->bwd = calloc((size_t)o->layers, sizeof(*t->bwd));
+    t->bwd_done = calloc((size_t)o->layers, sizeof(*t->bwd_done));
+    t->grads = calloc((size_t)o->layers, sizeof(*t->grads));
+    if (!t->fwd || !t->bwd || !t->bwd_done || !t->grads)
+        sim_train_die("out of memory");
+    t->bucket_bytes = (size_t)(o->bucket_mb * MIB) & ~(size_t)3;
+    if (t->bucket_bytes == 0)
+        t->bucket_bytes = 4;
+    for (long l = 0; l < o->layers; l++) {
+        snprintf(name, sizeof(name), "fwd_gemm_l%ld", l);
+        CU(cuModuleGetFunction(&t->fwd[l], mod, name));
+        snprintf(name, sizeof(name), "bwd_gemm_l%ld", l);
+        CU(cuModuleGetFunction(&t->bwd[l], mod, name));
+        CU(cuEventCreate(&t->bwd_done[l], CU_EVENT_DISABLE_TIMING));
+        CU(cuMemAlloc(&t->grads[l], t->bucket_bytes));
+    }
+    CU(cuModuleGetFunction(&t->optimizer, mod, "optimizer_step"));
+    CU(cuEventCreate(&t->comm_done, CU_EVENT_DISABLE_TIMING));
+    CU(cuStreamCreate(&t->compute, CU_STREAM_NON_BLOCKING));
+    CU(cuStreamCreate(&t->comm, CU_STREAM_NON_BLOCKING));
+
+    if (o->ckpt_every > 0 || o->data_us > 0) {
+        if (mkdir(o->ckpt_dir, 0755) != 0 && errno != EEXIST)
+            sim_train_die("mkdir %s: %s", o->ckpt_dir, strerror(errno));
+    }
+    if (o->ckpt_every > 0) {
+        t->ckpt_bytes = (size_t)(o->ckpt_mb * MIB + 0.5);
+        CU(cuMemAlloc(&t->ckpt_dev, t->ckpt_bytes));
+        CU(cuMemAllocHost((void **)&t->ckpt_host, t->ckpt_bytes));
+        sim_train_fill(t->ckpt_host, t->ckpt_bytes, o->seed + t->rank);
+        CU(cuMemcpyHtoDAsync(t->ckpt_dev, t->ckpt_host, t->ckpt_bytes, t->compute));
+    }
+    t->data_fd = -1;
+    if (o->data_us > 0) {
+        size_t n = (size_t)SIM_TRAIN_BATCH_BYTES * SIM_TRAIN_DATA_BATCHES;
+        unsigned char *buf = malloc(n);
+        snprintf(data_path, sizeof(data_path), "%s/simtrain-data-rank%d.bin", o->ckpt_dir, t->rank);
+        t->data_fd = open(data_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (!buf || t->data_fd < 0)
+            sim_train_die("cannot make the data file %s: %s", data_path, strerror(errno));
+        sim_train_fill(buf, n, o->seed);
+        sim_train_write_all(t->data_fd, buf, n, data_path);
+        free(buf);
+        unlink(data_path);   /* read through the open descriptor; nothing left behind */
+        CU(cuMemAllocHost((void **)&t->batch_host, SIM_TRAIN_BATCH_BYTES));
+        CU(cuMemAlloc(&t->batch_dev, SIM_TRAIN_BATCH_BYTES));
+    }
+}
+
+static void sim_train_teardown(struct sim_train *t)
+{
+    CU(cuStreamSynchronize(t->compute));
+    CU(cuStreamSynchronize(t->comm));
+    NCCL(ncclCommDestroy(t->nccl));
+    for (long l = 0; l < t->o.layers; l++) {
+        CU(cuEventDestroy(t->bwd_done[l]));
+        CU(cuMemFree(t->grads[l]));
+    }
+    CU(cuEventDestroy(t->comm_done));
+    if (t->ckpt_host) {
+        CU(cuMemFreeHost(t->ckpt_host));
+        CU(cuMemFree(t->ckpt_dev));
+    }
+    if (t->batch_host) {
+        CU(cuMemFreeHost(t->batch_host));
+        CU(cuMemFree(t->batch_dev));
+        close(t->data_fd);
+    }
+    CU(cuStreamDestroy(t->compute));
+    CU(cuStreamDestroy(t->comm));
+    CU(cuDevicePrimaryCtxRelease(t->dev));
+}
+
+int main(int argc, char **argv)
+{
+    struct sim_train t = { 0 };
+    char path[4096], bw[64];
+    ncclUniqueId id;
+
+    sim_train_parse(argc, argv, &t.o);
+    t.rank = sim_train_rank = sim_train_env_int("RANK", 0);
+    t.world = sim_train_env_int("WORLD_SIZE", 1);
+    if (t.world < 1 || t.rank >= t.world)
+        sim_train_die("RANK=%d is not below WORLD_SIZE=%d", t.rank, t.world);
+    t.scale = t.o.straggler_rank == t.rank ? t.o.straggler_factor : 1;
+    if (t.o.bw_gbs > 0) {
+        snprintf(bw, sizeof(bw), "%g", t.o.bw_gbs);
+        setenv("SIMNCCL_BW_GBS", bw, 1);
+    }
+    sim_train_setup(&t);
+
+    sim_train_id_path(path, sizeof(path));
+    if (t.world > 1)
+        sim_train_rendezvous(t.rank, &id, path);
+    else
+        NCCL(ncclGetUniqueId(&id));
+    NCCL(ncclCommInitRank(&t.nccl, t.world, id, t.rank));
+    if (t.rank == 0 && t.world > 1)
+        unlink(path);
+
+    double t0 = sim_train_now_s();
+    for (long s = 0; s < t.o.steps; s++) {
+        sim_train_step(&t, s);
+        if (t.o.ckpt_every > 0 && (s + 1) % t.o.ckpt_every == 0)
+            sim_train_checkpoint(&t, s + 1);
+    }
+    double dt = sim_train_now_s() - t0;
+    sim_train_teardown(&t);
+    printf("simtrain: rank %d of %d: %ld steps in %.3f s (%.3f ms/step)\n", t.rank, t.world, t.o.steps, dt,
+           dt * 1e3 / (double)t.o.steps);
+    return 0;
+}

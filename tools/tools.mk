@@ -1,0 +1,41 @@
+# The simulator and its workloads (see tools/simgpu.h): build/sim/libcuda.so.1 and
+# build/sim/libnccl.so.2, stand-ins for the CUDA driver and NCCL; build/simtrain, a
+# training loop on them; build/simlaunch, a torchrun-like launcher.
+
+SIMGPU_SRC  := tools/simgpu_api.c tools/simgpu_stream.c tools/simgpu_model.c \
+               tools/simgpu_truth.c tools/simgpu_procaddr.c
+SIMNCCL_SRC := tools/simnccl.c tools/simnccl_shm.c
+SIMGPU_OBJ  := $(SIMGPU_SRC:%.c=$(BUILD)/obj/%.o)
+SIMNCCL_OBJ := $(SIMNCCL_SRC:%.c=$(BUILD)/obj/%.o)
+
+# cuda.h and nccl.h are not written for these warnings (nccl.h pulls in the CUDA
+# runtime's C++-minded headers): read them as system headers.
+$(BUILD)/obj/tools/%.o: RS_CFLAGS += -isystem $(CUDA_HOME)/include
+# libcuda exports what it marks SIM_EXPORT; libnccl's version script does its part.
+$(SIMGPU_OBJ): RS_CFLAGS += -fvisibility=hidden
+
+all: $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libnccl.so.2 $(BUILD)/simtrain $(BUILD)/simlaunch
+
+$(BUILD)/sim/libcuda.so.1: $(SIMGPU_OBJ) tools/libcuda.map
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,--version-script=tools/libcuda.map -Wl,-z,defs \
+	    -o $@ $(SIMGPU_OBJ) $(RS_LDFLAGS)
+	$(Q)ln -sf libcuda.so.1 $(@D)/libcuda.so
+
+# libnccl finds libcuda.so.1 next to itself.
+$(BUILD)/sim/libnccl.so.2: $(SIMNCCL_OBJ) tools/libnccl.map $(BUILD)/sim/libcuda.so.1
+	$(call say,LD,$@)
+	$(Q)$(CC) -shared -Wl,-soname,libnccl.so.2 -Wl,--version-script=tools/libnccl.map -Wl,-z,defs \
+	    -Wl,-rpath,'$$ORIGIN' -o $@ $(SIMNCCL_OBJ) $(BUILD)/sim/libcuda.so.1 $(RS_LDFLAGS)
+	$(Q)ln -sf libnccl.so.2 $(@D)/libnccl.so
+
+# simtrain dlopens libcuda.so.1 and links libnccl.so.2, both found in sim/ next to it.
+$(BUILD)/simtrain: $(BUILD)/obj/tools/simtrain.o $(BUILD)/sim/libnccl.so.2
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $(BUILD)/obj/tools/simtrain.o -Wl,-rpath,'$$ORIGIN/sim' \
+	    $(BUILD)/sim/libnccl.so.2 -ldl $(RS_LDFLAGS)
+
+$(BUILD)/simlaunch: $(BUILD)/obj/tools/simlaunch.o
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $< $(RS_LDFLAGS)
