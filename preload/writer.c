@@ -262,8 +262,11 @@ static void emit(int end)
     int empty = !w.nio && !w.nfiles && !w.nthreads && w.nstr + 1 == w.chunk_str_base;
     if (empty && !end && w.seq > 0)
         return;
-    if (empty && w.seq == 0 && w.fd < 0 && !rs_ring_dropped())
-        return; /* nothing ever recorded: no file at all */
+    /* No file until there is an event: a process that only inherited some
+     * fds (a shell, a launcher) leaves nothing behind. What is assembled
+     * (names of those fds) waits for the first event. */
+    if (w.fd < 0 && !w.nio && !rs_ring_dropped())
+        return;
     if (w.fd < 0 && open_file() != 0) {
         w.broken = 1;
         atomic_store(&rs_on, 0);

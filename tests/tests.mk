@@ -13,8 +13,17 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/rs_check.h $(FORMAT_OBJ) $(REPORTER_
 	$(Q)$(CC) $(RS_CFLAGS) -Wno-missing-prototypes -o $@ $< $(FORMAT_OBJ) $(REPORTER_LIB_OBJ) \
 	    $(RS_LDFLAGS) -lcheck -lsubunit -lrt -lm -llz4 -lyajl -lz
 
+# Small programs the integration tests run under the agent.
+PROG_SRC := $(wildcard tests/programs/*.c)
+PROG_BIN := $(PROG_SRC:tests/programs/%.c=$(BUILD)/tests/prog/%)
+
+$(BUILD)/tests/prog/%: tests/programs/%.c
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(RS_CFLAGS) -o $@ $< $(RS_LDFLAGS)
+
 .PHONY: test-build
-test-build: all $(UNIT_BIN) $(TEST_EXTRA)
+test-build: all $(UNIT_BIN) $(PROG_BIN) $(TEST_EXTRA)
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory test-build

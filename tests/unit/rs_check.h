@@ -6,6 +6,7 @@
 
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static inline int rs_check_run(Suite *s)
 {

@@ -1,0 +1,103 @@
+"""Helpers for the integration tests: run a program under the agent, read
+the report and the dump, and print one "ok NAME" / "not ok NAME: why" line
+per check for tests/run.sh. Python standard library only."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
+AGENT = os.path.join(BUILD, "libagent.so")
+RINGSIDE = os.path.join(BUILD, "ringside")
+PROG = os.path.join(BUILD, "tests", "prog")
+# The interpreter itself, not a version manager's shell shim in front of it.
+PYTHON = os.path.realpath(sys.executable)
+
+_failed = 0
+
+
+def check(name, cond, why=""):
+    """Prints the result of one check; remembers failures for finish()."""
+    global _failed
+    if cond:
+        print("ok " + name, flush=True)
+    else:
+        _failed += 1
+        print("not ok %s: %s" % (name, why), flush=True)
+    return cond
+
+
+def skip(name, why):
+    print("skip %s: %s" % (name, why), flush=True)
+
+
+def finish():
+    sys.exit(1 if _failed else 0)
+
+
+def tempdir(prefix):
+    d = tempfile.mkdtemp(prefix="rs-" + prefix + "-")
+    return d
+
+
+def cleanup(*dirs):
+    for d in dirs:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def traced_env(out, **extra):
+    env = dict(os.environ)
+    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "SLURM_PROCID",
+              "SLURM_JOB_ID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "RINGSIDE_RANK",
+              "RINGSIDE_RANK_PID", "RINGSIDE_JOB"):
+        env.pop(k, None)
+    env["LD_PRELOAD"] = AGENT
+    env["RINGSIDE_OUT"] = out
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def run(cmd, env=None, cwd=None, timeout=300, **kw):
+    return subprocess.run(cmd, env=env, cwd=cwd, timeout=timeout, capture_output=True, **kw)
+
+
+def trace_files(out):
+    found = []
+    for base, _, files in os.walk(out):
+        found += [os.path.join(base, f) for f in files if f.endswith(".trace.lz4")]
+    return sorted(found)
+
+
+def report(out):
+    """report.json for every trace under out, as a dict."""
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        p = run([RINGSIDE, "report", out, "--json", path, "-q"])
+        if p.returncode != 0:
+            raise RuntimeError("ringside report failed: %s" % p.stderr.decode(errors="replace"))
+        with open(path) as f:
+            return json.load(f)
+    finally:
+        os.unlink(path)
+
+
+def dump(trace):
+    """(records, exit status, stderr) of ringside dump."""
+    p = run([RINGSIDE, "dump", trace])
+    recs = [json.loads(l) for l in p.stdout.decode().splitlines() if l.strip()]
+    return recs, p.returncode, p.stderr.decode(errors="replace")
+
+
+def io_by_path(rep):
+    """{path: [read_bytes, write_bytes]} summed over all processes."""
+    tot = {}
+    for p in rep["processes"]:
+        for f in p["io"]["files"]:
+            t = tot.setdefault(f["path"], [0, 0])
+            t[0] += f["read_bytes"]
+            t[1] += f["write_bytes"]
+    return tot
