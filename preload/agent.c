@@ -27,13 +27,15 @@ void *rs_resolve(const char *name)
     return p;
 }
 
-/* Writes out everything and the end mark; recording stops. Idempotent. */
+/* Writes out everything and the end mark; recording stops. A second caller
+ * (SIGTERM arriving during _exit's flush) must not return before the first
+ * one's flush is on disk, or the process dies mid-write: it asks for a
+ * flush of its own, which the writer serves after the first. */
 static void finish(void)
 {
-    if (atomic_exchange(&finished, 1))
-        return;
+    int first = !atomic_exchange(&finished, 1);
     int saved = errno;
-    rs_writer_flush(1);
+    rs_writer_flush(first);
     atomic_store(&rs_on, 0);
     errno = saved;
 }

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""fork and exec under the agent: a python3 multiprocessing pool of 4
+workers (forked) each writing its own files gives one trace per process,
+children with role child and their parent's rank, and the bytes each
+process wrote; a program that execs another gets a new file for the new
+image, and the old one ends cleanly."""
+import os
+
+from rstest import PYTHON, check, cleanup, dump, finish, report, run, tempdir, trace_files, traced_env
+
+SCRIPT = r"""
+import multiprocessing as mp, os, sys
+def work(i):
+    path = os.path.join(sys.argv[1], "w%d.out" % i)
+    with open(path, "wb") as f:
+        for _ in range(1 + i):
+            f.write(os.urandom(100000 + i))
+    return os.getpid()
+if __name__ == "__main__":
+    mp.set_start_method("fork")
+    with mp.Pool(4) as pool:
+        pids = set(pool.map(work, range(12), chunksize=1))
+    print(" ".join(str(p) for p in sorted(pids)))
+"""
+
+
+def main():
+    out, work = tempdir("trace-fork"), tempdir("fork")
+    script = os.path.join(work, "pool.py")
+    with open(script, "w") as f:
+        f.write(SCRIPT)
+    p = run([PYTHON, script, work], env=traced_env(out, RANK=2, LOCAL_RANK=0, WORLD_SIZE=4))
+    if check("pool runs", p.returncode == 0, p.stderr.decode()[-500:]):
+        workers = set(int(x) for x in p.stdout.split())
+        rep = report(out)
+        procs = {pr["pid"]: pr for pr in rep["processes"]}
+        check("one trace file per process", len(trace_files(out)) == len(procs), "files %d, processes %d"
+              % (len(trace_files(out)), len(procs)))
+        check("the parent is rank 2", any(pr["rank"] == 2 and pr["role"] == "rank" for pr in procs.values()),
+              str([(pr["pid"], pr["rank"], pr["role"]) for pr in procs.values()]))
+        check("every worker has a trace", workers <= set(procs), "workers %s, traced %s" % (workers, set(procs)))
+        check("workers are children of rank 2",
+              all(procs[w]["role"] == "child" and procs[w]["parent_rank"] == 2 and procs[w]["rank"] is None
+                  for w in workers if w in procs),
+              str([(w, procs.get(w, {}).get("role"), procs.get(w, {}).get("parent_rank")) for w in workers]))
+        written = {}
+        for pr in rep["processes"]:
+            for f in pr["io"]["files"]:
+                if os.path.dirname(f["path"]) == work and f["path"].endswith(".out"):
+                    written[f["path"]] = written.get(f["path"], 0) + f["write_bytes"]
+        truth = {os.path.join(work, n): os.path.getsize(os.path.join(work, n))
+                 for n in os.listdir(work) if n.endswith(".out")}
+        check("bytes written per file", written == truth,
+              "recorded %s, truth %s" % (sorted(written.items())[:3], sorted(truth.items())[:3]))
+        check("all traces complete", all(pr["trace"]["complete"] for pr in rep["processes"]),
+              str([pr["trace"]["file"] for pr in rep["processes"] if not pr["trace"]["complete"]]))
+    cleanup(out, work)
+
+    # exec: a python process writes a file, then execs dd (same pid).
+    out, work = tempdir("trace-exec"), tempdir("exec")
+    code = ("import os\n"
+            "open('before.out', 'wb').write(b'x' * 5000)\n"
+            "os.execvp('dd', ['dd', 'if=/dev/zero', 'of=after.out', 'bs=1000', 'count=7', 'status=none'])\n")
+    p = run([PYTHON, "-c", code], env=traced_env(out), cwd=work)
+    if check("exec runs", p.returncode == 0, p.stderr.decode()[-500:]):
+        files = trace_files(out)
+        check("one file per image", len(files) == 2, str(files))
+        ends, pids = [], set()
+        for t in files:
+            recs, rc, _ = dump(t)
+            chunks = [r for r in recs if r["type"] == "chunk"]
+            ends.append(bool(chunks) and chunks[-1]["end"])
+            pids |= {r["pid"] for r in recs if r["type"] == "meta"}
+        check("both images end cleanly", all(ends), str(ends))
+        check("same pid for both images", len(pids) == 1, str(pids))
+        got = report(out)
+        w = {f["path"]: f["write_bytes"] for pr in got["processes"] for f in pr["io"]["files"]}
+        check("bytes before and after exec", w.get(os.path.join(work, "before.out")) == 5000
+              and w.get(os.path.join(work, "after.out")) == 7000, str(w))
+    cleanup(out, work)
+    finish()
+
+
+main()
