@@ -78,8 +78,24 @@ void sim_nccl_shm_detach(struct ncclComm *comm)
     comm->shm = NULL;
 }
 
+/* A process that has exited but not been reaped yet (a zombie) is dead too. */
 int sim_nccl_shm_rank_dead(const struct ncclComm *comm, int r)
 {
     pid_t pid = atomic_load(&comm->shm->pid[r]);
-    return pid > 0 && kill(pid, 0) == -1 && errno == ESRCH;
+    char path[64], buf[512];
+    if (pid <= 0)
+        return 0;
+    if (kill(pid, 0) == -1 && errno == ESRCH)
+        return 1;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *state = strrchr(buf, ')');
+    return state && state[1] == ' ' && (state[2] == 'Z' || state[2] == 'X');
 }
