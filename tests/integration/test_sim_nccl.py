@@ -192,13 +192,13 @@ def lost_rank_check(name, mode, timeout_s, want_words):
 
 def straggler_checks(tmp):
     """Three ranks of simtrain; rank 1's kernels last 3 times longer. Each step starts
-    with 2 x (0.5 + 1) ms of kernels, so at each step's first AllReduce the others wait
-    (3 - 1) x 3 ms, plus (3 - 1) x 0.25 ms because its optimizer step (fwd/2) ended
+    with 2 x (1 + 2) ms of kernels, so at each step's first AllReduce the others wait
+    (3 - 1) x 6 ms, plus (3 - 1) x 0.5 ms because its optimizer step (fwd/2) ended
     later in the step before."""
     env = dict(os.environ, SIMGPU_TRUTH=os.path.join(tmp, "train-%p.jsonl"), SIMNCCL_ALPHA_US="0",
                SIMNCCL_TIMEOUT_S="20")
     cmd = [os.path.join(BUILD, "simlaunch"), "-n", "3", "--", os.path.join(BUILD, "simtrain"),
-           "--steps", "4", "--layers", "2", "--fwd-us", "500", "--bwd-us", "1000", "--no-overlap",
+           "--steps", "4", "--layers", "2", "--fwd-us", "1000", "--bwd-us", "2000", "--no-overlap",
            "--bucket-mb", "1", "--straggler", "1:3", "--bw-gbs", "40"]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
     check("simtrain_3_ranks_runs", p.returncode == 0, "status %d: %s" % (p.returncode, p.stderr.strip()))
@@ -221,11 +221,11 @@ def straggler_checks(tmp):
             ready = max(k["end_ns"] for k in lines if k["pid"] == t["pid"] and k["kind"] == "kernel"
                         and k["end_ns"] <= t["start_ns"])
             waits[t["rank"]].append((t["start_ns"] - ready) / 1e6)
-    # The host's scheduling on a loaded machine can only make a rank later: take the
-    # median of the steps, and let single steps be late by up to 2 ms.
-    expect = 2 * 3.0 + 2 * 0.25
-    check("others_wait_for_straggler", all(len(waits[r]) == 3 and abs(sorted(waits[r])[1] - expect) < 0.5
-                                           and all(expect - 0.5 < w < expect + 2 for w in waits[r])
+    # Each rank starts a step when its synchronisation returns, so the host's
+    # scheduling on a loaded machine moves single steps by a millisecond or so.
+    expect = 2 * 6.0 + 2 * 0.5
+    check("others_wait_for_straggler", all(len(waits[r]) == 3 and abs(sorted(waits[r])[1] - expect) < 1.0
+                                           and all(abs(w - expect) < 2.0 for w in waits[r])
                                            for r in (0, 2)),
           "waits of ranks 0 and 2 (ms): %r, %r; expected %.2f" % (waits[0], waits[2], expect))
     check("straggler_does_not_wait", waits[1] and all(w < 0.5 for w in waits[1]), "waits: %r" % waits[1])
