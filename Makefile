@@ -60,6 +60,7 @@ $(BUILD)/ringside: $(REPORTER_OBJ) $(FORMAT_OBJ)
 
 # Parts with their own rules: the simulator and workloads, tests, benchmarks.
 -include tools/tools.mk
+-include tools/bench.mk
 -include tests/tests.mk
 
 deps:
