@@ -229,7 +229,6 @@ def straggler_checks(tmp):
     # scheduling on a loaded machine moves single steps by a millisecond or so.
     expect = 2 * 6.0 + 2 * 0.5
     check("others_wait_for_straggler", all(len(waits[r]) == 4 and abs(sorted(waits[r])[2] - expect) < 1.0
-
                                            for r in (0, 2)),
           "waits of ranks 0 and 2 (ms): %r, %r; expected %.2f" % (waits[0], waits[2], expect))
     check("straggler_does_not_wait", waits[1] and sorted(waits[1])[2] < 0.5, "waits: %r" % waits[1])
