@@ -16,10 +16,14 @@
 #define LZ4_MAGIC 0x184D2204u
 #define LZ4_SKIP_MAGIC 0x184D2A50u /* skippable frames: 0x184D2A50..5F */
 
+/* A chunk is compressed in one call, so independent blocks lose nothing,
+ * and auto-flush lets LZ4 skip its internal staging buffer (which it would
+ * otherwise allocate and zero for every frame). */
 static const LZ4F_preferences_t rsf_prefs = {
-    .frameInfo = { .blockSizeID = LZ4F_max4MB, .blockMode = LZ4F_blockLinked,
+    .frameInfo = { .blockSizeID = LZ4F_max4MB, .blockMode = LZ4F_blockIndependent,
                    .contentChecksumFlag = LZ4F_contentChecksumEnabled },
     .compressionLevel = 0,
+    .autoFlush = 1,
 };
 
 size_t rsf_frame_bound(size_t n)

@@ -96,7 +96,16 @@ struct rs_rec_open {
     char path[];
 };
 
-struct rs_block;
+#define RS_BLOCK_SIZE (64u << 10)
+
+/* A block of the pool; blocks are numbered from 1 (0 is "none"). */
+struct rs_block {
+    _Atomic uint32_t committed; /* bytes published by the owner */
+    uint32_t consumed;          /* bytes the writer has encoded (writer only) */
+    uint32_t tid;
+    _Atomic uint32_t next;      /* list link: index of the next block */
+    uint8_t *data;
+};
 
 struct rs_thread {
     _Atomic(struct rs_block *) cur; /* written by the owner, read by the writer */
@@ -110,14 +119,37 @@ enum { RS_THREAD_FREE = 0, RS_THREAD_LIVE = 1 };
 /* Re-entrancy guard: set while the agent itself runs on this thread (and
  * forever on the writer thread), so its own calls are not recorded. */
 extern __thread int rs_guard RS_TLS;
+/* This thread's slot, NULL until its first record. */
+extern __thread struct rs_thread *rs_self RS_TLS;
 /* Recording on: cleared when the agent disables itself or has finished. */
 extern _Atomic int rs_on;
 
+/* The slow path of rs_reserve: a first record on this thread, or a full
+ * block. Returns space, or NULL when the record is dropped (counted). */
+void *rs_reserve_slow(size_t size, int kind);
+
 /* Space for a record of size bytes (multiple of 8) in this thread's buffer,
- * or NULL when it must be dropped (counted under kind). */
-void *rs_reserve(size_t size, int kind);
+ * or NULL when it must be dropped (counted under kind). Inline: this is
+ * every hook's hot path. */
+static inline void *rs_reserve(size_t size, int kind)
+{
+    struct rs_thread *t = rs_self;
+    if (RS_LIKELY(t != NULL)) {
+        struct rs_block *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
+        if (RS_LIKELY(b != NULL && t->pos + size <= RS_BLOCK_SIZE))
+            return b->data + t->pos;
+    }
+    return rs_reserve_slow(size, kind);
+}
+
 /* Publishes the record last reserved on this thread. */
-void rs_commit(size_t size);
+static inline void rs_commit(size_t size)
+{
+    struct rs_thread *t = rs_self;
+    struct rs_block *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
+    t->pos += (uint32_t)size;
+    atomic_store_explicit(&b->committed, t->pos, memory_order_release);
+}
 
 /* Sets up the block pool of rs_cfg.buffer_bytes. Returns 0, or -1 (no memory). */
 int rs_ring_init(void);
@@ -153,8 +185,17 @@ int rs_writer_is_self(void);
 
 #define RS_FILE_EXCLUDED UINT32_MAX
 
+extern _Atomic uint32_t *rs_fdtab;
+extern size_t rs_fdtab_n;
+
 /* File id of fd if its I/O is recorded, else 0. */
-uint32_t rs_fd_file(int fd);
+static inline uint32_t rs_fd_file(int fd)
+{
+    if (RS_UNLIKELY(fd < 0 || (size_t)fd >= rs_fdtab_n))
+        return 0;
+    uint32_t f = atomic_load_explicit(&rs_fdtab[fd], memory_order_relaxed);
+    return f == RS_FILE_EXCLUDED ? 0 : f;
+}
 void rs_fd_set(int fd, uint32_t file);
 /* The current directory changed: remember it for relative paths. */
 void rs_cwd_changed(void);
@@ -170,7 +211,19 @@ extern int rs_io_active;
 int rs_writer_owns_fd(int fd);
 
 /* Records one I/O event for file (a tracked fd's id). */
-void rs_io_record(int op, uint32_t file, uint64_t t0, uint64_t t1, int64_t offset, int64_t result);
+static inline void rs_io_record(int op, uint32_t file, uint64_t t0, uint64_t t1, int64_t offset,
+                                int64_t result)
+{
+    struct rs_rec_io *r = rs_reserve(sizeof *r, RS_REC_IO);
+    if (!r)
+        return;
+    r->h = (struct rs_rec_hdr){ sizeof *r, RS_REC_IO, (uint8_t)op, file };
+    r->start_ns = t0;
+    r->dur_ns = t1 - t0;
+    r->offset = offset;
+    r->result = result;
+    rs_commit(sizeof *r);
+}
 
 /* Resolves the next definition of a symbol (the real function). */
 void *rs_resolve(const char *name);

@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 int rs_io_active;
-static _Atomic uint32_t *fdtab;
-static size_t fdtab_n;
+_Atomic uint32_t *rs_fdtab;
+size_t rs_fdtab_n;
 static _Atomic uint32_t next_file = 1;
 
 /* The current directory, for relative paths; a generation count lets a
@@ -24,25 +24,17 @@ static _Atomic uint32_t next_file = 1;
 static char cwd[PATH_MAX];
 static _Atomic unsigned cwd_gen;
 
-uint32_t rs_fd_file(int fd)
-{
-    if (RS_UNLIKELY(fd < 0 || (size_t)fd >= fdtab_n))
-        return 0;
-    uint32_t f = atomic_load_explicit(&fdtab[fd], memory_order_relaxed);
-    return f == RS_FILE_EXCLUDED ? 0 : f;
-}
-
 void rs_fd_set(int fd, uint32_t file)
 {
-    if (fd >= 0 && (size_t)fd < fdtab_n)
-        atomic_store_explicit(&fdtab[fd], file, memory_order_relaxed);
+    if (fd >= 0 && (size_t)fd < rs_fdtab_n)
+        atomic_store_explicit(&rs_fdtab[fd], file, memory_order_relaxed);
 }
 
 static uint32_t fd_raw(int fd)
 {
-    if (fd < 0 || (size_t)fd >= fdtab_n)
+    if (fd < 0 || (size_t)fd >= rs_fdtab_n)
         return 0;
-    return atomic_load_explicit(&fdtab[fd], memory_order_relaxed);
+    return atomic_load_explicit(&rs_fdtab[fd], memory_order_relaxed);
 }
 
 void rs_cwd_changed(void)
@@ -153,16 +145,16 @@ uint32_t rs_file_opened(int op, int dirfd, const char *path, int flags, int fd, 
 int rs_fdtab_init(void)
 {
     struct rlimit rl;
-    fdtab_n = 1u << 16;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > fdtab_n)
-        fdtab_n = rl.rlim_max < (1u << 22) ? rl.rlim_max : (1u << 22);
-    void *p = mmap(NULL, fdtab_n * sizeof *fdtab, PROT_READ | PROT_WRITE,
+    rs_fdtab_n = 1u << 16;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > rs_fdtab_n)
+        rs_fdtab_n = rl.rlim_max < (1u << 22) ? rl.rlim_max : (1u << 22);
+    void *p = mmap(NULL, rs_fdtab_n * sizeof *rs_fdtab, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
-        fdtab_n = 0;
+        rs_fdtab_n = 0;
         return -1;
     }
-    fdtab = p;
+    rs_fdtab = p;
     rs_cwd_changed();
     rs_io_active = 1;
 
@@ -196,18 +188,3 @@ int rs_fdtab_init(void)
     return 0;
 }
 
-void rs_io_record(int op, uint32_t file, uint64_t t0, uint64_t t1, int64_t offset, int64_t result)
-{
-    struct rs_rec_io *r = rs_reserve(sizeof *r, RS_REC_IO);
-    if (!r)
-        return;
-    r->h.size = sizeof *r;
-    r->h.kind = RS_REC_IO;
-    r->h.op = (uint8_t)op;
-    r->h.file = file;
-    r->start_ns = t0;
-    r->dur_ns = t1 - t0;
-    r->offset = offset;
-    r->result = result;
-    rs_commit(sizeof *r);
-}

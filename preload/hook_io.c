@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
@@ -159,6 +160,59 @@ RS_EXPORT int __openat_2(int dirfd, const char *path, int flags)
 RS_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 {
     RS_OPEN_TIMED(RSF_IO_OPENAT, dirfd, path, flags, RS_REAL(__openat64_2)(dirfd, path, flags));
+}
+
+/* Temporary files: glibc opens them internally, so the plain open hooks do
+ * not see them; the name is known once the call returns. */
+RS_REAL_DECL(mkstemp);
+RS_REAL_DECL(mkostemp);
+RS_REAL_DECL(mkstemps);
+RS_REAL_DECL(mkostemps);
+RS_REAL_DECL(mkstemp64);
+RS_REAL_DECL(mkostemp64);
+RS_REAL_DECL(mkstemps64);
+RS_REAL_DECL(mkostemps64);
+
+RS_EXPORT int mkstemp(char *tmpl)
+{
+    RS_OPEN_TIMED(RSF_IO_OPEN, AT_FDCWD, tmpl, O_RDWR | O_CREAT | O_EXCL, RS_REAL(mkstemp)(tmpl));
+}
+
+RS_EXPORT int mkostemp(char *tmpl, int flags)
+{
+    RS_OPEN_TIMED(RSF_IO_OPEN, AT_FDCWD, tmpl, O_RDWR | O_CREAT | O_EXCL | flags, RS_REAL(mkostemp)(tmpl, flags));
+}
+
+RS_EXPORT int mkstemps(char *tmpl, int suffixlen)
+{
+    RS_OPEN_TIMED(RSF_IO_OPEN, AT_FDCWD, tmpl, O_RDWR | O_CREAT | O_EXCL, RS_REAL(mkstemps)(tmpl, suffixlen));
+}
+
+RS_EXPORT int mkostemps(char *tmpl, int suffixlen, int flags)
+{
+    RS_OPEN_TIMED(RSF_IO_OPEN, AT_FDCWD, tmpl, O_RDWR | O_CREAT | O_EXCL | flags,
+                  RS_REAL(mkostemps)(tmpl, suffixlen, flags));
+}
+
+RS_EXPORT int mkstemp64(char *tmpl)
+{
+    RS_OPEN_TIMED(RSF_IO_OPEN, AT_FDCWD, tmpl, O_RDWR | O_CREAT | O_EXCL, RS_REAL(mkstemp64)(tmpl));
+}
+
+RS_EXPORT int mkostemp64(char *tmpl, int flags)
+{
+    RS_OPEN_TIMED(RSF_IO_OPEN, AT_FDCWD, tmpl, O_RDWR | O_CREAT | O_EXCL | flags, RS_REAL(mkostemp64)(tmpl, flags));
+}
+
+RS_EXPORT int mkstemps64(char *tmpl, int suffixlen)
+{
+    RS_OPEN_TIMED(RSF_IO_OPEN, AT_FDCWD, tmpl, O_RDWR | O_CREAT | O_EXCL, RS_REAL(mkstemps64)(tmpl, suffixlen));
+}
+
+RS_EXPORT int mkostemps64(char *tmpl, int suffixlen, int flags)
+{
+    RS_OPEN_TIMED(RSF_IO_OPEN, AT_FDCWD, tmpl, O_RDWR | O_CREAT | O_EXCL | flags,
+                  RS_REAL(mkostemps64)(tmpl, suffixlen, flags));
 }
 
 /* ---- close and fd copies ---- */

@@ -12,20 +12,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define RS_BLOCK_SIZE (64u << 10)
 #define RS_MAX_THREADS 4096
 #define RS_NIL 0u /* block index 0 means "none"; blocks are numbered from 1 */
 
-struct rs_block {
-    _Atomic uint32_t committed; /* bytes published by the owner */
-    uint32_t consumed;          /* bytes the writer has encoded (writer only) */
-    uint32_t tid;
-    _Atomic uint32_t next;      /* list link: index of the next block */
-    uint8_t *data;
-};
 
 __thread int rs_guard RS_TLS;
-static __thread struct rs_thread *rs_self RS_TLS;
+__thread struct rs_thread *rs_self RS_TLS;
 
 _Atomic int rs_on;
 _Atomic uint32_t rs_writer_wake;
@@ -151,31 +143,23 @@ static struct rs_thread *thread_register(void)
     return NULL;
 }
 
-void *rs_reserve(size_t size, int kind)
+void *rs_reserve_slow(size_t size, int kind)
 {
     struct rs_thread *t = rs_self;
-    if (RS_UNLIKELY(!t) && !(t = thread_register())) {
+    if (!t && !(t = thread_register())) {
         count_drop(kind);
         return NULL;
     }
     struct rs_block *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
-    if (RS_UNLIKELY(!b || t->pos + size > RS_BLOCK_SIZE)) {
-        /* A block that cannot fit even one more record goes to the writer;
-         * a thread without a block tries the free list again. */
+    if (!b || t->pos + size > RS_BLOCK_SIZE) {
+        /* A full block goes to the writer; a thread without a block tries
+         * the free list again. */
         if (size > RS_BLOCK_SIZE || !(b = rotate(t))) {
             count_drop(kind);
             return NULL;
         }
     }
     return b->data + t->pos;
-}
-
-void rs_commit(size_t size)
-{
-    struct rs_thread *t = rs_self;
-    struct rs_block *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
-    t->pos += (uint32_t)size;
-    atomic_store_explicit(&b->committed, t->pos, memory_order_release);
 }
 
 static void pool_fill(void)
