@@ -75,3 +75,16 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# The demo: a simulated 4-rank training job (data loading and checkpoints
+# included) under the agent, then the report.
+DEMO := $(BUILD)/demo
+demo: all
+	@rm -rf $(DEMO) && mkdir -p $(DEMO)/ckpt
+	@echo "demo: 4 simulated ranks under the agent, traces in $(DEMO)/trace"
+	$(Q)LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/sim RINGSIDE_OUT=$(CURDIR)/$(DEMO)/trace \
+	    LD_PRELOAD=$(CURDIR)/$(BUILD)/libagent.so $(BUILD)/simlaunch -n 4 -- \
+	    $(BUILD)/simtrain --steps 30 --layers 4 --data-us 2000 --ckpt-every 10 --ckpt-mb 32 \
+	    --ckpt-dir $(CURDIR)/$(DEMO)/ckpt --straggler 2:1.5
+	$(Q)$(BUILD)/ringside report $(DEMO)/trace -o $(DEMO)/report
+	@echo "demo: report in $(DEMO)/report/report.json"
