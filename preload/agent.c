@@ -249,6 +249,7 @@ __attribute__((constructor)) static void rs_start(int argc, char **argv, char **
     (void)envp;
     rs_guard = 1;
     rs_config_load(argc, argv);
+    rs_clock_init();
     if (rs_cfg.disable) {
         rs_guard = 0;
         return;

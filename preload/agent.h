@@ -65,6 +65,45 @@ static inline uint64_t rs_now(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* ---- hook timestamps (clock.c) ----
+ * Hooks record ticks: TSC counts where the kernel's clocksource is the TSC,
+ * else CLOCK_MONOTONIC ns; the writer turns them into ns. */
+
+extern int rs_tsc_on;
+void rs_clock_init(void);
+
+static inline uint64_t rs_ticks(void)
+{
+#if defined(__x86_64__)
+    if (RS_LIKELY(rs_tsc_on))
+        return __builtin_ia32_rdtsc();
+#endif
+    return rs_now();
+}
+
+/* Ticks to ns: ns = ns + (t - tick) x ns_per_tick, anchored at a pair read
+ * at one drain with the slope measured up to the next. */
+struct rs_tick_map {
+    uint64_t tick, ns;
+    double ns_per_tick;
+};
+
+void rs_tick_map_start(struct rs_tick_map *m);
+/* Reads a new pair into m and the slope since prev (rate 1 without TSC). */
+void rs_tick_map_update(struct rs_tick_map *m, struct rs_tick_map *prev);
+
+static inline uint64_t rs_tick_ns(const struct rs_tick_map *m, uint64_t t)
+{
+    if (!rs_tsc_on)
+        return t;
+    return m->ns + (uint64_t)(int64_t)((double)(int64_t)(t - m->tick) * m->ns_per_tick);
+}
+
+static inline uint64_t rs_tick_dur(const struct rs_tick_map *m, uint64_t d)
+{
+    return rs_tsc_on ? (uint64_t)((double)d * m->ns_per_tick) : d;
+}
+
 /* ---- records (ring.c) ----
  * A hook reserves a record in its thread's current block, fills it and
  * commits it: no lock, no allocation, no system call. When no block is
@@ -79,6 +118,7 @@ struct rs_rec_hdr {
     uint32_t file;           /* file id */
 };
 
+/* Times in records are ticks (rs_ticks); the writer converts them. */
 struct rs_rec_io {
     struct rs_rec_hdr h;
     uint64_t start_ns, dur_ns;

@@ -180,7 +180,7 @@ int rs_fdtab_init(void)
         }
         uint32_t id = atomic_fetch_add_explicit(&next_file, 1, memory_order_relaxed);
         int fl = fcntl(fd, F_GETFL);
-        uint64_t now = rs_now();
+        uint64_t now = rs_ticks();
         record_path(RS_REC_FILE, RSF_IO_OPEN, id, 0, target, fl, fd, now, now);
         rs_fd_set(fd, id);
     }

@@ -51,9 +51,9 @@ static inline int opens_tracked(void)
         if (!tracked(FD, &file_))                                                   \
             return CALL;                                                            \
         rs_guard = 1;                                                               \
-        uint64_t t0_ = rs_now();                                                    \
+        uint64_t t0_ = rs_ticks();                                                    \
         T r = CALL;                                                                 \
-        uint64_t t1_ = rs_now();                                                    \
+        uint64_t t1_ = rs_ticks();                                                    \
         int e_ = errno;                                                             \
         rs_io_record(OP, file_, t0_, t1_, OFF, (FAILED) ? -(int64_t)e_ : (int64_t)(BYTES)); \
         errno = e_;                                                                 \
@@ -86,9 +86,9 @@ static int mode_needed(int flags)
         if (!opens_tracked())                                                       \
             return CALL;                                                            \
         rs_guard = 1;                                                               \
-        uint64_t t0_ = rs_now();                                                    \
+        uint64_t t0_ = rs_ticks();                                                    \
         int fd_ = CALL;                                                             \
-        uint64_t t1_ = rs_now();                                                    \
+        uint64_t t1_ = rs_ticks();                                                    \
         int e_ = errno;                                                             \
         if (fd_ >= 0)                                                               \
             rs_file_opened(OP, DIRFD, PATH, FLAGS, fd_, t0_, t1_);                  \
@@ -237,9 +237,9 @@ RS_EXPORT int close(int fd)
         return RS_REAL(close)(fd);
     }
     rs_guard = 1;
-    uint64_t t0 = rs_now();
+    uint64_t t0 = rs_ticks();
     int r = RS_REAL(close)(fd);
-    uint64_t t1 = rs_now();
+    uint64_t t1 = rs_ticks();
     int e = errno;
     rs_fd_set(fd, 0);
     rs_io_record(RSF_IO_CLOSE, file, t0, t1, -1, r < 0 ? -(int64_t)e : r);
@@ -456,7 +456,7 @@ RS_REAL_DECL(sendfile64);
 static ssize_t two_sided(int op_in, int in, int64_t off_in, int op_out, int out, int64_t off_out,
                          uint64_t t0, ssize_t r)
 {
-    uint64_t t1 = rs_now();
+    uint64_t t1 = rs_ticks();
     int e = errno;
     int64_t res = r < 0 ? -(int64_t)e : r;
     uint32_t fin = rs_fd_file(in), fout = rs_fd_file(out);
@@ -482,7 +482,7 @@ RS_EXPORT ssize_t copy_file_range(int in, off64_t *off_in, int out, off64_t *off
         return RS_REAL(copy_file_range)(in, off_in, out, off_out, len, flags);
     int64_t oi = off_in ? *off_in : -1, oo = off_out ? *off_out : -1;
     rs_guard = 1;
-    uint64_t t0 = rs_now();
+    uint64_t t0 = rs_ticks();
     ssize_t r = RS_REAL(copy_file_range)(in, off_in, out, off_out, len, flags);
     return two_sided(RSF_IO_COPY_IN, in, oi, RSF_IO_COPY_OUT, out, oo, t0, r);
 }
@@ -493,7 +493,7 @@ RS_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
         return RS_REAL(sendfile)(out, in, off, count);
     int64_t oi = off ? *off : -1;
     rs_guard = 1;
-    uint64_t t0 = rs_now();
+    uint64_t t0 = rs_ticks();
     ssize_t r = RS_REAL(sendfile)(out, in, off, count);
     return two_sided(RSF_IO_SENDFILE_IN, in, oi, RSF_IO_SENDFILE_OUT, out, -1, t0, r);
 }
@@ -504,7 +504,7 @@ RS_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
         return RS_REAL(sendfile64)(out, in, off, count);
     int64_t oi = off ? *off : -1;
     rs_guard = 1;
-    uint64_t t0 = rs_now();
+    uint64_t t0 = rs_ticks();
     ssize_t r = RS_REAL(sendfile64)(out, in, off, count);
     return two_sided(RSF_IO_SENDFILE_IN, in, oi, RSF_IO_SENDFILE_OUT, out, -1, t0, r);
 }
@@ -552,9 +552,9 @@ static FILE *fopen_common(__typeof__(fopen) *real, const char *path, const char 
     if (!opens_tracked())
         return real(path, mode);
     rs_guard = 1;
-    uint64_t t0 = rs_now();
+    uint64_t t0 = rs_ticks();
     FILE *fp = real(path, mode);
-    uint64_t t1 = rs_now();
+    uint64_t t1 = rs_ticks();
     int e = errno;
     if (fp && stream_fd(fp) >= 0)
         rs_file_opened(RSF_IO_FOPEN, AT_FDCWD, path, fopen_flags(mode), stream_fd(fp), t0, t1);
@@ -578,9 +578,9 @@ RS_EXPORT int fclose(FILE *fp)
     if (!tracked(fd, &file))
         return RS_REAL(fclose)(fp);
     rs_guard = 1;
-    uint64_t t0 = rs_now();
+    uint64_t t0 = rs_ticks();
     int r = RS_REAL(fclose)(fp);
-    uint64_t t1 = rs_now();
+    uint64_t t1 = rs_ticks();
     int e = errno;
     rs_fd_set(fd, 0);
     rs_io_record(RSF_IO_FCLOSE, file, t0, t1, -1, r == EOF ? -(int64_t)e : 0);

@@ -59,6 +59,7 @@ struct wstate {
     size_t frame_cap;
     LZ4F_cctx *cctx;
     uint64_t last_emit;
+    struct rs_tick_map map;      /* for the records being drained */
 };
 
 static struct wstate w;
@@ -355,7 +356,8 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
             return;
         if (w.nio == IO_CAP)
             emit(0);
-        w.io[w.nio++] = (struct rsf_io_event){ .start_ns = o->start_ns, .dur_ns = o->dur_ns,
+        w.io[w.nio++] = (struct rsf_io_event){ .start_ns = rs_tick_ns(&w.map, o->start_ns),
+                                               .dur_ns = rs_tick_dur(&w.map, o->dur_ns),
                                                .offset = -1, .result = o->result,
                                                .file = h->file, .tid = tid, .op = h->op };
         w.recorded++;
@@ -366,7 +368,8 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
     const struct rs_rec_io *r = (const void *)h;
     if (w.nio == IO_CAP)
         emit(0);
-    w.io[w.nio++] = (struct rsf_io_event){ .start_ns = r->start_ns, .dur_ns = r->dur_ns,
+    w.io[w.nio++] = (struct rsf_io_event){ .start_ns = rs_tick_ns(&w.map, r->start_ns),
+                                           .dur_ns = rs_tick_dur(&w.map, r->dur_ns),
                                            .offset = r->offset, .result = r->result,
                                            .file = h->file, .tid = tid, .op = h->op };
     w.recorded++;
@@ -389,7 +392,13 @@ static void *writer_main(void *arg)
         }
         uint32_t req = atomic_load(&req_seq);
         int final = atomic_exchange(&req_final, 0);
+        /* Records drained now were made since the last pair (nearly all):
+         * convert them on the line through that pair and a new one. */
+        struct rs_tick_map next;
+        rs_tick_map_update(&next, &w.map);
+        w.map.ns_per_tick = next.ns_per_tick;
         rs_ring_drain(take_record, NULL);
+        w.map = next;
         if (req != served || final || rs_now() >= w.last_emit + period)
             emit(final);
         if (req != served) {
@@ -410,6 +419,7 @@ static int state_init(void)
     if (!w.io || LZ4F_isError(LZ4F_createCompressionContext(&w.cctx, LZ4F_VERSION)))
         return -1;
     w.last_emit = rs_now();
+    rs_tick_map_start(&w.map);
     return 0;
 }
 

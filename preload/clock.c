@@ -1,0 +1,58 @@
+/* Timestamps for the hooks. Where the kernel itself keeps time with the TSC
+ * (its clocksource is "tsc", so the counter is invariant and synchronised),
+ * hooks read the TSC directly, which costs a fraction of clock_gettime; the
+ * writer turns ticks into CLOCK_MONOTONIC ns by interpolating between
+ * (tick, monotonic) pairs it takes at each drain. Elsewhere ticks are ns. */
+#include "preload/agent.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+int rs_tsc_on;
+
+void rs_clock_init(void)
+{
+#if defined(__x86_64__)
+    char buf[32] = "";
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        buf[n > 0 ? n : 0] = 0;
+    }
+    rs_tsc_on = strcmp(buf, "tsc\n") == 0;
+#endif
+}
+
+/* A (tick, ns) pair read back to back; the tick is the midpoint of two reads. */
+static void pair_now(struct rs_tick_map *m)
+{
+    uint64_t a = rs_ticks();
+    uint64_t ns = rs_now();
+    uint64_t b = rs_ticks();
+    m->tick = a + (b - a) / 2;
+    m->ns = ns;
+}
+
+void rs_tick_map_start(struct rs_tick_map *m)
+{
+    pair_now(m);
+    m->ns_per_tick = 1.0;
+}
+
+void rs_tick_map_update(struct rs_tick_map *m, struct rs_tick_map *prev)
+{
+    if (!rs_tsc_on) {
+        *m = (struct rs_tick_map){ 0, 0, 1.0 };
+        return;
+    }
+    /* A slope over less than 1 ms would be noisy; the writer thread waits
+     * for that much once rather than guess a rate. */
+    pair_now(m);
+    while (m->ns - prev->ns < 1000000u) {
+        usleep(200);
+        pair_now(m);
+    }
+    m->ns_per_tick = (double)(m->ns - prev->ns) / (double)(m->tick - prev->tick);
+}
