@@ -1,0 +1,232 @@
+// Holds the hand-written C side of the trace format against the code that
+// Debian's flatc generates from formats/trace.fbs ($(BUILD)/gen): struct
+// layouts, enum names and table slots (at compile time where C++ can see
+// them, else through flatc's mini-reflection tables), then runs flatbuffers'
+// own C++ Verifier on every size-prefixed chunk file named on the command line.
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+// trace.h states its layouts with C11's _Static_assert, which C++ spells
+// static_assert; its functions have C linkage.
+#define _Static_assert static_assert
+extern "C" {
+#include "formats/chunk.h"
+#include "formats/trace.h"
+}
+#undef _Static_assert
+
+#include "trace_generated.h"
+
+namespace fb = flatbuffers;
+
+// ---- compile time: sizes, alignments, enum values, vtable slots ----
+
+#define SAME_SIZE(gen, c)                                                            \
+    static_assert(sizeof(ringside::gen) == sizeof(struct c), #gen " size");          \
+    static_assert(alignof(ringside::gen) == alignof(struct c), #gen " alignment")
+SAME_SIZE(ClockPair, rsf_clock_pair);
+SAME_SIZE(IoEvent, rsf_io_event);
+SAME_SIZE(FileRef, rsf_file_ref);
+SAME_SIZE(ThreadRef, rsf_thread_ref);
+
+#define SAME_VALUE(gen, c) static_assert(int(ringside::gen) == int(c), #gen)
+SAME_VALUE(Role_rank, RSF_ROLE_RANK);
+SAME_VALUE(Role_child, RSF_ROLE_CHILD);
+SAME_VALUE(Role_other, RSF_ROLE_OTHER);
+SAME_VALUE(Role_MAX, RSF_ROLE_OTHER);
+SAME_VALUE(IoOp_MAX, RSF_IO_NOPS - 1);
+
+// A field's vtable entry sits at 4 + 2 x slot; the last slot + 1 is the count.
+#define SLOT(table, VT, C) static_assert(ringside::table::VT == 4 + 2 * (C), #table "." #VT)
+SLOT(Setting, VT_KEY, RSF_SETTING_KEY);
+SLOT(Setting, VT_VALUE, RSF_SETTING_VALUE);
+static_assert(ringside::Setting::VT_VALUE == 2 + 2 * RSF_SETTING_NSLOTS, "Setting slots");
+SLOT(Meta, VT_FORMAT_VERSION, RSF_META_FORMAT_VERSION);
+SLOT(Meta, VT_HOST, RSF_META_HOST);
+SLOT(Meta, VT_PID, RSF_META_PID);
+SLOT(Meta, VT_PPID, RSF_META_PPID);
+SLOT(Meta, VT_RANK, RSF_META_RANK);
+SLOT(Meta, VT_LOCAL_RANK, RSF_META_LOCAL_RANK);
+SLOT(Meta, VT_WORLD_SIZE, RSF_META_WORLD_SIZE);
+SLOT(Meta, VT_PARENT_RANK, RSF_META_PARENT_RANK);
+SLOT(Meta, VT_ROLE, RSF_META_ROLE);
+SLOT(Meta, VT_JOB, RSF_META_JOB);
+SLOT(Meta, VT_ARGV, RSF_META_ARGV);
+SLOT(Meta, VT_START, RSF_META_START);
+SLOT(Meta, VT_SETTINGS, RSF_META_SETTINGS);
+SLOT(Meta, VT_AGENT_VERSION, RSF_META_AGENT_VERSION);
+SLOT(Meta, VT_CUDA_VERSION, RSF_META_CUDA_VERSION);
+SLOT(Meta, VT_NCCL_VERSION, RSF_META_NCCL_VERSION);
+static_assert(ringside::Meta::VT_NCCL_VERSION == 2 + 2 * RSF_META_NSLOTS, "Meta slots");
+SLOT(Counters, VT_RECORDED, RSF_COUNTERS_RECORDED);
+SLOT(Counters, VT_DROPPED, RSF_COUNTERS_DROPPED);
+SLOT(Counters, VT_DROPPED_IO, RSF_COUNTERS_DROPPED_IO);
+static_assert(ringside::Counters::VT_DROPPED_IO == 2 + 2 * RSF_COUNTERS_NSLOTS, "Counters slots");
+SLOT(Chunk, VT_SEQ, RSF_CHUNK_SEQ);
+SLOT(Chunk, VT_META, RSF_CHUNK_META);
+SLOT(Chunk, VT_STRINGS_BASE, RSF_CHUNK_STRINGS_BASE);
+SLOT(Chunk, VT_STRINGS, RSF_CHUNK_STRINGS);
+SLOT(Chunk, VT_FILES, RSF_CHUNK_FILES);
+SLOT(Chunk, VT_THREADS, RSF_CHUNK_THREADS);
+SLOT(Chunk, VT_CLOCKS, RSF_CHUNK_CLOCKS);
+SLOT(Chunk, VT_IO, RSF_CHUNK_IO);
+SLOT(Chunk, VT_COUNTERS, RSF_CHUNK_COUNTERS);
+SLOT(Chunk, VT_END, RSF_CHUNK_END);
+static_assert(ringside::Chunk::VT_END == 2 + 2 * RSF_CHUNK_NSLOTS, "Chunk slots");
+
+// ---- run time: what C++ keeps private (struct field offsets) and names ----
+
+static int failures;
+
+static void fail(const std::string &what)
+{
+    std::fprintf(stderr, "flatc_verify: %s\n", what.c_str());
+    failures++;
+}
+
+struct cfield {
+    const char *name;
+    size_t offset, size;
+};
+#define CF(type, f) { #f, offsetof(struct type, f), sizeof(((struct type *)0)->f) }
+
+static const cfield clock_pair_fields[] = { CF(rsf_clock_pair, mono_ns), CF(rsf_clock_pair, real_ns) };
+static const cfield io_event_fields[] = {
+    CF(rsf_io_event, start_ns), CF(rsf_io_event, dur_ns), CF(rsf_io_event, offset),
+    CF(rsf_io_event, result), CF(rsf_io_event, file), CF(rsf_io_event, tid), CF(rsf_io_event, op),
+};
+static const cfield file_ref_fields[] = { CF(rsf_file_ref, id), CF(rsf_file_ref, path),
+                                          CF(rsf_file_ref, flags) };
+static const cfield thread_ref_fields[] = { CF(rsf_thread_ref, tid), CF(rsf_thread_ref, name) };
+
+// flatc's struct type table lists each field's offset and, after them, the
+// struct's size; a field's size is the gap to the next offset less padding,
+// so it is taken from the element type instead.
+static size_t elem_size(unsigned base_type)
+{
+    switch (base_type) {
+    case fb::ET_BOOL: case fb::ET_CHAR: case fb::ET_UCHAR: return 1;
+    case fb::ET_SHORT: case fb::ET_USHORT: return 2;
+    case fb::ET_INT: case fb::ET_UINT: case fb::ET_FLOAT: return 4;
+    case fb::ET_LONG: case fb::ET_ULONG: case fb::ET_DOUBLE: return 8;
+    default: return 0;
+    }
+}
+
+template <size_t N>
+static void check_struct(const char *name, const fb::TypeTable *tt, const cfield (&c)[N], size_t csize)
+{
+    if (tt->num_elems != N) {
+        fail(std::string(name) + ": field count differs from trace.h");
+        return;
+    }
+    for (size_t i = 0; i < N; i++) {
+        std::string where = std::string(name) + "." + c[i].name;
+        if (std::strcmp(tt->names[i], c[i].name) != 0)
+            fail(where + ": flatc names this field " + tt->names[i]);
+        if ((size_t)tt->values[i] != c[i].offset)
+            fail(where + ": offset " + std::to_string(c[i].offset) + ", flatc says " +
+                 std::to_string(tt->values[i]));
+        if (elem_size(tt->type_codes[i].base_type) != c[i].size)
+            fail(where + ": size differs from flatc's");
+    }
+    if ((size_t)tt->values[N] != csize)
+        fail(std::string(name) + ": size differs from flatc's");
+}
+
+// The field kind of formats/chunk.c's descriptors that a flatc type code means.
+static int kind_of(const fb::TypeCode &tc, const fb::TypeTable *ref)
+{
+    switch (tc.base_type) {
+    case fb::ET_BOOL: return tc.is_repeating ? -1 : RSF_F_BOOL;
+    case fb::ET_UCHAR: return tc.is_repeating ? -1 : RSF_F_U8;
+    case fb::ET_UINT: return tc.is_repeating ? -1 : RSF_F_U32;
+    case fb::ET_INT: return tc.is_repeating ? -1 : RSF_F_I32;
+    case fb::ET_ULONG: return tc.is_repeating ? -1 : RSF_F_U64;
+    case fb::ET_LONG: return tc.is_repeating ? -1 : RSF_F_I64;
+    case fb::ET_STRING: return tc.is_repeating ? RSF_F_VEC_STRING : RSF_F_STRING;
+    case fb::ET_SEQUENCE:
+        if (ref->st == fb::ST_STRUCT)
+            return tc.is_repeating ? RSF_F_VEC_STRUCT : RSF_F_STRUCT;
+        if (ref->st == fb::ST_TABLE)
+            return tc.is_repeating ? RSF_F_VEC_TABLE : RSF_F_TABLE;
+        return -1;
+    default: return -1;
+    }
+}
+
+// Walks a C table descriptor and flatc's type table side by side.
+static void check_table(const char *name, const struct rsf_table_desc *d, const fb::TypeTable *tt)
+{
+    if (d->nfields != tt->num_elems) {
+        fail(std::string(name) + ": " + std::to_string(d->nfields) + " fields in the descriptor, " +
+             std::to_string(tt->num_elems) + " in trace.fbs");
+        return;
+    }
+    for (size_t i = 0; i < tt->num_elems; i++) {
+        const struct rsf_field_desc *f = &d->fields[i];
+        const fb::TypeCode &tc = tt->type_codes[i];
+        const fb::TypeTable *ref =
+            tc.sequence_ref >= 0 && tt->type_refs ? tt->type_refs[tc.sequence_ref]() : nullptr;
+        std::string where = std::string(name) + "." + tt->names[i];
+        if (std::strcmp(f->name, tt->names[i]) != 0)
+            fail(where + ": the descriptor names slot " + std::to_string(i) + " " + f->name);
+        // An enum field is its underlying scalar; its type ref is the enum.
+        if (f->kind != kind_of(tc, tc.base_type == fb::ET_SEQUENCE ? ref : nullptr)) {
+            fail(where + ": kind differs from trace.fbs");
+            continue;
+        }
+        if ((f->kind == RSF_F_STRUCT || f->kind == RSF_F_VEC_STRUCT) &&
+            (size_t)ref->values[ref->num_elems] != f->size)
+            fail(where + ": struct size differs from trace.fbs");
+        if (f->kind == RSF_F_TABLE || f->kind == RSF_F_VEC_TABLE)
+            check_table(tt->names[i], f->table, ref);
+    }
+}
+
+static void check_schema()
+{
+    check_struct("ClockPair", ringside::ClockPairTypeTable(), clock_pair_fields,
+                 sizeof(struct rsf_clock_pair));
+    check_struct("IoEvent", ringside::IoEventTypeTable(), io_event_fields, sizeof(struct rsf_io_event));
+    check_struct("FileRef", ringside::FileRefTypeTable(), file_ref_fields, sizeof(struct rsf_file_ref));
+    check_struct("ThreadRef", ringside::ThreadRefTypeTable(), thread_ref_fields,
+                 sizeof(struct rsf_thread_ref));
+    check_table("Chunk", &rsf_chunk_desc, ringside::ChunkTypeTable());
+    for (unsigned op = 0; op <= ringside::IoOp_MAX; op++) {
+        const char *mine = rsf_io_op_name(op);
+        const char *theirs = ringside::EnumNameIoOp(static_cast<ringside::IoOp>(op));
+        if (!mine || std::strcmp(mine, theirs) != 0)
+            fail("IoOp " + std::to_string(op) + ": trace.h says " + (mine ? mine : "(none)") +
+                 ", trace.fbs " + theirs);
+    }
+    if (rsf_io_op_name(ringside::IoOp_MAX + 1) != nullptr)
+        fail("rsf_io_op_name names a value past the end of IoOp");
+}
+
+// One size-prefixed Chunk per file, as flatc -b --size-prefixed writes it.
+static void verify_file(const char *path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        fail(std::string(path) + ": cannot open");
+        return;
+    }
+    std::vector<uint8_t> buf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    fb::Verifier v(buf.data(), buf.size());
+    if (!ringside::VerifySizePrefixedChunkBuffer(v))
+        fail(std::string(path) + ": flatbuffers' Verifier rejects it");
+}
+
+int main(int argc, char **argv)
+{
+    check_schema();
+    for (int i = 1; i < argc; i++)
+        verify_file(argv[i]);
+    return failures ? 1 : 0;
+}
