@@ -1,6 +1,6 @@
 /* The C mirror of formats/trace.fbs: struct layouts, enum values and table
  * field slots, shared by the agent's writer and the reporter's reader. The
- * layouts are held against flatc's generated code by tests/unit/test_schema;
+ * layouts are held against flatc's generated code by tests/flatc_verify.cc;
  * change trace.fbs and this header together, adding at the end only. */
 #ifndef RSF_TRACE_H
 #define RSF_TRACE_H

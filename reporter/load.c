@@ -53,14 +53,18 @@ int rsr_walk_file(const char *path, rsr_chunk_fn fn, void *arg, struct rsr_walk 
             ret = -1;
             break;
         }
-        add_problem(w, r.frame_off, err, 0, 0);
-        if (err == RSF_ERR_TRUNCATED) {
-            w->cut_short = 1;
-            w->bad_bytes += w->file_size - r.frame_off;
+        /* A frame can look cut short only because damage made it longer
+         * (a flipped block size): it is the file's end only if no frame
+         * follows it. When none does, resync counts the rest as bad. */
+        uint64_t at = r.frame_off;
+        int more = rsf_reader_resync(&r) == RSF_ERR_OK;
+        if (err == RSF_ERR_TRUNCATED && more)
+            err = RSF_ERR_LZ4;
+        add_problem(w, at, err, 0, 0);
+        if (!more) {
+            w->cut_short = err == RSF_ERR_TRUNCATED;
             break;
         }
-        if (rsf_reader_resync(&r) != RSF_ERR_OK)
-            break;
     }
     w->bad_bytes += r.bad_bytes;
     rsf_reader_close(&r);

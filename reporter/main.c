@@ -37,29 +37,39 @@ static int cmd_report(int argc, char **argv)
     int n = 0, out_given = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--out") == 0) {
-            if (++i == argc)
+            if (++i == argc) {
+                free(paths);
                 return bad_usage("-o needs a folder");
+            }
             o.out_dir = argv[i];
             out_given = 1;
         } else if (strcmp(argv[i], "--json") == 0) {
-            if (++i == argc)
+            if (++i == argc) {
+                free(paths);
                 return bad_usage("--json needs a file name");
+            }
             o.json_path = argv[i];
         } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
             o.quiet = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "ringside: report: unknown option %s\n", argv[i]);
+            free(paths);
             return 2;
         } else {
             paths[n++] = argv[i];
         }
     }
-    if (n == 0)
-        return bad_usage("report needs at least one trace folder");
-    /* --json alone writes just that file. */
-    if (o.json_path && !out_given)
-        o.out_dir = NULL;
-    return rsr_report_main(paths, n, &o);
+    int rc;
+    if (n == 0) {
+        rc = bad_usage("report needs at least one trace folder");
+    } else {
+        /* --json alone writes just that file. */
+        if (o.json_path && !out_given)
+            o.out_dir = NULL;
+        rc = rsr_report_main(paths, n, &o);
+    }
+    free(paths);
+    return rc;
 }
 
 int main(int argc, char **argv)

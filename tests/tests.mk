@@ -28,3 +28,4 @@ test-build: all $(UNIT_BIN) $(PROG_BIN) $(TEST_EXTRA)
 test: deps
 	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)BUILD=$(BUILD) sh tests/run.sh
+include tests/format.mk

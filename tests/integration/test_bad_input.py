@@ -231,13 +231,6 @@ def main():
             if lz4.returncode == 0 and lz4.stdout == plain:
                 case.dump(problems, 0, None, chunks)
                 continue
-            if frame_end(bad, frames[k]) is None:
-                # A block size now runs past the end of the file, so the
-                # frame looks cut short; reporter/load.c then stops instead of
-                # looking for the next frame (reported with a patch), so only
-                # the frames before it are required for now.
-                case.dump(problems, 1, frames[k], chunks[:k], prefix=True)
-                continue
             case.dump(problems, 1, frames[k], chunks[:k] + chunks[k + 1:])
             if n % 4 == 0:
                 case.report(problems, readable=nframes > 1)
