@@ -30,6 +30,20 @@ def check(name, cond, why=""):
     return cond
 
 
+def report_problems(name, problems):
+    """One check over a list of problems: ok when empty, else the first few."""
+    more = " (and %d more)" % (len(problems) - 1) if len(problems) > 1 else ""
+    ok = check(name, not problems, (problems[0] + more) if problems else "")
+    for extra in problems[1:10]:
+        print("    " + extra)
+    return ok
+
+
+def failures():
+    """How many checks have failed so far."""
+    return _failed
+
+
 def skip(name, why):
     print("skip %s: %s" % (name, why), flush=True)
 

@@ -15,10 +15,8 @@ import struct
 import subprocess
 import sys
 import tempfile
+from rstest import ROOT, BUILD, AGENT, failures, report_problems
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
-AGENT = os.path.join(BUILD, "libagent.so")
 SANITIZED = os.path.join(BUILD, "asan", "ringside")
 RINGSIDE = SANITIZED if os.path.exists(SANITIZED) else os.path.join(BUILD, "ringside")
 # Leaks are the fuzzer's to find (it walks the same reader with LeakSanitizer
@@ -26,20 +24,6 @@ RINGSIDE = SANITIZED if os.path.exists(SANITIZED) else os.path.join(BUILD, "ring
 SAN_ENV = dict(os.environ, ASAN_OPTIONS="abort_on_error=1:detect_leaks=0",
                UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1")
 SEED = 20240601
-
-failed = 0
-
-
-def report(name, problems):
-    global failed
-    if problems:
-        failed += 1
-        print(f"not ok {name}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
-        for p in problems[1:10]:
-            print("    " + p)
-    else:
-        print(f"ok {name}")
-
 
 def frame_end(data, at):
     """Where the LZ4 frame at offset at ends, by the frame format's own rules
@@ -176,7 +160,7 @@ def main():
         rc, out, err = run(["dump", whole.path])
         chunks = chunk_lines(out)
         if rc != 0 or len(chunks) != nframes or nframes < 3:
-            report("bad_input_baseline", [f"dump of the whole trace: exit {rc}, {len(chunks)} chunks of "
+            report_problems("bad_input_baseline", [f"dump of the whole trace: exit {rc}, {len(chunks)} chunks of "
                                           f"{nframes} frames (3 or more wanted): {err.strip()[:200]}"])
             return 1
 
@@ -195,26 +179,26 @@ def main():
             case.dump(problems, 0 if at_boundary else 1, None if at_boundary else frames[k], chunks[:k])
             if i % 4 == 0:  # report repeats the walk: a sample is enough
                 case.report(problems, readable=k > 0)
-        report("truncated_at_many_offsets", problems)
+        report_problems("truncated_at_many_offsets", problems)
 
         problems = []
         case = Case(tmp, "empty", b"")
         case.dump(problems, 1, 0, [])
         case.report(problems, readable=False)
-        report("zero_length_file", problems)
+        report_problems("zero_length_file", problems)
 
         problems = []
         case = Case(tmp, "magic", b"\x00" + data[1:])
         case.dump(problems, 1, 0, chunks[1:])
         case.report(problems, readable=True)
-        report("wrong_magic_resyncs_to_next_frame", problems)
+        report_problems("wrong_magic_resyncs_to_next_frame", problems)
 
         problems = []
         for n in (1, 5, 64, 4096, 100000):
             case = Case(tmp, f"random{n}", bytes(rng.randrange(256) for _ in range(n)))
             case.dump(problems, 1, 0, [])
             case.report(problems, readable=False)
-        report("random_bytes", problems)
+        report_problems("random_bytes", problems)
 
         # One bit flipped: the frame's checksums catch it and only that frame
         # is lost, unless the flip leaves the decoded bytes as they were (a
@@ -234,9 +218,9 @@ def main():
             case.dump(problems, 1, frames[k], chunks[:k] + chunks[k + 1:])
             if n % 4 == 0:
                 case.report(problems, readable=nframes > 1)
-        report("single_bit_flips", problems)
+        report_problems("single_bit_flips", problems)
     print(f"# ringside under test: {RINGSIDE}")
-    return 1 if failed else 0
+    return 1 if failures() else 0
 
 
 if __name__ == "__main__":

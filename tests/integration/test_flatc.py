@@ -12,27 +12,10 @@ import struct
 import subprocess
 import sys
 import tempfile
+from rstest import ROOT, BUILD, RINGSIDE, AGENT, failures, report_problems
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
 SCHEMA = os.path.join(ROOT, "formats", "trace.fbs")
-RINGSIDE = os.path.join(BUILD, "ringside")
-AGENT = os.path.join(BUILD, "libagent.so")
 VERIFY = os.path.join(BUILD, "tests", "flatc_verify")
-
-failed = 0
-
-
-def report(name, problems):
-    global failed
-    if problems:
-        failed += 1
-        print(f"not ok {name}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
-        for p in problems[1:10]:
-            print("    " + p)
-    else:
-        print(f"ok {name}")
-
 
 def run(cmd, **kw):
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False, **kw)
@@ -160,7 +143,7 @@ def check_program(name, cmd, tmp, min_chunks):
             problems += compare(f"{os.path.basename(path)} chunk {i}", fl, dm)
     if nchunks < min_chunks:
         problems.append(f"at most {nchunks} chunks in a file, wanted {min_chunks} or more")
-    report(f"flatc_matches_dump_{name}", problems)
+    report_problems(f"flatc_matches_dump_{name}", problems)
     return files, chunk_files
 
 
@@ -230,16 +213,16 @@ def reverse_direction(tmp):
                 json.dump(chunk, f)
             r = run(["flatc", "-b", "--size-prefixed", "-o", d, SCHEMA, src])
             if r.returncode != 0:
-                return report("flatc_binary_read_by_dump", ["flatc -b: " + r.stderr.decode(errors="replace")])
+                return report_problems("flatc_binary_read_by_dump", ["flatc -b: " + r.stderr.decode(errors="replace")])
             r = run(["lz4", "-c", "--content-size", os.path.join(d, f"c{n}.bin")])
             if r.returncode != 0:
-                return report("flatc_binary_read_by_dump", ["lz4: " + r.stderr.decode(errors="replace")])
+                return report_problems("flatc_binary_read_by_dump", ["lz4: " + r.stderr.decode(errors="replace")])
             t.write(r.stdout)
     problems = []
     try:
         dumped = dump(trace)
     except RuntimeError as e:
-        return report("flatc_binary_read_by_dump", [str(e)])
+        return report_problems("flatc_binary_read_by_dump", [str(e)])
     meta_defaults = {"format_version": 0, "pid": 0, "ppid": 0, "rank": -1, "local_rank": -1,
                      "world_size": -1, "parent_rank": -1, "role": "other", "job": None,
                      "agent_version": None, "cuda_version": 0, "nccl_version": 0}
@@ -254,7 +237,7 @@ def reverse_direction(tmp):
             problems.append(f"io paths resolved as {names}")
         if dumped[1]["file"][0]["name"] != "/d":
             problems.append("file 3 of chunk 1 not named from its own strings")
-    report("flatc_binary_read_by_dump", problems)
+    report_problems("flatc_binary_read_by_dump", problems)
 
 
 def main():
@@ -263,7 +246,7 @@ def main():
             print(f"not ok flatc: {exe} is not built")
             return 1
     r = run([VERIFY])
-    report("layouts_enums_slots_match_flatc", [r.stderr.decode().strip()] if r.returncode else [])
+    report_problems("layouts_enums_slots_match_flatc", [r.stderr.decode().strip()] if r.returncode else [])
     with tempfile.TemporaryDirectory(prefix="rs-flatc-") as tmp:
         target = os.path.join(tmp, "donn\u00e9es 1.bin")
         dd_out = os.path.join(tmp, "dd.out")
@@ -274,14 +257,14 @@ def main():
         # The agent's records against what the programs really wrote.
         got = (written_to(dd_files, dd_out), written_to(py_files, target))
         want = (8 * 4096, os.path.getsize(target))
-        report("io_bytes_match_the_files", [] if got == want else [f"recorded {got}, files hold {want}"])
+        report_problems("io_bytes_match_the_files", [] if got == want else [f"recorded {got}, files hold {want}"])
 
         chunks = dd_chunks + py_chunks
         r = run([VERIFY] + chunks)
-        report("cxx_verifier_accepts_every_chunk",
+        report_problems("cxx_verifier_accepts_every_chunk",
                [r.stderr.decode().strip()] if r.returncode or not chunks else [])
         reverse_direction(tmp)
-    return 1 if failed else 0
+    return 1 if failures() else 0
 
 
 if __name__ == "__main__":
