@@ -41,8 +41,17 @@ static const struct rsf_field_desc counters_fields[RSF_COUNTERS_NSLOTS] = {
     [RSF_COUNTERS_RECORDED] = SCALAR("recorded", RSF_F_U64),
     [RSF_COUNTERS_DROPPED] = SCALAR("dropped", RSF_F_U64),
     [RSF_COUNTERS_DROPPED_IO] = SCALAR("dropped_io", RSF_F_U64),
+    [RSF_COUNTERS_DROPPED_GPU] = SCALAR("dropped_gpu", RSF_F_U64),
+    [RSF_COUNTERS_DROPPED_NCCL] = SCALAR("dropped_nccl", RSF_F_U64),
+    [RSF_COUNTERS_DROPPED_SAMPLES] = SCALAR("dropped_samples", RSF_F_U64),
 };
 static const struct rsf_table_desc counters_desc = { "Counters", RSF_COUNTERS_NSLOTS, counters_fields };
+
+static const struct rsf_field_desc stack_fields[RSF_STACK_NSLOTS] = {
+    [RSF_STACK_ID] = SCALAR("id", RSF_F_U32),
+    [RSF_STACK_FRAMES] = STRUCTF("frames", RSF_F_VEC_STRUCT, struct rsf_frame),
+};
+static const struct rsf_table_desc stack_desc = { "Stack", RSF_STACK_NSLOTS, stack_fields };
 
 static const struct rsf_field_desc chunk_fields[RSF_CHUNK_NSLOTS] = {
     [RSF_CHUNK_SEQ] = SCALAR("seq", RSF_F_U32),
@@ -55,6 +64,14 @@ static const struct rsf_field_desc chunk_fields[RSF_CHUNK_NSLOTS] = {
     [RSF_CHUNK_IO] = STRUCTF("io", RSF_F_VEC_STRUCT, struct rsf_io_event),
     [RSF_CHUNK_COUNTERS] = TABLEF("counters", RSF_F_TABLE, counters_desc),
     [RSF_CHUNK_END] = SCALAR("end", RSF_F_BOOL),
+    [RSF_CHUNK_GPU] = STRUCTF("gpu", RSF_F_VEC_STRUCT, struct rsf_gpu_event),
+    [RSF_CHUNK_SYNCS] = STRUCTF("syncs", RSF_F_VEC_STRUCT, struct rsf_sync_event),
+    [RSF_CHUNK_COLLS] = STRUCTF("colls", RSF_F_VEC_STRUCT, struct rsf_coll_event),
+    [RSF_CHUNK_COMMS] = STRUCTF("comms", RSF_F_VEC_STRUCT, struct rsf_comm_event),
+    [RSF_CHUNK_MEMS] = STRUCTF("mems", RSF_F_VEC_STRUCT, struct rsf_mem_event),
+    [RSF_CHUNK_STACKS] = TABLEF("stacks", RSF_F_VEC_TABLE, stack_desc),
+    [RSF_CHUNK_SAMPLES] = STRUCTF("samples", RSF_F_VEC_STRUCT, struct rsf_sample),
+    [RSF_CHUNK_MODULES] = STRUCTF("modules", RSF_F_VEC_STRUCT, struct rsf_module),
 };
 const struct rsf_table_desc rsf_chunk_desc = { "Chunk", RSF_CHUNK_NSLOTS, chunk_fields };
 
@@ -78,6 +95,23 @@ int rsf_io_op_dir(unsigned op)
 {
     return op < RSF_IO_NOPS ? rsf_io_dirs[op] : RSF_DIR_NONE;
 }
+
+#define RSF_NAME(id, name) #name,
+#define RSF_NAME_FN(fn, LIST)                                          \
+    const char *fn(unsigned v)                                         \
+    {                                                                  \
+        static const char *const names[] = { LIST(RSF_NAME) };         \
+        return v < sizeof names / sizeof names[0] ? names[v] : NULL;   \
+    }
+RSF_NAME_FN(rsf_gpu_kind_name, RSF_GPU_KINDS)
+RSF_NAME_FN(rsf_copy_dir_name, RSF_COPY_DIRS)
+RSF_NAME_FN(rsf_sync_kind_name, RSF_SYNC_KINDS)
+RSF_NAME_FN(rsf_coll_op_name, RSF_COLL_OPS)
+RSF_NAME_FN(rsf_comm_kind_name, RSF_COMM_KINDS)
+RSF_NAME_FN(rsf_mem_kind_name, RSF_MEM_KINDS)
+RSF_NAME_FN(rsf_sample_kind_name, RSF_SAMPLE_KINDS)
+#undef RSF_NAME_FN
+#undef RSF_NAME
 
 /* ---- encoding ---- */
 
@@ -103,6 +137,8 @@ struct enc {
     struct rsf_val counters[RSF_COUNTERS_NSLOTS];
     struct rsf_val *settings;
     const struct rsf_val **setting_ptrs;
+    struct rsf_val *stacks;             /* RSF_STACK_NSLOTS per stack */
+    const struct rsf_val **stack_ptrs;
 };
 
 static int enc_fill(struct enc *e, const struct rsf_chunk *c)
@@ -151,10 +187,33 @@ static int enc_fill(struct enc *e, const struct rsf_chunk *c)
         e->counters[RSF_COUNTERS_RECORDED] = uval(c->counters->recorded);
         e->counters[RSF_COUNTERS_DROPPED] = uval(c->counters->dropped);
         e->counters[RSF_COUNTERS_DROPPED_IO] = uval(c->counters->dropped_io);
+        e->counters[RSF_COUNTERS_DROPPED_GPU] = uval(c->counters->dropped_gpu);
+        e->counters[RSF_COUNTERS_DROPPED_NCCL] = uval(c->counters->dropped_nccl);
+        e->counters[RSF_COUNTERS_DROPPED_SAMPLES] = uval(c->counters->dropped_samples);
         e->chunk[RSF_CHUNK_COUNTERS] = (struct rsf_val){ .set = 1, .p = e->counters };
     }
     if (c->end)
         e->chunk[RSF_CHUNK_END] = uval(1);
+    e->chunk[RSF_CHUNK_GPU] = vval(c->gpu, c->ngpu);
+    e->chunk[RSF_CHUNK_SYNCS] = vval(c->syncs, c->nsyncs);
+    e->chunk[RSF_CHUNK_COLLS] = vval(c->colls, c->ncolls);
+    e->chunk[RSF_CHUNK_COMMS] = vval(c->comms, c->ncomms);
+    e->chunk[RSF_CHUNK_MEMS] = vval(c->mems, c->nmems);
+    e->chunk[RSF_CHUNK_SAMPLES] = vval(c->samples, c->nsamples);
+    e->chunk[RSF_CHUNK_MODULES] = vval(c->modules, c->nmodules);
+    if (c->nstacks) {
+        e->stacks = calloc(c->nstacks, RSF_STACK_NSLOTS * sizeof *e->stacks);
+        e->stack_ptrs = calloc(c->nstacks, sizeof *e->stack_ptrs);
+        if (!e->stacks || !e->stack_ptrs)
+            return RSF_ERR_NOMEM;
+        for (uint32_t i = 0; i < c->nstacks; i++) {
+            struct rsf_val *t = e->stacks + i * RSF_STACK_NSLOTS;
+            t[RSF_STACK_ID] = uval(c->stacks[i].id);
+            t[RSF_STACK_FRAMES] = vval(c->stacks[i].frames, c->stacks[i].nframes);
+            e->stack_ptrs[i] = t;
+        }
+        e->chunk[RSF_CHUNK_STACKS] = vval(e->stack_ptrs, c->nstacks);
+    }
     return RSF_ERR_OK;
 }
 
@@ -162,6 +221,8 @@ static void enc_free(struct enc *e)
 {
     free(e->settings);
     free(e->setting_ptrs);
+    free(e->stacks);
+    free(e->stack_ptrs);
 }
 
 size_t rsf_chunk_bound(const struct rsf_chunk *c)
@@ -264,6 +325,13 @@ int rsf_chunk_decode(const uint8_t *buf, size_t size, struct rsf_chunk_view *v, 
     c->clocks = struct_vec(buf, t, RSF_CHUNK_CLOCKS, &c->nclocks);
     c->io = struct_vec(buf, t, RSF_CHUNK_IO, &c->nio);
     c->end = rsf_fb_u8(buf, t, RSF_CHUNK_END, 0) != 0;
+    c->gpu = struct_vec(buf, t, RSF_CHUNK_GPU, &c->ngpu);
+    c->syncs = struct_vec(buf, t, RSF_CHUNK_SYNCS, &c->nsyncs);
+    c->colls = struct_vec(buf, t, RSF_CHUNK_COLLS, &c->ncolls);
+    c->comms = struct_vec(buf, t, RSF_CHUNK_COMMS, &c->ncomms);
+    c->mems = struct_vec(buf, t, RSF_CHUNK_MEMS, &c->nmems);
+    c->samples = struct_vec(buf, t, RSF_CHUNK_SAMPLES, &c->nsamples);
+    c->modules = struct_vec(buf, t, RSF_CHUNK_MODULES, &c->nmodules);
 
     uint32_t sv = rsf_fb_deref(buf, t, RSF_CHUNK_STRINGS);
     uint32_t m = rsf_fb_deref(buf, t, RSF_CHUNK_META);
@@ -289,7 +357,27 @@ int rsf_chunk_decode(const uint8_t *buf, size_t size, struct rsf_chunk_view *v, 
         v->counters.recorded = rsf_fb_u64(buf, ct, RSF_COUNTERS_RECORDED, 0);
         v->counters.dropped = rsf_fb_u64(buf, ct, RSF_COUNTERS_DROPPED, 0);
         v->counters.dropped_io = rsf_fb_u64(buf, ct, RSF_COUNTERS_DROPPED_IO, 0);
+        v->counters.dropped_gpu = rsf_fb_u64(buf, ct, RSF_COUNTERS_DROPPED_GPU, 0);
+        v->counters.dropped_nccl = rsf_fb_u64(buf, ct, RSF_COUNTERS_DROPPED_NCCL, 0);
+        v->counters.dropped_samples = rsf_fb_u64(buf, ct, RSF_COUNTERS_DROPPED_SAMPLES, 0);
         c->counters = &v->counters;
+    }
+    uint32_t stv = rsf_fb_deref(buf, t, RSF_CHUNK_STACKS);
+    uint32_t nst = rsf_fb_vec_len(buf, stv);
+    if (nst) {
+        v->owned_stacks = calloc(nst, sizeof *v->owned_stacks);
+        if (!v->owned_stacks) {
+            rsf_chunk_view_free(v);
+            return RSF_ERR_NOMEM;
+        }
+        for (uint32_t i = 0; i < nst; i++) {
+            uint32_t st = rsf_fb_vec_ref(buf, stv, i);
+            v->owned_stacks[i].id = rsf_fb_u32(buf, st, RSF_STACK_ID, 0);
+            v->owned_stacks[i].frames = struct_vec(buf, st, RSF_STACK_FRAMES,
+                                                   &v->owned_stacks[i].nframes);
+        }
+        c->stacks = v->owned_stacks;
+        c->nstacks = nst;
     }
     return RSF_ERR_OK;
 }
@@ -297,5 +385,6 @@ int rsf_chunk_decode(const uint8_t *buf, size_t size, struct rsf_chunk_view *v, 
 void rsf_chunk_view_free(struct rsf_chunk_view *v)
 {
     free(v->owned);
+    free(v->owned_stacks);
     memset(v, 0, sizeof *v);
 }

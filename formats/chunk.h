@@ -32,6 +32,16 @@ struct rsf_counters {
     uint64_t recorded;   /* records accepted so far */
     uint64_t dropped;    /* records lost to the memory bound so far */
     uint64_t dropped_io;
+    uint64_t dropped_gpu;     /* GpuEvent, SyncEvent, MemEvent */
+    uint64_t dropped_nccl;    /* CollEvent, CommEvent */
+    uint64_t dropped_samples;
+};
+
+/* One Stack table: frames innermost first. */
+struct rsf_stack {
+    uint32_t id;
+    const struct rsf_frame *frames;
+    uint32_t nframes;
 };
 
 struct rsf_chunk {
@@ -50,6 +60,22 @@ struct rsf_chunk {
     uint32_t nio;
     const struct rsf_counters *counters; /* NULL when absent */
     bool end;
+    const struct rsf_gpu_event *gpu;
+    uint32_t ngpu;
+    const struct rsf_sync_event *syncs;
+    uint32_t nsyncs;
+    const struct rsf_coll_event *colls;
+    uint32_t ncolls;
+    const struct rsf_comm_event *comms;
+    uint32_t ncomms;
+    const struct rsf_mem_event *mems;
+    uint32_t nmems;
+    const struct rsf_stack *stacks;
+    uint32_t nstacks;
+    const struct rsf_sample *samples;
+    uint32_t nsamples;
+    const struct rsf_module *modules;
+    uint32_t nmodules;
 };
 
 extern const struct rsf_table_desc rsf_chunk_desc;
@@ -68,6 +94,7 @@ struct rsf_chunk_view {
     struct rsf_meta meta;
     struct rsf_counters counters;
     void *owned; /* pointer arrays for strings, argv, settings */
+    struct rsf_stack *owned_stacks;
 };
 
 /* Verifies buf (size bytes, 8-byte aligned, one size-prefixed chunk) and

@@ -61,10 +61,129 @@ struct rsf_io_event {
 struct rsf_file_ref { uint32_t id, path; int32_t flags; };
 struct rsf_thread_ref { uint32_t tid, name; };
 
+/* enum GpuKind, CopyDir, SyncKind, CollOp, CommKind, MemKind, SampleKind:
+ * the names as flatc prints them, in trace.fbs order. */
+#define RSF_GPU_KINDS(X) X(KERNEL, kernel) X(MEMCPY, memcpy) X(MEMSET, memset) X(GRAPH, graph)
+#define RSF_COPY_DIRS(X) X(NONE, none) X(HTOD, htod) X(DTOH, dtoh) X(DTOD, dtod) X(HTOH, htoh) \
+    X(PEER, peer)
+#define RSF_SYNC_KINDS(X) X(STREAM, stream) X(EVENT, event) X(CONTEXT, context) \
+    X(MEMCPY, memcpy) X(STREAM_WAIT_EVENT, stream_wait_event) X(QUERY, query)
+#define RSF_COLL_OPS(X) X(ALLREDUCE, allreduce) X(ALLGATHER, allgather) \
+    X(REDUCESCATTER, reducescatter) X(BROADCAST, broadcast) X(REDUCE, reduce) \
+    X(ALLTOALL, alltoall) X(GATHER, gather) X(SCATTER, scatter) X(SEND, send) X(RECV, recv)
+#define RSF_COMM_KINDS(X) X(INIT, init) X(INIT_ALL, init_all) X(SPLIT, split) \
+    X(DESTROY, destroy) X(ABORT, abort) X(FINALIZE, finalize)
+#define RSF_MEM_KINDS(X) X(ALLOC, alloc) X(FREE, free) X(ALLOC_HOST, alloc_host) \
+    X(FREE_HOST, free_host) X(ALLOC_MANAGED, alloc_managed) X(ALLOC_ASYNC, alloc_async) \
+    X(FREE_ASYNC, free_async)
+#define RSF_SAMPLE_KINDS(X) X(CPU, cpu) X(WAIT, wait) X(GPU, gpu)
+
+#define RSF_ENUM_GPU(id, name) RSF_GPU_##id,
+#define RSF_ENUM_DIR(id, name) RSF_COPY_##id,
+#define RSF_ENUM_SYNC(id, name) RSF_SYNC_##id,
+#define RSF_ENUM_COLL(id, name) RSF_COLL_##id,
+#define RSF_ENUM_COMM(id, name) RSF_COMM_##id,
+#define RSF_ENUM_MEM(id, name) RSF_MEM_##id,
+#define RSF_ENUM_SAMPLE(id, name) RSF_SAMPLE_##id,
+enum rsf_gpu_kind { RSF_GPU_KINDS(RSF_ENUM_GPU) RSF_GPU_NKINDS };
+enum rsf_copy_dir { RSF_COPY_DIRS(RSF_ENUM_DIR) RSF_COPY_NDIRS };
+enum rsf_sync_kind { RSF_SYNC_KINDS(RSF_ENUM_SYNC) RSF_SYNC_NKINDS };
+enum rsf_coll_op { RSF_COLL_OPS(RSF_ENUM_COLL) RSF_COLL_NOPS };
+enum rsf_comm_kind { RSF_COMM_KINDS(RSF_ENUM_COMM) RSF_COMM_NKINDS };
+enum rsf_mem_kind { RSF_MEM_KINDS(RSF_ENUM_MEM) RSF_MEM_NKINDS };
+enum rsf_sample_kind { RSF_SAMPLE_KINDS(RSF_ENUM_SAMPLE) RSF_SAMPLE_NKINDS };
+#undef RSF_ENUM_GPU
+#undef RSF_ENUM_DIR
+#undef RSF_ENUM_SYNC
+#undef RSF_ENUM_COLL
+#undef RSF_ENUM_COMM
+#undef RSF_ENUM_MEM
+#undef RSF_ENUM_SAMPLE
+
+/* Names of those enums' values as in trace.fbs; NULL outside the enum. */
+const char *rsf_gpu_kind_name(unsigned v);
+const char *rsf_copy_dir_name(unsigned v);
+const char *rsf_sync_kind_name(unsigned v);
+const char *rsf_coll_op_name(unsigned v);
+const char *rsf_comm_kind_name(unsigned v);
+const char *rsf_mem_kind_name(unsigned v);
+const char *rsf_sample_kind_name(unsigned v);
+
+/* GpuEvent.flags and CollEvent.flags */
+enum {
+    RSF_GPUF_PTSZ = 1,        /* per-thread default stream */
+    RSF_GPUF_CAPTURED = 2,    /* launched into a graph capture: not timed */
+    RSF_GPUF_SYNC = 4,        /* synchronous copy or set */
+    RSF_GPUF_COOPERATIVE = 8,
+    RSF_GPUF_EX = 16          /* cuLaunchKernelEx */
+};
+
+struct rsf_gpu_event {
+    uint64_t launch_ns, gpu_start_ns, gpu_end_ns, stream, bytes;
+    uint32_t call_ns, tid, name;
+    int16_t device;
+    uint8_t kind, dir, flags;
+    uint8_t pad_[7];
+};
+
+struct rsf_sync_event {
+    uint64_t start_ns, dur_ns, target;
+    uint32_t tid;
+    uint8_t kind;
+    uint8_t pad_[3];
+};
+
+struct rsf_coll_event {
+    uint64_t launch_ns, gpu_start_ns, gpu_end_ns, count, bytes, comm, stream;
+    uint32_t call_ns, tid, seq;
+    int32_t peer;
+    uint8_t op, datatype, redop, group, flags;
+    uint8_t pad_[3];
+};
+
+struct rsf_comm_event {
+    uint64_t start_ns, dur_ns, comm, handle, parent;
+    uint32_t tid;
+    int32_t rank, nranks, device;
+    uint8_t kind;
+    uint8_t pad_[7];
+};
+
+struct rsf_mem_event {
+    uint64_t start_ns, dur_ns, ptr, bytes;
+    uint32_t tid;
+    uint8_t kind;
+    uint8_t pad_[3];
+};
+
+/* Stack frames: bit 63 marks a Python frame (low 32 bits: string id). */
+#define RSF_FRAME_PYTHON (1ull << 63)
+struct rsf_frame { uint64_t addr; };
+
+struct rsf_sample {
+    uint64_t ts_ns, weight_ns;
+    uint32_t tid, stack;
+    uint8_t kind;
+    uint8_t pad_[7];
+};
+
+struct rsf_module {
+    uint64_t ts_ns, start, end, file_off;
+    uint32_t path, build_id;
+};
+
 _Static_assert(sizeof(struct rsf_clock_pair) == 16, "ClockPair layout");
 _Static_assert(sizeof(struct rsf_io_event) == 48, "IoEvent layout");
 _Static_assert(sizeof(struct rsf_file_ref) == 12, "FileRef layout");
 _Static_assert(sizeof(struct rsf_thread_ref) == 8, "ThreadRef layout");
+_Static_assert(sizeof(struct rsf_gpu_event) == 64, "GpuEvent layout");
+_Static_assert(sizeof(struct rsf_sync_event) == 32, "SyncEvent layout");
+_Static_assert(sizeof(struct rsf_coll_event) == 80, "CollEvent layout");
+_Static_assert(sizeof(struct rsf_comm_event) == 64, "CommEvent layout");
+_Static_assert(sizeof(struct rsf_mem_event) == 40, "MemEvent layout");
+_Static_assert(sizeof(struct rsf_frame) == 8, "Frame layout");
+_Static_assert(sizeof(struct rsf_sample) == 32, "Sample layout");
+_Static_assert(sizeof(struct rsf_module) == 40, "Module layout");
 
 /* Field slots of each table, in trace.fbs declaration order. */
 enum { RSF_SETTING_KEY, RSF_SETTING_VALUE, RSF_SETTING_NSLOTS };
@@ -74,11 +193,18 @@ enum {
     RSF_META_JOB, RSF_META_ARGV, RSF_META_START, RSF_META_SETTINGS,
     RSF_META_AGENT_VERSION, RSF_META_CUDA_VERSION, RSF_META_NCCL_VERSION, RSF_META_NSLOTS
 };
-enum { RSF_COUNTERS_RECORDED, RSF_COUNTERS_DROPPED, RSF_COUNTERS_DROPPED_IO, RSF_COUNTERS_NSLOTS };
+enum {
+    RSF_COUNTERS_RECORDED, RSF_COUNTERS_DROPPED, RSF_COUNTERS_DROPPED_IO,
+    RSF_COUNTERS_DROPPED_GPU, RSF_COUNTERS_DROPPED_NCCL, RSF_COUNTERS_DROPPED_SAMPLES,
+    RSF_COUNTERS_NSLOTS
+};
+enum { RSF_STACK_ID, RSF_STACK_FRAMES, RSF_STACK_NSLOTS };
 enum {
     RSF_CHUNK_SEQ, RSF_CHUNK_META, RSF_CHUNK_STRINGS_BASE, RSF_CHUNK_STRINGS,
     RSF_CHUNK_FILES, RSF_CHUNK_THREADS, RSF_CHUNK_CLOCKS, RSF_CHUNK_IO,
-    RSF_CHUNK_COUNTERS, RSF_CHUNK_END, RSF_CHUNK_NSLOTS
+    RSF_CHUNK_COUNTERS, RSF_CHUNK_END, RSF_CHUNK_GPU, RSF_CHUNK_SYNCS, RSF_CHUNK_COLLS,
+    RSF_CHUNK_COMMS, RSF_CHUNK_MEMS, RSF_CHUNK_STACKS, RSF_CHUNK_SAMPLES, RSF_CHUNK_MODULES,
+    RSF_CHUNK_NSLOTS
 };
 
 #endif

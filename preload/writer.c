@@ -294,7 +294,8 @@ static void emit(int end)
         (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec,
         (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec,
     };
-    struct rsf_counters counters = { w.recorded, rs_ring_dropped(), rs_ring_dropped_io() };
+    struct rsf_counters counters = { .recorded = w.recorded, .dropped = rs_ring_dropped(),
+                                     .dropped_io = rs_ring_dropped_io() };
     struct rsf_chunk c = {
         .seq = w.seq, .meta = w.seq == 0 ? &meta : NULL,
         .strings_base = w.chunk_str_base,

@@ -72,6 +72,102 @@ static void dump_meta(FILE *o, const struct rsf_meta *m)
     fprintf(o, ",\"cuda_version\":%d,\"nccl_version\":%d}\n", m->cuda_version, m->nccl_version);
 }
 
+/* An enum field: its name as trace.fbs spells it, or the number when the
+ * value is outside the enum (a newer writer), as flatc prints it. */
+static void enum_field(FILE *o, const char *key, const char *name, unsigned v)
+{
+    if (name)
+        fprintf(o, ",\"%s\":\"%s\"", key, name);
+    else
+        fprintf(o, ",\"%s\":%u", key, v);
+}
+
+static void string_ref(FILE *o, const struct dump_state *d, const char *key, uint32_t id)
+{
+    fprintf(o, ",\"%s\":%u,\"%s_text\":", key, id, key);
+    rsr_json_str(o, str_of(d, id));
+}
+
+/* GPU, NCCL, memory, stack, sample and module records. */
+static void dump_gpu(struct dump_state *d, const struct rsf_chunk *c)
+{
+    FILE *o = d->out;
+    for (uint32_t i = 0; i < c->ngpu; i++) {
+        const struct rsf_gpu_event *e = &c->gpu[i];
+        fprintf(o, "{\"type\":\"gpu\",\"launch_ns\":%" PRIu64 ",\"gpu_start_ns\":%" PRIu64
+                   ",\"gpu_end_ns\":%" PRIu64 ",\"stream\":%" PRIu64 ",\"bytes\":%" PRIu64
+                   ",\"call_ns\":%u,\"tid\":%u",
+                e->launch_ns, e->gpu_start_ns, e->gpu_end_ns, e->stream, e->bytes, e->call_ns, e->tid);
+        string_ref(o, d, "name", e->name);
+        fprintf(o, ",\"device\":%d", e->device);
+        enum_field(o, "kind", rsf_gpu_kind_name(e->kind), e->kind);
+        enum_field(o, "dir", rsf_copy_dir_name(e->dir), e->dir);
+        fprintf(o, ",\"flags\":%u}\n", e->flags);
+    }
+    for (uint32_t i = 0; i < c->nsyncs; i++) {
+        const struct rsf_sync_event *e = &c->syncs[i];
+        fprintf(o, "{\"type\":\"sync\",\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64
+                   ",\"target\":%" PRIu64 ",\"tid\":%u",
+                e->start_ns, e->dur_ns, e->target, e->tid);
+        enum_field(o, "kind", rsf_sync_kind_name(e->kind), e->kind);
+        fputs("}\n", o);
+    }
+    for (uint32_t i = 0; i < c->ncolls; i++) {
+        const struct rsf_coll_event *e = &c->colls[i];
+        fprintf(o, "{\"type\":\"coll\",\"launch_ns\":%" PRIu64 ",\"gpu_start_ns\":%" PRIu64
+                   ",\"gpu_end_ns\":%" PRIu64 ",\"count\":%" PRIu64 ",\"bytes\":%" PRIu64
+                   ",\"comm\":%" PRIu64 ",\"stream\":%" PRIu64
+                   ",\"call_ns\":%u,\"tid\":%u,\"seq\":%u,\"peer\":%d",
+                e->launch_ns, e->gpu_start_ns, e->gpu_end_ns, e->count, e->bytes, e->comm,
+                e->stream, e->call_ns, e->tid, e->seq, e->peer);
+        enum_field(o, "op", rsf_coll_op_name(e->op), e->op);
+        fprintf(o, ",\"datatype\":%u,\"redop\":%u,\"group\":%u,\"flags\":%u}\n", e->datatype,
+                e->redop, e->group, e->flags);
+    }
+    for (uint32_t i = 0; i < c->ncomms; i++) {
+        const struct rsf_comm_event *e = &c->comms[i];
+        fprintf(o, "{\"type\":\"comm\",\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64
+                   ",\"comm\":%" PRIu64 ",\"handle\":%" PRIu64 ",\"parent\":%" PRIu64
+                   ",\"tid\":%u,\"rank\":%d,\"nranks\":%d,\"device\":%d",
+                e->start_ns, e->dur_ns, e->comm, e->handle, e->parent, e->tid, e->rank, e->nranks,
+                e->device);
+        enum_field(o, "kind", rsf_comm_kind_name(e->kind), e->kind);
+        fputs("}\n", o);
+    }
+    for (uint32_t i = 0; i < c->nmems; i++) {
+        const struct rsf_mem_event *e = &c->mems[i];
+        fprintf(o, "{\"type\":\"mem\",\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64
+                   ",\"ptr\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"tid\":%u",
+                e->start_ns, e->dur_ns, e->ptr, e->bytes, e->tid);
+        enum_field(o, "kind", rsf_mem_kind_name(e->kind), e->kind);
+        fputs("}\n", o);
+    }
+    for (uint32_t i = 0; i < c->nstacks; i++) {
+        const struct rsf_stack *s = &c->stacks[i];
+        fprintf(o, "{\"type\":\"stack\",\"id\":%u,\"frames\":[", s->id);
+        for (uint32_t j = 0; j < s->nframes; j++)
+            fprintf(o, j ? ",%" PRIu64 : "%" PRIu64, s->frames[j].addr);
+        fputs("]}\n", o);
+    }
+    for (uint32_t i = 0; i < c->nsamples; i++) {
+        const struct rsf_sample *e = &c->samples[i];
+        fprintf(o, "{\"type\":\"sample\",\"ts_ns\":%" PRIu64 ",\"weight_ns\":%" PRIu64
+                   ",\"tid\":%u,\"stack\":%u",
+                e->ts_ns, e->weight_ns, e->tid, e->stack);
+        enum_field(o, "kind", rsf_sample_kind_name(e->kind), e->kind);
+        fputs("}\n", o);
+    }
+    for (uint32_t i = 0; i < c->nmodules; i++) {
+        const struct rsf_module *e = &c->modules[i];
+        fprintf(o, "{\"type\":\"module\",\"ts_ns\":%" PRIu64 ",\"start\":%" PRIu64
+                   ",\"end\":%" PRIu64 ",\"file_off\":%" PRIu64,
+                e->ts_ns, e->start, e->end, e->file_off);
+        string_ref(o, d, "path", e->path);
+        string_ref(o, d, "build_id", e->build_id);
+        fputs("}\n", o);
+    }
+}
+
 static int dump_chunk(const struct rsf_chunk *c, void *arg)
 {
     struct dump_state *d = arg;
@@ -80,8 +176,10 @@ static int dump_chunk(const struct rsf_chunk *c, void *arg)
             c->strings_base, c->end ? "true" : "false");
     if (c->counters)
         fprintf(o, ",\"counters\":{\"recorded\":%" PRIu64 ",\"dropped\":%" PRIu64
-                   ",\"dropped_io\":%" PRIu64 "}",
-                c->counters->recorded, c->counters->dropped, c->counters->dropped_io);
+                   ",\"dropped_io\":%" PRIu64 ",\"dropped_gpu\":%" PRIu64
+                   ",\"dropped_nccl\":%" PRIu64 ",\"dropped_samples\":%" PRIu64 "}",
+                c->counters->recorded, c->counters->dropped, c->counters->dropped_io,
+                c->counters->dropped_gpu, c->counters->dropped_nccl, c->counters->dropped_samples);
     fputs("}\n", o);
     if (c->meta)
         dump_meta(o, c->meta);
@@ -128,6 +226,7 @@ static int dump_chunk(const struct rsf_chunk *c, void *arg)
         rsr_json_str(o, e->file < d->nfiles ? str_of(d, d->file_path[e->file]) : NULL);
         fputs("}\n", o);
     }
+    dump_gpu(d, c);
     return ferror(o) ? 1 : 0;
 }
 

@@ -33,6 +33,14 @@ SAME_SIZE(ClockPair, rsf_clock_pair);
 SAME_SIZE(IoEvent, rsf_io_event);
 SAME_SIZE(FileRef, rsf_file_ref);
 SAME_SIZE(ThreadRef, rsf_thread_ref);
+SAME_SIZE(GpuEvent, rsf_gpu_event);
+SAME_SIZE(SyncEvent, rsf_sync_event);
+SAME_SIZE(CollEvent, rsf_coll_event);
+SAME_SIZE(CommEvent, rsf_comm_event);
+SAME_SIZE(MemEvent, rsf_mem_event);
+SAME_SIZE(Frame, rsf_frame);
+SAME_SIZE(Sample, rsf_sample);
+SAME_SIZE(Module, rsf_module);
 
 #define SAME_VALUE(gen, c) static_assert(int(ringside::gen) == int(c), #gen)
 SAME_VALUE(Role_rank, RSF_ROLE_RANK);
@@ -40,6 +48,13 @@ SAME_VALUE(Role_child, RSF_ROLE_CHILD);
 SAME_VALUE(Role_other, RSF_ROLE_OTHER);
 SAME_VALUE(Role_MAX, RSF_ROLE_OTHER);
 SAME_VALUE(IoOp_MAX, RSF_IO_NOPS - 1);
+SAME_VALUE(GpuKind_MAX, RSF_GPU_NKINDS - 1);
+SAME_VALUE(CopyDir_MAX, RSF_COPY_NDIRS - 1);
+SAME_VALUE(SyncKind_MAX, RSF_SYNC_NKINDS - 1);
+SAME_VALUE(CollOp_MAX, RSF_COLL_NOPS - 1);
+SAME_VALUE(CommKind_MAX, RSF_COMM_NKINDS - 1);
+SAME_VALUE(MemKind_MAX, RSF_MEM_NKINDS - 1);
+SAME_VALUE(SampleKind_MAX, RSF_SAMPLE_NKINDS - 1);
 
 // A field's vtable entry sits at 4 + 2 x slot; the last slot + 1 is the count.
 #define SLOT(table, VT, C) static_assert(ringside::table::VT == 4 + 2 * (C), #table "." #VT)
@@ -66,7 +81,13 @@ static_assert(ringside::Meta::VT_NCCL_VERSION == 2 + 2 * RSF_META_NSLOTS, "Meta 
 SLOT(Counters, VT_RECORDED, RSF_COUNTERS_RECORDED);
 SLOT(Counters, VT_DROPPED, RSF_COUNTERS_DROPPED);
 SLOT(Counters, VT_DROPPED_IO, RSF_COUNTERS_DROPPED_IO);
-static_assert(ringside::Counters::VT_DROPPED_IO == 2 + 2 * RSF_COUNTERS_NSLOTS, "Counters slots");
+SLOT(Counters, VT_DROPPED_GPU, RSF_COUNTERS_DROPPED_GPU);
+SLOT(Counters, VT_DROPPED_NCCL, RSF_COUNTERS_DROPPED_NCCL);
+SLOT(Counters, VT_DROPPED_SAMPLES, RSF_COUNTERS_DROPPED_SAMPLES);
+static_assert(ringside::Counters::VT_DROPPED_SAMPLES == 2 + 2 * RSF_COUNTERS_NSLOTS, "Counters slots");
+SLOT(Stack, VT_ID, RSF_STACK_ID);
+SLOT(Stack, VT_FRAMES, RSF_STACK_FRAMES);
+static_assert(ringside::Stack::VT_FRAMES == 2 + 2 * RSF_STACK_NSLOTS, "Stack slots");
 SLOT(Chunk, VT_SEQ, RSF_CHUNK_SEQ);
 SLOT(Chunk, VT_META, RSF_CHUNK_META);
 SLOT(Chunk, VT_STRINGS_BASE, RSF_CHUNK_STRINGS_BASE);
@@ -77,7 +98,15 @@ SLOT(Chunk, VT_CLOCKS, RSF_CHUNK_CLOCKS);
 SLOT(Chunk, VT_IO, RSF_CHUNK_IO);
 SLOT(Chunk, VT_COUNTERS, RSF_CHUNK_COUNTERS);
 SLOT(Chunk, VT_END, RSF_CHUNK_END);
-static_assert(ringside::Chunk::VT_END == 2 + 2 * RSF_CHUNK_NSLOTS, "Chunk slots");
+SLOT(Chunk, VT_GPU, RSF_CHUNK_GPU);
+SLOT(Chunk, VT_SYNCS, RSF_CHUNK_SYNCS);
+SLOT(Chunk, VT_COLLS, RSF_CHUNK_COLLS);
+SLOT(Chunk, VT_COMMS, RSF_CHUNK_COMMS);
+SLOT(Chunk, VT_MEMS, RSF_CHUNK_MEMS);
+SLOT(Chunk, VT_STACKS, RSF_CHUNK_STACKS);
+SLOT(Chunk, VT_SAMPLES, RSF_CHUNK_SAMPLES);
+SLOT(Chunk, VT_MODULES, RSF_CHUNK_MODULES);
+static_assert(ringside::Chunk::VT_MODULES == 2 + 2 * RSF_CHUNK_NSLOTS, "Chunk slots");
 
 // ---- run time: what C++ keeps private (struct field offsets) and names ----
 
@@ -103,6 +132,43 @@ static const cfield io_event_fields[] = {
 static const cfield file_ref_fields[] = { CF(rsf_file_ref, id), CF(rsf_file_ref, path),
                                           CF(rsf_file_ref, flags) };
 static const cfield thread_ref_fields[] = { CF(rsf_thread_ref, tid), CF(rsf_thread_ref, name) };
+static const cfield gpu_event_fields[] = {
+    CF(rsf_gpu_event, launch_ns), CF(rsf_gpu_event, gpu_start_ns), CF(rsf_gpu_event, gpu_end_ns),
+    CF(rsf_gpu_event, stream), CF(rsf_gpu_event, bytes), CF(rsf_gpu_event, call_ns),
+    CF(rsf_gpu_event, tid), CF(rsf_gpu_event, name), CF(rsf_gpu_event, device),
+    CF(rsf_gpu_event, kind), CF(rsf_gpu_event, dir), CF(rsf_gpu_event, flags),
+};
+static const cfield sync_event_fields[] = {
+    CF(rsf_sync_event, start_ns), CF(rsf_sync_event, dur_ns), CF(rsf_sync_event, target),
+    CF(rsf_sync_event, tid), CF(rsf_sync_event, kind),
+};
+static const cfield coll_event_fields[] = {
+    CF(rsf_coll_event, launch_ns), CF(rsf_coll_event, gpu_start_ns), CF(rsf_coll_event, gpu_end_ns),
+    CF(rsf_coll_event, count), CF(rsf_coll_event, bytes), CF(rsf_coll_event, comm),
+    CF(rsf_coll_event, stream), CF(rsf_coll_event, call_ns), CF(rsf_coll_event, tid),
+    CF(rsf_coll_event, seq), CF(rsf_coll_event, peer), CF(rsf_coll_event, op),
+    CF(rsf_coll_event, datatype), CF(rsf_coll_event, redop), CF(rsf_coll_event, group),
+    CF(rsf_coll_event, flags),
+};
+static const cfield comm_event_fields[] = {
+    CF(rsf_comm_event, start_ns), CF(rsf_comm_event, dur_ns), CF(rsf_comm_event, comm),
+    CF(rsf_comm_event, handle), CF(rsf_comm_event, parent), CF(rsf_comm_event, tid),
+    CF(rsf_comm_event, rank), CF(rsf_comm_event, nranks), CF(rsf_comm_event, device),
+    CF(rsf_comm_event, kind),
+};
+static const cfield mem_event_fields[] = {
+    CF(rsf_mem_event, start_ns), CF(rsf_mem_event, dur_ns), CF(rsf_mem_event, ptr),
+    CF(rsf_mem_event, bytes), CF(rsf_mem_event, tid), CF(rsf_mem_event, kind),
+};
+static const cfield frame_fields[] = { CF(rsf_frame, addr) };
+static const cfield sample_fields[] = {
+    CF(rsf_sample, ts_ns), CF(rsf_sample, weight_ns), CF(rsf_sample, tid), CF(rsf_sample, stack),
+    CF(rsf_sample, kind),
+};
+static const cfield module_fields[] = {
+    CF(rsf_module, ts_ns), CF(rsf_module, start), CF(rsf_module, end), CF(rsf_module, file_off),
+    CF(rsf_module, path), CF(rsf_module, build_id),
+};
 
 // flatc's struct type table lists each field's offset and, after them, the
 // struct's size; a field's size is the gap to the next offset less padding,
@@ -197,6 +263,17 @@ static void check_schema()
     check_struct("FileRef", ringside::FileRefTypeTable(), file_ref_fields, sizeof(struct rsf_file_ref));
     check_struct("ThreadRef", ringside::ThreadRefTypeTable(), thread_ref_fields,
                  sizeof(struct rsf_thread_ref));
+#define CHECK_STRUCT(gen, c, fields) \
+    check_struct(#gen, ringside::gen##TypeTable(), fields, sizeof(struct c))
+    CHECK_STRUCT(GpuEvent, rsf_gpu_event, gpu_event_fields);
+    CHECK_STRUCT(SyncEvent, rsf_sync_event, sync_event_fields);
+    CHECK_STRUCT(CollEvent, rsf_coll_event, coll_event_fields);
+    CHECK_STRUCT(CommEvent, rsf_comm_event, comm_event_fields);
+    CHECK_STRUCT(MemEvent, rsf_mem_event, mem_event_fields);
+    CHECK_STRUCT(Frame, rsf_frame, frame_fields);
+    CHECK_STRUCT(Sample, rsf_sample, sample_fields);
+    CHECK_STRUCT(Module, rsf_module, module_fields);
+#undef CHECK_STRUCT
     check_table("Chunk", &rsf_chunk_desc, ringside::ChunkTypeTable());
     for (unsigned op = 0; op <= ringside::IoOp_MAX; op++) {
         const char *mine = rsf_io_op_name(op);

@@ -62,17 +62,29 @@ int main(int argc, char **argv)
         { 1200, 900, 0, 65536, 1, 4242, RSF_IO_PREAD, {0} },
         { 1300, 70, -1, -28, 2, 4242, RSF_IO_WRITE, {0} },
     };
-    static const struct rsf_counters counters = { 7, 1, 1 };
+    static const struct rsf_counters counters = { 7, 1, 1, 0, 0, 2 };
+    static const struct rsf_gpu_event gpu[] = {
+        { 1400, 1500, 1600, 7, 0, 900, 4242, 1, 0, RSF_GPU_KERNEL, RSF_COPY_NONE, 0, {0} },
+        { 1700, 1800, 1900, 7, 4096, 50, 4242, 0, 0, RSF_GPU_MEMCPY, RSF_COPY_HTOD, 0, {0} },
+    };
+    static const struct rsf_coll_event colls[] = {
+        { 2000, 2100, 2900, 1024, 4096, 99, 8, 30, 4242, 0, -1, RSF_COLL_ALLREDUCE, 7, 0, 0, 0, {0} },
+    };
+    static const struct rsf_frame frames[] = { { 0x401000 }, { RSF_FRAME_PYTHON | 2 } };
+    static const struct rsf_stack stacks[] = { { 1, frames, 2 } };
+    static const struct rsf_sample samples[] = { { 2500, 10000000, 4242, 1, RSF_SAMPLE_CPU, {0} } };
     const struct rsf_chunk chunks[] = {
         { .seq = 0, .meta = &meta, .strings_base = 1, .strings = strings, .nstrings = 3,
           .files = files, .nfiles = 2, .threads = threads, .nthreads = 1 },
         { .seq = 1, .strings_base = 4, .clocks = clocks, .nclocks = 1, .io = io, .nio = 3 },
-        { .seq = 2, .strings_base = 4, .counters = &counters, .end = true },
+        { .seq = 2, .strings_base = 4, .gpu = gpu, .ngpu = 2, .colls = colls, .ncolls = 1,
+          .stacks = stacks, .nstacks = 1, .samples = samples, .nsamples = 1 },
+        { .seq = 3, .strings_base = 4, .counters = &counters, .end = true },
     };
     enum { NCHUNKS = sizeof chunks / sizeof chunks[0] };
 
     static uint64_t buf[4096];
-    static uint8_t file[3 * 65536];
+    static uint8_t file[4 * 65536];
     size_t flen = 0;
     LZ4F_cctx *cctx;
     if (LZ4F_isError(LZ4F_createCompressionContext(&cctx, LZ4F_VERSION)))

@@ -66,7 +66,8 @@ def dump(path):
         rec = json.loads(line)
         if rec["type"] == "chunk":
             chunks.append({"chunk": rec, "meta": None, "string": [], "file": [], "thread": [],
-                           "clock": [], "io": []})
+                           "clock": [], "io": [], "gpu": [], "sync": [], "coll": [], "comm": [],
+                           "mem": [], "stack": [], "sample": [], "module": []})
         else:
             key = rec.pop("type")
             if key == "meta":
@@ -84,6 +85,16 @@ VECTORS = {  # flatc's vector -> dump's record type and the fields they share
     "threads": ("thread", ["tid", "name"]),
     "clocks": ("clock", ["mono_ns", "real_ns"]),
     "io": ("io", ["start_ns", "dur_ns", "offset", "result", "file", "tid", "op"]),
+    "gpu": ("gpu", ["launch_ns", "gpu_start_ns", "gpu_end_ns", "stream", "bytes", "call_ns", "tid",
+                    "name", "device", "kind", "dir", "flags"]),
+    "syncs": ("sync", ["start_ns", "dur_ns", "target", "tid", "kind"]),
+    "colls": ("coll", ["launch_ns", "gpu_start_ns", "gpu_end_ns", "count", "bytes", "comm", "stream",
+                       "call_ns", "tid", "seq", "peer", "op", "datatype", "redop", "group", "flags"]),
+    "comms": ("comm", ["start_ns", "dur_ns", "comm", "handle", "parent", "tid", "rank", "nranks",
+                       "device", "kind"]),
+    "mems": ("mem", ["start_ns", "dur_ns", "ptr", "bytes", "tid", "kind"]),
+    "samples": ("sample", ["ts_ns", "weight_ns", "tid", "stack", "kind"]),
+    "modules": ("module", ["ts_ns", "start", "end", "file_off", "path", "build_id"]),
 }
 
 
@@ -116,6 +127,8 @@ def compare(where, fl, dm):
     for vec, (rtype, fields) in VECTORS.items():
         mine = [{k: r[k] for k in fields} for r in dm[rtype]]
         eq(vec, fl.get(vec, []), mine)
+    eq("stacks", fl.get("stacks", []),
+       [{"id": r["id"], "frames": [{"addr": a} for a in r["frames"]]} for r in dm["stack"]])
     return bad
 
 
@@ -172,10 +185,15 @@ for i in range(10):
 """
 
 
-def io_op_names():
+def enum_names(name):
+    """The values of enum name in trace.fbs, in order."""
     with open(SCHEMA) as f:
-        body = re.search(r"enum IoOp : ubyte \{([^}]*)\}", f.read()).group(1)
+        body = re.search(r"enum " + name + r" : ubyte \{([^}]*)\}", f.read()).group(1)
     return [n.strip() for n in body.split(",") if n.strip()]
+
+
+def io_op_names():
+    return enum_names("IoOp")
 
 
 def reverse_direction(tmp):
@@ -199,8 +217,28 @@ def reverse_direction(tmp):
         "io": [{"start_ns": 100 + i, "dur_ns": i, "offset": -9223372036854775808 if i == 0 else i,
                 "result": 9223372036854775807 if i == 1 else -i, "file": 1 + i % 2, "tid": 7, "op": op}
                for i, op in enumerate(ops)],
-        "counters": {"recorded": 18446744073709551615, "dropped": 0, "dropped_io": 3},
+        "counters": {"recorded": 18446744073709551615, "dropped": 0, "dropped_io": 3,
+                     "dropped_gpu": 4, "dropped_nccl": 5, "dropped_samples": 6},
         "end": False,
+        "gpu": [{"launch_ns": 1, "gpu_start_ns": 2, "gpu_end_ns": 18446744073709551615, "stream": 4,
+                 "bytes": 5, "call_ns": 6, "tid": 7, "name": 3, "device": -1, "kind": k, "dir": d,
+                 "flags": 31} for k, d in zip(enum_names("GpuKind"), enum_names("CopyDir"))],
+        "syncs": [{"start_ns": 1, "dur_ns": 2, "target": 3, "tid": 4, "kind": k}
+                  for k in enum_names("SyncKind")],
+        "colls": [{"launch_ns": 1, "gpu_start_ns": 2, "gpu_end_ns": 3, "count": 4, "bytes": 5,
+                   "comm": 18446744073709551615, "stream": 7, "call_ns": 8, "tid": 9, "seq": 10,
+                   "peer": -1, "op": op, "datatype": 7, "redop": 2, "group": 1, "flags": 1}
+                  for op in enum_names("CollOp")],
+        "comms": [{"start_ns": 1, "dur_ns": 2, "comm": 3, "handle": 4, "parent": 5, "tid": 6,
+                   "rank": 7, "nranks": 8, "device": -9, "kind": k} for k in enum_names("CommKind")],
+        "mems": [{"start_ns": 1, "dur_ns": 2, "ptr": 3, "bytes": 4, "tid": 5, "kind": k}
+                 for k in enum_names("MemKind")],
+        "stacks": [{"id": 1, "frames": [{"addr": 4198400}, {"addr": 9223372036854775811}]},
+                   {"id": 2, "frames": [{"addr": 1}]}],
+        "samples": [{"ts_ns": 1, "weight_ns": 2, "tid": 3, "stack": 1, "kind": k}
+                    for k in enum_names("SampleKind")],
+        "modules": [{"ts_ns": 1, "start": 4194304, "end": 4202496, "file_off": 0, "path": 1,
+                     "build_id": 2}],
     }
     # Only defaults in the meta (flatc then stores nothing), and the end mark.
     second = {"seq": 1, "meta": {"host": "x"}, "strings_base": 4, "strings": ["/d"],

@@ -27,7 +27,25 @@ static const struct rsf_io_event io[] = {
     { UINT64_MAX, UINT64_MAX, INT64_MIN, INT64_MAX, 2, UINT32_MAX, RSF_IO_SENDFILE_OUT, {0} },
     { 0, 0, 0, -28, 0, 0, RSF_IO_PWRITEV2, {0} },
 };
-static const struct rsf_counters counters = { 123456789012ull, UINT64_MAX, 1 };
+static const struct rsf_counters counters = { 123456789012ull, UINT64_MAX, 1, 2, 3, UINT64_MAX - 4 };
+static const struct rsf_gpu_event gpu[] = {
+    { 1, 2, 3, 4, 5, 6, 7, 1, -1, RSF_GPU_KERNEL, RSF_COPY_NONE, RSF_GPUF_PTSZ, {0} },
+    { UINT64_MAX, 0, UINT64_MAX, 9, 1 << 20, UINT32_MAX, 8, 2, 7, RSF_GPU_MEMCPY, RSF_COPY_PEER,
+      RSF_GPUF_SYNC, {0} },
+};
+static const struct rsf_sync_event syncs[] = { { 10, 20, 30, 40, RSF_SYNC_QUERY, {0} } };
+static const struct rsf_coll_event colls[] = {
+    { 1, 2, 3, 4, 5, UINT64_MAX, 7, 8, 9, 10, -1, RSF_COLL_RECV, 7, 2, 1, 0, {0} },
+};
+static const struct rsf_comm_event comms[] = {
+    { 1, 2, 3, 4, 5, 6, -7, 8, 9, RSF_COMM_FINALIZE, {0} },
+};
+static const struct rsf_mem_event mems[] = { { 1, 2, 3, 4, 5, RSF_MEM_FREE_ASYNC, {0} } };
+static const struct rsf_frame frames_a[] = { { 0x401000 }, { RSF_FRAME_PYTHON | 3 } };
+static const struct rsf_frame frames_b[] = { { 0x7f0000001234ull } };
+static const struct rsf_stack stacks[] = { { 1, frames_a, 2 }, { 2, frames_b, 1 }, { 3, NULL, 0 } };
+static const struct rsf_sample samples[] = { { 5, 10101010, 4242, 2, RSF_SAMPLE_GPU, {0} } };
+static const struct rsf_module modules[] = { { 1, 0x400000, 0x402000, 0x1000, 1, 3 } };
 
 static const struct rsf_meta meta = {
     .format_version = RSF_FORMAT_VERSION, .host = "node-7", .pid = 4242, .ppid = -5,
@@ -42,6 +60,9 @@ static const struct rsf_chunk full = {
     .seq = 9, .meta = &meta, .strings_base = 17, .strings = strings, .nstrings = 4,
     .files = files, .nfiles = 3, .threads = threads, .nthreads = 2, .clocks = clocks,
     .nclocks = 2, .io = io, .nio = 3, .counters = &counters, .end = true,
+    .gpu = gpu, .ngpu = 2, .syncs = syncs, .nsyncs = 1, .colls = colls, .ncolls = 1,
+    .comms = comms, .ncomms = 1, .mems = mems, .nmems = 1, .stacks = stacks, .nstacks = 3,
+    .samples = samples, .nsamples = 1, .modules = modules, .nmodules = 1,
 };
 
 static uint64_t enc_space[8192];
@@ -83,6 +104,25 @@ START_TEST(round_trip_every_field)
     ck_assert_mem_eq(c->io, io, sizeof io);
     ck_assert_ptr_nonnull(c->counters);
     ck_assert_mem_eq(c->counters, &counters, sizeof counters);
+#define SAME_VEC(field, n, want) \
+    ck_assert_uint_eq(c->n, sizeof want / sizeof want[0]); \
+    ck_assert_mem_eq(c->field, want, sizeof want)
+    SAME_VEC(gpu, ngpu, gpu);
+    SAME_VEC(syncs, nsyncs, syncs);
+    SAME_VEC(colls, ncolls, colls);
+    SAME_VEC(comms, ncomms, comms);
+    SAME_VEC(mems, nmems, mems);
+    SAME_VEC(samples, nsamples, samples);
+    SAME_VEC(modules, nmodules, modules);
+#undef SAME_VEC
+    ck_assert_uint_eq(c->nstacks, 3);
+    for (uint32_t i = 0; i < 3; i++) {
+        ck_assert_uint_eq(c->stacks[i].id, stacks[i].id);
+        ck_assert_uint_eq(c->stacks[i].nframes, stacks[i].nframes);
+        if (stacks[i].nframes)
+            ck_assert_mem_eq(c->stacks[i].frames, stacks[i].frames,
+                             stacks[i].nframes * sizeof *stacks[i].frames);
+    }
 
     const struct rsf_meta *m = c->meta;
     ck_assert_ptr_nonnull(m);
