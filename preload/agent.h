@@ -249,6 +249,12 @@ int rs_fdtab_init(void);
 extern int rs_io_active;
 /* Whether fd is the agent's own trace file (the program may not close it). */
 int rs_writer_owns_fd(int fd);
+/* The program is about to make fd (dup2/dup3 target) name another file: if
+ * it is the trace file's number, the trace file moves to another number
+ * first (or tracing stops when none is free). Returns 1 when it moved. */
+int rs_writer_fd_taken(int fd);
+/* The trace file's fd, -1 while there is none. */
+int rs_writer_fd(void);
 
 /* Records one I/O event for file (a tracked fd's id). */
 static inline void rs_io_record(int op, uint32_t file, uint64_t t0, uint64_t t1, int64_t offset,

@@ -73,6 +73,40 @@ int rs_writer_owns_fd(int fd)
     return fd >= 0 && fd == w.fd;
 }
 
+int rs_writer_fd(void)
+{
+    return w.fd;
+}
+
+/* Held while the trace fd is written or renumbered, so a write never lands
+ * on a number the program has just made name its own file. */
+static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int rs_writer_fd_taken(int fd)
+{
+    /* A vfork child shares our memory but not our fd table: it must not
+     * renumber the parent's trace file. Its copy goes at exec (O_CLOEXEC). */
+    if (getpid() != rs_id.pid)
+        return 0;
+    pthread_mutex_lock(&fd_lock);
+    int moved = 0;
+    if (fd >= 0 && fd == w.fd) {
+        int nfd = fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
+        if (nfd < 0) {
+            rs_notice("the program reuses fd %d of %s and no other fd is free: %s; tracing is off",
+                      fd, w.path, strerror(errno));
+            w.broken = 1;
+            atomic_store(&rs_on, 0);
+            w.fd = -1;
+        } else {
+            w.fd = nfd;
+            moved = 1;
+        }
+    }
+    pthread_mutex_unlock(&fd_lock);
+    return moved;
+}
+
 int rs_writer_is_self(void)
 {
     return atomic_load(&writer_running) && pthread_equal(pthread_self(), writer_thread);
@@ -222,24 +256,31 @@ static int open_file(void)
 static void give_up(const char *what, int err)
 {
     rs_notice("%s %s: %s; tracing is off", what, w.path, strerror(err));
+    pthread_mutex_lock(&fd_lock);
     if (w.fd >= 0 && ftruncate(w.fd, w.good_size) != 0)
         rs_debug("cannot trim %s: %s", w.path, strerror(errno));
+    pthread_mutex_unlock(&fd_lock);
     w.broken = 1;
     atomic_store(&rs_on, 0);
 }
 
 static int write_all(const uint8_t *p, size_t n)
 {
+    int err = 0;
+    pthread_mutex_lock(&fd_lock);
     while (n) {
-        ssize_t r = write(w.fd, p, n);
+        ssize_t r = w.fd >= 0 ? write(w.fd, p, n) : -1;
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0)
-            return r < 0 ? errno : ENOSPC;
+        if (r <= 0) {
+            err = w.fd < 0 ? EBADF : r < 0 ? errno : ENOSPC;
+            break;
+        }
         p += r;
         n -= (size_t)r;
     }
-    return 0;
+    pthread_mutex_unlock(&fd_lock);
+    return err;
 }
 
 static int ensure(uint8_t **buf, size_t *cap, size_t n)
@@ -473,6 +514,7 @@ void rs_writer_forked(void)
     /* The parent's writer state may have been mid-update: start afresh and
      * leave the parent's file and allocations alone. */
     atomic_store(&writer_running, 0);
+    pthread_mutex_init(&fd_lock, NULL);
     if (w.fd >= 0)
         close(w.fd);
     atomic_store(&req_seq, 0);
