@@ -380,7 +380,9 @@ static void *writer_main(void *arg)
     (void)arg;
     rs_guard = 1; /* the writer's own I/O is never recorded */
     uint64_t period = (uint64_t)rs_cfg.flush_ms * 1000000u / 2;
-    uint32_t served = atomic_load(&req_seq);
+    /* done_seq, not req_seq: a flush asked for before this thread got to
+     * run (a forked child that execs at once) is still pending. */
+    uint32_t served = atomic_load(&done_seq);
     for (;;) {
         uint32_t wake = atomic_load(&rs_writer_wake);
         uint64_t now = rs_now();
