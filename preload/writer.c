@@ -33,6 +33,7 @@ struct wstate {
     uint64_t recorded;           /* events written (or about to be) */
     int broken;                  /* writing failed: drop everything */
     off_t good_size;             /* file size after the last whole frame */
+    int touched;                 /* an event other than closing an inherited fd */
 
     /* strings: id -> text, and a hash set to find ids */
     char **str;                  /* str[id], id from 1 */
@@ -264,10 +265,14 @@ static void emit(int end)
     if (empty && !end && w.seq > 0)
         return;
     /* No file until there is an event: a process that only inherited some
-     * fds (a shell, a launcher) leaves nothing behind. What is assembled
-     * (names of those fds) waits for the first event. */
-    if (w.fd < 0 && !w.nio && !rs_ring_dropped())
+     * fds, or only closed them (a shell, a launcher's child between fork and
+     * exec), leaves nothing behind. What is assembled waits for the first
+     * event; closes that fill a whole chunk before it are let go. */
+    if (w.fd < 0 && !w.touched && !rs_ring_dropped()) {
+        if (w.nio == IO_CAP)
+            w.nio = 0;
         return;
+    }
     if (w.fd < 0 && open_file() != 0) {
         w.broken = 1;
         atomic_store(&rs_on, 0);
@@ -354,6 +359,7 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
             w.files[w.nfiles++] = (struct rsf_file_ref){ h->file, id, o->flags };
         if (h->kind == RS_REC_FILE)
             return;
+        w.touched = 1;
         if (w.nio == IO_CAP)
             emit(0);
         w.io[w.nio++] = (struct rsf_io_event){ .start_ns = rs_tick_ns(&w.map, o->start_ns),
@@ -366,6 +372,8 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
     if (h->kind != RS_REC_IO)
         return;
     const struct rs_rec_io *r = (const void *)h;
+    if (h->op != RSF_IO_CLOSE)
+        w.touched = 1;
     if (w.nio == IO_CAP)
         emit(0);
     w.io[w.nio++] = (struct rsf_io_event){ .start_ns = rs_tick_ns(&w.map, r->start_ns),
