@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Slurm for real: starts munged, slurmctld and slurmd on this machine (Debian
+munge and slurm-wlm; loopback, a slurm.conf for this host in a temporary
+folder, 4 CPUs, no cgroups), then `srun -n 4` with the agent in LD_PRELOAD in
+front of srun (srun exports it to the tasks) runs four ranks of rank_io. The
+trace folder holds four rank files, ranks 0..3 from SLURM_PROCID/
+SLURM_LOCALID/SLURM_NTASKS, in the folder SLURM_JOB_ID.SLURM_STEP_ID, with the
+bytes the ranks wrote; srun runs unharmed and no slower (see launchcheck.py).
+The daemons are stopped however the test ends. Needs root (slurmd starts
+tasks as their user); skipped, with the reason, only without root or
+without the packages."""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+from launchcheck import check_launch, check_no_delay, rank_io_cmd
+from rstest import check, cleanup, finish, skip, tempdir, traced_env
+
+VARS = ("SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_JOB_ID", "SLURM_STEP_ID")
+MARK = "RS_SLURM_TEST"   # in every daemon's environment, to find what they left running
+
+CONF = """\
+ClusterName=rstest
+SlurmctldHost={host}(127.0.0.1)
+SlurmctldPort={ctld_port}
+SlurmdPort={slurmd_port}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket={dir}/run/munge.sock
+CredType=cred/munge
+StateSaveLocation={dir}/state
+SlurmdSpoolDir={dir}/spool
+SlurmctldPidFile={dir}/slurmctld.pid
+SlurmdPidFile={dir}/slurmd.pid
+SlurmctldLogFile={dir}/slurmctld.log
+SlurmdLogFile={dir}/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SwitchType=switch/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/builtin
+ReturnToService=2
+SlurmdParameters=config_overrides
+NodeName={host} NodeAddr=127.0.0.1 CPUs=4 State=UNKNOWN
+PartitionName=rs Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+"""
+
+
+def find(name):
+    return shutil.which(name) or next((p for p in ("/usr/sbin/" + name, "/sbin/" + name) if os.access(p, os.X_OK)),
+                                      None)
+
+
+def free_ports(n):
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def tail(path, n=1500):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()[-n:]
+    except OSError as e:
+        return str(e)
+
+
+class Cluster:
+    """munged, slurmctld and slurmd in a folder of their own."""
+
+    def __init__(self, bins):
+        self.bins = bins
+        self.dir = tempdir("slurm")
+        os.chmod(self.dir, 0o755)   # munged wants every folder above its socket searchable
+        self.procs = []
+        self.env = dict(os.environ, SLURM_CONF=os.path.join(self.dir, "slurm.conf"))
+        self.env[MARK] = self.dir
+        self.host = socket.gethostname().split(".")[0]
+
+    def start(self, name, argv):
+        log = open(os.path.join(self.dir, name + ".out"), "wb")
+        p = subprocess.Popen(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                             start_new_session=True)
+        log.close()
+        self.procs.append((name, p))
+        return p
+
+    def wait_for(self, what, test, timeout):
+        """Polls test() until true; else the reason, with the daemons' logs."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if test():
+                return None
+            dead = [(n, p.returncode) for n, p in self.procs if p.poll() is not None]
+            if dead:
+                break
+            time.sleep(0.2)
+        logs = "; ".join("%s: %s" % (n, tail(os.path.join(self.dir, n + ".out"), 400)) for n, _ in self.procs)
+        return "%s: not within %d s (exited: %s) %s" % (what, timeout, dead, logs)
+
+    def up(self):
+        """Starts the daemons; None when the node is idle, else why not."""
+        d = self.dir
+        for sub in ("run", "state", "spool"):
+            os.mkdir(os.path.join(d, sub), 0o755)
+        key = os.path.join(d, "munge.key")
+        with open(key, "wb") as f:
+            f.write(os.urandom(1024))
+        os.chmod(key, 0o600)
+        sock = os.path.join(d, "run", "munge.sock")
+        self.start("munged", [self.bins["munged"], "-F", "--key-file=" + key, "--socket=" + sock,
+                              "--pid-file=" + os.path.join(d, "munged.pid"),
+                              "--log-file=" + os.path.join(d, "munged.log"),
+                              "--seed-file=" + os.path.join(d, "munged.seed")])
+        why = self.wait_for("munged", lambda: subprocess.run(
+            [self.bins["munge"], "-n", "-S", sock], capture_output=True, env=self.env).returncode == 0, 10)
+        if why:
+            return why
+        ctld_port, slurmd_port = free_ports(2)
+        with open(self.env["SLURM_CONF"], "w") as f:
+            f.write(CONF.format(host=self.host, dir=d, ctld_port=ctld_port, slurmd_port=slurmd_port))
+        self.start("slurmctld", [self.bins["slurmctld"], "-D", "-c", "-f", self.env["SLURM_CONF"]])
+        self.start("slurmd", [self.bins["slurmd"], "-D", "-f", self.env["SLURM_CONF"], "-N", self.host])
+
+        def idle():
+            p = subprocess.run([self.bins["sinfo"], "-h", "-n", self.host, "-o", "%t"], capture_output=True,
+                               env=self.env)
+            return p.returncode == 0 and p.stdout.strip() == b"idle"
+        return self.wait_for("node idle", idle, 30)
+
+    def down(self):
+        for _, p in reversed(self.procs):
+            if p.poll() is None:
+                p.terminate()
+        for _, p in reversed(self.procs):
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        # What the daemons started (slurmstepd, tasks) carries the mark.
+        mark = ("%s=%s" % (MARK, self.dir)).encode()
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open("/proc/%s/environ" % pid, "rb") as f:
+                    if mark in f.read().split(b"\0"):
+                        os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+        cleanup(self.dir)
+
+
+def main():
+    names = ("munged", "munge", "slurmctld", "slurmd", "srun", "sinfo")
+    bins = {n: find(n) for n in names}
+    missing = [n for n in names if not bins[n]]
+    if missing:
+        skip("slurm", "not installed: %s (Debian munge, slurmctld, slurmd, slurm-client; tools/deps.sh installs "
+             "them)" % " ".join(missing))
+        finish()
+    if os.geteuid() != 0:
+        skip("slurm", "needs root: slurmd runs the tasks as their user and this test runs it as root")
+        finish()
+
+    def stop(sig, frame):
+        raise SystemExit(1)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+    cluster = Cluster(bins)
+    out, work = tempdir("trace-slurm"), tempdir("slurm-work")
+    try:
+        why = cluster.up()
+        if not check("slurm: munged, slurmctld and slurmd up", why is None, why or ""):
+            return
+        cmd = [bins["srun"], "-n", "4", "--time=1"] + rank_io_cmd(work, *VARS)
+        env = traced_env(out, SLURM_CONF=cluster.env["SLURM_CONF"])
+        env[MARK] = cluster.dir
+        for k in list(env):
+            if k.startswith("SLURM_") and k != "SLURM_CONF":
+                del env[k]
+        p = subprocess.Popen(cmd, env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            stdout, stderr = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        res = subprocess.CompletedProcess(cmd, p.returncode, stdout, stderr)
+        check_launch("srun", res, out, work, VARS[0], VARS[1], VARS[2],
+                     lambda row: "%s.%s" % (row["SLURM_JOB_ID"], row["SLURM_STEP_ID"]), p.pid,
+                     launcher_may_write=True)
+        none = dict(env)
+        del none["LD_PRELOAD"]
+        check_no_delay("srun", cmd, env, none, work)
+    finally:
+        cluster.down()
+        cleanup(out, work)
+    finish()
+
+
+main()
