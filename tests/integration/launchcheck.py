@@ -9,6 +9,7 @@ and no delay of its own."""
 import os
 import re
 import statistics
+import subprocess
 import time
 
 from rstest import BUILD, PROG, check, dump, report, report_problems, run, trace_files
@@ -22,6 +23,20 @@ TRACE_NAME = re.compile(r"^(rank-(\d+)|proc)\.[^.]+\.(\d+)(\.\d+)?\.trace\.lz4$"
 def rank_io_cmd(work, rank_var, *more_vars):
     """The traced program's argv: it prints pid= and the named variables."""
     return [RANK_IO, work, str(BYTES), rank_var] + list(more_vars)
+
+
+def launch(cmd, env, cwd, timeout=60):
+    """Runs the launcher; (its result, its pid). Killed if it outlives timeout."""
+    p = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        stdout, stderr = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stdout, stderr = b"", b"launcher still running after %d s" % timeout
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return subprocess.CompletedProcess(cmd, p.returncode, stdout, stderr), p.pid
 
 
 def parse_ranks(stdout):
@@ -41,13 +56,14 @@ def meta_of(trace):
     return metas[0] if rc == 0 and metas else None
 
 
-def check_launch(name, p, out, work, rank_var, local_var, size_var, job_of, launcher_pid,
-                 launcher_may_write):
+def check_launch(name, p, out, work, rank_var, local_var, size_var, job_of, is_launcher, parent):
     """Checks one traced launch. p: the finished launcher (subprocess result);
     job_of(row): the job folder name the launcher's variables give;
-    launcher_may_write: whether the launcher itself may leave a proc file
-    (mpirun and srun read their configuration and write the ranks' output to
-    a file; simlaunch touches no file)."""
+    is_launcher(meta): whether a trace without a rank is one the launcher's
+    own processes may leave (mpirun, orted and srun read their configuration
+    and write the ranks' output to a file); None: no such trace (simlaunch
+    touches no file). parent: the name of the process that must have started
+    the ranks (the launcher, or its daemon)."""
     err = p.stderr.decode(errors="replace")
     if not check(name + ": launcher exits 0", p.returncode == 0, "status %d: %s" % (p.returncode, err[-800:])):
         return
@@ -58,6 +74,8 @@ def check_launch(name, p, out, work, rank_var, local_var, size_var, job_of, laun
     if not check(name + ": ranks' output intact", ok, p.stdout.decode(errors="replace")[-800:]):
         return
     by_pid = {int(r["pid"]): r for r in rows}
+    check(name + ": ranks started by " + parent, all(r["parent"] == parent for r in rows),
+          str(sorted(r["parent"] for r in rows)))
 
     files = trace_files(out)
     rank_files, other_files = [], []
@@ -92,7 +110,7 @@ def check_launch(name, p, out, work, rank_var, local_var, size_var, job_of, laun
     problems = []
     for t in other_files:
         meta = meta_of(t)
-        if not launcher_may_write or meta is None or meta["pid"] != launcher_pid or meta["rank"] != -1 \
+        if is_launcher is None or meta is None or not is_launcher(meta) or meta["rank"] != -1 \
                 or meta["role"] != "other":
             problems.append("%s: %s" % (t, meta and {k: meta[k] for k in ("pid", "rank", "role", "argv")}))
     report_problems(name + ": no other trace but the launcher's own", problems)
@@ -140,5 +158,5 @@ def check_no_delay(name, cmd, env_agent, env_none, cwd, rounds=3):
           "; ".join(bad) if bad else "%.3f s with the agent, %.3f s without" % (a, n))
 
 
-__all__ = ["BUILD", "RANK_IO", "BYTES", "NRANKS", "rank_io_cmd", "parse_ranks", "check_launch",
+__all__ = ["BUILD", "RANK_IO", "BYTES", "NRANKS", "rank_io_cmd", "launch", "parse_ranks", "check_launch",
            "check_no_delay", "meta_of"]

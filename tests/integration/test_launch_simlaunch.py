@@ -5,9 +5,8 @@ files, ranks 0..3 from RANK/LOCAL_RANK/WORLD_SIZE, in the folder named by
 TORCHELASTIC_RUN_ID, with the bytes the ranks wrote; simlaunch, which
 touches no file, leaves no trace and runs no slower (see launchcheck.py)."""
 import os
-import subprocess
 
-from launchcheck import check_launch, check_no_delay, rank_io_cmd
+from launchcheck import check_launch, check_no_delay, launch, rank_io_cmd
 from rstest import BUILD, cleanup, finish, tempdir, traced_env
 
 VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID")
@@ -19,16 +18,9 @@ def main():
         cmd = [os.path.join(BUILD, "simlaunch"), "-n", "4", "--"] + rank_io_cmd(work, *VARS)
         env = traced_env(out)
         env.pop("MASTER_PORT", None)
-        p = subprocess.Popen(cmd, env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            stdout, stderr = p.communicate(timeout=60)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        res = subprocess.CompletedProcess(cmd, p.returncode, stdout, stderr)
+        res, pid = launch(cmd, env, work)
         check_launch("simlaunch", res, out, work, VARS[0], VARS[1], VARS[2], lambda row: row[VARS[3]],
-                     p.pid, launcher_may_write=False)
+                     None, "simlaunch")
         none = dict(env)
         del none["LD_PRELOAD"]
         check_no_delay("simlaunch", cmd, env, none, work)

@@ -16,7 +16,7 @@ import socket
 import subprocess
 import time
 
-from launchcheck import check_launch, check_no_delay, rank_io_cmd
+from launchcheck import check_launch, check_no_delay, launch, rank_io_cmd
 from rstest import check, cleanup, finish, skip, tempdir, traced_env
 
 VARS = ("SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_JOB_ID", "SLURM_STEP_ID")
@@ -196,17 +196,10 @@ def main():
         for k in list(env):
             if k.startswith("SLURM_") and k != "SLURM_CONF":
                 del env[k]
-        p = subprocess.Popen(cmd, env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            stdout, stderr = p.communicate(timeout=60)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        res = subprocess.CompletedProcess(cmd, p.returncode, stdout, stderr)
+        res, pid = launch(cmd, env, work)
         check_launch("srun", res, out, work, VARS[0], VARS[1], VARS[2],
-                     lambda row: "%s.%s" % (row["SLURM_JOB_ID"], row["SLURM_STEP_ID"]), p.pid,
-                     launcher_may_write=True)
+                     lambda row: "%s.%s" % (row["SLURM_JOB_ID"], row["SLURM_STEP_ID"]),
+                     lambda meta: meta["pid"] == pid, "slurmstepd")
         none = dict(env)
         del none["LD_PRELOAD"]
         check_no_delay("srun", cmd, env, none, work)

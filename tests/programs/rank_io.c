@@ -52,7 +52,18 @@ int main(int argc, char **argv)
         ;
     close(fd);
 
-    printf("pid=%d", (int)getpid());
+    char parent[64] = "?";
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)getppid());
+    fd = open(path, O_RDONLY);
+    if (fd >= 0) {
+        ssize_t n = read(fd, parent, sizeof parent - 1);
+        close(fd);
+        parent[n > 0 ? n : 0] = 0;
+        for (char *c = parent; *c; c++)
+            if (*c == '\n' || *c == ' ')
+                *c = *c == ' ' ? '_' : 0;
+    }
+    printf("pid=%d parent=%s", (int)getpid(), parent);
     for (int i = 3; i < argc; i++) {
         const char *v = getenv(argv[i]);
         printf(" %s=%s", argv[i], v ? v : "");
