@@ -348,11 +348,21 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
         char full[PATH_MAX];
         const char *path = o->path;
         uint32_t dir_path = o->dir && o->dir < w.file_cap ? w.file_path[o->dir] : 0;
-        if (dir_path) {
-            snprintf(full, sizeof full, "%s/%s", w.str[dir_path], o->path);
+        if (dir_path && dir_path != RS_FILE_EXCLUDED) {
+            const char *dir = w.str[dir_path];
+            size_t n = strlen(dir);
+            snprintf(full, sizeof full, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", o->path);
             path = full;
         }
-        uint32_t id = intern(path);
+        /* The hook cannot see where a directory fd points (hwloc reads /sys
+         * through openat on "/"): the exclusions apply here to such paths. */
+        uint32_t id = dir_path == RS_FILE_EXCLUDED || (dir_path && rs_io_excluded(path))
+                          ? RS_FILE_EXCLUDED : intern(path);
+        if (id == RS_FILE_EXCLUDED) {
+            if (!grow((void **)&w.file_path, &w.file_cap, h->file + 1, sizeof *w.file_path))
+                w.file_path[h->file] = id;
+            return;
+        }
         if (!grow((void **)&w.file_path, &w.file_cap, h->file + 1, sizeof *w.file_path))
             w.file_path[h->file] = id;
         if (!grow((void **)&w.files, &w.files_cap, w.nfiles + 1, sizeof *w.files))
@@ -372,6 +382,8 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
     if (h->kind != RS_REC_IO)
         return;
     const struct rs_rec_io *r = (const void *)h;
+    if (h->file < w.file_cap && w.file_path[h->file] == RS_FILE_EXCLUDED)
+        return;
     if (h->op != RSF_IO_CLOSE)
         w.touched = 1;
     if (w.nio == IO_CAP)
