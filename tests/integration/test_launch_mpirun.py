@@ -45,7 +45,8 @@ def through_orted(work):
     with open(ssh, "w") as f:
         f.write(FAKE_SSH)
     os.chmod(ssh, 0o755)
-    return ["--host", "rs-remote-node:4", "--mca", "plm_rsh_agent", ssh, "--mca", "oob_tcp_if_include", "lo"]
+    # An address, not a name: no DNS lookup, and not one of this host's.
+    return ["--host", "127.0.0.2:4", "--mca", "plm_rsh_agent", ssh, "--mca", "oob_tcp_if_include", "lo"]
 
 
 def main():
