@@ -21,7 +21,7 @@ TRACE_NAME = re.compile(r"^(rank-(\d+)|proc)\.[^.]+\.(\d+)(\.\d+)?\.trace\.lz4$"
 
 
 def rank_io_cmd(work, rank_var, *more_vars):
-    """The traced program's argv: it prints pid= and the named variables."""
+    """The traced program's argv: it prints pid=, parent= and the named variables."""
     return [RANK_IO, work, str(BYTES), rank_var] + list(more_vars)
 
 
