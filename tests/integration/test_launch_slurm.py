@@ -167,6 +167,23 @@ class Cluster:
         cleanup(self.dir)
 
 
+def run_srun(srun, cluster, out, work):
+    """srun -n 4 of rank_io under the agent, then the launcher checks."""
+    cmd = [srun, "-n", "4", "--time=1"] + rank_io_cmd(work, *VARS)
+    env = traced_env(out, SLURM_CONF=cluster.env["SLURM_CONF"])
+    env[MARK] = cluster.dir
+    for k in list(env):
+        if k.startswith("SLURM_") and k != "SLURM_CONF":
+            del env[k]
+    res, pid = launch(cmd, env, work)
+    check_launch("srun", res, out, work, VARS[0], VARS[1], VARS[2],
+                 lambda row: "%s.%s" % (row["SLURM_JOB_ID"], row["SLURM_STEP_ID"]),
+                 lambda meta: meta["pid"] == pid, "slurmstepd")
+    none = dict(env)
+    del none["LD_PRELOAD"]
+    check_no_delay("srun", cmd, env, none, work)
+
+
 def main():
     names = ("munged", "munge", "slurmctld", "slurmd", "srun", "sinfo")
     bins = {n: find(n) for n in names}
@@ -188,21 +205,8 @@ def main():
     out, work = tempdir("trace-slurm"), tempdir("slurm-work")
     try:
         why = cluster.up()
-        if not check("slurm: munged, slurmctld and slurmd up", why is None, why or ""):
-            return
-        cmd = [bins["srun"], "-n", "4", "--time=1"] + rank_io_cmd(work, *VARS)
-        env = traced_env(out, SLURM_CONF=cluster.env["SLURM_CONF"])
-        env[MARK] = cluster.dir
-        for k in list(env):
-            if k.startswith("SLURM_") and k != "SLURM_CONF":
-                del env[k]
-        res, pid = launch(cmd, env, work)
-        check_launch("srun", res, out, work, VARS[0], VARS[1], VARS[2],
-                     lambda row: "%s.%s" % (row["SLURM_JOB_ID"], row["SLURM_STEP_ID"]),
-                     lambda meta: meta["pid"] == pid, "slurmstepd")
-        none = dict(env)
-        del none["LD_PRELOAD"]
-        check_no_delay("srun", cmd, env, none, work)
+        if check("slurm: munged, slurmctld and slurmd up", why is None, why or ""):
+            run_srun(bins["srun"], cluster, out, work)
     finally:
         cluster.down()
         cleanup(out, work)
