@@ -6,6 +6,10 @@ front of srun (srun exports it to the tasks) runs four ranks of rank_io. The
 trace folder holds four rank files, ranks 0..3 from SLURM_PROCID/
 SLURM_LOCALID/SLURM_NTASKS, in the folder SLURM_JOB_ID.SLURM_STEP_ID, with the
 bytes the ranks wrote; srun runs unharmed and no slower (see launchcheck.py).
+Then launchers inside launchers, whose ranks inherit the outer one's
+variables: srun in a batch script (which has SLURM_PROCID 0 and no step),
+mpirun in a batch script, and a torchrun-like simlaunch as the one task of
+an srun step: four ranks each, numbered by the inner launcher.
 The daemons are stopped however the test ends. Needs root (slurmd starts
 tasks as their user); skipped, with the reason, only without root or
 without the packages."""
@@ -17,7 +21,7 @@ import subprocess
 import time
 
 from launchcheck import check_launch, check_no_delay, launch, rank_io_cmd
-from rstest import check, cleanup, finish, skip, tempdir, traced_env
+from rstest import AGENT, BUILD, check, cleanup, finish, run, skip, tempdir, traced_env
 
 VARS = ("SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_JOB_ID", "SLURM_STEP_ID")
 MARK = "RS_SLURM_TEST"   # in every daemon's environment, to find what they left running
@@ -184,8 +188,84 @@ def run_srun(srun, cluster, out, work):
     check_no_delay("srun", cmd, env, none, work)
 
 
+BATCH = """#!/bin/sh
+echo "${{SLURM_PROCID-none}} ${{SLURM_STEP_ID-none}}" > {work}/batch-env
+LD_PRELOAD={agent} exec {launcher}
+"""
+
+
+def run_batch(name, bins, cluster, out, work, launcher, rank_vars, job_of, parent):
+    """sbatch --wait of a script that starts launcher (argv) with the agent
+    in front of it; the agent is not in the batch script's own environment."""
+    script = os.path.join(work, "job.sh")
+    with open(script, "w") as f:
+        f.write(BATCH.format(work=work, agent=AGENT, launcher=" ".join(launcher)))
+    os.chmod(script, 0o755)
+    env = traced_env(out, SLURM_CONF=cluster.env["SLURM_CONF"])
+    del env["LD_PRELOAD"]
+    env[MARK] = cluster.dir
+    for k in list(env):
+        if k.startswith("SLURM_") and k != "SLURM_CONF":
+            del env[k]
+    so, se = os.path.join(work, "job.out"), os.path.join(work, "job.err")
+    p = run([bins["sbatch"], "--wait", "-n", "4", "--time=1", "-o", so, "-e", se, script], env=env, cwd=work,
+            timeout=60)
+    outs = []
+    for path in (so, se):
+        with open(path, "rb") if os.path.exists(path) else open(os.devnull, "rb") as f:
+            outs.append(f.read())
+    if os.path.exists(os.path.join(work, "batch-env")):
+        with open(os.path.join(work, "batch-env")) as f:
+            benv = f.read().split()
+    else:
+        benv = []
+    check(name + ": the batch script has SLURM_PROCID 0 and no step", benv == ["0", "none"], str(benv))
+    res = subprocess.CompletedProcess(launcher, p.returncode, outs[0], outs[1] + p.stderr)
+    tool = os.path.basename(launcher[0])
+    check_launch(name, res, out, work, rank_vars[0], rank_vars[1], rank_vars[2], job_of,
+                 lambda meta: os.path.basename(meta["argv"][0]) == tool, parent)
+
+
+def run_nested(bins, cluster):
+    """The launchers inside launchers, each in folders of its own."""
+    mpirun = shutil.which("mpirun")
+    cases = [("srun in sbatch", lambda work: [bins["srun"], "-n", "4"] + rank_io_cmd(work, *VARS), VARS,
+              lambda row: "%s.%s" % (row["SLURM_JOB_ID"], row["SLURM_STEP_ID"]), "slurmstepd")]
+    if mpirun:
+        ompi = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE",
+                "OMPI_MCA_ess_base_jobid", "SLURM_PROCID")
+        cases.append(("mpirun in sbatch", lambda work: [mpirun, "-np", "4", "--oversubscribe", "--bind-to", "none",
+                                                        "--allow-run-as-root"] + rank_io_cmd(work, *ompi),
+                      ompi, lambda row: row["OMPI_MCA_ess_base_jobid"], "mpirun"))
+    else:
+        skip("mpirun in sbatch", "no mpirun (Debian openmpi-bin; tools/deps.sh installs it)")
+    for name, launcher, rank_vars, job_of, parent in cases:
+        out, work = tempdir("trace-nested"), tempdir("nested")
+        try:
+            run_batch(name, bins, cluster, out, work, launcher(work), rank_vars, job_of, parent)
+        finally:
+            cleanup(out, work)
+
+    # torchrun in an srun task: simlaunch is task 0 of the step, its workers are ranks 0..3.
+    out, work = tempdir("trace-nested"), tempdir("nested")
+    try:
+        tv = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "SLURM_PROCID")
+        cmd = [bins["srun"], "-n", "1", "--time=1", os.path.join(BUILD, "simlaunch"), "-n", "4", "--"] + \
+            rank_io_cmd(work, *tv)
+        env = traced_env(out, SLURM_CONF=cluster.env["SLURM_CONF"])
+        env[MARK] = cluster.dir
+        for k in list(env):
+            if k.startswith(("SLURM_", "MASTER_")) and k != "SLURM_CONF":
+                del env[k]
+        res, pid = launch(cmd, env, work)
+        check_launch("simlaunch in srun", res, out, work, tv[0], tv[1], tv[2], lambda row: row[tv[3]],
+                     lambda meta: meta["pid"] == pid, "simlaunch")
+    finally:
+        cleanup(out, work)
+
+
 def main():
-    names = ("munged", "munge", "slurmctld", "slurmd", "srun", "sinfo")
+    names = ("munged", "munge", "slurmctld", "slurmd", "srun", "sinfo", "sbatch")
     bins = {n: find(n) for n in names}
     missing = [n for n in names if not bins[n]]
     if missing:
@@ -207,6 +287,7 @@ def main():
         why = cluster.up()
         if check("slurm: munged, slurmctld and slurmd up", why is None, why or ""):
             run_srun(bins["srun"], cluster, out, work)
+            run_nested(bins, cluster)
     finally:
         cluster.down()
         cleanup(out, work)
