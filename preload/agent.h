@@ -243,6 +243,8 @@ void rs_cwd_changed(void);
  * id assigned (0 if fd is not tracked). dirfd as for openat. */
 uint32_t rs_file_opened(int op, int dirfd, const char *path, int flags, int fd,
                         uint64_t t0, uint64_t t1);
+/* Whether path (absolute) lies under one of the RINGSIDE_IO_EXCLUDE prefixes. */
+int rs_io_excluded(const char *path);
 /* Sets up the fd table and records the files already open. Returns 0 or -1. */
 int rs_fdtab_init(void);
 /* Set once the fd table is up: the I/O hooks record. */

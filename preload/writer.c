@@ -33,6 +33,7 @@ struct wstate {
     uint64_t recorded;           /* events written (or about to be) */
     int broken;                  /* writing failed: drop everything */
     off_t good_size;             /* file size after the last whole frame */
+    int touched;                 /* an event other than closing an inherited fd */
 
     /* strings: id -> text, and a hash set to find ids */
     char **str;                  /* str[id], id from 1 */
@@ -305,10 +306,14 @@ static void emit(int end)
     if (empty && !end && w.seq > 0)
         return;
     /* No file until there is an event: a process that only inherited some
-     * fds (a shell, a launcher) leaves nothing behind. What is assembled
-     * (names of those fds) waits for the first event. */
-    if (w.fd < 0 && !w.nio && !rs_ring_dropped())
+     * fds, or only closed them (a shell, a launcher's child between fork and
+     * exec), leaves nothing behind. What is assembled waits for the first
+     * event; closes that fill a whole chunk before it are let go. */
+    if (w.fd < 0 && !w.touched && !rs_ring_dropped()) {
+        if (w.nio == IO_CAP)
+            w.nio = 0;
         return;
+    }
     if (w.fd < 0 && open_file() != 0) {
         w.broken = 1;
         atomic_store(&rs_on, 0);
@@ -385,17 +390,28 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
         char full[PATH_MAX];
         const char *path = o->path;
         uint32_t dir_path = o->dir && o->dir < w.file_cap ? w.file_path[o->dir] : 0;
-        if (dir_path) {
-            snprintf(full, sizeof full, "%s/%s", w.str[dir_path], o->path);
+        if (dir_path && dir_path != RS_FILE_EXCLUDED) {
+            const char *dir = w.str[dir_path];
+            size_t n = strlen(dir);
+            snprintf(full, sizeof full, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", o->path);
             path = full;
         }
-        uint32_t id = intern(path);
+        /* The hook cannot see where a directory fd points (hwloc reads /sys
+         * through openat on "/"): the exclusions apply here to such paths. */
+        uint32_t id = dir_path == RS_FILE_EXCLUDED || (dir_path && rs_io_excluded(path))
+                          ? RS_FILE_EXCLUDED : intern(path);
+        if (id == RS_FILE_EXCLUDED) {
+            if (!grow((void **)&w.file_path, &w.file_cap, h->file + 1, sizeof *w.file_path))
+                w.file_path[h->file] = id;
+            return;
+        }
         if (!grow((void **)&w.file_path, &w.file_cap, h->file + 1, sizeof *w.file_path))
             w.file_path[h->file] = id;
         if (!grow((void **)&w.files, &w.files_cap, w.nfiles + 1, sizeof *w.files))
             w.files[w.nfiles++] = (struct rsf_file_ref){ h->file, id, o->flags };
         if (h->kind == RS_REC_FILE)
             return;
+        w.touched = 1;
         if (w.nio == IO_CAP)
             emit(0);
         w.io[w.nio++] = (struct rsf_io_event){ .start_ns = rs_tick_ns(&w.map, o->start_ns),
@@ -408,6 +424,10 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
     if (h->kind != RS_REC_IO)
         return;
     const struct rs_rec_io *r = (const void *)h;
+    if (h->file < w.file_cap && w.file_path[h->file] == RS_FILE_EXCLUDED)
+        return;
+    if (h->op != RSF_IO_CLOSE)
+        w.touched = 1;
     if (w.nio == IO_CAP)
         emit(0);
     w.io[w.nio++] = (struct rsf_io_event){ .start_ns = rs_tick_ns(&w.map, r->start_ns),
@@ -422,7 +442,9 @@ static void *writer_main(void *arg)
     (void)arg;
     rs_guard = 1; /* the writer's own I/O is never recorded */
     uint64_t period = (uint64_t)rs_cfg.flush_ms * 1000000u / 2;
-    uint32_t served = atomic_load(&req_seq);
+    /* done_seq, not req_seq: a flush asked for before this thread got to
+     * run (a forked child that execs at once) is still pending. */
+    uint32_t served = atomic_load(&done_seq);
     for (;;) {
         uint32_t wake = atomic_load(&rs_writer_wake);
         uint64_t now = rs_now();
