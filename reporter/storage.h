@@ -13,7 +13,7 @@
 /* A burst counts as a checkpoint from this many bytes written. */
 #define RSR_CKPT_MIN_BYTES (1u << 20)
 /* Bursts of one process closer than this are one checkpoint (shards). */
-#define RSR_CKPT_MERGE_NS 50000000
+#define RSR_CKPT_MERGE_NS 5000000
 
 struct rsr_checkpoint {
     size_t model;               /* index in the models given */
