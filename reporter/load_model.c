@@ -125,6 +125,14 @@ static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, c
     op->correlation = corr;
     op->bytes = e->bytes;
     op->name = str_id(L, e->name, strings, nstrings);
+    if (!op->name && e->kind == RSF_GPU_MEMCPY) {
+        static const char *const dirs[] = { "Memcpy", "Memcpy HtoD", "Memcpy DtoH", "Memcpy DtoD",
+                                            "Memcpy HtoH", "Memcpy PtoP" };
+        op->name = intern(m, e->dir < sizeof dirs / sizeof dirs[0] ? dirs[e->dir] : "Memcpy");
+    } else if (!op->name) {
+        op->name = intern(m, e->kind == RSF_GPU_MEMSET ? "Memset" : e->kind == RSF_GPU_GRAPH ? "CUDA graph"
+                                                                                                : "kernel");
+    }
     op->stream = stream_id(e->stream);
     op->device = e->device;
     switch (e->kind) {
