@@ -23,7 +23,7 @@
  * level alone says what the enclosing containers are. */
 enum level { L_NONE, L_TOP, L_EVENTS, L_EVENT, L_ARGS, L_DIST, L_END };
 
-enum top_key { T_OTHER, T_EVENTS, T_DIST };
+enum top_key { T_OTHER, T_EVENTS, T_DIST, T_BASE_TIME };
 enum dist_key { D_OTHER, D_RANK, D_WORLD };
 enum ev_key { E_OTHER, E_NAME, E_CAT, E_PID, E_TID, E_TS, E_DUR, E_ARGS };
 enum arg_key {
@@ -55,6 +55,7 @@ struct parser {
     uint32_t first_step;    /* name id of the first profiler step seen */
     bool many_steps;        /* a second, different step was seen */
     int64_t last_step_ns;   /* start of the latest step */
+    struct rsr_kineto_info info;
     int err;                /* set when a callback stops the parse */
     char what[96];
 };
@@ -201,6 +202,7 @@ static int key_of(enum level level, const unsigned char *s, size_t len)
     case L_TOP:
         KEY("traceEvents", T_EVENTS);
         KEY("distributedInfo", T_DIST);
+        KEY("baseTimeNanoseconds", T_BASE_TIME);
         return T_OTHER;
     case L_DIST:
         KEY("rank", D_RANK);
@@ -498,6 +500,9 @@ static int on_number(void *ctx, const char *s, size_t len)
         default:
             break;
         }
+    } else if (p->level == L_TOP && p->key == T_BASE_TIME && parse_int(s, len, &v)) {
+        p->info.base_time_ns = v;
+        p->info.has_base_time = 1;
     } else if (p->level == L_DIST && parse_int(s, len, &v)) {
         if (p->key == D_RANK)
             p->m->rank = (int32_t)v;
@@ -700,6 +705,365 @@ static void *reader_run(void *arg)
     }
 }
 
+/* Most of a trace's bytes are CPU-side events the model does not hold
+ * (operators, Python functions, flow arrows). Lexing them with yajl was most
+ * of the load time, so a byte scanner in front of yajl cuts each element of
+ * traceEvents out whole (matching braces outside strings), looks at its "cat"
+ * and "name", and hands yajl only the elements the model may keep; of the
+ * others it reads just "ts", "dur" and "pid" for the model's wall time and
+ * pid. Text outside traceEvents goes to yajl unchanged. A skipped element is
+ * not checked for JSON syntax beyond matching braces, and the commas between
+ * elements are not checked. */
+enum skip_mode { S_START, S_PASS, S_ARRAY, S_EVENT, S_RAW };
+
+/* Values of the keys of an element's own level, as offsets in its text. */
+enum { K_CAT, K_NAME, K_TS, K_DUR, K_PID, K_NKEYS };
+
+struct skipper {
+    enum skip_mode mode;
+    bool top_array;         /* the document is a bare array of events */
+    /* S_PASS: where the top level is, to find "traceEvents": [ */
+    int depth;
+    bool in_str, esc;
+    char str[12];           /* the start of the last string read at depth 1 */
+    size_t str_len;
+    bool after_key;         /* "traceEvents" then ':' were just read */
+    bool is_events_key;
+    /* S_EVENT: the element being cut out */
+    char *ev;
+    size_t ev_len, ev_cap;
+    uint64_t ev_off;        /* file offset of its first byte */
+    int ev_depth;
+    size_t ev_str;          /* offset of the last string's opening quote at depth 1 */
+    size_t ev_str_end;
+    bool unsure;            /* a key straddled pieces: do not skip */
+    size_t val[K_NKEYS];    /* offset after the key's ':', 0: none */
+    bool kept_any;          /* an element was handed to yajl (commas) */
+    uint64_t err_at;        /* file offset of a yajl error */
+};
+
+/* Feeds len bytes to yajl; on error sets err_at from the file offset off of
+ * s[0]. */
+static yajl_status feed(struct skipper *k, yajl_handle y, const char *s, size_t len, uint64_t off)
+{
+    if (len == 0)
+        return yajl_status_ok;
+    yajl_status st = yajl_parse(y, (const unsigned char *)s, len);
+    if (st != yajl_status_ok)
+        k->err_at = off + yajl_get_bytes_consumed(y);
+    return st;
+}
+
+static bool ev_grow(struct skipper *k, size_t more)
+{
+    if (k->ev_len + more <= k->ev_cap)
+        return true;
+    size_t cap = k->ev_cap ? k->ev_cap : 4096;
+    while (cap < k->ev_len + more)
+        cap *= 2;
+    char *p = realloc(k->ev, cap);
+    if (!p)
+        return false;
+    k->ev = p;
+    k->ev_cap = cap;
+    return true;
+}
+
+/* The string value at offset v of the element (after "key":), or len 0. */
+static const char *ev_string(const struct skipper *k, size_t v, size_t *len)
+{
+    *len = 0;
+    if (!v)
+        return NULL;
+    while (v < k->ev_len && (k->ev[v] == ' ' || k->ev[v] == '\t' || k->ev[v] == '\n' || k->ev[v] == '\r'))
+        v++;
+    if (v >= k->ev_len || k->ev[v] != '"')
+        return NULL;
+    const char *s = k->ev + v + 1;
+    const char *e = memchr(s, '"', k->ev_len - v - 1);
+    if (!e)
+        return NULL;
+    *len = (size_t)(e - s);
+    return s;
+}
+
+/* The number at offset v of the element, as text. */
+static const char *ev_number(const struct skipper *k, size_t v, size_t *len)
+{
+    *len = 0;
+    if (!v)
+        return NULL;
+    while (v < k->ev_len && (k->ev[v] == ' ' || k->ev[v] == '\t' || k->ev[v] == '\n' || k->ev[v] == '\r'))
+        v++;
+    size_t e = v;
+    while (e < k->ev_len && ((k->ev[e] >= '0' && k->ev[e] <= '9') || k->ev[e] == '.' ||
+                             k->ev[e] == '-' || k->ev[e] == '+' || k->ev[e] == 'e' || k->ev[e] == 'E'))
+        e++;
+    *len = e - v;
+    return k->ev + v;
+}
+
+/* Whether the model reads nothing of an element of this category and name
+ * but its time and pid (see end_event). */
+static bool skippable(const struct skipper *k)
+{
+    static const char *const cats[] = {
+        "cpu_op", "Operator", "python_function", "ac2g", "async_cpu_to_gpu", "fwdbwd",
+        "cpu_instant_event", "user_annotation", "gpu_user_annotation",
+    };
+    size_t clen, nlen;
+    const char *cat = ev_string(k, k->val[K_CAT], &clen);
+    if (!cat)
+        return false;
+    const char *name = ev_string(k, k->val[K_NAME], &nlen);
+    if (!name && k->val[K_NAME])
+        return false;       /* a name that is not a plain string: let yajl see it */
+    if (name && nlen >= 12 && memcmp(name, "ProfilerStep", 12) == 0)
+        return false;
+    for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++)
+        if (eq((const unsigned char *)cat, clen, cats[i]))
+            return true;
+    return false;
+}
+
+/* What end_event takes from an element it would otherwise not keep. */
+static void skipped_event(struct parser *p, const struct skipper *k)
+{
+    struct rsr_model *m = p->m;
+    size_t len, clen;
+    int64_t ts, dur, pid;
+    const char *s = ev_number(k, k->val[K_TS], &len);
+    if (!s || !parse_us(s, len, &ts))
+        return;
+    s = ev_number(k, k->val[K_DUR], &len);
+    if (!s || !parse_us(s, len, &dur))
+        return;
+    int64_t start = ceil_us(ts), end = floor_us(ts + dur);
+    if (end < start)
+        end = start;
+    if (m->wall_start_ns == 0 || start < m->wall_start_ns)
+        m->wall_start_ns = start;
+    if (end > m->wall_end_ns)
+        m->wall_end_ns = end;
+    const char *cat = ev_string(k, k->val[K_CAT], &clen);
+    s = ev_number(k, k->val[K_PID], &len);
+    if (m->pid == 0 && cat && parse_cat((const unsigned char *)cat, clen) == C_CPU_OP && s &&
+        parse_int(s, len, &pid))
+        m->pid = pid;
+}
+
+/* The bytes outside strings that scan_event acts on. */
+static const bool structural[256] = {
+    ['"'] = true, [':'] = true, ['{'] = true, ['['] = true, ['}'] = true, [']'] = true,
+};
+
+/* Cuts an element out of s[0..n), continuing one begun in
+ * an earlier piece. Returns the bytes used; k->mode becomes S_ARRAY when
+ * the element ended, and it was then handed on or skipped. */
+static size_t scan_event(struct skipper *k, struct parser *p, yajl_handle y, const char *s,
+                         size_t n, yajl_status *st)
+{
+    size_t i = 0;
+    if (k->esc && n > 0) {
+        /* The byte after a backslash that ended the last piece. */
+        k->esc = false;
+        i = 1;
+    }
+    size_t base = k->ev_len;    /* s[0] goes to ev[base] */
+    bool done = false;
+    while (i < n) {
+        char c = s[i];
+        if (k->in_str) {
+            /* Strings are most of the text: find their end with memchr,
+             * a quote preceded by an even run of backslashes. */
+            const char *q = memchr(s + i, '"', n - i);
+            size_t j = q ? (size_t)(q - s) : n, b = j;
+            while (b > i && s[b - 1] == '\\')
+                b--;
+            if (!q) {
+                k->esc = (j - b) % 2 == 1;
+                i = n;
+                break;
+            }
+            if ((j - b) % 2 == 1) {
+                i = j + 1;
+                continue;
+            }
+            i = j;
+            k->in_str = false;
+            if (k->ev_depth == 1)
+                k->ev_str_end = base + i;
+            i++;
+            continue;
+        }
+        if (!structural[(unsigned char)c]) {
+            /* Spaces, numbers, literals, commas: skip the run. */
+            while (++i < n && !structural[(unsigned char)s[i]])
+                ;
+            continue;
+        }
+        switch (c) {
+        case '"':
+            k->in_str = true;
+            if (k->ev_depth == 1)
+                k->ev_str = base + i;
+            break;
+        case ':':
+            if (k->ev_depth == 1 && k->ev_str_end > k->ev_str) {
+                const char *key = (k->ev_str >= base ? s + (k->ev_str - base) : k->ev + k->ev_str) + 1;
+                size_t klen = k->ev_str_end - k->ev_str - 1;
+                /* A key that began in an earlier piece is not looked at:
+                 * the element then goes to yajl, which decides. */
+                if (k->ev_str >= base) {
+                    int which = klen == 3 && memcmp(key, "cat", 3) == 0 ? K_CAT
+                              : klen == 4 && memcmp(key, "name", 4) == 0 ? K_NAME
+                              : klen == 2 && memcmp(key, "ts", 2) == 0 ? K_TS
+                              : klen == 3 && memcmp(key, "dur", 3) == 0 ? K_DUR
+                              : klen == 3 && memcmp(key, "pid", 3) == 0 ? K_PID : -1;
+                    if (which >= 0)
+                        k->val[which] = base + i + 1;
+                } else {
+                    k->unsure = true;
+                }
+            }
+            break;
+        case '{':
+        case '[':
+            k->ev_depth++;
+            break;
+        case '}':
+        case ']':
+            if (--k->ev_depth == 0)
+                done = true;
+            break;
+        default:
+            break;
+        }
+        i++;
+        if (done)
+            break;
+    }
+    if (!ev_grow(k, i)) {
+        fail(p, RSR_KINETO_ERR_NOMEM, "event text");
+        *st = yajl_status_client_canceled;
+        return i;
+    }
+    memcpy(k->ev + k->ev_len, s, i);
+    k->ev_len += i;
+    if (!done)
+        return i;
+    k->mode = S_ARRAY;
+    if (!k->unsure && skippable(k)) {
+        skipped_event(p, k);
+    } else {
+        if (k->kept_any)
+            *st = feed(k, y, ",", 1, k->ev_off);
+        if (*st == yajl_status_ok)
+            *st = feed(k, y, k->ev, k->ev_len, k->ev_off);
+        k->kept_any = true;
+    }
+    return i;
+}
+
+/* Hands s[0..n) (file offset off) to yajl through the skipper. On error
+ * k->err_at is the file offset yajl stopped at. */
+static yajl_status skip_feed(struct skipper *k, struct parser *p, yajl_handle y, const char *s,
+                             size_t n, uint64_t off)
+{
+    yajl_status st = yajl_status_ok;
+    size_t i = 0, from = 0;     /* s[from..i) waits to be passed on as is */
+    while (i < n && st == yajl_status_ok) {
+        char c = s[i];
+        switch (k->mode) {
+        case S_RAW:
+            i = n;
+            break;
+        case S_START:
+            if (c == '[' || c == '{') {
+                k->mode = c == '[' ? S_ARRAY : S_PASS;
+                k->top_array = c == '[';
+                k->depth = 1;
+                i++;
+                if (k->mode == S_ARRAY) {
+                    st = feed(k, y, s + from, i - from, off + from);
+                    from = i;
+                }
+            } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+                i++;
+            } else {
+                k->mode = S_RAW;
+            }
+            break;
+        case S_PASS:
+            i++;
+            if (k->in_str) {
+                if (k->esc) {
+                    k->esc = false;
+                } else if (c == '\\') {
+                    k->esc = true;
+                } else if (c == '"') {
+                    k->in_str = false;
+                    if (k->depth == 1)
+                        k->is_events_key = k->str_len == 11 && memcmp(k->str, "traceEvents", 11) == 0;
+                } else if (k->str_len < sizeof k->str) {
+                    k->str[k->str_len++] = c;
+                }
+                break;
+            }
+            if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
+                break;
+            if (c == '[' && k->depth == 1 && k->after_key) {
+                k->mode = S_ARRAY;
+                st = feed(k, y, s + from, i - from, off + from);
+                from = i;
+                break;
+            }
+            k->after_key = c == ':' && k->depth == 1 && k->is_events_key;
+            if (c == '"') {
+                k->in_str = true;
+                k->str_len = 0;
+                k->is_events_key = false;
+            } else if (c == '{' || c == '[') {
+                k->depth++;
+            } else if (c == '}' || c == ']') {
+                k->depth--;
+            }
+            break;
+        case S_ARRAY:
+            if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',') {
+                from = ++i;
+            } else if (c == '{') {
+                k->mode = S_EVENT;
+                k->ev_len = 0;
+                k->ev_off = off + i;
+                k->ev_depth = 0;
+                k->in_str = k->esc = k->unsure = false;
+                k->ev_str = k->ev_str_end = 0;
+                memset(k->val, 0, sizeof k->val);
+            } else if (c == ']') {
+                k->mode = S_PASS;
+                k->depth = k->top_array ? 0 : 1;
+                k->after_key = k->is_events_key = false;
+                from = i++;
+            } else {
+                /* Not an object: pass the rest on as it is. */
+                k->mode = S_RAW;
+                if (k->kept_any)
+                    st = feed(k, y, ",", 1, off + i);
+                from = i;
+            }
+            break;
+        case S_EVENT:
+            i += scan_event(k, p, y, s + i, n - i, &st);
+            from = i;
+            break;
+        }
+    }
+    if (st == yajl_status_ok && (k->mode == S_PASS || k->mode == S_RAW || k->mode == S_START))
+        st = feed(k, y, s + from, n - from, off + from);
+    return st;
+}
+
 /* The message for how reading ended, after offset bytes of JSON. */
 static int read_error(const struct reader *r, const char *path, uint64_t offset, char *msg, size_t msglen)
 {
@@ -722,19 +1086,23 @@ static int parse_pieces(const char *path, struct reader *r, yajl_handle y, struc
 {
     uint64_t offset = 0;
     char reason[160];
+    struct skipper k = { .mode = S_START };
     for (int i = 0;; i ^= 1) {
         pthread_mutex_lock(&r->lock);
         while (!r->full[i])
             pthread_cond_wait(&r->cond, &r->lock);
         int n = r->len[i];
         pthread_mutex_unlock(&r->lock);
-        if (n < 0)
+        if (n < 0) {
+            free(k.ev);
             return read_error(r, path, offset, msg, msglen);
+        }
         if (n == 0)
             break;
-        yajl_status st = yajl_parse(y, (const unsigned char *)r->buf[i], (size_t)n);
+        yajl_status st = skip_feed(&k, p, y, r->buf[i], (size_t)n, offset);
         if (st != yajl_status_ok) {
-            uint64_t at = offset + yajl_get_bytes_consumed(y);
+            free(k.ev);
+            uint64_t at = k.err_at;
             if (st == yajl_status_client_canceled)
                 return report(msg, msglen, p->err, "%s: byte %llu: %s: %s", path,
                               (unsigned long long)at, rsr_kineto_strerror(p->err), p->what);
@@ -748,6 +1116,7 @@ static int parse_pieces(const char *path, struct reader *r, yajl_handle y, struc
         pthread_cond_broadcast(&r->cond);
         pthread_mutex_unlock(&r->lock);
     }
+    free(k.ev);
     if (offset == 0)
         return report(msg, msglen, RSR_KINETO_ERR_NOT_TRACE, "%s: empty file", path);
     yajl_status st = yajl_complete_parse(y);
@@ -773,6 +1142,9 @@ static int parse_file(const char *path, gzFile gz, struct parser *p, char *msg, 
     r.buf[0] = malloc(READ_CHUNK);
     r.buf[1] = malloc(READ_CHUNK);
     yajl_handle y = yajl_alloc(&callbacks, NULL, p);
+    /* Names are copied as bytes; checking their UTF-8 costs a third of the parse. */
+    if (y)
+        yajl_config(y, yajl_dont_validate_strings, 1);
     int err = RSR_KINETO_ERR_NOMEM;
     if (r.buf[0] && r.buf[1] && y) {
         pthread_t tid;
@@ -800,6 +1172,14 @@ static int parse_file(const char *path, gzFile gz, struct parser *p, char *msg, 
 
 int rsr_kineto_load(const char *path, struct rsr_model *m, char *msg, size_t msglen)
 {
+    return rsr_kineto_load_info(path, m, NULL, msg, msglen);
+}
+
+int rsr_kineto_load_info(const char *path, struct rsr_model *m, struct rsr_kineto_info *info,
+                         char *msg, size_t msglen)
+{
+    if (info)
+        memset(info, 0, sizeof *info);
     if (msglen > 0)
         msg[0] = '\0';
     gzFile gz = gzopen(path, "rb");
@@ -814,6 +1194,8 @@ int rsr_kineto_load(const char *path, struct rsr_model *m, char *msg, size_t msg
         if (err != RSR_KINETO_ERR_OK)
             report(msg, msglen, err, "%s: %s", path, rsr_kineto_strerror(err));
     }
+    if (info)
+        *info = p.info;
     free(p.ev.name);
     gzclose(gz);
     return err;

@@ -5,6 +5,7 @@
 #define RSR_KINETO_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "reporter/model.h"
 
@@ -49,5 +50,17 @@ const char *rsr_kineto_strerror(int err);
  * JSON: invalid object key". On error m holds what was read so far; the
  * caller frees it with rsr_model_free either way. */
 int rsr_kineto_load(const char *path, struct rsr_model *m, char *msg, size_t msglen);
+
+/* What a trace says beyond the model: the realtime clock at its time zero.
+ * Kineto writes "baseTimeNanoseconds" (since PyTorch 2.2): realtime ns =
+ * base_time_ns + ts in ns; older traces write ts as realtime us already. */
+struct rsr_kineto_info {
+    int has_base_time;
+    int64_t base_time_ns;
+};
+
+/* rsr_kineto_load, also filling *info (zeroed first) when info is not NULL. */
+int rsr_kineto_load_info(const char *path, struct rsr_model *m, struct rsr_kineto_info *info,
+                         char *msg, size_t msglen);
 
 #endif
