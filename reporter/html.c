@@ -512,7 +512,9 @@ static void summary_cards(struct page *p)
         card_open(f, 0);
         fprintf(f, "%s / %s", r, w);
         card_close(f, "Storage read / written");
-        fprintf(f, "%.2f s reading, %.2f s writing (all processes)</div></div>\n", rs, ws);
+        fmt_ns(r, sizeof r, rs * 1e9);
+        fmt_ns(w, sizeof w, ws * 1e9);
+        fprintf(f, "%s reading, %s writing (all processes)</div></div>\n", r, w);
     }
     card_open(f, dropped > 0);
     fprintf(f, "%zu", alen(procs));
@@ -579,8 +581,8 @@ static void rank_bars(struct page *p)
         return;
     const double x0 = 64, bw = 330, rh = 16;
     fprintf(f, "<div id=\"rank-bars\"><h2>GPU time per rank</h2>"
-               "<svg viewBox=\"0 0 480 %.0f\" width=\"480\" height=\"%.0f\" role=\"img\">\n",
-            n * rh + 22, n * rh + 22);
+               "<svg viewBox=\"0 0 480 %.0f\" style=\"width:100%%;max-width:480px\" role=\"img\">\n",
+            n * rh + 22);
     static const char *const seg_name[] = { "compute", "exposed communication", "other non-compute",
                                             "idle" };
     static const char *const seg_col[] = { "#43a047", "#e53935", "#1e88e5", "#c4c9cf" };

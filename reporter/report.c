@@ -2,6 +2,7 @@
  * the text summary. Damaged files are reported (file, offset, bytes that
  * could not be read) and everything readable in them is still used. */
 #include "reporter/report.h"
+#include "reporter/html.h"
 #include "reporter/json.h"
 #include "formats/rsf_error.h"
 
@@ -297,6 +298,10 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
             char p[4096];
             snprintf(p, sizeof p, "%s/report.json", o->out_dir);
             rc = write_json_file(p, ins, n);
+            /* OUT/index.html from that report.json (no GPU timelines yet). */
+            const char *bad;
+            if (!rc && rsr_html_write_dir(o->out_dir, NULL, 0, &bad) != 0)
+                rc = (fprintf(stderr, "ringside: %s: %s\n", bad, strerror(errno)), 1);
         }
     }
     if (!rc && o->json_path)
