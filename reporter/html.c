@@ -4,6 +4,7 @@
  * tables and flame graphs. Charts are SVG written here; the inline script
  * only changes a viewBox, sorts tables and shows tooltips. */
 #include "reporter/html.h"
+#include "formats/trace.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -38,7 +39,8 @@
     X(COMM,    "communication", "#e53935") \
     X(COPY,    "copies",        "#1e88e5") \
     X(WAIT,    "waits",         "#fb8c00") \
-    X(IO,      "I/O",           "#8e24aa")
+    X(IO,      "I/O",           "#00897b") \
+    X(CKPT,    "checkpoints",   "#8e24aa")
 
 enum tl_lane {
 #define TL_LANE_ENUM(name, text, colour) TL_##name,
@@ -238,6 +240,11 @@ struct page {
     /* The job time line of report.json "timeline" (charts, checkpoints). */
     int have_timeline;
     double tl_start_us, tl_bin_us;
+    /* What checkpoints[].start_s counts from, in us ("start_us", else
+     * timeline.start_us); have_ck_origin 0: neither given. */
+    int have_ck_origin;
+    double ck_origin_us;
+    int have_gpu;   /* some process has GPU figures */
     size_t tl_bins;
 };
 
@@ -304,6 +311,7 @@ static const char page_js[] =
     " var W=+svg.getAttribute('data-w'),H=+svg.getAttribute('data-h'),"
     "span=+svg.getAttribute('data-span');\n"
     " var names=JSON.parse(document.getElementById('tl-names').textContent);\n"
+    " var ops=JSON.parse(document.getElementById('tl-ops').textContent);\n"
     " var ax=document.getElementById('tl-axis'),tip=document.getElementById('tip'),"
     "rng=document.getElementById('tl-range');\n"
     " var vx=0,vw=W,drag=null;\n"
@@ -332,13 +340,15 @@ static const char page_js[] =
     " svg.addEventListener('mousemove',function(e){var t=e.target,g=t.parentNode;\n"
     "  if(drag||t.tagName!=='rect'||!g.hasAttribute('data-m')){tip.style.display='none';return;}\n"
     "  var nm=names[+g.getAttribute('data-m')]||[],x=+t.getAttribute('x'),"
-    "w=+t.getAttribute('width'),txt;\n"
+    "w=+t.getAttribute('width'),txt,o=t.getAttribute('data-o'),ot=g.getAttribute('data-ot');\n"
+    "  var label=nm[+t.getAttribute('data-n')]||'';\n"
+    "  if(o!==null&&ops[ot])label=(ops[ot][+o]||'')+(label?' '+label:'');\n"
     "  var at=' at '+fmt(x/W*span)+', '+g.getAttribute('data-lane');\n"
     "  if(t.hasAttribute('data-t'))txt=t.getAttribute('data-t')+'\\n'+fmt(w/W*span)+at;\n"
     "  else if(t.hasAttribute('data-k'))txt=t.getAttribute('data-k')+' operations merged"
     " (each narrower than a pixel at full view)\\nbusy '+fmt(+t.getAttribute('data-b'))+' in '+"
-    "fmt(w/W*span)+at+'\\nlongest: '+(nm[+t.getAttribute('data-n')]||'');\n"
-    "  else txt=(nm[+t.getAttribute('data-n')]||'')+'\\n'+fmt(w/W*span)+at;\n"
+    "fmt(w/W*span)+at+'\\nlongest: '+label;\n"
+    "  else txt=label+'\\n'+fmt(w/W*span)+at;\n"
     "  tip.textContent=txt;tip.style.display='block';"
     "tip.style.left=Math.min(e.clientX+12,window.innerWidth-320)+'px';"
     "tip.style.top=(e.clientY+14)+'px';});\n"
@@ -426,6 +436,7 @@ static void summary_cards(struct page *p)
     yajl_val procs = jkey(p->root, "processes");
     struct gpu_mean g;
     gpu_means(procs, &g);
+    p->have_gpu = g.n > 0;
     char d[160];
     fputs("<div class=\"cards\" id=\"cards\">\n", f);
     if (g.n) {
@@ -465,8 +476,11 @@ static void summary_cards(struct page *p)
         char b[32], s[32];
         fmt_bytes(b, sizeof b, bytes);
         fmt_ns(s, sizeof s, stall * 1e9);
-        snprintf(d, sizeof d, "%zu checkpoint%s, %s written, GPU stall %s", alen(cks),
-                 alen(cks) == 1 ? "" : "s", b, s);
+        if (alen(cks))
+            snprintf(d, sizeof d, "%zu checkpoint%s, %s written, GPU stall %s", alen(cks),
+                     alen(cks) == 1 ? "" : "s", b, s);
+        else
+            snprintf(d, sizeof d, "no burst of large writes found");
         card_pct(f, "Checkpoints, of wall time", ck_pct, ck_pct >= 5, d);
     }
     yajl_val strag = jkey(p->root, "stragglers");
@@ -625,6 +639,7 @@ static void rank_bars(struct page *p)
 struct iv {
     int64_t s, e;
     uint32_t name;  /* string id in the process's model */
+    int32_t op;     /* sync kind (waits), I/O op (I/O); -1 otherwise */
 };
 
 /* Maps ns on the job time line to lane x units. */
@@ -634,30 +649,41 @@ struct geo {
     int y;
 };
 
-static void put_rect(FILE *f, const struct geo *g, int64_t s, int64_t e, uint32_t name)
+static void put_op(FILE *f, int32_t op)
 {
-    fprintf(f, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" data-n=\"%" PRIu32 "\"/>",
-            (double)(s - g->origin) * g->scale, g->y, (double)(e - s) * g->scale, TL_LANE_H, name);
+    if (op >= 0)
+        fprintf(f, " data-o=\"%d\"", (int)op);
+}
+
+static void put_rect(FILE *f, const struct geo *g, const struct iv *v)
+{
+    fprintf(f, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" data-n=\"%" PRIu32 "\"",
+            (double)(v->s - g->origin) * g->scale, g->y, (double)(v->e - v->s) * g->scale, TL_LANE_H,
+            v->name);
+    put_op(f, v->op);
+    fputs("/>", f);
 }
 
 struct group {
     int64_t s, e, busy, longest;
-    uint32_t name;  /* the longest member's */
+    struct iv top;  /* the longest member */
     size_t k;
 };
 
 static void put_group(FILE *f, const struct geo *g, const struct group *m, int64_t px)
 {
     if (m->k == 1) {
-        put_rect(f, g, m->s, m->e, m->name);
+        put_rect(f, g, &m->top);
         return;
     }
     int64_t e = m->e > m->s + px ? m->e : m->s + px;
     double fill = (double)m->busy / (double)(e - m->s);
     fprintf(f, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill-opacity=\"%.2f\" "
-               "data-k=\"%zu\" data-b=\"%" PRId64 "\" data-n=\"%" PRIu32 "\"/>",
+               "data-k=\"%zu\" data-b=\"%" PRId64 "\" data-n=\"%" PRIu32 "\"",
             (double)(m->s - g->origin) * g->scale, g->y, (double)(e - m->s) * g->scale, TL_LANE_H,
-            fmin(1, fmax(0.3, fill)), m->k, m->busy, m->name);
+            fmin(1, fmax(0.3, fill)), m->k, m->busy, m->top.name);
+    put_op(f, m->top.op);
+    fputs("/>", f);
 }
 
 /* The thinning. Intervals (in start order) at least px wide are drawn as
@@ -675,7 +701,7 @@ static size_t thin(FILE *f, const struct geo *g, const struct iv *v, size_t n, i
         int64_t d = v[i].e - v[i].s;
         if (d >= px) {
             if (f)
-                put_rect(f, g, v[i].s, v[i].e, v[i].name);
+                put_rect(f, g, &v[i]);
             out++;
             continue;
         }
@@ -685,7 +711,7 @@ static size_t thin(FILE *f, const struct geo *g, const struct iv *v, size_t n, i
             if (v[i].e > cur.e)
                 cur.e = v[i].e;
             if (d > cur.longest)
-                cur.longest = d, cur.name = v[i].name;
+                cur.longest = d, cur.top = v[i];
             continue;
         }
         if (cur.k) {
@@ -693,7 +719,7 @@ static size_t thin(FILE *f, const struct geo *g, const struct iv *v, size_t n, i
                 put_group(f, g, &cur, px);
             out++;
         }
-        cur = (struct group){ v[i].s, v[i].e, d, d, v[i].name, 1 };
+        cur = (struct group){ v[i].s, v[i].e, d, d, v[i], 1 };
     }
     if (cur.k) {
         if (f)
@@ -735,14 +761,13 @@ static int lane_of(uint8_t cls)
     }
 }
 
-/* A checkpoint on the job time line, in ns, when report.json places it:
- * start_s counts from timeline.start_us. */
+/* A checkpoint on the job time line, in ns, when report.json places it. */
 static int ckpt_span(const struct page *p, yajl_val ck, int64_t *s, int64_t *e)
 {
     double st, dur;
-    if (!p->have_timeline || !knum(ck, "start_s", &st) || !knum(ck, "dur_s", &dur))
+    if (!p->have_ck_origin || !knum(ck, "start_s", &st) || !knum(ck, "dur_s", &dur))
         return 0;
-    *s = (int64_t)(p->tl_start_us * 1e3 + st * 1e9);
+    *s = (int64_t)(p->ck_origin_us * 1e3 + st * 1e9);
     *e = *s + (int64_t)(dur * 1e9);
     return 1;
 }
@@ -770,6 +795,18 @@ static void put_names(FILE *f, const struct row *rows, size_t nrows, size_t nmod
         putc(']', f);
     }
     fputs("]</script>\n", f);
+    /* The names of the ops on the waits and I/O lanes (data-o). */
+    fputs("<script type=\"application/json\" id=\"tl-ops\">{\"sync\":[", f);
+    for (unsigned i = 0; i < RSF_SYNC_NKINDS; i++) {
+        fputs(i ? "," : "", f);
+        put_js_str(f, rsf_sync_kind_name(i));
+    }
+    fputs("],\"io\":[", f);
+    for (unsigned i = 0; i < RSF_IO_NOPS; i++) {
+        fputs(i ? "," : "", f);
+        put_js_str(f, rsf_io_op_name(i));
+    }
+    fputs("]}</script>\n", f);
 }
 
 static void row_label(FILE *f, const struct row *r)
@@ -815,6 +852,8 @@ static int build_rows(const struct page *p, struct row **out, size_t *nout, int6
             if (l >= 0 && m->ops[i].end_ns > m->ops[i].start_ns)
                 cnt[l]++;
         }
+        cnt[TL_WAIT] = m->n_syncs;
+        cnt[TL_IO] = m->n_io;
         for (int l = 0; l < TL_NLANES; l++)
             if (cnt[l] && !(r->lane[l] = malloc(cnt[l] * sizeof *r->lane[l]))) {
                 *out = rows, *nout = n;
@@ -825,17 +864,31 @@ static int build_rows(const struct page *p, struct row **out, size_t *nout, int6
             int l = lane_of(op->cls);
             if (l < 0 || op->end_ns <= op->start_ns)
                 continue;
-            r->lane[l][r->n[l]++] = (struct iv){ op->start_ns, op->end_ns, op->name };
-            if (op->start_ns < *origin)
-                *origin = op->start_ns;
-            if (op->end_ns > *end)
-                *end = op->end_ns;
+            r->lane[l][r->n[l]++] = (struct iv){ op->start_ns, op->end_ns, op->name, -1 };
+        }
+        /* Syncs and I/O are in start order in a finished model, as ops. */
+        for (size_t i = 0; i < m->n_syncs; i++)
+            if (m->syncs[i].end_ns > m->syncs[i].start_ns)
+                r->lane[TL_WAIT][r->n[TL_WAIT]++] =
+                    (struct iv){ m->syncs[i].start_ns, m->syncs[i].end_ns, 0, m->syncs[i].kind };
+        for (size_t i = 0; i < m->n_io; i++)
+            if (m->io[i].end_ns > m->io[i].start_ns)
+                r->lane[TL_IO][r->n[TL_IO]++] =
+                    (struct iv){ m->io[i].start_ns, m->io[i].end_ns, m->io[i].path, m->io[i].op };
+        for (int l = 0; l < TL_NLANES; l++) {
+            if (!r->n[l])
+                continue;
+            if (r->lane[l][0].s < *origin)
+                *origin = r->lane[l][0].s;
+            for (size_t i = 0; i < r->n[l]; i++)
+                if (r->lane[l][i].e > *end)
+                    *end = r->lane[l][i].e;
         }
     }
-    /* Checkpoints: an I/O lane interval on their rank's row. Where there
-     * are GPU lanes, only those that overlap them: a checkpoint outside
-     * means the two sources do not share a clock, and the lanes would
-     * shrink to nothing. */
+    /* Checkpoints: a lane of their own on their rank's row. Where there are
+     * other lanes, only those that overlap them: a checkpoint outside means
+     * the two sources do not share a clock, and the lanes would shrink to
+     * nothing. */
     int64_t gpu_s = *origin, gpu_e = *end;
     for (size_t i = 0; i < alen(cks); i++) {
         yajl_val ck = aget(cks, i);
@@ -852,21 +905,21 @@ static int build_rows(const struct page *p, struct row **out, size_t *nout, int6
             r->rank = rank;
             r->mi = SIZE_MAX;
         }
-        struct iv *grown = realloc(r->lane[TL_IO], (r->n[TL_IO] + 1) * sizeof *grown);
+        struct iv *grown = realloc(r->lane[TL_CKPT], (r->n[TL_CKPT] + 1) * sizeof *grown);
         if (!grown) {
             *out = rows, *nout = n;
             return -1;
         }
-        r->lane[TL_IO] = grown;
-        grown[r->n[TL_IO]++] = (struct iv){ s, e, (uint32_t)i };
+        r->lane[TL_CKPT] = grown;
+        grown[r->n[TL_CKPT]++] = (struct iv){ s, e, (uint32_t)i, -1 };
         if (s < *origin)
             *origin = s;
         if (e > *end)
             *end = e;
     }
     for (size_t k = 0; k < n; k++)
-        if (rows[k].n[TL_IO] > 1)
-            qsort(rows[k].lane[TL_IO], rows[k].n[TL_IO], sizeof(struct iv), cmp_iv);
+        if (rows[k].n[TL_CKPT] > 1)
+            qsort(rows[k].lane[TL_CKPT], rows[k].n[TL_CKPT], sizeof(struct iv), cmp_iv);
     qsort(rows, n, sizeof *rows, cmp_row);
     *out = rows;
     *nout = n;
@@ -915,7 +968,7 @@ static int timeline(struct page *p)
           "<button id=\"tl-reset\">whole run</button><span id=\"tl-range\"></span>", f);
     for (int l = 0; l < TL_NLANES; l++)
         fprintf(f, "<span class=\"key\" style=\"background:%s\"></span>%s", lane_colour[l],
-                l == TL_IO ? "I/O (checkpoints)" : lane_text[l]);
+                lane_text[l]);
     fprintf(f, "</div>\n<p class=\"note\">Wheel or buttons to zoom, drag to pan, hover for "
                "name and duration. %s in all; operations narrower than a pixel at full view are "
                "merged into one shaded block per pixel (at most %zu blocks per lane).</p>\n",
@@ -967,8 +1020,9 @@ static int timeline(struct page *p)
             fprintf(f, "<g style=\"fill:%s;stroke:%s\" data-m=\"%zu\" data-lane=\"", lane_colour[l],
                     lane_colour[l], rows[r].mi == SIZE_MAX ? (size_t)0 : rows[r].mi);
             row_label(f, &rows[r]);
-            fprintf(f, " %s\">", lane_text[l]);
-            if (l == TL_IO) {
+            fprintf(f, " %s\"%s>", lane_text[l],
+                    l == TL_WAIT ? " data-ot=\"sync\"" : l == TL_IO ? " data-ot=\"io\"" : "");
+            if (l == TL_CKPT) {
                 /* Few and named from report.json: drawn one by one. */
                 for (size_t i = 0; i < rows[r].n[l]; i++) {
                     const struct iv *v = &rows[r].lane[l][i];
@@ -996,8 +1050,9 @@ static int timeline(struct page *p)
     if (!jkey(p->root, "timeline") && alen(cks))
         fputs("<p class=\"note\">report.json has no \"timeline\", so the checkpoints cannot be "
               "placed on the lanes.</p>\n", f);
-    fputs("<p class=\"note\">Blocking waits (synchronisations) and file I/O other than "
-          "checkpoints get lanes when the loaded timelines carry them.</p>\n", f);
+    fputs("<p class=\"note\">Waits: host threads blocked on the GPU (stream, event, context "
+          "synchronise). I/O: file calls. Checkpoints: bursts of large writes, also shaded across "
+          "all lanes. A process gets only the lanes it has something on.</p>\n", f);
     fputs("</section>\n", f);
     free_rows(rows, nrows);
     return 0;
@@ -1044,10 +1099,13 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
     fprintf(f, "<div class=\"chart\" id=\"chart-%s\"><h3>%s</h3>"
                "<svg viewBox=\"0 0 600 196\" role=\"img\">\n", key, title);
     yajl_val cks = jkey(p->root, "checkpoints");
+    /* start_s counts from ck_origin_us; the bins from tl_start_us. */
+    double shift = (p->ck_origin_us - p->tl_start_us) / 1e6;
     for (size_t i = 0; i < alen(cks) && total_s > 0; i++) {
         double st, dur;
         if (!knum(aget(cks, i), "start_s", &st) || !knum(aget(cks, i), "dur_s", &dur))
             continue;
+        st += shift;
         double a = fmax(0, st / total_s), b = fmin(1, (st + dur) / total_s);
         if (b > a)
             fprintf(f, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" "
@@ -1061,10 +1119,13 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
                    "fill=\"#57606a\">%g</text>\n",
                 X0, X1, y, y, X0 - 4, y + 3, top * k / 4);
     }
-    for (int k = 0; k <= 4; k++)
-        fprintf(f, "<text x=\"%.1f\" y=\"188\" font-size=\"10\" text-anchor=\"middle\" "
-                   "fill=\"#57606a\">%.3g s</text>",
-                X0 + (X1 - X0) * k / 4, total_s * k / 4);
+    for (int k = 0; k <= 4; k++) {
+        char t[32];
+        fmt_ns(t, sizeof t, total_s * 1e9 * k / 4);
+        fprintf(f, "<text x=\"%.1f\" y=\"188\" font-size=\"10\" text-anchor=\"%s\" "
+                   "fill=\"#57606a\">%s</text>",
+                X0 + (X1 - X0) * k / 4, k == 0 ? "start" : k == 4 ? "end" : "middle", t);
+    }
     fprintf(f, "<text x=\"%.0f\" y=\"8\" font-size=\"10\" fill=\"#57606a\">%s</text>\n", X0, unit);
     /* At most CHART_POINTS points: each the largest value of its bins, so
      * that short peaks survive, as monitoring dashboards do. */
@@ -1112,8 +1173,12 @@ static void charts(struct page *p)
         put_proc(f, aget(ranks, r));
     }
     fputs("</p><div class=\"charts\">\n", f);
-    int n = chart(p, ranks, "gpu_busy_pct", "GPU busy", "%", 100);
-    n += chart(p, ranks, "comm_gbs", "Communication bandwidth", "GB/s", 0);
+    /* Without GPU figures the GPU series are all zero: left out. */
+    int n = 0;
+    if (p->have_gpu) {
+        n += chart(p, ranks, "gpu_busy_pct", "GPU busy", "%", 100);
+        n += chart(p, ranks, "comm_gbs", "Communication bandwidth", "GB/s", 0);
+    }
     n += chart(p, ranks, "read_mbs", "Storage read", "MB/s", 0);
     n += chart(p, ranks, "write_mbs", "Storage write", "MB/s", 0);
     fputs("</div>\n", f);
@@ -1215,7 +1280,8 @@ static void table_collectives(struct page *p)
     }
     fputs("<table class=\"sort\" id=\"table-collectives\"><thead><tr>", f);
     th(f, "op", 0), th(f, "communicator", 0), th(f, "ranks", 1), th(f, "bytes", 1);
-    th(f, "count", 1), th(f, "mean", 1), th(f, "algbw GB/s", 1), th(f, "busbw GB/s", 1);
+    th(f, "count", 1), th(f, "mean", 1), th(f, "mean wait for the last rank", 1);
+    th(f, "algbw GB/s", 1), th(f, "busbw GB/s", 1);
     fputs("</tr></thead><tbody>\n", f);
     size_t n = alen(cs) < TABLE_ROWS ? alen(cs) : TABLE_ROWS;
     for (size_t i = 0; i < n; i++) {
@@ -1237,6 +1303,11 @@ static void table_collectives(struct page *p)
         td_bytes(f, knum_or(c, "bytes", 0));
         td_fmt(f, knum_or(c, "count", 0), 0);
         td_us(f, knum_or(c, "mean_us", 0));
+        double wait;
+        if (knum(c, "mean_wait_us", &wait))
+            td_us(f, wait);
+        else
+            fputs("<td></td>", f);
         td_fmt(f, knum_or(c, "algbw_gbs", 0), 2);
         td_fmt(f, knum_or(c, "busbw_gbs", 0), 2);
         fputs("</tr>\n", f);
@@ -1416,14 +1487,22 @@ static void table_stragglers(struct page *p)
     if (!alen(st))
         return;
     fputs("<h3>Stragglers</h3><table class=\"sort\" id=\"table-stragglers\"><thead><tr>", f);
-    th(f, "rank", 1), th(f, "score", 1), th(f, "evidence", 0);
+    th(f, "rank", 1), th(f, "score", 1), th(f, "others waited", 1), th(f, "worst in", 0);
+    th(f, "evidence", 0);
     fputs("</tr></thead><tbody>\n", f);
     for (size_t i = 0; i < alen(st) && i < TABLE_ROWS; i++) {
         yajl_val s = aget(st, i);
         fputs("<tr>", f);
         td_fmt(f, knum_or(s, "rank", -1), 0);
         td_fmt(f, knum_or(s, "score", 0), 3);
+        double caused;
+        if (knum(s, "caused_wait_us", &caused))
+            td_us(f, caused);
+        else
+            fputs("<td></td>", f);
         fputs("<td>", f);
+        put_html(f, kstr(s, "phase"));
+        fputs("</td><td>", f);
         put_value(f, jkey(s, "evidence"));
         fputs("</td></tr>\n", f);
     }
@@ -1558,6 +1637,7 @@ int rsr_html_write_flames(FILE *f, const char *report_json, size_t len,
         p.have_timeline = 1;
         p.tl_start_us = knum_or(tl, "start_us", 0);
     }
+    p.have_ck_origin = knum(root, "start_us", &p.ck_origin_us) || knum(tl, "start_us", &p.ck_origin_us);
     const char *job = kstr(root, "job");
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
           "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n"

@@ -123,8 +123,19 @@ def report_page(work):
         for n, s in zip(FILE_NAMES, FILE_BYTES):
             check("html report: file name shown as text: %r" % n,
                   any(c.endswith("/" + n) for c in cells), "names in the table: %r" % cells)
-        check("html report: no GPU, so the timeline says so",
-              "No GPU work" in b.eval("document.getElementById('timeline').textContent"))
+        lanes = b.eval("Array.prototype.map.call(document.querySelectorAll('#tl g'),"
+                       "function(g){return g.getAttribute('data-lane');})")
+        check("html report: file I/O only, so one I/O lane", len(lanes) == 1 and
+              lanes[0].endswith(" I/O"), repr(lanes))
+        # The path comes back whole from the names table embedded in <script>.
+        paths = b.eval("JSON.parse(document.getElementById('tl-names').textContent)[0]")
+        for n in FILE_NAMES:
+            check("html report: timeline names table holds %r" % n,
+                  any(p.endswith("/" + n) for p in paths), "not among %d names" % len(paths))
+        charts = b.eval("Array.prototype.map.call(document.querySelectorAll('.chart'),"
+                        "function(c){return c.id;})")
+        check("html report: storage charts only", charts == ["chart-read_mbs", "chart-write_mbs"],
+              repr(charts))
         check_screenshot("html report:", b, os.path.join(SHOTS, "html-report-io.png"))
 
 
@@ -216,9 +227,10 @@ def driver_page(work):
         ev = b.eval("document.querySelector('#findings li .ev').textContent")
         check("html driver: finding evidence as text", ev == KERNEL_NAMES[2], repr(ev))
 
-        # The hostile process (rank 7): 400 ops, classes as the driver makes
-        # them; every op must be on its lane, alone or inside a merged block.
-        want = {"compute": 0, "communication": 0, "copies": 0}
+        # The hostile process (rank 7): 400 GPU ops, classes as the driver
+        # makes them, 60 file writes, 30 synchronisations; every one must be
+        # on its lane, alone or inside a merged block.
+        want = {"compute": 0, "communication": 0, "copies": 0, "I/O": 60, "waits": 30}
         for i in range(400):
             want["communication" if i % 4 == 3 else "copies" if i % 7 == 0 else "compute"] += 1
         got = b.eval("""(function(){var o={};
@@ -232,12 +244,13 @@ def driver_page(work):
         lanes = b.eval("""Array.prototype.map.call(document.querySelectorAll('#tl g'),
           function(g){return [g.getAttribute('data-lane'),g.querySelectorAll('rect').length];})""")
         names = [l[0] for l in lanes]
-        for lane in ("rank 0 compute", "rank 0 communication", "rank 0 I/O"):
+        for lane in ("rank 0 compute", "rank 0 communication", "rank 0 checkpoints"):
             check("html driver: lane " + lane, lane in names, repr(names))
         check("html driver: at most 4000 rectangles per lane", all(0 < l[1] <= 4000 for l in lanes),
               repr(lanes))
-        io = [l for l in lanes if l[0] == "rank 0 I/O"]
-        check("html driver: the checkpoint on rank 0's I/O lane", io and io[0][1] == 1, repr(io))
+        io = [l for l in lanes if l[0] == "rank 0 checkpoints"]
+        check("html driver: the checkpoint on rank 0's checkpoint lane", io and io[0][1] == 1,
+              repr(io))
 
         # Hover: the tooltip names the op, as text.
         pos = b.eval("""(function(){var g=document.querySelector('#tl g[data-lane="rank 7 compute"]');

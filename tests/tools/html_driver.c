@@ -5,6 +5,7 @@
  * usage: html_driver OUT.html REPORT.json [--hostile] [--flame SVG]... [TRACE.json.gz]... */
 #include "reporter/html.h"
 #include "reporter/kineto.h"
+#include "formats/trace.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@ static int add_hostile(struct rsr_model *m, int64_t t)
     m->pid = 4242;
     if (rsr_model_intern(m, "<i>host</i>&\"'", strlen("<i>host</i>&\"'"), &m->host) != 0)
         return -1;
+    int64_t t0 = t;
     for (int i = 0; i < 400; i++) {
         const char *name = hostile[i % 4];
         struct rsr_gpu_op *op = rsr_model_add_op(m);
@@ -37,6 +39,28 @@ static int add_hostile(struct rsr_model *m, int64_t t)
         op->cls = i % 4 == 3 ? RSR_GPU_COMM : i % 7 == 0 ? RSR_GPU_MEMCPY : RSR_GPU_COMPUTE;
         op->stream = 7;
         t += i % 5 == 0 ? 2100000 : 5000;
+    }
+    /* 60 file writes named like the kernels, 30 synchronisations, spread
+     * over the same time; every third of each is long. */
+    int64_t step = (t - t0) / 60;
+    for (int i = 0; i < 60; i++) {
+        const char *name = hostile[i % 4];
+        struct rsr_io *io = rsr_model_add_io(m);
+        if (!io || rsr_model_intern(m, name, strlen(name), &io->path) != 0)
+            return -1;
+        io->start_ns = t0 + i * step;
+        io->end_ns = io->start_ns + (i % 3 == 0 ? step / 2 : 2000);
+        io->op = RSF_IO_WRITE;
+        io->dir = RSF_DIR_WRITE;
+        io->bytes = 4096;
+    }
+    for (int i = 0; i < 30; i++) {
+        struct rsr_sync *sy = rsr_model_add_sync(m);
+        if (!sy)
+            return -1;
+        sy->start_ns = t0 + i * 2 * step + step / 4;
+        sy->end_ns = sy->start_ns + (i % 3 == 0 ? step : 1500);
+        sy->kind = (uint8_t)(i % RSF_SYNC_NKINDS);
     }
     return rsr_model_finish(m);
 }
