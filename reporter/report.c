@@ -4,6 +4,7 @@
 #include "reporter/report.h"
 #include "reporter/analyse.h"
 #include "reporter/html.h"
+#include "reporter/perfetto.h"
 #include "reporter/json.h"
 #include "formats/rsf_error.h"
 
@@ -496,10 +497,6 @@ static void warn_damage(const struct rsr_input *in)
                         "every chunk was read\n", in->file);
 }
 
-/* The Perfetto output, in its own module (perfetto.c); weak so that the
- * report is written without it where it is not built in. (html.c is.) */
-int rsr_perfetto_write(FILE *f, struct rsr_model *const *models, size_t nmodels) __attribute__((weak));
-
 static int write_file(const char *path, const char *data, size_t len)
 {
     FILE *f = fopen(path, "w");
@@ -598,7 +595,7 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
             const char *bad;
             if (!rc && rsr_html_write_dir(o->out_dir, models, (size_t)n, &bad) != 0)
                 rc = (fprintf(stderr, "ringside: %s: %s\n", bad, strerror(errno)), 1);
-            if (!rc && rsr_perfetto_write)
+            if (!rc)
                 rc = write_output(o->out_dir, "trace.json", models, (size_t)n);
         }
     }
