@@ -112,7 +112,10 @@ static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, c
     l->start_ns = (int64_t)e->launch_ns;
     l->end_ns = (int64_t)e->launch_ns + e->call_ns;
     l->correlation = corr;
-    l->name = intern(m, launch_name(e->kind));
+    unsigned k = e->kind < RSF_GPU_NKINDS ? e->kind : RSF_GPU_NKINDS;
+    if (!L->launch_names[k])
+        L->launch_names[k] = intern(m, launch_name(e->kind)) + 1;
+    l->name = L->launch_names[k] - 1;
     l->tid = e->tid;
     see_time(m, l->start_ns, l->end_ns);
     if (!e->gpu_start_ns || e->gpu_end_ns < e->gpu_start_ns)
