@@ -217,6 +217,14 @@ def main():
             gpu_checks("straggler", rep, truth, False)
             s = rep.get("stragglers") or []
             check("straggler_named_first", s and s[0]["rank"] == 2, "stragglers %r" % s[:2])
+            f = {x["id"]: x for x in rep.get("findings", [])}
+            check("straggler_finding", "straggler_rank" in f and f["straggler_rank"]["evidence"].startswith("rank 2 "),
+                  "findings %r" % list(f))
+            # exposed communication: a finding when the truth file shows 10% or more
+            worst = max(truth_gpu(truth, r, False)[1] for r in range(NRANKS))
+            if abs(worst - 10) > 1:
+                check("straggler_exposed_comm_finding", ("exposed_communication" in f) == (worst > 10),
+                      "worst exposed communication in the truth file %.1f%%, findings %r" % (worst, list(f)))
         else:
             check("straggler_gpu_capture", False, "the agent recorded no GPU work (CUDA/NCCL capture missing)")
     cleanup(d)
