@@ -120,7 +120,8 @@ int rsr_align(struct rsr_model *const *models, size_t n, struct rsr_alignment *o
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < models[i]->n_colls; k++) {
             const struct rsr_coll *c = &models[i]->colls[k];
-            if (c->end_ns)
+            /* sends and receives end when their pair is done, not together */
+            if (c->end_ns && c->op != RSR_COLL_SEND && c->op != RSR_COLL_RECV)
                 e[ne++] = (struct end){ c->comm_id, c->seq, (uint32_t)i, c->end_ns, 0, 0 };
         }
     qsort(e, ne, sizeof *e, cmp_end);
