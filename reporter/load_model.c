@@ -230,6 +230,7 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
         if (!k)
             goto oom;
         *k = (struct rsr_clock){ (int64_t)c->clocks[i].mono_ns, (int64_t)c->clocks[i].real_ns };
+        see_time(m, k->mono_ns, k->mono_ns);   /* the writer was still there */
     }
     for (uint32_t i = 0; i < c->nfiles; i++) {
         uint32_t id = c->files[i].id;
