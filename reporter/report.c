@@ -551,7 +551,7 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
         return 1;
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    rsr_inputs_load(ins, files, n, cpus > 0 ? (int)cpus : 1, isatty(STDERR_FILENO));
+    rsr_inputs_load(ins, files, n, cpus > 0 ? (int)cpus : 1, isatty(STDERR_FILENO) && n > 1);
     int readable = 0;
     for (int i = 0; i < n; i++) {
         readable += !ins[i].open_failed && ins[i].walk.nchunks > 0;
@@ -565,7 +565,13 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
         models[i] = ins[i].model ? ins[i].model : &empty;
 
     struct rsr_job job;
-    if (rsr_job_analyse(models, (size_t)n, &job) != 0)
+    int tty = isatty(STDERR_FILENO);
+    if (tty)
+        fprintf(stderr, "ringside: analysing %d process%s", n, n == 1 ? "" : "es");
+    int arc = rsr_job_analyse(models, (size_t)n, &job);
+    if (tty)
+        fputs("\r\033[K", stderr);
+    if (arc != 0)
         fprintf(stderr, "ringside: out of memory: some analyses are missing from the report\n");
     char *json = NULL;
     size_t len = 0;
