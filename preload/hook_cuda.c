@@ -223,6 +223,88 @@ static const char *func_name(CUfunction f)
     return NULL;
 }
 
+/* ---- stream ids: a lock-free cache CUstream -> id ---- */
+
+#define STREAM_SLOTS 4096u
+#define STREAM_PROBES 32u
+
+static struct {
+    _Atomic uintptr_t key;
+    _Atomic uint64_t id;       /* 0: not known (yet, or any more) */
+} stream_ids[STREAM_SLOTS];
+
+static uint64_t stream_ask(CUstream s, int ptsz)
+{
+    unsigned long long id;
+    __typeof__(cuStreamGetId) *f = ptsz ? rs_cu.stream_get_id_ptsz : rs_cu.stream_get_id;
+    if (RS_LIKELY(f != NULL) && f(s, &id) == CUDA_SUCCESS)
+        return id;
+    return (uint64_t)(uintptr_t)s;
+}
+
+uint64_t rs_stream_id(CUstream s, int ptsz)
+{
+    uintptr_t key = (uintptr_t)s;
+    /* 0, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD depend on the context or thread */
+    if (key <= 2)
+        return stream_ask(s, ptsz);
+    uint32_t h = (uint32_t)((key >> 4) * 2654435761u);
+    for (uint32_t i = 0; i < STREAM_PROBES; i++) {
+        __typeof__(&stream_ids[0]) e = &stream_ids[(h + i) & (STREAM_SLOTS - 1)];
+        uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+        if (k == 0) {
+            uintptr_t zero = 0;
+            if (!atomic_compare_exchange_strong(&e->key, &zero, key))
+                k = zero;
+            else
+                k = key;
+        }
+        if (k != key)
+            continue;
+        uint64_t id = atomic_load_explicit(&e->id, memory_order_acquire);
+        if (RS_LIKELY(id != 0))
+            return id;
+        id = stream_ask(s, ptsz);
+        atomic_store_explicit(&e->id, id, memory_order_release);
+        return id;
+    }
+    return stream_ask(s, ptsz);
+}
+
+/* The stream is gone: its handle may come back as another stream. */
+static void stream_forget(CUstream s)
+{
+    uintptr_t key = (uintptr_t)s;
+    if (key <= 2)
+        return;
+    uint32_t h = (uint32_t)((key >> 4) * 2654435761u);
+    for (uint32_t i = 0; i < STREAM_PROBES; i++) {
+        __typeof__(&stream_ids[0]) e = &stream_ids[(h + i) & (STREAM_SLOTS - 1)];
+        uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+        if (k == 0)
+            return;
+        if (k == key) {
+            atomic_store_explicit(&e->id, 0, memory_order_release);
+            return;
+        }
+    }
+}
+
+REAL_DECL(cuStreamDestroy);
+REAL_DECL(cuStreamDestroy_v2);
+
+RS_EXPORT CUresult cuStreamDestroy(CUstream s)
+{
+    stream_forget(s);
+    return CALL(cuStreamDestroy, s);
+}
+
+RS_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
+{
+    stream_forget(s);
+    return CALL(cuStreamDestroy_v2, s);
+}
+
 /* ---- records ---- */
 
 static void gpu_record(int kind, uint64_t t0, uint64_t t1, CUstream s, int ptsz, uint64_t bytes,
@@ -732,7 +814,9 @@ RS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
     X(cuMemAllocAsync, "cuMemAllocAsync", 11020, 0)                                           \
     X(cuMemAllocAsync_ptsz, "cuMemAllocAsync", 11020, 1)                                      \
     X(cuMemFreeAsync, "cuMemFreeAsync", 11020, 0)                                             \
-    X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, 1)
+    X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, 1)                                        \
+    X(cuStreamDestroy, "cuStreamDestroy", 2000, 0)                                            \
+    X(cuStreamDestroy_v2, "cuStreamDestroy", 4000, 0)
 
 REAL_DECL(cuGetProcAddress);
 REAL_DECL(cuGetProcAddress_v2);

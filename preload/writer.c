@@ -467,12 +467,42 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
 /* One pass over the events waiting for GPU times: those that are known (or
  * never will be) go into the chunk; with give_up_now, the rest too, with
  * times 0. Returns how many still wait. */
+#define STALLED_MAX 64
+
+/* Streams seen not done in this pass: work on a stream completes in order,
+ * so what was launched after a pending pair on it is pending too. */
+struct stalled {
+    uint64_t stream[STALLED_MAX];
+    uint32_t n;
+};
+
+static int stalled_has(const struct stalled *st, uint64_t stream)
+{
+    for (uint32_t i = 0; i < st->n; i++)
+        if (st->stream[i] == stream)
+            return 1;
+    return 0;
+}
+
+static int times_of(struct stalled *st, uint64_t stream, uint32_t pair, uint32_t anchor, uint64_t *start,
+                    uint64_t *end)
+{
+    if (stalled_has(st, stream))
+        return 0;
+    int r = rs_gpu_times(pair, anchor, start, end);
+    if (r == 0 && st->n < STALLED_MAX)
+        st->stream[st->n++] = stream;
+    return r;
+}
+
 static uint32_t settle_pass(int give_up_now)
 {
+    struct stalled st = { .n = 0 };
     uint32_t k = 0;
     for (uint32_t i = 0; i < w.nheld_gpu; i++) {
         struct held_gpu *g = &w.held_gpu[i];
-        int r = give_up_now ? -1 : rs_gpu_times(g->pair, g->anchor, &g->e.gpu_start_ns, &g->e.gpu_end_ns);
+        int r = give_up_now ? -1 : times_of(&st, g->e.stream, g->pair, g->anchor, &g->e.gpu_start_ns,
+                                             &g->e.gpu_end_ns);
         if (r == 0) {
             w.held_gpu[k++] = *g;
             continue;
@@ -487,7 +517,8 @@ static uint32_t settle_pass(int give_up_now)
     k = 0;
     for (uint32_t i = 0; i < w.nheld_coll; i++) {
         struct held_coll *c = &w.held_coll[i];
-        int r = give_up_now ? -1 : rs_gpu_times(c->pair, c->anchor, &c->e.gpu_start_ns, &c->e.gpu_end_ns);
+        int r = give_up_now ? -1 : times_of(&st, c->e.stream, c->pair, c->anchor, &c->e.gpu_start_ns,
+                                             &c->e.gpu_end_ns);
         if (r == 0) {
             w.held_coll[k++] = *c;
             continue;
