@@ -9,6 +9,7 @@ times, the per-thread flag, graph capture (flagged, untimed) and graph
 launches, blocking waits at least as long as the work they waited for."""
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import capture  # noqa: E402
@@ -98,6 +99,28 @@ for mode, flag in MODES:
           sorted(m["kind"] for m in mems) == ["alloc", "alloc", "alloc_host", "free", "free", "free_host"]
           and all(m["bytes"] == 1 << 20 for m in mems if m["kind"].startswith("alloc")),
           "%r" % [(m["kind"], m["bytes"]) for m in mems])
+
+# Exit with work in flight: the agent waits a bounded time (2 s) for GPU
+# times, writes what it knows, and never holds the program's exit for long.
+out = os.path.join(tmp, "pending")
+tdir = out + "-truth"
+os.makedirs(out)
+os.makedirs(tdir)
+t0 = time.monotonic()
+p = rstest.run([PROGRAM, "procaddr", "legacy", "pending"], env=capture.sim_env(out, tdir))
+took = time.monotonic() - t0
+traces = rstest.trace_files(out)
+if check("pending: program exits with a 10 s kernel in flight, in less than 5 s",
+         p.returncode == 0 and len(traces) == 1 and took < 5, "status %d, %.1f s, %d traces" %
+         (p.returncode, took, len(traces))):
+    by, rc = capture.records(traces[0])
+    tl = capture.truth(tdir, by["meta"][0]["pid"])
+    gpu = sorted(by.get("gpu", []), key=lambda g: g["launch_ns"])
+    short = [t for t in tl if t["end_ns"] - t["start_ns"] == 100000000]
+    ok = len(gpu) == 2 and by["chunk"][-1]["end"] and gpu[1]["gpu_end_ns"] == 0 and short and \
+        abs(gpu[0]["gpu_end_ns"] - short[0]["end_ns"]) <= capture.TOL_NS
+    check("pending: the 100 ms kernel timed, the 10 s one recorded untimed, end chunk written", ok,
+          "%r" % [(g["name_text"], g["gpu_start_ns"], g["gpu_end_ns"]) for g in gpu])
 
 rstest.cleanup(tmp)
 rstest.finish()

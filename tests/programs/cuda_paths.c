@@ -4,8 +4,9 @@
  * locally, dlsym on its handle), "procaddr" / "procaddr1" (dlsym
  * cuGetProcAddress_v2 / cuGetProcAddress, then every entry point through it,
  * as the CUDA runtime does), with argv[2] "legacy" or "ptsz" (per-thread
- * default stream flag). Kernel durations follow tools/simgpu.h. Prints what it
- * did: kernels=N captured=N graphs=N copies=N sets=N. */
+ * default stream flag); argv[3] "pending": only launch a 100 ms and a 10 s kernel
+ * and exit without waiting. Kernel durations follow tools/simgpu.h. Prints
+ * what it did: kernels=N captured=N graphs=N copies=N sets=N. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -112,7 +113,7 @@ static void kernel(CUfunction f, CUstream s, uint64_t ns)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: cuda_paths exported|triton|procaddr|procaddr1 [legacy|ptsz]\n");
+        fprintf(stderr, "usage: cuda_paths exported|triton|procaddr|procaddr1 [legacy|ptsz [pending]]\n");
         return 2;
     }
     resolve(argv[1], argc > 2 ? argv[2] : NULL);
@@ -129,6 +130,14 @@ int main(int argc, char **argv)
     CU(d.cuModuleGetFunction(&fn_b, mod, "paths_kernel_b"));
     CU(d.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CU(d.cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+
+    if (argc > 3 && strcmp(argv[3], "pending") == 0) {
+        /* exit with work in flight: 100 ms on s, 10 s on s2 */
+        kernel(fn_a, s, 100000000);
+        kernel(fn_b, s2, 10000000000ull);
+        printf("kernels=%d\n", kernels);
+        return 0;
+    }
 
     /* kernels on a stream and on the default stream (per-thread with ptsz) */
     for (int i = 0; i < 20; i++)
