@@ -106,12 +106,12 @@ int rs_cuda_ready(void)
     return st == CU_READY && atomic_load(&cu_inited);
 }
 
+/* Read at cuInit: the writer may need it after the driver is gone. */
+static _Atomic int cuda_version;
+
 int rs_cuda_version(void)
 {
-    int v = 0;
-    if (rs_cuda_ready() > 0 && rs_cu.driver_version && rs_cu.driver_version(&v) != CUDA_SUCCESS)
-        v = 0;
-    return v;
+    return atomic_load(&cuda_version);
 }
 
 /* Whether this call is recorded: tracing on, CUDA capture on, not the agent. */
@@ -418,8 +418,14 @@ REAL_DECL(cuInit);
 RS_EXPORT CUresult cuInit(unsigned int flags)
 {
     CUresult r = CALL(cuInit, flags);
-    if (r == CUDA_SUCCESS)
-        atomic_store(&cu_inited, 1);
+    if (r == CUDA_SUCCESS && !atomic_exchange(&cu_inited, 1) && rs_cfg.cuda && !rs_guard) {
+        int saved = errno, v = 0;
+        rs_guard = 1;
+        if (cuda_setup() && rs_cu.driver_version && rs_cu.driver_version(&v) == CUDA_SUCCESS)
+            atomic_store(&cuda_version, v);
+        rs_guard = 0;
+        errno = saved;
+    }
     return r;
 }
 
@@ -501,6 +507,8 @@ REAL_DECL(cuStreamBeginCapture);
 REAL_DECL(cuStreamBeginCapture_ptsz);
 REAL_DECL(cuStreamBeginCapture_v2);
 REAL_DECL(cuStreamBeginCapture_v2_ptsz);
+REAL_DECL(cuStreamBeginCaptureToGraph);
+REAL_DECL(cuStreamBeginCaptureToGraph_ptsz);
 REAL_DECL(cuStreamEndCapture);
 REAL_DECL(cuStreamEndCapture_ptsz);
 
@@ -538,6 +546,20 @@ RS_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
 RS_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode)
 {
     return capture_began(CALL(cuStreamBeginCapture_v2_ptsz, s, mode));
+}
+
+RS_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                               const CUgraphEdgeData *edges, size_t ndeps,
+                                               CUstreamCaptureMode mode)
+{
+    return capture_began(CALL(cuStreamBeginCaptureToGraph, s, g, deps, edges, ndeps, mode));
+}
+
+RS_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                                    const CUgraphEdgeData *edges, size_t ndeps,
+                                                    CUstreamCaptureMode mode)
+{
+    return capture_began(CALL(cuStreamBeginCaptureToGraph_ptsz, s, g, deps, edges, ndeps, mode));
 }
 
 RS_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g)
@@ -766,6 +788,8 @@ RS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
     X(cuStreamBeginCapture_ptsz, "cuStreamBeginCapture", 10000, 1)                            \
     X(cuStreamBeginCapture_v2, "cuStreamBeginCapture", 10010, 0)                              \
     X(cuStreamBeginCapture_v2_ptsz, "cuStreamBeginCapture", 10010, 1)                         \
+    X(cuStreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph", 12030, 0)                   \
+    X(cuStreamBeginCaptureToGraph_ptsz, "cuStreamBeginCaptureToGraph", 12030, 1)              \
     X(cuStreamEndCapture, "cuStreamEndCapture", 10000, 0)                                     \
     X(cuStreamEndCapture_ptsz, "cuStreamEndCapture", 10000, 1)                                \
     X(cuMemcpyHtoD_v2, "cuMemcpyHtoD", 3020, 0)                                               \
