@@ -243,8 +243,11 @@ static int plan_build(struct plan *p, const struct rsr_model *m)
     p->comms = calloc(m->n_colls + 1, sizeof *p->comms);
     p->groups = calloc(m->n_colls + 1, sizeof *p->groups);
     bool *used = calloc(m->n_launches + 1, sizeof *used);
-    if (!p->gpu || !p->coll || !p->has_coll || !p->syncs || !p->comms || !p->groups || !used) {
+    /* Flags by launch name, worked out once per name: 0 not yet, else flags + 1. */
+    uint8_t *flags = calloc(m->strings.n + 1, 1);
+    if (!p->gpu || !p->coll || !p->has_coll || !p->syncs || !p->comms || !p->groups || !used || !flags) {
         free(used);
+        free(flags);
         return -1;
     }
     for (size_t i = 0; i < nops; i++) {
@@ -256,7 +259,9 @@ static int plan_build(struct plan *p, const struct rsr_model *m)
             g->launch_ns = ns(l->start_ns);
             g->call_ns = (uint32_t)(l->end_ns > l->start_ns ? l->end_ns - l->start_ns : 0);
             g->tid = l->tid;
-            g->flags = launch_flags(rsr_model_str(m, l->name));
+            if (l->name < m->strings.n && !flags[l->name])
+                flags[l->name] = (uint8_t)(launch_flags(rsr_model_str(m, l->name)) + 1);
+            g->flags = l->name < m->strings.n ? (uint8_t)(flags[l->name] - 1) : 0;
         }
         g->gpu_start_ns = ns(op->start_ns);
         g->gpu_end_ns = ns(op->end_ns);
@@ -305,6 +310,7 @@ static int plan_build(struct plan *p, const struct rsr_model *m)
         s->kind = (uint8_t)kind;
     }
     free(used);
+    free(flags);
     return 0;
 }
 
