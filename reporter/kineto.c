@@ -15,6 +15,9 @@
 #include <string.h>
 
 #include <yajl/yajl_parse.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <zlib.h>
 
 #define READ_CHUNK (256 * 1024)
@@ -980,6 +983,46 @@ static const bool structural[256] = {
     ['"'] = true, [':'] = true, ['{'] = true, ['['] = true, ['}'] = true, [']'] = true,
 };
 
+/* The first byte at or after i in s[0..n) that is a quote, a colon or a
+ * bracket (n if none): 16 bytes at a time where SSE2 is there (always on
+ * x86-64). '[' and ']' are '{' and '}' with bit 5 clear. */
+static size_t find_structural(const char *s, size_t i, size_t n)
+{
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), colon = _mm_set1_epi8(':');
+    const __m128i open = _mm_set1_epi8('{'), close = _mm_set1_epi8('}'), bit5 = _mm_set1_epi8(0x20);
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        __m128i b = _mm_or_si128(v, bit5);
+        __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, colon)),
+                                   _mm_or_si128(_mm_cmpeq_epi8(b, open), _mm_cmpeq_epi8(b, close)));
+        int mask = _mm_movemask_epi8(hit);
+        if (mask)
+            return i + (size_t)__builtin_ctz((unsigned)mask);
+    }
+#endif
+    while (i < n && !structural[(unsigned char)s[i]])
+        i++;
+    return i;
+}
+
+/* Inside a string: the first quote or backslash at or after i (n if none). */
+static size_t find_string_end(const char *s, size_t i, size_t n)
+{
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        int mask = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+        if (mask)
+            return i + (size_t)__builtin_ctz((unsigned)mask);
+    }
+#endif
+    while (i < n && s[i] != '"' && s[i] != '\\')
+        i++;
+    return i;
+}
+
 /* Cuts an element out of s[0..n), continuing one begun in
  * an earlier piece. Returns the bytes used; k->mode becomes S_ARRAY when
  * the element ended, and it was then handed on or skipped. */
@@ -997,22 +1040,18 @@ static size_t scan_event(struct skipper *k, struct parser *p, yajl_handle y, con
     while (i < n) {
         char c = s[i];
         if (k->in_str) {
-            /* Strings are most of the text: find their end with memchr,
-             * a quote preceded by an even run of backslashes. */
-            const char *q = memchr(s + i, '"', n - i);
-            size_t j = q ? (size_t)(q - s) : n, b = j;
-            while (b > i && s[b - 1] == '\\')
-                b--;
-            if (!q) {
-                k->esc = (j - b) % 2 == 1;
-                i = n;
+            i = find_string_end(s, i, n);
+            if (i == n)
                 break;
-            }
-            if ((j - b) % 2 == 1) {
-                i = j + 1;
+            if (s[i] == '\\') {
+                if (i + 1 == n) {
+                    k->esc = true;  /* the escaped byte is in the next piece */
+                    i = n;
+                    break;
+                }
+                i += 2;
                 continue;
             }
-            i = j;
             k->in_str = false;
             if (k->ev_depth == 1)
                 k->ev_str_end = base + i;
@@ -1021,8 +1060,7 @@ static size_t scan_event(struct skipper *k, struct parser *p, yajl_handle y, con
         }
         if (!structural[(unsigned char)c]) {
             /* Spaces, numbers, literals, commas: skip the run. */
-            while (++i < n && !structural[(unsigned char)s[i]])
-                ;
+            i = find_structural(s, i + 1, n);
             continue;
         }
         switch (c) {
