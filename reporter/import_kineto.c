@@ -175,11 +175,9 @@ static int open_new(const struct rsr_model *m, const char *dir, char *path, size
     return -1;
 }
 
-/* A process group seen in the collectives: one CommEvent each. */
+/* A communicator seen in the collectives: one CommEvent each. */
 struct group {
-    uint32_t name, members;     /* model string ids */
     uint64_t comm;
-    uint32_t next_seq;
 };
 
 /* Everything the file will hold, in the format's records, before chunking. */
@@ -208,16 +206,18 @@ static void plan_free(struct plan *p)
 static struct group *group_of(struct plan *p, const struct rsr_model *m, const struct rsr_coll *c,
                               const struct rsr_gpu_op *op, int64_t launch_ns, uint32_t tid)
 {
+    /* rsr_model_finish gave each collective its communicator id and call
+     * number (from the process group's name and size, or as a ringside
+     * file's export said); without one, a hash of name and members. */
+    uint64_t comm = c->comm_id ? c->comm_id
+                  : comm_hash(rsr_model_str(m, c->comm), rsr_model_str(m, c->members));
     for (size_t i = 0; i < p->ncomms; i++)
-        if (p->groups[i].name == c->comm && p->groups[i].members == c->members)
+        if (p->groups[i].comm == comm)
             return &p->groups[i];
     /* At most one group per collective: the arrays were sized for that. */
     struct group *g = &p->groups[p->ncomms];
     struct rsf_comm_event *e = &p->comms[p->ncomms++];
-    g->name = c->comm;
-    g->members = c->members;
-    g->comm = comm_hash(rsr_model_str(m, c->comm), rsr_model_str(m, c->members));
-    g->next_seq = 0;
+    g->comm = comm;
     /* Kineto does not record the communicator's creation: this record
      * stands for it at the group's first use and carries what is known,
      * this rank's place in the group and the group's size. */
@@ -243,8 +243,11 @@ static int plan_build(struct plan *p, const struct rsr_model *m)
     p->comms = calloc(m->n_colls + 1, sizeof *p->comms);
     p->groups = calloc(m->n_colls + 1, sizeof *p->groups);
     bool *used = calloc(m->n_launches + 1, sizeof *used);
-    if (!p->gpu || !p->coll || !p->has_coll || !p->syncs || !p->comms || !p->groups || !used) {
+    /* Flags by launch name, worked out once per name: 0 not yet, else flags + 1. */
+    uint8_t *flags = calloc(m->strings.n + 1, 1);
+    if (!p->gpu || !p->coll || !p->has_coll || !p->syncs || !p->comms || !p->groups || !used || !flags) {
         free(used);
+        free(flags);
         return -1;
     }
     for (size_t i = 0; i < nops; i++) {
@@ -256,7 +259,9 @@ static int plan_build(struct plan *p, const struct rsr_model *m)
             g->launch_ns = ns(l->start_ns);
             g->call_ns = (uint32_t)(l->end_ns > l->start_ns ? l->end_ns - l->start_ns : 0);
             g->tid = l->tid;
-            g->flags = launch_flags(rsr_model_str(m, l->name));
+            if (l->name < m->strings.n && !flags[l->name])
+                flags[l->name] = (uint8_t)(launch_flags(rsr_model_str(m, l->name)) + 1);
+            g->flags = l->name < m->strings.n ? (uint8_t)(flags[l->name] - 1) : 0;
         }
         g->gpu_start_ns = ns(op->start_ns);
         g->gpu_end_ns = ns(op->end_ns);
@@ -286,7 +291,7 @@ static int plan_build(struct plan *p, const struct rsr_model *m)
         e->stream = g->stream;
         e->call_ns = g->call_ns;
         e->tid = g->tid;
-        e->seq = grp->next_seq++;
+        e->seq = c->seq;
         e->peer = -1;
         e->op = (uint8_t)(c->op - 1);
         e->datatype = nccl_datatype(rsr_model_str(m, c->dtype));
@@ -305,6 +310,7 @@ static int plan_build(struct plan *p, const struct rsr_model *m)
         s->kind = (uint8_t)kind;
     }
     free(used);
+    free(flags);
     return 0;
 }
 
@@ -439,7 +445,7 @@ int rsr_import_write(const struct rsr_model *m, const struct rsr_kineto_info *in
     const char *job = slash && slash[1] ? slash + 1 : dir;
     char after[32];
     snprintf(after, sizeof after, "%llu", (unsigned long long)m->dropped);
-    const char *keys[] = { "imported_from", "kineto_records_after_last_step" };
+    const char *keys[] = { "imported_from", "kineto_records_not_imported" };
     const char *values[] = { source, after };
     /* Kineto's ts: realtime minus baseTimeNanoseconds where it writes that,
      * else realtime already; the pair puts the file on the job's time line. */
@@ -495,21 +501,28 @@ static void *convert_files(void *arg)
         pthread_mutex_unlock(&j->lock);
         if (i >= j->n)
             return NULL;
-        struct rsr_model m;
+        struct rsr_model **models;
         struct rsr_kineto_info info;
-        rsr_model_init(&m);
-        int rc = rsr_kineto_load_info(j->in[i], &m, &info, msg, sizeof msg) == RSR_KINETO_ERR_OK
-               ? rsr_import_write(&m, &info, j->in[i], j->dir, path, sizeof path, msg, sizeof msg)
-               : -1;
+        size_t nm = 0, nops = 0;
+        int rc = rsr_kineto_load_job(j->in[i], &models, &nm, &info, msg, sizeof msg);
+        char first[4096] = "";
+        for (size_t k = 0; rc == 0 && k < nm; k++) {
+            rc = rsr_import_write(models[k], &info, j->in[i], j->dir, path, sizeof path, msg, sizeof msg);
+            nops += models[k]->n_ops;
+            if (k == 0)
+                snprintf(first, sizeof first, "%s", path);
+        }
         pthread_mutex_lock(&j->lock);
         if (rc != 0) {
             fprintf(stderr, "ringside: import-kineto: %s\n", msg);
             j->failed = 1;
+        } else if (!j->quiet && nm == 1) {
+            printf("%s -> %s (%zu GPU events)\n", j->in[i], first, nops);
         } else if (!j->quiet) {
-            printf("%s -> %s (%zu GPU events)\n", j->in[i], path, m.n_ops);
+            printf("%s -> %zu files in %s (%zu GPU events)\n", j->in[i], nm, j->dir, nops);
         }
         pthread_mutex_unlock(&j->lock);
-        rsr_model_free(&m);
+        rsr_kineto_free_job(models, nm);
     }
 }
 

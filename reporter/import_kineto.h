@@ -25,7 +25,9 @@ int rsr_import_write(const struct rsr_model *m, const struct rsr_kineto_info *in
                      const char *source, const char *dir, char *path, size_t pathlen,
                      char *msg, size_t msglen);
 
-/* The whole command: each of in[0..n) into dir; files are converted in
+/* The whole command: each of in[0..n) into dir, one file per process the
+ * trace holds (one for a profiler's trace; one per rank for a job's
+ * trace.json from `ringside report`); files are converted in
  * parallel (up to nthreads at once). Prints one line per file written
  * unless quiet, and one line per failure on stderr. Returns the exit
  * status: 0 all converted, 1 any failure. */

@@ -15,20 +15,25 @@
 #include <string.h>
 
 #include <yajl/yajl_parse.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <zlib.h>
 
 #define READ_CHUNK (256 * 1024)
 
 /* Where the parser is in the document. Kineto's layout is fixed, so the
  * level alone says what the enclosing containers are. */
-enum level { L_NONE, L_TOP, L_EVENTS, L_EVENT, L_ARGS, L_DIST, L_END };
+enum level { L_NONE, L_TOP, L_EVENTS, L_EVENT, L_ARGS, L_DIST, L_RS, L_RS_PROCS, L_RS_PROC, L_END };
 
-enum top_key { T_OTHER, T_EVENTS, T_DIST, T_BASE_TIME };
+enum top_key { T_OTHER, T_EVENTS, T_DIST, T_BASE_TIME, T_RINGSIDE };
+enum rs_key { R_OTHER, R_PROCESSES };
+enum proc_key { P_OTHER, P_PID, P_RANK, P_WORLD, P_OS_PID, P_WALL_START, P_WALL_END };
 enum dist_key { D_OTHER, D_RANK, D_WORLD };
 enum ev_key { E_OTHER, E_NAME, E_CAT, E_PID, E_TID, E_TS, E_DUR, E_ARGS };
 enum arg_key {
     A_OTHER, A_STREAM, A_DEVICE, A_CORR, A_BYTES, A_COLL, A_IN_NELEMS,
-    A_OUT_NELEMS, A_GROUP_SIZE, A_DTYPE, A_PG_NAME, A_PG_RANKS
+    A_OUT_NELEMS, A_GROUP_SIZE, A_DTYPE, A_PG_NAME, A_PG_RANKS, A_COMM_ID, A_SEQ
 };
 enum ev_cat { C_OTHER, C_CPU_OP, C_KERNEL, C_MEMCPY, C_MEMSET, C_LAUNCH };
 
@@ -38,10 +43,15 @@ struct event {
     size_t name_len, name_cap;
     enum ev_cat cat;
     bool has_ts, has_dur, has_pid, has_tid, has_stream, has_corr, has_coll;
+    bool foreign;           /* a process the trace's process list lacks */
     int64_t ts_ns, dur_ns, pid, tid, stream, device, corr, group_size;
     uint64_t bytes, in_nelems, out_nelems;
     enum rsr_coll_op coll_op;
     uint32_t dtype, pg_name, pg_ranks;
+    /* Written by rsr_perfetto_write for a ringside file's collectives. */
+    bool has_comm_id;
+    uint64_t comm_id;
+    uint32_t seq;
 };
 
 struct parser {
@@ -56,6 +66,13 @@ struct parser {
     bool many_steps;        /* a second, different step was seen */
     int64_t last_step_ns;   /* start of the latest step */
     struct rsr_kineto_info info;
+    /* A job's trace from rsr_perfetto_write: its processes, one model each
+     * (models[0] is the caller's); only read when want_procs. */
+    bool want_procs;
+    struct rsr_kineto_proc proc;    /* the entry being read */
+    struct rsr_kineto_proc *procs;
+    struct rsr_model **models;
+    size_t nprocs, cap_procs;
     int err;                /* set when a callback stops the parse */
     char what[96];
 };
@@ -203,7 +220,19 @@ static int key_of(enum level level, const unsigned char *s, size_t len)
         KEY("traceEvents", T_EVENTS);
         KEY("distributedInfo", T_DIST);
         KEY("baseTimeNanoseconds", T_BASE_TIME);
+        KEY("ringside", T_RINGSIDE);
         return T_OTHER;
+    case L_RS:
+        KEY("processes", R_PROCESSES);
+        return R_OTHER;
+    case L_RS_PROC:
+        KEY("pid", P_PID);
+        KEY("rank", P_RANK);
+        KEY("world_size", P_WORLD);
+        KEY("os_pid", P_OS_PID);
+        KEY("wall_start_ns", P_WALL_START);
+        KEY("wall_end_ns", P_WALL_END);
+        return P_OTHER;
     case L_DIST:
         KEY("rank", D_RANK);
         KEY("world_size", D_WORLD);
@@ -223,8 +252,8 @@ static int key_of(enum level level, const unsigned char *s, size_t len)
         case 10: KEY("Group size", A_GROUP_SIZE); break;
         case 11: KEY("correlation", A_CORR); break;
         case 13: KEY("In msg nelems", A_IN_NELEMS); break;
-        case 14: KEY("Out msg nelems", A_OUT_NELEMS); break;
-        case 15: KEY("Collective name", A_COLL); break;
+        case 14: KEY("Out msg nelems", A_OUT_NELEMS); KEY("Collective seq", A_SEQ); break;
+        case 15: KEY("Collective name", A_COLL); KEY("Communicator id", A_COMM_ID); break;
         case 18: KEY("Process Group Name", A_PG_NAME); break;
         case 19: KEY("Process Group Ranks", A_PG_RANKS); break;
         default: break;
@@ -268,6 +297,10 @@ static int add_gpu_op(struct parser *p, int64_t start, int64_t end)
     c->comm = e->pg_name;
     c->members = e->pg_ranks;
     c->group_size = (int32_t)e->group_size;
+    if (e->has_comm_id) {
+        c->comm_id = e->comm_id;
+        c->seq = e->seq;
+    }
     return 1;
 }
 
@@ -277,6 +310,10 @@ static int end_event(struct parser *p)
 {
     struct event *e = &p->ev;
     struct rsr_model *m = p->m;
+    if (e->foreign) {
+        m->dropped++;
+        return 1;
+    }
     if (!e->has_ts || !e->has_dur)
         return 1;
     /* HTA rounds events with sub-microsecond times inward to whole
@@ -347,6 +384,23 @@ static int open_container(struct parser *p, bool is_map)
             p->level = L_DIST;
             return 1;
         }
+        if (is_map && p->key == T_RINGSIDE && p->want_procs) {
+            p->level = L_RS;
+            return 1;
+        }
+        break;
+    case L_RS:
+        if (!is_map && p->key == R_PROCESSES) {
+            p->level = L_RS_PROCS;
+            return 1;
+        }
+        break;
+    case L_RS_PROCS:
+        if (is_map) {
+            p->proc = (struct rsr_kineto_proc){ .pid = -1, .rank = -1, .world_size = -1 };
+            p->level = L_RS_PROC;
+            return 1;
+        }
         break;
     case L_EVENTS:
         if (is_map) {
@@ -386,6 +440,38 @@ static int on_start_array(void *ctx)
     return open_container(ctx, false);
 }
 
+/* A process of a job's trace: the first takes the caller's model. */
+static int add_proc(struct parser *p)
+{
+    if (p->nprocs == p->cap_procs) {
+        size_t cap = p->cap_procs ? p->cap_procs * 2 : 16;
+        struct rsr_kineto_proc *procs = realloc(p->procs, cap * sizeof *procs);
+        if (procs)
+            p->procs = procs;
+        struct rsr_model **models = realloc(p->models, cap * sizeof *models);
+        if (models)
+            p->models = models;
+        if (!procs || !models)
+            return fail(p, RSR_KINETO_ERR_NOMEM, "processes");
+        p->cap_procs = cap;
+    }
+    struct rsr_model *m = p->m;
+    if (p->nprocs > 0) {
+        m = malloc(sizeof *m);
+        if (!m)
+            return fail(p, RSR_KINETO_ERR_NOMEM, "processes");
+        rsr_model_init(m);
+    }
+    m->rank = p->proc.rank;
+    m->world_size = p->proc.world_size;
+    m->pid = p->proc.os_pid;
+    m->wall_start_ns = p->proc.wall_start_ns;
+    m->wall_end_ns = p->proc.wall_end_ns;
+    p->procs[p->nprocs] = p->proc;
+    p->models[p->nprocs++] = m;
+    return 1;
+}
+
 static int close_container(struct parser *p)
 {
     if (p->skip > 0) {
@@ -403,8 +489,15 @@ static int close_container(struct parser *p)
         p->level = p->events_top ? L_END : L_TOP;
         return 1;
     case L_DIST:
+    case L_RS:
         p->level = L_TOP;
         return 1;
+    case L_RS_PROCS:
+        p->level = L_RS;
+        return 1;
+    case L_RS_PROC:
+        p->level = L_RS_PROCS;
+        return add_proc(p);
     default:
         p->level = L_END;
         return 1;
@@ -465,6 +558,14 @@ static int on_number(void *ctx, const char *s, size_t len)
             break;
         case E_PID:
             e->has_pid = parse_int(s, len, &e->pid);
+            if (p->nprocs > 0) {
+                /* Strings of the event (its args) go to its own model. */
+                size_t i = 0;
+                while (i < p->nprocs && !(e->has_pid && p->procs[i].pid == e->pid))
+                    i++;
+                e->foreign = i == p->nprocs;
+                p->m = p->models[e->foreign ? 0 : i];
+            }
             break;
         case E_TID:
             e->has_tid = parse_int(s, len, &e->tid);
@@ -497,12 +598,28 @@ static int on_number(void *ctx, const char *s, size_t len)
         case A_GROUP_SIZE:
             e->group_size = v;
             break;
+        case A_SEQ:
+            e->seq = (uint32_t)v;
+            break;
         default:
             break;
         }
     } else if (p->level == L_TOP && p->key == T_BASE_TIME && parse_int(s, len, &v)) {
         p->info.base_time_ns = v;
         p->info.has_base_time = 1;
+    } else if (p->level == L_RS_PROC && parse_int(s, len, &v)) {
+        if (p->key == P_PID)
+            p->proc.pid = v;
+        else if (p->key == P_RANK)
+            p->proc.rank = (int32_t)v;
+        else if (p->key == P_WORLD)
+            p->proc.world_size = (int32_t)v;
+        else if (p->key == P_OS_PID)
+            p->proc.os_pid = v;
+        else if (p->key == P_WALL_START)
+            p->proc.wall_start_ns = v;
+        else if (p->key == P_WALL_END)
+            p->proc.wall_end_ns = v;
     } else if (p->level == L_DIST && parse_int(s, len, &v)) {
         if (p->key == D_RANK)
             p->m->rank = (int32_t)v;
@@ -536,7 +653,16 @@ static int on_string(void *ctx, const unsigned char *s, size_t len)
         uint32_t *id = p->key == A_DTYPE ? &e->dtype
                      : p->key == A_PG_NAME ? &e->pg_name
                      : p->key == A_PG_RANKS ? &e->pg_ranks : NULL;
-        if (p->key == A_COLL) {
+        if (p->key == A_COMM_ID) {
+            char hex[24];
+            char *end;
+            if (len > 0 && len < sizeof hex) {
+                memcpy(hex, s, len);
+                hex[len] = '\0';
+                e->comm_id = strtoull(hex, &end, 16);
+                e->has_comm_id = *end == '\0' && e->comm_id != 0;
+            }
+        } else if (p->key == A_COLL) {
             e->coll_op = rsr_coll_op_parse((const char *)s, len);
             e->has_coll = true;
         } else if (id && rsr_model_intern(p->m, (const char *)s, len, id) < 0) {
@@ -857,6 +983,46 @@ static const bool structural[256] = {
     ['"'] = true, [':'] = true, ['{'] = true, ['['] = true, ['}'] = true, [']'] = true,
 };
 
+/* The first byte at or after i in s[0..n) that is a quote, a colon or a
+ * bracket (n if none): 16 bytes at a time where SSE2 is there (always on
+ * x86-64). '[' and ']' are '{' and '}' with bit 5 clear. */
+static size_t find_structural(const char *s, size_t i, size_t n)
+{
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), colon = _mm_set1_epi8(':');
+    const __m128i open = _mm_set1_epi8('{'), close = _mm_set1_epi8('}'), bit5 = _mm_set1_epi8(0x20);
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        __m128i b = _mm_or_si128(v, bit5);
+        __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, colon)),
+                                   _mm_or_si128(_mm_cmpeq_epi8(b, open), _mm_cmpeq_epi8(b, close)));
+        int mask = _mm_movemask_epi8(hit);
+        if (mask)
+            return i + (size_t)__builtin_ctz((unsigned)mask);
+    }
+#endif
+    while (i < n && !structural[(unsigned char)s[i]])
+        i++;
+    return i;
+}
+
+/* Inside a string: the first quote or backslash at or after i (n if none). */
+static size_t find_string_end(const char *s, size_t i, size_t n)
+{
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        int mask = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+        if (mask)
+            return i + (size_t)__builtin_ctz((unsigned)mask);
+    }
+#endif
+    while (i < n && s[i] != '"' && s[i] != '\\')
+        i++;
+    return i;
+}
+
 /* Cuts an element out of s[0..n), continuing one begun in
  * an earlier piece. Returns the bytes used; k->mode becomes S_ARRAY when
  * the element ended, and it was then handed on or skipped. */
@@ -874,22 +1040,18 @@ static size_t scan_event(struct skipper *k, struct parser *p, yajl_handle y, con
     while (i < n) {
         char c = s[i];
         if (k->in_str) {
-            /* Strings are most of the text: find their end with memchr,
-             * a quote preceded by an even run of backslashes. */
-            const char *q = memchr(s + i, '"', n - i);
-            size_t j = q ? (size_t)(q - s) : n, b = j;
-            while (b > i && s[b - 1] == '\\')
-                b--;
-            if (!q) {
-                k->esc = (j - b) % 2 == 1;
-                i = n;
+            i = find_string_end(s, i, n);
+            if (i == n)
                 break;
-            }
-            if ((j - b) % 2 == 1) {
-                i = j + 1;
+            if (s[i] == '\\') {
+                if (i + 1 == n) {
+                    k->esc = true;  /* the escaped byte is in the next piece */
+                    i = n;
+                    break;
+                }
+                i += 2;
                 continue;
             }
-            i = j;
             k->in_str = false;
             if (k->ev_depth == 1)
                 k->ev_str_end = base + i;
@@ -898,8 +1060,7 @@ static size_t scan_event(struct skipper *k, struct parser *p, yajl_handle y, con
         }
         if (!structural[(unsigned char)c]) {
             /* Spaces, numbers, literals, commas: skip the run. */
-            while (++i < n && !structural[(unsigned char)s[i]])
-                ;
+            i = find_structural(s, i + 1, n);
             continue;
         }
         switch (c) {
@@ -1175,8 +1336,10 @@ int rsr_kineto_load(const char *path, struct rsr_model *m, char *msg, size_t msg
     return rsr_kineto_load_info(path, m, NULL, msg, msglen);
 }
 
-int rsr_kineto_load_info(const char *path, struct rsr_model *m, struct rsr_kineto_info *info,
-                         char *msg, size_t msglen)
+/* Reads path with p set up by the caller; finishes p->m unless the trace
+ * named its processes (then the caller finishes each). */
+static int load(const char *path, struct parser *p, struct rsr_kineto_info *info, char *msg,
+                size_t msglen)
 {
     if (info)
         memset(info, 0, sizeof *info);
@@ -1187,16 +1350,77 @@ int rsr_kineto_load_info(const char *path, struct rsr_model *m, struct rsr_kinet
         return report(msg, msglen, RSR_KINETO_ERR_OPEN, "%s: cannot open: %s", path,
                       errno ? strerror(errno) : "out of memory");
     gzbuffer(gz, READ_CHUNK);
-    struct parser p = { .m = m };
-    int err = parse_file(path, gz, &p, msg, msglen);
-    if (err == RSR_KINETO_ERR_OK) {
-        err = finish_model(&p);
+    int err = parse_file(path, gz, p, msg, msglen);
+    if (err == RSR_KINETO_ERR_OK && p->nprocs == 0) {
+        err = finish_model(p);
         if (err != RSR_KINETO_ERR_OK)
             report(msg, msglen, err, "%s: %s", path, rsr_kineto_strerror(err));
     }
     if (info)
-        *info = p.info;
-    free(p.ev.name);
+        *info = p->info;
+    free(p->ev.name);
     gzclose(gz);
     return err;
+}
+
+int rsr_kineto_load_info(const char *path, struct rsr_model *m, struct rsr_kineto_info *info,
+                         char *msg, size_t msglen)
+{
+    struct parser p = { .m = m };
+    return load(path, &p, info, msg, msglen);
+}
+
+int rsr_kineto_load_job(const char *path, struct rsr_model ***models, size_t *n,
+                        struct rsr_kineto_info *info, char *msg, size_t msglen)
+{
+    *models = NULL;
+    *n = 0;
+    struct rsr_model *m0 = malloc(sizeof *m0);
+    if (!m0)
+        return report(msg, msglen, RSR_KINETO_ERR_NOMEM, "%s: out of memory", path);
+    rsr_model_init(m0);
+    struct parser p = { .m = m0, .want_procs = true };
+    int err = load(path, &p, info, msg, msglen);
+    if (err == RSR_KINETO_ERR_OK && p.nprocs == 0) {
+        p.models = malloc(sizeof *p.models);
+        if (p.models) {
+            p.models[0] = m0;
+            p.nprocs = 1;
+        } else {
+            err = report(msg, msglen, RSR_KINETO_ERR_NOMEM, "%s: out of memory", path);
+        }
+    } else if (err == RSR_KINETO_ERR_OK) {
+        /* The profiler-step cut applies to a profiler's trace of one
+         * process, not to a job's export (which has no steps). */
+        p.many_steps = false;
+        for (size_t i = 0; i < p.nprocs && err == RSR_KINETO_ERR_OK; i++) {
+            p.m = p.models[i];
+            err = finish_model(&p);
+        }
+        if (err != RSR_KINETO_ERR_OK)
+            report(msg, msglen, err, "%s: %s", path, rsr_kineto_strerror(err));
+    }
+    free(p.procs);
+    if (err != RSR_KINETO_ERR_OK || !p.models) {
+        for (size_t i = 1; i < p.nprocs; i++) {
+            rsr_model_free(p.models[i]);
+            free(p.models[i]);
+        }
+        free(p.models);
+        rsr_model_free(m0);
+        free(m0);
+        return err;
+    }
+    *models = p.models;
+    *n = p.nprocs;
+    return RSR_KINETO_ERR_OK;
+}
+
+void rsr_kineto_free_job(struct rsr_model **models, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        rsr_model_free(models[i]);
+        free(models[i]);
+    }
+    free(models);
 }
