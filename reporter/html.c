@@ -1654,7 +1654,7 @@ int rsr_html_write_flames(FILE *f, const char *report_json, size_t len,
     double world;
     if (knum(root, "world_size", &world))
         fprintf(f, "world size %.0f &middot; ", world);
-    fprintf(f, "%zu processes &middot; %zu GPU timelines &middot; ringside %s</p></header>\n<main>\n",
+    fprintf(f, "%zu processes &middot; %zu timelines &middot; ringside %s</p></header>\n<main>\n",
             alen(jkey(root, "processes")), nmodels, RINGSIDE_VERSION);
     fputs("<section id=\"summary\"><h2>Summary</h2>\n", f);
     summary_cards(&p);
