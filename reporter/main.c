@@ -33,7 +33,7 @@ static const char usage[] =
     "        --lines: source file:line in frame names\n"
     "  symbolize FILE ADDR...\n"
     "        function, inlined callers and file:line of addresses of an ELF file\n"
-    "        (innermost first, as addr2line -f -i prints them)\n"
+    "        (innermost first, as addr2line -a -f -i prints them)\n"
     "  dump FILE\n"
     "        every record of one trace file as a JSON object per line\n"
     "  help, --help     this text;  --version   the version\n"
@@ -224,6 +224,7 @@ static int cmd_symbolize(int argc, char **argv)
             break;
         }
         const struct rsr_sym_result *r = rsr_sym_lookup(s, file, a);
+        printf("0x%016llx\n", a);
         for (uint32_t k = r->nlevels; k-- > 0;) {
             const struct rsr_sym_level *lv = &r->levels[k];
             printf("%s\n%s:%d\n", r->known ? lv->func : "??", lv->file ? lv->file : "??", lv->line);

@@ -305,7 +305,13 @@ static struct rsr_sym_result *resolve(struct rsr_sym *s, int file, uint64_t addr
             /* No DWARF here: the symbol table, and the line table if any. */
             GElf_Off off;
             GElf_Sym sym;
-            const char *name = dwfl_module_addrinfo(f->mod, addr, &off, &sym, NULL, NULL, NULL);
+            GElf_Word shndx = 0;
+            const char *name = dwfl_module_addrinfo(f->mod, addr, &off, &sym, &shndx, NULL, NULL);
+            int type = name ? GELF_ST_TYPE(sym.st_info) : STT_NOTYPE;
+            /* code only: not version names, objects or absolute values */
+            if (name && (sym.st_shndx == SHN_ABS ||
+                         (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE)))
+                name = NULL;
             if (name) {
                 char *d = rsr_sym_demangle(name);
                 inner_first = rsr_xcalloc(1, sizeof *inner_first);
