@@ -5,6 +5,7 @@
  * (exit, exec, fatal signals). Any failure to write turns tracing off with
  * one notice; the file keeps every whole frame written before. */
 #include "preload/agent.h"
+#include "preload/sample.h"
 #include "formats/chunk.h"
 #include "formats/frame.h"
 #include "formats/rsf_error.h"
@@ -260,13 +261,14 @@ static void emit(int end)
 {
     if (w.broken)
         goto reset;
-    int empty = !w.nio && !w.nfiles && !w.nthreads && w.nstr + 1 == w.chunk_str_base;
+    int empty = !w.nio && !w.nfiles && !w.nthreads && w.nstr + 1 == w.chunk_str_base &&
+                !rs_stackw_any();
     if (empty && !end && w.seq > 0)
         return;
     /* No file until there is an event: a process that only inherited some
      * fds (a shell, a launcher) leaves nothing behind. What is assembled
      * (names of those fds) waits for the first event. */
-    if (w.fd < 0 && !w.nio && !rs_ring_dropped())
+    if (w.fd < 0 && !w.nio && !rs_stackw_pending() && !rs_ring_dropped())
         return;
     if (w.fd < 0 && open_file() != 0) {
         w.broken = 1;
@@ -295,7 +297,8 @@ static void emit(int end)
         (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec,
     };
     struct rsf_counters counters = { .recorded = w.recorded, .dropped = rs_ring_dropped(),
-                                     .dropped_io = rs_ring_dropped_io() };
+                                     .dropped_io = rs_ring_dropped_io(),
+                                     .dropped_samples = rs_ring_dropped_samples() + rs_sample_dropped() };
     struct rsf_chunk c = {
         .seq = w.seq, .meta = w.seq == 0 ? &meta : NULL,
         .strings_base = w.chunk_str_base,
@@ -305,6 +308,7 @@ static void emit(int end)
         .clocks = &clock, .nclocks = 1, .io = w.io, .nio = w.nio,
         .counters = &counters, .end = end != 0,
     };
+    rs_stackw_fill(&c);
     size_t bound = rsf_chunk_bound(&c);
     if (!bound || ensure(&w.enc, &w.enc_cap, bound) ||
         ensure(&w.frame, &w.frame_cap, rsf_frame_bound(bound))) {
@@ -329,6 +333,7 @@ static void emit(int end)
     w.seq++;
 reset:
     w.nio = w.nfiles = w.nthreads = 0;
+    rs_stackw_chunk_done();
     w.chunk_str_base = w.nstr + 1;
     w.last_emit = rs_now();
 }
@@ -339,6 +344,12 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
     if (w.broken)
         return;
     name_thread(tid);
+    if (h->kind >= RS_REC_SAMPLE && h->kind < RS_REC_SAMPLE + 32) {
+        if (rs_stackw_take(h, tid, &w.map, intern))
+            emit(0);
+        w.recorded++;
+        return;
+    }
     if (h->kind == RS_REC_OPEN || h->kind == RS_REC_FILE) {
         const struct rs_rec_open *o = (const void *)h;
         char full[PATH_MAX];
@@ -398,6 +409,8 @@ static void *writer_main(void *arg)
         struct rs_tick_map next;
         rs_tick_map_update(&next, &w.map);
         w.map.ns_per_tick = next.ns_per_tick;
+        rs_sample_writer_tick(&w.map);
+        rs_stackw_modules(intern);
         rs_ring_drain(take_record, NULL);
         w.map = next;
         if (req != served || final || rs_now() >= w.last_emit + period)
@@ -475,6 +488,7 @@ void rs_writer_forked(void)
     atomic_store(&writer_running, 0);
     if (w.fd >= 0)
         close(w.fd);
+    rs_stackw_new_file();
     atomic_store(&req_seq, 0);
     atomic_store(&done_seq, 0);
     atomic_store(&req_final, 0);
