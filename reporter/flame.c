@@ -196,6 +196,12 @@ struct module_rec {
     uint64_t bias;
 };
 
+struct modcache {
+    uint64_t pc, map_ts;
+    struct module_rec *m;       /* NULL: in no module */
+    int used;
+};
+
 /* Samples added up: one per (thread, stack, module map in force). */
 struct agg {
     uint32_t tid, stack;
@@ -217,8 +223,10 @@ struct proc {
     uint32_t nmod_ts;
     struct { uint32_t tid, name; } *threads;
     uint32_t nthreads, capthreads;
-    struct agg *aggs;           /* open addressing; weight 0 and count 0: empty */
+    struct agg *aggs;           /* open addressing; count 0: empty */
     uint32_t naggs, capaggs;
+    struct modcache *mcache;    /* (pc, map time) -> module record */
+    uint32_t nmcache, capmcache;
 };
 
 #define GROW(arr, n, cap)                                                   \
@@ -349,6 +357,7 @@ static void proc_free(struct proc *p)
     free(p->mod_ts);
     free(p->threads);
     free(p->aggs);
+    free(p->mcache);
 }
 
 static const char *str_of(const struct proc *p, uint32_t id)
@@ -370,7 +379,7 @@ static const struct stack_def *find_stack(const struct proc *p, uint32_t id)
 
 /* The module record in force for pc under map_ts: the latest (by time, then
  * file order) one with ts <= map_ts covering pc; else the earliest covering. */
-static struct module_rec *find_module(struct proc *p, uint64_t pc, uint64_t map_ts)
+static struct module_rec *scan_modules(struct proc *p, uint64_t pc, uint64_t map_ts)
 {
     struct module_rec *best = NULL, *first = NULL;
     for (uint32_t i = 0; i < p->nmods; i++) {
@@ -383,6 +392,40 @@ static struct module_rec *find_module(struct proc *p, uint64_t pc, uint64_t map_
             first = m;
     }
     return best ? best : first;
+}
+
+static uint32_t mcache_slot(const struct proc *p, uint64_t pc, uint64_t map_ts)
+{
+    return (uint32_t)rsr_hash_u64(pc ^ rsr_hash_u64(map_ts)) & (p->capmcache - 1);
+}
+
+/* scan_modules, cached: stacks share most of their addresses. */
+static struct module_rec *find_module(struct proc *p, uint64_t pc, uint64_t map_ts)
+{
+    if ((p->nmcache + 1) * 2 > p->capmcache) {
+        struct modcache *old = p->mcache;
+        uint32_t nold = p->capmcache;
+        p->capmcache = nold ? nold * 2 : 1024;
+        p->mcache = rsr_xcalloc(p->capmcache, sizeof *p->mcache);
+        for (uint32_t i = 0; i < nold; i++) {
+            if (!old[i].used)
+                continue;
+            uint32_t j = mcache_slot(p, old[i].pc, old[i].map_ts);
+            while (p->mcache[j].used)
+                j = (j + 1) & (p->capmcache - 1);
+            p->mcache[j] = old[i];
+        }
+        free(old);
+    }
+    uint32_t i = mcache_slot(p, pc, map_ts);
+    while (p->mcache[i].used) {
+        if (p->mcache[i].pc == pc && p->mcache[i].map_ts == map_ts)
+            return p->mcache[i].m;
+        i = (i + 1) & (p->capmcache - 1);
+    }
+    p->mcache[i] = (struct modcache){ pc, map_ts, scan_modules(p, pc, map_ts), 1 };
+    p->nmcache++;
+    return p->mcache[i].m;
 }
 
 static const char *basename_of(const char *path)

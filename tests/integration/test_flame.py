@@ -12,7 +12,8 @@ import re
 import shutil
 import xml.etree.ElementTree as ET
 
-from rstest import BUILD, PROG, RINGSIDE, check, cleanup, finish, report_problems, run, skip, tempdir
+from rstest import (BUILD, PROG, RINGSIDE, check, cleanup, finish, report_problems, run, skip, tempdir,
+                    traced_env)
 
 HOT = os.path.join(PROG, "flame_hot")
 MKTRACE = os.path.join(BUILD, "tests", "flame_mktrace")
@@ -372,7 +373,46 @@ def main():
         check("flame svg frames == folded frames", want_names <= names | {py_name.replace(";", ":")},
               str(want_names - names)[:300])
     cleanup(work)
+    sampled_shares()
     finish()
+
+
+def sampled_shares():
+    """6. flame_hot under the agent: the CPU flame graph's shares of hot_a,
+    hot_b and hot_c within 5 points of the program's own CPU time split."""
+    out = tempdir("flame-agent")
+    p = run([HOT, "4"], env=traced_env(out, RINGSIDE_SAMPLE_HZ=999))
+    if not check("flame_hot runs under the agent", p.returncode == 0, p.stderr.decode()[-300:]):
+        cleanup(out)
+        return
+    truth = {}
+    for l in p.stdout.decode().splitlines():
+        f = l.split()
+        if f[0] == "share":
+            truth[f[1]] = float(f[2])
+    folded = os.path.join(out, "cpu.folded")
+    r = run([RINGSIDE, "flame", out, "--kind", "cpu", "-o", folded])
+    if check("flame of the agent's trace", r.returncode == 0, r.stderr.decode(errors="replace")):
+        got, bad = folded_lines(folded)
+        total = sum(got.values())
+        check("flame agent folded lines parse", not bad and total > 0, repr(bad[:3]))
+        for fn, want in sorted(truth.items()):
+            w = sum(v for k, v in got.items() if fn in k.split(";"))
+            share = 100.0 * w / total if total else 0
+            check("flame %s CPU share %.1f%% within 5 points" % (fn, want), abs(share - want) <= 5,
+                  "flame graph %.1f%%, program %.1f%%" % (share, want))
+        under_main = sum(v for k, v in got.items() if "main" in k.split(";"))
+        check("flame agent stacks reach main", total and under_main >= 0.9 * total,
+              "%d of %d ns under main" % (under_main, total))
+    svg = os.path.join(out, "cpu.svg")
+    r = run([RINGSIDE, "flame", out, "-o", svg])
+    try:
+        ET.parse(svg)
+        ok, why = r.returncode == 0, r.stderr.decode(errors="replace")
+    except (ET.ParseError, OSError) as e:
+        ok, why = False, str(e)
+    check("flame agent svg is well-formed XML", ok, why)
+    cleanup(out)
 
 
 if __name__ == "__main__":

@@ -66,11 +66,11 @@ int main(int argc, char **argv)
     double start = cpu_now();
     while (cpu_now() - start < seconds) {
         double t0 = cpu_now();
-        x = hot_a(x, 600);
+        x = hot_a(x, 60);
         double t1 = cpu_now();
-        x = hot_b(x, 300);
+        x = hot_b(x, 30);
         double t2 = cpu_now();
-        x = hot_c(x, 100);
+        x = hot_c(x, 10);
         double t3 = cpu_now();
         spent[0] += t1 - t0;
         spent[1] += t2 - t1;
