@@ -2,6 +2,7 @@
  * the text summary. Damaged files are reported (file, offset, bytes that
  * could not be read) and everything readable in them is still used. */
 #include "reporter/report.h"
+#include "reporter/flame.h"
 #include "reporter/analyse.h"
 #include "reporter/json.h"
 #include "formats/rsf_error.h"
@@ -596,6 +597,9 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
             char p[4096];
             snprintf(p, sizeof p, "%s/report.json", o->out_dir);
             rc = write_file(p, json, len);
+            /* before the page, which inlines OUT/flame-*.svg */
+            if (!rc && rsr_flame_write_all(files, n, o->out_dir, o->quiet) < 0)
+                rc = 1;
             if (!rc && rsr_html_write)
                 rc = write_output(o->out_dir, "index.html", json, len, models, (size_t)n, 1);
             if (!rc && rsr_perfetto_write)
