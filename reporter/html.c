@@ -1550,6 +1550,18 @@ static void put_base64(FILE *f, const unsigned char *d, size_t n)
     }
 }
 
+/* The number in attr="N" inside the <svg ...> tag of svg, or 0. */
+static double svg_attr(const char *svg, const char *attr)
+{
+    const char *tag = strstr(svg, "<svg");
+    const char *end = tag ? strchr(tag, '>') : NULL;
+    size_t n = strlen(attr);
+    for (const char *a = tag; a && end && (a = strstr(a + 1, attr)) && a < end;)
+        if ((a[-1] == ' ' || a[-1] == '\n' || a[-1] == '\t') && a[n] == '=' && a[n + 1] == '"')
+            return strtod(a + n + 2, NULL);
+    return 0;
+}
+
 /* The whole file in a malloc'd buffer (NUL added, not counted in *len). */
 static char *slurp(const char *path, size_t *len)
 {
@@ -1609,7 +1621,12 @@ static void flames(struct page *p, const char *const *svgs, size_t n)
         }
         /* A data: URL in a sandboxed frame: the SVG keeps its own script
          * (click to zoom, search) but runs in an opaque origin. */
-        fputs("<iframe class=\"flame\" sandbox=\"allow-scripts\" title=\"", f);
+        fputs("<iframe class=\"flame\" sandbox=\"allow-scripts\" ", f);
+        /* Its own shape, so that the whole graph shows at the page's width. */
+        double w = svg_attr(svg, "width"), h = svg_attr(svg, "height");
+        if (w > 0 && h > 0 && isfinite(w / h))
+            fprintf(f, "style=\"height:auto;aspect-ratio:%.0f/%.0f\" ", w, h);
+        fputs("title=\"", f);
         put_html(f, base);
         fputs("\" src=\"data:image/svg+xml;base64,", f);
         put_base64(f, (const unsigned char *)svg, len);

@@ -183,6 +183,12 @@ def sim_page(work):
               ck_rects == len(rj.get("checkpoints", [])) > 0,
               "%d drawn, %d in report.json" % (ck_rects, len(rj.get("checkpoints", []))))
         check_screenshot("html sim:", b, os.path.join(SHOTS, "html-sim.png"))
+        # Every flame graph ringside report wrote into OUT is in the page.
+        svgs = sorted(f for f in os.listdir(rep) if f.startswith("flame-") and f.endswith(".svg"))
+        frames = b.eval("Array.prototype.map.call(document.querySelectorAll('#flames iframe'),"
+                        "function(f){return f.title;})")
+        check("html sim: the flame graphs of OUT inlined", frames == svgs,
+              "%r in the page, %r in OUT" % (frames, svgs))
 
 
 def hand_report(start_us):
