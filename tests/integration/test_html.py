@@ -370,6 +370,32 @@ def driver_page(work):
         b.screenshot(os.path.join(SHOTS, "html-driver-full.png"), full_page=True)
 
 
+def many_page(work):
+    """One process with 400000 GPU ops (the driver's --many): each lane is
+    thinned to at most 4000 rectangles and still accounts for every op."""
+    n = 400000
+    rj = os.path.join(work, "many.json")
+    with open(rj, "w") as f:
+        json.dump({"job": "many"}, f)
+    html = os.path.join(work, "many.html")
+    p = run([DRIVER, html, rj, "--many", str(n)])
+    if not check("html many: page written", p.returncode == 0, p.stderr.decode()[-300:]):
+        return
+    check("html many: page under 2 MB", os.path.getsize(html) < 2 << 20,
+          "%d bytes" % os.path.getsize(html))
+    with headless.Browser() as b:
+        b.open(html)
+        report_problems("html many: no console errors", b.problems())
+        got = b.eval("""(function(){var o={};document.querySelectorAll('#tl g').forEach(function(g){
+            var k=0,r=g.querySelectorAll('rect');r.forEach(function(x){
+              k+=+(x.getAttribute('data-k')||1);});
+            o[g.getAttribute('data-lane')]=[r.length,k];});return o;})()""")
+        for lane in ("rank 9 compute", "rank 9 communication"):
+            v = got.get(lane, [0, 0])
+            check("html many: %s at most 4000 rectangles" % lane, 0 < v[0] <= 4000, repr(v))
+            check("html many: %s holds all %d ops" % (lane, n // 2), v[1] == n // 2, repr(v))
+
+
 def main():
     if not headless.find_chromium():
         skip("html", "no chromium (Debian package chromium; tools/deps.sh installs it)")
@@ -382,6 +408,7 @@ def main():
         report_page(work)
         driver_page(work)
         sim_page(work)
+        many_page(work)
     finally:
         cleanup(work)
     print("screenshots: " + ", ".join(os.path.join(SHOTS, n) for n in
