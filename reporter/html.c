@@ -776,8 +776,13 @@ static int ckpt_span(const struct page *p, yajl_val ck, int64_t *s, int64_t *e)
     double st, dur;
     if (!p->have_ck_origin || !knum(ck, "start_s", &st) || !knum(ck, "dur_s", &dur))
         return 0;
-    *s = (int64_t)(p->ck_origin_us * 1e3 + st * 1e9);
-    *e = *s + (int64_t)(dur * 1e9);
+    /* Within a century of the clock's zero both ways, so that the casts
+     * and the span stay inside int64 whatever the file says. */
+    double a = p->ck_origin_us * 1e3 + st * 1e9, b = a + dur * 1e9;
+    if (!(fabs(a) < 4e18 && fabs(b) < 4e18 && b >= a))
+        return 0;
+    *s = (int64_t)a;
+    *e = (int64_t)b;
     return 1;
 }
 
