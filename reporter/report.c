@@ -2,6 +2,7 @@
  * the text summary. Damaged files are reported (file, offset, bytes that
  * could not be read) and everything readable in them is still used. */
 #include "reporter/report.h"
+#include "reporter/flame.h"
 #include "reporter/analyse.h"
 #include "reporter/html.h"
 #include "reporter/perfetto.h"
@@ -597,7 +598,9 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
             char p[4096];
             snprintf(p, sizeof p, "%s/report.json", o->out_dir);
             rc = write_file(p, json, len);
-            /* index.html inlines the flame-*.svg already in OUT. */
+            /* The flame graphs first: index.html inlines OUT/flame-*.svg. */
+            if (!rc && rsr_flame_write_all(files, n, o->out_dir, o->quiet) < 0)
+                rc = 1;
             const char *bad;
             if (!rc && rsr_html_write_dir(o->out_dir, models, (size_t)n, &bad) != 0)
                 rc = (fprintf(stderr, "ringside: %s: %s\n", bad, strerror(errno)), 1);
