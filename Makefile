@@ -41,6 +41,9 @@ all: $(BUILD)/libagent.so $(BUILD)/ringside
 
 # The agent is compiled with hidden visibility: only RS_EXPORT hooks leave it.
 $(AGENT_OBJ): RS_CFLAGS += -fvisibility=hidden -ftls-model=initial-exec
+# cuda.h and nccl.h are not written for our warnings: read them as system headers.
+$(BUILD)/obj/preload/hook_cuda.o $(BUILD)/obj/preload/hook_nccl.o $(BUILD)/obj/preload/gputime.o: \
+    RS_CFLAGS += -isystem $(CUDA_HOME)/include
 
 $(BUILD)/obj/%.o: %.c
 	$(call say,CC,$<)
@@ -56,7 +59,7 @@ $(BUILD)/libagent.so: $(AGENT_OBJ) $(FORMAT_OBJ) preload/agent.map
 
 $(BUILD)/ringside: $(REPORTER_OBJ) $(FORMAT_OBJ)
 	$(call say,LD,$@)
-	$(Q)$(CC) -o $@ $(REPORTER_OBJ) $(FORMAT_OBJ) $(RS_LDFLAGS) -llz4 -lyajl -lz -lm
+	$(Q)$(CC) -o $@ $(REPORTER_OBJ) $(FORMAT_OBJ) $(RS_LDFLAGS) -llz4 -lyajl -lz -lm -ldw -lelf -lstdc++
 
 # Parts with their own rules: the simulator and workloads, tests, benchmarks.
 -include tools/tools.mk

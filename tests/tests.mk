@@ -11,11 +11,14 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/rs_check.h $(FORMAT_OBJ) $(REPORTER_
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(RS_CFLAGS) -Wno-missing-prototypes -o $@ $< $(FORMAT_OBJ) $(REPORTER_LIB_OBJ) \
-	    $(RS_LDFLAGS) -lcheck -lsubunit -lrt -lm -llz4 -lyajl -lz
+	    $(RS_LDFLAGS) -lcheck -lsubunit -lrt -lm -llz4 -lyajl -lz -ldw -lelf -lstdc++
 
 # Small programs the integration tests run under the agent.
 PROG_SRC := $(wildcard tests/programs/*.c)
 PROG_BIN := $(PROG_SRC:tests/programs/%.c=$(BUILD)/tests/prog/%)
+
+# The CUDA and NCCL programs read cuda.h and nccl.h as system headers.
+$(BUILD)/tests/prog/cuda_paths $(BUILD)/tests/prog/nccl_ops: RS_CFLAGS += -isystem $(CUDA_HOME)/include
 
 $(BUILD)/tests/prog/%: tests/programs/%.c
 	$(call say,CC,$<)
@@ -29,3 +32,12 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)BUILD=$(BUILD) sh tests/run.sh
 include tests/format.mk
+include tests/html.mk
+
+# The flame graph tests' trace writer: hand-made stack records through formats/.
+$(BUILD)/tests/flame_mktrace: tests/flame_mktrace.c $(FORMAT_OBJ)
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(RS_CFLAGS) -o $@ $< $(FORMAT_OBJ) $(RS_LDFLAGS) -llz4
+TEST_EXTRA += $(BUILD)/tests/flame_mktrace
+test-build: $(BUILD)/tests/flame_mktrace

@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""ringside report on simtrain jobs (4 ranks under the agent, simulated GPU
+and NCCL) against truths it did not compute: the simulator's truth file
+(every operation's real start and end on the machine's one CLOCK_MONOTONIC),
+simtrain's own log of its checkpoints (SIMTRAIN_EVENTS), the bandwidth the
+simulator was given, and the straggler it was told to make. Checks: comm-comp
+overlap and exposed communication per rank within 1 point, AllReduce busbw
+within 5%, the straggler named first, checkpoint share of wall time within
+1 point, and ranks whose clocks are skewed on purpose (the agent's test-only
+RINGSIDE_TEST_CLOCK_SKEW_US) put back on one time line within 20 us."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rstest import (AGENT, BUILD, check, cleanup, dump, finish, report, run, skip,  # noqa: E402
+                    tempdir, trace_files)
+
+LAUNCH = os.path.join(BUILD, "simlaunch")
+TRAIN = os.path.join(BUILD, "simtrain")
+SIM = os.path.join(BUILD, "sim")
+NRANKS = 4
+BW_GBS = 40.0
+ALPHA_NS = 10000           # simnccl's default SIMNCCL_ALPHA_US
+BUCKET_MB = 32
+SKEW_US = {0: 5000, 1: -5000, 2: 2500, 3: -1200}
+
+
+def run_job(name, args, skew=False):
+    """Runs simtrain on NRANKS ranks; returns (dir, report, truth lines, events, ok)."""
+    d = tempdir("report-sim-" + name)
+    out = os.path.join(d, "trace")
+    env = dict(os.environ)
+    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "MASTER_PORT", "LD_PRELOAD",
+              "RINGSIDE_TEST_CLOCK_SKEW_US", "RINGSIDE_JOB", "RINGSIDE_RANK_PID"):
+        env.pop(k, None)
+    env.update(LD_LIBRARY_PATH=SIM, SIMGPU_TRUTH=os.path.join(d, "truth"),
+               SIMTRAIN_EVENTS=os.path.join(d, "events"), SIMNCCL_TIMEOUT_S="30", RINGSIDE_OUT=out)
+    # only the ranks run under the agent (not the launcher), each with its skew
+    script = 'export LD_PRELOAD="$AGENT_SO"; '
+    if skew:
+        script += "case $RANK in %s esac; " % " ".join(
+            "%d) export RINGSIDE_TEST_CLOCK_SKEW_US=%d;;" % (r, s) for r, s in SKEW_US.items())
+    script += 'exec "$@"'
+    env["AGENT_SO"] = AGENT
+    cmd = [LAUNCH, "-n", str(NRANKS), "--", "sh", "-c", script, "sh", TRAIN,
+           "--bw-gbs", str(BW_GBS), "--bucket-mb", str(BUCKET_MB), "--ckpt-dir", os.path.join(d, "ckpt")] + args
+    p = run(cmd, env=env, timeout=180)
+    if p.returncode != 0:
+        check(name + "_runs", False, "simtrain failed (%d): %s" % (p.returncode, p.stderr.decode()[-500:]))
+        return d, None, [], [], False
+    rep = report(out)
+    with open(os.path.join(d, "truth")) as f:
+        truth = [json.loads(line) for line in f if line.strip()]
+    events = []
+    if os.path.exists(os.path.join(d, "events")):
+        with open(os.path.join(d, "events")) as f:
+            events = [json.loads(line) for line in f if line.strip()]
+    return d, rep, truth, events, True
+
+
+def union(iv):
+    out = []
+    for s, e in sorted(iv):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def length(iv):
+    return sum(e - s for s, e in iv)
+
+
+def intersect(a, b):
+    i = j = tot = 0
+    while i < len(a) and j < len(b):
+        s, e = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if e > s:
+            tot += e - s
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return tot
+
+
+def truth_gpu(truth, rank, overlap):
+    """(overlap %, exposed %) of one rank from the truth file. A collective
+    occupies its stream from when the stream reaches it (its launch, the end
+    of the previous operation on the stream, and, with --overlap, the end of
+    the backward kernel it waits for) to its end: what a GPU shows for an
+    NCCL kernel that spins until its peers arrive."""
+    ops = [t for t in truth if t.get("rank") == rank]
+    colls = sorted((t for t in ops if t["kind"] == "collective"), key=lambda t: t["seq"])
+    bwd = sorted((t for t in ops if t["kind"] == "kernel" and t["name"].startswith("bwd_")),
+                 key=lambda t: t["start_ns"])
+    by_stream = {}
+    for t in ops:
+        by_stream.setdefault(t["stream"], []).append(t)
+    prev_end = {}
+    for s, lst in by_stream.items():
+        lst.sort(key=lambda t: (t["start_ns"], t["end_ns"]))
+        for a, b in zip(lst, lst[1:]):
+            prev_end[id(b)] = a["end_ns"]
+    comm = []
+    for i, c in enumerate(colls):
+        arrive = max(c["launch_ns"], prev_end.get(id(c), 0))
+        if overlap and i < len(bwd):
+            arrive = max(arrive, bwd[i]["end_ns"])
+        comm.append((min(arrive, c["start_ns"]), c["end_ns"]))
+    compute = [(t["start_ns"], t["end_ns"]) for t in ops if t["kind"] == "kernel"]
+    starts = [s for s, _ in comm] + [t["start_ns"] for t in ops if t["kind"] != "collective"]
+    span = max(t["end_ns"] for t in ops) - min(starts)
+    uc, uk = union(comm), union(compute)
+    inter = intersect(uc, uk)
+    return 100.0 * inter / length(uc), 100.0 * (length(uc) - inter) / span
+
+
+def truth_host_wait_pct(truth, rank):
+    """GPU idle waiting for the host, % of the GPU span, from the truth file,
+    on the stream with the most operations: the gaps before an operation
+    launched after the previous one on the stream had ended (HTA's host
+    wait)."""
+    ops = [t for t in truth if t.get("rank") == rank]
+    by_stream = {}
+    for t in ops:
+        by_stream.setdefault(t["stream"], []).append(t)
+    lst = max(by_stream.values(), key=len)
+    lst.sort(key=lambda t: (t["start_ns"], t["end_ns"]))
+    wait = 0
+    for a, b in zip(lst, lst[1:]):
+        if b["launch_ns"] > a["end_ns"] and b["start_ns"] > a["end_ns"]:
+            wait += b["start_ns"] - a["end_ns"]
+    span = max(t["end_ns"] for t in ops) - min(t["start_ns"] for t in ops)
+    return 100.0 * wait / span
+
+
+def has_gpu(rep):
+    return rep is not None and any("gpu" in p for p in rep["processes"])
+
+
+def gpu_checks(name, rep, truth, overlap):
+    problems = []
+    for p in rep["processes"]:
+        if p["rank"] is None:
+            continue
+        ov, ex = truth_gpu(truth, p["rank"], overlap)
+        g = p.get("gpu", {})
+        if abs(g.get("comm_comp_overlap_pct", -100) - ov) > 1:
+            problems.append("rank %d overlap %.2f%%, truth %.2f%%" % (p["rank"], g.get("comm_comp_overlap_pct", -1), ov))
+        if abs(g.get("exposed_comm_pct", -100) - ex) > 1:
+            problems.append("rank %d exposed %.2f%%, truth %.2f%%" % (p["rank"], g.get("exposed_comm_pct", -1), ex))
+    check(name + "_overlap_and_exposed_comm", not problems, "; ".join(problems))
+    bucket = int(BUCKET_MB * 1048576) & ~3
+    factor = 2.0 * (NRANKS - 1) / NRANKS
+    want = bucket * factor / (ALPHA_NS + bucket * factor / BW_GBS)   # bytes/ns = GB/s
+    rows = [c for c in rep["collectives"] if c["op"] == "AllReduce" and c["bytes"] == bucket]
+    got = rows[0]["busbw_gbs"] if rows else None
+    check(name + "_busbw", got is not None and abs(got - want) <= 0.05 * want,
+          "busbw %r GB/s, the simulator's model gives %.2f" % (got, want))
+
+
+def checkpoint_check(name, rep, events):
+    """Checkpoint share of wall time against simtrain's log; returns the
+    share the log gives (None when it cannot)."""
+    ck = union([(e["start_ns"], e["end_ns"]) for e in events if e["event"] == "checkpoint"])
+    mains = [e for e in events if e["event"] == "main"]
+    if not ck or len(mains) != NRANKS:
+        check(name + "_checkpoint_pct", False, "simtrain logged %d checkpoints, %d ranks" % (len(ck), len(mains)))
+        return None
+    wall = max(e["end_ns"] for e in mains) - min(e["start_ns"] for e in mains)
+    want = 100.0 * length(ck) / wall
+    got = rep.get("checkpoint_pct")
+    check(name + "_checkpoint_pct", got is not None and abs(got - want) <= 1,
+          "checkpoint_pct %r, simtrain's log gives %.2f" % (got, want))
+    return want
+
+
+def alignment_check(name, rep, truth, d):
+    """Each rank's kernels, as the agent recorded them (skewed clocks) moved
+    by the offset the report applied, against their true start: the
+    difference must be the same on every rank within 20 us."""
+    offs = {}
+    for p in rep["processes"]:
+        if p["rank"] is not None and "clock" in p:
+            offs[p["pid"]] = (p["rank"], p["clock"]["offset_ns"])
+    diffs, short = {}, {}
+    for tf in trace_files(os.path.join(d, "trace")):
+        recs, _, _ = dump(tf)
+        meta = [r for r in recs if r.get("type") == "meta"]
+        if not meta or meta[0]["pid"] not in offs:
+            continue
+        rank, off = offs[meta[0]["pid"]]
+        got, want = {}, {}
+        for r in recs:
+            if r.get("type") == "gpu" and r.get("kind") == "kernel" and r["gpu_start_ns"] \
+                    and not str(r.get("name_text", "")).startswith("nccl"):
+                got.setdefault(r.get("name_text"), []).append(r["gpu_start_ns"])
+        for t in truth:
+            if t.get("rank") == rank and t["kind"] == "kernel":
+                want.setdefault(t["name"], []).append(t["start_ns"])
+        # the k-th run of each kernel name on both sides (a name whose count
+        # differs, should the agent have missed a run, is left out)
+        ds = sorted(g + off - w for name in want if len(got.get(name, [])) == len(want[name])
+                    for g, w in zip(sorted(got[name]), sorted(want[name])))
+        if len(ds) < 100:
+            short[rank] = {n: (len(got.get(n, [])), len(w)) for n, w in want.items()}
+            continue
+        diffs[rank] = ds[len(ds) // 2]
+    ok = len(diffs) == NRANKS and max(diffs.values()) - min(diffs.values()) <= 20000
+    check(name + "_clock_alignment", ok, "per-rank offsets from truth, less the smallest (us): %s; skew_us %r; "
+          "ranks without kernels to match (agent, truth runs per name): %r" %
+          ({r: round((v - min(diffs.values())) / 1e3, 3) for r, v in diffs.items()}, rep.get("skew_us"), short))
+    check(name + "_skew_reported", rep.get("skew_us") is not None and rep["skew_us"] >= 1000,
+          "skew_us %r for ranks skewed by %s us" % (rep.get("skew_us"), SKEW_US))
+
+
+def main():
+    for exe in (LAUNCH, TRAIN, os.path.join(SIM, "libcuda.so.1"), AGENT):
+        if not os.path.exists(exe):
+            check("report_sim_built", False, exe + " is missing (make all)")
+            finish()
+    common = ["--steps", "100", "--layers", "4", "--fwd-us", "400", "--bwd-us", "800"]
+    # The GPU checks run on jobs without checkpoints, and long enough that
+    # one-time effects at the start weigh little: an operation whose launch
+    # call blocks on the host (a large copy; NCCL's first call, which sets
+    # up its connections) is timed by the agent's event pair until the call
+    # returned, later than the simulator's model ends it; so does a launch
+    # call the scheduler holds up on a busy machine. Kernels and buckets
+    # large enough that such a stall weighs little against the time in
+    # communication (overlap % is a share of it).
+    # 1: overlap, clocks skewed per rank
+    d, rep, truth, events, ok = run_job("overlap", common + ["--overlap"], skew=True)
+    if ok:
+        if has_gpu(rep):
+            gpu_checks("overlap", rep, truth, True)
+            alignment_check("overlap", rep, truth, d)
+        else:
+            check("overlap_gpu_capture", False, "the agent recorded no GPU work (CUDA/NCCL capture missing)")
+    cleanup(d)
+    # 2: no overlap, rank 2 twice as slow
+    d, rep, truth, events, ok = run_job("straggler", common + ["--no-overlap", "--straggler", "2:2"])
+    if ok:
+        if has_gpu(rep):
+            gpu_checks("straggler", rep, truth, False)
+            s = rep.get("stragglers") or []
+            check("straggler_named_first", s and s[0]["rank"] == 2, "stragglers %r" % s[:2])
+            f = {x["id"]: x for x in rep.get("findings", [])}
+            check("straggler_finding", "straggler_rank" in f and f["straggler_rank"]["evidence"].startswith("rank 2 "),
+                  "findings %r" % list(f))
+            # exposed communication: a finding when the truth file shows 10% or more
+            worst = max(truth_gpu(truth, r, False)[1] for r in range(NRANKS))
+            if abs(worst - 10) > 1:
+                check("straggler_exposed_comm_finding", ("exposed_communication" in f) == (worst > 10),
+                      "worst exposed communication in the truth file %.1f%%, findings %r" % (worst, list(f)))
+        else:
+            check("straggler_gpu_capture", False, "the agent recorded no GPU work (CUDA/NCCL capture missing)")
+    cleanup(d)
+    # 3: kernels of a few microseconds: the GPU waits for the launches
+    d, rep, truth, events, ok = run_job("hostbound", ["--steps", "50", "--layers", "4", "--fwd-us", "3",
+                                                      "--bwd-us", "3", "--no-overlap", "--bucket-mb", "0.01"])
+    if ok and has_gpu(rep):
+        worst = max(truth_host_wait_pct(truth, r) for r in range(NRANKS))
+        f = [x["id"] for x in rep.get("findings", [])]
+        if abs(worst - 20) > 2:   # the finding's threshold is 20%
+            check("hostbound_finding", ("host_bound_launches" in f) == (worst > 20),
+                  "worst host wait in the truth file %.1f%%, findings %r" % (worst, f))
+        else:
+            skip("hostbound_finding", "host wait %.1f%% is too near the threshold to judge" % worst)
+    cleanup(d)
+    # 4: checkpoints, clocks skewed (the windows of all ranks are put
+    # together on the aligned time line). The report's wall time is the
+    # processes' (the agent's start to its last flush), simtrain's log has
+    # main's: a run long enough that the difference (process start and exit,
+    # slow on a busy machine) weighs little.
+    d, rep, truth, events, ok = run_job("checkpoint", ["--steps", "150", "--ckpt-every", "25", "--ckpt-mb", "12"],
+                                        skew=True)
+    if ok:
+        want = checkpoint_check("checkpoint", rep, events)
+        f = [x for x in rep.get("findings", []) if x["id"] == "checkpoint_stall"]
+        if want is not None and abs(want - 5) > 1:   # the finding's threshold is 5%
+            check("checkpoint_finding", bool(f) == (want > 5), "simtrain's log gives %.1f%%, findings %r" %
+                  (want, [x["id"] for x in rep.get("findings", [])]))
+    cleanup(d)
+    finish()
+
+
+if __name__ == "__main__":
+    main()
