@@ -52,6 +52,10 @@ extern _Atomic int rs_captures;
  * Cached per handle (cuStreamDestroy forgets it). */
 uint64_t rs_stream_id(CUstream s, int ptsz);
 
+/* Whether p, what dlsym found for the NCCL function name, may be given out:
+ * not when it is the agent's wrapper and no real NCCL is loaded behind it. */
+int rs_nccl_present(const char *name, void *p);
+
 /* ---- GPU timing (gputime.c) ---- */
 
 /* Starts timing work about to be enqueued on stream s: takes a pair from the

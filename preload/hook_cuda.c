@@ -935,6 +935,19 @@ RS_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version,
 
 /* ---- dlsym: a libcuda handle's hooked symbols give our wrappers ---- */
 
+/* dlsym's answer for a name that must look absent: NULL with dlerror() set
+ * (callers read it after a NULL), from a lookup in the C library, which has
+ * no cu* or nccl* names; p itself when that cannot be arranged. */
+static void *not_found(const char *name, void *p)
+{
+    static void *libc;
+    if (!libc)
+        libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+    if (!libc || real_dlsym(libc, name) != NULL)
+        return p;
+    return NULL;
+}
+
 RS_EXPORT void *dlsym(void *handle, const char *name)
 {
     if (RS_UNLIKELY(!real_dlsym)) {
@@ -944,17 +957,31 @@ RS_EXPORT void *dlsym(void *handle, const char *name)
     }
     /* RTLD_NEXT is relative to the caller: a tail call keeps the caller's
      * return address for the real dlsym to see. */
-    if (handle == RTLD_NEXT || name[0] != 'c' || name[1] != 'u')
+    int nccl = name[0] == 'n' && name[1] == 'c' && name[2] == 'c' && name[3] == 'l';
+    if (handle == RTLD_NEXT || ((name[0] != 'c' || name[1] != 'u') && !nccl))
         return real_dlsym(handle, name);
     void *p = real_dlsym(handle, name);
-    if (!p || rs_guard || !rs_cfg.cuda || rs_cfg.disable)
+    if (!p || rs_guard)
         return p;
     int saved = errno;
+    if (nccl) {
+        /* Our wrapper found by name (RTLD_DEFAULT) where no NCCL is loaded:
+         * a program probing for NCCL must not be told it is there. */
+        if (!rs_nccl_present(name, p))
+            p = not_found(name, p);
+        errno = saved;
+        return p;
+    }
     for (size_t i = 0; i < NHOOKS; i++) {
         if (strcmp(hooks[i].sym, name) == 0) {
-            /* Only the driver's own function is replaced (it may be ours already). */
-            if (p != hooks[i].wrapper && hook_real(&hooks[i]) == p)
+            if (p == hooks[i].wrapper) {
+                /* ours, found by name: only if there is a driver behind it */
+                if (!hook_real(&hooks[i]))
+                    p = not_found(name, p);
+            } else if (rs_cfg.cuda && !rs_cfg.disable && hook_real(&hooks[i]) == p) {
+                /* the driver's own function: our wrapper instead */
                 p = hooks[i].wrapper;
+            }
             break;
         }
     }

@@ -24,7 +24,7 @@ static _Atomic int nccl_missing_said;
 
 /* The real NCCL function name: the next definition, else the profiling
  * alias pncclX, else from the already loaded libnccl.so.2. */
-static void *nccl_sym(const char *name)
+static void *nccl_sym_quiet(const char *name)
 {
     void *p = rs_cuda_sym_next(name);
     char alt[64];
@@ -39,6 +39,12 @@ static void *nccl_sym(const char *name)
         if (nccl_handle)
             p = rs_dlsym_real(nccl_handle, name);
     }
+    return p;
+}
+
+static void *nccl_sym(const char *name)
+{
+    void *p = nccl_sym_quiet(name);
     if (!p && !atomic_exchange(&nccl_missing_said, 1))
         rs_notice("cannot find the real %s (libnccl.so.2 missing or unknown); NCCL calls fail", name);
     return p;
@@ -535,4 +541,20 @@ RS_EXPORT ncclResult_t ncclGroupEnd(void)
         errno = saved;
     }
     return r;
+}
+
+/* The functions this file exports, for rs_nccl_present. */
+#define NCCL_HOOKS(X)                                                                            \
+    X(ncclCommInitRank) X(ncclCommInitRankConfig) X(ncclCommInitRankScalable) X(ncclCommInitAll) \
+    X(ncclCommSplit) X(ncclCommDestroy) X(ncclCommAbort) X(ncclCommFinalize) X(ncclAllReduce)    \
+    X(ncclAllGather) X(ncclReduceScatter) X(ncclBroadcast) X(ncclBcast) X(ncclReduce)            \
+    X(ncclAlltoAll) X(ncclGather) X(ncclScatter) X(ncclSend) X(ncclRecv) X(ncclGroupStart)       \
+    X(ncclGroupEnd)
+
+int rs_nccl_present(const char *name, void *p)
+{
+#define NCCL_IS_OURS(fn) if (p == (void *)fn) return strcmp(name, #fn) != 0 || nccl_sym_quiet(#fn) != NULL;
+    NCCL_HOOKS(NCCL_IS_OURS)
+#undef NCCL_IS_OURS
+    return 1;
 }

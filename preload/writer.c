@@ -94,6 +94,7 @@ static struct wstate w;
 static pthread_t writer_thread;
 static _Atomic int writer_running;
 static _Atomic uint32_t req_seq, done_seq;
+static uint32_t start_served;    /* req_seq when the writer was started */
 static _Atomic int req_final;
 
 int rs_writer_owns_fd(int fd)
@@ -607,7 +608,8 @@ static void *writer_main(void *arg)
     (void)arg;
     rs_guard = 1; /* the writer's own I/O is never recorded */
     uint64_t period = (uint64_t)rs_cfg.flush_ms * 1000000u / 2;
-    uint32_t served = atomic_load(&req_seq);
+    /* Requests made before this thread first ran are still to be served. */
+    uint32_t served = start_served;
     for (;;) {
         uint32_t wake = atomic_load(&rs_writer_wake);
         uint64_t now = rs_now();
@@ -664,6 +666,7 @@ int rs_writer_start(void)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 << 10);
+    start_served = atomic_load(&req_seq);
     int err = pthread_create(&writer_thread, &attr, writer_main, NULL);
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -122,5 +122,28 @@ if check("pending: program exits with a 10 s kernel in flight, in less than 5 s"
     check("pending: the 100 ms kernel timed, the 10 s one recorded untimed, end chunk written", ok,
           "%r" % [(g["name_text"], g["gpu_start_ns"], g["gpu_end_ns"]) for g in gpu])
 
+# Without a driver or NCCL loaded, the agent's wrappers do not make the
+# symbols appear (a program probing with dlsym sees what it would see without
+# the agent); with them loaded, they do.
+PROBE = r"""
+import ctypes, os, sys
+here = ctypes.CDLL(None)
+names = ["cuLaunchKernel", "cuInit", "cuGetProcAddress_v2", "ncclAllReduce", "ncclCommInitRank"]
+before = [hasattr(here, n) for n in names]
+ctypes.CDLL(os.path.join(sys.argv[1], "libnccl.so.2"), mode=ctypes.RTLD_GLOBAL)
+after = [hasattr(here, n) for n in names]
+print(before, after)
+"""
+out = os.path.join(tmp, "probe")
+os.makedirs(out)
+env = rstest.traced_env(out)
+env.pop("LD_LIBRARY_PATH", None)
+p = rstest.run([rstest.PYTHON, "-c", PROBE, capture.SIM], env=env)
+res = p.stdout.decode().strip()
+want = str([False] * 5) + " " + str([True] * 5)
+check("absent libraries: symbols not shown before libcuda/libnccl are loaded, shown after",
+      p.returncode == 0 and res == want and "ringside:" not in p.stderr.decode(),
+      "status %d, %r, stderr %r" % (p.returncode, res, p.stderr.decode(errors="replace")[-300:]))
+
 rstest.cleanup(tmp)
 rstest.finish()
