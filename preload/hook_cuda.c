@@ -646,6 +646,58 @@ COPY_SYNC(cuMemcpyPeer_ptds, 1, RSF_COPY_PEER, A_PEER, (dst, dctx, src, sctx, n)
 COPY_ASYNC(cuMemcpyPeerAsync, 0, RSF_COPY_PEER, A_PEER_S, (dst, dctx, src, sctx, n, s), n)
 COPY_ASYNC(cuMemcpyPeerAsync_ptsz, 1, RSF_COPY_PEER, A_PEER_S, (dst, dctx, src, sctx, n, s), n)
 
+/* 2D and 3D copies: bytes of the rectangle or box; the direction from the
+ * memory types of the two sides (unified ones asked of the driver). */
+static int side_on_device(CUmemorytype t, CUdeviceptr p, const void *host)
+{
+    if (t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_ARRAY)
+        return 1;
+    if (t == CU_MEMORYTYPE_UNIFIED)
+        return on_device(p ? p : (CUdeviceptr)(uintptr_t)host);
+    return 0;
+}
+
+static int dir_of(CUmemorytype st, CUdeviceptr sp, const void *sh, CUmemorytype dt, CUdeviceptr dp,
+                  const void *dh)
+{
+    if (!cu_on())
+        return RSF_COPY_NONE;
+    int s = side_on_device(st, sp, sh), d = side_on_device(dt, dp, dh);
+    if (s < 0 || d < 0)
+        return RSF_COPY_NONE;
+    return d ? (s ? RSF_COPY_DTOD : RSF_COPY_HTOD) : (s ? RSF_COPY_DTOH : RSF_COPY_HTOH);
+}
+
+#define DIR2(p) (p ? dir_of(p->srcMemoryType, p->srcDevice, p->srcHost, p->dstMemoryType, p->dstDevice, \
+                            p->dstHost) : RSF_COPY_NONE)
+#define BYTES2(p) (p ? (uint64_t)p->WidthInBytes * p->Height : 0)
+#define BYTES3(p) (p ? (uint64_t)p->WidthInBytes * p->Height * p->Depth : 0)
+
+#define COPY2_SYNC(name, ptsz, type, bytes)                                                    \
+    REAL_DECL(name);                                                                           \
+    RS_EXPORT CUresult name(const type *p)                                                     \
+    {                                                                                          \
+        GPU_WORK(RSF_GPU_MEMCPY, NULL, ptsz, RSF_GPUF_SYNC, NULL, bytes(p), DIR2(p),           \
+                 RSF_SYNC_MEMCPY, CALL(name, p));                                              \
+    }
+#define COPY2_ASYNC(name, ptsz, type, bytes)                                                   \
+    REAL_DECL(name);                                                                           \
+    RS_EXPORT CUresult name(const type *p, CUstream s)                                         \
+    {                                                                                          \
+        GPU_WORK(RSF_GPU_MEMCPY, s, ptsz, 0, NULL, bytes(p), DIR2(p), -1, CALL(name, p, s));   \
+    }
+
+COPY2_SYNC(cuMemcpy2D_v2, 0, CUDA_MEMCPY2D, BYTES2)
+COPY2_SYNC(cuMemcpy2D_v2_ptds, 1, CUDA_MEMCPY2D, BYTES2)
+COPY2_SYNC(cuMemcpy2DUnaligned_v2, 0, CUDA_MEMCPY2D, BYTES2)
+COPY2_SYNC(cuMemcpy2DUnaligned_v2_ptds, 1, CUDA_MEMCPY2D, BYTES2)
+COPY2_SYNC(cuMemcpy3D_v2, 0, CUDA_MEMCPY3D, BYTES3)
+COPY2_SYNC(cuMemcpy3D_v2_ptds, 1, CUDA_MEMCPY3D, BYTES3)
+COPY2_ASYNC(cuMemcpy2DAsync_v2, 0, CUDA_MEMCPY2D, BYTES2)
+COPY2_ASYNC(cuMemcpy2DAsync_v2_ptsz, 1, CUDA_MEMCPY2D, BYTES2)
+COPY2_ASYNC(cuMemcpy3DAsync_v2, 0, CUDA_MEMCPY3D, BYTES3)
+COPY2_ASYNC(cuMemcpy3DAsync_v2_ptsz, 1, CUDA_MEMCPY3D, BYTES3)
+
 #define SET_SYNC(name, ptsz, type, size)                                                       \
     REAL_DECL(name);                                                                           \
     RS_EXPORT CUresult name(CUdeviceptr dst, type v, size_t n)                                 \
@@ -808,6 +860,16 @@ RS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
     X(cuMemcpyDtoDAsync_v2_ptsz, "cuMemcpyDtoDAsync", 3020, 1)                                \
     X(cuMemcpyAsync, "cuMemcpyAsync", 4000, 0)                                                \
     X(cuMemcpyAsync_ptsz, "cuMemcpyAsync", 4000, 1)                                           \
+    X(cuMemcpy2D_v2, "cuMemcpy2D", 3020, 0)                                                   \
+    X(cuMemcpy2D_v2_ptds, "cuMemcpy2D", 3020, 1)                                              \
+    X(cuMemcpy2DUnaligned_v2, "cuMemcpy2DUnaligned", 3020, 0)                                 \
+    X(cuMemcpy2DUnaligned_v2_ptds, "cuMemcpy2DUnaligned", 3020, 1)                            \
+    X(cuMemcpy3D_v2, "cuMemcpy3D", 3020, 0)                                                   \
+    X(cuMemcpy3D_v2_ptds, "cuMemcpy3D", 3020, 1)                                              \
+    X(cuMemcpy2DAsync_v2, "cuMemcpy2DAsync", 3020, 0)                                         \
+    X(cuMemcpy2DAsync_v2_ptsz, "cuMemcpy2DAsync", 3020, 1)                                    \
+    X(cuMemcpy3DAsync_v2, "cuMemcpy3DAsync", 3020, 0)                                         \
+    X(cuMemcpy3DAsync_v2_ptsz, "cuMemcpy3DAsync", 3020, 1)                                    \
     X(cuMemcpyPeer, "cuMemcpyPeer", 4000, 0)                                                  \
     X(cuMemcpyPeer_ptds, "cuMemcpyPeer", 4000, 1)                                             \
     X(cuMemcpyPeerAsync, "cuMemcpyPeerAsync", 4000, 0)                                        \
