@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <nccl.h>
 
 ncclResult_t ncclGroupStart(void);
@@ -316,7 +317,7 @@ static const uint8_t type_size[ncclNumTypes] = {
     [ncclFloat8e4m3] = 1, [ncclFloat8e5m2] = 1,
 };
 
-#define GROUP_MAX 256
+#define GROUP_MAX 4096
 
 /* Calls made inside a group: recorded at the group's end, when their work
  * is on the streams. */
@@ -326,7 +327,26 @@ struct pending {
 };
 static __thread int group_depth RS_TLS;
 static __thread int npending RS_TLS;
-static __thread struct pending pending[GROUP_MAX];
+/* A thread's list, mapped at its first group (a group of sends and receives
+ * across many peers can hold thousands of calls); NULL: none or no memory. */
+static __thread struct pending *pending RS_TLS;
+static __thread int pending_failed RS_TLS;
+
+static int pending_room(void)
+{
+    if (RS_LIKELY(pending != NULL))
+        return npending < GROUP_MAX;
+    if (pending_failed)
+        return 0;
+    void *m = mmap(NULL, GROUP_MAX * sizeof *pending, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) {
+        pending_failed = 1;
+        return 0;
+    }
+    pending = m;
+    return 1;
+}
 
 /* Sequence numbers of sends and receives: per communicator, peer and
  * direction, so that a rank's k-th send to P pairs with P's k-th receive. */
@@ -402,7 +422,7 @@ static void coll_commit(const struct rs_rec_coll *c)
         c_.start_ns = rs_now();                                                                \
         ncclResult_t r_ = CALL(NAME, __VA_ARGS__);                                             \
         saved_ = errno;                                                                        \
-        if (group_depth > 0 && npending < GROUP_MAX && r_ == ncclSuccess) {                    \
+        if (group_depth > 0 && r_ == ncclSuccess && pending_room()) {                          \
             c_.dur_ns = rs_now() - c_.start_ns;                                                \
             pending[npending].rec = c_;                                                        \
             pending[npending++].stream = (CUstream)(STREAM);                                   \
@@ -535,8 +555,12 @@ RS_EXPORT ncclResult_t ncclGroupEnd(void)
                 p->rec.h.file = rs_gpu_end(p->rec.h.file, p->stream, 0, r == ncclSuccess || r == ncclInProgress);
         }
         rs_guard = 0;
-        for (int i = 0; i < npending; i++)
+        /* A grouped call's work is launched here: its call lasts until now. */
+        uint64_t t1 = rs_now();
+        for (int i = 0; i < npending; i++) {
+            pending[i].rec.dur_ns = t1 - pending[i].rec.start_ns;
             coll_commit(&pending[i].rec);
+        }
         npending = 0;
         errno = saved;
     }
