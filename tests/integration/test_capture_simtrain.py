@@ -118,6 +118,24 @@ if by is not None:
           not by.get("coll") and not by.get("comm") and len(by.get("gpu", [])) > 0,
           "%d coll, %d gpu" % (len(by.get("coll", [])), len(by.get("gpu", []))))
 
+# ---- a small buffer under 80,000 launches: every launch recorded or counted as dropped ----
+out, tdir = os.path.join(tmp, "small"), os.path.join(tmp, "small-truth")
+os.makedirs(out)
+os.makedirs(tdir)
+p = rstest.run([TRAIN, "--steps", "10", "--layers", "1", "--kernels-per-layer", "4000", "--fwd-us", "0",
+                "--bwd-us", "0"], env=capture.sim_env(out, tdir, RINGSIDE_BUFFER_MB=1))
+traces = rstest.trace_files(out)
+if check("small buffer: simtrain runs, one trace", p.returncode == 0 and len(traces) == 1,
+         "status %d: %s" % (p.returncode, p.stderr.decode(errors="replace")[-300:])):
+    by, rc = capture.records(traces[0])
+    tl = capture.truth(tdir)
+    cnt = by["chunk"][-1]["counters"]
+    gpu = len(by.get("gpu", []))
+    check("small buffer: GPU events + dropped_gpu == the truth's operations (%d)" % len(tl),
+          gpu + cnt["dropped_gpu"] == len(tl) and len(by.get("coll", [])) + cnt["dropped_nccl"] == 10,
+          "%d recorded, %d dropped; %d collectives, %d dropped" % (gpu, cnt["dropped_gpu"],
+                                                                  len(by.get("coll", [])), cnt["dropped_nccl"]))
+
 # ---- four ranks through simlaunch ----
 out, tdir = os.path.join(tmp, "four"), os.path.join(tmp, "four-truth")
 os.makedirs(out)
