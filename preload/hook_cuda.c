@@ -27,12 +27,14 @@ static void *(*real_dlsym)(void *, const char *);
 
 static void dlsym_resolve(void)
 {
+    int saved = errno;
     void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
     if (!p)
         p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
     if (!p)
         p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17");
     real_dlsym = (void *(*)(void *, const char *))p;
+    errno = saved;
 }
 
 void *rs_dlsym_real(void *handle, const char *name)
@@ -67,6 +69,7 @@ static int cuda_setup(void)
     int expect = CU_NONE;
     if (!atomic_compare_exchange_strong(&cu_state, &expect, CU_RESOLVING))
         return atomic_load(&cu_state) == CU_READY;
+    int saved = errno;
 #define R(field, name) rs_cu.field = (__typeof__(rs_cu.field))rs_cuda_sym(name)
     R(event_create, "cuEventCreate");
     R(event_record, "cuEventRecord");
@@ -90,9 +93,11 @@ static int cuda_setup(void)
     if (!rs_cu.ctx_get_current) {
         rs_notice("no CUDA driver functions found (libcuda.so.1 missing or unknown); CUDA capture is off");
         atomic_store(&cu_state, CU_OFF);
+        errno = saved;
         return 0;
     }
     atomic_store(&cu_state, CU_READY);
+    errno = saved;
     return 1;
 }
 

@@ -268,9 +268,11 @@ RS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
     if (!nccl_on())
         return CALL(ncclCommSplit, comm, color, key, newcomm, config);
     uint64_t t0 = rs_now();
+    int saved = errno;
     struct comm_slot *p = comm_get(comm);
     /* Every rank of the parent splits it in the same order. */
     uint32_t nth = p ? atomic_fetch_add(&p->splits, 1) : 0;
+    errno = saved;
     ncclResult_t r = CALL(ncclCommSplit, comm, color, key, newcomm, config);
     if (p && newcomm && *newcomm && color != NCCL_SPLIT_NOCOLOR) {
         uint64_t parts[3] = { p->id, (uint64_t)(int64_t)color, nth };
@@ -287,7 +289,9 @@ static __thread int in_comm_end RS_TLS;
     {                                                                                          \
         if (!nccl_on() || in_comm_end)                                                         \
             return CALL(name, comm);                                                           \
+        int saved = errno;                                                                     \
         struct comm_slot *s = comm_get(comm);                                                  \
+        errno = saved;                                                                         \
         struct comm_slot copy;                                                                 \
         if (s) {                                                                               \
             copy.id = s->id;                                                                   \
@@ -299,7 +303,7 @@ static __thread int in_comm_end RS_TLS;
         in_comm_end = 1;                                                                       \
         ncclResult_t r = CALL(name, comm);                                                     \
         in_comm_end = 0;                                                                       \
-        int saved = errno;                                                                     \
+        saved = errno;                                                                         \
         comm_record(kind, t0, rs_now(), comm, s ? &copy : NULL, 0);                            \
         errno = saved;                                                                         \
         return r;                                                                              \
