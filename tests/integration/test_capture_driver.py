@@ -145,5 +145,13 @@ check("absent libraries: symbols not shown before libcuda/libnccl are loaded, sh
       p.returncode == 0 and res == want and "ringside:" not in p.stderr.decode(),
       "status %d, %r, stderr %r" % (p.returncode, res, p.stderr.decode(errors="replace")[-300:]))
 
+# The agent's dlsym keeps RTLD_NEXT relative to the caller (it hands the
+# lookup on as a tail call, so the C library sees the caller's address).
+out = os.path.join(tmp, "next")
+os.makedirs(out)
+p = rstest.run([os.path.join(rstest.PROG, "dlsym_next")], env=rstest.traced_env(out))
+check("dlsym(RTLD_NEXT) from the program still finds the next definition after the program",
+      p.returncode == 0 and p.stdout.decode().strip() == "same", "status %d, %r" % (p.returncode, p.stdout))
+
 rstest.cleanup(tmp)
 rstest.finish()
