@@ -116,6 +116,57 @@ RS_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
     return old.sa_handler;
 }
 
+/* The other spellings of signal(): bsd_signal is signal; sysv_signal
+ * resets to the default on delivery; sigset may also hold the signal. */
+/* glibc still exports bsd_signal but no longer declares it; sigset is
+ * declared deprecated. Both are hooked because programs still call them. */
+__sighandler_t bsd_signal(int sig, __sighandler_t handler);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+RS_REAL_DECL(bsd_signal);
+RS_REAL_DECL(sysv_signal);
+RS_REAL_DECL(sigset);
+
+RS_EXPORT __sighandler_t bsd_signal(int sig, __sighandler_t handler)
+{
+    if (sig_index(sig) < 0 || !sig_virtual)
+        return RS_REAL(bsd_signal)(sig, handler);
+    return signal(sig, handler);
+}
+
+RS_EXPORT __sighandler_t sysv_signal(int sig, __sighandler_t handler)
+{
+    if (sig_index(sig) < 0 || !sig_virtual)
+        return RS_REAL(sysv_signal)(sig, handler);
+    struct sigaction act = { .sa_handler = handler, .sa_flags = SA_RESETHAND | SA_NODEFER };
+    sigemptyset(&act.sa_mask);
+    struct sigaction old;
+    if (sigaction(sig, &act, &old) != 0)
+        return SIG_ERR;
+    return old.sa_handler;
+}
+
+RS_EXPORT __sighandler_t sigset(int sig, __sighandler_t disp)
+{
+    if (sig_index(sig) < 0 || !sig_virtual)
+        return RS_REAL(sigset)(sig, disp);
+    sigset_t one, was;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    struct sigaction old;
+    if (disp == SIG_HOLD) {
+        if (sigaction(sig, NULL, &old) != 0 || sigprocmask(SIG_BLOCK, &one, &was) != 0)
+            return SIG_ERR;
+    } else {
+        struct sigaction act = { .sa_handler = disp };
+        sigemptyset(&act.sa_mask);
+        if (sigaction(sig, &act, &old) != 0 || sigprocmask(SIG_UNBLOCK, &one, &was) != 0)
+            return SIG_ERR;
+    }
+    return sigismember(&was, sig) ? SIG_HOLD : old.sa_handler;
+}
+#pragma GCC diagnostic pop
+
 /* ---- exit, exec, fork ---- */
 
 RS_REAL_DECL(_exit);

@@ -317,12 +317,20 @@ void rs_cwd_changed(void);
  * id assigned (0 if fd is not tracked). dirfd as for openat. */
 uint32_t rs_file_opened(int op, int dirfd, const char *path, int flags, int fd,
                         uint64_t t0, uint64_t t1);
+/* Whether path (absolute) lies under one of the RINGSIDE_IO_EXCLUDE prefixes. */
+int rs_io_excluded(const char *path);
 /* Sets up the fd table and records the files already open. Returns 0 or -1. */
 int rs_fdtab_init(void);
 /* Set once the fd table is up: the I/O hooks record. */
 extern int rs_io_active;
 /* Whether fd is the agent's own trace file (the program may not close it). */
 int rs_writer_owns_fd(int fd);
+/* The program is about to make fd (dup2/dup3 target) name another file: if
+ * it is the trace file's number, the trace file moves to another number
+ * first (or tracing stops when none is free). Returns 1 when it moved. */
+int rs_writer_fd_taken(int fd);
+/* The trace file's fd, -1 while there is none. */
+int rs_writer_fd(void);
 
 /* Records one I/O event for file (a tracked fd's id). */
 static inline void rs_io_record(int op, uint32_t file, uint64_t t0, uint64_t t1, int64_t offset,

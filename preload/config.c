@@ -85,47 +85,42 @@ static void identity(void)
         *dot = 0;
     sanitize(id->host);
 
-    static const struct { const char *rank, *local, *size; } launchers[] = {
-        { "RANK", "LOCAL_RANK", "WORLD_SIZE" },                              /* torchrun */
-        { "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS" },                 /* Slurm */
-        { "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE" },
-        { "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE" },                       /* PMI, MPICH */
-        { "RINGSIDE_RANK", "RINGSIDE_LOCAL_RANK", "RINGSIDE_WORLD_SIZE" },
+    /* The launcher nearest the process first: torchrun and mpirun (orted)
+     * run inside Slurm allocations and steps, whose variables their ranks
+     * inherit (SLURM_PROCID 0 in a batch script, the orted step's task id on
+     * other nodes); srun's tasks carry no torchrun or Open MPI variables,
+     * and srun --mpi=pmi2 gives PMI_RANK equal to SLURM_PROCID. Slurm's
+     * ranks are the tasks of a step: a batch script (SLURM_PROCID 0, no
+     * step) and what it runs (srun, mpirun) are not ranks. */
+    static const struct { const char *rank, *local, *size, *needs; } launchers[] = {
+        { "RANK", "LOCAL_RANK", "WORLD_SIZE", NULL },                        /* torchrun */
+        { "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", NULL },
+        { "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE", NULL },                 /* PMI, MPICH */
+        { "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_STEP_ID" },
+        { "RINGSIDE_RANK", "RINGSIDE_LOCAL_RANK", "RINGSIDE_WORLD_SIZE", NULL },
     };
     for (size_t i = 0; i < sizeof launchers / sizeof launchers[0]; i++) {
-        if (!env(launchers[i].rank))
+        if (!env(launchers[i].rank) || (launchers[i].needs && !env(launchers[i].needs)))
             continue;
         id->rank = env_int(launchers[i].rank, -1);
         id->local_rank = env_int(launchers[i].local, -1);
         id->world_size = env_int(launchers[i].size, -1);
         break;
     }
-    /* A process started by a rank (a compiler, a helper script) inherits
-     * the rank's environment: the first process to claim the rank marks it
-     * with its pid, and later processes are the rank's children. */
-    if (id->rank >= 0) {
-        const char *owner = env("RINGSIDE_RANK_PID");
-        if (owner && atoi(owner) != id->pid) {
-            id->parent_rank = id->rank;
-            id->rank = -1;
-            id->role = RSF_ROLE_CHILD;
-        } else {
-            char pid[32];
-            snprintf(pid, sizeof pid, "%d", id->pid);
-            setenv("RINGSIDE_RANK_PID", pid, 1);
-            id->role = RSF_ROLE_RANK;
-        }
-    }
 
-    const char *job = env("TORCHELASTIC_RUN_ID");
+    /* The job, from the same nearest launcher. A Slurm process outside any
+     * step (a batch script, srun itself there) is the job alone, not step 0. */
     char buf[256];
-    if (!job && env("SLURM_JOB_ID")) {
-        snprintf(buf, sizeof buf, "%s.%s", env("SLURM_JOB_ID"),
-                 env("SLURM_STEP_ID") ? env("SLURM_STEP_ID") : "0");
-        job = buf;
-    }
+    const char *job = env("TORCHELASTIC_RUN_ID");
     if (!job)
         job = env("OMPI_MCA_ess_base_jobid");
+    if (!job && env("SLURM_JOB_ID")) {
+        if (env("SLURM_STEP_ID"))
+            snprintf(buf, sizeof buf, "%s.%s", env("SLURM_JOB_ID"), env("SLURM_STEP_ID"));
+        else
+            snprintf(buf, sizeof buf, "%s", env("SLURM_JOB_ID"));
+        job = buf;
+    }
     if (!job)
         job = env("PMIX_NAMESPACE");
     if (!job)
@@ -143,6 +138,29 @@ static void identity(void)
     }
     snprintf(id->job, sizeof id->job, "%s", job);
     sanitize(id->job);
+
+    /* A process started by a rank (a compiler, a helper script) inherits
+     * the rank's environment: the first process to claim a rank of a job
+     * marks it ("pid:rank:job"), and later processes with the same rank of
+     * the same job are its children. A launcher that a rank runs (torchrun
+     * in an srun task) starts ranks of another job, which claim their own. */
+    if (id->rank >= 0) {
+        const char *owner = env("RINGSIDE_RANK_PID");
+        char *end = NULL;
+        long opid = owner ? strtol(owner, &end, 10) : 0;
+        long orank = end && *end == ':' ? strtol(end + 1, &end, 10) : -1;
+        int same = end && *end == ':' && orank == id->rank && strcmp(end + 1, id->job) == 0;
+        if (same && opid != id->pid) {
+            id->parent_rank = id->rank;
+            id->rank = -1;
+            id->role = RSF_ROLE_CHILD;
+        } else {
+            char claim[sizeof id->job + 64];
+            snprintf(claim, sizeof claim, "%d:%d:%s", id->pid, id->rank, id->job);
+            setenv("RINGSIDE_RANK_PID", claim, 1);
+            id->role = RSF_ROLE_RANK;
+        }
+    }
 }
 
 void rs_config_load(int argc, char **argv)

@@ -47,8 +47,7 @@ void rs_cwd_changed(void)
     atomic_fetch_add_explicit(&cwd_gen, 1, memory_order_release);
 }
 
-/* Whether path (absolute) lies under one of the excluded prefixes. */
-static int excluded(const char *path)
+int rs_io_excluded(const char *path)
 {
     const char *p = rs_cfg.exclude;
     while (*p) {
@@ -132,7 +131,7 @@ uint32_t rs_file_opened(int op, int dirfd, const char *path, int flags, int fd, 
             return 0;
         }
     }
-    if (is_abs && excluded(abs)) {
+    if (is_abs && rs_io_excluded(abs)) {
         rs_fd_set(fd, RS_FILE_EXCLUDED);
         return 0;
     }
@@ -174,7 +173,7 @@ int rs_fdtab_init(void)
         if (n <= 0 || target[0] != '/')
             continue;
         target[n] = 0;
-        if (excluded(target)) {
+        if (rs_io_excluded(target)) {
             rs_fd_set(fd, RS_FILE_EXCLUDED);
             continue;
         }

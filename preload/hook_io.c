@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,8 +265,87 @@ static int copied(int oldfd, int newfd)
 }
 
 RS_EXPORT int dup(int fd) { return copied(fd, RS_REAL(dup)(fd)); }
-RS_EXPORT int dup2(int fd, int fd2) { return copied(fd, RS_REAL(dup2)(fd, fd2)); }
-RS_EXPORT int dup3(int fd, int fd2, int flags) { return copied(fd, RS_REAL(dup3)(fd, fd2, flags)); }
+
+/* dup2/dup3 onto the trace file's number: the trace file moves away first,
+ * so the program gets the number and the trace goes on. */
+RS_EXPORT int dup2(int fd, int fd2)
+{
+    if (RS_UNLIKELY(rs_writer_owns_fd(fd2)) && fd != fd2 && !rs_guard) {
+        int e = errno;
+        rs_writer_fd_taken(fd2);
+        errno = e;
+    }
+    return copied(fd, RS_REAL(dup2)(fd, fd2));
+}
+
+RS_EXPORT int dup3(int fd, int fd2, int flags)
+{
+    if (RS_UNLIKELY(rs_writer_owns_fd(fd2)) && fd != fd2 && !rs_guard) {
+        int e = errno;
+        rs_writer_fd_taken(fd2);
+        errno = e;
+    }
+    return copied(fd, RS_REAL(dup3)(fd, fd2, flags));
+}
+
+RS_REAL_DECL(close_range);
+RS_REAL_DECL(closefrom);
+
+/* The fd table forgets fds [first, last] (closed by a range call). */
+static void forget_range(unsigned first, unsigned last)
+{
+    if (!rs_io_active)
+        return;
+    for (size_t fd = first; fd < rs_fdtab_n && fd <= last; fd++)
+        rs_fd_set((int)fd, 0);
+}
+
+/* The trace file's fd when a range call in this process would close it. */
+static int trace_fd_in(unsigned first, unsigned last)
+{
+    int fd = rs_writer_fd();
+    if (fd < 0 || (unsigned)fd < first || (unsigned)fd > last || rs_guard || getpid() != rs_id.pid)
+        return -1;
+    return fd;
+}
+
+/* Closing a range of fds (daemons, subprocess set-up) leaves the trace file
+ * open, as close() does: the range is split around it. */
+RS_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+    int fd = trace_fd_in(first, last);
+    int r = 0;
+    if (fd < 0) {
+        r = RS_REAL(close_range)(first, last, flags);
+    } else {
+        if ((unsigned)fd > first)
+            r = RS_REAL(close_range)(first, (unsigned)fd - 1, flags);
+        if (r == 0 && (unsigned)fd < last)
+            r = RS_REAL(close_range)((unsigned)fd + 1, last, flags);
+    }
+    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
+        int e = errno;
+        forget_range(first, last);
+        errno = e;
+    }
+    return r;
+}
+
+RS_EXPORT void closefrom(int low)
+{
+    unsigned first = low < 0 ? 0 : (unsigned)low;
+    int fd = trace_fd_in(first, ~0u);
+    int e = errno;
+    if (fd >= 0) {
+        if ((unsigned)fd > first)
+            RS_REAL(close_range)(first, (unsigned)fd - 1, 0);
+        RS_REAL(closefrom)(fd + 1);
+    } else {
+        RS_REAL(closefrom)(low);
+    }
+    forget_range(first, ~0u);
+    errno = e;
+}
 
 static int fcntl_common(__typeof__(fcntl) *real, int fd, int cmd, va_list ap)
 {
@@ -565,6 +645,38 @@ static FILE *fopen_common(__typeof__(fopen) *real, const char *path, const char 
 
 RS_EXPORT FILE *fopen(const char *path, const char *mode) { return fopen_common(RS_REAL(fopen), path, mode); }
 RS_EXPORT FILE *fopen64(const char *path, const char *mode) { return fopen_common(RS_REAL(fopen64), path, mode); }
+
+/* freopen closes the stream's file and opens path on it (glibc keeps the fd
+ * number); with path NULL it only changes the mode, and the file stays. */
+static FILE *freopen_common(__typeof__(freopen) *real, const char *path, const char *mode, FILE *fp)
+{
+    if (!opens_tracked() || path == NULL)
+        return real(path, mode, fp);
+    int oldfd = stream_fd(fp);
+    rs_guard = 1;
+    uint64_t t0 = rs_ticks();
+    FILE *r = real(path, mode, fp);
+    uint64_t t1 = rs_ticks();
+    int e = errno;
+    if (oldfd >= 0)
+        rs_fd_set(oldfd, 0);
+    if (r && stream_fd(r) >= 0)
+        rs_file_opened(RSF_IO_FOPEN, AT_FDCWD, path, fopen_flags(mode), stream_fd(r), t0, t1);
+    errno = e;
+    rs_guard = 0;
+    return r;
+}
+
+RS_REAL_DECL(freopen);
+RS_REAL_DECL(freopen64);
+RS_EXPORT FILE *freopen(const char *path, const char *mode, FILE *fp)
+{
+    return freopen_common(RS_REAL(freopen), path, mode, fp);
+}
+RS_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *fp)
+{
+    return freopen_common(RS_REAL(freopen64), path, mode, fp);
+}
 
 RS_EXPORT FILE *fdopen(int fd, const char *mode)
 {

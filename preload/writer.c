@@ -44,6 +44,7 @@ struct wstate {
     uint64_t recorded;           /* events written (or about to be) */
     int broken;                  /* writing failed: drop everything */
     off_t good_size;             /* file size after the last whole frame */
+    int touched;                 /* an event other than closing an inherited fd */
 
     /* strings: id -> text, and a hash set to find ids */
     char **str;                  /* str[id], id from 1 */
@@ -94,12 +95,45 @@ static struct wstate w;
 static pthread_t writer_thread;
 static _Atomic int writer_running;
 static _Atomic uint32_t req_seq, done_seq;
-static uint32_t start_served;    /* req_seq when the writer was started */
 static _Atomic int req_final;
 
 int rs_writer_owns_fd(int fd)
 {
     return fd >= 0 && fd == w.fd;
+}
+
+int rs_writer_fd(void)
+{
+    return w.fd;
+}
+
+/* Held while the trace fd is written or renumbered, so a write never lands
+ * on a number the program has just made name its own file. */
+static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int rs_writer_fd_taken(int fd)
+{
+    /* A vfork child shares our memory but not our fd table: it must not
+     * renumber the parent's trace file. Its copy goes at exec (O_CLOEXEC). */
+    if (getpid() != rs_id.pid)
+        return 0;
+    pthread_mutex_lock(&fd_lock);
+    int moved = 0;
+    if (fd >= 0 && fd == w.fd) {
+        int nfd = fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
+        if (nfd < 0) {
+            rs_notice("the program reuses fd %d of %s and no other fd is free: %s; tracing is off",
+                      fd, w.path, strerror(errno));
+            w.broken = 1;
+            atomic_store(&rs_on, 0);
+            w.fd = -1;
+        } else {
+            w.fd = nfd;
+            moved = 1;
+        }
+    }
+    pthread_mutex_unlock(&fd_lock);
+    return moved;
 }
 
 int rs_writer_is_self(void)
@@ -251,24 +285,31 @@ static int open_file(void)
 static void give_up(const char *what, int err)
 {
     rs_notice("%s %s: %s; tracing is off", what, w.path, strerror(err));
+    pthread_mutex_lock(&fd_lock);
     if (w.fd >= 0 && ftruncate(w.fd, w.good_size) != 0)
         rs_debug("cannot trim %s: %s", w.path, strerror(errno));
+    pthread_mutex_unlock(&fd_lock);
     w.broken = 1;
     atomic_store(&rs_on, 0);
 }
 
 static int write_all(const uint8_t *p, size_t n)
 {
+    int err = 0;
+    pthread_mutex_lock(&fd_lock);
     while (n) {
-        ssize_t r = write(w.fd, p, n);
+        ssize_t r = w.fd >= 0 ? write(w.fd, p, n) : -1;
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0)
-            return r < 0 ? errno : ENOSPC;
+        if (r <= 0) {
+            err = w.fd < 0 ? EBADF : r < 0 ? errno : ENOSPC;
+            break;
+        }
         p += r;
         n -= (size_t)r;
     }
-    return 0;
+    pthread_mutex_unlock(&fd_lock);
+    return err;
 }
 
 static int ensure(uint8_t **buf, size_t *cap, size_t n)
@@ -294,10 +335,14 @@ static void emit(int end)
     if (empty && !end && w.seq > 0)
         return;
     /* No file until there is an event: a process that only inherited some
-     * fds (a shell, a launcher) leaves nothing behind. What is assembled
-     * (names of those fds) waits for the first event. */
-    if (w.fd < 0 && !events && !rs_ring_dropped())
+     * fds, or only closed them (a shell, a launcher's child between fork and
+     * exec), leaves nothing behind. What is assembled waits for the first
+     * event; closes that fill a whole chunk before it are let go. */
+    if (w.fd < 0 && !w.touched && !rs_ring_dropped()) {
+        if (w.nio == IO_CAP)
+            w.nio = 0;
         return;
+    }
     if (w.fd < 0 && open_file() != 0) {
         w.broken = 1;
         atomic_store(&rs_on, 0);
@@ -401,6 +446,7 @@ static uint32_t dur32(uint64_t ns)
  * already (rs_now), the clock the GPU times are mapped onto. */
 static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
 {
+    w.touched = 1;
     switch (h->kind) {
     case RS_REC_GPU: {
         const struct rs_rec_gpu *r = (const void *)h;
@@ -571,17 +617,28 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
         char full[PATH_MAX];
         const char *path = o->path;
         uint32_t dir_path = o->dir && o->dir < w.file_cap ? w.file_path[o->dir] : 0;
-        if (dir_path) {
-            snprintf(full, sizeof full, "%s/%s", w.str[dir_path], o->path);
+        if (dir_path && dir_path != RS_FILE_EXCLUDED) {
+            const char *dir = w.str[dir_path];
+            size_t n = strlen(dir);
+            snprintf(full, sizeof full, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", o->path);
             path = full;
         }
-        uint32_t id = intern(path);
+        /* The hook cannot see where a directory fd points (hwloc reads /sys
+         * through openat on "/"): the exclusions apply here to such paths. */
+        uint32_t id = dir_path == RS_FILE_EXCLUDED || (dir_path && rs_io_excluded(path))
+                          ? RS_FILE_EXCLUDED : intern(path);
+        if (id == RS_FILE_EXCLUDED) {
+            if (!grow((void **)&w.file_path, &w.file_cap, h->file + 1, sizeof *w.file_path))
+                w.file_path[h->file] = id;
+            return;
+        }
         if (!grow((void **)&w.file_path, &w.file_cap, h->file + 1, sizeof *w.file_path))
             w.file_path[h->file] = id;
         if (!grow((void **)&w.files, &w.files_cap, w.nfiles + 1, sizeof *w.files))
             w.files[w.nfiles++] = (struct rsf_file_ref){ h->file, id, o->flags };
         if (h->kind == RS_REC_FILE)
             return;
+        w.touched = 1;
         if (w.nio == IO_CAP)
             emit(0);
         w.io[w.nio++] = (struct rsf_io_event){ .start_ns = rs_tick_ns(&w.map, o->start_ns),
@@ -594,6 +651,10 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
     if (h->kind != RS_REC_IO)
         return;
     const struct rs_rec_io *r = (const void *)h;
+    if (h->file < w.file_cap && w.file_path[h->file] == RS_FILE_EXCLUDED)
+        return;
+    if (h->op != RSF_IO_CLOSE)
+        w.touched = 1;
     if (w.nio == IO_CAP)
         emit(0);
     w.io[w.nio++] = (struct rsf_io_event){ .start_ns = rs_tick_ns(&w.map, r->start_ns),
@@ -608,8 +669,9 @@ static void *writer_main(void *arg)
     (void)arg;
     rs_guard = 1; /* the writer's own I/O is never recorded */
     uint64_t period = (uint64_t)rs_cfg.flush_ms * 1000000u / 2;
-    /* Requests made before this thread first ran are still to be served. */
-    uint32_t served = start_served;
+    /* done_seq, not req_seq: a flush asked for before this thread got to
+     * run (a forked child that execs at once) is still pending. */
+    uint32_t served = atomic_load(&done_seq);
     for (;;) {
         uint32_t wake = atomic_load(&rs_writer_wake);
         uint64_t now = rs_now();
@@ -666,7 +728,6 @@ int rs_writer_start(void)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 << 10);
-    start_served = atomic_load(&req_seq);
     int err = pthread_create(&writer_thread, &attr, writer_main, NULL);
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -703,6 +764,7 @@ void rs_writer_forked(void)
     /* The parent's writer state may have been mid-update: start afresh and
      * leave the parent's file and allocations alone. */
     atomic_store(&writer_running, 0);
+    pthread_mutex_init(&fd_lock, NULL);
     if (w.fd >= 0)
         close(w.fd);
     atomic_store(&req_seq, 0);
