@@ -968,6 +968,12 @@ static void *proc_wrapper(const char *symbol, void *fn, int version, cuuint64_t 
     if (__atomic_compare_exchange_n(best->real, &expect, fn, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
         expect == fn)
         return best->wrapper;
+    /* The driver gave another address than its exported symbol of the
+     * variant picked here (a driver may hand out internal entry points):
+     * the same ABI, as long as the caller's version is one this agent's
+     * table knows; a newer one may name a variant the table lacks. */
+    if (version <= CUDA_VERSION)
+        return best->wrapper;
     return fn;
 }
 
