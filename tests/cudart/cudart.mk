@@ -1,0 +1,43 @@
+# The cudart tests (issue 3, "the path PyTorch takes"): a logging stand-in driver
+# (build/tests/logcuda/libcuda.so.1), the real CUDA runtime's initialisation built with
+# nvcc against it, shared and static (build/tests/cudart/rt_init_*; only where nvcc is),
+# and the replay program that reaches the simulator the way the recorded list says.
+
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+
+$(BUILD)/tests/logcuda/libcuda.so.1: tests/cudart/logcuda.c
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(RS_CFLAGS) -isystem $(CUDA_HOME)/include -fvisibility=hidden -shared \
+	    -Wl,-soname,libcuda.so.1 -Wl,-z,defs -o $@ $< $(RS_LDFLAGS) -ldl
+
+$(BUILD)/tests/cudart/replay: tests/cudart/replay.c
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(RS_CFLAGS) -isystem $(CUDA_HOME)/include -o $@ $< $(RS_LDFLAGS) -ldl
+
+CUDART_TEST_EXTRA := $(BUILD)/tests/logcuda/libcuda.so.1 $(BUILD)/tests/cudart/replay
+
+# PyTorch loads libcudart.so as a shared library; nvcc links the static one by default:
+# both are built, and the tests check that they ask the driver the same things.
+ifneq ($(wildcard $(NVCC)),)
+$(BUILD)/tests/cudart/rt_init_shared: tests/cudart/rt_init.cu
+	$(call say,NVCC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(NVCC) -cudart shared -o $@ $<
+
+$(BUILD)/tests/cudart/rt_init_static: tests/cudart/rt_init.cu
+	$(call say,NVCC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(NVCC) -cudart static -o $@ $<
+
+CUDART_TEST_EXTRA += $(BUILD)/tests/cudart/rt_init_shared $(BUILD)/tests/cudart/rt_init_static
+endif
+
+# Re-records tests/data/cudart-X.Y-lookups.txt from this machine's toolkit.
+.PHONY: cudart-lookups
+cudart-lookups: $(CUDART_TEST_EXTRA)
+	$(Q)BUILD=$(BUILD) NVCC=$(NVCC) tests/integration/test_cudart_runtime.py --record
+
+TEST_EXTRA += $(CUDART_TEST_EXTRA)
+test-build: $(CUDART_TEST_EXTRA)
