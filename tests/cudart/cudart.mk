@@ -1,22 +1,31 @@
 # The cudart tests (issue 3, "the path PyTorch takes"): a logging stand-in driver
 # (build/tests/logcuda/libcuda.so.1), the real CUDA runtime's initialisation built with
 # nvcc against it, shared and static (build/tests/cudart/rt_init_*; only where nvcc is),
-# and the replay program that reaches the simulator the way the recorded list says.
+# a control interposer for the tests' own check, and the replay program that reaches the simulator the way the recorded list says.
 
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 
+# -Bsymbolic: the stand-in knows its own functions by their addresses, even where an
+# interposer (the agent) defines the same names.
 $(BUILD)/tests/logcuda/libcuda.so.1: tests/cudart/logcuda.c
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(RS_CFLAGS) -isystem $(CUDA_HOME)/include -fvisibility=hidden -shared \
-	    -Wl,-soname,libcuda.so.1 -Wl,-z,defs -o $@ $< $(RS_LDFLAGS) -ldl
+	    -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,defs -o $@ $< $(RS_LDFLAGS) -ldl
+
+$(BUILD)/tests/logcuda/fakehook.so: tests/cudart/fakehook.c
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(RS_CFLAGS) -isystem $(CUDA_HOME)/include -fvisibility=hidden -shared \
+	    -Wl,-z,defs -o $@ $< $(RS_LDFLAGS) -ldl
 
 $(BUILD)/tests/cudart/replay: tests/cudart/replay.c
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(RS_CFLAGS) -isystem $(CUDA_HOME)/include -o $@ $< $(RS_LDFLAGS) -ldl
 
-CUDART_TEST_EXTRA := $(BUILD)/tests/logcuda/libcuda.so.1 $(BUILD)/tests/cudart/replay
+CUDART_TEST_EXTRA := $(BUILD)/tests/logcuda/libcuda.so.1 $(BUILD)/tests/logcuda/fakehook.so \
+                     $(BUILD)/tests/cudart/replay
 
 # PyTorch loads libcudart.so as a shared library; nvcc links the static one by default:
 # both are built, and the tests check that they ask the driver the same things.

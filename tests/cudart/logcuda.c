@@ -27,8 +27,8 @@
  *   held    OFFSET  self  SYMBOL             ... one of this library's exports
  *   held    OFFSET  other  MODULE  SYMBOL|-  REACHES  RC
  *                    ... a function in MODULE, an object that itself called
- *                    cuGetProcAddress (an interposer): it was called once with zero
- *                    arguments and REACHES lists the stubs (N) and exports (by name)
+ *                    cuGetProcAddress (an interposer): it was called once (see
+ *                    lc_scan_word for the arguments) and REACHES lists the stubs (N) and exports (by name)
  *                    that call reached ("-": none)
  *   probe-lookup / probe-call   as lookup / call, made while the scan called a function
  *   scan    OBJECT  WORDS                    the scan is complete
@@ -161,6 +161,14 @@ static CUresult lc_lookup(const char *api, const char *symbol, void **pfn, int v
             *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
         return CUDA_ERROR_INVALID_VALUE;
     }
+    if (lc_probing) {  /* a lookup made by the scan's call: logged, answered "not found" */
+        lc_log("probe-lookup\t-\t%s\t%d\t%llu\t%s\t%s\t%s", symbol, version, (unsigned long long)flags,
+               api, status ? "ptr" : "null", lc_module(caller, NULL));
+        *pfn = NULL;
+        if (status)
+            *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+        return CUDA_ERROR_NOT_FOUND;
+    }
     pthread_mutex_lock(&lc_lock);
     lc_note_caller(caller);
     int n = lc_nlookups;
@@ -169,7 +177,7 @@ static CUresult lc_lookup(const char *api, const char *symbol, void **pfn, int v
         lc_lookups[n].version = version;
         lc_nlookups++;
     }
-    lc_log("%s\t%d\t%s\t%d\t%llu\t%s\t%s\t%s", lc_probing ? "probe-lookup" : "lookup", n, symbol,
+    lc_log("lookup\t%d\t%s\t%d\t%llu\t%s\t%s\t%s", n, symbol,
            version, (unsigned long long)flags, api, status ? "ptr" : "null", lc_module(caller, NULL));
     pthread_mutex_unlock(&lc_lock);
     if (n >= LC_NSTUBS) {
@@ -315,7 +323,52 @@ struct lc_scan_ctx {
     uintptr_t base;
     struct lc_range data[LC_MAX_RANGES], text[LC_MAX_RANGES];
     int ndata, ntext, found;
+    const ElfW(Rela) *rela[2];  /* its dynamic relocations (DT_RELA, DT_JMPREL) */
+    size_t nrela[2];
 };
+
+/* The scanned object's relocation tables. The dynamic linker stores what a symbol
+ * binds to in the words they name (the GOT: dlsym, open, ... which may well be an
+ * interposer's); those are not what the runtime looked up, and must not be called. */
+static void lc_scan_relocs(struct lc_scan_ctx *c, const struct dl_phdr_info *info)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
+            continue;
+        uintptr_t rela = 0, jmprel = 0;
+        size_t relasz = 0, pltrelsz = 0;
+        for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+             d->d_tag != DT_NULL; d++) {
+            if (d->d_tag == DT_RELA)
+                rela = d->d_un.d_ptr;
+            else if (d->d_tag == DT_RELASZ)
+                relasz = d->d_un.d_val;
+            else if (d->d_tag == DT_JMPREL)
+                jmprel = d->d_un.d_ptr;
+            else if (d->d_tag == DT_PLTRELSZ)
+                pltrelsz = d->d_un.d_val;
+        }
+        /* The loader relocates these addresses in place on some systems, not on others. */
+        if (rela && rela < info->dlpi_addr)
+            rela += info->dlpi_addr;
+        if (jmprel && jmprel < info->dlpi_addr)
+            jmprel += info->dlpi_addr;
+        c->rela[0] = (const ElfW(Rela) *)rela;
+        c->nrela[0] = rela ? relasz / sizeof(ElfW(Rela)) : 0;
+        c->rela[1] = (const ElfW(Rela) *)jmprel;
+        c->nrela[1] = jmprel ? pltrelsz / sizeof(ElfW(Rela)) : 0;
+    }
+}
+
+/* Is the word at a bound by the dynamic linker to a symbol? */
+static int lc_is_symbol_slot(const struct lc_scan_ctx *c, uintptr_t a)
+{
+    for (int t = 0; t < 2; t++)
+        for (size_t i = 0; i < c->nrela[t]; i++)
+            if (c->base + c->rela[t][i].r_offset == a && ELF64_R_SYM(c->rela[t][i].r_info) != 0)
+                return 1;
+    return 0;
+}
 
 static int lc_scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -331,6 +384,7 @@ static int lc_scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
         c->found = 1;
         c->name = *name ? name : "<main>";
         c->base = info->dlpi_addr;
+        lc_scan_relocs(c, info);
     }
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -345,8 +399,9 @@ static int lc_scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-static void lc_scan_word(const struct lc_scan_ctx *c, uintptr_t w, uintptr_t off)
+static void lc_scan_word(const struct lc_scan_ctx *c, uintptr_t w, uintptr_t a)
 {
+    uintptr_t off = a - c->base;
     int n = lc_stub_index(w);
     if (n >= 0) {
         lc_log("held\t%lx\tstub\t%d", (unsigned long)off, n);
@@ -361,15 +416,22 @@ static void lc_scan_word(const struct lc_scan_ctx *c, uintptr_t w, uintptr_t off
     for (int i = 0; i < c->ntext; i++)
         if (w >= c->text[i].lo && w < c->text[i].hi)
             inside = 1;
-    if (!inside)
+    if (!inside || lc_is_symbol_slot(c, a))
         return;
     Dl_info info;
     const char *sname = dladdr((void *)w, &info) && info.dli_sname && (uintptr_t)info.dli_saddr == w
                         ? info.dli_sname : "-";
-    /* Call it once, with zero arguments, and see which of our stubs it reaches. */
+    /* Call it once and see which of our stubs it reaches. The arguments make sense to a
+     * getter (a name no driver has, a place for the answer, a version, no flags, a
+     * status), and to everything else they are zeroed memory, a size and zeros. */
+    static union { char name[4096]; uint64_t align; } probe_arg;
+    static uint64_t probe_out[512];
+    snprintf(probe_arg.name, sizeof probe_arg.name, "cuLogcudaProbe");
+    memset(probe_out, 0, sizeof probe_out);
     lc_nreached = 0;
     lc_probing++;
-    CUresult rc = ((lc_fn)w)(0, 0, 0, 0, 0, 0);
+    CUresult rc = ((lc_fn)w)((uintptr_t)probe_arg.name, (uintptr_t)probe_out, 13000, 0,
+                             (uintptr_t)(probe_out + 256), 0);
     lc_probing--;
     char reached[LC_MAX_REACHED * 24] = "-";
     size_t len = 0;
@@ -393,6 +455,6 @@ static void lc_scan(void)
     size_t words = 0;
     for (int i = 0; i < c.ndata; i++)
         for (uintptr_t a = (c.data[i].lo + 7) & ~(uintptr_t)7; a + 8 <= c.data[i].hi; a += 8, words++)
-            lc_scan_word(&c, *(const uintptr_t *)a, a - c.base);
+            lc_scan_word(&c, *(const uintptr_t *)a, a);
     lc_log("scan\t%s\t%zu", c.found ? c.name : "-", words);
 }

@@ -77,14 +77,18 @@ def parse_log(path):
     return log
 
 
-def run_runtime(prog, scan, agent, tmp, tag):
-    """Runs an rt_init program against the stand-in; (log, process)."""
+def run_runtime(prog, scan, agent, tmp, tag, **extra):
+    """Runs an rt_init program against the stand-in, under the agent (agent=True),
+    another interposer (agent=its path) or none; (log, process)."""
     logpath = os.path.join(tmp, tag + ".log")
-    if agent:
+    if agent is True:
         env = rstest.traced_env(os.path.join(tmp, tag + ".trace"))
     else:
         env = dict(os.environ)
         env.pop("LD_PRELOAD", None)
+        if agent:
+            env["LD_PRELOAD"] = agent
+    env.update(extra)
     env["LD_LIBRARY_PATH"] = LOGCUDA
     env["LOGCUDA_LOG"] = logpath
     env["LOGCUDA_SCAN"] = scan
@@ -114,34 +118,38 @@ def write_data(path, release, log):
             f.write("export\t%s\n" % u)
 
 
-def slot_problems(plain, traced):
-    """Joins the two scans by offset in the runtime's table; the problems found."""
+def slot_problems(plain, traced, module, is_hooked):
+    """Joins the two scans by offset in the runtime's table: every slot that held a
+    stand-in function for a hooked name must hold a function of `module` that reaches
+    it; no slot may hold another function than before. (problems, {name: slots})."""
     lookups = {n: (s, v, fl) for n, s, v, fl, _, _ in plain["lookups"]}
+    getters = {"cuGetProcAddress", "cuGetProcAddress_v2"} | {
+        str(n) for n, (s, _, _) in lookups.items() if s == "cuGetProcAddress"}
     problems, wrapped = [], collections.Counter()
     for off, was in sorted(plain["held"].items()):
         now = traced["held"].get(off)
         if was[0] == "self":
-            want, desc = was[1], "the stand-in's exported %s" % was[1]
-            is_hooked = was[1].startswith("cuGetProcAddress")
-            ptds = False
+            symbol, flags, desc = was[1], 0, "the stand-in's exported %s" % was[1]
+            want = {was[1]}
         else:
             symbol, version, flags = lookups[was[1]]
-            want, desc = str(was[1]), "lookup %d (%s %d flags %d)" % (was[1], symbol, version, flags)
-            is_hooked = hooked(symbol)
-            ptds = bool(flags & PTDS)
+            desc = "lookup %d (%s %d flags %d)" % (was[1], symbol, version, flags)
+            want = {str(was[1])}
+        if symbol.startswith("cuGetProcAddress"):
+            symbol, want = "cuGetProcAddress", getters  # a getter may forward through any getter
         if now is None:
             problems.append("%#x: held %s, nothing known under the agent" % (off, desc))
         elif now[0] == "other":
-            _, module, name, reached, _ = now
-            if module != os.path.basename(rstest.AGENT):
-                problems.append("%#x: %s became a function of %s" % (off, desc, module))
-            elif want not in reached:
-                problems.append("%#x: the agent's %s held for %s reaches %s" % (off, name, desc, ",".join(reached)))
-            elif name != "-" and bool(re.search(r"_pt(sz|ds)$", name)) != ptds:
-                problems.append("%#x: %s holds the agent's %s" % (off, desc, name))
+            _, mod, name, reached, _ = now
+            if mod != module:
+                problems.append("%#x: %s became a function of %s" % (off, desc, mod))
+            elif not want & set(reached):
+                problems.append("%#x: %s (%s's %s) reaches %s" % (off, desc, mod, name, ",".join(reached)))
+            elif name != "-" and bool(re.search(r"_pt(sz|ds)$", name)) != bool(flags & PTDS):
+                problems.append("%#x: %s holds %s's %s" % (off, desc, mod, name))
             else:
-                wrapped[desc.split(" (")[0] if was[0] == "self" else lookups[was[1]][0]] += 1
-        elif is_hooked:
+                wrapped[symbol] += 1
+        elif is_hooked(symbol):
             problems.append("%#x: %s is hooked but the runtime holds the stand-in's pointer" % (off, desc))
         elif now != was:
             problems.append("%#x: %s became %r" % (off, desc, now))
@@ -149,6 +157,26 @@ def slot_problems(plain, traced):
         if off not in plain["held"]:
             problems.append("%#x: holds %r only under the agent" % (off, now))
     return problems, wrapped
+
+
+def check_control(prog, scan, tmp):
+    """The slot check against a known interposer (tests/cudart/fakehook.c): it finds
+    the right cuLaunchKernel wrappers, and catches the legacy one handed out for the
+    per-thread lookup."""
+    fake = os.path.join(LOGCUDA, "fakehook.so")
+    plain, _ = run_runtime(prog, scan, False, tmp, "control-plain")
+    results = {}
+    for wrong in (False, True):
+        extra = {"FAKEHOOK_WRONG": "1"} if wrong else {}
+        log, p = run_runtime(prog, scan, fake, tmp, "control-%d" % wrong, **extra)
+        problems, wrapped = slot_problems(plain, log, "fakehook.so", lambda s: s == "cuLaunchKernel")
+        results[wrong] = (p.returncode, problems, wrapped)
+    rc, problems, wrapped = results[False]
+    rstest.check("control_right_interposer_passes", rc == 0 and not problems and wrapped["cuLaunchKernel"] >= 2,
+                 "exit %d, %d cuLaunchKernel slots, problems %r" % (rc, wrapped["cuLaunchKernel"], problems[:3]))
+    rc, problems, _ = results[True]
+    rstest.check("control_wrong_variant_caught", rc == 0 and any("cuLaunchKernel 7000 flags 2)" in x and " reaches " in x for x in problems),
+                 "exit %d, problems %r" % (rc, problems[:3]))
 
 
 def check_build(kind, prog, scan, tmp, recorded):
@@ -181,7 +209,7 @@ def check_build(kind, prog, scan, tmp, recorded):
     rstest.check("%s_scan_sees_table" % kind, plain["scan"] and plain["scan"][0] != "-" and named <= held
                  and not others, "scan %r; %d lookups not held; %d foreign pointers"
                  % (plain["scan"], len(named - held), len(others)))
-    problems, wrapped = slot_problems(plain, traced)
+    problems, wrapped = slot_problems(plain, traced, os.path.basename(rstest.AGENT), hooked)
     need = {s for _, s, _, _, _, _ in plain["lookups"] if hooked(s)}
     missing = sorted(need - set(wrapped))
     rstest.report_problems("%s_hooked_slots_hold_agent_wrappers" % kind,
@@ -213,6 +241,7 @@ def main():
             print("%s: %d lookups, %d export tables" % (data, len(log["lookups"]), len(log["exports"])))
             return
         recorded = parse_log(data) if os.path.exists(data) else None
+        check_control(progs[0][1], progs[0][2], tmp)
         for kind, prog, scan in progs:
             check_build(kind, prog, scan, tmp, recorded)
     finally:
