@@ -7,10 +7,17 @@ NVCC ?= $(CUDA_HOME)/bin/nvcc
 
 # -Bsymbolic: the stand-in knows its own functions by their addresses, even where an
 # interposer (the agent) defines the same names.
-$(BUILD)/tests/logcuda/libcuda.so.1: tests/cudart/logcuda.c
+# The driver's entry-point variants, from the toolkit's PFN types: { name, version, suffix }.
+$(BUILD)/tests/logcuda/pfn.h: $(CUDA_HOME)/include/cudaTypedefs.h
+	$(call say,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)sed -n 's/.*(CUDAAPI \*PFN_\(cu[A-Za-z0-9]*\)_v\([0-9][0-9]*\)\(_pt[sd][sz]\)\{0,1\})(.*/{ "\1", \2, "\3" },/p' \
+	    $< | sort -u >$@.tmp && test -s $@.tmp && mv $@.tmp $@
+
+$(BUILD)/tests/logcuda/libcuda.so.1: tests/cudart/logcuda.c $(BUILD)/tests/logcuda/pfn.h
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(RS_CFLAGS) -isystem $(CUDA_HOME)/include -fvisibility=hidden -shared \
+	$(Q)$(CC) $(RS_CFLAGS) -isystem $(CUDA_HOME)/include -I$(BUILD)/tests/logcuda -fvisibility=hidden -shared \
 	    -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,defs -o $@ $< $(RS_LDFLAGS) -ldl
 
 $(BUILD)/tests/logcuda/fakehook.so: tests/cudart/fakehook.c

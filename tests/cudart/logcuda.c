@@ -4,11 +4,15 @@
  * order), every cuGetExportTable UUID and every call of what it handed out; and, at the
  * first cuGetExportTable call (after the lookups), which pointers the runtime holds.
  *
- * Every lookup is answered with a function of its own (one of LC_NSTUBS stubs, in
- * lookup order), so a pointer names the lookup it came from. A stub called later logs
- * the call; cuInit, cuDriverGetVersion, cuGetProcAddress and cuGetExportTable answer as
- * a driver would, everything else says CUDA_ERROR_NOT_SUPPORTED. cuGetExportTable
- * always says CUDA_ERROR_NOT_SUPPORTED: NVIDIA's private tables are not to be had.
+ * Every lookup is answered as a driver would choose (the newest variant of the name not
+ * newer than the version asked for, the per-thread one when the flags ask for it and
+ * one exists; the variants are cudaTypedefs.h's PFN types), with a function of the
+ * stand-in's own for that variant: one of LC_NSTUBS stubs, made in lookup order, so a
+ * pointer names the variant it stands for. A name cudaTypedefs.h lacks gets a stub per
+ * version and flags. Lookups of the five exports (cuInit, cuDriverGetVersion,
+ * cuGetProcAddress / _v2 by version, cuGetExportTable) give the exports themselves, as a
+ * driver's do. A stub called later logs the call and says CUDA_ERROR_NOT_SUPPORTED;
+ * so does cuGetExportTable, always: NVIDIA's private tables are not to be had.
  *
  * Environment:
  *   LOGCUDA_LOG      the log file (appended; nothing is logged without it)
@@ -18,18 +22,20 @@
  *   LOGCUDA_VERSION  what cuDriverGetVersion says (default: this cuda.h's CUDA_VERSION)
  *
  * Log lines, tab-separated:
- *   lookup  N  SYMBOL  VERSION  FLAGS  VIA  STATUS(null|ptr)  CALLER
+ *   lookup  N  SYMBOL  VERSION  FLAGS  VIA  STATUS(null|ptr)  CALLER  STUB  VARIANT
+ *                    STUB: the stub's number, or the export's name; VARIANT: e.g.
+ *                    cuLaunchKernel_v7000_ptsz, "-" for an unknown name or an export
  *                    VIA: v2 / v1, the exported cuGetProcAddress_v2 / cuGetProcAddress;
- *                    v2/M (v1/M): the function lookup M gave
+ *                    v2/M (v1/M): the function lookup M gave (through its stub)
  *   export  UUID(32 hex digits)  CALLER
- *   call    N|-  SYMBOL  CALLER              a stub for lookup N (or an export) was called
- *   held    OFFSET  stub  N                  the scanned object holds lookup N's stub
+ *   call    STUB|-  SYMBOL  CALLER           a stub (or an export) was called
+ *   held    OFFSET  stub  STUB               the scanned object holds a stub
  *   held    OFFSET  self  SYMBOL             ... one of this library's exports
  *   held    OFFSET  other  MODULE  SYMBOL|-  REACHES  RC
  *                    ... a function in MODULE, an object that itself called
  *                    cuGetProcAddress (an interposer): it was called once (see
- *                    lc_scan_word for the arguments) and REACHES lists the stubs (N) and exports (by name)
- *                    that call reached ("-": none)
+ *                    lc_scan_word for the arguments) and REACHES lists the stubs
+ *                    (numbers) and exports (names) that call reached ("-": none)
  *   probe-lookup / probe-call   as lookup / call, made while the scan called a function
  *   scan    OBJECT  WORDS                    the scan is complete
  * CALLER and MODULE are file names without their directories; OFFSET is the word's
@@ -56,14 +62,31 @@
 
 typedef CUresult (*lc_fn)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t);
 
-struct lc_lookup {
-    char *symbol;
+/* The driver's entry-point variants: PFN_<name>_v<version>[_ptds|_ptsz] of the
+ * toolkit's cudaTypedefs.h (pfn.h is made from it by tests/cudart/cudart.mk). */
+struct lc_pfn {
+    const char *name;
     int version;
+    const char *pt;            /* "", "_ptds" or "_ptsz" */
+};
+
+static const struct lc_pfn lc_pfns[] = {
+#include "pfn.h"
+};
+
+/* What a stub stands for: one driver variant, or (a name cudaTypedefs.h does not
+ * know) one symbol, version and flags. */
+struct lc_stub_info {
+    char *symbol;
+    int version;               /* the variant's version, else the one asked for */
+    unsigned long long flags;  /* only for unknown names */
+    const struct lc_pfn *pfn;  /* the variant, or NULL */
+    int first_lookup;          /* the lookup that first got it */
 };
 
 static pthread_mutex_t lc_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct lc_lookup lc_lookups[LC_NSTUBS];
-static int lc_nlookups;
+static struct lc_stub_info lc_stub_infos[LC_NSTUBS];
+static int lc_nstubs, lc_nlookups;
 static int lc_fd = -2;                    /* -2: not opened yet, -1: no log */
 static int lc_scanned;
 static const void *lc_callers[LC_MAX_CALLERS]; /* load addresses of objects that looked up */
@@ -152,7 +175,60 @@ static void lc_note_caller(const void *caller)
         lc_callers[lc_ncallers++] = base;
 }
 
-/* One cuGetProcAddress lookup: log it, answer with the next stub. */
+/* The stand-in's exports stand for themselves, as a driver's do: the name of the
+ * export a lookup gives, or NULL. */
+static const char *lc_self_variant(const char *symbol, int version)
+{
+    if (!strcmp(symbol, "cuGetProcAddress"))
+        return version >= 12000 ? "cuGetProcAddress_v2" : version >= 11030 ? "cuGetProcAddress" : NULL;
+    if (!strcmp(symbol, "cuInit") || !strcmp(symbol, "cuDriverGetVersion") || !strcmp(symbol, "cuGetExportTable"))
+        return symbol;
+    return NULL;
+}
+
+static void *lc_self_fn(const char *name);
+
+/* The variant a driver gives for symbol, version and flags: the newest one not newer
+ * than version, the per-thread one when the flags ask for it and there is one. */
+static const struct lc_pfn *lc_variant(const char *symbol, int version, cuuint64_t flags)
+{
+    const struct lc_pfn *best = NULL, *best_pt = NULL;
+    for (size_t i = 0; i < sizeof lc_pfns / sizeof lc_pfns[0]; i++) {
+        const struct lc_pfn *e = &lc_pfns[i];
+        if (e->version > version || strcmp(e->name, symbol) != 0)
+            continue;
+        if (*e->pt) {
+            if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && (!best_pt || e->version > best_pt->version))
+                best_pt = e;
+        } else if (!best || e->version > best->version) {
+            best = e;
+        }
+    }
+    return best_pt ? best_pt : best;
+}
+
+/* The stub for a lookup (lookup n): the variant's own, made on first need; -1 when
+ * all are taken. Called with lc_lock held. */
+static int lc_stub_for(const char *symbol, int version, cuuint64_t flags, int n)
+{
+    const struct lc_pfn *v = lc_variant(symbol, version, flags);
+    for (int k = 0; k < lc_nstubs; k++) {
+        const struct lc_stub_info *s = &lc_stub_infos[k];
+        if (v ? s->pfn == v : !s->pfn && s->version == version && s->flags == flags && !strcmp(s->symbol, symbol))
+            return k;
+    }
+    if (lc_nstubs >= LC_NSTUBS)
+        return -1;
+    struct lc_stub_info *s = &lc_stub_infos[lc_nstubs];
+    s->symbol = strdup(symbol);
+    s->version = v ? v->version : version;
+    s->flags = flags;
+    s->pfn = v;
+    s->first_lookup = n;
+    return s->symbol ? lc_nstubs++ : -1;
+}
+
+/* One cuGetProcAddress lookup: log it, answer with its variant's stub. */
 static CUresult lc_lookup(const char *api, const char *symbol, void **pfn, int version,
                           cuuint64_t flags, CUdriverProcAddressQueryResult *status, const void *caller)
 {
@@ -171,22 +247,27 @@ static CUresult lc_lookup(const char *api, const char *symbol, void **pfn, int v
     }
     pthread_mutex_lock(&lc_lock);
     lc_note_caller(caller);
-    int n = lc_nlookups;
-    if (n < LC_NSTUBS) {
-        lc_lookups[n].symbol = strdup(symbol);
-        lc_lookups[n].version = version;
-        lc_nlookups++;
-    }
-    lc_log("lookup\t%d\t%s\t%d\t%llu\t%s\t%s\t%s", n, symbol,
-           version, (unsigned long long)flags, api, status ? "ptr" : "null", lc_module(caller, NULL));
+    int n = lc_nlookups++;
+    const char *self = lc_self_variant(symbol, version);
+    int k = self ? -1 : lc_stub_for(symbol, version, flags, n);
+    const struct lc_pfn *v = k >= 0 ? lc_stub_infos[k].pfn : NULL;
+    char stub[32], variant[160] = "-";
+    if (self)
+        snprintf(stub, sizeof stub, "%s", self);
+    else
+        snprintf(stub, sizeof stub, "%d", k);
+    if (v)
+        snprintf(variant, sizeof variant, "%s_v%d%s", v->name, v->version, v->pt);
+    lc_log("lookup\t%d\t%s\t%d\t%llu\t%s\t%s\t%s\t%s\t%s", n, symbol, version, (unsigned long long)flags,
+           api, status ? "ptr" : "null", lc_module(caller, NULL), stub, variant);
     pthread_mutex_unlock(&lc_lock);
-    if (n >= LC_NSTUBS) {
+    if (!self && k < 0) {
         *pfn = NULL;
         if (status)
             *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
         return CUDA_ERROR_NOT_FOUND;
     }
-    *pfn = (void *)lc_stubs[n];
+    *pfn = self ? lc_self_fn(self) : (void *)lc_stubs[k];
     if (status)
         *status = CU_GET_PROC_ADDRESS_SUCCESS;
     return CUDA_SUCCESS;
@@ -220,8 +301,9 @@ static CUresult lc_stub_call(int n, const void *caller, uintptr_t a0, uintptr_t 
 {
     (void)a5;
     pthread_mutex_lock(&lc_lock);
-    const char *symbol = n < lc_nlookups ? lc_lookups[n].symbol : "?";
-    int version = n < lc_nlookups ? lc_lookups[n].version : 0;
+    const char *symbol = n < lc_nstubs ? lc_stub_infos[n].symbol : "?";
+    int version = n < lc_nstubs ? lc_stub_infos[n].version : 0;
+    int first = n < lc_nstubs ? lc_stub_infos[n].first_lookup : -1;
     pthread_mutex_unlock(&lc_lock);
     lc_note_reached(n);
     lc_log("%s\t%d\t%s\t%s", lc_probing ? "probe-call" : "call", n, symbol, lc_module(caller, NULL));
@@ -235,7 +317,7 @@ static CUresult lc_stub_call(int n, const void *caller, uintptr_t a0, uintptr_t 
     }
     if (!strcmp(symbol, "cuGetProcAddress")) {  /* _v2 (with symbolStatus) from 12.0 on */
         char api[32];
-        snprintf(api, sizeof api, "%s/%d", version >= 12000 ? "v2" : "v1", n);
+        snprintf(api, sizeof api, "%s/%d", version >= 12000 ? "v2" : "v1", first);
         return lc_lookup(api, (const char *)a0, (void **)a1, (int)a2,
                          (cuuint64_t)a3, version >= 12000 ? (CUdriverProcAddressQueryResult *)a4 : NULL,
                          caller);
@@ -293,18 +375,26 @@ static int lc_stub_index(uintptr_t w)
     return -1;
 }
 
+static const struct { const char *name; void *fn; } lc_self[] = {
+    { "cuInit", (void *)cuInit }, { "cuDriverGetVersion", (void *)cuDriverGetVersion },
+    { "cuGetProcAddress", (void *)cuGetProcAddress }, { "cuGetProcAddress_v2", (void *)cuGetProcAddress_v2 },
+    { "cuGetExportTable", (void *)cuGetExportTable },
+};
+
 /* Is w the address of one of this library's exports? Its name, or NULL. */
 static const char *lc_self_name(uintptr_t w)
 {
-    static const struct { const char *name; void *fn; } self[] = {
-        { "cuInit", (void *)cuInit }, { "cuDriverGetVersion", (void *)cuDriverGetVersion },
-        { "cuGetProcAddress", (void *)cuGetProcAddress },
-        { "cuGetProcAddress_v2", (void *)cuGetProcAddress_v2 },
-        { "cuGetExportTable", (void *)cuGetExportTable },
-    };
-    for (size_t i = 0; i < sizeof self / sizeof self[0]; i++)
-        if ((uintptr_t)self[i].fn == w)
-            return self[i].name;
+    for (size_t i = 0; i < sizeof lc_self / sizeof lc_self[0]; i++)
+        if ((uintptr_t)lc_self[i].fn == w)
+            return lc_self[i].name;
+    return NULL;
+}
+
+static void *lc_self_fn(const char *name)
+{
+    for (size_t i = 0; i < sizeof lc_self / sizeof lc_self[0]; i++)
+        if (!strcmp(lc_self[i].name, name))
+            return lc_self[i].fn;
     return NULL;
 }
 

@@ -8,7 +8,7 @@
  *                               (the _v2, _ptsz, _ptds ones), as Triton does.
  * The work: kernels (legacy stream, per-thread stream, Ex, cooperative, a captured
  * graph replayed), copies and sets (synchronous and asynchronous, both stream kinds)
- * and waits. Its own counts go to stdout as one JSON object, the truth the test
+ * and waits (synchronous copies and sets count as waits too). Its own counts go to stdout as one JSON object, the truth the test
  * compares the trace with. Kernel durations follow tools/simgpu.h (kernelParams[0]). */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -178,7 +178,7 @@ static void rp_replay(const char *path)
 }
 
 static int n_kernel, n_kernel_ptds, n_captured, n_graph, n_copy, n_copy_ptds, n_set, n_set_ptds;
-static int n_sync_stream, n_sync_event, n_sync_context;
+static int n_sync_stream, n_sync_event, n_sync_context, n_sync_copy;
 
 static void rp_kernel(CUfunction f, CUstream s, int ptds, unsigned long long ns)
 {
@@ -283,6 +283,7 @@ int main(int argc, char **argv)
         RP(cuMemcpyDtoD, ptds, d1, d0, N / 2);
         RP(cuMemcpyDtoH, ptds, back, d1, N / 2);
         RP(cuMemsetD8, ptds, d1, 3, N / 32);
+        n_sync_copy += 4;
         n_copy += 3;
         n_copy_ptds += 3 * ptds;
         n_set++;
@@ -309,9 +310,9 @@ int main(int argc, char **argv)
     printf("{\"mode\":\"%s\",\"lookups\":%d,\"kernel\":%d,\"kernel_ptds\":%d,\"captured\":%d,"
            "\"graph_launch\":%d,\"graph_kernels\":%d,\"memcpy\":%d,\"memcpy_ptds\":%d,"
            "\"memset\":%d,\"memset_ptds\":%d,\"sync_stream\":%d,\"sync_event\":%d,"
-           "\"sync_context\":%d,\"stream\":%llu,\"ptsz_stream\":%llu}\n",
+           "\"sync_context\":%d,\"sync_copy\":%d,\"stream\":%llu,\"ptsz_stream\":%llu}\n",
            rp_by_dlsym ? "dlsym" : "procaddr", rp_nlookups, n_kernel, n_kernel_ptds, n_captured,
            n_graph, n_graph * n_captured, n_copy, n_copy_ptds, n_set, n_set_ptds, n_sync_stream,
-           n_sync_event, n_sync_context, sid, ptsz_id);
+           n_sync_event, n_sync_context, n_sync_copy, sid, ptsz_id);
     return 0;
 }

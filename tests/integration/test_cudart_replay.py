@@ -22,7 +22,6 @@ LOGCUDA = os.path.join(rstest.BUILD, "tests", "logcuda")
 SIM = os.path.join(rstest.BUILD, "sim")
 DATA = os.path.join(rstest.ROOT, "tests", "data")
 FLAG_PTDS, FLAG_CAPTURED, FLAG_SYNC = 1, 2, 4
-TOLERANCE_NS = 2000
 
 
 def lookups_of(path):
@@ -98,7 +97,7 @@ def check_mode(mode, args, tmp):
                  "%d graph events (want %d), %d captured launches (want %d)" % (
                      sum(1 for g in gpu if g["kind"] == "graph"), prog["graph_launch"], len(captured),
                      prog["captured"]))
-    kt = collections.Counter((g["name"], g["stream"]) for g in ran if g["kind"] == "kernel")
+    kt = collections.Counter((g["name_text"], g["stream"]) for g in ran if g["kind"] == "kernel")
     kw = collections.Counter((t["name"], t["stream"]) for t in truth if t["kind"] == "kernel" and not t.get("graph"))
     rstest.check("%s_kernel_names_and_streams" % mode, kt == kw, counter_diff(kt, kw))
     for kind in ("memcpy", "memset"):
@@ -113,28 +112,10 @@ def check_mode(mode, args, tmp):
                  "%d events flagged per-thread, %d operations on the per-thread stream" % (pt, on_ptsz))
 
     # Every wait, by kind.
-    st = collections.Counter(s["kind"] for s in syncs if s["kind"] in ("stream", "event", "context"))
-    sw = collections.Counter(stream=prog["sync_stream"], event=prog["sync_event"], context=prog["sync_context"])
+    st = collections.Counter(s["kind"] for s in syncs if s["kind"] in ("stream", "event", "context", "memcpy"))
+    sw = collections.Counter(stream=prog["sync_stream"], event=prog["sync_event"], context=prog["sync_context"],
+                             memcpy=prog["sync_copy"])
     rstest.check("%s_waits" % mode, st == sw, counter_diff(st, sw))
-
-    # GPU times of the timed ones: the i-th launch of a kind on a stream is the i-th truth line.
-    by_key = collections.defaultdict(list)
-    for t in sorted((t for t in truth if not t.get("graph")), key=lambda t: t["launch_ns"]):
-        by_key[(t["kind"], t["stream"])].append(t)
-    seen, timed, off = collections.Counter(), 0, []
-    for g in sorted(ran, key=lambda g: g["launch_ns"]):
-        k = (g["kind"], g["stream"])
-        i = seen[k]
-        seen[k] += 1
-        if not g["gpu_start_ns"] or i >= len(by_key[k]):
-            continue
-        t = by_key[k][i]
-        timed += 1
-        d = max(abs(g["gpu_start_ns"] - t["start_ns"]), abs(g["gpu_end_ns"] - t["end_ns"]))
-        if d > TOLERANCE_NS:
-            off.append("%s on stream %d #%d: %d ns off" % (g["kind"], g["stream"], i, d))
-    rstest.report_problems("%s_gpu_times_within_2us" % mode,
-                           off + ([] if timed else ["no event was timed"]))
 
 
 def main():

@@ -48,9 +48,10 @@ def toolkit_release():
 
 
 def parse_log(path):
-    """The stand-in's log: {"lookups": [(n, symbol, version, flags, via, status)],
-    "exports": [uuid], "held": {offset: (what, ...)}, "calls": [...], "scan": (object, words)}."""
-    log = {"lookups": [], "exports": [], "held": {}, "calls": [], "scan": None, "probe": []}
+    """The stand-in's log (or the recorded list): {"lookups": [(n, symbol, version, flags,
+    via, status)], "answers": {n: (stub, variant)}, "exports": [uuid], "held": {offset:
+    (what, ...)}, "calls": [...], "scan": (object, words)}."""
+    log = {"lookups": [], "answers": {}, "exports": [], "held": {}, "calls": [], "scan": None, "probe": []}
     if not os.path.exists(path):
         return log
     with open(path) as f:
@@ -58,6 +59,8 @@ def parse_log(path):
             fld = line.rstrip("\n").split("\t")
             if fld[0] == "lookup":
                 log["lookups"].append((int(fld[1]), fld[2], int(fld[3]), int(fld[4]), fld[5], fld[6]))
+                if len(fld) >= 10:
+                    log["answers"][int(fld[1])] = (fld[8], fld[9])
             elif fld[0] == "export":
                 log["exports"].append(fld[1])
             elif fld[0] == "held":
@@ -121,22 +124,21 @@ def write_data(path, release, log):
 def slot_problems(plain, traced, module, is_hooked):
     """Joins the two scans by offset in the runtime's table: every slot that held a
     stand-in function for a hooked name must hold a function of `module` that reaches
-    it; no slot may hold another function than before. (problems, {name: slots})."""
-    lookups = {n: (s, v, fl) for n, s, v, fl, _, _ in plain["lookups"]}
-    getters = {"cuGetProcAddress", "cuGetProcAddress_v2"} | {
-        str(n) for n, (s, _, _) in lookups.items() if s == "cuGetProcAddress"}
+    it, of the same variant (per-thread or not); no slot may hold another function than
+    before. (problems, {name: slots})."""
+    stubs = {}  # stub (a number, or an export's name) -> (symbol, variant, lookups)
+    for n, symbol, version, flags, _, _ in plain["lookups"]:
+        stub, variant = plain["answers"][n]
+        stubs.setdefault(stub, (symbol, variant, []))[2].append("%d (%s %d flags %d)" % (n, symbol, version, flags))
+    getters = {k for k, (sym, _, _) in stubs.items() if sym == "cuGetProcAddress"} | {
+        "cuGetProcAddress", "cuGetProcAddress_v2"}
     problems, wrapped = [], collections.Counter()
     for off, was in sorted(plain["held"].items()):
         now = traced["held"].get(off)
-        if was[0] == "self":
-            symbol, flags, desc = was[1], 0, "the stand-in's exported %s" % was[1]
-            want = {was[1]}
-        else:
-            symbol, version, flags = lookups[was[1]]
-            desc = "lookup %d (%s %d flags %d)" % (was[1], symbol, version, flags)
-            want = {str(was[1])}
-        if symbol.startswith("cuGetProcAddress"):
-            symbol, want = "cuGetProcAddress", getters  # a getter may forward through any getter
+        key = str(was[1])
+        symbol, variant, lookups = stubs.get(key, (key, key, ["-"]))
+        desc = "%s, lookup %s" % (variant, " and ".join(lookups))
+        want = getters if symbol == "cuGetProcAddress" else {key}  # a getter may forward through any
         if now is None:
             problems.append("%#x: held %s, nothing known under the agent" % (off, desc))
         elif now[0] == "other":
@@ -144,13 +146,13 @@ def slot_problems(plain, traced, module, is_hooked):
             if mod != module:
                 problems.append("%#x: %s became a function of %s" % (off, desc, mod))
             elif not want & set(reached):
-                problems.append("%#x: %s (%s's %s) reaches %s" % (off, desc, mod, name, ",".join(reached)))
-            elif name != "-" and bool(re.search(r"_pt(sz|ds)$", name)) != bool(flags & PTDS):
-                problems.append("%#x: %s holds %s's %s" % (off, desc, mod, name))
+                problems.append("%#x: %s: %s's %s reaches %s" % (off, desc, mod, name, ",".join(reached)))
+            elif name != "-" and bool(re.search(r"_pt(sz|ds)$", name)) != bool(re.search(r"_pt(sz|ds)$", variant)):
+                problems.append("%#x: %s: %s's %s is not that variant" % (off, desc, mod, name))
             else:
                 wrapped[symbol] += 1
         elif is_hooked(symbol):
-            problems.append("%#x: %s is hooked but the runtime holds the stand-in's pointer" % (off, desc))
+            problems.append("%#x: %s is hooked, but the runtime holds the stand-in's function" % (off, desc))
         elif now != was:
             problems.append("%#x: %s became %r" % (off, desc, now))
     for off, now in traced["held"].items():
@@ -175,7 +177,7 @@ def check_control(prog, scan, tmp):
     rstest.check("control_right_interposer_passes", rc == 0 and not problems and wrapped["cuLaunchKernel"] >= 2,
                  "exit %d, %d cuLaunchKernel slots, problems %r" % (rc, wrapped["cuLaunchKernel"], problems[:3]))
     rc, problems, _ = results[True]
-    rstest.check("control_wrong_variant_caught", rc == 0 and any("cuLaunchKernel 7000 flags 2)" in x and " reaches " in x for x in problems),
+    rstest.check("control_wrong_variant_caught", rc == 0 and any("cuLaunchKernel_v7000_ptsz" in x and " reaches " in x for x in problems),
                  "exit %d, problems %r" % (rc, problems[:3]))
 
 
@@ -203,8 +205,8 @@ def check_build(kind, prog, scan, tmp, recorded):
                  "%r vs %r" % (plain["exports"], traced["exports"]))
     # The scan sees the runtime's table: without the agent it holds the stand-in's
     # functions, one slot (or more) for every lookup with a name.
-    held = {h[1] for h in plain["held"].values() if h[0] == "stub"}
-    named = {n for n, s, _, _, _, _ in plain["lookups"] if s}
+    held = {str(h[1]) for h in plain["held"].values()}
+    named = {plain["answers"][n][0] for n, s, _, _, _, _ in plain["lookups"] if s}
     others = [h for h in plain["held"].values() if h[0] == "other"]
     rstest.check("%s_scan_sees_table" % kind, plain["scan"] and plain["scan"][0] != "-" and named <= held
                  and not others, "scan %r; %d lookups not held; %d foreign pointers"
