@@ -19,6 +19,8 @@
 #define LOW_PAIRS 1024
 #define NANCHORS 16u
 #define ANCHOR_EVERY_NS 1000000000u
+#define ANCHOR_TRIES 50
+#define ANCHOR_WINDOW_NS 1000u
 
 enum { POOL_NONE, POOL_MAKING, POOL_READY, POOL_OFF };
 
@@ -90,10 +92,18 @@ static void anchor_renew(void)
 {
     uint32_t gen = atomic_load_explicit(&anchor_gen, memory_order_relaxed) + 1;
     uint32_t slot = gen % NANCHORS;
-    uint64_t t0 = rs_now();
-    if (rs_cu.event_record(anchor_ev[slot], anchor_stream) != CUDA_SUCCESS)
-        return;
-    uint64_t t1 = rs_now();
+    /* The event's time lies between t0 and t1: record again (the last
+     * record counts) until that window is narrow, as a preempted thread
+     * makes it wide. */
+    uint64_t t0 = 0, t1 = 0;
+    for (int i = 0; i < ANCHOR_TRIES; i++) {
+        t0 = rs_now();
+        if (rs_cu.event_record(anchor_ev[slot], anchor_stream) != CUDA_SUCCESS)
+            return;
+        t1 = rs_now();
+        if (t1 - t0 <= ANCHOR_WINDOW_NS)
+            break;
+    }
     anchor_ns[slot] = t0 + (t1 - t0) / 2;
     atomic_store_explicit(&anchor_gen, gen, memory_order_release);
     anchor_due = t1 + ANCHOR_EVERY_NS;

@@ -283,9 +283,9 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         errno = saved_;                                                                        \
         uint64_t t0_ = rs_ticks();                                                             \
         CUresult r_ = CALL;                                                                    \
-        uint64_t t1_ = rs_ticks();                                                             \
         saved_ = errno;                                                                        \
         pair_ = rs_gpu_end(pair_, STREAM, PTSZ, r_ == CUDA_SUCCESS);                           \
+        uint64_t t1_ = rs_ticks(); /* the end event is on the stream by now */                 \
         if (r_ == CUDA_SUCCESS) {                                                              \
             gpu_record(KIND, t0_, t1_, STREAM, PTSZ, BYTES, NAME, DIR, fl_, pair_, anchor_);    \
             if ((SYNC_KIND) >= 0)                                                              \
