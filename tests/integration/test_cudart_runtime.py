@@ -214,8 +214,16 @@ def check_build(kind, prog, scan, tmp, recorded):
     problems, wrapped = slot_problems(plain, traced, os.path.basename(rstest.AGENT), hooked)
     need = {s for _, s, _, _, _, _ in plain["lookups"] if hooked(s)}
     missing = sorted(need - set(wrapped))
-    rstest.report_problems("%s_hooked_slots_hold_agent_wrappers" % kind,
-                           problems + ["%s: no slot holds the agent's wrapper" % s for s in missing])
+    # The runtime keeps its table twice: one line per lookup, with its slots.
+    slots = collections.OrderedDict()
+    for p in problems:
+        off, _, what = p.partition(": ")
+        slots.setdefault(what, []).append(off)
+    bare = [w.split(",")[0] for w in slots if w.endswith("holds the stand-in's function")]
+    summary = ["%d variants not wrapped: %s" % (len(bare), " ".join(sorted(bare)))] if bare else []
+    rstest.report_problems("%s_hooked_slots_hold_agent_wrappers" % kind, summary +
+                           ["%s (slots %s)" % (what, " ".join(offs)) for what, offs in slots.items()]
+                           + ["%s: no slot holds the agent's wrapper" % s for s in missing])
     print("# %s: %d slots hold the agent's functions (%d names)" % (kind, sum(wrapped.values()), len(wrapped)))
 
 
