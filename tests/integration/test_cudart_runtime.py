@@ -7,7 +7,11 @@ cuGetExportTable calls are the same either way and equal the recorded list
 tests/data/cudart-X.Y-lookups.txt; and every slot of the runtime's own table that held
 the stand-in's function for a hooked name holds, under the agent, a function of the
 agent that reaches exactly that stand-in function (the right variant: the per-thread
-one when the flags ask for it).
+one when the flags ask for it). How: at the runtime's first cuGetExportTable call the
+stand-in scans the runtime's writable data for the pointers it holds, and calls each
+one that is an interposer's to see which stand-in function it reaches. A control
+interposer (tests/cudart/fakehook.c) shows the check passes a right wrapper and
+catches a wrong one.
 
 --record rewrites the recorded list from this machine's toolkit (make cudart-lookups)."""
 import collections
@@ -177,8 +181,8 @@ def check_control(prog, scan, tmp):
     rstest.check("control_right_interposer_passes", rc == 0 and not problems and wrapped["cuLaunchKernel"] >= 2,
                  "exit %d, %d cuLaunchKernel slots, problems %r" % (rc, wrapped["cuLaunchKernel"], problems[:3]))
     rc, problems, _ = results[True]
-    rstest.check("control_wrong_variant_caught", rc == 0 and any("cuLaunchKernel_v7000_ptsz" in x and " reaches " in x for x in problems),
-                 "exit %d, problems %r" % (rc, problems[:3]))
+    caught = any("cuLaunchKernel_v7000_ptsz" in x and " reaches " in x for x in problems)
+    rstest.check("control_wrong_variant_caught", rc == 0 and caught, "exit %d, problems %r" % (rc, problems[:3]))
 
 
 def check_build(kind, prog, scan, tmp, recorded):
