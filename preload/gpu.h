@@ -30,6 +30,7 @@ struct rs_cuda_real {
     __typeof__(cuKernelGetName) *kernel_get_name;
     __typeof__(cuDriverGetVersion) *driver_version;
     __typeof__(cuThreadExchangeStreamCaptureMode) *exchange_capture_mode;
+    __typeof__(cuPointerGetAttribute) *pointer_attr;
 };
 extern struct rs_cuda_real rs_cu;
 

@@ -85,6 +85,7 @@ static int cuda_setup(void)
     R(kernel_get_name, "cuKernelGetName");
     R(driver_version, "cuDriverGetVersion");
     R(exchange_capture_mode, "cuThreadExchangeStreamCaptureMode");
+    R(pointer_attr, "cuPointerGetAttribute");
 #undef R
     if (!rs_cu.ctx_get_current) {
         rs_notice("no CUDA driver functions found (libcuda.so.1 missing or unknown); CUDA capture is off");
@@ -281,11 +282,11 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         uint8_t fl_ = (uint8_t)((FLAGS) | ((PTSZ) ? RSF_GPUF_PTSZ : 0));                       \
         uint32_t pair_ = rs_gpu_begin(STREAM, PTSZ, &anchor_, &fl_);                           \
         errno = saved_;                                                                        \
-        uint64_t t0_ = rs_ticks();                                                             \
+        uint64_t t0_ = rs_now();                                                               \
         CUresult r_ = CALL;                                                                    \
         saved_ = errno;                                                                        \
         pair_ = rs_gpu_end(pair_, STREAM, PTSZ, r_ == CUDA_SUCCESS);                           \
-        uint64_t t1_ = rs_ticks(); /* the end event is on the stream by now */                 \
+        uint64_t t1_ = rs_now(); /* the end event is on the stream by now */                   \
         if (r_ == CUDA_SUCCESS) {                                                              \
             gpu_record(KIND, t0_, t1_, STREAM, PTSZ, BYTES, NAME, DIR, fl_, pair_, anchor_);    \
             if ((SYNC_KIND) >= 0)                                                              \
@@ -302,9 +303,9 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         if (!cu_on())                                                                          \
             return CALL;                                                                       \
         rs_guard = 1;                                                                          \
-        uint64_t t0_ = rs_ticks();                                                             \
+        uint64_t t0_ = rs_now();                                                               \
         CUresult r_ = CALL;                                                                    \
-        uint64_t t1_ = rs_ticks();                                                             \
+        uint64_t t1_ = rs_now();                                                               \
         int saved_ = errno;                                                                    \
         sync_record(KIND, t0_, t1_, TARGET);                                                   \
         rs_guard = 0;                                                                          \
@@ -318,9 +319,9 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         if (!cu_on())                                                                          \
             return CALL;                                                                       \
         rs_guard = 1;                                                                          \
-        uint64_t t0_ = rs_ticks();                                                             \
+        uint64_t t0_ = rs_now();                                                               \
         CUresult r_ = CALL;                                                                    \
-        uint64_t t1_ = rs_ticks();                                                             \
+        uint64_t t1_ = rs_now();                                                               \
         int saved_ = errno;                                                                    \
         if (r_ == CUDA_SUCCESS)                                                                \
             mem_record(KIND, t0_, t1_, (uint64_t)(PTR), (uint64_t)(BYTES));                    \
@@ -471,6 +472,28 @@ RS_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g)
 
 #define UNPAREN(...) __VA_ARGS__
 
+/* Where a pointer of unified addressing lives: 1 device, 0 host, -1 unknown. */
+static int on_device(CUdeviceptr p)
+{
+    unsigned int type = 0;
+    if (!rs_cu.pointer_attr)
+        return -1;
+    if (rs_cu.pointer_attr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) != CUDA_SUCCESS)
+        return 0; /* not known to the driver: pageable host memory */
+    return type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY;
+}
+
+/* The direction of a cuMemcpy / cuMemcpyAsync (unified addressing). */
+static int copy_dir(CUdeviceptr dst, CUdeviceptr src)
+{
+    if (!cu_on())
+        return RSF_COPY_NONE;
+    int d = on_device(dst), s = on_device(src);
+    if (d < 0 || s < 0)
+        return RSF_COPY_NONE;
+    return d ? (s ? RSF_COPY_DTOD : RSF_COPY_HTOD) : (s ? RSF_COPY_DTOH : RSF_COPY_HTOH);
+}
+
 /* A synchronous copy blocks the host: a GpuEvent flagged SYNC and a SyncEvent. */
 #define COPY_SYNC(name, ptsz, dir, args, pass, bytes)                                          \
     REAL_DECL(name);                                                                           \
@@ -501,16 +524,16 @@ COPY_SYNC(cuMemcpyDtoH_v2, 0, RSF_COPY_DTOH, A_DTOH, P3, n)
 COPY_SYNC(cuMemcpyDtoH_v2_ptds, 1, RSF_COPY_DTOH, A_DTOH, P3, n)
 COPY_SYNC(cuMemcpyDtoD_v2, 0, RSF_COPY_DTOD, A_DTOD, P3, n)
 COPY_SYNC(cuMemcpyDtoD_v2_ptds, 1, RSF_COPY_DTOD, A_DTOD, P3, n)
-COPY_SYNC(cuMemcpy, 0, RSF_COPY_NONE, A_DTOD, P3, n)
-COPY_SYNC(cuMemcpy_ptds, 1, RSF_COPY_NONE, A_DTOD, P3, n)
+COPY_SYNC(cuMemcpy, 0, copy_dir(dst, src), A_DTOD, P3, n)
+COPY_SYNC(cuMemcpy_ptds, 1, copy_dir(dst, src), A_DTOD, P3, n)
 COPY_ASYNC(cuMemcpyHtoDAsync_v2, 0, RSF_COPY_HTOD, A_HTOD_S, P4, n)
 COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, 1, RSF_COPY_HTOD, A_HTOD_S, P4, n)
 COPY_ASYNC(cuMemcpyDtoHAsync_v2, 0, RSF_COPY_DTOH, A_DTOH_S, P4, n)
 COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, 1, RSF_COPY_DTOH, A_DTOH_S, P4, n)
 COPY_ASYNC(cuMemcpyDtoDAsync_v2, 0, RSF_COPY_DTOD, A_DTOD_S, P4, n)
 COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, 1, RSF_COPY_DTOD, A_DTOD_S, P4, n)
-COPY_ASYNC(cuMemcpyAsync, 0, RSF_COPY_NONE, A_DTOD_S, P4, n)
-COPY_ASYNC(cuMemcpyAsync_ptsz, 1, RSF_COPY_NONE, A_DTOD_S, P4, n)
+COPY_ASYNC(cuMemcpyAsync, 0, copy_dir(dst, src), A_DTOD_S, P4, n)
+COPY_ASYNC(cuMemcpyAsync_ptsz, 1, copy_dir(dst, src), A_DTOD_S, P4, n)
 
 #define A_PEER (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n)
 #define A_PEER_S (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream s)

@@ -201,7 +201,7 @@ static void comm_created(int kind, ncclResult_t r, uint64_t t0, ncclComm_t c, ui
         return;
     int saved = errno;
     struct comm_slot *s = comm_add(c, id, rank, nranks);
-    comm_record(kind, t0, rs_ticks(), c, s, parent);
+    comm_record(kind, t0, rs_now(), c, s, parent);
     errno = saved;
 }
 
@@ -209,7 +209,7 @@ RS_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUnique
 {
     if (!nccl_on())
         return CALL(ncclCommInitRank, comm, nranks, id, rank);
-    uint64_t t0 = rs_ticks();
+    uint64_t t0 = rs_now();
     ncclResult_t r = CALL(ncclCommInitRank, comm, nranks, id, rank);
     comm_created(RSF_COMM_INIT, r, t0, comm ? *comm : NULL, id_hash(&id, 1), rank, nranks, 0);
     return r;
@@ -220,7 +220,7 @@ RS_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, nccl
 {
     if (!nccl_on())
         return CALL(ncclCommInitRankConfig, comm, nranks, id, rank, config);
-    uint64_t t0 = rs_ticks();
+    uint64_t t0 = rs_now();
     ncclResult_t r = CALL(ncclCommInitRankConfig, comm, nranks, id, rank, config);
     comm_created(RSF_COMM_INIT, r, t0, comm ? *comm : NULL, id_hash(&id, 1), rank, nranks, 0);
     return r;
@@ -231,7 +231,7 @@ RS_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, in
 {
     if (!nccl_on())
         return CALL(ncclCommInitRankScalable, comm, nranks, rank, nids, ids, config);
-    uint64_t t0 = rs_ticks();
+    uint64_t t0 = rs_now();
     ncclResult_t r = CALL(ncclCommInitRankScalable, comm, nranks, rank, nids, ids, config);
     comm_created(RSF_COMM_INIT, r, t0, comm ? *comm : NULL, ids && nids > 0 ? id_hash(ids, nids) : 0, rank,
                  nranks, 0);
@@ -242,7 +242,7 @@ RS_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *de
 {
     if (!nccl_on())
         return CALL(ncclCommInitAll, comm, ndev, devlist);
-    uint64_t t0 = rs_ticks();
+    uint64_t t0 = rs_now();
     ncclResult_t r = CALL(ncclCommInitAll, comm, ndev, devlist);
     if (r == ncclSuccess && comm && ndev > 0) {
         /* All ranks are in this process: an id of its own (pid, time). */
@@ -259,7 +259,7 @@ RS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
 {
     if (!nccl_on())
         return CALL(ncclCommSplit, comm, color, key, newcomm, config);
-    uint64_t t0 = rs_ticks();
+    uint64_t t0 = rs_now();
     struct comm_slot *p = comm_get(comm);
     /* Every rank of the parent splits it in the same order. */
     uint32_t nth = p ? atomic_fetch_add(&p->splits, 1) : 0;
@@ -287,12 +287,12 @@ static __thread int in_comm_end RS_TLS;
             copy.nranks = s->nranks;                                                           \
             copy.device = s->device;                                                           \
         }                                                                                      \
-        uint64_t t0 = rs_ticks();                                                              \
+        uint64_t t0 = rs_now();                                                                \
         in_comm_end = 1;                                                                       \
         ncclResult_t r = CALL(name, comm);                                                     \
         in_comm_end = 0;                                                                       \
         int saved = errno;                                                                     \
-        comm_record(kind, t0, rs_ticks(), comm, s ? &copy : NULL, 0);                          \
+        comm_record(kind, t0, rs_now(), comm, s ? &copy : NULL, 0);                            \
         errno = saved;                                                                         \
         return r;                                                                              \
     }
@@ -359,12 +359,11 @@ static void coll_commit(const struct rs_rec_coll *c)
         c_.group = group_depth > 0;                                                            \
         c_.flags = fl_;                                                                        \
         errno = saved_;                                                                        \
-        c_.start_ns = rs_ticks();                                                              \
+        c_.start_ns = rs_now();                                                                \
         ncclResult_t r_ = CALL(NAME, __VA_ARGS__);                                             \
-        uint64_t t1_ = rs_ticks();                                                             \
         saved_ = errno;                                                                        \
-        c_.dur_ns = t1_ - c_.start_ns;                                                         \
         if (group_depth > 0 && npending < GROUP_MAX && r_ == ncclSuccess) {                    \
+            c_.dur_ns = rs_now() - c_.start_ns;                                                \
             pending[npending].rec = c_;                                                        \
             pending[npending++].stream = (CUstream)(STREAM);                                   \
         } else {                                                                               \
@@ -374,6 +373,8 @@ static void coll_commit(const struct rs_rec_coll *c)
                                        r_ == ncclSuccess && group_depth == 0);                 \
                 rs_guard = 0;                                                                  \
             }                                                                                  \
+            /* the end event is on the stream by now */                                        \
+            c_.dur_ns = rs_now() - c_.start_ns;                                                \
             coll_commit(&c_);                                                                  \
         }                                                                                      \
         errno = saved_;                                                                        \

@@ -391,20 +391,20 @@ static void put_coll(const struct rsf_coll_event *e)
     }
 }
 
-static uint32_t dur32(uint64_t ticks)
+static uint32_t dur32(uint64_t ns)
 {
-    uint64_t ns = rs_tick_dur(&w.map, ticks);
     return ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
 }
 
-/* A CUDA or NCCL record (kinds 16..47). */
+/* A CUDA or NCCL record (kinds 16..47); their times are CLOCK_MONOTONIC ns
+ * already (rs_now), the clock the GPU times are mapped onto. */
 static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
 {
     switch (h->kind) {
     case RS_REC_GPU: {
         const struct rs_rec_gpu *r = (const void *)h;
         struct rsf_gpu_event e = {
-            .launch_ns = rs_tick_ns(&w.map, r->start_ns), .stream = r->stream, .bytes = r->bytes,
+            .launch_ns = r->start_ns, .stream = r->stream, .bytes = r->bytes,
             .call_ns = dur32(r->dur_ns), .tid = tid, .name = r->name ? intern(r->name) : 0,
             .device = r->device, .kind = h->op, .dir = r->dir, .flags = r->flags,
         };
@@ -418,7 +418,7 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
         const struct rs_rec_sync *r = (const void *)h;
         if (ROOM(syncs, nsyncs, syncs_cap)) {
             w.syncs[w.nsyncs++] = (struct rsf_sync_event){
-                .start_ns = rs_tick_ns(&w.map, r->start_ns), .dur_ns = rs_tick_dur(&w.map, r->dur_ns),
+                .start_ns = r->start_ns, .dur_ns = r->dur_ns,
                 .target = r->target, .tid = tid, .kind = h->op };
             w.recorded++;
         }
@@ -428,7 +428,7 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
         const struct rs_rec_mem *r = (const void *)h;
         if (ROOM(mems, nmems, mems_cap)) {
             w.mems[w.nmems++] = (struct rsf_mem_event){
-                .start_ns = rs_tick_ns(&w.map, r->start_ns), .dur_ns = rs_tick_dur(&w.map, r->dur_ns),
+                .start_ns = r->start_ns, .dur_ns = r->dur_ns,
                 .ptr = r->ptr, .bytes = r->bytes, .tid = tid, .kind = h->op };
             w.recorded++;
         }
@@ -437,7 +437,7 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
     case RS_REC_COLL: {
         const struct rs_rec_coll *r = (const void *)h;
         struct rsf_coll_event e = {
-            .launch_ns = rs_tick_ns(&w.map, r->start_ns), .count = r->count, .bytes = r->bytes,
+            .launch_ns = r->start_ns, .count = r->count, .bytes = r->bytes,
             .comm = r->comm, .stream = r->stream, .call_ns = dur32(r->dur_ns), .tid = tid,
             .seq = r->seq, .peer = r->peer, .op = h->op, .datatype = r->datatype,
             .redop = r->redop, .group = r->group, .flags = r->flags,
@@ -452,7 +452,7 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
         const struct rs_rec_comm *r = (const void *)h;
         if (ROOM(comms, ncomms, comms_cap)) {
             w.comms[w.ncomms++] = (struct rsf_comm_event){
-                .start_ns = rs_tick_ns(&w.map, r->start_ns), .dur_ns = rs_tick_dur(&w.map, r->dur_ns),
+                .start_ns = r->start_ns, .dur_ns = r->dur_ns,
                 .comm = r->comm, .handle = r->handle, .parent = r->parent, .tid = tid,
                 .rank = r->rank, .nranks = r->nranks, .device = r->device, .kind = h->op };
             w.recorded++;
