@@ -35,7 +35,8 @@
  *                    ... a function in MODULE, an object that itself called
  *                    cuGetProcAddress (an interposer): it was called once (see
  *                    lc_scan_word for the arguments) and REACHES lists the stubs
- *                    (numbers) and exports (names) that call reached ("-": none)
+ *                    (numbers) and exports (names) that call reached ("-": none;
+ *                    "?": not called, an exported name that is not a driver's)
  *   probe-lookup / probe-call   as lookup / call, made while the scan called a function
  *   scan    OBJECT  WORDS                    the scan is complete
  * CALLER and MODULE are file names without their directories; OFFSET is the word's
@@ -511,6 +512,11 @@ static void lc_scan_word(const struct lc_scan_ctx *c, uintptr_t w, uintptr_t a)
     Dl_info info;
     const char *sname = dladdr((void *)w, &info) && info.dli_sname && (uintptr_t)info.dli_saddr == w
                         ? info.dli_sname : "-";
+    if (strcmp(sname, "-") != 0 && strncmp(sname, "cu", 2) != 0) {
+        /* The interposer's open, _exit, dlsym...: not a driver function; not called. */
+        lc_log("held\t%lx\tother\t%s\t%s\t?\t0", (unsigned long)off, lc_module((void *)w, NULL), sname);
+        return;
+    }
     /* Call it once and see which of our stubs it reaches. The arguments make sense to a
      * getter (a name no driver has, a place for the answer, a version, no flags, a
      * status), and to everything else they are zeroed memory, a size and zeros. */
