@@ -1,6 +1,7 @@
 /* NCCL capture: every collective and send/receive call (op, count, type,
  * bytes as nccl-tests counts them, root or peer, communicator id, sequence
- * number per communicator, stream, GPU start and end from an event pair
+ * number (collectives: per communicator; sends and receives: per
+ * communicator, peer and direction), stream, GPU start and end from an event pair
  * around the call, or around the group it belongs to), groups, and the life
  * of communicators (creation with this process's rank and the size, end).
  * Communicator ids are equal on every rank: a hash of the unique id (split:
@@ -321,6 +322,39 @@ static __thread int group_depth RS_TLS;
 static __thread int npending RS_TLS;
 static __thread struct pending pending[GROUP_MAX];
 
+/* Sequence numbers of sends and receives: per communicator, peer and
+ * direction, so that a rank's k-th send to P pairs with P's k-th receive. */
+#define P2P_SLOTS 16384u
+static struct {
+    _Atomic uint64_t key;
+    _Atomic uint32_t n;
+} p2p_seq[P2P_SLOTS];
+
+static uint32_t coll_seq(struct comm_slot *s, int op, int peer)
+{
+    if (!s)
+        return 0;
+    if (op != RSF_COLL_SEND && op != RSF_COLL_RECV)
+        return atomic_fetch_add_explicit(&s->seq, 1, memory_order_relaxed);
+    uint64_t key = (s->id * 1099511628211ull) ^ ((uint64_t)(uint32_t)peer << 1 | (op == RSF_COLL_RECV));
+    key |= 1; /* never 0, the empty slot */
+    uint32_t h = (uint32_t)(key ^ key >> 29) * 2654435761u;
+    for (uint32_t i = 0; i < 64; i++) {
+        __typeof__(&p2p_seq[0]) e = &p2p_seq[(h + i) & (P2P_SLOTS - 1)];
+        uint64_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+        if (k == 0) {
+            uint64_t zero = 0;
+            if (atomic_compare_exchange_strong(&e->key, &zero, key))
+                k = key;
+            else
+                k = zero;
+        }
+        if (k == key)
+            return atomic_fetch_add_explicit(&e->n, 1, memory_order_relaxed);
+    }
+    return UINT32_MAX; /* table full: unknown */
+}
+
 static void coll_commit(const struct rs_rec_coll *c)
 {
     struct rs_rec_coll *r = rs_reserve(sizeof *r, RS_REC_COLL);
@@ -352,11 +386,11 @@ static void coll_commit(const struct rs_rec_coll *c)
         c_.count = (COUNT);                                                                    \
         c_.bytes = (uint64_t)(COUNT) * ts_ * ((TIMES_N) && s_ ? (uint64_t)s_->nranks : 1);     \
         c_.comm = s_ ? s_->id : (uint64_t)(uintptr_t)(COMM);                                   \
-        c_.seq = s_ ? atomic_fetch_add_explicit(&s_->seq, 1, memory_order_relaxed) : 0;        \
+        c_.seq = coll_seq(s_, OP, PEER);                                                       \
         c_.peer = (PEER);                                                                      \
         c_.datatype = (uint8_t)(TYPE);                                                         \
         c_.redop = (uint8_t)(REDOP);                                                           \
-        c_.group = group_depth > 0;                                                            \
+        c_.group = (uint8_t)(group_depth > 255 ? 255 : group_depth);                           \
         c_.flags = fl_;                                                                        \
         errno = saved_;                                                                        \
         c_.start_ns = rs_now();                                                                \

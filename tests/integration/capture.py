@@ -150,10 +150,20 @@ def coll_problems(tl, by):
     if len(order_w) != len(order_a):
         return ["truth uses %d communicators, agent %d" % (len(order_w), len(order_a))], {}
     idmap = dict(zip(order_a, order_w))
-    want.sort(key=lambda t: (order_w.index(t["comm"]), t["seq"]))
-    got.sort(key=lambda c: (order_a.index(c["comm"]), c["seq"]))
+    # collectives by seq; sends and receives count per peer and direction
+    want.sort(key=lambda t: (order_w.index(t["comm"]), t["op"].lower(), t.get("peer", -1), t["seq"]))
+    got.sort(key=lambda c: (order_a.index(c["comm"]), c["op"], c["peer"] if c["op"] in ("send", "recv")
+                            else -1, c["seq"]))
+    # Calls inside a group are timed around the group (NCCL launches their
+    # work at ncclGroupEnd): each ends when the last of its group ends.
+    group_end = {}
+    for t, c in zip(want, got):
+        if c["group"]:
+            group_end[c["gpu_end_ns"]] = max(group_end.get(c["gpu_end_ns"], 0), t["end_ns"])
     for t, c in zip(want, got):
         where = "%s seq %d" % (t["op"], t["seq"])
+        if c["group"]:
+            t = dict(t, end_ns=group_end[c["gpu_end_ns"]])
         if idmap[c["comm"]] != t["comm"]:
             problems.append("%s: communicator %x is not truth's %s" % (where, c["comm"], t["comm"]))
         if c["op"] != t["op"].lower():
