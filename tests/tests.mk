@@ -32,3 +32,4 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)BUILD=$(BUILD) sh tests/run.sh
 include tests/format.mk
+include tests/cudart/cudart.mk

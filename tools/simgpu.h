@@ -31,6 +31,8 @@
  *   copies and memsets of the captured stream; events and waits inside a capture are
  *   accepted and ignored; a captured graph replays those operations in order.
  *   Collectives cannot be captured (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED).
+ *   cuPointerGetAttribute answers CU_POINTER_ATTRIBUTE_MEMORY_TYPE only, and only for
+ *   the simulator's own allocations (CUDA_ERROR_INVALID_VALUE for other pointers).
  *
  * ENVIRONMENT
  *   SIMGPU_DEVICES     number of devices (default 8)

@@ -589,6 +589,33 @@ int sim_is_device_ptr(uintptr_t p)
     return device;
 }
 
+/* What the driver says of a pointer: only its memory type (device or pinned host
+ * memory of this simulator); any other pointer is unknown to it. */
+SIM_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    int found = 0, host = 0;
+    if (!data)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    for (const struct sim_alloc *a = sim_drv.allocs; a; a = a->next) {
+        if (ptr >= a->base && ptr - a->base < a->size) {
+            found = 1;
+            host = a->host;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&sim_lock);
+    if (!found)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned int *)data = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
 SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     void *p = NULL;

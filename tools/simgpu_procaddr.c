@@ -63,6 +63,7 @@ struct sim_proc {
     X("cuMemHostAlloc", 2020, cuMemHostAlloc, NULL)                                         \
     X("cuMemFreeHost", 2000, cuMemFreeHost, NULL)                                           \
     X("cuMemGetInfo", 3020, cuMemGetInfo_v2, NULL)                                          \
+    X("cuPointerGetAttribute", 4000, cuPointerGetAttribute, NULL)                           \
     X("cuModuleLoad", 2000, cuModuleLoad, NULL)                                             \
     X("cuModuleLoadData", 2000, cuModuleLoadData, NULL)                                     \
     X("cuModuleLoadDataEx", 2010, cuModuleLoadDataEx, NULL)                                 \
