@@ -592,11 +592,10 @@ static int on_device(CUdeviceptr p)
     return type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY;
 }
 
-/* The direction of a cuMemcpy / cuMemcpyAsync (unified addressing). */
+/* The direction of a cuMemcpy / cuMemcpyAsync (unified addressing). Called
+ * inside GPU_WORK, where capture is known to be on (and rs_guard set). */
 static int copy_dir(CUdeviceptr dst, CUdeviceptr src)
 {
-    if (!cu_on())
-        return RSF_COPY_NONE;
     int d = on_device(dst), s = on_device(src);
     if (d < 0 || s < 0)
         return RSF_COPY_NONE;
@@ -665,8 +664,6 @@ static int side_on_device(CUmemorytype t, CUdeviceptr p, const void *host)
 static int dir_of(CUmemorytype st, CUdeviceptr sp, const void *sh, CUmemorytype dt, CUdeviceptr dp,
                   const void *dh)
 {
-    if (!cu_on())
-        return RSF_COPY_NONE;
     int s = side_on_device(st, sp, sh), d = side_on_device(dt, dp, dh);
     if (s < 0 || d < 0)
         return RSF_COPY_NONE;
