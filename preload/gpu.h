@@ -31,6 +31,7 @@ struct rs_cuda_real {
     __typeof__(cuDriverGetVersion) *driver_version;
     __typeof__(cuThreadExchangeStreamCaptureMode) *exchange_capture_mode;
     __typeof__(cuPointerGetAttribute) *pointer_attr;
+    __typeof__(cuArray3DGetDescriptor_v2) *array3d_desc;
 };
 extern struct rs_cuda_real rs_cu;
 
