@@ -961,6 +961,22 @@ RS_EXPORT CUresult cuCtxSynchronize(void)
     SYNC_WAIT(RSF_SYNC_CONTEXT, 0, CALL(cuCtxSynchronize));
 }
 
+/* Not a wait of the host: the stream waits for the event. A SyncEvent of kind
+ * stream_wait_event, target the waiting stream, lasting the call (the edge
+ * event -> stream is there for the reporter to use). */
+REAL_DECL(cuStreamWaitEvent);
+REAL_DECL(cuStreamWaitEvent_ptsz);
+
+RS_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
+{
+    SYNC_WAIT(RSF_SYNC_STREAM_WAIT_EVENT, rs_stream_id(s, 0), CALL(cuStreamWaitEvent, s, e, flags));
+}
+
+RS_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int flags)
+{
+    SYNC_WAIT(RSF_SYNC_STREAM_WAIT_EVENT, rs_stream_id(s, 1), CALL(cuStreamWaitEvent_ptsz, s, e, flags));
+}
+
 #if CUDA_VERSION >= 13000
 REAL_DECL(cuCtxSynchronize_v2);
 
@@ -1142,6 +1158,8 @@ RS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
     X(cuStreamSynchronize_ptsz, "cuStreamSynchronize", 7000, 1)                               \
     X(cuEventSynchronize, "cuEventSynchronize", 2000, 0)                                      \
     X(cuCtxSynchronize, "cuCtxSynchronize", 2000, 0)                                          \
+    X(cuStreamWaitEvent, "cuStreamWaitEvent", 3020, 0)                                        \
+    X(cuStreamWaitEvent_ptsz, "cuStreamWaitEvent", 7000, 1)                                   \
     X(cuMemAlloc_v2, "cuMemAlloc", 3020, 0)                                                   \
     X(cuMemAllocPitch_v2, "cuMemAllocPitch", 3020, 0)                                         \
     X(cuMemFree_v2, "cuMemFree", 3020, 0)                                                     \
