@@ -1216,7 +1216,13 @@ static void *proc_wrapper(const char *symbol, void *fn, int version, cuuint64_t 
         const struct hook *k = &hooks[i];
         if (strcmp(k->base, symbol) != 0)
             continue;
-        if (hook_real(k) == fn)
+        /* Resolved now, not on the wrapper's first call (inside its timing). */
+        void *real = hook_real(k);
+        /* Ours already: a driver whose own references to its functions bind
+         * to the agent's (not linked -Bsymbolic, as the simulator) gives them. */
+        if (k->wrapper == fn)
+            return fn;
+        if (real == fn)
             return k->wrapper;
         if (k->version > version)
             continue;
