@@ -436,9 +436,8 @@ SIM_EXPORT CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuCtxSynchronize(void)
+static CUresult sim_ctx_sync(struct CUctx_st *c)
 {
-    struct CUctx_st *c = sim_current_ctx();
     struct sim_op *tails[256];
     CUresult r = CUDA_SUCCESS;
     if (!c)
@@ -452,6 +451,18 @@ SIM_EXPORT CUresult cuCtxSynchronize(void)
             r = w;
     }
     return r;
+}
+
+SIM_EXPORT CUresult cuCtxSynchronize(void)
+{
+    return sim_ctx_sync(sim_current_ctx());
+}
+
+/* CUDA 13.0: of a given context, NULL the current one. Exported only: the
+ * simulator's cuGetProcAddress gives the 2.0 variant for every version. */
+SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    return sim_ctx_sync(ctx ? ctx : sim_current_ctx());
 }
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
