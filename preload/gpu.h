@@ -31,6 +31,7 @@ struct rs_cuda_real {
     __typeof__(cuDriverGetVersion) *driver_version;
     __typeof__(cuThreadExchangeStreamCaptureMode) *exchange_capture_mode;
     __typeof__(cuPointerGetAttribute) *pointer_attr;
+    __typeof__(cuArray3DGetDescriptor_v2) *array3d_desc;
 };
 extern struct rs_cuda_real rs_cu;
 
@@ -51,6 +52,10 @@ extern _Atomic int rs_captures;
  * when ptsz and s is 0), or the handle's value when the driver has none.
  * Cached per handle (cuStreamDestroy forgets it). */
 uint64_t rs_stream_id(CUstream s, int ptsz);
+
+/* Whether p, what dlsym found for the NCCL function name, may be given out:
+ * not when it is the agent's wrapper and no real NCCL is loaded behind it. */
+int rs_nccl_present(const char *name, void *p);
 
 /* ---- GPU timing (gputime.c) ---- */
 

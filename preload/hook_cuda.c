@@ -27,12 +27,14 @@ static void *(*real_dlsym)(void *, const char *);
 
 static void dlsym_resolve(void)
 {
+    int saved = errno;
     void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
     if (!p)
         p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
     if (!p)
         p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17");
     real_dlsym = (void *(*)(void *, const char *))p;
+    errno = saved;
 }
 
 void *rs_dlsym_real(void *handle, const char *name)
@@ -67,6 +69,7 @@ static int cuda_setup(void)
     int expect = CU_NONE;
     if (!atomic_compare_exchange_strong(&cu_state, &expect, CU_RESOLVING))
         return atomic_load(&cu_state) == CU_READY;
+    int saved = errno;
 #define R(field, name) rs_cu.field = (__typeof__(rs_cu.field))rs_cuda_sym(name)
     R(event_create, "cuEventCreate");
     R(event_record, "cuEventRecord");
@@ -86,13 +89,16 @@ static int cuda_setup(void)
     R(driver_version, "cuDriverGetVersion");
     R(exchange_capture_mode, "cuThreadExchangeStreamCaptureMode");
     R(pointer_attr, "cuPointerGetAttribute");
+    R(array3d_desc, "cuArray3DGetDescriptor_v2");
 #undef R
     if (!rs_cu.ctx_get_current) {
         rs_notice("no CUDA driver functions found (libcuda.so.1 missing or unknown); CUDA capture is off");
         atomic_store(&cu_state, CU_OFF);
+        errno = saved;
         return 0;
     }
     atomic_store(&cu_state, CU_READY);
+    errno = saved;
     return 1;
 }
 
@@ -587,11 +593,10 @@ static int on_device(CUdeviceptr p)
     return type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY;
 }
 
-/* The direction of a cuMemcpy / cuMemcpyAsync (unified addressing). */
+/* The direction of a cuMemcpy / cuMemcpyAsync (unified addressing). Called
+ * inside GPU_WORK, where capture is known to be on (and rs_guard set). */
 static int copy_dir(CUdeviceptr dst, CUdeviceptr src)
 {
-    if (!cu_on())
-        return RSF_COPY_NONE;
     int d = on_device(dst), s = on_device(src);
     if (d < 0 || s < 0)
         return RSF_COPY_NONE;
@@ -646,6 +651,233 @@ COPY_SYNC(cuMemcpyPeer_ptds, 1, RSF_COPY_PEER, A_PEER, (dst, dctx, src, sctx, n)
 COPY_ASYNC(cuMemcpyPeerAsync, 0, RSF_COPY_PEER, A_PEER_S, (dst, dctx, src, sctx, n, s), n)
 COPY_ASYNC(cuMemcpyPeerAsync_ptsz, 1, RSF_COPY_PEER, A_PEER_S, (dst, dctx, src, sctx, n, s), n)
 
+/* 2D and 3D copies: bytes of the rectangle or box; the direction from the
+ * memory types of the two sides (unified ones asked of the driver). */
+static int side_on_device(CUmemorytype t, CUdeviceptr p, const void *host)
+{
+    if (t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_ARRAY)
+        return 1;
+    if (t == CU_MEMORYTYPE_UNIFIED)
+        return on_device(p ? p : (CUdeviceptr)(uintptr_t)host);
+    return 0;
+}
+
+static int dir_of(CUmemorytype st, CUdeviceptr sp, const void *sh, CUmemorytype dt, CUdeviceptr dp,
+                  const void *dh)
+{
+    int s = side_on_device(st, sp, sh), d = side_on_device(dt, dp, dh);
+    if (s < 0 || d < 0)
+        return RSF_COPY_NONE;
+    return d ? (s ? RSF_COPY_DTOD : RSF_COPY_HTOD) : (s ? RSF_COPY_DTOH : RSF_COPY_HTOH);
+}
+
+#define DIR2(p) (p ? dir_of(p->srcMemoryType, p->srcDevice, p->srcHost, p->dstMemoryType, p->dstDevice, \
+                            p->dstHost) : RSF_COPY_NONE)
+#define BYTES2(p) (p ? (uint64_t)p->WidthInBytes * p->Height : 0)
+#define BYTES3(p) (p ? (uint64_t)p->WidthInBytes * p->Height * p->Depth : 0)
+
+#define COPY2_SYNC(name, ptsz, type, bytes)                                                    \
+    REAL_DECL(name);                                                                           \
+    RS_EXPORT CUresult name(const type *p)                                                     \
+    {                                                                                          \
+        GPU_WORK(RSF_GPU_MEMCPY, NULL, ptsz, RSF_GPUF_SYNC, NULL, bytes(p), DIR2(p),           \
+                 RSF_SYNC_MEMCPY, CALL(name, p));                                              \
+    }
+#define COPY2_ASYNC(name, ptsz, type, bytes)                                                   \
+    REAL_DECL(name);                                                                           \
+    RS_EXPORT CUresult name(const type *p, CUstream s)                                         \
+    {                                                                                          \
+        GPU_WORK(RSF_GPU_MEMCPY, s, ptsz, 0, NULL, bytes(p), DIR2(p), -1, CALL(name, p, s));   \
+    }
+
+COPY2_SYNC(cuMemcpy2D_v2, 0, CUDA_MEMCPY2D, BYTES2)
+COPY2_SYNC(cuMemcpy2D_v2_ptds, 1, CUDA_MEMCPY2D, BYTES2)
+COPY2_SYNC(cuMemcpy2DUnaligned_v2, 0, CUDA_MEMCPY2D, BYTES2)
+COPY2_SYNC(cuMemcpy2DUnaligned_v2_ptds, 1, CUDA_MEMCPY2D, BYTES2)
+COPY2_SYNC(cuMemcpy3D_v2, 0, CUDA_MEMCPY3D, BYTES3)
+COPY2_SYNC(cuMemcpy3D_v2_ptds, 1, CUDA_MEMCPY3D, BYTES3)
+COPY2_ASYNC(cuMemcpy2DAsync_v2, 0, CUDA_MEMCPY2D, BYTES2)
+COPY2_ASYNC(cuMemcpy2DAsync_v2_ptsz, 1, CUDA_MEMCPY2D, BYTES2)
+COPY2_ASYNC(cuMemcpy3DAsync_v2, 0, CUDA_MEMCPY3D, BYTES3)
+COPY2_ASYNC(cuMemcpy3DAsync_v2_ptsz, 1, CUDA_MEMCPY3D, BYTES3)
+
+/* 3D copies between contexts: a device-to-device one between two contexts is a
+ * peer copy. */
+static int dir_peer(const CUDA_MEMCPY3D_PEER *p)
+{
+    int d = dir_of(p->srcMemoryType, p->srcDevice, p->srcHost, p->dstMemoryType, p->dstDevice, p->dstHost);
+    return d == RSF_COPY_DTOD && p->srcContext != p->dstContext ? RSF_COPY_PEER : d;
+}
+#define DIR_PEER(p) (p ? dir_peer(p) : RSF_COPY_NONE)
+
+REAL_DECL(cuMemcpy3DPeer);
+REAL_DECL(cuMemcpy3DPeer_ptds);
+REAL_DECL(cuMemcpy3DPeerAsync);
+REAL_DECL(cuMemcpy3DPeerAsync_ptsz);
+
+RS_EXPORT CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *p)
+{
+    GPU_WORK(RSF_GPU_MEMCPY, NULL, 0, RSF_GPUF_SYNC, NULL, BYTES3(p), DIR_PEER(p), RSF_SYNC_MEMCPY,
+             CALL(cuMemcpy3DPeer, p));
+}
+
+RS_EXPORT CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *p)
+{
+    GPU_WORK(RSF_GPU_MEMCPY, NULL, 1, RSF_GPUF_SYNC, NULL, BYTES3(p), DIR_PEER(p), RSF_SYNC_MEMCPY,
+             CALL(cuMemcpy3DPeer_ptds, p));
+}
+
+RS_EXPORT CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *p, CUstream s)
+{
+    GPU_WORK(RSF_GPU_MEMCPY, s, 0, 0, NULL, BYTES3(p), DIR_PEER(p), -1, CALL(cuMemcpy3DPeerAsync, p, s));
+}
+
+RS_EXPORT CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *p, CUstream s)
+{
+    GPU_WORK(RSF_GPU_MEMCPY, s, 1, 0, NULL, BYTES3(p), DIR_PEER(p), -1, CALL(cuMemcpy3DPeerAsync_ptsz, p, s));
+}
+
+#if CUDA_VERSION >= 13000
+/* Batches of copies (CUDA 12.8: with failIdx; 13.0: _v2 without): ONE GpuEvent
+ * per call, for the whole batch: bytes the sum over its copies, the direction
+ * that of its copies when the first BATCH_DIRS agree, else none. */
+#define BATCH_DIRS 8
+
+static int batch_dir(const CUdeviceptr *dsts, const CUdeviceptr *srcs, size_t count)
+{
+    int dir = RSF_COPY_NONE;
+    for (size_t i = 0; dsts && srcs && i < count && i < BATCH_DIRS; i++) {
+        int d = copy_dir(dsts[i], srcs[i]);
+        if (i > 0 && d != dir)
+            return RSF_COPY_NONE;
+        dir = d;
+    }
+    return dir;
+}
+
+static uint64_t batch_bytes(const size_t *sizes, size_t count)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; sizes && i < count; i++)
+        n += sizes[i];
+    return n;
+}
+
+/* Bytes of one element of a CUDA array (0: a format not known here). */
+static uint64_t array_elem(CUarray a)
+{
+    CUDA_ARRAY3D_DESCRIPTOR d;
+    if (!rs_cu.array3d_desc || rs_cu.array3d_desc(&d, a) != CUDA_SUCCESS)
+        return 0;
+    uint64_t size;
+    switch (d.Format) {
+    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: size = 1; break;
+    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: size = 2; break;
+    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: size = 4; break;
+    default: return 0;
+    }
+    return size * d.NumChannels;
+}
+
+/* A 3D batch: extents are in elements, of 1 byte between pointers, else of the
+ * array's element size. */
+static uint64_t batch3_bytes(const CUDA_MEMCPY3D_BATCH_OP *ops, size_t n)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; ops && i < n; i++) {
+        const CUDA_MEMCPY3D_BATCH_OP *o = &ops[i];
+        uint64_t elem = 1;
+        if (o->src.type == CU_MEMCPY_OPERAND_TYPE_ARRAY)
+            elem = array_elem(o->src.op.array.array);
+        else if (o->dst.type == CU_MEMCPY_OPERAND_TYPE_ARRAY)
+            elem = array_elem(o->dst.op.array.array);
+        total += elem * o->extent.width * o->extent.height * o->extent.depth;
+    }
+    return total;
+}
+
+static int operand_on_device(const CUmemcpy3DOperand *o)
+{
+    return o->type == CU_MEMCPY_OPERAND_TYPE_ARRAY ? 1 : on_device(o->op.ptr.ptr);
+}
+
+static int batch3_dir(const CUDA_MEMCPY3D_BATCH_OP *ops, size_t n)
+{
+    int dir = RSF_COPY_NONE;
+    for (size_t i = 0; ops && i < n && i < BATCH_DIRS; i++) {
+        int s = operand_on_device(&ops[i].src), d = operand_on_device(&ops[i].dst), x;
+        if (s < 0 || d < 0)
+            return RSF_COPY_NONE;
+        x = d ? (s ? RSF_COPY_DTOD : RSF_COPY_HTOD) : (s ? RSF_COPY_DTOH : RSF_COPY_HTOH);
+        if (i > 0 && x != dir)
+            return RSF_COPY_NONE;
+        dir = x;
+    }
+    return dir;
+}
+
+#define BATCH_ARGS CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, \
+    CUmemcpyAttributes *attrs, size_t *attr_idxs, size_t nattrs
+#define BATCH_PASS dsts, srcs, sizes, count, attrs, attr_idxs, nattrs
+#define BATCH_WORK(ptsz, call) \
+    GPU_WORK(RSF_GPU_MEMCPY, s, ptsz, 0, NULL, batch_bytes(sizes, count), batch_dir(dsts, srcs, count), -1, call)
+#define BATCH3_WORK(ptsz, call) \
+    GPU_WORK(RSF_GPU_MEMCPY, s, ptsz, 0, NULL, batch3_bytes(ops, n), batch3_dir(ops, n), -1, call)
+
+REAL_DECL(cuMemcpyBatchAsync);
+REAL_DECL(cuMemcpyBatchAsync_ptsz);
+REAL_DECL(cuMemcpyBatchAsync_v2);
+REAL_DECL(cuMemcpyBatchAsync_v2_ptsz);
+REAL_DECL(cuMemcpy3DBatchAsync);
+REAL_DECL(cuMemcpy3DBatchAsync_ptsz);
+REAL_DECL(cuMemcpy3DBatchAsync_v2);
+REAL_DECL(cuMemcpy3DBatchAsync_v2_ptsz);
+
+RS_EXPORT CUresult cuMemcpyBatchAsync(BATCH_ARGS, size_t *fail, CUstream s)
+{
+    BATCH_WORK(0, CALL(cuMemcpyBatchAsync, BATCH_PASS, fail, s));
+}
+
+RS_EXPORT CUresult cuMemcpyBatchAsync_ptsz(BATCH_ARGS, size_t *fail, CUstream s)
+{
+    BATCH_WORK(1, CALL(cuMemcpyBatchAsync_ptsz, BATCH_PASS, fail, s));
+}
+
+RS_EXPORT CUresult cuMemcpyBatchAsync_v2(BATCH_ARGS, CUstream s)
+{
+    BATCH_WORK(0, CALL(cuMemcpyBatchAsync_v2, BATCH_PASS, s));
+}
+
+RS_EXPORT CUresult cuMemcpyBatchAsync_v2_ptsz(BATCH_ARGS, CUstream s)
+{
+    BATCH_WORK(1, CALL(cuMemcpyBatchAsync_v2_ptsz, BATCH_PASS, s));
+}
+
+RS_EXPORT CUresult cuMemcpy3DBatchAsync(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail,
+                                        unsigned long long flags, CUstream s)
+{
+    BATCH3_WORK(0, CALL(cuMemcpy3DBatchAsync, n, ops, fail, flags, s));
+}
+
+RS_EXPORT CUresult cuMemcpy3DBatchAsync_ptsz(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail,
+                                             unsigned long long flags, CUstream s)
+{
+    BATCH3_WORK(1, CALL(cuMemcpy3DBatchAsync_ptsz, n, ops, fail, flags, s));
+}
+
+RS_EXPORT CUresult cuMemcpy3DBatchAsync_v2(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags,
+                                           CUstream s)
+{
+    BATCH3_WORK(0, CALL(cuMemcpy3DBatchAsync_v2, n, ops, flags, s));
+}
+
+RS_EXPORT CUresult cuMemcpy3DBatchAsync_v2_ptsz(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags,
+                                                CUstream s)
+{
+    BATCH3_WORK(1, CALL(cuMemcpy3DBatchAsync_v2_ptsz, n, ops, flags, s));
+}
+#endif
+
 #define SET_SYNC(name, ptsz, type, size)                                                       \
     REAL_DECL(name);                                                                           \
     RS_EXPORT CUresult name(CUdeviceptr dst, type v, size_t n)                                 \
@@ -673,6 +905,35 @@ SET_ASYNC(cuMemsetD16Async_ptsz, 1, unsigned short, 2)
 SET_ASYNC(cuMemsetD32Async, 0, unsigned int, 4)
 SET_ASYNC(cuMemsetD32Async_ptsz, 1, unsigned int, 4)
 
+/* 2D sets: Width elements by Height rows. */
+#define SET2_SYNC(name, ptsz, type, size)                                                      \
+    REAL_DECL(name);                                                                           \
+    RS_EXPORT CUresult name(CUdeviceptr dst, size_t pitch, type v, size_t w, size_t h)         \
+    {                                                                                          \
+        GPU_WORK(RSF_GPU_MEMSET, NULL, ptsz, RSF_GPUF_SYNC, NULL, (uint64_t)w * h * (size), 0, \
+                 RSF_SYNC_MEMCPY, CALL(name, dst, pitch, v, w, h));                            \
+    }
+#define SET2_ASYNC(name, ptsz, type, size)                                                     \
+    REAL_DECL(name);                                                                           \
+    RS_EXPORT CUresult name(CUdeviceptr dst, size_t pitch, type v, size_t w, size_t h, CUstream s) \
+    {                                                                                          \
+        GPU_WORK(RSF_GPU_MEMSET, s, ptsz, 0, NULL, (uint64_t)w * h * (size), 0, -1,            \
+                 CALL(name, dst, pitch, v, w, h, s));                                          \
+    }
+
+SET2_SYNC(cuMemsetD2D8_v2, 0, unsigned char, 1)
+SET2_SYNC(cuMemsetD2D8_v2_ptds, 1, unsigned char, 1)
+SET2_SYNC(cuMemsetD2D16_v2, 0, unsigned short, 2)
+SET2_SYNC(cuMemsetD2D16_v2_ptds, 1, unsigned short, 2)
+SET2_SYNC(cuMemsetD2D32_v2, 0, unsigned int, 4)
+SET2_SYNC(cuMemsetD2D32_v2_ptds, 1, unsigned int, 4)
+SET2_ASYNC(cuMemsetD2D8Async, 0, unsigned char, 1)
+SET2_ASYNC(cuMemsetD2D8Async_ptsz, 1, unsigned char, 1)
+SET2_ASYNC(cuMemsetD2D16Async, 0, unsigned short, 2)
+SET2_ASYNC(cuMemsetD2D16Async_ptsz, 1, unsigned short, 2)
+SET2_ASYNC(cuMemsetD2D32Async, 0, unsigned int, 4)
+SET2_ASYNC(cuMemsetD2D32Async_ptsz, 1, unsigned int, 4)
+
 /* ---- blocking waits ---- */
 
 REAL_DECL(cuStreamSynchronize);
@@ -699,6 +960,32 @@ RS_EXPORT CUresult cuCtxSynchronize(void)
 {
     SYNC_WAIT(RSF_SYNC_CONTEXT, 0, CALL(cuCtxSynchronize));
 }
+
+/* Not a wait of the host: the stream waits for the event. A SyncEvent of kind
+ * stream_wait_event, target the waiting stream, lasting the call (the edge
+ * event -> stream is there for the reporter to use). */
+REAL_DECL(cuStreamWaitEvent);
+REAL_DECL(cuStreamWaitEvent_ptsz);
+
+RS_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
+{
+    SYNC_WAIT(RSF_SYNC_STREAM_WAIT_EVENT, rs_stream_id(s, 0), CALL(cuStreamWaitEvent, s, e, flags));
+}
+
+RS_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int flags)
+{
+    SYNC_WAIT(RSF_SYNC_STREAM_WAIT_EVENT, rs_stream_id(s, 1), CALL(cuStreamWaitEvent_ptsz, s, e, flags));
+}
+
+#if CUDA_VERSION >= 13000
+REAL_DECL(cuCtxSynchronize_v2);
+
+/* CUDA 13.0: cuCtxSynchronize of a given context (NULL: the current one). */
+RS_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    SYNC_WAIT(RSF_SYNC_CONTEXT, (uint64_t)(uintptr_t)ctx, CALL(cuCtxSynchronize_v2, ctx));
+}
+#endif
 
 /* ---- memory ---- */
 
@@ -770,14 +1057,31 @@ RS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
 }
 
 /* ---- the table of hooked entry points, for cuGetProcAddress and dlsym ----
- * X(exported name, name cuGetProcAddress is asked for, CUDA version that
- * introduced the variant, per-thread variant) */
+ * X(exported name, name cuGetProcAddress is asked for, CUDA version of the
+ * variant, per-thread variant): every variant of a hooked name as the
+ * toolkit's cudaTypedefs.h lists them (PFN_<name>_v<version>[_ptds|_ptsz]),
+ * from the first one with today's ABI (the 2.0 ones of 32-bit sizes are not
+ * wrapped: the driver's own function is given for those). */
+#if CUDA_VERSION >= 13000
+#define HOOKS_13(X)                                                                           \
+    X(cuCtxSynchronize_v2, "cuCtxSynchronize", 13000, 0)                                      \
+    X(cuMemcpyBatchAsync, "cuMemcpyBatchAsync", 12080, 0)                                     \
+    X(cuMemcpyBatchAsync_ptsz, "cuMemcpyBatchAsync", 12080, 1)                                \
+    X(cuMemcpyBatchAsync_v2, "cuMemcpyBatchAsync", 13000, 0)                                  \
+    X(cuMemcpyBatchAsync_v2_ptsz, "cuMemcpyBatchAsync", 13000, 1)                             \
+    X(cuMemcpy3DBatchAsync, "cuMemcpy3DBatchAsync", 12080, 0)                                 \
+    X(cuMemcpy3DBatchAsync_ptsz, "cuMemcpy3DBatchAsync", 12080, 1)                            \
+    X(cuMemcpy3DBatchAsync_v2, "cuMemcpy3DBatchAsync", 13000, 0)                              \
+    X(cuMemcpy3DBatchAsync_v2_ptsz, "cuMemcpy3DBatchAsync", 13000, 1)
+#else
+#define HOOKS_13(X)
+#endif
 #define HOOKS(X)                                                                              \
     X(cuInit, "cuInit", 2000, 0)                                                              \
     X(cuGetProcAddress, "cuGetProcAddress", 11030, 0)                                         \
     X(cuGetProcAddress_v2, "cuGetProcAddress", 12000, 0)                                      \
     X(cuLaunchKernel, "cuLaunchKernel", 4000, 0)                                              \
-    X(cuLaunchKernel_ptsz, "cuLaunchKernel", 4000, 1)                                         \
+    X(cuLaunchKernel_ptsz, "cuLaunchKernel", 7000, 1)                                         \
     X(cuLaunchKernelEx, "cuLaunchKernelEx", 11060, 0)                                         \
     X(cuLaunchKernelEx_ptsz, "cuLaunchKernelEx", 11060, 1)                                    \
     X(cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel", 9000, 0)                        \
@@ -793,41 +1097,69 @@ RS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
     X(cuStreamEndCapture, "cuStreamEndCapture", 10000, 0)                                     \
     X(cuStreamEndCapture_ptsz, "cuStreamEndCapture", 10000, 1)                                \
     X(cuMemcpyHtoD_v2, "cuMemcpyHtoD", 3020, 0)                                               \
-    X(cuMemcpyHtoD_v2_ptds, "cuMemcpyHtoD", 3020, 1)                                          \
+    X(cuMemcpyHtoD_v2_ptds, "cuMemcpyHtoD", 7000, 1)                                          \
     X(cuMemcpyDtoH_v2, "cuMemcpyDtoH", 3020, 0)                                               \
-    X(cuMemcpyDtoH_v2_ptds, "cuMemcpyDtoH", 3020, 1)                                          \
+    X(cuMemcpyDtoH_v2_ptds, "cuMemcpyDtoH", 7000, 1)                                          \
     X(cuMemcpyDtoD_v2, "cuMemcpyDtoD", 3020, 0)                                               \
-    X(cuMemcpyDtoD_v2_ptds, "cuMemcpyDtoD", 3020, 1)                                          \
+    X(cuMemcpyDtoD_v2_ptds, "cuMemcpyDtoD", 7000, 1)                                          \
     X(cuMemcpy, "cuMemcpy", 4000, 0)                                                          \
-    X(cuMemcpy_ptds, "cuMemcpy", 4000, 1)                                                     \
+    X(cuMemcpy_ptds, "cuMemcpy", 7000, 1)                                                     \
     X(cuMemcpyHtoDAsync_v2, "cuMemcpyHtoDAsync", 3020, 0)                                     \
-    X(cuMemcpyHtoDAsync_v2_ptsz, "cuMemcpyHtoDAsync", 3020, 1)                                \
+    X(cuMemcpyHtoDAsync_v2_ptsz, "cuMemcpyHtoDAsync", 7000, 1)                                \
     X(cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync", 3020, 0)                                     \
-    X(cuMemcpyDtoHAsync_v2_ptsz, "cuMemcpyDtoHAsync", 3020, 1)                                \
+    X(cuMemcpyDtoHAsync_v2_ptsz, "cuMemcpyDtoHAsync", 7000, 1)                                \
     X(cuMemcpyDtoDAsync_v2, "cuMemcpyDtoDAsync", 3020, 0)                                     \
-    X(cuMemcpyDtoDAsync_v2_ptsz, "cuMemcpyDtoDAsync", 3020, 1)                                \
+    X(cuMemcpyDtoDAsync_v2_ptsz, "cuMemcpyDtoDAsync", 7000, 1)                                \
     X(cuMemcpyAsync, "cuMemcpyAsync", 4000, 0)                                                \
-    X(cuMemcpyAsync_ptsz, "cuMemcpyAsync", 4000, 1)                                           \
+    X(cuMemcpyAsync_ptsz, "cuMemcpyAsync", 7000, 1)                                           \
+    X(cuMemcpy2D_v2, "cuMemcpy2D", 3020, 0)                                                   \
+    X(cuMemcpy2D_v2_ptds, "cuMemcpy2D", 7000, 1)                                              \
+    X(cuMemcpy2DUnaligned_v2, "cuMemcpy2DUnaligned", 3020, 0)                                 \
+    X(cuMemcpy2DUnaligned_v2_ptds, "cuMemcpy2DUnaligned", 7000, 1)                            \
+    X(cuMemcpy3D_v2, "cuMemcpy3D", 3020, 0)                                                   \
+    X(cuMemcpy3D_v2_ptds, "cuMemcpy3D", 7000, 1)                                              \
+    X(cuMemcpy2DAsync_v2, "cuMemcpy2DAsync", 3020, 0)                                         \
+    X(cuMemcpy2DAsync_v2_ptsz, "cuMemcpy2DAsync", 7000, 1)                                    \
+    X(cuMemcpy3DAsync_v2, "cuMemcpy3DAsync", 3020, 0)                                         \
+    X(cuMemcpy3DAsync_v2_ptsz, "cuMemcpy3DAsync", 7000, 1)                                    \
     X(cuMemcpyPeer, "cuMemcpyPeer", 4000, 0)                                                  \
-    X(cuMemcpyPeer_ptds, "cuMemcpyPeer", 4000, 1)                                             \
+    X(cuMemcpyPeer_ptds, "cuMemcpyPeer", 7000, 1)                                             \
     X(cuMemcpyPeerAsync, "cuMemcpyPeerAsync", 4000, 0)                                        \
-    X(cuMemcpyPeerAsync_ptsz, "cuMemcpyPeerAsync", 4000, 1)                                   \
+    X(cuMemcpyPeerAsync_ptsz, "cuMemcpyPeerAsync", 7000, 1)                                   \
+    X(cuMemcpy3DPeer, "cuMemcpy3DPeer", 4000, 0)                                              \
+    X(cuMemcpy3DPeer_ptds, "cuMemcpy3DPeer", 7000, 1)                                         \
+    X(cuMemcpy3DPeerAsync, "cuMemcpy3DPeerAsync", 4000, 0)                                    \
+    X(cuMemcpy3DPeerAsync_ptsz, "cuMemcpy3DPeerAsync", 7000, 1)                               \
     X(cuMemsetD8_v2, "cuMemsetD8", 3020, 0)                                                   \
-    X(cuMemsetD8_v2_ptds, "cuMemsetD8", 3020, 1)                                              \
+    X(cuMemsetD8_v2_ptds, "cuMemsetD8", 7000, 1)                                              \
     X(cuMemsetD16_v2, "cuMemsetD16", 3020, 0)                                                 \
-    X(cuMemsetD16_v2_ptds, "cuMemsetD16", 3020, 1)                                            \
+    X(cuMemsetD16_v2_ptds, "cuMemsetD16", 7000, 1)                                            \
     X(cuMemsetD32_v2, "cuMemsetD32", 3020, 0)                                                 \
-    X(cuMemsetD32_v2_ptds, "cuMemsetD32", 3020, 1)                                            \
+    X(cuMemsetD32_v2_ptds, "cuMemsetD32", 7000, 1)                                            \
     X(cuMemsetD8Async, "cuMemsetD8Async", 3020, 0)                                            \
-    X(cuMemsetD8Async_ptsz, "cuMemsetD8Async", 3020, 1)                                       \
+    X(cuMemsetD8Async_ptsz, "cuMemsetD8Async", 7000, 1)                                       \
     X(cuMemsetD16Async, "cuMemsetD16Async", 3020, 0)                                          \
-    X(cuMemsetD16Async_ptsz, "cuMemsetD16Async", 3020, 1)                                     \
+    X(cuMemsetD16Async_ptsz, "cuMemsetD16Async", 7000, 1)                                     \
     X(cuMemsetD32Async, "cuMemsetD32Async", 3020, 0)                                          \
-    X(cuMemsetD32Async_ptsz, "cuMemsetD32Async", 3020, 1)                                     \
+    X(cuMemsetD32Async_ptsz, "cuMemsetD32Async", 7000, 1)                                     \
+    X(cuMemsetD2D8_v2, "cuMemsetD2D8", 3020, 0)                                               \
+    X(cuMemsetD2D8_v2_ptds, "cuMemsetD2D8", 7000, 1)                                          \
+    X(cuMemsetD2D16_v2, "cuMemsetD2D16", 3020, 0)                                             \
+    X(cuMemsetD2D16_v2_ptds, "cuMemsetD2D16", 7000, 1)                                        \
+    X(cuMemsetD2D32_v2, "cuMemsetD2D32", 3020, 0)                                             \
+    X(cuMemsetD2D32_v2_ptds, "cuMemsetD2D32", 7000, 1)                                        \
+    X(cuMemsetD2D8Async, "cuMemsetD2D8Async", 3020, 0)                                        \
+    X(cuMemsetD2D8Async_ptsz, "cuMemsetD2D8Async", 7000, 1)                                   \
+    X(cuMemsetD2D16Async, "cuMemsetD2D16Async", 3020, 0)                                      \
+    X(cuMemsetD2D16Async_ptsz, "cuMemsetD2D16Async", 7000, 1)                                 \
+    X(cuMemsetD2D32Async, "cuMemsetD2D32Async", 3020, 0)                                      \
+    X(cuMemsetD2D32Async_ptsz, "cuMemsetD2D32Async", 7000, 1)                                 \
     X(cuStreamSynchronize, "cuStreamSynchronize", 2000, 0)                                    \
-    X(cuStreamSynchronize_ptsz, "cuStreamSynchronize", 2000, 1)                               \
+    X(cuStreamSynchronize_ptsz, "cuStreamSynchronize", 7000, 1)                               \
     X(cuEventSynchronize, "cuEventSynchronize", 2000, 0)                                      \
     X(cuCtxSynchronize, "cuCtxSynchronize", 2000, 0)                                          \
+    X(cuStreamWaitEvent, "cuStreamWaitEvent", 3020, 0)                                        \
+    X(cuStreamWaitEvent_ptsz, "cuStreamWaitEvent", 7000, 1)                                   \
     X(cuMemAlloc_v2, "cuMemAlloc", 3020, 0)                                                   \
     X(cuMemAllocPitch_v2, "cuMemAllocPitch", 3020, 0)                                         \
     X(cuMemFree_v2, "cuMemFree", 3020, 0)                                                     \
@@ -840,7 +1172,8 @@ RS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
     X(cuMemFreeAsync, "cuMemFreeAsync", 11020, 0)                                             \
     X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, 1)                                        \
     X(cuStreamDestroy, "cuStreamDestroy", 2000, 0)                                            \
-    X(cuStreamDestroy_v2, "cuStreamDestroy", 4000, 0)
+    X(cuStreamDestroy_v2, "cuStreamDestroy", 4000, 0)                                         \
+    HOOKS_13(X)
 
 REAL_DECL(cuGetProcAddress);
 REAL_DECL(cuGetProcAddress_v2);
@@ -875,31 +1208,44 @@ static void *proc_wrapper(const char *symbol, void *fn, int version, cuuint64_t 
 {
     if (!fn || !symbol || !rs_cfg.cuda || rs_cfg.disable)
         return fn;
-    const struct hook *best = NULL;
+    /* The driver's own rule: the newest variant not newer than version, the
+     * per-thread one when the flags ask for it and there is one by then. */
+    const struct hook *best = NULL, *best_pt = NULL;
     int ptsz = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
     for (size_t i = 0; i < NHOOKS; i++) {
         const struct hook *k = &hooks[i];
         if (strcmp(k->base, symbol) != 0)
             continue;
-        if (hook_real(k) == fn)
+        /* Resolved now, not on the wrapper's first call (inside its timing). */
+        void *real = hook_real(k);
+        /* Ours already: a driver whose own references to its functions bind
+         * to the agent's (not linked -Bsymbolic, as the simulator) gives them. */
+        if (k->wrapper == fn)
+            return fn;
+        if (real == fn)
             return k->wrapper;
-        /* No address matched (yet): the variant the driver's own rules pick. */
-        if (k->version <= version && (!k->ptsz || ptsz) &&
-            (!best || k->version > best->version ||
-             (k->version == best->version && k->ptsz && !best->ptsz)))
+        if (k->version > version)
+            continue;
+        if (k->ptsz) {
+            if (ptsz && (!best_pt || k->version > best_pt->version))
+                best_pt = k;
+        } else if (!best || k->version > best->version) {
             best = k;
+        }
     }
+    if (best_pt)
+        best = best_pt;
     if (!best)
         return fn;
-    if (ptsz && !best->ptsz) {
-        /* Asked for the per-thread variant of a function that has none. */
-        for (size_t i = 0; i < NHOOKS; i++)
-            if (hooks[i].ptsz && strcmp(hooks[i].base, symbol) == 0)
-                return fn;
-    }
     void *expect = NULL;
     if (__atomic_compare_exchange_n(best->real, &expect, fn, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
         expect == fn)
+        return best->wrapper;
+    /* The driver gave another address than its exported symbol of the
+     * variant picked here (a driver may hand out internal entry points):
+     * the same ABI, as long as the caller's version is one this agent's
+     * table knows; a newer one may name a variant the table lacks. */
+    if (version <= CUDA_VERSION)
         return best->wrapper;
     return fn;
 }
@@ -935,6 +1281,19 @@ RS_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version,
 
 /* ---- dlsym: a libcuda handle's hooked symbols give our wrappers ---- */
 
+/* dlsym's answer for a name that must look absent: NULL with dlerror() set
+ * (callers read it after a NULL), from a lookup in the C library, which has
+ * no cu* or nccl* names; p itself when that cannot be arranged. */
+static void *not_found(const char *name, void *p)
+{
+    static void *libc;
+    if (!libc)
+        libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+    if (!libc || real_dlsym(libc, name) != NULL)
+        return p;
+    return NULL;
+}
+
 RS_EXPORT void *dlsym(void *handle, const char *name)
 {
     if (RS_UNLIKELY(!real_dlsym)) {
@@ -944,17 +1303,31 @@ RS_EXPORT void *dlsym(void *handle, const char *name)
     }
     /* RTLD_NEXT is relative to the caller: a tail call keeps the caller's
      * return address for the real dlsym to see. */
-    if (handle == RTLD_NEXT || name[0] != 'c' || name[1] != 'u')
+    int nccl = name[0] == 'n' && name[1] == 'c' && name[2] == 'c' && name[3] == 'l';
+    if (handle == RTLD_NEXT || ((name[0] != 'c' || name[1] != 'u') && !nccl))
         return real_dlsym(handle, name);
     void *p = real_dlsym(handle, name);
-    if (!p || rs_guard || !rs_cfg.cuda || rs_cfg.disable)
+    if (!p || rs_guard)
         return p;
     int saved = errno;
+    if (nccl) {
+        /* Our wrapper found by name (RTLD_DEFAULT) where no NCCL is loaded:
+         * a program probing for NCCL must not be told it is there. */
+        if (!rs_nccl_present(name, p))
+            p = not_found(name, p);
+        errno = saved;
+        return p;
+    }
     for (size_t i = 0; i < NHOOKS; i++) {
         if (strcmp(hooks[i].sym, name) == 0) {
-            /* Only the driver's own function is replaced (it may be ours already). */
-            if (p != hooks[i].wrapper && hook_real(&hooks[i]) == p)
+            if (p == hooks[i].wrapper) {
+                /* ours, found by name: only if there is a driver behind it */
+                if (!hook_real(&hooks[i]))
+                    p = not_found(name, p);
+            } else if (rs_cfg.cuda && !rs_cfg.disable && hook_real(&hooks[i]) == p) {
+                /* the driver's own function: our wrapper instead */
                 p = hooks[i].wrapper;
+            }
             break;
         }
     }

@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <nccl.h>
 
 ncclResult_t ncclGroupStart(void);
@@ -24,7 +25,7 @@ static _Atomic int nccl_missing_said;
 
 /* The real NCCL function name: the next definition, else the profiling
  * alias pncclX, else from the already loaded libnccl.so.2. */
-static void *nccl_sym(const char *name)
+static void *nccl_sym_quiet(const char *name)
 {
     void *p = rs_cuda_sym_next(name);
     char alt[64];
@@ -39,6 +40,12 @@ static void *nccl_sym(const char *name)
         if (nccl_handle)
             p = rs_dlsym_real(nccl_handle, name);
     }
+    return p;
+}
+
+static void *nccl_sym(const char *name)
+{
+    void *p = nccl_sym_quiet(name);
     if (!p && !atomic_exchange(&nccl_missing_said, 1))
         rs_notice("cannot find the real %s (libnccl.so.2 missing or unknown); NCCL calls fail", name);
     return p;
@@ -261,9 +268,11 @@ RS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
     if (!nccl_on())
         return CALL(ncclCommSplit, comm, color, key, newcomm, config);
     uint64_t t0 = rs_now();
+    int saved = errno;
     struct comm_slot *p = comm_get(comm);
     /* Every rank of the parent splits it in the same order. */
     uint32_t nth = p ? atomic_fetch_add(&p->splits, 1) : 0;
+    errno = saved;
     ncclResult_t r = CALL(ncclCommSplit, comm, color, key, newcomm, config);
     if (p && newcomm && *newcomm && color != NCCL_SPLIT_NOCOLOR) {
         uint64_t parts[3] = { p->id, (uint64_t)(int64_t)color, nth };
@@ -280,7 +289,9 @@ static __thread int in_comm_end RS_TLS;
     {                                                                                          \
         if (!nccl_on() || in_comm_end)                                                         \
             return CALL(name, comm);                                                           \
+        int saved = errno;                                                                     \
         struct comm_slot *s = comm_get(comm);                                                  \
+        errno = saved;                                                                         \
         struct comm_slot copy;                                                                 \
         if (s) {                                                                               \
             copy.id = s->id;                                                                   \
@@ -292,7 +303,7 @@ static __thread int in_comm_end RS_TLS;
         in_comm_end = 1;                                                                       \
         ncclResult_t r = CALL(name, comm);                                                     \
         in_comm_end = 0;                                                                       \
-        int saved = errno;                                                                     \
+        saved = errno;                                                                         \
         comm_record(kind, t0, rs_now(), comm, s ? &copy : NULL, 0);                            \
         errno = saved;                                                                         \
         return r;                                                                              \
@@ -310,7 +321,7 @@ static const uint8_t type_size[ncclNumTypes] = {
     [ncclFloat8e4m3] = 1, [ncclFloat8e5m2] = 1,
 };
 
-#define GROUP_MAX 256
+#define GROUP_MAX 4096
 
 /* Calls made inside a group: recorded at the group's end, when their work
  * is on the streams. */
@@ -320,7 +331,26 @@ struct pending {
 };
 static __thread int group_depth RS_TLS;
 static __thread int npending RS_TLS;
-static __thread struct pending pending[GROUP_MAX];
+/* A thread's list, mapped at its first group (a group of sends and receives
+ * across many peers can hold thousands of calls); NULL: none or no memory. */
+static __thread struct pending *pending RS_TLS;
+static __thread int pending_failed RS_TLS;
+
+static int pending_room(void)
+{
+    if (RS_LIKELY(pending != NULL))
+        return npending < GROUP_MAX;
+    if (pending_failed)
+        return 0;
+    void *m = mmap(NULL, GROUP_MAX * sizeof *pending, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) {
+        pending_failed = 1;
+        return 0;
+    }
+    pending = m;
+    return 1;
+}
 
 /* Sequence numbers of sends and receives: per communicator, peer and
  * direction, so that a rank's k-th send to P pairs with P's k-th receive. */
@@ -396,7 +426,7 @@ static void coll_commit(const struct rs_rec_coll *c)
         c_.start_ns = rs_now();                                                                \
         ncclResult_t r_ = CALL(NAME, __VA_ARGS__);                                             \
         saved_ = errno;                                                                        \
-        if (group_depth > 0 && npending < GROUP_MAX && r_ == ncclSuccess) {                    \
+        if (group_depth > 0 && r_ == ncclSuccess && pending_room()) {                          \
             c_.dur_ns = rs_now() - c_.start_ns;                                                \
             pending[npending].rec = c_;                                                        \
             pending[npending++].stream = (CUstream)(STREAM);                                   \
@@ -529,10 +559,30 @@ RS_EXPORT ncclResult_t ncclGroupEnd(void)
                 p->rec.h.file = rs_gpu_end(p->rec.h.file, p->stream, 0, r == ncclSuccess || r == ncclInProgress);
         }
         rs_guard = 0;
-        for (int i = 0; i < npending; i++)
+        /* A grouped call's work is launched here: its call lasts until now. */
+        uint64_t t1 = rs_now();
+        for (int i = 0; i < npending; i++) {
+            pending[i].rec.dur_ns = t1 - pending[i].rec.start_ns;
             coll_commit(&pending[i].rec);
+        }
         npending = 0;
         errno = saved;
     }
     return r;
+}
+
+/* The functions this file exports, for rs_nccl_present. */
+#define NCCL_HOOKS(X)                                                                            \
+    X(ncclCommInitRank) X(ncclCommInitRankConfig) X(ncclCommInitRankScalable) X(ncclCommInitAll) \
+    X(ncclCommSplit) X(ncclCommDestroy) X(ncclCommAbort) X(ncclCommFinalize) X(ncclAllReduce)    \
+    X(ncclAllGather) X(ncclReduceScatter) X(ncclBroadcast) X(ncclBcast) X(ncclReduce)            \
+    X(ncclAlltoAll) X(ncclGather) X(ncclScatter) X(ncclSend) X(ncclRecv) X(ncclGroupStart)       \
+    X(ncclGroupEnd)
+
+int rs_nccl_present(const char *name, void *p)
+{
+#define NCCL_IS_OURS(fn) if (p == (void *)fn) return strcmp(name, #fn) != 0 || nccl_sym_quiet(#fn) != NULL;
+    NCCL_HOOKS(NCCL_IS_OURS)
+#undef NCCL_IS_OURS
+    return 1;
 }

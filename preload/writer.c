@@ -492,6 +492,7 @@ static uint32_t dur32(uint64_t ns)
  * already (rs_now), the clock the GPU times are mapped onto. */
 static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
 {
+    w.touched = 1;
     switch (h->kind) {
     case RS_REC_GPU: {
         const struct rs_rec_gpu *r = (const void *)h;

@@ -41,3 +41,4 @@ $(BUILD)/tests/flame_mktrace: tests/flame_mktrace.c $(FORMAT_OBJ)
 	$(Q)$(CC) $(RS_CFLAGS) -o $@ $< $(FORMAT_OBJ) $(RS_LDFLAGS) -llz4
 TEST_EXTRA += $(BUILD)/tests/flame_mktrace
 test-build: $(BUILD)/tests/flame_mktrace
+include tests/cudart/cudart.mk

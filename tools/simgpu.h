@@ -31,6 +31,12 @@
  *   copies and memsets of the captured stream; events and waits inside a capture are
  *   accepted and ignored; a captured graph replays those operations in order.
  *   Collectives cannot be captured (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED).
+ *   cuPointerGetAttribute answers CU_POINTER_ATTRIBUTE_MEMORY_TYPE only, and only for
+ *   the simulator's own allocations (CUDA_ERROR_INVALID_VALUE for other pointers).
+ *   cuMemsetD2D* and cuMemcpy3DPeer* are one operation each, for rows laid out back to
+ *   back only (pitch == row bytes; 3D: from the origin, no arrays), else
+ *   CUDA_ERROR_NOT_SUPPORTED. cuCtxSynchronize_v2 is exported, but cuGetProcAddress
+ *   gives the 2.0 cuCtxSynchronize for every version.
  *
  * ENVIRONMENT
  *   SIMGPU_DEVICES     number of devices (default 8)

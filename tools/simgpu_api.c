@@ -436,9 +436,8 @@ SIM_EXPORT CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuCtxSynchronize(void)
+static CUresult sim_ctx_sync(struct CUctx_st *c)
 {
-    struct CUctx_st *c = sim_current_ctx();
     struct sim_op *tails[256];
     CUresult r = CUDA_SUCCESS;
     if (!c)
@@ -452,6 +451,18 @@ SIM_EXPORT CUresult cuCtxSynchronize(void)
             r = w;
     }
     return r;
+}
+
+SIM_EXPORT CUresult cuCtxSynchronize(void)
+{
+    return sim_ctx_sync(sim_current_ctx());
+}
+
+/* CUDA 13.0: of a given context, NULL the current one. Exported only: the
+ * simulator's cuGetProcAddress gives the 2.0 variant for every version. */
+SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    return sim_ctx_sync(ctx ? ctx : sim_current_ctx());
 }
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
@@ -587,6 +598,33 @@ int sim_is_device_ptr(uintptr_t p)
     }
     pthread_mutex_unlock(&sim_lock);
     return device;
+}
+
+/* What the driver says of a pointer: only its memory type (device or pinned host
+ * memory of this simulator); any other pointer is unknown to it. */
+SIM_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    int found = 0, host = 0;
+    if (!data)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    for (const struct sim_alloc *a = sim_drv.allocs; a; a = a->next) {
+        if (ptr >= a->base && ptr - a->base < a->size) {
+            found = 1;
+            host = a->host;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&sim_lock);
+    if (!found)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned int *)data = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
 }
 
 SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)

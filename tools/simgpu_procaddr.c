@@ -63,6 +63,7 @@ struct sim_proc {
     X("cuMemHostAlloc", 2020, cuMemHostAlloc, NULL)                                         \
     X("cuMemFreeHost", 2000, cuMemFreeHost, NULL)                                           \
     X("cuMemGetInfo", 3020, cuMemGetInfo_v2, NULL)                                          \
+    X("cuPointerGetAttribute", 4000, cuPointerGetAttribute, NULL)                           \
     X("cuModuleLoad", 2000, cuModuleLoad, NULL)                                             \
     X("cuModuleLoadData", 2000, cuModuleLoadData, NULL)                                     \
     X("cuModuleLoadDataEx", 2010, cuModuleLoadDataEx, NULL)                                 \
@@ -95,6 +96,14 @@ struct sim_proc {
     X("cuMemsetD16", 3020, cuMemsetD16_v2, cuMemsetD16_v2_ptds)                             \
     X("cuMemsetD32", 3020, cuMemsetD32_v2, cuMemsetD32_v2_ptds)                             \
     X("cuMemsetD8Async", 3020, cuMemsetD8Async, cuMemsetD8Async_ptsz)                       \
+    X("cuMemsetD2D8", 3020, cuMemsetD2D8_v2, cuMemsetD2D8_v2_ptds)                          \
+    X("cuMemsetD2D16", 3020, cuMemsetD2D16_v2, cuMemsetD2D16_v2_ptds)                       \
+    X("cuMemsetD2D32", 3020, cuMemsetD2D32_v2, cuMemsetD2D32_v2_ptds)                       \
+    X("cuMemsetD2D8Async", 3020, cuMemsetD2D8Async, cuMemsetD2D8Async_ptsz)                 \
+    X("cuMemsetD2D16Async", 3020, cuMemsetD2D16Async, cuMemsetD2D16Async_ptsz)              \
+    X("cuMemsetD2D32Async", 3020, cuMemsetD2D32Async, cuMemsetD2D32Async_ptsz)              \
+    X("cuMemcpy3DPeer", 4000, cuMemcpy3DPeer, cuMemcpy3DPeer_ptds)                          \
+    X("cuMemcpy3DPeerAsync", 4000, cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz)           \
     X("cuMemsetD16Async", 3020, cuMemsetD16Async, cuMemsetD16Async_ptsz)                    \
     X("cuMemsetD32Async", 3020, cuMemsetD32Async, cuMemsetD32Async_ptsz)                    \
     X("cuStreamCreate", 2000, cuStreamCreate, NULL)                                         \

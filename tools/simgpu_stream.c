@@ -975,3 +975,73 @@ SIM_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int v, size_
 {
     return sim_memset(dst, v, 4, n, h, 1, 0);
 }
+
+/* 2D sets: one operation, for rows laid out back to back (pitch == row bytes, or
+ * one row); other layouts are not simulated. */
+static CUresult sim_memset2d(CUdeviceptr dst, size_t pitch, unsigned value, unsigned size, size_t w, size_t h,
+                             CUstream s, int ptds, int sync)
+{
+    if (h > 1 && pitch != w * size)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return sim_memset(dst, value, size, w * h, s, ptds, sync);
+}
+
+#define SIM_SET2(name, type, size, ptds)                                                          \
+    SIM_EXPORT CUresult name(CUdeviceptr dst, size_t pitch, type v, size_t w, size_t h)           \
+    {                                                                                             \
+        return sim_memset2d(dst, pitch, v, size, w, h, NULL, ptds, 1);                            \
+    }
+#define SIM_SET2_ASYNC(name, type, size, ptds)                                                    \
+    SIM_EXPORT CUresult name(CUdeviceptr dst, size_t pitch, type v, size_t w, size_t h, CUstream s) \
+    {                                                                                             \
+        return sim_memset2d(dst, pitch, v, size, w, h, s, ptds, 0);                               \
+    }
+SIM_SET2(cuMemsetD2D8_v2, unsigned char, 1, 0)
+SIM_SET2(cuMemsetD2D8_v2_ptds, unsigned char, 1, 1)
+SIM_SET2(cuMemsetD2D16_v2, unsigned short, 2, 0)
+SIM_SET2(cuMemsetD2D16_v2_ptds, unsigned short, 2, 1)
+SIM_SET2(cuMemsetD2D32_v2, unsigned int, 4, 0)
+SIM_SET2(cuMemsetD2D32_v2_ptds, unsigned int, 4, 1)
+SIM_SET2_ASYNC(cuMemsetD2D8Async, unsigned char, 1, 0)
+SIM_SET2_ASYNC(cuMemsetD2D8Async_ptsz, unsigned char, 1, 1)
+SIM_SET2_ASYNC(cuMemsetD2D16Async, unsigned short, 2, 0)
+SIM_SET2_ASYNC(cuMemsetD2D16Async_ptsz, unsigned short, 2, 1)
+SIM_SET2_ASYNC(cuMemsetD2D32Async, unsigned int, 4, 0)
+SIM_SET2_ASYNC(cuMemsetD2D32Async_ptsz, unsigned int, 4, 1)
+
+/* 3D copies between contexts: one copy, for boxes from the origin of both sides
+ * laid out back to back (pitch == WidthInBytes, height == Height); no arrays. */
+static CUresult sim_copy3d_peer(const CUDA_MEMCPY3D_PEER *p, CUstream s, int ptds, int sync)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t rows = p->Height * p->Depth;
+    if (p->srcXInBytes || p->srcY || p->srcZ || p->dstXInBytes || p->dstY || p->dstZ ||
+        p->srcMemoryType == CU_MEMORYTYPE_ARRAY || p->dstMemoryType == CU_MEMORYTYPE_ARRAY ||
+        (rows > 1 && (p->srcPitch != p->WidthInBytes || p->dstPitch != p->WidthInBytes)) ||
+        (p->Depth > 1 && (p->srcHeight != p->Height || p->dstHeight != p->Height)))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    const void *src = p->srcMemoryType == CU_MEMORYTYPE_HOST ? p->srcHost : SIM_PTR(p->srcDevice);
+    void *dst = p->dstMemoryType == CU_MEMORYTYPE_HOST ? p->dstHost : SIM_PTR(p->dstDevice);
+    return sim_copy(dst, src, p->WidthInBytes * rows, s, ptds, sync);
+}
+
+SIM_EXPORT CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *p)
+{
+    return sim_copy3d_peer(p, NULL, 0, 1);
+}
+
+SIM_EXPORT CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *p)
+{
+    return sim_copy3d_peer(p, NULL, 1, 1);
+}
+
+SIM_EXPORT CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *p, CUstream s)
+{
+    return sim_copy3d_peer(p, s, 0, 0);
+}
+
+SIM_EXPORT CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *p, CUstream s)
+{
+    return sim_copy3d_peer(p, s, 1, 0);
+}

@@ -118,6 +118,37 @@ if by is not None:
           not by.get("coll") and not by.get("comm") and len(by.get("gpu", [])) > 0,
           "%d coll, %d gpu" % (len(by.get("coll", [])), len(by.get("gpu", []))))
 
+# ---- a small buffer under 80,000 launches: every event recorded or counted as dropped ----
+# dropped_gpu counts GPU, sync and memory events, dropped_nccl collective and
+# communicator events: the totals of a run with the default buffer (nothing
+# dropped) and the truth's operation count are what the small run must add up to.
+SMALL = [TRAIN, "--steps", "10", "--layers", "1", "--kernels-per-layer", "4000", "--fwd-us", "0", "--bwd-us", "0"]
+totals = []
+for name, mb in (("default", 64), ("small", 1)):
+    out, tdir = os.path.join(tmp, name), os.path.join(tmp, name + "-truth")
+    os.makedirs(out)
+    os.makedirs(tdir)
+    p = rstest.run(SMALL, env=capture.sim_env(out, tdir, RINGSIDE_BUFFER_MB=mb))
+    traces = rstest.trace_files(out)
+    if not check("%s buffer: simtrain runs, one trace" % name, p.returncode == 0 and len(traces) == 1,
+                 "status %d: %s" % (p.returncode, p.stderr.decode(errors="replace")[-300:])):
+        break
+    by, rc = capture.records(traces[0])
+    cnt = by["chunk"][-1]["counters"]
+    n = {k: len(by.get(k, [])) for k in ("gpu", "sync", "mem", "coll", "comm")}
+    totals.append((n, cnt, len(capture.truth(tdir))))
+if len(totals) == 2:
+    (n0, c0, ops0), (n1, c1, ops1) = totals
+    check("default buffer: nothing dropped, a GPU event per truth operation",
+          c0["dropped"] == 0 and n0["gpu"] == ops0, "%r, %d operations" % (c0, ops0))
+    gpu_side = n1["gpu"] + n1["sync"] + n1["mem"] + c1["dropped_gpu"]
+    nccl_side = n1["coll"] + n1["comm"] + c1["dropped_nccl"]
+    check("small buffer: recorded + dropped == all events (GPU side %d, NCCL side %d)" % (
+              ops1 + n0["sync"] + n0["mem"], n0["coll"] + n0["comm"]),
+          ops1 == ops0 and gpu_side == ops1 + n0["sync"] + n0["mem"] and nccl_side == n0["coll"] + n0["comm"],
+          "GPU side %d (%r, dropped %d), NCCL side %d (dropped %d)" % (gpu_side, n1, c1["dropped_gpu"], nccl_side,
+                                                                      c1["dropped_nccl"]))
+
 # ---- four ranks through simlaunch ----
 out, tdir = os.path.join(tmp, "four"), os.path.join(tmp, "four-truth")
 os.makedirs(out)

@@ -5,7 +5,9 @@
  * cuGetProcAddress_v2 / cuGetProcAddress, then every entry point through it,
  * as the CUDA runtime does), with argv[2] "legacy" or "ptsz" (per-thread
  * default stream flag); argv[3] "pending": only launch a 100 ms and a 10 s kernel
- * and exit without waiting. Kernel durations follow tools/simgpu.h. Prints
+ * and exit without waiting. Kernel durations follow tools/simgpu.h. Copies and
+ * sets include 2D sets and 3D peer copies; waits include cuStreamWaitEvent and
+ * cuCtxSynchronize_v2 (by its exported name in every mode). Prints
  * what it did: kernels=N captured=N graphs=N copies=N sets=N. */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -29,12 +31,14 @@
     X(cuMemsetD8Async) X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuStreamSynchronize)             \
     X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventDestroy) X(cuCtxSynchronize) \
     X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch)          \
-    X(cuGraphExecDestroy) X(cuGraphDestroy)
+    X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuStreamWaitEvent) X(cuMemsetD2D8) X(cuMemsetD2D8Async) \
+    X(cuMemcpy3DPeer) X(cuMemcpy3DPeerAsync)
 
 static struct {
 #define MEMBER(fn) __typeof__(fn) *fn;
     DRIVER(MEMBER)
 #undef MEMBER
+    __typeof__(cuCtxSynchronize_v2) *ctx_sync_v2; /* by its exported name in every mode */
 } d;
 
 static void die(const char *what, int r)
@@ -57,11 +61,15 @@ static void resolve(const char *mode, const char *flags_s)
             die("dlopen", 0);
 #define BYNAME(fn) if (!(*(void **)&d.fn = dlsym(RTLD_DEFAULT, STR(fn)))) die("dlsym " STR(fn), 0);
         DRIVER(BYNAME)
+        if (!(*(void **)&d.ctx_sync_v2 = dlsym(RTLD_DEFAULT, "cuCtxSynchronize_v2")))
+            die("dlsym cuCtxSynchronize_v2", 0);
         return;
     }
     void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
     if (!h)
         die("dlopen", 0);
+    if (!(*(void **)&d.ctx_sync_v2 = dlsym(h, "cuCtxSynchronize_v2")))
+        die("dlsym cuCtxSynchronize_v2", 0);
     if (strcmp(mode, "triton") == 0) {
 #define BYHANDLE(fn) if (!(*(void **)&d.fn = dlsym(h, STR(fn)))) die("dlsym " STR(fn), 0);
         DRIVER(BYHANDLE)
@@ -175,6 +183,20 @@ int main(int argc, char **argv)
     CU(d.cuMemsetD8Async(a, 1, 3000, s)); sets++;
     CU(d.cuMemsetD16Async(a, 1, 3000, s)); sets++;
     CU(d.cuMemsetD32Async(a, 1, 3000, s)); sets++;
+    CU(d.cuMemsetD2D8(a, 64, 1, 64, 10)); sets++;
+    CU(d.cuMemsetD2D8Async(b, 128, 1, 128, 20, s)); sets++;
+    CUDA_MEMCPY3D_PEER box = {
+        .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = a, .srcContext = ctx, .srcPitch = 256,
+        .srcHeight = 4, .dstMemoryType = CU_MEMORYTYPE_HOST, .dstHost = host, .dstContext = ctx,
+        .dstPitch = 256, .dstHeight = 4, .WidthInBytes = 256, .Height = 4, .Depth = 3,
+    };
+    CU(d.cuMemcpy3DPeer(&box)); copies++;
+    box.srcMemoryType = CU_MEMORYTYPE_HOST;
+    box.srcHost = host;
+    box.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    box.dstDevice = b;
+    box.Depth = 2;
+    CU(d.cuMemcpy3DPeerAsync(&box, s)); copies++;
 
     /* blocking waits: a 50 ms kernel, a 20 ms one behind an event, the context */
     kernel(fn_b, s, 50000000);
@@ -186,6 +208,12 @@ int main(int argc, char **argv)
     CU(d.cuEventSynchronize(ev));
     kernel(fn_a, s2, 10000000);
     CU(d.cuCtxSynchronize());
+    /* s2 waits for an event on s (not the host); the context again, the 13.0 way */
+    kernel(fn_b, s, 5000000);
+    CU(d.cuEventRecord(ev, s));
+    CU(d.cuStreamWaitEvent(s2, ev, 0));
+    kernel(fn_a, s2, 1000000);
+    CU(d.ctx_sync_v2(NULL));
 
     /* a graph captured from s2 (its kernels are not run then), launched twice on s */
     CUgraph g;
