@@ -237,6 +237,7 @@ static void after_fork_child(void)
     if (!atomic_load(&rs_on))
         return;
     rs_identity_forked();
+    rs_gpu_forked();
     rs_ring_reset();
     atomic_store(&finished, 0);
     rs_writer_forked();

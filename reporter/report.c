@@ -3,6 +3,8 @@
  * could not be read) and everything readable in them is still used. */
 #include "reporter/report.h"
 #include "reporter/analyse.h"
+#include "reporter/html.h"
+#include "reporter/perfetto.h"
 #include "reporter/json.h"
 #include "formats/rsf_error.h"
 
@@ -495,12 +497,6 @@ static void warn_damage(const struct rsr_input *in)
                         "every chunk was read\n", in->file);
 }
 
-/* The other outputs, each in its own module (html.c, perfetto.c); weak so
- * that the report is written without them where they are not built in. */
-int rsr_html_write(FILE *f, const char *report_json, size_t len, struct rsr_model *const *models,
-                   size_t nmodels) __attribute__((weak));
-int rsr_perfetto_write(FILE *f, struct rsr_model *const *models, size_t nmodels) __attribute__((weak));
-
 static int write_file(const char *path, const char *data, size_t len)
 {
     FILE *f = fopen(path, "w");
@@ -516,9 +512,8 @@ static int write_file(const char *path, const char *data, size_t len)
     return 0;
 }
 
-/* Writes OUT/name through fn (html or perfetto); 0 or 1. */
-static int write_output(const char *dir, const char *name, const char *json, size_t len,
-                        struct rsr_model *const *models, size_t n, int html)
+/* Writes OUT/name through rsr_perfetto_write; 0 or 1. */
+static int write_output(const char *dir, const char *name, struct rsr_model *const *models, size_t n)
 {
     char p[4096];
     snprintf(p, sizeof p, "%s/%s", dir, name);
@@ -527,7 +522,7 @@ static int write_output(const char *dir, const char *name, const char *json, siz
         fprintf(stderr, "ringside: %s: %s\n", p, strerror(errno));
         return 1;
     }
-    int rc = html ? rsr_html_write(f, json, len, models, n) : rsr_perfetto_write(f, models, n);
+    int rc = rsr_perfetto_write(f, models, n);
     if (fclose(f) != 0 && rc == 0) {
         fprintf(stderr, "ringside: writing %s: %s\n", p, strerror(errno));
         rc = 1;
@@ -556,7 +551,7 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
         return 1;
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    rsr_inputs_load(ins, files, n, cpus > 0 ? (int)cpus : 1, isatty(STDERR_FILENO));
+    rsr_inputs_load(ins, files, n, cpus > 0 ? (int)cpus : 1, isatty(STDERR_FILENO) && n > 1);
     int readable = 0;
     for (int i = 0; i < n; i++) {
         readable += !ins[i].open_failed && ins[i].walk.nchunks > 0;
@@ -570,7 +565,13 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
         models[i] = ins[i].model ? ins[i].model : &empty;
 
     struct rsr_job job;
-    if (rsr_job_analyse(models, (size_t)n, &job) != 0)
+    int tty = isatty(STDERR_FILENO);
+    if (tty)
+        fprintf(stderr, "ringside: analysing %d process%s", n, n == 1 ? "" : "es");
+    int arc = rsr_job_analyse(models, (size_t)n, &job);
+    if (tty)
+        fputs("\r\033[K", stderr);
+    if (arc != 0)
         fprintf(stderr, "ringside: out of memory: some analyses are missing from the report\n");
     char *json = NULL;
     size_t len = 0;
@@ -596,10 +597,12 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
             char p[4096];
             snprintf(p, sizeof p, "%s/report.json", o->out_dir);
             rc = write_file(p, json, len);
-            if (!rc && rsr_html_write)
-                rc = write_output(o->out_dir, "index.html", json, len, models, (size_t)n, 1);
-            if (!rc && rsr_perfetto_write)
-                rc = write_output(o->out_dir, "trace.json", json, len, models, (size_t)n, 0);
+            /* index.html inlines the flame-*.svg already in OUT. */
+            const char *bad;
+            if (!rc && rsr_html_write_dir(o->out_dir, models, (size_t)n, &bad) != 0)
+                rc = (fprintf(stderr, "ringside: %s: %s\n", bad, strerror(errno)), 1);
+            if (!rc)
+                rc = write_output(o->out_dir, "trace.json", models, (size_t)n);
         }
     }
     if (!rc && o->json_path) {
