@@ -281,7 +281,7 @@ static int add_gpu_op(struct parser *p, int64_t start, int64_t end)
     op->device = (int32_t)e->device;
     op->cls = e->cat == C_MEMCPY ? RSR_GPU_MEMCPY
             : e->cat == C_MEMSET ? RSR_GPU_MEMSET
-            : rsr_gpu_classify_kernel(e->name);
+            : rsr_gpu_classify_kernel(e->name ? e->name : "");
     if (op->cls != RSR_GPU_COMM || !e->has_coll)
         return 1;
     struct rsr_coll *c = rsr_model_add_coll(m);
@@ -410,6 +410,9 @@ static int open_container(struct parser *p, bool is_map)
             memset(e, 0, sizeof *e);
             e->name = name;
             e->name_cap = cap;
+            /* An event without a "name" must not take the last one's. */
+            if (name)
+                name[0] = '\0';
             e->group_size = -1;
             p->level = L_EVENT;
             return 1;
