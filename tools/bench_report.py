@@ -7,7 +7,8 @@ on the same kind of machine), best of ROUNDS runs; (b) a generated job
 `ringside report`: records per second and peak memory (ru_maxrss), for 16
 and for 64 of its ranks, to show memory grows with the records the report
 holds and not with the number of ranks beyond that.
-Usage: tools/bench_report.py [BUILD]   (env: ROUNDS, default 3; RANKS, EVENTS)"""
+Usage: tools/bench_report.py [BUILD]   (env: ROUNDS, default 3; RANKS, default
+64, 0 leaves the generated job out; EVENTS, default 1000000)"""
 import glob
 import json
 import os
@@ -125,7 +126,8 @@ def main():
             kineto_part(work)
         else:
             print("Kineto traces: skipped, no %s" % DATA)
-        generated_part(work)
+        if RANKS > 0:
+            generated_part(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("Machine: %d CPUs (%s); load average %.2f at the end." %
