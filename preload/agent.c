@@ -4,6 +4,7 @@
  * and SIGTERM/SIGINT, whose default action is preceded by a last flush while
  * any handler the program installs is left to the program. */
 #include "preload/agent.h"
+#include "preload/sample.h"
 #include "formats/trace.h"
 
 #include <dlfcn.h>
@@ -89,6 +90,8 @@ static void signals_init(void)
 
 RS_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
+    if (RS_UNLIKELY(sig == rs_sample_sig) && act && sig)
+        rs_sample_yield();
     int i = sig_index(sig);
     if (i < 0 || !sig_virtual)
         return RS_REAL(sigaction)(sig, act, old);
@@ -105,6 +108,8 @@ RS_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 
 RS_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
 {
+    if (RS_UNLIKELY(sig == rs_sample_sig) && sig)
+        rs_sample_yield();
     int i = sig_index(sig);
     if (i < 0 || !sig_virtual)
         return RS_REAL(signal)(sig, handler);
@@ -137,13 +142,25 @@ RS_EXPORT void _Exit(int status)
 
 /* Before an exec the file is finished (the new image starts its own); if
  * the exec fails, recording goes on in the same file. */
-static void before_exec(void)
+static int before_exec(void)
 {
-    if (!atomic_load(&rs_on) || rs_guard)
-        return;
     int saved = errno;
-    rs_writer_flush(1);
+    int rearm = rs_sample_before_exec();
+    if (atomic_load(&rs_on) && !rs_guard)
+        rs_writer_flush(1);
     errno = saved;
+    return rearm;
+}
+
+/* The exec failed (its result is r): sampling goes on. */
+static int exec_failed(int rearm, int r)
+{
+    if (rearm) {
+        int saved = errno;
+        rs_sample_after_exec_failed();
+        errno = saved;
+    }
+    return r;
 }
 
 RS_REAL_DECL(execve);
@@ -155,38 +172,38 @@ RS_REAL_DECL(execveat);
 
 RS_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-    before_exec();
-    return RS_REAL(execve)(path, argv, envp);
+    int rearm = before_exec();
+    return exec_failed(rearm, RS_REAL(execve)(path, argv, envp));
 }
 
 RS_EXPORT int execv(const char *path, char *const argv[])
 {
-    before_exec();
-    return RS_REAL(execv)(path, argv);
+    int rearm = before_exec();
+    return exec_failed(rearm, RS_REAL(execv)(path, argv));
 }
 
 RS_EXPORT int execvp(const char *file, char *const argv[])
 {
-    before_exec();
-    return RS_REAL(execvp)(file, argv);
+    int rearm = before_exec();
+    return exec_failed(rearm, RS_REAL(execvp)(file, argv));
 }
 
 RS_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-    before_exec();
-    return RS_REAL(execvpe)(file, argv, envp);
+    int rearm = before_exec();
+    return exec_failed(rearm, RS_REAL(execvpe)(file, argv, envp));
 }
 
 RS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-    before_exec();
-    return RS_REAL(fexecve)(fd, argv, envp);
+    int rearm = before_exec();
+    return exec_failed(rearm, RS_REAL(fexecve)(fd, argv, envp));
 }
 
 RS_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
-    before_exec();
-    return RS_REAL(execveat)(dirfd, path, argv, envp, flags);
+    int rearm = before_exec();
+    return exec_failed(rearm, RS_REAL(execveat)(dirfd, path, argv, envp, flags));
 }
 
 /* The execl family: gathers the variadic arguments into an argv. */
@@ -240,7 +257,10 @@ static void after_fork_child(void)
     rs_gpu_forked();
     rs_ring_reset();
     atomic_store(&finished, 0);
+    rs_guard = 1; /* the new writer thread is the agent's, not sampled */
     rs_writer_forked();
+    rs_guard = 0;
+    rs_sample_forked();
 }
 
 /* ---- start and end ---- */
@@ -274,6 +294,7 @@ __attribute__((constructor)) static void rs_start(int argc, char **argv, char **
     pthread_atfork(NULL, NULL, after_fork_child);
     signals_init();
     atomic_store(&rs_on, 1);
+    rs_sample_init();
     rs_guard = 0;
 }
 

@@ -166,7 +166,9 @@ struct rs_thread {
 enum { RS_THREAD_FREE = 0, RS_THREAD_LIVE = 1 };
 
 /* Re-entrancy guard: set while the agent itself runs on this thread (and
- * forever on the writer thread), so its own calls are not recorded. */
+ * forever on the writer thread), so its own calls are not recorded. A hook
+ * must hold it from rs_reserve to rs_commit: the sampling signal handler
+ * writes its record only when it finds rs_guard clear. */
 extern __thread int rs_guard RS_TLS;
 /* This thread's slot, NULL until its first record. */
 extern __thread struct rs_thread *rs_self RS_TLS;
@@ -259,6 +261,8 @@ void rs_ring_drain(rs_rec_fn fn, void *arg);
  * (COLL, COMM) only. */
 uint64_t rs_ring_dropped(void);
 uint64_t rs_ring_dropped_io(void);
+/* Sampler records (kinds 48..79) dropped for want of room. */
+uint64_t rs_ring_dropped_samples(void);
 uint64_t rs_ring_dropped_gpu(void);
 uint64_t rs_ring_dropped_nccl(void);
 /* Futex word the writer sleeps on; a hook that fills a block wakes it. */

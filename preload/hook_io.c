@@ -4,6 +4,7 @@
  * while the agent itself runs (rs_guard) and calls after tracing stopped go
  * straight to the real function. errno is always left as the call set it. */
 #include "preload/agent.h"
+#include "preload/sample.h"
 #include "formats/trace.h"
 
 #include <dlfcn.h>
@@ -56,6 +57,7 @@ static inline int opens_tracked(void)
         uint64_t t1_ = rs_ticks();                                                    \
         int e_ = errno;                                                             \
         rs_io_record(OP, file_, t0_, t1_, OFF, (FAILED) ? -(int64_t)e_ : (int64_t)(BYTES)); \
+        rs_wait_sample(t0_, t1_);                                                   \
         errno = e_;                                                                 \
         rs_guard = 0;                                                               \
         return r;                                                                   \

@@ -5,6 +5,7 @@
  * (exit, exec, fatal signals). Any failure to write turns tracing off with
  * one notice; the file keeps every whole frame written before. */
 #include "preload/agent.h"
+#include "preload/sample.h"
 #include "formats/chunk.h"
 #include "formats/frame.h"
 #include "formats/rsf_error.h"
@@ -327,13 +328,14 @@ static void emit(int end)
     if (w.broken)
         goto reset;
     int events = w.nio || w.ngpu || w.nsyncs || w.ncolls || w.ncomms || w.nmems;
-    int empty = !events && !w.nfiles && !w.nthreads && w.nstr + 1 == w.chunk_str_base;
+    int empty = !events && !w.nfiles && !w.nthreads && w.nstr + 1 == w.chunk_str_base &&
+                !rs_stackw_any();
     if (empty && !end && w.seq > 0)
         return;
     /* No file until there is an event: a process that only inherited some
      * fds (a shell, a launcher) leaves nothing behind. What is assembled
      * (names of those fds) waits for the first event. */
-    if (w.fd < 0 && !events && !rs_ring_dropped())
+    if (w.fd < 0 && !events && !rs_stackw_pending() && !rs_ring_dropped())
         return;
     if (w.fd < 0 && open_file() != 0) {
         w.broken = 1;
@@ -365,7 +367,8 @@ static void emit(int end)
     struct rsf_counters counters = { .recorded = w.recorded, .dropped = rs_ring_dropped(),
                                      .dropped_io = rs_ring_dropped_io(),
                                      .dropped_gpu = rs_ring_dropped_gpu(),
-                                     .dropped_nccl = rs_ring_dropped_nccl() };
+                                     .dropped_nccl = rs_ring_dropped_nccl(),
+                                     .dropped_samples = rs_ring_dropped_samples() + rs_sample_dropped() };
     struct rsf_chunk c = {
         .seq = w.seq, .meta = w.seq == 0 ? &meta : NULL,
         .strings_base = w.chunk_str_base,
@@ -378,6 +381,7 @@ static void emit(int end)
         .colls = w.colls, .ncolls = w.ncolls, .comms = w.comms, .ncomms = w.ncomms,
         .mems = w.mems, .nmems = w.nmems,
     };
+    rs_stackw_fill(&c);
     if (rs_cfg.test_skew)
         test_skew(&c);
     size_t bound = rsf_chunk_bound(&c);
@@ -404,6 +408,7 @@ static void emit(int end)
     w.seq++;
 reset:
     w.nio = w.nfiles = w.nthreads = 0;
+    rs_stackw_chunk_done();
     w.ngpu = w.nsyncs = w.ncolls = w.ncomms = w.nmems = 0;
     w.chunk_str_base = w.nstr + 1;
     w.last_emit = rs_now();
@@ -600,6 +605,12 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
     if (w.broken)
         return;
     name_thread(tid);
+    if (h->kind >= RS_REC_SAMPLE && h->kind < RS_REC_SAMPLE + 32) {
+        if (rs_stackw_take(h, tid, &w.map, intern))
+            emit(0);
+        w.recorded++;
+        return;
+    }
     if (h->kind >= 16 && h->kind < 48) {
         take_gpu_record(h, tid);
         return;
@@ -664,6 +675,8 @@ static void *writer_main(void *arg)
         struct rs_tick_map next;
         rs_tick_map_update(&next, &w.map);
         w.map.ns_per_tick = next.ns_per_tick;
+        rs_sample_writer_tick(&w.map);
+        rs_stackw_modules(intern);
         rs_ring_drain(take_record, NULL);
         w.map = next;
         settle(final);
@@ -742,6 +755,7 @@ void rs_writer_forked(void)
     atomic_store(&writer_running, 0);
     if (w.fd >= 0)
         close(w.fd);
+    rs_stackw_new_file();
     atomic_store(&req_seq, 0);
     atomic_store(&done_seq, 0);
     atomic_store(&req_final, 0);

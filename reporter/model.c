@@ -355,27 +355,25 @@ static int cmp_launch_corr(const void *pa, const void *pb)
     return (a->start_ns > b->start_ns) - (a->start_ns < b->start_ns);
 }
 
-/* 1 when arr[0..n) is already in cmp's order (records mostly arrive so,
- * and a second finish finds them so): the sort is then skipped. */
-static int sorted(const void *arr, size_t n, size_t size, int (*cmp)(const void *, const void *))
+/* qsort, after a look whether the records are in order already: trace
+ * files and Kineto traces mostly come in order, and sorting was most of the
+ * time a report took on them. */
+static void sort_records(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
 {
-    const char *p = arr;
-    for (size_t i = 1; i < n; i++)
-        if (cmp(p + (i - 1) * size, p + i * size) > 0)
-            return 0;
-    return 1;
+    const char *p = base;
+    size_t i = 1;
+    while (i < n && cmp(p + (i - 1) * size, p + i * size) <= 0)
+        i++;
+    if (i < n)
+        qsort(base, n, size, cmp);
 }
 
 int rsr_model_finish(struct rsr_model *m)
 {
-    if (m->n_ops > 1 && !sorted(m->ops, m->n_ops, sizeof *m->ops, cmp_op_start))
-        qsort(m->ops, m->n_ops, sizeof *m->ops, cmp_op_start);
-    if (m->n_launches > 1 && !sorted(m->launches, m->n_launches, sizeof *m->launches, cmp_launch_corr))
-        qsort(m->launches, m->n_launches, sizeof *m->launches, cmp_launch_corr);
-    if (m->n_io > 1 && !sorted(m->io, m->n_io, sizeof *m->io, cmp_io_start))
-        qsort(m->io, m->n_io, sizeof *m->io, cmp_io_start);
-    if (m->n_syncs > 1 && !sorted(m->syncs, m->n_syncs, sizeof *m->syncs, cmp_sync_start))
-        qsort(m->syncs, m->n_syncs, sizeof *m->syncs, cmp_sync_start);
+    sort_records(m->ops, m->n_ops, sizeof *m->ops, cmp_op_start);
+    sort_records(m->launches, m->n_launches, sizeof *m->launches, cmp_launch_corr);
+    sort_records(m->io, m->n_io, sizeof *m->io, cmp_io_start);
+    sort_records(m->syncs, m->n_syncs, sizeof *m->syncs, cmp_sync_start);
     finish_colls(m);
     return 0;
 }

@@ -2,6 +2,7 @@
  * the text summary. Damaged files are reported (file, offset, bytes that
  * could not be read) and everything readable in them is still used. */
 #include "reporter/report.h"
+#include "reporter/flame.h"
 #include "reporter/analyse.h"
 #include "reporter/html.h"
 #include "reporter/perfetto.h"
@@ -429,7 +430,7 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
     fputc('\n', f);
     double idle = 0, comp = 0, comm = 0, copy = 0, exposed = 0, overlap = 0;
     int ng = 0;
-    for (size_t i = 0; i < j->n; i++) {
+    for (size_t i = 0; j->gpu && i < j->n; i++) {
         const struct rsr_gpu_breakdown *b = &j->gpu[i];
         if (!b->span_ns)
             continue;
@@ -597,7 +598,9 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
             char p[4096];
             snprintf(p, sizeof p, "%s/report.json", o->out_dir);
             rc = write_file(p, json, len);
-            /* index.html inlines the flame-*.svg already in OUT. */
+            /* The flame graphs first: index.html inlines OUT/flame-*.svg. */
+            if (!rc && rsr_flame_write_all(files, n, o->out_dir, o->quiet) < 0)
+                rc = 1;
             const char *bad;
             if (!rc && rsr_html_write_dir(o->out_dir, models, (size_t)n, &bad) != 0)
                 rc = (fprintf(stderr, "ringside: %s: %s\n", bad, strerror(errno)), 1);

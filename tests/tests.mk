@@ -11,7 +11,7 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/rs_check.h $(FORMAT_OBJ) $(REPORTER_
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(RS_CFLAGS) -Wno-missing-prototypes -o $@ $< $(FORMAT_OBJ) $(REPORTER_LIB_OBJ) \
-	    $(RS_LDFLAGS) -lcheck -lsubunit -lrt -lm -llz4 -lyajl -lz
+	    $(RS_LDFLAGS) -lcheck -lsubunit -lrt -lm -llz4 -lyajl -lz -ldw -lelf -lstdc++
 
 # Small programs the integration tests run under the agent.
 PROG_SRC := $(wildcard tests/programs/*.c)
@@ -33,3 +33,11 @@ test: deps
 	$(Q)BUILD=$(BUILD) sh tests/run.sh
 include tests/format.mk
 include tests/html.mk
+
+# The flame graph tests' trace writer: hand-made stack records through formats/.
+$(BUILD)/tests/flame_mktrace: tests/flame_mktrace.c $(FORMAT_OBJ)
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(RS_CFLAGS) -o $@ $< $(FORMAT_OBJ) $(RS_LDFLAGS) -llz4
+TEST_EXTRA += $(BUILD)/tests/flame_mktrace
+test-build: $(BUILD)/tests/flame_mktrace

@@ -1,0 +1,151 @@
+/* The process's module map for offline symbolisation: every PT_LOAD segment
+ * of every loaded ELF object (path, GNU build id from its note, address
+ * range, file offset), reported to the writer at start and whenever the
+ * loader's adds/subs counters say objects came or went. dlclose is hooked so
+ * the writer records samples and modules before an object is unmapped. */
+#include "preload/sample.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <elf.h>
+#include <link.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+static unsigned long long seen_adds, seen_subs;
+static int polled;
+static uint64_t loader_lo, loader_hi;
+
+struct counts {
+    unsigned long long adds, subs;
+};
+
+static int read_counts(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct counts *c = arg;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+        c->adds = info->dlpi_adds;
+        c->subs = info->dlpi_subs;
+    }
+    return 1;
+}
+
+/* The GNU build id of an object from its PT_NOTE segments, as hex. */
+static void build_id(const struct dl_phdr_info *info, char *hex, size_t cap)
+{
+    hex[0] = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE)
+            continue;
+        const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+        const uint8_t *end = p + ph->p_memsz;
+        while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *n = (const void *)p;
+            size_t name = (n->n_namesz + 3u) & ~3u, desc = (n->n_descsz + 3u) & ~3u;
+            const uint8_t *d = p + sizeof *n + name;
+            if (d + n->n_descsz > end)
+                break;
+            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && memcmp(p + sizeof *n, "GNU", 4) == 0) {
+                size_t k = 0;
+                for (uint32_t j = 0; j < n->n_descsz && k + 2 < cap; j++, k += 2) {
+                    hex[k] = "0123456789abcdef"[d[j] >> 4];
+                    hex[k + 1] = "0123456789abcdef"[d[j] & 15];
+                }
+                hex[k] = 0;
+                return;
+            }
+            p = d + desc;
+        }
+    }
+}
+
+struct poll_arg {
+    rs_module_fn fn;
+    void *arg;
+    char exe[PATH_MAX];
+};
+
+static int each_object(struct dl_phdr_info *info, size_t size, void *varg)
+{
+    (void)size;
+    struct poll_arg *a = varg;
+    const char *path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : a->exe;
+    char id[64];
+    build_id(info, id, sizeof id);
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t mask = ~(uint64_t)(page - 1);
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || ph->p_memsz == 0)
+            continue;
+        uint64_t va = info->dlpi_addr + ph->p_vaddr;
+        uint64_t start = va & mask;
+        uint64_t end = (va + ph->p_memsz + (uint64_t)page - 1) & mask;
+        a->fn(start, end, ph->p_offset & mask, path, id, a->arg);
+    }
+    return 0;
+}
+
+void rs_modules_poll(rs_module_fn fn, void *arg)
+{
+    struct counts c = { 0, 0 };
+    dl_iterate_phdr(read_counts, &c);
+    if (polled && c.adds == seen_adds && c.subs == seen_subs)
+        return;
+    polled = 1;
+    seen_adds = c.adds;
+    seen_subs = c.subs;
+    struct poll_arg a = { fn, arg, "" };
+    ssize_t n = readlink("/proc/self/exe", a.exe, sizeof a.exe - 1);
+    a.exe[n > 0 ? n : 0] = 0;
+    dl_iterate_phdr(each_object, &a);
+}
+
+void rs_modules_reset(void)
+{
+    polled = 0;
+}
+
+static int find_loader(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    if (info->dlpi_addr != (ElfW(Addr))arg)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+            loader_lo = info->dlpi_addr + ph->p_vaddr;
+            loader_hi = loader_lo + ph->p_memsz;
+        }
+    }
+    return 1;
+}
+
+void rs_modules_init(void)
+{
+    /* The kernel tells where it mapped the program's interpreter (ld.so). */
+    unsigned long base = getauxval(AT_BASE);
+    if (base)
+        dl_iterate_phdr(find_loader, (void *)base);
+}
+
+int rs_pc_in_loader(uint64_t pc)
+{
+    return pc >= loader_lo && pc < loader_hi;
+}
+
+RS_REAL_DECL(dlclose);
+
+/* Before an object goes away, the writer takes every sample so far and the
+ * module map that explains them. */
+RS_EXPORT int dlclose(void *handle)
+{
+    if (rs_sample_sig && !rs_guard && atomic_load_explicit(&rs_on, memory_order_relaxed)) {
+        int saved = errno;
+        rs_writer_flush(0);
+        errno = saved;
+    }
+    return RS_REAL(dlclose)(handle);
+}

@@ -1,0 +1,286 @@
+/* CPython 3.10-3.13 frames for the sampler. The signal handler reads the
+ * sampled thread's own frame chain (the thread is stopped in the handler,
+ * but a frame may be half pushed or torn down, so every read goes through
+ * process_vm_readv on this process, which fails cleanly on a bad address)
+ * and puts each frame's code object address where the interpreter's
+ * _PyEval_EvalFrameDefault frames were; the writer turns code objects into
+ * "file.py:qualname" strings later. Offsets: _Py_DebugOffsets in 3.13, the
+ * generated table pyoffsets.h (tools/pyoffsets.sh) for 3.10-3.12. */
+#include "preload/sample.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+enum { RS_PY_ENTRY_EACH, RS_PY_ENTRY_FLAG, RS_PY_ENTRY_SHIM };
+
+/* Where things are in one CPython minor version. entry_mode says how native
+ * eval calls map to Python frames: EACH (3.10: one frame per call), FLAG
+ * (3.11: a call runs frames up to one whose frame_entry byte is set), SHIM
+ * (3.12+: a frame owned by the C stack, frame_entry == cstack_owner, lies
+ * outside the frames of each call). */
+struct rs_pyoffsets {
+    unsigned minor;
+    size_t tstate_frame;     /* 3.11/3.12: tstate->cframe; else the frame */
+    size_t cframe_current;   /* 3.11/3.12: cframe->current_frame */
+    size_t frame_previous, frame_code, frame_entry;
+    int entry_mode, cstack_owner;
+    size_t code_filename, code_name;
+    size_t ascii_size, compact_size;
+};
+
+#include "preload/pyoffsets.h"
+
+_Atomic int rs_py_ready;
+static struct rs_pyoffsets off;
+static int via_cframe;
+static size_t frame_span;
+static uint64_t eval_lo, eval_hi;
+static uint64_t code_type, unicode_type;
+static void *(*p_this_tstate)(void);
+static pid_t self_pid;
+static int given_up;
+
+static int safe_read(uint64_t addr, void *dst, size_t n)
+{
+    struct iovec l = { dst, n }, r = { (void *)addr, n };
+    return addr && process_vm_readv(self_pid, &l, 1, &r, 1, 0) == (ssize_t)n ? 0 : -1;
+}
+
+/* The layout of _Py_DebugOffsets (3.13) as far as the sampler reads it. */
+struct debug_offsets_313 {
+    char cookie[8];
+    uint64_t version, free_threaded;
+    uint64_t runtime_state[3];
+    uint64_t interpreter_state[13];
+    struct { uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
+             datastack_chunk, status; } thread_state;
+    struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
+    struct { uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
+             localsplusnames, localspluskinds, co_code_adaptive; } code_object;
+    uint64_t pyobject[2], type_object[4], tuple_object[3], list_object[3], dict_object[3];
+    uint64_t float_object[2], long_object[3], bytes_object[3];
+    struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
+};
+
+static int offsets_313(void)
+{
+    struct debug_offsets_313 d;
+    void *rt = dlsym(RTLD_DEFAULT, "_PyRuntime");
+    if (!rt || safe_read((uint64_t)rt, &d, sizeof d) != 0 || memcmp(d.cookie, "xdebugpy", 8) != 0 ||
+        (d.version >> 16) != 0x030D || d.free_threaded)
+        return -1;
+    off = (struct rs_pyoffsets){
+        .minor = 13, .tstate_frame = d.thread_state.current_frame,
+        .frame_previous = d.interpreter_frame.previous,
+        .frame_code = d.interpreter_frame.executable, .frame_entry = d.interpreter_frame.owner,
+        .entry_mode = RS_PY_ENTRY_SHIM, .cstack_owner = 3,
+        .code_filename = d.code_object.filename, .code_name = d.code_object.qualname,
+        .ascii_size = d.unicode_object.asciiobject_size,
+        /* PyCompactUnicodeObject adds utf8_length and utf8 in 3.12+. */
+        .compact_size = d.unicode_object.asciiobject_size + 16,
+    };
+    return 0;
+}
+
+static size_t max3(size_t a, size_t b, size_t c)
+{
+    size_t m = a > b ? a : b;
+    return m > c ? m : c;
+}
+
+int rs_py_try_init(void)
+{
+    if (atomic_load(&rs_py_ready) || given_up)
+        return atomic_load(&rs_py_ready);
+    const char *(*version)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+    int (*initialized)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    if (!version || !initialized || !initialized())
+        return 0;
+    given_up = 1; /* from here on, one decision */
+    unsigned major = 0, minor = 0;
+    if (sscanf(version(), "%u.%u", &major, &minor) != 2 || major != 3)
+        return 0;
+    self_pid = getpid();
+    int found = -1;
+    if (minor == 13) {
+        found = offsets_313();
+    } else {
+        for (size_t i = 0; i < sizeof rs_pyoffsets_table / sizeof rs_pyoffsets_table[0]; i++)
+            if (rs_pyoffsets_table[i].minor == minor) {
+                off = rs_pyoffsets_table[i];
+                found = 0;
+            }
+    }
+    if (found != 0) {
+        rs_notice("no frame offsets for Python %u.%u; Python frames are not recorded", major, minor);
+        return 0;
+    }
+    via_cframe = minor == 11 || minor == 12;
+    frame_span = max3(off.frame_previous, off.frame_code, off.frame_entry) + 8;
+    void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (!eval || !dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size) {
+        rs_notice("cannot find _PyEval_EvalFrameDefault; Python frames are not recorded");
+        return 0;
+    }
+    eval_lo = (uint64_t)eval;
+    eval_hi = eval_lo + sym->st_size;
+    code_type = (uint64_t)dlsym(RTLD_DEFAULT, "PyCode_Type");
+    unicode_type = (uint64_t)dlsym(RTLD_DEFAULT, "PyUnicode_Type");
+    p_this_tstate = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+    uint64_t probe = 0;
+    if (!code_type || !unicode_type || !p_this_tstate) {
+        rs_notice("Python %u.%u lacks PyCode_Type/PyGILState_GetThisThreadState; Python frames are not recorded",
+                  major, minor);
+        return 0;
+    }
+    if (safe_read((uint64_t)&code_type, &probe, sizeof probe) != 0) {
+        rs_notice("process_vm_readv on itself is refused (%s); Python frames are not recorded",
+                  strerror(errno));
+        return 0;
+    }
+    rs_debug("Python %u.%u frames on", major, minor);
+    atomic_store(&rs_py_ready, 1);
+    return 1;
+}
+
+void rs_py_forked(void)
+{
+    self_pid = getpid();
+}
+
+/* One frame: its predecessor, code object and entry byte. */
+static int read_frame(uint64_t frame, uint64_t *prev, uint64_t *code, uint8_t *entry)
+{
+    uint8_t buf[256];
+    if (frame_span > sizeof buf || safe_read(frame, buf, frame_span) != 0)
+        return -1;
+    memcpy(prev, buf + off.frame_previous, 8);
+    memcpy(code, buf + off.frame_code, 8);
+    *entry = off.entry_mode == RS_PY_ENTRY_EACH ? 0 : buf[off.frame_entry];
+    return 0;
+}
+
+/* Appends the Python frames one native eval call runs, from *frame on;
+ * leaves *frame at the first frame of the next (outer) call. */
+static int eval_frames(uint64_t *frame, uint64_t *out, int room)
+{
+    int got = 0, guard = 0;
+    while (*frame && got < room && guard++ < 4096) {
+        uint64_t prev, code;
+        uint8_t entry;
+        if (read_frame(*frame, &prev, &code, &entry) != 0) {
+            *frame = 0;
+            break;
+        }
+        if (off.entry_mode == RS_PY_ENTRY_SHIM && entry == off.cstack_owner) {
+            *frame = prev;
+            if (got)
+                break;
+            continue;
+        }
+        if (code)
+            out[got++] = RS_PYFRAME_BIT | (code & ~RS_PYFRAME_BIT);
+        *frame = prev;
+        if (off.entry_mode == RS_PY_ENTRY_EACH || (off.entry_mode == RS_PY_ENTRY_FLAG && entry))
+            break;
+    }
+    return got;
+}
+
+int rs_py_splice(uint64_t *pcs, int n, int max)
+{
+    if (!atomic_load_explicit(&rs_py_ready, memory_order_relaxed))
+        return n;
+    int first = -1;
+    for (int i = 0; i < n && first < 0; i++)
+        if (pcs[i] >= eval_lo && pcs[i] < eval_hi)
+            first = i;
+    if (first < 0)
+        return n;
+    uint64_t ts = (uint64_t)p_this_tstate(), frame = 0;
+    if (!ts || safe_read(ts + off.tstate_frame, &frame, 8) != 0)
+        return n;
+    if (via_cframe && (!frame || safe_read(frame + off.cframe_current, &frame, 8) != 0))
+        return n;
+    uint64_t out[RS_STACK_MAX];
+    int m = 0;
+    for (int i = 0; i < n && m < max && m < RS_STACK_MAX; i++) {
+        int got = 0;
+        if (pcs[i] >= eval_lo && pcs[i] < eval_hi && frame)
+            got = eval_frames(&frame, out + m, (max < RS_STACK_MAX ? max : RS_STACK_MAX) - m);
+        if (got)
+            m += got;
+        else
+            out[m++] = pcs[i];
+    }
+    memcpy(pcs, out, (size_t)m * sizeof *pcs);
+    return m;
+}
+
+/* A str object as UTF-8 into out (bounded); 0, or -1 when it is not one. */
+static int read_str(uint64_t s, char *out, size_t cap)
+{
+    uint8_t hdr[128];
+    if (off.ascii_size > sizeof hdr || safe_read(s, hdr, off.ascii_size) != 0)
+        return -1;
+    uint64_t type, len;
+    uint32_t state;
+    memcpy(&type, hdr + 8, 8);
+    memcpy(&len, hdr + 16, 8);
+    memcpy(&state, hdr + 32, 4);
+    unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+    if (type != unicode_type || !compact || (kind != 1 && kind != 2 && kind != 4) || len > 4096)
+        return -1;
+    uint8_t data[4096 * 4];
+    uint64_t at = s + (ascii ? off.ascii_size : off.compact_size);
+    if (len && safe_read(at, data, len * kind) != 0)
+        return -1;
+    size_t o = 0;
+    for (uint64_t i = 0; i < len; i++) {
+        uint32_t c = kind == 1 ? data[i] : kind == 2 ? ((uint16_t *)(void *)data)[i] : ((uint32_t *)(void *)data)[i];
+        char u[4];
+        size_t k;
+        if (c < 0x80) {
+            u[0] = (char)c, k = 1;
+        } else if (c < 0x800) {
+            u[0] = (char)(0xc0 | c >> 6), u[1] = (char)(0x80 | (c & 63)), k = 2;
+        } else if (c < 0x10000) {
+            u[0] = (char)(0xe0 | c >> 12), u[1] = (char)(0x80 | ((c >> 6) & 63)), u[2] = (char)(0x80 | (c & 63)), k = 3;
+        } else {
+            u[0] = (char)(0xf0 | c >> 18), u[1] = (char)(0x80 | ((c >> 12) & 63)),
+            u[2] = (char)(0x80 | ((c >> 6) & 63)), u[3] = (char)(0x80 | (c & 63)), k = 4;
+        }
+        if (o + k + 1 > cap)
+            break;
+        memcpy(out + o, u, k);
+        o += k;
+    }
+    out[o] = 0;
+    return 0;
+}
+
+int rs_py_code_name(uint64_t code, char *out, size_t cap)
+{
+    uint8_t buf[512];
+    size_t span = max3(off.code_filename, off.code_name, 16) + 8;
+    if (!atomic_load(&rs_py_ready) || span > sizeof buf || safe_read(code, buf, span) != 0)
+        return -1;
+    uint64_t type, file, name;
+    memcpy(&type, buf + 8, 8);
+    memcpy(&file, buf + off.code_filename, 8);
+    memcpy(&name, buf + off.code_name, 8);
+    char f[1024], q[1024];
+    if (type != code_type || read_str(file, f, sizeof f) != 0 || read_str(name, q, sizeof q) != 0)
+        return -1;
+    const char *base = strrchr(f, '/');
+    snprintf(out, cap, "%s:%s", base ? base + 1 : f, q);
+    return 0;
+}

@@ -1,0 +1,489 @@
+/* The CPU sampler: each thread has a timer on its own CPU-time clock
+ * (timer_create(CLOCK_THREAD_CPUTIME_ID) directed at that thread with
+ * SIGEV_THREAD_ID) that sends a free real-time signal every 1/RINGSIDE_SAMPLE_HZ
+ * s of CPU; the handler unwinds from the interrupted context into a
+ * preallocated per-thread buffer and writes one sample record. Threads get
+ * their timer when they start through pthread_create and lose it when they
+ * end. The program never sees the signal: it is installed with SA_RESTART,
+ * kept out of calls that the kernel never restarts, and given up to the
+ * program if it wants that signal. Also the wait samples of blocking calls. */
+#include "preload/sample.h"
+#include "formats/trace.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#define RS_MAX_TIMERS 4096
+
+int rs_sample_sig;
+uint64_t rs_wait_ticks = UINT64_MAX;
+static _Atomic int sampler_on;
+static uint64_t interval_ns;
+static uint64_t wait_ns = 1000000;
+static _Atomic uint64_t dropped;
+/* Kernel timer ids of live threads (id + 1, 0 free): whoever swaps a slot
+ * to 0 deletes that timer, so none is deleted twice (a reused id could be
+ * the program's own timer by then). */
+static _Atomic int timers[RS_MAX_TIMERS];
+
+/* Per-thread sampler state, in static TLS (no allocation in the handler). */
+struct sthread {
+    int slot;                   /* index in timers + 1, 0: no timer */
+    int npending;               /* a sample taken while the agent ran */
+    uint64_t pend_ts, pend_weight;
+    uint64_t pending[RS_STACK_MAX];
+    uint64_t scratch[RS_STACK_MAX];
+};
+static __thread struct sthread me RS_TLS;
+
+uint64_t rs_sample_dropped(void)
+{
+    return atomic_load(&dropped);
+}
+
+static void drop(void)
+{
+    atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+}
+
+/* Writes one sample record; the ring counts it if there is no room. */
+static void put_sample(int kind, uint64_t ts, uint64_t weight, const uint64_t *f, int n)
+{
+    size_t size = sizeof(struct rs_rec_sample) + (size_t)n * sizeof *f;
+    struct rs_rec_sample *r = rs_reserve(size, RS_REC_SAMPLE);
+    if (!r)
+        return;
+    r->h = (struct rs_rec_hdr){ (uint16_t)size, RS_REC_SAMPLE, (uint8_t)kind, (uint32_t)n };
+    r->ts = ts;
+    r->weight = weight;
+    for (int i = 0; i < n; i++)
+        r->frames[i] = f[i];
+    rs_commit(size);
+}
+
+static void on_sample(int sig, siginfo_t *si, void *ucv)
+{
+    (void)sig;
+    int saved = errno;
+    struct sthread *t = &me;
+    /* Only our timer's signals, on a thread that has one. */
+    if (si->si_code != SI_TIMER || !t->slot || !atomic_load_explicit(&sampler_on, memory_order_relaxed) ||
+        !atomic_load_explicit(&rs_on, memory_order_relaxed))
+        goto out;
+    uint64_t ts = rs_ticks();
+    uint64_t weight = interval_ns * (uint64_t)(1 + (si->si_overrun > 0 ? si->si_overrun : 0));
+    ucontext_t *uc = ucv;
+    if (rs_pc_in_loader((uint64_t)uc->uc_mcontext.gregs[REG_RIP])) {
+        drop(); /* the loader may be changing the object list the unwinder reads */
+        goto out;
+    }
+    int n = rs_unwind(uc, t->scratch, RS_STACK_MAX);
+    n = rs_py_splice(t->scratch, n, RS_STACK_MAX);
+    if (rs_guard) {
+        /* The thread is inside the agent, maybe between reserving and
+         * committing a record: keep the sample for the next handler. */
+        if (t->npending) {
+            drop();
+        } else {
+            memcpy(t->pending, t->scratch, (size_t)n * sizeof *t->scratch);
+            t->npending = n;
+            t->pend_ts = ts;
+            t->pend_weight = weight;
+        }
+        goto out;
+    }
+    rs_guard = 1;
+    if (t->npending) {
+        put_sample(RSF_SAMPLE_CPU, t->pend_ts, t->pend_weight, t->pending, t->npending);
+        t->npending = 0;
+    }
+    put_sample(RSF_SAMPLE_CPU, ts, weight, t->scratch, n);
+    rs_guard = 0;
+out:
+    errno = saved;
+}
+
+/* ---- timers: raw system calls, so glibc's own timer bookkeeping (the
+ * program's timer_create) is never involved ---- */
+
+static void thread_arm(void)
+{
+    if (!atomic_load(&sampler_on) || me.slot)
+        return;
+    int saved = errno;
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = rs_sample_sig;
+    sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+    int id = -1;
+    if (syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &sev, &id) != 0) {
+        drop();
+        errno = saved;
+        return;
+    }
+    for (int i = 0; i < RS_MAX_TIMERS; i++) {
+        int expect = 0;
+        if (atomic_compare_exchange_strong(&timers[i], &expect, id + 1)) {
+            me.slot = i + 1;
+            struct itimerspec its = {
+                { (time_t)(interval_ns / 1000000000u), (long)(interval_ns % 1000000000u) },
+                { (time_t)(interval_ns / 1000000000u), (long)(interval_ns % 1000000000u) },
+            };
+            syscall(SYS_timer_settime, id, 0, &its, NULL);
+            errno = saved;
+            return;
+        }
+    }
+    syscall(SYS_timer_delete, id);
+    errno = saved;
+}
+
+static void thread_disarm(void)
+{
+    if (!me.slot)
+        return;
+    int saved = errno;
+    int v = atomic_exchange(&timers[me.slot - 1], 0);
+    me.slot = 0;
+    if (v)
+        syscall(SYS_timer_delete, v - 1);
+    if (me.npending)
+        drop();
+    me.npending = 0;
+    errno = saved;
+}
+
+void rs_sample_yield(void)
+{
+    if (!atomic_exchange(&sampler_on, 0))
+        return;
+    for (int i = 0; i < RS_MAX_TIMERS; i++) {
+        int v = atomic_exchange(&timers[i], 0);
+        if (v)
+            syscall(SYS_timer_delete, v - 1);
+    }
+    rs_notice("the program uses signal %d, which sampled CPU stacks; CPU samples are off", rs_sample_sig);
+}
+
+/* ---- threads ---- */
+
+struct start {
+    void *(*fn)(void *);
+    void *arg;
+};
+
+static void thread_end(void *arg)
+{
+    (void)arg;
+    thread_disarm();
+}
+
+static void *thread_start(void *p)
+{
+    struct start s = *(struct start *)p;
+    free(p);
+    thread_arm();
+    void *ret;
+    pthread_cleanup_push(thread_end, NULL);
+    ret = s.fn(s.arg);
+    pthread_cleanup_pop(1);
+    return ret;
+}
+
+RS_REAL_DECL(pthread_create);
+
+/* Threads the program starts get a timer of their own. Threads started
+ * some other way (a raw clone, or a library constructor that ran before
+ * the agent's) have none and are not sampled. */
+RS_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    if (rs_guard || !atomic_load_explicit(&sampler_on, memory_order_relaxed))
+        return RS_REAL(pthread_create)(th, attr, fn, arg);
+    struct start *s = malloc(sizeof *s);
+    if (!s)
+        return RS_REAL(pthread_create)(th, attr, fn, arg);
+    s->fn = fn;
+    s->arg = arg;
+    int r = RS_REAL(pthread_create)(th, attr, thread_start, s);
+    if (r)
+        free(s);
+    return r;
+}
+
+/* ---- start ---- */
+
+/* A real-time signal nobody has claimed: from SIGRTMAX-2 down, skipping
+ * the top ones and SIGRTMIN..+2, which programs pick first. */
+static int pick_signal(void)
+{
+    for (int s = SIGRTMAX - 2; s >= SIGRTMIN + 3; s--) {
+        struct sigaction old;
+        if (sigaction(s, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
+            return s;
+    }
+    return 0;
+}
+
+void rs_sample_init(void)
+{
+    const char *w = getenv("RINGSIDE_WAIT_US");
+    if (w && *w)
+        wait_ns = strtoull(w, NULL, 10) * 1000u;
+    rs_wait_ticks = wait_ns; /* until the writer knows the tick rate */
+    rs_modules_init();
+    if (rs_cfg.sample_hz <= 0 || rs_unwind_init() != 0)
+        return;
+    interval_ns = 1000000000u / (uint64_t)rs_cfg.sample_hz;
+    int sig = pick_signal();
+    if (!sig) {
+        rs_notice("no free real-time signal; CPU samples are off");
+        return;
+    }
+    struct sigaction act;
+    memset(&act, 0, sizeof act);
+    act.sa_sigaction = on_sample;
+    act.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&act.sa_mask);
+    if (sigaction(sig, &act, NULL) != 0) {
+        rs_notice("cannot install the sampling signal %d; CPU samples are off", sig);
+        return;
+    }
+    rs_sample_sig = sig;
+    atomic_store(&sampler_on, 1);
+    thread_arm();
+}
+
+void rs_sample_forked(void)
+{
+    /* Timers are not inherited: only this thread lives, with none. */
+    for (int i = 0; i < RS_MAX_TIMERS; i++)
+        atomic_store(&timers[i], 0);
+    me.slot = 0;
+    me.npending = 0;
+    rs_py_forked();
+    thread_arm();
+}
+
+/* Before exec: this thread's timer goes, and a signal of it still pending
+ * is taken, or it would kill the new image (default action). Others' die
+ * with their threads. Returns whether the timer must come back (exec failed). */
+int rs_sample_before_exec(void)
+{
+    if (!me.slot)
+        return 0;
+    thread_disarm();
+    sigset_t ours, old;
+    sigemptyset(&ours);
+    sigaddset(&ours, rs_sample_sig);
+    pthread_sigmask(SIG_BLOCK, &ours, &old);
+    struct timespec zero = { 0, 0 };
+    while (syscall(SYS_rt_sigtimedwait, &ours, NULL, &zero, _NSIG / 8) == rs_sample_sig)
+        ;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return 1;
+}
+
+void rs_sample_after_exec_failed(void)
+{
+    thread_arm();
+}
+
+void rs_sample_writer_tick(const struct rs_tick_map *map)
+{
+    if (map->ns_per_tick > 0)
+        rs_wait_ticks = (uint64_t)((double)wait_ns / map->ns_per_tick);
+    rs_py_try_init();
+}
+
+/* ---- stacks from ordinary code: wait samples ---- */
+
+int rs_stack_capture(uint64_t *buf, int max)
+{
+    int n = rs_unwind(NULL, buf, max);
+    int skip = 0;
+    while (skip < n && rs_unwind_is_agent(buf[skip]))
+        skip++;
+    memmove(buf, buf + skip, (size_t)(n - skip) * sizeof *buf);
+    return rs_py_splice(buf, n - skip, max);
+}
+
+void rs_wait_sample_slow(uint64_t t0, uint64_t t1)
+{
+    if (!atomic_load_explicit(&rs_on, memory_order_relaxed) || !rs_unwind_ready())
+        return;
+    uint64_t buf[RS_STACK_MAX];
+    int n = rs_stack_capture(buf, RS_STACK_MAX);
+    put_sample(RSF_SAMPLE_WAIT, t0, t1 - t0, buf, n);
+}
+
+/* ---- calls the kernel never restarts after a handler ran ----
+ * nanosleep, poll, select, epoll_wait, sigtimedwait... fail with EINTR
+ * whatever SA_RESTART says. A CPU-time timer rarely fires inside them (the
+ * thread uses no CPU while it sleeps), but it can on the way in; so the
+ * sampling signal is blocked for their duration and arrives after. */
+
+static inline int block_ours(sigset_t *old)
+{
+    if (!me.slot || !atomic_load_explicit(&sampler_on, memory_order_relaxed))
+        return 0;
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, rs_sample_sig);
+    return pthread_sigmask(SIG_BLOCK, &s, old) == 0;
+}
+
+static inline void unblock_ours(int blocked, const sigset_t *old)
+{
+    if (blocked) {
+        int e = errno;
+        pthread_sigmask(SIG_SETMASK, old, NULL);
+        errno = e;
+    }
+}
+
+/* A copy of a caller's signal mask with ours added (mask arguments of
+ * ppoll, pselect, epoll_pwait, sigsuspend replace the thread's mask). */
+static const sigset_t *with_ours(const sigset_t *m, sigset_t *copy)
+{
+    if (!m || !me.slot || !atomic_load_explicit(&sampler_on, memory_order_relaxed))
+        return m;
+    *copy = *m;
+    sigaddset(copy, rs_sample_sig);
+    return copy;
+}
+
+/* A copy of a set of signals to wait for without ours. */
+static const sigset_t *without_ours(const sigset_t *m, sigset_t *copy)
+{
+    if (!m || !rs_sample_sig || !sigismember(m, rs_sample_sig))
+        return m;
+    *copy = *m;
+    sigdelset(copy, rs_sample_sig);
+    return copy;
+}
+
+#define RS_QUIET(T, CALL)                   \
+    do {                                    \
+        sigset_t old_;                      \
+        int b_ = block_ours(&old_);         \
+        T r_ = CALL;                        \
+        unblock_ours(b_, &old_);            \
+        return r_;                          \
+    } while (0)
+
+RS_REAL_DECL(nanosleep);
+RS_REAL_DECL(clock_nanosleep);
+RS_REAL_DECL(usleep);
+RS_REAL_DECL(sleep);
+RS_REAL_DECL(pause);
+RS_REAL_DECL(poll);
+RS_REAL_DECL(ppoll);
+RS_REAL_DECL(select);
+RS_REAL_DECL(pselect);
+RS_REAL_DECL(epoll_wait);
+RS_REAL_DECL(epoll_pwait);
+RS_REAL_DECL(sigsuspend);
+RS_REAL_DECL(sigwait);
+RS_REAL_DECL(sigwaitinfo);
+RS_REAL_DECL(sigtimedwait);
+RS_REAL_DECL(signalfd);
+
+RS_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
+{
+    RS_QUIET(int, RS_REAL(nanosleep)(req, rem));
+}
+
+RS_EXPORT int clock_nanosleep(clockid_t c, int flags, const struct timespec *req, struct timespec *rem)
+{
+    RS_QUIET(int, RS_REAL(clock_nanosleep)(c, flags, req, rem));
+}
+
+RS_EXPORT int usleep(useconds_t us)
+{
+    RS_QUIET(int, RS_REAL(usleep)(us));
+}
+
+RS_EXPORT unsigned sleep(unsigned s)
+{
+    RS_QUIET(unsigned, RS_REAL(sleep)(s));
+}
+
+RS_EXPORT int pause(void)
+{
+    RS_QUIET(int, RS_REAL(pause)());
+}
+
+RS_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+    RS_QUIET(int, RS_REAL(poll)(fds, n, timeout));
+}
+
+RS_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *m)
+{
+    sigset_t c;
+    RS_QUIET(int, RS_REAL(ppoll)(fds, n, t, with_ours(m, &c)));
+}
+
+RS_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t)
+{
+    RS_QUIET(int, RS_REAL(select)(n, r, w, e, t));
+}
+
+RS_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t, const sigset_t *m)
+{
+    sigset_t c;
+    RS_QUIET(int, RS_REAL(pselect)(n, r, w, e, t, with_ours(m, &c)));
+}
+
+RS_EXPORT int epoll_wait(int fd, struct epoll_event *ev, int n, int timeout)
+{
+    RS_QUIET(int, RS_REAL(epoll_wait)(fd, ev, n, timeout));
+}
+
+RS_EXPORT int epoll_pwait(int fd, struct epoll_event *ev, int n, int timeout, const sigset_t *m)
+{
+    sigset_t c;
+    RS_QUIET(int, RS_REAL(epoll_pwait)(fd, ev, n, timeout, with_ours(m, &c)));
+}
+
+RS_EXPORT int sigsuspend(const sigset_t *m)
+{
+    sigset_t c;
+    return RS_REAL(sigsuspend)(with_ours(m, &c));
+}
+
+RS_EXPORT int sigwait(const sigset_t *set, int *sig)
+{
+    sigset_t c;
+    RS_QUIET(int, RS_REAL(sigwait)(without_ours(set, &c), sig));
+}
+
+RS_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
+{
+    sigset_t c;
+    RS_QUIET(int, RS_REAL(sigwaitinfo)(without_ours(set, &c), info));
+}
+
+RS_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *t)
+{
+    sigset_t c;
+    RS_QUIET(int, RS_REAL(sigtimedwait)(without_ours(set, &c), info, t));
+}
+
+RS_EXPORT int signalfd(int fd, const sigset_t *mask, int flags)
+{
+    sigset_t c;
+    return RS_REAL(signalfd)(fd, without_ours(mask, &c), flags);
+}

@@ -1,0 +1,139 @@
+/* The sampler's internal interface: CPU-time samples taken by a per-thread
+ * timer signal, wait stacks taken by the hooks, both unwound with a private
+ * libunwind (unwind.c) with CPython frames spliced in (pyframes.c), written to
+ * the ring as RS_REC_SAMPLE records; the writer's side (stackw.c) turns them
+ * into the file's Stack, Sample and Module tables. */
+#ifndef RS_SAMPLE_H
+#define RS_SAMPLE_H
+
+#include "preload/agent.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rsf_chunk;
+
+/* Ring record kinds of the sampler: 48..79. */
+enum { RS_REC_SAMPLE = 48 };
+
+#define RS_STACK_MAX 128
+/* In a sample record, a Python frame: bit 63 set, the code object's address
+ * in the low bits (the writer turns it into a string id). */
+#define RS_PYFRAME_BIT (1ull << 63)
+
+/* h.op = enum rsf_sample_kind, h.file = number of frames. ts in ticks;
+ * weight in ns for cpu samples, in ticks for wait samples. Frames innermost
+ * first: native addresses, or RS_PYFRAME_BIT | code object address. */
+struct rs_rec_sample {
+    struct rs_rec_hdr h;
+    uint64_t ts;
+    uint64_t weight;
+    uint64_t frames[];
+};
+
+/* ---- sample.c ---- */
+
+/* Starts the sampler when rs_cfg.sample_hz > 0 and unwinding is available:
+ * picks a free real-time signal, installs its handler, arms this thread's
+ * timer. On failure the sampler stays off with one notice. */
+void rs_sample_init(void);
+/* In a forked child: arms a timer for the one thread there is. */
+void rs_sample_forked(void);
+/* The sampling signal, 0 when the sampler is off. */
+extern int rs_sample_sig;
+/* The program installs a handler for rs_sample_sig: the sampler steps aside
+ * (all timers deleted, one notice) and the signal is the program's. */
+void rs_sample_yield(void);
+/* Around an exec: this thread's timer goes and no signal of it stays
+ * pending (its default action would kill the new image); returns 1 when it
+ * had one, to be re-armed by rs_sample_after_exec_failed if exec returns. */
+int rs_sample_before_exec(void);
+void rs_sample_after_exec_failed(void);
+/* Samples lost by the sampler itself (no room, unwinder busy). */
+uint64_t rs_sample_dropped(void);
+/* Called by the writer on each pass: Python set-up once the interpreter
+ * runs, the wait threshold in ticks from the writer's tick rate. */
+void rs_sample_writer_tick(const struct rs_tick_map *map);
+
+/* Captures the calling thread's stack (the agent's own frames left out,
+ * Python frames spliced in) into buf; returns the number of frames. Not for
+ * signal handlers (the handler unwinds from its ucontext). */
+int rs_stack_capture(uint64_t *buf, int max);
+
+/* A blocking call on this thread took t1 - t0 ticks: when that is over the
+ * wait threshold (RINGSIDE_WAIT_US, default 1000), records a wait sample with
+ * the caller's stack weighted by the time blocked. Call with rs_guard set. */
+extern uint64_t rs_wait_ticks;
+void rs_wait_sample_slow(uint64_t t0, uint64_t t1);
+static inline void rs_wait_sample(uint64_t t0, uint64_t t1)
+{
+    if (RS_UNLIKELY(t1 - t0 >= rs_wait_ticks))
+        rs_wait_sample_slow(t0, t1);
+}
+
+/* ---- unwind.c: libunwind, loaded privately ---- */
+
+/* Loads libunwind.so.8 with RTLD_LOCAL and takes its functions. 0 or -1. */
+int rs_unwind_init(void);
+/* Whether rs_unwind_init succeeded. */
+int rs_unwind_ready(void);
+/* Unwinds from ucontext uc (a signal handler's third argument), or from
+ * here when uc is NULL, into pcs (innermost first); returns the count.
+ * Async-signal-safe. */
+int rs_unwind(void *uc, uint64_t *pcs, int max);
+/* Whether pc lies in libagent.so itself. */
+int rs_unwind_is_agent(uint64_t pc);
+
+/* ---- pyframes.c: CPython 3.10-3.13 frames ---- */
+
+/* Finds the interpreter (once it has started); 1 when Python frames are on. */
+int rs_py_try_init(void);
+extern _Atomic int rs_py_ready;
+/* Replaces, in pcs[0..n) (innermost first, capacity max), each native
+ * _PyEval_EvalFrameDefault frame by the Python frames it runs, read from the
+ * calling thread's frame chain. Returns the new count. Async-signal-safe:
+ * every read of interpreter memory goes through process_vm_readv. */
+int rs_py_splice(uint64_t *pcs, int n, int max);
+/* Writer side: "file.py:qualname" of the code object at code into out.
+ * Returns 0, or -1 when it cannot be read as a code object. */
+int rs_py_code_name(uint64_t code, char *out, size_t cap);
+/* In a forked child: process_vm_readv reads the new pid. */
+void rs_py_forked(void);
+
+/* ---- modules.c ---- */
+
+/* Calls fn for each loaded ELF segment mapping when the set of loaded
+ * objects has changed since the last call (always on the first). */
+typedef void (*rs_module_fn)(uint64_t start, uint64_t end, uint64_t file_off, const char *path,
+                             const char *build_id, void *arg);
+void rs_modules_poll(rs_module_fn fn, void *arg);
+/* The next poll reports every object again (a new file). */
+void rs_modules_reset(void);
+/* Whether pc lies in the dynamic loader (ld.so), where the list of loaded
+ * objects that the unwinder walks may be half-changed: no unwinding then. */
+int rs_pc_in_loader(uint64_t pc);
+/* Finds the loader's text range; at start. */
+void rs_modules_init(void);
+
+/* ---- stackw.c: the writer's side ---- */
+
+typedef uint32_t (*rs_intern_fn)(const char *s);
+/* Takes one sampler record. Returns 1 when the chunk's sample table is full
+ * (the writer should emit before the next record). */
+int rs_stackw_take(const struct rs_rec_hdr *h, uint32_t tid, const struct rs_tick_map *map,
+                   rs_intern_fn intern);
+/* Module changes since the last call, as Module records of the chunk. */
+void rs_stackw_modules(rs_intern_fn intern);
+/* Whether the chunk being assembled has sampler tables. */
+int rs_stackw_pending(void);
+/* Whether it has anything at all (modules included). */
+int rs_stackw_any(void);
+/* Points c's stacks, samples and modules at the chunk's tables. */
+void rs_stackw_fill(struct rsf_chunk *c);
+/* After a chunk was written (or dropped). */
+void rs_stackw_chunk_done(void);
+/* A new file (forked child): stacks, code names and modules start over. */
+void rs_stackw_new_file(void);
+int rs_stackw_full(void);
+
+#endif

@@ -1,0 +1,255 @@
+/* The writer's side of the sampler: sample records become the chunk's
+ * Sample table, each distinct stack a Stack table defined once per file
+ * (found again by hash), Python code objects "file.py:qualname" strings
+ * (frame addr = bit 63 | string id), and module changes Module records. */
+#include "preload/sample.h"
+#include "formats/chunk.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SAMPLE_CAP 16384u
+
+struct stack_slot {
+    uint64_t hash;
+    uint32_t id;          /* 0: empty */
+    uint32_t n;
+    size_t at;            /* frames in all_frames */
+};
+
+struct code_slot {
+    uint64_t code;
+    uint32_t str;
+};
+
+static struct {
+    /* per file */
+    struct stack_slot *stacks;
+    uint32_t stack_cap, nstack_ids;
+    uint64_t *all_frames;
+    size_t nall, all_cap;
+    struct code_slot *codes;
+    uint32_t code_cap, ncodes;
+    struct rsf_module *mods_seen;
+    uint32_t nseen, seen_cap;
+    /* per chunk */
+    struct rsf_sample *samples;
+    uint32_t nsamples;
+    struct rsf_stack *cstacks;
+    uint32_t ncstacks, cstack_cap;
+    size_t *cstack_at;
+    struct rsf_module *mods;
+    uint32_t nmods, mods_cap;
+} s;
+
+static int grow(void **arr, uint32_t *cap, uint32_t n, size_t elem)
+{
+    if (n <= *cap)
+        return 0;
+    uint32_t c = *cap ? *cap : 64;
+    while (c < n)
+        c *= 2;
+    void *p = realloc(*arr, (size_t)c * elem);
+    if (!p)
+        return -1;
+    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);
+    *arr = p;
+    *cap = c;
+    return 0;
+}
+
+static uint64_t hash_frames(const uint64_t *f, uint32_t n)
+{
+    uint64_t h = 1469598103934665603ull ^ n;
+    for (uint32_t i = 0; i < n; i++)
+        h = (h ^ f[i]) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+/* String id of the code object at code ("file.py:qualname"), cached. */
+static uint32_t code_string(uint64_t code, rs_intern_fn intern)
+{
+    if (s.ncodes + 1 >= s.code_cap / 2) {
+        uint32_t cap = s.code_cap ? s.code_cap * 2 : 1024;
+        struct code_slot *t = calloc(cap, sizeof *t);
+        if (!t)
+            return 0;
+        for (uint32_t i = 0; i < s.code_cap; i++) {
+            if (!s.codes[i].code)
+                continue;
+            uint32_t j = (uint32_t)(s.codes[i].code >> 4) & (cap - 1);
+            while (t[j].code)
+                j = (j + 1) & (cap - 1);
+            t[j] = s.codes[i];
+        }
+        free(s.codes);
+        s.codes = t;
+        s.code_cap = cap;
+    }
+    uint32_t j = (uint32_t)(code >> 4) & (s.code_cap - 1);
+    for (; s.codes[j].code; j = (j + 1) & (s.code_cap - 1))
+        if (s.codes[j].code == code)
+            return s.codes[j].str;
+    char name[2048];
+    if (rs_py_code_name(code, name, sizeof name) != 0)
+        return intern("[python]");
+    uint32_t id = intern(name);
+    if (id) {
+        s.codes[j] = (struct code_slot){ code, id };
+        s.ncodes++;
+    }
+    return id;
+}
+
+/* The file's id of stack f[0..n), defining it in this chunk if new. */
+static uint32_t stack_id(const uint64_t *f, uint32_t n)
+{
+    if (s.nstack_ids + 1 >= s.stack_cap / 2) {
+        uint32_t cap = s.stack_cap ? s.stack_cap * 2 : 1024;
+        struct stack_slot *t = calloc(cap, sizeof *t);
+        if (!t)
+            return 0;
+        for (uint32_t i = 0; i < s.stack_cap; i++) {
+            if (!s.stacks[i].id)
+                continue;
+            uint32_t j = (uint32_t)s.stacks[i].hash & (cap - 1);
+            while (t[j].id)
+                j = (j + 1) & (cap - 1);
+            t[j] = s.stacks[i];
+        }
+        free(s.stacks);
+        s.stacks = t;
+        s.stack_cap = cap;
+    }
+    uint64_t h = hash_frames(f, n);
+    uint32_t j = (uint32_t)h & (s.stack_cap - 1);
+    for (; s.stacks[j].id; j = (j + 1) & (s.stack_cap - 1)) {
+        struct stack_slot *e = &s.stacks[j];
+        if (e->hash == h && e->n == n && memcmp(s.all_frames + e->at, f, n * sizeof *f) == 0)
+            return e->id;
+    }
+    if (s.nall + n > s.all_cap) {
+        size_t cap = s.all_cap ? s.all_cap * 2 : 65536;
+        while (cap < s.nall + n)
+            cap *= 2;
+        uint64_t *p = realloc(s.all_frames, cap * sizeof *p);
+        if (!p)
+            return 0;
+        s.all_frames = p;
+        s.all_cap = cap;
+    }
+    if (grow((void **)&s.cstacks, &s.cstack_cap, s.ncstacks + 1, sizeof *s.cstacks))
+        return 0;
+    uint32_t cap_at = s.cstack_cap;
+    size_t *at = realloc(s.cstack_at, cap_at * sizeof *at);
+    if (!at)
+        return 0;
+    s.cstack_at = at;
+    memcpy(s.all_frames + s.nall, f, n * sizeof *f);
+    uint32_t id = ++s.nstack_ids;
+    s.stacks[j] = (struct stack_slot){ h, id, n, s.nall };
+    s.cstacks[s.ncstacks] = (struct rsf_stack){ id, NULL, n };
+    s.cstack_at[s.ncstacks++] = s.nall;
+    s.nall += n;
+    return id;
+}
+
+int rs_stackw_full(void)
+{
+    return s.nsamples >= SAMPLE_CAP;
+}
+
+int rs_stackw_take(const struct rs_rec_hdr *h, uint32_t tid, const struct rs_tick_map *map,
+                   rs_intern_fn intern)
+{
+    if (h->kind != RS_REC_SAMPLE)
+        return rs_stackw_full();
+    if (!s.samples && !(s.samples = malloc(SAMPLE_CAP * sizeof *s.samples)))
+        return 0;
+    if (s.nsamples >= SAMPLE_CAP)
+        return 1;
+    const struct rs_rec_sample *r = (const void *)h;
+    uint32_t n = h->file > RS_STACK_MAX ? RS_STACK_MAX : h->file;
+    uint64_t f[RS_STACK_MAX];
+    for (uint32_t i = 0; i < n; i++) {
+        f[i] = r->frames[i];
+        if (f[i] & RS_PYFRAME_BIT)
+            f[i] = RS_PYFRAME_BIT | code_string(f[i] & ~RS_PYFRAME_BIT, intern);
+    }
+    uint32_t id = stack_id(f, n);
+    if (!id)
+        return rs_stackw_full();
+    s.samples[s.nsamples++] = (struct rsf_sample){
+        .ts_ns = rs_tick_ns(map, r->ts),
+        .weight_ns = h->op == RSF_SAMPLE_CPU ? r->weight : rs_tick_dur(map, r->weight),
+        .tid = tid, .stack = id, .kind = h->op,
+    };
+    return rs_stackw_full();
+}
+
+struct mod_arg {
+    rs_intern_fn intern;
+    uint64_t ts;
+};
+
+static void one_module(uint64_t start, uint64_t end, uint64_t file_off, const char *path,
+                       const char *build_id, void *varg)
+{
+    struct mod_arg *a = varg;
+    uint32_t p = a->intern(path);
+    for (uint32_t i = 0; i < s.nseen; i++) {
+        const struct rsf_module *m = &s.mods_seen[i];
+        if (m->start == start && m->end == end && m->file_off == file_off && m->path == p)
+            return;
+    }
+    struct rsf_module m = { a->ts, start, end, file_off, p, build_id[0] ? a->intern(build_id) : 0 };
+    if (grow((void **)&s.mods_seen, &s.seen_cap, s.nseen + 1, sizeof m) ||
+        grow((void **)&s.mods, &s.mods_cap, s.nmods + 1, sizeof m))
+        return;
+    s.mods_seen[s.nseen++] = m;
+    s.mods[s.nmods++] = m;
+}
+
+void rs_stackw_modules(rs_intern_fn intern)
+{
+    if (!rs_sample_sig && rs_wait_ticks == UINT64_MAX)
+        return;
+    struct mod_arg a = { intern, rs_now() };
+    rs_modules_poll(one_module, &a);
+}
+
+int rs_stackw_pending(void)
+{
+    return s.nsamples > 0;
+}
+
+int rs_stackw_any(void)
+{
+    return s.nsamples || s.ncstacks || s.nmods;
+}
+
+void rs_stackw_fill(struct rsf_chunk *c)
+{
+    for (uint32_t i = 0; i < s.ncstacks; i++)
+        s.cstacks[i].frames = (const struct rsf_frame *)(s.all_frames + s.cstack_at[i]);
+    c->stacks = s.cstacks;
+    c->nstacks = s.ncstacks;
+    c->samples = s.samples;
+    c->nsamples = s.nsamples;
+    c->modules = s.mods;
+    c->nmodules = s.nmods;
+}
+
+void rs_stackw_chunk_done(void)
+{
+    s.nsamples = s.ncstacks = s.nmods = 0;
+}
+
+void rs_stackw_new_file(void)
+{
+    /* Ids and strings start over with the file; the loader's map is
+     * recorded again. Old tables are dropped, not freed: the parent may have
+     * been changing them when it forked. */
+    memset(&s, 0, sizeof s);
+    rs_modules_reset();
+}

@@ -1,0 +1,104 @@
+/* Native stack unwinding for the sampler with libunwind, loaded privately:
+ * dlopen("libunwind.so.8", RTLD_LOCAL) and function pointers, so that the
+ * program's own unwinder (libgcc's _Unwind_*, which libunwind.so also
+ * exports) is never replaced by ours and a program linked with a different
+ * libunwind keeps its own. libunwind's local unwinding is async-signal-safe
+ * (its own mmap-based allocator; the global cache is locked with signals
+ * masked), which is why the signal handler can use it. */
+#define UNW_LOCAL_ONLY
+#include "preload/sample.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <libunwind.h>
+#include <string.h>
+
+static int (*p_init_local2)(unw_cursor_t *, unw_context_t *, int);
+static int (*p_step)(unw_cursor_t *);
+static int (*p_get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
+static int (*p_getcontext)(unw_context_t *);
+static int (*p_set_caching_policy)(unw_addr_space_t, unw_caching_policy_t);
+static uint64_t agent_lo, agent_hi;
+
+/* The executable segment of libagent.so, so wait stacks start at the program. */
+static int find_agent(struct dl_phdr_info *info, size_t size, void *base)
+{
+    (void)size;
+    if (info->dlpi_addr != (ElfW(Addr))base)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+            agent_lo = info->dlpi_addr + ph->p_vaddr;
+            agent_hi = agent_lo + ph->p_memsz;
+        }
+    }
+    return 1;
+}
+
+static void agent_range(void)
+{
+    Dl_info info;
+    if (dladdr((void *)rs_unwind_init, &info) && info.dli_fbase)
+        dl_iterate_phdr(find_agent, info.dli_fbase);
+}
+
+int rs_unwind_is_agent(uint64_t pc)
+{
+    return pc >= agent_lo && pc < agent_hi;
+}
+
+int rs_unwind_ready(void)
+{
+    return p_step != NULL;
+}
+
+int rs_unwind_init(void)
+{
+    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        rs_notice("cannot load libunwind.so.8 (%s); CPU samples are off", dlerror());
+        return -1;
+    }
+    /* UNW_LOCAL_ONLY names: _ULx86_64_*; getcontext is _Ux86_64_getcontext. */
+    p_init_local2 = (__typeof__(p_init_local2))dlsym(h, "_ULx86_64_init_local2");
+    p_step = (__typeof__(p_step))dlsym(h, "_ULx86_64_step");
+    p_get_reg = (__typeof__(p_get_reg))dlsym(h, "_ULx86_64_get_reg");
+    p_getcontext = (__typeof__(p_getcontext))dlsym(h, "_Ux86_64_getcontext");
+    p_set_caching_policy = (__typeof__(p_set_caching_policy))dlsym(h, "_ULx86_64_set_caching_policy");
+    unw_addr_space_t *local = dlsym(h, "_ULx86_64_local_addr_space");
+    if (!p_init_local2 || !p_step || !p_get_reg || !p_getcontext) {
+        rs_notice("libunwind.so.8 lacks init_local2/step/get_reg/getcontext; CPU samples are off");
+        dlclose(h);
+        return -1;
+    }
+    /* The global cache is shared by all threads under a lock taken with all
+     * signals masked; the per-thread cache would allocate TLS in a handler. */
+    if (p_set_caching_policy && local)
+        p_set_caching_policy(*local, UNW_CACHE_GLOBAL);
+    agent_range();
+    return 0;
+}
+
+int rs_unwind(void *uc, uint64_t *pcs, int max)
+{
+    unw_cursor_t cur;
+    unw_context_t here;
+    int flags = UNW_INIT_SIGNAL_FRAME;
+    if (!uc) {
+        if (p_getcontext(&here) != 0)
+            return 0;
+        uc = &here;
+        flags = 0;
+    }
+    if (p_init_local2(&cur, uc, flags) != 0)
+        return 0;
+    int n = 0;
+    do {
+        unw_word_t ip;
+        if (p_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0)
+            break;
+        pcs[n++] = ip;
+    } while (n < max && p_step(&cur) > 0);
+    return n;
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""CPU samples of a C program whose three hot functions do 60/30/10 of the
+work by construction (tests/programs/hot3.c): the shares of the sampled
+innermost frames, symbolised here with binutils' addr2line through the
+trace's module map, are within 5 points; the callers unwind to main; the
+program's output is the same with and without the agent; at
+RINGSIDE_SAMPLE_HZ=0 no samples are taken."""
+import os
+
+from rstest import PROG, check, cleanup, finish, run, tempdir, trace_files, traced_env
+from samples import Trace, shares
+
+TRUTH = {"hot_a": 60.0, "hot_b": 30.0, "hot_c": 10.0}
+HOT3 = os.path.join(PROG, "hot3")
+
+
+def main():
+    args = [HOT3, "1500", "100000"]
+    plain = run(args)
+    out = tempdir("sample-c")
+    p = run(args, env=traced_env(out, RINGSIDE_SAMPLE_HZ=999))
+    check("hot3 runs under the agent", p.returncode == 0, p.stderr.decode()[-300:])
+    check("same output as without the agent", p.stdout == plain.stdout,
+          "%r vs %r" % (p.stdout, plain.stdout))
+    files = trace_files(out)
+    if check("one trace file", len(files) == 1, "%d files" % len(files)):
+        t = Trace(files[0])
+        cpu = t.of_kind("cpu")
+        check("cpu samples recorded", len(cpu) >= 500, "%d samples" % len(cpu))
+        leaf = [t.names(s)[0] if t.stacks.get(s["stack"]) else None for s in cpu]
+        got, n = shares(leaf, TRUTH)
+        check("hot functions are most samples", n >= 0.9 * len(cpu),
+              "%d of %d samples in hot_a/b/c" % (n, len(cpu)))
+        for fn, want in TRUTH.items():
+            check("%s share %.0f%% within 5 points" % (fn, want), abs(got[fn] - want) <= 5.0,
+                  "%.1f%% of %d samples" % (got[fn], n))
+        callers = [t.names(s)[1:] for s in cpu if len(t.stacks.get(s["stack"], [])) > 1]
+        with_main = sum(1 for c in callers if "main" in c)
+        check("stacks unwind to main", with_main >= 0.9 * len(cpu),
+              "%d of %d stacks reach main" % (with_main, len(cpu)))
+        weight = sum(s["weight_ns"] for s in cpu)
+        check("cpu weight is the sampling period", all(s["weight_ns"] >= 1001001 for s in cpu),
+              "a weight below 1/999 s")
+        check("dropped_samples counter present", "dropped_samples" in t.counters, str(t.counters))
+        cpu_s = weight / 1e9
+        check("sampled CPU time near the program's", cpu_s > 0.5, "%.2f s" % cpu_s)
+    cleanup(out)
+
+    out = tempdir("sample-off")
+    p = run([HOT3, "200", "100000"], env=traced_env(out, RINGSIDE_SAMPLE_HZ=0))
+    samples = sum(len(Trace(f).samples) for f in trace_files(out))
+    check("RINGSIDE_SAMPLE_HZ=0: no samples", p.returncode == 0 and samples == 0,
+          "%d samples" % samples)
+    cleanup(out)
+    finish()
+
+
+main()

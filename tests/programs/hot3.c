@@ -1,0 +1,37 @@
+/* Three hot functions doing 60%, 30% and 10% of the work: each round calls
+ * hot_a, hot_b and hot_c for 6, 3 and 1 units of the same spin loop. The
+ * sampler tests hold the CPU samples' shares against these. Usage: hot3
+ * ROUNDS [UNIT_ITERATIONS]. */
+#include <stdio.h>
+#include <stdlib.h>
+
+static volatile unsigned long sink;
+
+#define SPIN(units, unit, salt)                                 \
+    do {                                                        \
+        unsigned long x = (salt);                               \
+        for (unsigned long i = 0; i < (units) * (unit); i++)    \
+            x = x * 6364136223846793005ul + 1442695040888963407ul; \
+        sink += x;                                              \
+    } while (0)
+
+void hot_a(unsigned long unit);
+void hot_b(unsigned long unit);
+void hot_c(unsigned long unit);
+
+__attribute__((noinline)) void hot_a(unsigned long unit) { SPIN(6, unit, 1); }
+__attribute__((noinline)) void hot_b(unsigned long unit) { SPIN(3, unit, 2); }
+__attribute__((noinline)) void hot_c(unsigned long unit) { SPIN(1, unit, 3); }
+
+int main(int argc, char **argv)
+{
+    long rounds = argc > 1 ? atol(argv[1]) : 100;
+    unsigned long unit = argc > 2 ? strtoul(argv[2], NULL, 10) : 100000;
+    for (long r = 0; r < rounds; r++) {
+        hot_a(unit);
+        hot_b(unit);
+        hot_c(unit);
+    }
+    printf("%lu\n", (unsigned long)sink);
+    return 0;
+}
