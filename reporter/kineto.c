@@ -66,6 +66,8 @@ struct parser {
     bool many_steps;        /* a second, different step was seen */
     int64_t last_step_ns;   /* start of the latest step */
     struct rsr_kineto_info info;
+    uint64_t run_off;       /* file offset of the text being parsed */
+    uint64_t pid_off;       /* file offset of the element that gave the model its pid */
     /* A job's trace from rsr_perfetto_write: its processes, one model each
      * (models[0] is the caller's); only read when want_procs. */
     bool want_procs;
@@ -281,7 +283,7 @@ static int add_gpu_op(struct parser *p, int64_t start, int64_t end)
     op->device = (int32_t)e->device;
     op->cls = e->cat == C_MEMCPY ? RSR_GPU_MEMCPY
             : e->cat == C_MEMSET ? RSR_GPU_MEMSET
-            : rsr_gpu_classify_kernel(e->name);
+            : rsr_gpu_classify_kernel(e->name ? e->name : "");
     if (op->cls != RSR_GPU_COMM || !e->has_coll)
         return 1;
     struct rsr_coll *c = rsr_model_add_coll(m);
@@ -332,8 +334,10 @@ static int end_event(struct parser *p)
     bool gpu = e->cat == C_KERNEL || e->cat == C_MEMCPY || e->cat == C_MEMSET;
     if (gpu && e->has_stream)
         return add_gpu_op(p, start, end);
-    if ((e->cat == C_LAUNCH || e->cat == C_CPU_OP) && e->has_pid && m->pid == 0)
+    if ((e->cat == C_LAUNCH || e->cat == C_CPU_OP) && e->has_pid && m->pid == 0) {
         m->pid = e->pid;
+        p->pid_off = p->run_off;
+    }
     if (e->cat == C_LAUNCH && e->has_corr) {
         struct rsr_launch *l = rsr_model_add_launch(m);
         if (!l || rsr_model_intern(m, e->name, e->name_len, &l->name) < 0)
@@ -410,6 +414,9 @@ static int open_container(struct parser *p, bool is_map)
             memset(e, 0, sizeof *e);
             e->name = name;
             e->name_cap = cap;
+            /* An event without a "name" must not take the last one's. */
+            if (name)
+                name[0] = '\0';
             e->group_size = -1;
             p->level = L_EVENT;
             return 1;
@@ -783,53 +790,6 @@ static void yajl_reason(yajl_handle y, char *out, size_t outlen)
     yajl_free_error(y, text);
 }
 
-/* Inflating and parsing are each a large share of the load, so a reader
- * thread inflates the next piece while the caller's thread parses the last:
- * two buffers, handed back and forth under one lock. */
-struct reader {
-    gzFile gz;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    char *buf[2];
-    int len[2];             /* bytes in buf[i]; 0: end of data, -1: error */
-    bool full[2];
-    bool stop;              /* the parser gave up: stop reading */
-    int zerr, sys_errno;    /* how reading ended, for the error message */
-    long long zoffset;
-    char zmsg[96];
-};
-
-static void *reader_run(void *arg)
-{
-    struct reader *r = arg;
-    for (int i = 0;; i ^= 1) {
-        pthread_mutex_lock(&r->lock);
-        while (r->full[i] && !r->stop)
-            pthread_cond_wait(&r->cond, &r->lock);
-        bool stop = r->stop;
-        pthread_mutex_unlock(&r->lock);
-        if (stop)
-            return NULL;
-        int n = gzread(r->gz, r->buf[i], READ_CHUNK);
-        int zerr = Z_OK;
-        if (n <= 0) {
-            const char *zmsg = gzerror(r->gz, &zerr);
-            r->sys_errno = errno;
-            r->zoffset = (long long)gzoffset(r->gz);
-            snprintf(r->zmsg, sizeof r->zmsg, "%s", zmsg ? zmsg : "");
-            if (zerr != Z_OK)
-                n = -1;
-        }
-        pthread_mutex_lock(&r->lock);
-        r->zerr = zerr;
-        r->len[i] = n;
-        r->full[i] = true;
-        pthread_cond_broadcast(&r->cond);
-        pthread_mutex_unlock(&r->lock);
-        if (n <= 0)
-            return NULL;
-    }
-}
 
 /* Most of a trace's bytes are CPU-side events the model does not hold
  * (operators, Python functions, flow arrows). Lexing them with yajl was most
@@ -865,19 +825,67 @@ struct skipper {
     bool unsure;            /* a key straddled pieces: do not skip */
     size_t val[K_NKEYS];    /* offset after the key's ':', 0: none */
     bool kept_any;          /* an element was handed to yajl (commas) */
-    uint64_t err_at;        /* file offset of a yajl error */
+    bool nomem;
+    struct piece *out;      /* where the text for yajl goes */
+    /* What the skipped elements say (skipped_event), merged into the model
+     * by the parser at the end. */
+    bool has_wall, has_pid;
+    int64_t wall_start, wall_end, pid;
+    uint64_t pid_off;       /* file offset of the element that gave pid */
 };
 
-/* Feeds len bytes to yajl; on error sets err_at from the file offset off of
- * s[0]. */
-static yajl_status feed(struct skipper *k, yajl_handle y, const char *s, size_t len, uint64_t off)
+/* Text for yajl, in runs that each come from one place in the file. */
+struct piece_run {
+    size_t at, len;         /* in piece.text */
+    uint64_t off;           /* file offset of its first byte */
+};
+
+/* What the reader thread hands the parser: the text to parse and where in
+ * the file each run of it came from (for error messages). */
+struct piece {
+    char *text;
+    size_t len, cap;
+    struct piece_run *runs;
+    size_t nruns, cap_runs;
+    int raw_len;            /* file bytes it covers; 0: end of data, -1: read error */
+    bool nomem;
+};
+
+/* Appends len bytes from file offset off to the piece being filled; a run
+ * that continues the last one in the file extends it. False when out of
+ * memory. */
+static bool feed(struct skipper *k, const char *s, size_t len, uint64_t off)
 {
+    struct piece *o = k->out;
     if (len == 0)
-        return yajl_status_ok;
-    yajl_status st = yajl_parse(y, (const unsigned char *)s, len);
-    if (st != yajl_status_ok)
-        k->err_at = off + yajl_get_bytes_consumed(y);
-    return st;
+        return true;
+    if (o->len + len > o->cap) {
+        size_t cap = o->cap ? o->cap : READ_CHUNK;
+        while (cap < o->len + len)
+            cap *= 2;
+        char *t = realloc(o->text, cap);
+        if (!t)
+            return false;
+        o->text = t;
+        o->cap = cap;
+    }
+    memcpy(o->text + o->len, s, len);
+    struct piece_run *last = o->nruns ? &o->runs[o->nruns - 1] : NULL;
+    if (last && last->at + last->len == o->len && last->off + last->len == off) {
+        last->len += len;
+    } else {
+        if (o->nruns == o->cap_runs) {
+            size_t cap = o->cap_runs ? o->cap_runs * 2 : 256;
+            struct piece_run *r = realloc(o->runs, cap * sizeof *r);
+            if (!r)
+                return false;
+            o->runs = r;
+            o->cap_runs = cap;
+        }
+        o->runs[o->nruns++] = (struct piece_run){ o->len, len, off };
+    }
+    o->len += len;
+    return true;
 }
 
 static bool ev_grow(struct skipper *k, size_t more)
@@ -952,10 +960,10 @@ static bool skippable(const struct skipper *k)
     return false;
 }
 
-/* What end_event takes from an element it would otherwise not keep. */
-static void skipped_event(struct parser *p, const struct skipper *k)
+/* What end_event takes from an element it would otherwise not keep: its
+ * time (for the wall time) and, for a CPU operator, its pid. */
+static void skipped_event(struct skipper *k)
 {
-    struct rsr_model *m = p->m;
     size_t len, clen;
     int64_t ts, dur, pid;
     const char *s = ev_number(k, k->val[K_TS], &len);
@@ -967,15 +975,19 @@ static void skipped_event(struct parser *p, const struct skipper *k)
     int64_t start = ceil_us(ts), end = floor_us(ts + dur);
     if (end < start)
         end = start;
-    if (m->wall_start_ns == 0 || start < m->wall_start_ns)
-        m->wall_start_ns = start;
-    if (end > m->wall_end_ns)
-        m->wall_end_ns = end;
+    if (!k->has_wall || start < k->wall_start)
+        k->wall_start = start;
+    if (!k->has_wall || end > k->wall_end)
+        k->wall_end = end;
+    k->has_wall = true;
     const char *cat = ev_string(k, k->val[K_CAT], &clen);
     s = ev_number(k, k->val[K_PID], &len);
-    if (m->pid == 0 && cat && parse_cat((const unsigned char *)cat, clen) == C_CPU_OP && s &&
-        parse_int(s, len, &pid))
-        m->pid = pid;
+    if (!k->has_pid && cat && parse_cat((const unsigned char *)cat, clen) == C_CPU_OP && s &&
+        parse_int(s, len, &pid)) {
+        k->has_pid = true;
+        k->pid = pid;
+        k->pid_off = k->ev_off;
+    }
 }
 
 /* The bytes outside strings that scan_event acts on. */
@@ -1026,8 +1038,7 @@ static size_t find_string_end(const char *s, size_t i, size_t n)
 /* Cuts an element out of s[0..n), continuing one begun in
  * an earlier piece. Returns the bytes used; k->mode becomes S_ARRAY when
  * the element ended, and it was then handed on or skipped. */
-static size_t scan_event(struct skipper *k, struct parser *p, yajl_handle y, const char *s,
-                         size_t n, yajl_status *st)
+static size_t scan_event(struct skipper *k, const char *s, size_t n)
 {
     size_t i = 0;
     if (k->esc && n > 0) {
@@ -1105,8 +1116,7 @@ static size_t scan_event(struct skipper *k, struct parser *p, yajl_handle y, con
             break;
     }
     if (!ev_grow(k, i)) {
-        fail(p, RSR_KINETO_ERR_NOMEM, "event text");
-        *st = yajl_status_client_canceled;
+        k->nomem = true;
         return i;
     }
     memcpy(k->ev + k->ev_len, s, i);
@@ -1115,25 +1125,23 @@ static size_t scan_event(struct skipper *k, struct parser *p, yajl_handle y, con
         return i;
     k->mode = S_ARRAY;
     if (!k->unsure && skippable(k)) {
-        skipped_event(p, k);
+        skipped_event(k);
     } else {
-        if (k->kept_any)
-            *st = feed(k, y, ",", 1, k->ev_off);
-        if (*st == yajl_status_ok)
-            *st = feed(k, y, k->ev, k->ev_len, k->ev_off);
+        /* The comma stands where the element's first byte was, so that an
+         * error in the element is placed right. */
+        if ((k->kept_any && !feed(k, ",", 1, k->ev_off - 1)) || !feed(k, k->ev, k->ev_len, k->ev_off))
+            k->nomem = true;
         k->kept_any = true;
     }
     return i;
 }
 
-/* Hands s[0..n) (file offset off) to yajl through the skipper. On error
- * k->err_at is the file offset yajl stopped at. */
-static yajl_status skip_feed(struct skipper *k, struct parser *p, yajl_handle y, const char *s,
-                             size_t n, uint64_t off)
+/* Puts what yajl must see of s[0..n) (file offset off) into k->out.
+ * Sets k->nomem when out of memory. */
+static void skip_feed(struct skipper *k, const char *s, size_t n, uint64_t off)
 {
-    yajl_status st = yajl_status_ok;
     size_t i = 0, from = 0;     /* s[from..i) waits to be passed on as is */
-    while (i < n && st == yajl_status_ok) {
+    while (i < n && !k->nomem) {
         char c = s[i];
         switch (k->mode) {
         case S_RAW:
@@ -1146,7 +1154,7 @@ static yajl_status skip_feed(struct skipper *k, struct parser *p, yajl_handle y,
                 k->depth = 1;
                 i++;
                 if (k->mode == S_ARRAY) {
-                    st = feed(k, y, s + from, i - from, off + from);
+                    k->nomem = !feed(k, s + from, i - from, off + from);
                     from = i;
                 }
             } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
@@ -1175,7 +1183,7 @@ static yajl_status skip_feed(struct skipper *k, struct parser *p, yajl_handle y,
                 break;
             if (c == '[' && k->depth == 1 && k->after_key) {
                 k->mode = S_ARRAY;
-                st = feed(k, y, s + from, i - from, off + from);
+                k->nomem = !feed(k, s + from, i - from, off + from);
                 from = i;
                 break;
             }
@@ -1210,19 +1218,76 @@ static yajl_status skip_feed(struct skipper *k, struct parser *p, yajl_handle y,
                 /* Not an object: pass the rest on as it is. */
                 k->mode = S_RAW;
                 if (k->kept_any)
-                    st = feed(k, y, ",", 1, off + i);
+                    k->nomem = !feed(k, ",", 1, off + i - 1);
                 from = i;
             }
             break;
         case S_EVENT:
-            i += scan_event(k, p, y, s + i, n - i, &st);
+            i += scan_event(k, s + i, n - i);
             from = i;
             break;
         }
     }
-    if (st == yajl_status_ok && (k->mode == S_PASS || k->mode == S_RAW || k->mode == S_START))
-        st = feed(k, y, s + from, n - from, off + from);
-    return st;
+    if (!k->nomem && (k->mode == S_PASS || k->mode == S_RAW || k->mode == S_START))
+        k->nomem = !feed(k, s + from, n - from, off + from);
+}
+
+/* Inflating, cutting out what the model does not read, and parsing the rest
+ * are each a large share of the load, so a reader thread inflates and cuts
+ * the next piece while the caller's thread parses the last: two pieces,
+ * handed back and forth under one lock. */
+struct reader {
+    gzFile gz;
+    char *raw;              /* inflated text, READ_CHUNK bytes */
+    struct skipper k;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct piece piece[2];
+    bool full[2];
+    bool stop;              /* the parser gave up: stop reading */
+    int zerr, sys_errno;    /* how reading ended, for the error message */
+    long long zoffset;
+    char zmsg[96];
+};
+
+static void *reader_run(void *arg)
+{
+    struct reader *r = arg;
+    uint64_t offset = 0;
+    for (int i = 0;; i ^= 1) {
+        pthread_mutex_lock(&r->lock);
+        while (r->full[i] && !r->stop)
+            pthread_cond_wait(&r->cond, &r->lock);
+        bool stop = r->stop;
+        pthread_mutex_unlock(&r->lock);
+        if (stop)
+            return NULL;
+        struct piece *pc = &r->piece[i];
+        pc->len = pc->nruns = 0;
+        int n = gzread(r->gz, r->raw, READ_CHUNK);
+        int zerr = Z_OK;
+        if (n <= 0) {
+            const char *zmsg = gzerror(r->gz, &zerr);
+            r->sys_errno = errno;
+            r->zoffset = (long long)gzoffset(r->gz);
+            snprintf(r->zmsg, sizeof r->zmsg, "%s", zmsg ? zmsg : "");
+            if (zerr != Z_OK)
+                n = -1;
+        } else {
+            r->k.out = pc;
+            skip_feed(&r->k, r->raw, (size_t)n, offset);
+            offset += (uint64_t)n;
+        }
+        pc->raw_len = n;
+        pc->nomem = r->k.nomem;
+        pthread_mutex_lock(&r->lock);
+        r->zerr = zerr;
+        r->full[i] = true;
+        pthread_cond_broadcast(&r->cond);
+        pthread_mutex_unlock(&r->lock);
+        if (n <= 0 || pc->nomem)
+            return NULL;
+    }
 }
 
 /* The message for how reading ended, after offset bytes of JSON. */
@@ -1240,30 +1305,32 @@ static int read_error(const struct reader *r, const char *path, uint64_t offset,
                   path, r->zoffset, (unsigned long long)offset, r->zmsg);
 }
 
-/* Feeds the pieces the reader inflates to yajl; returns an error code with
+/* Feeds the pieces the reader prepares to yajl; returns an error code with
  * msg filled. */
 static int parse_pieces(const char *path, struct reader *r, yajl_handle y, struct parser *p,
                         char *msg, size_t msglen)
 {
     uint64_t offset = 0;
     char reason[160];
-    struct skipper k = { .mode = S_START };
     for (int i = 0;; i ^= 1) {
         pthread_mutex_lock(&r->lock);
         while (!r->full[i])
             pthread_cond_wait(&r->cond, &r->lock);
-        int n = r->len[i];
         pthread_mutex_unlock(&r->lock);
-        if (n < 0) {
-            free(k.ev);
+        const struct piece *pc = &r->piece[i];
+        if (pc->raw_len < 0)
             return read_error(r, path, offset, msg, msglen);
-        }
-        if (n == 0)
+        if (pc->nomem)
+            return report(msg, msglen, RSR_KINETO_ERR_NOMEM, "%s: out of memory", path);
+        if (pc->raw_len == 0)
             break;
-        yajl_status st = skip_feed(&k, p, y, r->buf[i], (size_t)n, offset);
-        if (st != yajl_status_ok) {
-            free(k.ev);
-            uint64_t at = k.err_at;
+        for (size_t k = 0; k < pc->nruns; k++) {
+            const struct piece_run *run = &pc->runs[k];
+            p->run_off = run->off;
+            yajl_status st = yajl_parse(y, (const unsigned char *)pc->text + run->at, run->len);
+            if (st == yajl_status_ok)
+                continue;
+            uint64_t at = run->off + yajl_get_bytes_consumed(y);
             if (st == yajl_status_client_canceled)
                 return report(msg, msglen, p->err, "%s: byte %llu: %s: %s", path,
                               (unsigned long long)at, rsr_kineto_strerror(p->err), p->what);
@@ -1271,13 +1338,12 @@ static int parse_pieces(const char *path, struct reader *r, yajl_handle y, struc
             return report(msg, msglen, RSR_KINETO_ERR_JSON, "%s: byte %llu: malformed JSON: %s",
                           path, (unsigned long long)at, reason);
         }
-        offset += (uint64_t)n;
+        offset += (uint64_t)pc->raw_len;
         pthread_mutex_lock(&r->lock);
         r->full[i] = false;
         pthread_cond_broadcast(&r->cond);
         pthread_mutex_unlock(&r->lock);
     }
-    free(k.ev);
     if (offset == 0)
         return report(msg, msglen, RSR_KINETO_ERR_NOT_TRACE, "%s: empty file", path);
     yajl_status st = yajl_complete_parse(y);
@@ -1296,18 +1362,36 @@ static int parse_pieces(const char *path, struct reader *r, yajl_handle y, struc
     return RSR_KINETO_ERR_OK;
 }
 
+/* What the skipped elements said: the wall time they span, and the pid of
+ * the first CPU operator unless a kept element earlier in the file gave one
+ * (as if the parser had seen them in file order). */
+static void merge_skipped(struct parser *p, const struct skipper *k)
+{
+    struct rsr_model *m = p->m;
+    if (p->nprocs > 0)
+        return;     /* a job's export: skipped elements belong to no process */
+    if (k->has_wall) {
+        if (m->wall_start_ns == 0 || k->wall_start < m->wall_start_ns)
+            m->wall_start_ns = k->wall_start;
+        if (k->wall_end > m->wall_end_ns)
+            m->wall_end_ns = k->wall_end;
+    }
+    if (k->has_pid && (m->pid == 0 || k->pid_off < p->pid_off))
+        m->pid = k->pid;
+}
+
 /* Parses with the reader thread running; returns an error code. */
 static int parse_file(const char *path, gzFile gz, struct parser *p, char *msg, size_t msglen)
 {
-    struct reader r = { .gz = gz };
-    r.buf[0] = malloc(READ_CHUNK);
-    r.buf[1] = malloc(READ_CHUNK);
+    struct reader r = { .gz = gz, .k = { .mode = S_START } };
+    r.raw = malloc(READ_CHUNK);
     yajl_handle y = yajl_alloc(&callbacks, NULL, p);
-    /* Names are copied as bytes; checking their UTF-8 costs a third of the parse. */
+    /* Names are copied as bytes: checking their UTF-8 is work the model
+     * does not need. */
     if (y)
         yajl_config(y, yajl_dont_validate_strings, 1);
     int err = RSR_KINETO_ERR_NOMEM;
-    if (r.buf[0] && r.buf[1] && y) {
+    if (r.raw && y) {
         pthread_t tid;
         pthread_mutex_init(&r.lock, NULL);
         pthread_cond_init(&r.cond, NULL);
@@ -1318,6 +1402,7 @@ static int parse_file(const char *path, gzFile gz, struct parser *p, char *msg, 
             pthread_cond_broadcast(&r.cond);
             pthread_mutex_unlock(&r.lock);
             pthread_join(tid, NULL);
+            merge_skipped(p, &r.k);
         }
         pthread_cond_destroy(&r.cond);
         pthread_mutex_destroy(&r.lock);
@@ -1326,8 +1411,12 @@ static int parse_file(const char *path, gzFile gz, struct parser *p, char *msg, 
         report(msg, msglen, err, "%s: out of memory", path);
     if (y)
         yajl_free(y);
-    free(r.buf[0]);
-    free(r.buf[1]);
+    free(r.raw);
+    free(r.k.ev);
+    for (int i = 0; i < 2; i++) {
+        free(r.piece[i].text);
+        free(r.piece[i].runs);
+    }
     return err;
 }
 

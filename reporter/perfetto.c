@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,11 +57,108 @@ static const char *gpu_cat(int cls)
     return cls == RSR_GPU_MEMCPY ? "gpu_memcpy" : cls == RSR_GPU_MEMSET ? "gpu_memset" : "kernel";
 }
 
-/* ns as microseconds with three decimals: exact, and what Kineto writes. */
-static void put_us(FILE *f, int64_t ns)
+/* A job has millions of events: they are formatted by hand into a buffer
+ * (stdio's formatting was most of the time), and each string of a model is
+ * escaped once. */
+#define WBUF (1 << 16)
+
+struct writer {
+    FILE *f;
+    size_t n;
+    char **names;           /* per string id of the model: its JSON text, quotes included */
+    size_t nnames;
+    char buf[WBUF];
+};
+
+static void w_flush(struct writer *w)
 {
-    uint64_t a = ns < 0 ? (uint64_t)-ns : (uint64_t)ns;
-    fprintf(f, "%s%" PRIu64 ".%03u", ns < 0 ? "-" : "", a / 1000, (unsigned)(a % 1000));
+    if (w->n)
+        fwrite(w->buf, 1, w->n, w->f);
+    w->n = 0;
+}
+
+static void w_mem(struct writer *w, const char *s, size_t len)
+{
+    if (w->n + len > WBUF) {
+        w_flush(w);
+        if (len > WBUF) {
+            fwrite(s, 1, len, w->f);
+            return;
+        }
+    }
+    memcpy(w->buf + w->n, s, len);
+    w->n += len;
+}
+
+#define W_LIT(w, lit) w_mem(w, lit, sizeof lit - 1)
+
+static void w_u64(struct writer *w, uint64_t v)
+{
+    char t[20];
+    size_t i = sizeof t;
+    do {
+        t[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    w_mem(w, t + i, sizeof t - i);
+}
+
+static void w_i64(struct writer *w, int64_t v)
+{
+    if (v < 0)
+        W_LIT(w, "-");
+    w_u64(w, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
+}
+
+/* ns as microseconds with three decimals: exact, and what Kineto writes. */
+static void w_us(struct writer *w, int64_t ns)
+{
+    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+    if (ns < 0)
+        W_LIT(w, "-");
+    w_u64(w, a / 1000);
+    char t[4] = { '.', (char)('0' + a % 1000 / 100), (char)('0' + a % 100 / 10), (char)('0' + a % 10) };
+    w_mem(w, t, sizeof t);
+}
+
+/* Any text as a JSON string, through json.c's escaping. */
+static void w_str(struct writer *w, const char *s)
+{
+    w_flush(w);
+    rsr_json_str(w->f, s);
+}
+
+/* A model string by id, escaped on first use. */
+static void w_name(struct writer *w, const struct rsr_model *m, uint32_t id)
+{
+    if (id < w->nnames && !w->names[id]) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *mf = open_memstream(&text, &len);
+        if (mf) {
+            rsr_json_str(mf, rsr_model_str(m, id));
+            if (fclose(mf) == 0)
+                w->names[id] = text;
+            else
+                free(text);
+        }
+    }
+    if (id < w->nnames && w->names[id])
+        w_mem(w, w->names[id], strlen(w->names[id]));
+    else
+        w_str(w, rsr_model_str(m, id));
+}
+
+/* Starts on a model's strings: a fresh cache as large as its table. */
+static void w_model(struct writer *w, const struct rsr_model *m)
+{
+    for (size_t i = 0; i < w->nnames; i++)
+        free(w->names[i]);
+    free(w->names);
+    w->nnames = m->strings.n;
+    w->names = calloc(w->nnames ? w->nnames : 1, sizeof *w->names);
+    if (!w->names)
+        w->nnames = 0;
 }
 
 /* Process and stream names, so the UI shows "rank 3" and "stream 7". */
@@ -93,46 +191,76 @@ static void put_names(FILE *f, const struct rsr_model *m, int64_t pid, bool *fir
     }
 }
 
-static void put_op(FILE *f, const struct rsr_model *m, int64_t pid, const struct rsr_gpu_op *op)
+static void put_op(struct writer *w, const struct rsr_model *m, int64_t pid, const struct rsr_gpu_op *op)
 {
-    fprintf(f, ",\n{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", gpu_cat(op->cls));
-    rsr_json_str(f, rsr_model_str(m, op->name));
-    fprintf(f, ",\"pid\":%lld,\"tid\":%d,\"ts\":", (long long)pid, op->stream);
-    put_us(f, op->start_ns);
-    fputs(",\"dur\":", f);
-    put_us(f, op->end_ns - op->start_ns);
-    fprintf(f, ",\"args\":{\"device\":%d,\"stream\":%d", op->device, op->stream);
-    if (op->correlation)
-        fprintf(f, ",\"correlation\":%" PRIu64, op->correlation);
-    if (op->cls == RSR_GPU_MEMCPY || op->cls == RSR_GPU_MEMSET)
-        fprintf(f, ",\"bytes\":%" PRIu64, op->bytes);
+    W_LIT(w, ",\n{\"ph\":\"X\",\"cat\":\"");
+    const char *cat = gpu_cat(op->cls);
+    w_mem(w, cat, strlen(cat));
+    W_LIT(w, "\",\"name\":");
+    w_name(w, m, op->name);
+    W_LIT(w, ",\"pid\":");
+    w_i64(w, pid);
+    W_LIT(w, ",\"tid\":");
+    w_i64(w, op->stream);
+    W_LIT(w, ",\"ts\":");
+    w_us(w, op->start_ns);
+    W_LIT(w, ",\"dur\":");
+    w_us(w, op->end_ns - op->start_ns);
+    W_LIT(w, ",\"args\":{\"device\":");
+    w_i64(w, op->device);
+    W_LIT(w, ",\"stream\":");
+    w_i64(w, op->stream);
+    if (op->correlation) {
+        W_LIT(w, ",\"correlation\":");
+        w_u64(w, op->correlation);
+    }
+    if (op->cls == RSR_GPU_MEMCPY || op->cls == RSR_GPU_MEMSET) {
+        W_LIT(w, ",\"bytes\":");
+        w_u64(w, op->bytes);
+    }
     if (op->coll >= 0 && (size_t)op->coll < m->n_colls) {
         const struct rsr_coll *c = &m->colls[op->coll];
-        fprintf(f, ",\"Collective name\":\"%s\",\"In msg nelems\":%" PRIu64
-                   ",\"Out msg nelems\":%" PRIu64 ",\"Group size\":%d,\"dtype\":",
+        w_flush(w);
+        fprintf(w->f, ",\"Collective name\":\"%s\",\"In msg nelems\":%" PRIu64
+                      ",\"Out msg nelems\":%" PRIu64 ",\"Group size\":%d,\"dtype\":",
                 coll_name(c->op), c->in_count, c->out_count, c->group_size);
-        rsr_json_str(f, torch_dtype(rsr_model_str(m, c->dtype)));
-        fputs(",\"Process Group Name\":", f);
-        rsr_json_str(f, rsr_model_str(m, c->comm));
-        fputs(",\"Process Group Ranks\":", f);
-        rsr_json_str(f, rsr_model_str(m, c->members));
+        w_str(w, torch_dtype(rsr_model_str(m, c->dtype)));
+        W_LIT(w, ",\"Process Group Name\":");
+        w_name(w, m, c->comm);
+        W_LIT(w, ",\"Process Group Ranks\":");
+        w_name(w, m, c->members);
         /* Not Kineto's: what a ringside file said of the communicator, so
          * that import-kineto gives back the same ids and call numbers. */
-        if (c->comm_id)
-            fprintf(f, ",\"Communicator id\":\"%016" PRIx64 "\",\"Collective seq\":%u", c->comm_id, c->seq);
+        if (c->comm_id) {
+            w_flush(w);
+            fprintf(w->f, ",\"Communicator id\":\"%016" PRIx64 "\",\"Collective seq\":%u", c->comm_id, c->seq);
+        }
     }
-    fputs("}}", f);
+    W_LIT(w, "}}");
 }
 
-static void put_launch(FILE *f, const struct rsr_model *m, int64_t pid, const struct rsr_launch *l)
+/* A runtime call: a launch (its own correlation) or a host wait. */
+static void put_call(struct writer *w, int64_t pid, uint32_t tid, int64_t start, int64_t end,
+                     uint64_t correlation)
 {
-    fputs(",\n{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":", f);
-    rsr_json_str(f, rsr_model_str(m, l->name));
-    fprintf(f, ",\"pid\":%lld,\"tid\":%u,\"ts\":", (long long)pid, l->tid);
-    put_us(f, l->start_ns);
-    fputs(",\"dur\":", f);
-    put_us(f, l->end_ns - l->start_ns);
-    fprintf(f, ",\"args\":{\"correlation\":%" PRIu64 "}}", l->correlation);
+    W_LIT(w, ",\"pid\":");
+    w_i64(w, pid);
+    W_LIT(w, ",\"tid\":");
+    w_u64(w, tid);
+    W_LIT(w, ",\"ts\":");
+    w_us(w, start);
+    W_LIT(w, ",\"dur\":");
+    w_us(w, end - start);
+    W_LIT(w, ",\"args\":{\"correlation\":");
+    w_u64(w, correlation);
+    W_LIT(w, "}}");
+}
+
+static void put_launch(struct writer *w, const struct rsr_model *m, int64_t pid, const struct rsr_launch *l)
+{
+    W_LIT(w, ",\n{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":");
+    w_name(w, m, l->name);
+    put_call(w, pid, l->tid, l->start_ns, l->end_ns, l->correlation);
 }
 
 /* The trace's pid of each process: its rank, else its pid, else (taken by
@@ -169,14 +297,13 @@ static int64_t *process_ids(struct rsr_model *const *models, size_t n)
 
 /* A host wait, as the runtime call Kineto would show; its correlation is
  * one no launch has, so nothing takes it for a launch. */
-static void put_sync(FILE *f, int64_t pid, const struct rsr_sync *s, uint64_t correlation)
+static void put_sync(struct writer *w, int64_t pid, const struct rsr_sync *s, uint64_t correlation)
 {
-    fprintf(f, ",\n{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"%s\",\"pid\":%lld,\"tid\":%u,\"ts\":",
-            sync_call(s->kind), (long long)pid, s->tid);
-    put_us(f, s->start_ns);
-    fputs(",\"dur\":", f);
-    put_us(f, s->end_ns - s->start_ns);
-    fprintf(f, ",\"args\":{\"correlation\":%" PRIu64 "}}", correlation);
+    W_LIT(w, ",\n{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"");
+    const char *call = sync_call(s->kind);
+    w_mem(w, call, strlen(call));
+    W_LIT(w, "\"");
+    put_call(w, pid, s->tid, s->start_ns, s->end_ns, correlation);
 }
 
 int rsr_perfetto_write(FILE *f, struct rsr_model *const *models, size_t nmodels)
@@ -205,20 +332,33 @@ int rsr_perfetto_write(FILE *f, struct rsr_model *const *models, size_t nmodels)
         fprintf(f, ", \"world_size\": %d", world);
     fputs("},\n\"traceEvents\": [", f);
     bool first = true;
+    struct writer *w = calloc(1, sizeof *w);
+    if (!w) {
+        free(ids);
+        errno = ENOMEM;
+        return -1;
+    }
+    w->f = f;
     for (size_t i = 0; i < nmodels; i++) {
         const struct rsr_model *m = models[i];
         put_names(f, m, ids[i], &first);
+        w_model(w, m);
         for (size_t k = 0; k < m->n_launches; k++)
-            put_launch(f, m, ids[i], &m->launches[k]);
+            put_launch(w, m, ids[i], &m->launches[k]);
         for (size_t k = 0; k < m->n_ops; k++)
-            put_op(f, m, ids[i], &m->ops[k]);
+            put_op(w, m, ids[i], &m->ops[k]);
         uint64_t corr = 0;
         for (size_t k = 0; k < m->n_launches; k++)
             if (m->launches[k].correlation > corr)
                 corr = m->launches[k].correlation;
         for (size_t k = 0; k < m->n_syncs; k++)
-            put_sync(f, ids[i], &m->syncs[k], ++corr);
+            put_sync(w, ids[i], &m->syncs[k], ++corr);
+        w_flush(w);
     }
+    for (size_t i = 0; i < w->nnames; i++)
+        free(w->names[i]);
+    free(w->names);
+    free(w);
     free(ids);
     fputs("\n],\n\"displayTimeUnit\": \"ms\"\n}\n", f);
     return fflush(f) == 0 && !ferror(f) ? 0 : -1;

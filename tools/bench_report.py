@@ -7,7 +7,8 @@ on the same kind of machine), best of ROUNDS runs; (b) a generated job
 `ringside report`: records per second and peak memory (ru_maxrss), for 16
 and for 64 of its ranks, to show memory grows with the records the report
 holds and not with the number of ranks beyond that.
-Usage: tools/bench_report.py [BUILD]   (env: ROUNDS, default 3; RANKS, EVENTS)"""
+Usage: tools/bench_report.py [BUILD]   (env: ROUNDS, default 5; RANKS, default
+64, 0 leaves the generated job out; EVENTS, default 1000000)"""
 import glob
 import json
 import os
@@ -24,7 +25,7 @@ if not os.path.isdir(DATA):
     DATA = "/work/shared/data/kineto"
 RINGSIDE = os.path.join(BUILD, "ringside")
 GEN = os.path.join(BUILD, "gen_job")
-ROUNDS = int(os.environ.get("ROUNDS", "3"))
+ROUNDS = int(os.environ.get("ROUNDS", "5"))
 RANKS = int(os.environ.get("RANKS", "64"))
 EVENTS = int(os.environ.get("EVENTS", "1000000"))
 
@@ -125,7 +126,8 @@ def main():
             kineto_part(work)
         else:
             print("Kineto traces: skipped, no %s" % DATA)
-        generated_part(work)
+        if RANKS > 0:
+            generated_part(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("Machine: %d CPUs (%s); load average %.2f at the end." %
