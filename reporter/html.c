@@ -309,18 +309,18 @@ static const char page_js[] =
     "function fmt(ns){var a=Math.abs(ns);if(a<1e3)return ns.toFixed(0)+' ns';"
     "if(a<1e6)return (ns/1e3).toFixed(1)+' \\u00b5s';if(a<1e9)return (ns/1e6).toFixed(2)+' ms';"
     "return (ns/1e9).toFixed(3)+' s';}\n"
-    "var svg=document.getElementById('tl');\n"
+    "var svg=document.getElementById('tl'),tip=document.getElementById('tip');\n"
     "if(svg){\n"
     " var W=+svg.getAttribute('data-w'),H=+svg.getAttribute('data-h'),"
     "span=+svg.getAttribute('data-span');\n"
     " var names=JSON.parse(document.getElementById('tl-names').textContent);\n"
     " var ops=JSON.parse(document.getElementById('tl-ops').textContent);\n"
-    " var ax=document.getElementById('tl-axis'),tip=document.getElementById('tip'),"
-    "rng=document.getElementById('tl-range');\n"
-    " var vx=0,vw=W,drag=null;\n"
+    " var ax=document.getElementById('tl-axis'),rng=document.getElementById('tl-range');\n"
+    " var off=+svg.getAttribute('data-off'),vx=0,vw=W,drag=null;\n"
     " var draw=function(){if(vw<W/1e5)vw=W/1e5;if(vw>W)vw=W;if(vx<0)vx=0;if(vx+vw>W)vx=W-vw;\n"
     "  svg.setAttribute('viewBox',vx+' 0 '+vw+' '+H);\n"
-    "  var t0=vx/W*span,t1=(vx+vw)/W*span,r=(t1-t0)/8,p=Math.pow(10,Math.floor(Math.log10(r)));\n"
+    "  var t0=vx/W*span+off,t1=(vx+vw)/W*span+off,r=(t1-t0)/8,"
+    "p=Math.pow(10,Math.floor(Math.log10(r)));\n"
     "  var st=r/p<2?2*p:r/p<5?5*p:10*p;ax.textContent='';\n"
     "  for(var t=Math.ceil(t0/st)*st;t<=t1;t+=st){var s=document.createElement('span');"
     "s.style.left=((t-t0)/(t1-t0)*100)+'%';s.textContent=fmt(t);ax.appendChild(s);}\n"
@@ -346,7 +346,7 @@ static const char page_js[] =
     "w=+t.getAttribute('width'),txt,o=t.getAttribute('data-o'),ot=g.getAttribute('data-ot');\n"
     "  var label=nm[+t.getAttribute('data-n')]||'';\n"
     "  if(o!==null&&ops[ot])label=(ops[ot][+o]||'')+(label?' '+label:'');\n"
-    "  var at=' at '+fmt(x/W*span)+', '+g.getAttribute('data-lane');\n"
+    "  var at=' at '+fmt(x/W*span+off)+', '+g.getAttribute('data-lane');\n"
     "  if(t.hasAttribute('data-t'))txt=t.getAttribute('data-t')+'\\n'+fmt(w/W*span)+at;\n"
     "  else if(t.hasAttribute('data-k'))txt=t.getAttribute('data-k')+' operations merged"
     " (each narrower than a pixel at full view)\\nbusy '+fmt(+t.getAttribute('data-b'))+' in '+"
@@ -358,6 +358,23 @@ static const char page_js[] =
     " svg.addEventListener('mouseleave',function(){tip.style.display='none';});\n"
     " draw();\n"
     "}\n"
+    "Array.prototype.forEach.call(document.querySelectorAll('.chart svg'),function(c){\n"
+    " var a=function(k){return +c.getAttribute('data-'+k);},x0=a('x0'),x1=a('x1'),y0=a('y0'),"
+    "y1=a('y1'),top=a('top');\n"
+    " c.addEventListener('mousemove',function(e){var r=c.getBoundingClientRect(),"
+    "x=(e.clientX-r.left)/r.width*600;\n"
+    "  if(x<x0||x>x1){tip.style.display='none';return;}\n"
+    "  var txt=fmt((x-x0)/(x1-x0)*a('span')+a('off'));\n"
+    "  Array.prototype.forEach.call(c.querySelectorAll('polyline'),function(pl){"
+    "var pts=pl.points,best=null;\n"
+    "   for(var i=0;i<pts.numberOfItems;i++){var q=pts.getItem(i);"
+    "if(!best||Math.abs(q.x-x)<Math.abs(best.x-x))best=q;}\n"
+    "   if(best)txt+='\\n'+pl.getAttribute('data-r')+': '+((y1-best.y)/(y1-y0)*top).toPrecision(3)+"
+    "' '+c.getAttribute('data-unit');});\n"
+    "  tip.textContent=txt;tip.style.display='block';"
+    "tip.style.left=Math.min(e.clientX+12,window.innerWidth-320)+'px';"
+    "tip.style.top=(e.clientY+14)+'px';});\n"
+    " c.addEventListener('mouseleave',function(){tip.style.display='none';});});\n"
     "Array.prototype.forEach.call(document.querySelectorAll('table.sort th'),function(th,i){\n"
     " th.addEventListener('click',function(){var tb=th.closest('table').tBodies[0];"
     "var up=!th.classList.contains('asc');\n"
@@ -1012,9 +1029,18 @@ static int timeline(struct page *p)
         if (!first)
             y += TL_ROW_GAP;
     }
+    /* Times read from the job's start (report.json "start_us") when it is
+     * not far before the first thing drawn, as the tables' times do. */
+    int64_t off = 0;
+    if (p->have_ck_origin) {
+        double t0 = p->ck_origin_us * 1e3;
+        if (t0 <= (double)origin && (double)origin - t0 <= (double)span)
+            off = origin - (int64_t)t0;
+    }
     fprintf(f, "</svg>\n<div class=\"tl-main\"><svg id=\"tl\" viewBox=\"0 0 %.0f %d\" "
                "preserveAspectRatio=\"none\" height=\"%d\" data-w=\"%.0f\" data-h=\"%d\" "
-               "data-span=\"%" PRId64 "\">\n", TL_W, height, height, TL_W, height, span);
+               "data-span=\"%" PRId64 "\" data-off=\"%" PRId64 "\">\n",
+            TL_W, height, height, TL_W, height, span, off);
     struct geo g = { origin, TL_W / (double)span, 0 };
     yajl_val cks = jkey(p->root, "checkpoints");
     for (size_t i = 0; i < alen(cks); i++) {
@@ -1110,11 +1136,15 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
     top = fixed_max > 0 ? fixed_max : nice_max(top);
     const double X0 = 46, X1 = 592, Y0 = 10, Y1 = 172;
     double total_s = (double)nbins * p->tl_bin_us / 1e6;
+    /* Times read from the job's start, as on the lanes and in the tables:
+     * start_s counts from ck_origin_us, the bins from tl_start_us. */
+    double shift = p->have_ck_origin ? (p->ck_origin_us - p->tl_start_us) / 1e6 : 0;
     fprintf(f, "<div class=\"chart\" id=\"chart-%s\"><h3>%s</h3>"
-               "<svg viewBox=\"0 0 600 196\" role=\"img\">\n", key, title);
+               "<svg viewBox=\"0 0 600 196\" role=\"img\" data-x0=\"%.0f\" data-x1=\"%.0f\" "
+               "data-y0=\"%.0f\" data-y1=\"%.0f\" data-top=\"%g\" data-span=\"%.0f\" "
+               "data-off=\"%.0f\" data-unit=\"%s\">\n",
+            key, title, X0, X1, Y0, Y1, top, total_s * 1e9, -shift * 1e9, unit);
     yajl_val cks = jkey(p->root, "checkpoints");
-    /* start_s counts from ck_origin_us; the bins from tl_start_us. */
-    double shift = (p->ck_origin_us - p->tl_start_us) / 1e6;
     for (size_t i = 0; i < alen(cks) && total_s > 0; i++) {
         double st, dur;
         if (!knum(aget(cks, i), "start_s", &st) || !knum(aget(cks, i), "dur_s", &dur))
@@ -1135,7 +1165,7 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
     }
     for (int k = 0; k <= 4; k++) {
         char t[32];
-        fmt_ns(t, sizeof t, total_s * 1e9 * k / 4);
+        fmt_ns(t, sizeof t, (total_s * k / 4 - shift) * 1e9);
         fprintf(f, "<text x=\"%.1f\" y=\"188\" font-size=\"10\" text-anchor=\"%s\" "
                    "fill=\"#57606a\">%s</text>",
                 X0 + (X1 - X0) * k / 4, k == 0 ? "start" : k == 4 ? "end" : "middle", t);
@@ -1148,8 +1178,10 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
         yajl_val rk = aget(ranks, r), s = jkey(rk, key);
         if (!alen(s))
             continue;
-        fprintf(f, "<polyline fill=\"none\" stroke-width=\"1.3\" stroke=\"%s\" points=\"",
+        fprintf(f, "<polyline fill=\"none\" stroke-width=\"1.3\" stroke=\"%s\" data-r=\"",
                 palette[r % NPALETTE]);
+        put_proc(f, rk);
+        fputs("\" points=\"", f);
         double peak = 0;
         for (size_t i = 0; i < alen(s); i += per) {
             double v = 0, x;

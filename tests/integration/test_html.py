@@ -355,6 +355,18 @@ def driver_page(work):
         check("html driver: kernel name as text in the table", KERNEL_NAMES[1] in kname, repr(kname))
         check("html driver: four utilisation charts",
               b.eval("document.querySelectorAll('#utilisation .chart polyline').length") == 8)
+        # Hover on a chart: the values report.json has for that bin (bin 10
+        # of 40: rank 0 (10 * 7) % 100, rank 1 (10 * 7 + 20) % 100).
+        b.eval("document.getElementById('utilisation').scrollIntoView()")
+        r = b.eval("(function(){var s=document.querySelector('#chart-gpu_busy_pct svg'),"
+                   "r=s.getBoundingClientRect();return [r.left,r.top,r.width,r.height,"
+                   "+s.getAttribute('data-x0'),+s.getAttribute('data-x1')];})()")
+        x = r[0] + (r[4] + (r[5] - r[4]) * 10.5 / 40) / 600 * r[2]
+        b.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": r[1] + r[3] / 2},
+               session=True)
+        tip = b.eval("document.getElementById('tip').textContent").split("\n")
+        check("html driver: chart hover shows each rank's value in that bin",
+              tip[1:] == ["rank 0: 70.0 %", "rank 1: 90.0 %"], repr(tip))
         check("html driver: flame graph inlined",
               b.eval("document.querySelectorAll('#flames iframe.flame').length") == 1)
         b.eval("document.getElementById('flames').scrollIntoView()")
