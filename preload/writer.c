@@ -436,20 +436,20 @@ static void put_coll(const struct rsf_coll_event *e)
     }
 }
 
-static uint32_t dur32(uint64_t ticks)
+static uint32_t dur32(uint64_t ns)
 {
-    uint64_t ns = rs_tick_dur(&w.map, ticks);
     return ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
 }
 
-/* A CUDA or NCCL record (kinds 16..47). */
+/* A CUDA or NCCL record (kinds 16..47); their times are CLOCK_MONOTONIC ns
+ * already (rs_now), the clock the GPU times are mapped onto. */
 static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
 {
     switch (h->kind) {
     case RS_REC_GPU: {
         const struct rs_rec_gpu *r = (const void *)h;
         struct rsf_gpu_event e = {
-            .launch_ns = rs_tick_ns(&w.map, r->start_ns), .stream = r->stream, .bytes = r->bytes,
+            .launch_ns = r->start_ns, .stream = r->stream, .bytes = r->bytes,
             .call_ns = dur32(r->dur_ns), .tid = tid, .name = r->name ? intern(r->name) : 0,
             .device = r->device, .kind = h->op, .dir = r->dir, .flags = r->flags,
         };
@@ -463,7 +463,7 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
         const struct rs_rec_sync *r = (const void *)h;
         if (ROOM(syncs, nsyncs, syncs_cap)) {
             w.syncs[w.nsyncs++] = (struct rsf_sync_event){
-                .start_ns = rs_tick_ns(&w.map, r->start_ns), .dur_ns = rs_tick_dur(&w.map, r->dur_ns),
+                .start_ns = r->start_ns, .dur_ns = r->dur_ns,
                 .target = r->target, .tid = tid, .kind = h->op };
             w.recorded++;
         }
@@ -473,7 +473,7 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
         const struct rs_rec_mem *r = (const void *)h;
         if (ROOM(mems, nmems, mems_cap)) {
             w.mems[w.nmems++] = (struct rsf_mem_event){
-                .start_ns = rs_tick_ns(&w.map, r->start_ns), .dur_ns = rs_tick_dur(&w.map, r->dur_ns),
+                .start_ns = r->start_ns, .dur_ns = r->dur_ns,
                 .ptr = r->ptr, .bytes = r->bytes, .tid = tid, .kind = h->op };
             w.recorded++;
         }
@@ -482,7 +482,7 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
     case RS_REC_COLL: {
         const struct rs_rec_coll *r = (const void *)h;
         struct rsf_coll_event e = {
-            .launch_ns = rs_tick_ns(&w.map, r->start_ns), .count = r->count, .bytes = r->bytes,
+            .launch_ns = r->start_ns, .count = r->count, .bytes = r->bytes,
             .comm = r->comm, .stream = r->stream, .call_ns = dur32(r->dur_ns), .tid = tid,
             .seq = r->seq, .peer = r->peer, .op = h->op, .datatype = r->datatype,
             .redop = r->redop, .group = r->group, .flags = r->flags,
@@ -497,7 +497,7 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
         const struct rs_rec_comm *r = (const void *)h;
         if (ROOM(comms, ncomms, comms_cap)) {
             w.comms[w.ncomms++] = (struct rsf_comm_event){
-                .start_ns = rs_tick_ns(&w.map, r->start_ns), .dur_ns = rs_tick_dur(&w.map, r->dur_ns),
+                .start_ns = r->start_ns, .dur_ns = r->dur_ns,
                 .comm = r->comm, .handle = r->handle, .parent = r->parent, .tid = tid,
                 .rank = r->rank, .nranks = r->nranks, .device = r->device, .kind = h->op };
             w.recorded++;
@@ -512,12 +512,42 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
 /* One pass over the events waiting for GPU times: those that are known (or
  * never will be) go into the chunk; with give_up_now, the rest too, with
  * times 0. Returns how many still wait. */
+#define STALLED_MAX 64
+
+/* Streams seen not done in this pass: work on a stream completes in order,
+ * so what was launched after a pending pair on it is pending too. */
+struct stalled {
+    uint64_t stream[STALLED_MAX];
+    uint32_t n;
+};
+
+static int stalled_has(const struct stalled *st, uint64_t stream)
+{
+    for (uint32_t i = 0; i < st->n; i++)
+        if (st->stream[i] == stream)
+            return 1;
+    return 0;
+}
+
+static int times_of(struct stalled *st, uint64_t stream, uint32_t pair, uint32_t anchor, uint64_t *start,
+                    uint64_t *end)
+{
+    if (stalled_has(st, stream))
+        return 0;
+    int r = rs_gpu_times(pair, anchor, start, end);
+    if (r == 0 && st->n < STALLED_MAX)
+        st->stream[st->n++] = stream;
+    return r;
+}
+
 static uint32_t settle_pass(int give_up_now)
 {
+    struct stalled st = { .n = 0 };
     uint32_t k = 0;
     for (uint32_t i = 0; i < w.nheld_gpu; i++) {
         struct held_gpu *g = &w.held_gpu[i];
-        int r = give_up_now ? -1 : rs_gpu_times(g->pair, g->anchor, &g->e.gpu_start_ns, &g->e.gpu_end_ns);
+        int r = give_up_now ? -1 : times_of(&st, g->e.stream, g->pair, g->anchor, &g->e.gpu_start_ns,
+                                             &g->e.gpu_end_ns);
         if (r == 0) {
             w.held_gpu[k++] = *g;
             continue;
@@ -532,7 +562,8 @@ static uint32_t settle_pass(int give_up_now)
     k = 0;
     for (uint32_t i = 0; i < w.nheld_coll; i++) {
         struct held_coll *c = &w.held_coll[i];
-        int r = give_up_now ? -1 : rs_gpu_times(c->pair, c->anchor, &c->e.gpu_start_ns, &c->e.gpu_end_ns);
+        int r = give_up_now ? -1 : times_of(&st, c->e.stream, c->pair, c->anchor, &c->e.gpu_start_ns,
+                                             &c->e.gpu_end_ns);
         if (r == 0) {
             w.held_coll[k++] = *c;
             continue;

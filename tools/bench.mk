@@ -1,11 +1,34 @@
 # Benchmarks: `make bench` builds $(BUILD)/bench_io, the I/O hook workload
-# (tools/bench_io.c), and runs tools/bench.sh, which times it with and without
-# the agent in alternating rounds and prints a Markdown table of the ratios.
+# (tools/bench_io.c), and $(BUILD)/bench_launch, the CUDA launch workload
+# (tools/bench_launch.c), and runs tools/bench.sh, which times them and
+# simtrain with and without the agent in alternating rounds and prints
+# Markdown tables of the ratios.
 # Included by the top Makefile after its own rules (needs BUILD, RS_CFLAGS).
 
 $(BUILD)/bench_io: $(BUILD)/obj/tools/bench_io.o
 	$(call say,LD,$@)
 	$(Q)$(CC) -o $@ $< $(RS_LDFLAGS)
 
-bench: $(BUILD)/libagent.so $(BUILD)/ringside $(BUILD)/bench_io
+# The CUDA part: bench_launch (tools/bench_launch.c) on the simulated driver,
+# and simtrain end to end.
+$(BUILD)/bench_launch: $(BUILD)/obj/tools/bench_launch.o
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $< $(RS_LDFLAGS)
+
+bench: $(BUILD)/libagent.so $(BUILD)/ringside $(BUILD)/bench_io $(BUILD)/bench_launch \
+       $(BUILD)/simtrain $(BUILD)/sim/libcuda.so.1
 	$(Q)sh tools/bench.sh $(BUILD)
+
+# The reporter's part: build/gen_job writes a synthetic job of ringside files
+# (tools/gen_job.c), and tools/bench_report.py times import + report on the
+# shared Kineto traces against HTA and decodes and analyses generated jobs.
+GEN_JOB_OBJ := $(BUILD)/obj/tools/gen_job.o $(FORMAT_OBJ) \
+               $(filter-out $(BUILD)/obj/reporter/main.o,$(REPORTER_OBJ))
+$(BUILD)/gen_job: $(GEN_JOB_OBJ)
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $(GEN_JOB_OBJ) $(RS_LDFLAGS) -llz4 -lyajl -lz -lm
+
+bench: bench-report
+.PHONY: bench-report
+bench-report: $(BUILD)/ringside $(BUILD)/gen_job
+	$(Q)python3 tools/bench_report.py $(BUILD)
