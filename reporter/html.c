@@ -245,6 +245,7 @@ struct page {
     int have_ck_origin;
     double ck_origin_us;
     int have_gpu;   /* some process has GPU figures */
+    int have_io;    /* some process read or wrote a byte */
     size_t tl_bins;
 };
 
@@ -483,9 +484,11 @@ static void summary_cards(struct page *p)
             snprintf(d, sizeof d, "no GPU work running");
         card_pct(f, "GPU idle", g.idle, g.idle >= 20, d);
     }
+    /* Checkpoints and storage only where file I/O was traced (a PyTorch
+     * profiler trace has none). */
     double ck_pct;
     yajl_val cks = jkey(p->root, "checkpoints");
-    if (knum(p->root, "checkpoint_pct", &ck_pct) || alen(cks)) {
+    if (alen(cks) || (p->have_io && knum(p->root, "checkpoint_pct", &ck_pct))) {
         if (!knum(p->root, "checkpoint_pct", &ck_pct))
             ck_pct = 0;
         double stall = 0, bytes = 0;
@@ -539,7 +542,7 @@ static void summary_cards(struct page *p)
         rs += knum_or(io, "read_s", 0);
         ws += knum_or(io, "write_s", 0);
     }
-    if (have_io) {
+    if (have_io && p->have_io) {
         char r[32], w[32];
         fmt_bytes(r, sizeof r, rb);
         fmt_bytes(w, sizeof w, wb);
@@ -1225,8 +1228,10 @@ static void charts(struct page *p)
         n += chart(p, ranks, "gpu_busy_pct", "GPU busy", "%", 100);
         n += chart(p, ranks, "comm_gbs", "Communication bandwidth", "GB/s", 0);
     }
-    n += chart(p, ranks, "read_mbs", "Storage read", "MB/s", 0);
-    n += chart(p, ranks, "write_mbs", "Storage write", "MB/s", 0);
+    if (p->have_io) {
+        n += chart(p, ranks, "read_mbs", "Storage read", "MB/s", 0);
+        n += chart(p, ranks, "write_mbs", "Storage write", "MB/s", 0);
+    }
     fputs("</div>\n", f);
     if (!n)
         fputs("<p class=\"note\">The timeline has no series.</p>\n", f);
@@ -1701,6 +1706,11 @@ int rsr_html_write_flames(FILE *f, const char *report_json, size_t len,
         p.tl_start_us = knum_or(tl, "start_us", 0);
     }
     p.have_ck_origin = knum(root, "start_us", &p.ck_origin_us) || knum(tl, "start_us", &p.ck_origin_us);
+    for (size_t i = 0; i < alen(jkey(root, "processes")); i++) {
+        yajl_val io = jkey(aget(jkey(root, "processes"), i), "io");
+        if (knum_or(io, "read_bytes", 0) > 0 || knum_or(io, "write_bytes", 0) > 0)
+            p.have_io = 1;
+    }
     const char *job = kstr(root, "job");
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
           "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n"
