@@ -13,7 +13,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
 
@@ -1005,7 +1004,8 @@ static int timeline(struct page *p)
                 lane_text[l]);
     fprintf(f, "</div>\n<p class=\"note\">Wheel or buttons to zoom, drag to pan, hover for "
                "name and duration. %s in all; operations narrower than a pixel at full view are "
-               "merged into one shaded block per pixel (at most %zu blocks per lane).</p>\n",
+               "merged into one shaded block per pixel (at most %zu blocks per lane); every "
+               "single operation is in trace.json, which Perfetto opens.</p>\n",
             s, cap);
     fprintf(f, "<div class=\"tl\"><svg class=\"tl-lab\" width=\"150\" height=\"%d\">", height);
     int y = 0;
