@@ -526,7 +526,18 @@ static void summary_cards(struct page *p)
         card_open(f, skew > 100);
         fprintf(f, "%.1f \xc2\xb5s", skew);
         card_close(f, "Clock skew (residual)");
-        fputs("after aligning the ranks' clocks</div></div>\n", f);
+        yajl_val al = jkey(p->root, "alignment");
+        const char *how = kstr(al, "method");
+        double matched;
+        if (how) {
+            fputs("aligned by ", f);
+            put_html(f, how);
+            if (knum(al, "matched_collectives", &matched) && matched > 0)
+                fprintf(f, " (%.0f collectives)", matched);
+        } else {
+            fputs("after aligning the ranks' clocks", f);
+        }
+        fputs("</div></div>\n", f);
     }
     double rb = 0, wb = 0, rs = 0, ws = 0, dropped = 0;
     int have_io = 0;
@@ -1287,7 +1298,9 @@ static void table_ranks(struct page *p)
     fputs("<h3>Processes</h3><table class=\"sort\" id=\"table-processes\"><thead><tr>", f);
     th(f, "process", 0), th(f, "role", 0), th(f, "host", 0), th(f, "wall", 1);
     th(f, "GPU span", 1), th(f, "compute %", 1), th(f, "comm %", 1), th(f, "copies %", 1);
-    th(f, "idle %", 1), th(f, "exposed comm %", 1), th(f, "overlap %", 1), th(f, "dropped", 1);
+    th(f, "idle %", 1), th(f, "exposed comm %", 1), th(f, "overlap %", 1);
+    th(f, "waited in collectives", 1), th(f, "GPU syncs", 1), th(f, "blocked in syncs", 1);
+    th(f, "allocs / frees", 1), th(f, "data loading %", 1), th(f, "dropped", 1), th(f, "trace", 0);
     fputs("</tr></thead><tbody>\n", f);
     for (size_t i = 0; i < alen(procs); i++) {
         yajl_val proc = aget(procs, i), gpu = jkey(proc, "gpu");
@@ -1312,10 +1325,76 @@ static void table_ranks(struct page *p)
             else
                 fputs("<td></td>", f);
         }
+        if (knum(proc, "collective_wait_us", &v))
+            td_us(f, v);
+        else
+            fputs("<td></td>", f);
+        yajl_val sy = jkey(proc, "syncs"), mem = jkey(proc, "memory");
+        if (knum(sy, "count", &v)) {
+            td_fmt(f, v, 0);
+            td_us(f, knum_or(sy, "blocked_s", 0) * 1e6);
+        } else {
+            fputs("<td></td><td></td>", f);
+        }
+        /* Memory churn: cuMemAlloc and cuMemFree calls. */
+        if (knum(mem, "allocs", &v))
+            fprintf(f, "<td class=\"n\" data-v=\"%.0f\">%.0f / %.0f</td>", v, v,
+                    knum_or(mem, "frees", 0));
+        else
+            fputs("<td></td>", f);
+        if (knum(jkey(proc, "data_loading"), "pct", &v))
+            td_fmt(f, v, 1);
+        else
+            fputs("<td></td>", f);
         td_fmt(f, knum_or(proc, "dropped", 0), 0);
-        fputs("</tr>\n", f);
+        yajl_val tr = jkey(proc, "trace");
+        fputs("<td>", f);
+        if (YAJL_IS_TRUE(jkey(tr, "cut_short")))
+            fprintf(f, "cut short: %.0f bytes unread", knum_or(tr, "unread_bytes", 0));
+        else if (YAJL_IS_TRUE(jkey(tr, "complete")))
+            fputs("complete", f);
+        else if (tr)
+            fputs("no end mark", f);
+        fputs("</td></tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
+}
+
+/* Kernel names that run short (below the threshold report.json names) many
+ * times: candidates for fusion or CUDA graphs. */
+static void table_short_kernels(struct page *p)
+{
+    FILE *f = p->f;
+    yajl_val procs = jkey(p->root, "processes");
+    size_t n = 0;
+    for (size_t i = 0; i < alen(procs); i++)
+        n += alen(jkey(jkey(aget(procs, i), "short_kernels"), "fusion_candidates"));
+    if (!n)
+        return;
+    fputs("<h3>Short kernels (fusion or CUDA graph candidates)</h3>"
+          "<table class=\"sort\" id=\"table-short-kernels\"><thead><tr>", f);
+    th(f, "process", 0), th(f, "kernel", 0), th(f, "short runs", 1), th(f, "their time", 1);
+    th(f, "threshold", 1);
+    fputs("</tr></thead><tbody>\n", f);
+    size_t shown = 0;
+    for (size_t i = 0; i < alen(procs) && shown < TABLE_ROWS; i++) {
+        yajl_val proc = aget(procs, i), sk = jkey(proc, "short_kernels");
+        yajl_val fc = jkey(sk, "fusion_candidates");
+        for (size_t j = 0; j < alen(fc) && shown < TABLE_ROWS; j++, shown++) {
+            yajl_val c = aget(fc, j);
+            fputs("<tr><td>", f);
+            put_proc(f, proc);
+            fputs("</td><td class=\"name\">", f);
+            put_html(f, kstr(c, "name"));
+            fputs("</td>", f);
+            td_fmt(f, knum_or(c, "short_count", 0), 0);
+            td_us(f, knum_or(c, "short_us", 0));
+            td_us(f, knum_or(sk, "threshold_us", 0));
+            fputs("</tr>\n", f);
+        }
+    }
+    fputs("</tbody></table>\n", f);
+    table_more(f, shown, n);
 }
 
 static void table_collectives(struct page *p)
@@ -1567,7 +1646,10 @@ static int tables(struct page *p)
     table_stragglers(p);
     table_collectives(p);
     table_checkpoints(p);
-    if (table_kernels(p) != 0 || table_io(p) != 0)
+    if (table_kernels(p) != 0)
+        return -1;
+    table_short_kernels(p);
+    if (table_io(p) != 0)
         return -1;
     table_ranks(p);
     fputs("</section>\n", p->f);

@@ -183,6 +183,15 @@ def sim_page(work):
               ck_rects == len(rj.get("checkpoints", [])) > 0,
               "%d drawn, %d in report.json" % (ck_rects, len(rj.get("checkpoints", []))))
         check_screenshot("html sim:", b, os.path.join(SHOTS, "html-sim.png"))
+        # The processes table carries report.json's per-process figures.
+        col = b.eval("Array.prototype.map.call(document.querySelectorAll('#table-processes th'),"
+                     "function(h){return h.textContent;}).indexOf('GPU syncs')")
+        cells = b.eval("Array.prototype.map.call(document.querySelectorAll("
+                       "'#table-processes tbody tr'),function(r){return r.cells[%d].textContent;})"
+                       % col)
+        want = [str(q["syncs"]["count"]) if "syncs" in q else "" for q in rj["processes"]]
+        check("html sim: GPU syncs per process as in report.json", cells == want,
+              "%r != %r" % (cells, want))
         # Every flame graph ringside report wrote into OUT is in the page.
         svgs = sorted(f for f in os.listdir(rep) if f.startswith("flame-") and f.endswith(".svg"))
         frames = b.eval("Array.prototype.map.call(document.querySelectorAll('#flames iframe'),"
