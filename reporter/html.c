@@ -871,6 +871,48 @@ static void free_rows(struct row *rows, size_t n)
     free(rows);
 }
 
+static void widen(int64_t *origin, int64_t *end, int64_t s, int64_t e)
+{
+    if (s < *origin)
+        *origin = s;
+    if (e > *end)
+        *end = e;
+}
+
+/* Gathers the intervals of a row's model lanes (r->n[] counted them), in
+ * start order as the finished model keeps them. -1 when out of memory. */
+static int fill_row(struct row *r)
+{
+    const struct rsr_model *m = r->m;
+    size_t k[TL_NLANES] = { 0 };
+    for (int l = 0; l < TL_NLANES; l++)
+        if (l != TL_CKPT && r->n[l] && !(r->lane[l] = malloc(r->n[l] * sizeof *r->lane[l])))
+            return -1;
+    for (size_t i = 0; i < m->n_ops; i++) {
+        const struct rsr_gpu_op *op = &m->ops[i];
+        int l = lane_of(op->cls);
+        if (l >= 0 && op->end_ns > op->start_ns)
+            r->lane[l][k[l]++] = (struct iv){ op->start_ns, op->end_ns, op->name, -1 };
+    }
+    for (size_t i = 0; i < m->n_syncs; i++)
+        if (m->syncs[i].end_ns > m->syncs[i].start_ns)
+            r->lane[TL_WAIT][k[TL_WAIT]++] =
+                (struct iv){ m->syncs[i].start_ns, m->syncs[i].end_ns, 0, m->syncs[i].kind };
+    for (size_t i = 0; i < m->n_io; i++)
+        if (m->io[i].end_ns > m->io[i].start_ns)
+            r->lane[TL_IO][k[TL_IO]++] =
+                (struct iv){ m->io[i].start_ns, m->io[i].end_ns, m->io[i].path, m->io[i].op };
+    return 0;
+}
+
+static void drop_row(struct row *r)
+{
+    for (int l = 0; l < TL_NLANES; l++) {
+        free(r->lane[l]);
+        r->lane[l] = NULL;
+    }
+}
+
 /* Fills rows with one per model plus one per checkpointing rank that has
  * no model; *origin and *end become the time span of everything drawn. */
 static int build_rows(const struct page *p, struct row **out, size_t *nout, int64_t *origin,
@@ -890,44 +932,20 @@ static int build_rows(const struct page *p, struct row **out, size_t *nout, int6
         r->m = m;
         r->mi = mi;
         r->rank = m->rank >= 0 ? m->rank : -1;
-        size_t cnt[TL_NLANES] = { 0 };
-        for (size_t i = 0; i < m->n_ops; i++) {
-            int l = lane_of(m->ops[i].cls);
-            if (l >= 0 && m->ops[i].end_ns > m->ops[i].start_ns)
-                cnt[l]++;
-        }
-        cnt[TL_WAIT] = m->n_syncs;
-        cnt[TL_IO] = m->n_io;
-        for (int l = 0; l < TL_NLANES; l++)
-            if (cnt[l] && !(r->lane[l] = malloc(cnt[l] * sizeof *r->lane[l]))) {
-                *out = rows, *nout = n;
-                return -1;
-            }
+        /* Counts and the span only: the intervals are gathered one row at
+         * a time while drawing, so memory does not grow with the ranks. */
         for (size_t i = 0; i < m->n_ops; i++) {
             const struct rsr_gpu_op *op = &m->ops[i];
             int l = lane_of(op->cls);
-            if (l < 0 || op->end_ns <= op->start_ns)
-                continue;
-            r->lane[l][r->n[l]++] = (struct iv){ op->start_ns, op->end_ns, op->name, -1 };
+            if (l >= 0 && op->end_ns > op->start_ns)
+                r->n[l]++, widen(origin, end, op->start_ns, op->end_ns);
         }
-        /* Syncs and I/O are in start order in a finished model, as ops. */
         for (size_t i = 0; i < m->n_syncs; i++)
             if (m->syncs[i].end_ns > m->syncs[i].start_ns)
-                r->lane[TL_WAIT][r->n[TL_WAIT]++] =
-                    (struct iv){ m->syncs[i].start_ns, m->syncs[i].end_ns, 0, m->syncs[i].kind };
+                r->n[TL_WAIT]++, widen(origin, end, m->syncs[i].start_ns, m->syncs[i].end_ns);
         for (size_t i = 0; i < m->n_io; i++)
             if (m->io[i].end_ns > m->io[i].start_ns)
-                r->lane[TL_IO][r->n[TL_IO]++] =
-                    (struct iv){ m->io[i].start_ns, m->io[i].end_ns, m->io[i].path, m->io[i].op };
-        for (int l = 0; l < TL_NLANES; l++) {
-            if (!r->n[l])
-                continue;
-            if (r->lane[l][0].s < *origin)
-                *origin = r->lane[l][0].s;
-            for (size_t i = 0; i < r->n[l]; i++)
-                if (r->lane[l][i].e > *end)
-                    *end = r->lane[l][i].e;
-        }
+                r->n[TL_IO]++, widen(origin, end, m->io[i].start_ns, m->io[i].end_ns);
     }
     /* Checkpoints: a lane of their own on their rank's row. Where there are
      * other lanes, only those that overlap them: a checkpoint outside means
@@ -956,10 +974,7 @@ static int build_rows(const struct page *p, struct row **out, size_t *nout, int6
         }
         r->lane[TL_CKPT] = grown;
         grown[r->n[TL_CKPT]++] = (struct iv){ s, e, (uint32_t)i, -1 };
-        if (s < *origin)
-            *origin = s;
-        if (e > *end)
-            *end = e;
+        widen(origin, end, s, e);
     }
     for (size_t k = 0; k < n; k++)
         if (rows[k].n[TL_CKPT] > 1)
@@ -1066,6 +1081,11 @@ static int timeline(struct page *p)
     y = 0;
     for (size_t r = 0; r < nrows; r++) {
         int any = 0;
+        if (rows[r].m && fill_row(&rows[r]) != 0) {
+            free_rows(rows, nrows);
+            errno = ENOMEM;
+            return -1;
+        }
         for (int l = 0; l < TL_NLANES; l++) {
             if (!rows[r].n[l])
                 continue;
@@ -1096,6 +1116,7 @@ static int timeline(struct page *p)
             fputs("</g>\n", f);
             y += TL_LANE_STEP;
         }
+        drop_row(&rows[r]);
         if (any)
             y += TL_ROW_GAP;
     }
