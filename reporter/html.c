@@ -13,7 +13,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
 
@@ -245,6 +244,7 @@ struct page {
     int have_ck_origin;
     double ck_origin_us;
     int have_gpu;   /* some process has GPU figures */
+    int have_io;    /* some process read or wrote a byte */
     size_t tl_bins;
 };
 
@@ -309,18 +309,18 @@ static const char page_js[] =
     "function fmt(ns){var a=Math.abs(ns);if(a<1e3)return ns.toFixed(0)+' ns';"
     "if(a<1e6)return (ns/1e3).toFixed(1)+' \\u00b5s';if(a<1e9)return (ns/1e6).toFixed(2)+' ms';"
     "return (ns/1e9).toFixed(3)+' s';}\n"
-    "var svg=document.getElementById('tl');\n"
+    "var svg=document.getElementById('tl'),tip=document.getElementById('tip');\n"
     "if(svg){\n"
     " var W=+svg.getAttribute('data-w'),H=+svg.getAttribute('data-h'),"
     "span=+svg.getAttribute('data-span');\n"
     " var names=JSON.parse(document.getElementById('tl-names').textContent);\n"
     " var ops=JSON.parse(document.getElementById('tl-ops').textContent);\n"
-    " var ax=document.getElementById('tl-axis'),tip=document.getElementById('tip'),"
-    "rng=document.getElementById('tl-range');\n"
-    " var vx=0,vw=W,drag=null;\n"
+    " var ax=document.getElementById('tl-axis'),rng=document.getElementById('tl-range');\n"
+    " var off=+svg.getAttribute('data-off'),vx=0,vw=W,drag=null;\n"
     " var draw=function(){if(vw<W/1e5)vw=W/1e5;if(vw>W)vw=W;if(vx<0)vx=0;if(vx+vw>W)vx=W-vw;\n"
     "  svg.setAttribute('viewBox',vx+' 0 '+vw+' '+H);\n"
-    "  var t0=vx/W*span,t1=(vx+vw)/W*span,r=(t1-t0)/8,p=Math.pow(10,Math.floor(Math.log10(r)));\n"
+    "  var t0=vx/W*span+off,t1=(vx+vw)/W*span+off,r=(t1-t0)/8,"
+    "p=Math.pow(10,Math.floor(Math.log10(r)));\n"
     "  var st=r/p<2?2*p:r/p<5?5*p:10*p;ax.textContent='';\n"
     "  for(var t=Math.ceil(t0/st)*st;t<=t1;t+=st){var s=document.createElement('span');"
     "s.style.left=((t-t0)/(t1-t0)*100)+'%';s.textContent=fmt(t);ax.appendChild(s);}\n"
@@ -346,7 +346,7 @@ static const char page_js[] =
     "w=+t.getAttribute('width'),txt,o=t.getAttribute('data-o'),ot=g.getAttribute('data-ot');\n"
     "  var label=nm[+t.getAttribute('data-n')]||'';\n"
     "  if(o!==null&&ops[ot])label=(ops[ot][+o]||'')+(label?' '+label:'');\n"
-    "  var at=' at '+fmt(x/W*span)+', '+g.getAttribute('data-lane');\n"
+    "  var at=' at '+fmt(x/W*span+off)+', '+g.getAttribute('data-lane');\n"
     "  if(t.hasAttribute('data-t'))txt=t.getAttribute('data-t')+'\\n'+fmt(w/W*span)+at;\n"
     "  else if(t.hasAttribute('data-k'))txt=t.getAttribute('data-k')+' operations merged"
     " (each narrower than a pixel at full view)\\nbusy '+fmt(+t.getAttribute('data-b'))+' in '+"
@@ -358,6 +358,23 @@ static const char page_js[] =
     " svg.addEventListener('mouseleave',function(){tip.style.display='none';});\n"
     " draw();\n"
     "}\n"
+    "Array.prototype.forEach.call(document.querySelectorAll('.chart svg'),function(c){\n"
+    " var a=function(k){return +c.getAttribute('data-'+k);},x0=a('x0'),x1=a('x1'),y0=a('y0'),"
+    "y1=a('y1'),top=a('top');\n"
+    " c.addEventListener('mousemove',function(e){var r=c.getBoundingClientRect(),"
+    "x=(e.clientX-r.left)/r.width*600;\n"
+    "  if(x<x0||x>x1){tip.style.display='none';return;}\n"
+    "  var txt=fmt((x-x0)/(x1-x0)*a('span')+a('off'));\n"
+    "  Array.prototype.forEach.call(c.querySelectorAll('polyline'),function(pl){"
+    "var pts=pl.points,best=null;\n"
+    "   for(var i=0;i<pts.numberOfItems;i++){var q=pts.getItem(i);"
+    "if(!best||Math.abs(q.x-x)<Math.abs(best.x-x))best=q;}\n"
+    "   if(best)txt+='\\n'+pl.getAttribute('data-r')+': '+((y1-best.y)/(y1-y0)*top).toPrecision(3)+"
+    "' '+c.getAttribute('data-unit');});\n"
+    "  tip.textContent=txt;tip.style.display='block';"
+    "tip.style.left=Math.min(e.clientX+12,window.innerWidth-320)+'px';"
+    "tip.style.top=(e.clientY+14)+'px';});\n"
+    " c.addEventListener('mouseleave',function(){tip.style.display='none';});});\n"
     "Array.prototype.forEach.call(document.querySelectorAll('table.sort th'),function(th,i){\n"
     " th.addEventListener('click',function(){var tb=th.closest('table').tBodies[0];"
     "var up=!th.classList.contains('asc');\n"
@@ -466,9 +483,11 @@ static void summary_cards(struct page *p)
             snprintf(d, sizeof d, "no GPU work running");
         card_pct(f, "GPU idle", g.idle, g.idle >= 20, d);
     }
+    /* Checkpoints and storage only where file I/O was traced (a PyTorch
+     * profiler trace has none). */
     double ck_pct;
     yajl_val cks = jkey(p->root, "checkpoints");
-    if (knum(p->root, "checkpoint_pct", &ck_pct) || alen(cks)) {
+    if (alen(cks) || (p->have_io && knum(p->root, "checkpoint_pct", &ck_pct))) {
         if (!knum(p->root, "checkpoint_pct", &ck_pct))
             ck_pct = 0;
         double stall = 0, bytes = 0;
@@ -507,7 +526,18 @@ static void summary_cards(struct page *p)
         card_open(f, skew > 100);
         fprintf(f, "%.1f \xc2\xb5s", skew);
         card_close(f, "Clock skew (residual)");
-        fputs("after aligning the ranks' clocks</div></div>\n", f);
+        yajl_val al = jkey(p->root, "alignment");
+        const char *how = kstr(al, "method");
+        double matched;
+        if (how) {
+            fputs("aligned by ", f);
+            put_html(f, how);
+            if (knum(al, "matched_collectives", &matched) && matched > 0)
+                fprintf(f, " (%.0f collectives)", matched);
+        } else {
+            fputs("after aligning the ranks' clocks", f);
+        }
+        fputs("</div></div>\n", f);
     }
     double rb = 0, wb = 0, rs = 0, ws = 0, dropped = 0;
     int have_io = 0;
@@ -522,7 +552,7 @@ static void summary_cards(struct page *p)
         rs += knum_or(io, "read_s", 0);
         ws += knum_or(io, "write_s", 0);
     }
-    if (have_io) {
+    if (have_io && p->have_io) {
         char r[32], w[32];
         fmt_bytes(r, sizeof r, rb);
         fmt_bytes(w, sizeof w, wb);
@@ -841,6 +871,48 @@ static void free_rows(struct row *rows, size_t n)
     free(rows);
 }
 
+static void widen(int64_t *origin, int64_t *end, int64_t s, int64_t e)
+{
+    if (s < *origin)
+        *origin = s;
+    if (e > *end)
+        *end = e;
+}
+
+/* Gathers the intervals of a row's model lanes (r->n[] counted them), in
+ * start order as the finished model keeps them. -1 when out of memory. */
+static int fill_row(struct row *r)
+{
+    const struct rsr_model *m = r->m;
+    size_t k[TL_NLANES] = { 0 };
+    for (int l = 0; l < TL_NLANES; l++)
+        if (l != TL_CKPT && r->n[l] && !(r->lane[l] = malloc(r->n[l] * sizeof *r->lane[l])))
+            return -1;
+    for (size_t i = 0; i < m->n_ops; i++) {
+        const struct rsr_gpu_op *op = &m->ops[i];
+        int l = lane_of(op->cls);
+        if (l >= 0 && op->end_ns > op->start_ns)
+            r->lane[l][k[l]++] = (struct iv){ op->start_ns, op->end_ns, op->name, -1 };
+    }
+    for (size_t i = 0; i < m->n_syncs; i++)
+        if (m->syncs[i].end_ns > m->syncs[i].start_ns)
+            r->lane[TL_WAIT][k[TL_WAIT]++] =
+                (struct iv){ m->syncs[i].start_ns, m->syncs[i].end_ns, 0, m->syncs[i].kind };
+    for (size_t i = 0; i < m->n_io; i++)
+        if (m->io[i].end_ns > m->io[i].start_ns)
+            r->lane[TL_IO][k[TL_IO]++] =
+                (struct iv){ m->io[i].start_ns, m->io[i].end_ns, m->io[i].path, m->io[i].op };
+    return 0;
+}
+
+static void drop_row(struct row *r)
+{
+    for (int l = 0; l < TL_NLANES; l++) {
+        free(r->lane[l]);
+        r->lane[l] = NULL;
+    }
+}
+
 /* Fills rows with one per model plus one per checkpointing rank that has
  * no model; *origin and *end become the time span of everything drawn. */
 static int build_rows(const struct page *p, struct row **out, size_t *nout, int64_t *origin,
@@ -860,44 +932,20 @@ static int build_rows(const struct page *p, struct row **out, size_t *nout, int6
         r->m = m;
         r->mi = mi;
         r->rank = m->rank >= 0 ? m->rank : -1;
-        size_t cnt[TL_NLANES] = { 0 };
-        for (size_t i = 0; i < m->n_ops; i++) {
-            int l = lane_of(m->ops[i].cls);
-            if (l >= 0 && m->ops[i].end_ns > m->ops[i].start_ns)
-                cnt[l]++;
-        }
-        cnt[TL_WAIT] = m->n_syncs;
-        cnt[TL_IO] = m->n_io;
-        for (int l = 0; l < TL_NLANES; l++)
-            if (cnt[l] && !(r->lane[l] = malloc(cnt[l] * sizeof *r->lane[l]))) {
-                *out = rows, *nout = n;
-                return -1;
-            }
+        /* Counts and the span only: the intervals are gathered one row at
+         * a time while drawing, so memory does not grow with the ranks. */
         for (size_t i = 0; i < m->n_ops; i++) {
             const struct rsr_gpu_op *op = &m->ops[i];
             int l = lane_of(op->cls);
-            if (l < 0 || op->end_ns <= op->start_ns)
-                continue;
-            r->lane[l][r->n[l]++] = (struct iv){ op->start_ns, op->end_ns, op->name, -1 };
+            if (l >= 0 && op->end_ns > op->start_ns)
+                r->n[l]++, widen(origin, end, op->start_ns, op->end_ns);
         }
-        /* Syncs and I/O are in start order in a finished model, as ops. */
         for (size_t i = 0; i < m->n_syncs; i++)
             if (m->syncs[i].end_ns > m->syncs[i].start_ns)
-                r->lane[TL_WAIT][r->n[TL_WAIT]++] =
-                    (struct iv){ m->syncs[i].start_ns, m->syncs[i].end_ns, 0, m->syncs[i].kind };
+                r->n[TL_WAIT]++, widen(origin, end, m->syncs[i].start_ns, m->syncs[i].end_ns);
         for (size_t i = 0; i < m->n_io; i++)
             if (m->io[i].end_ns > m->io[i].start_ns)
-                r->lane[TL_IO][r->n[TL_IO]++] =
-                    (struct iv){ m->io[i].start_ns, m->io[i].end_ns, m->io[i].path, m->io[i].op };
-        for (int l = 0; l < TL_NLANES; l++) {
-            if (!r->n[l])
-                continue;
-            if (r->lane[l][0].s < *origin)
-                *origin = r->lane[l][0].s;
-            for (size_t i = 0; i < r->n[l]; i++)
-                if (r->lane[l][i].e > *end)
-                    *end = r->lane[l][i].e;
-        }
+                r->n[TL_IO]++, widen(origin, end, m->io[i].start_ns, m->io[i].end_ns);
     }
     /* Checkpoints: a lane of their own on their rank's row. Where there are
      * other lanes, only those that overlap them: a checkpoint outside means
@@ -926,10 +974,7 @@ static int build_rows(const struct page *p, struct row **out, size_t *nout, int6
         }
         r->lane[TL_CKPT] = grown;
         grown[r->n[TL_CKPT]++] = (struct iv){ s, e, (uint32_t)i, -1 };
-        if (s < *origin)
-            *origin = s;
-        if (e > *end)
-            *end = e;
+        widen(origin, end, s, e);
     }
     for (size_t k = 0; k < n; k++)
         if (rows[k].n[TL_CKPT] > 1)
@@ -985,7 +1030,8 @@ static int timeline(struct page *p)
                 lane_text[l]);
     fprintf(f, "</div>\n<p class=\"note\">Wheel or buttons to zoom, drag to pan, hover for "
                "name and duration. %s in all; operations narrower than a pixel at full view are "
-               "merged into one shaded block per pixel (at most %zu blocks per lane).</p>\n",
+               "merged into one shaded block per pixel (at most %zu blocks per lane); every "
+               "single operation is in trace.json, which Perfetto opens.</p>\n",
             s, cap);
     fprintf(f, "<div class=\"tl\"><svg class=\"tl-lab\" width=\"150\" height=\"%d\">", height);
     int y = 0;
@@ -1012,9 +1058,18 @@ static int timeline(struct page *p)
         if (!first)
             y += TL_ROW_GAP;
     }
+    /* Times read from the job's start (report.json "start_us") when it is
+     * not far before the first thing drawn, as the tables' times do. */
+    int64_t off = 0;
+    if (p->have_ck_origin) {
+        double t0 = p->ck_origin_us * 1e3;
+        if (t0 <= (double)origin && (double)origin - t0 <= (double)span)
+            off = origin - (int64_t)t0;
+    }
     fprintf(f, "</svg>\n<div class=\"tl-main\"><svg id=\"tl\" viewBox=\"0 0 %.0f %d\" "
                "preserveAspectRatio=\"none\" height=\"%d\" data-w=\"%.0f\" data-h=\"%d\" "
-               "data-span=\"%" PRId64 "\">\n", TL_W, height, height, TL_W, height, span);
+               "data-span=\"%" PRId64 "\" data-off=\"%" PRId64 "\">\n",
+            TL_W, height, height, TL_W, height, span, off);
     struct geo g = { origin, TL_W / (double)span, 0 };
     yajl_val cks = jkey(p->root, "checkpoints");
     for (size_t i = 0; i < alen(cks); i++) {
@@ -1026,6 +1081,11 @@ static int timeline(struct page *p)
     y = 0;
     for (size_t r = 0; r < nrows; r++) {
         int any = 0;
+        if (rows[r].m && fill_row(&rows[r]) != 0) {
+            free_rows(rows, nrows);
+            errno = ENOMEM;
+            return -1;
+        }
         for (int l = 0; l < TL_NLANES; l++) {
             if (!rows[r].n[l])
                 continue;
@@ -1056,6 +1116,7 @@ static int timeline(struct page *p)
             fputs("</g>\n", f);
             y += TL_LANE_STEP;
         }
+        drop_row(&rows[r]);
         if (any)
             y += TL_ROW_GAP;
     }
@@ -1110,11 +1171,15 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
     top = fixed_max > 0 ? fixed_max : nice_max(top);
     const double X0 = 46, X1 = 592, Y0 = 10, Y1 = 172;
     double total_s = (double)nbins * p->tl_bin_us / 1e6;
+    /* Times read from the job's start, as on the lanes and in the tables:
+     * start_s counts from ck_origin_us, the bins from tl_start_us. */
+    double shift = p->have_ck_origin ? (p->ck_origin_us - p->tl_start_us) / 1e6 : 0;
     fprintf(f, "<div class=\"chart\" id=\"chart-%s\"><h3>%s</h3>"
-               "<svg viewBox=\"0 0 600 196\" role=\"img\">\n", key, title);
+               "<svg viewBox=\"0 0 600 196\" role=\"img\" data-x0=\"%.0f\" data-x1=\"%.0f\" "
+               "data-y0=\"%.0f\" data-y1=\"%.0f\" data-top=\"%g\" data-span=\"%.0f\" "
+               "data-off=\"%.0f\" data-unit=\"%s\">\n",
+            key, title, X0, X1, Y0, Y1, top, total_s * 1e9, -shift * 1e9, unit);
     yajl_val cks = jkey(p->root, "checkpoints");
-    /* start_s counts from ck_origin_us; the bins from tl_start_us. */
-    double shift = (p->ck_origin_us - p->tl_start_us) / 1e6;
     for (size_t i = 0; i < alen(cks) && total_s > 0; i++) {
         double st, dur;
         if (!knum(aget(cks, i), "start_s", &st) || !knum(aget(cks, i), "dur_s", &dur))
@@ -1135,7 +1200,7 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
     }
     for (int k = 0; k <= 4; k++) {
         char t[32];
-        fmt_ns(t, sizeof t, total_s * 1e9 * k / 4);
+        fmt_ns(t, sizeof t, (total_s * k / 4 - shift) * 1e9);
         fprintf(f, "<text x=\"%.1f\" y=\"188\" font-size=\"10\" text-anchor=\"%s\" "
                    "fill=\"#57606a\">%s</text>",
                 X0 + (X1 - X0) * k / 4, k == 0 ? "start" : k == 4 ? "end" : "middle", t);
@@ -1148,8 +1213,10 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
         yajl_val rk = aget(ranks, r), s = jkey(rk, key);
         if (!alen(s))
             continue;
-        fprintf(f, "<polyline fill=\"none\" stroke-width=\"1.3\" stroke=\"%s\" points=\"",
+        fprintf(f, "<polyline fill=\"none\" stroke-width=\"1.3\" stroke=\"%s\" data-r=\"",
                 palette[r % NPALETTE]);
+        put_proc(f, rk);
+        fputs("\" points=\"", f);
         double peak = 0;
         for (size_t i = 0; i < alen(s); i += per) {
             double v = 0, x;
@@ -1193,8 +1260,10 @@ static void charts(struct page *p)
         n += chart(p, ranks, "gpu_busy_pct", "GPU busy", "%", 100);
         n += chart(p, ranks, "comm_gbs", "Communication bandwidth", "GB/s", 0);
     }
-    n += chart(p, ranks, "read_mbs", "Storage read", "MB/s", 0);
-    n += chart(p, ranks, "write_mbs", "Storage write", "MB/s", 0);
+    if (p->have_io) {
+        n += chart(p, ranks, "read_mbs", "Storage read", "MB/s", 0);
+        n += chart(p, ranks, "write_mbs", "Storage write", "MB/s", 0);
+    }
     fputs("</div>\n", f);
     if (!n)
         fputs("<p class=\"note\">The timeline has no series.</p>\n", f);
@@ -1250,7 +1319,9 @@ static void table_ranks(struct page *p)
     fputs("<h3>Processes</h3><table class=\"sort\" id=\"table-processes\"><thead><tr>", f);
     th(f, "process", 0), th(f, "role", 0), th(f, "host", 0), th(f, "wall", 1);
     th(f, "GPU span", 1), th(f, "compute %", 1), th(f, "comm %", 1), th(f, "copies %", 1);
-    th(f, "idle %", 1), th(f, "exposed comm %", 1), th(f, "overlap %", 1), th(f, "dropped", 1);
+    th(f, "idle %", 1), th(f, "exposed comm %", 1), th(f, "overlap %", 1);
+    th(f, "waited in collectives", 1), th(f, "GPU syncs", 1), th(f, "blocked in syncs", 1);
+    th(f, "allocs / frees", 1), th(f, "data loading %", 1), th(f, "dropped", 1), th(f, "trace", 0);
     fputs("</tr></thead><tbody>\n", f);
     for (size_t i = 0; i < alen(procs); i++) {
         yajl_val proc = aget(procs, i), gpu = jkey(proc, "gpu");
@@ -1275,10 +1346,76 @@ static void table_ranks(struct page *p)
             else
                 fputs("<td></td>", f);
         }
+        if (knum(proc, "collective_wait_us", &v))
+            td_us(f, v);
+        else
+            fputs("<td></td>", f);
+        yajl_val sy = jkey(proc, "syncs"), mem = jkey(proc, "memory");
+        if (knum(sy, "count", &v)) {
+            td_fmt(f, v, 0);
+            td_us(f, knum_or(sy, "blocked_s", 0) * 1e6);
+        } else {
+            fputs("<td></td><td></td>", f);
+        }
+        /* Memory churn: cuMemAlloc and cuMemFree calls. */
+        if (knum(mem, "allocs", &v))
+            fprintf(f, "<td class=\"n\" data-v=\"%.0f\">%.0f / %.0f</td>", v, v,
+                    knum_or(mem, "frees", 0));
+        else
+            fputs("<td></td>", f);
+        if (knum(jkey(proc, "data_loading"), "pct", &v))
+            td_fmt(f, v, 1);
+        else
+            fputs("<td></td>", f);
         td_fmt(f, knum_or(proc, "dropped", 0), 0);
-        fputs("</tr>\n", f);
+        yajl_val tr = jkey(proc, "trace");
+        fputs("<td>", f);
+        if (YAJL_IS_TRUE(jkey(tr, "cut_short")))
+            fprintf(f, "cut short: %.0f bytes unread", knum_or(tr, "unread_bytes", 0));
+        else if (YAJL_IS_TRUE(jkey(tr, "complete")))
+            fputs("complete", f);
+        else if (tr)
+            fputs("no end mark", f);
+        fputs("</td></tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
+}
+
+/* Kernel names that run short (below the threshold report.json names) many
+ * times: candidates for fusion or CUDA graphs. */
+static void table_short_kernels(struct page *p)
+{
+    FILE *f = p->f;
+    yajl_val procs = jkey(p->root, "processes");
+    size_t n = 0;
+    for (size_t i = 0; i < alen(procs); i++)
+        n += alen(jkey(jkey(aget(procs, i), "short_kernels"), "fusion_candidates"));
+    if (!n)
+        return;
+    fputs("<h3>Short kernels (fusion or CUDA graph candidates)</h3>"
+          "<table class=\"sort\" id=\"table-short-kernels\"><thead><tr>", f);
+    th(f, "process", 0), th(f, "kernel", 0), th(f, "short runs", 1), th(f, "their time", 1);
+    th(f, "threshold", 1);
+    fputs("</tr></thead><tbody>\n", f);
+    size_t shown = 0;
+    for (size_t i = 0; i < alen(procs) && shown < TABLE_ROWS; i++) {
+        yajl_val proc = aget(procs, i), sk = jkey(proc, "short_kernels");
+        yajl_val fc = jkey(sk, "fusion_candidates");
+        for (size_t j = 0; j < alen(fc) && shown < TABLE_ROWS; j++, shown++) {
+            yajl_val c = aget(fc, j);
+            fputs("<tr><td>", f);
+            put_proc(f, proc);
+            fputs("</td><td class=\"name\">", f);
+            put_html(f, kstr(c, "name"));
+            fputs("</td>", f);
+            td_fmt(f, knum_or(c, "short_count", 0), 0);
+            td_us(f, knum_or(c, "short_us", 0));
+            td_us(f, knum_or(sk, "threshold_us", 0));
+            fputs("</tr>\n", f);
+        }
+    }
+    fputs("</tbody></table>\n", f);
+    table_more(f, shown, n);
 }
 
 static void table_collectives(struct page *p)
@@ -1530,7 +1667,10 @@ static int tables(struct page *p)
     table_stragglers(p);
     table_collectives(p);
     table_checkpoints(p);
-    if (table_kernels(p) != 0 || table_io(p) != 0)
+    if (table_kernels(p) != 0)
+        return -1;
+    table_short_kernels(p);
+    if (table_io(p) != 0)
         return -1;
     table_ranks(p);
     fputs("</section>\n", p->f);
@@ -1669,6 +1809,11 @@ int rsr_html_write_flames(FILE *f, const char *report_json, size_t len,
         p.tl_start_us = knum_or(tl, "start_us", 0);
     }
     p.have_ck_origin = knum(root, "start_us", &p.ck_origin_us) || knum(tl, "start_us", &p.ck_origin_us);
+    for (size_t i = 0; i < alen(jkey(root, "processes")); i++) {
+        yajl_val io = jkey(aget(jkey(root, "processes"), i), "io");
+        if (knum_or(io, "read_bytes", 0) > 0 || knum_or(io, "write_bytes", 0) > 0)
+            p.have_io = 1;
+    }
     const char *job = kstr(root, "job");
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
           "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n"
