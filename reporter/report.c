@@ -4,6 +4,7 @@
 #include "reporter/report.h"
 #include "reporter/flame.h"
 #include "reporter/analyse.h"
+#include "reporter/html.h"
 #include "reporter/json.h"
 #include "formats/rsf_error.h"
 
@@ -496,10 +497,8 @@ static void warn_damage(const struct rsr_input *in)
                         "every chunk was read\n", in->file);
 }
 
-/* The other outputs, each in its own module (html.c, perfetto.c); weak so
- * that the report is written without them where they are not built in. */
-int rsr_html_write(FILE *f, const char *report_json, size_t len, struct rsr_model *const *models,
-                   size_t nmodels) __attribute__((weak));
+/* The Perfetto output, in its own module (perfetto.c); weak so that the
+ * report is written without it where it is not built in. (html.c is.) */
 int rsr_perfetto_write(FILE *f, struct rsr_model *const *models, size_t nmodels) __attribute__((weak));
 
 static int write_file(const char *path, const char *data, size_t len)
@@ -517,9 +516,8 @@ static int write_file(const char *path, const char *data, size_t len)
     return 0;
 }
 
-/* Writes OUT/name through fn (html or perfetto); 0 or 1. */
-static int write_output(const char *dir, const char *name, const char *json, size_t len,
-                        struct rsr_model *const *models, size_t n, int html)
+/* Writes OUT/name through rsr_perfetto_write; 0 or 1. */
+static int write_output(const char *dir, const char *name, struct rsr_model *const *models, size_t n)
 {
     char p[4096];
     snprintf(p, sizeof p, "%s/%s", dir, name);
@@ -528,7 +526,7 @@ static int write_output(const char *dir, const char *name, const char *json, siz
         fprintf(stderr, "ringside: %s: %s\n", p, strerror(errno));
         return 1;
     }
-    int rc = html ? rsr_html_write(f, json, len, models, n) : rsr_perfetto_write(f, models, n);
+    int rc = rsr_perfetto_write(f, models, n);
     if (fclose(f) != 0 && rc == 0) {
         fprintf(stderr, "ringside: writing %s: %s\n", p, strerror(errno));
         rc = 1;
@@ -597,13 +595,14 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
             char p[4096];
             snprintf(p, sizeof p, "%s/report.json", o->out_dir);
             rc = write_file(p, json, len);
-            /* before the page, which inlines OUT/flame-*.svg */
+            /* before the page: index.html inlines the flame-*.svg in OUT */
             if (!rc && rsr_flame_write_all(files, n, o->out_dir, o->quiet) < 0)
                 rc = 1;
-            if (!rc && rsr_html_write)
-                rc = write_output(o->out_dir, "index.html", json, len, models, (size_t)n, 1);
+            const char *bad;
+            if (!rc && rsr_html_write_dir(o->out_dir, models, (size_t)n, &bad) != 0)
+                rc = (fprintf(stderr, "ringside: %s: %s\n", bad, strerror(errno)), 1);
             if (!rc && rsr_perfetto_write)
-                rc = write_output(o->out_dir, "trace.json", json, len, models, (size_t)n, 0);
+                rc = write_output(o->out_dir, "trace.json", models, (size_t)n);
         }
     }
     if (!rc && o->json_path) {

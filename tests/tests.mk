@@ -29,11 +29,5 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)BUILD=$(BUILD) sh tests/run.sh
 include tests/format.mk
-
-# The flame graph tests' trace writer: hand-made stack records through formats/.
-$(BUILD)/tests/flame_mktrace: tests/flame_mktrace.c $(FORMAT_OBJ)
-	$(call say,CC,$<)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(RS_CFLAGS) -o $@ $< $(FORMAT_OBJ) $(RS_LDFLAGS) -llz4
-TEST_EXTRA += $(BUILD)/tests/flame_mktrace
-test-build: $(BUILD)/tests/flame_mktrace
+include tests/html.mk
+include tests/flame.mk
