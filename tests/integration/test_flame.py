@@ -10,6 +10,7 @@ with hostile names kept as text."""
 import os
 import re
 import shutil
+import sys
 import xml.etree.ElementTree as ET
 
 from rstest import (BUILD, PROG, RINGSIDE, check, cleanup, finish, report_problems, run, skip, tempdir,
@@ -18,7 +19,7 @@ from rstest import (BUILD, PROG, RINGSIDE, check, cleanup, finish, report_proble
 HOT = os.path.join(PROG, "flame_hot")
 MKTRACE = os.path.join(BUILD, "tests", "flame_mktrace")
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
-HOSTILE = "</title><script>alert('x')</script>&\"; rm -rf"
+HOSTILE = "</title><script>alert('x')</script><img src=x onerror=\"window.pwned=1\">&; rm -rf"
 
 
 def groups(text):
@@ -372,9 +373,60 @@ def main():
         want_names = set(n for k in exp0 for n in k.split(";"))
         check("flame svg frames == folded frames", want_names <= names | {py_name.replace(";", ":")},
               str(want_names - names)[:300])
+        in_browser(svg, exp0)
     cleanup(work)
     sampled_shares()
     finish()
+
+
+def in_browser(svg, folded):
+    """7. The SVG in headless Chromium: no errors; hover, zoom, reset and
+    search do what they say; the matched share is the folded stacks' share."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import headless
+    if not headless.find_chromium():
+        skip("flame svg in chromium", "no chromium installed")
+        return
+    total = sum(folded.values())
+    want = sum(v for k, v in folded.items() if set(k.split(";")) & {"hot_a", "hot_b"})
+    with headless.Browser(width=1200, height=600) as b:
+        b.open(svg)
+        js = """(function () {
+          var gs = Array.prototype.slice.call(document.querySelectorAll('g.f'));
+          function named(n) { return gs.filter(function (g) {
+            return g.querySelector('title').textContent.split('\\n')[0] === n; })[0]; }
+          function w(g) { return +g.querySelector('rect').getAttribute('width'); }
+          var a = named('hot_a'), bb = named('hot_b'), all = named('all'), r = {};
+          r.before = w(a);
+          a.dispatchEvent(new MouseEvent('mouseover'));
+          r.details = document.getElementById('details').textContent;
+          a.dispatchEvent(new MouseEvent('click'));
+          r.zoomed = w(a); r.other = bb.style.display; r.all = w(all);
+          document.getElementById('reset').dispatchEvent(new MouseEvent('click'));
+          r.reset = w(a); r.other_back = bb.style.display;
+          doSearch('^hot_[ab]$');
+          r.matched = document.getElementById('matched').textContent;
+          r.imgs = document.querySelectorAll('img').length; r.pwned = window.pwned === undefined;
+          r.scripts = document.querySelectorAll('script').length;
+          return r; })()"""
+        try:
+            r = b.eval(js)
+        except RuntimeError as e:
+            check("flame svg script runs in chromium", False, str(e)[:300])
+            return
+        report_problems("flame svg in chromium: no errors, dialogs or requests", b.problems())
+    check("flame svg hover shows name and share", r["details"].startswith("hot_a: ") and "%" in r["details"],
+          r["details"])
+    check("flame svg click zooms to full width", abs(r["zoomed"] - 1179.9) < 0.5 and r["before"] < 1000,
+          "%s -> %s" % (r["before"], r["zoomed"]))
+    check("flame svg zoom hides other branches", r["other"] == "none" and abs(r["all"] - 1179.9) < 0.5,
+          str(r))
+    check("flame svg reset zoom", abs(r["reset"] - r["before"]) < 0.05 and r["other_back"] == "", str(r))
+    m = re.match(r"Matched: ([\d.]+)%", r["matched"])
+    share = 100.0 * want / total
+    check("flame svg search share == folded share", m and abs(float(m.group(1)) - share) <= 0.06,
+          "%s vs %.2f%%" % (r["matched"], share))
+    check("flame svg hostile name inert", r["imgs"] == 0 and r["pwned"] and r["scripts"] == 1, str(r))
 
 
 def sampled_shares():
