@@ -374,6 +374,23 @@ def main():
         check("flame svg frames == folded frames", want_names <= names | {py_name.replace(";", ":")},
               str(want_names - names)[:300])
         in_browser(svg, exp0)
+
+    # 6. report -o OUT: a flame graph per kind of sample the traces hold.
+    rep = os.path.join(work, "report")
+    p = run([RINGSIDE, "report", dir0, "-o", rep, "-q"])
+    check("flame report runs", p.returncode == 0, p.stderr.decode(errors="replace")[-300:])
+    made = sorted(f for f in os.listdir(rep) if f.startswith("flame-")) if os.path.isdir(rep) else []
+    check("flame report writes flame-cpu.svg and flame-wait.svg only", made == ["flame-cpu.svg", "flame-wait.svg"],
+          str(made))
+    roots = {}
+    for f in made:
+        try:
+            frames = [g for g in ET.parse(os.path.join(rep, f)).getroot().iter("{http://www.w3.org/2000/svg}g")]
+            roots[f] = [int(g.get("data-w")) for g in frames if g.get("data-d") == "0"]
+        except ET.ParseError as e:
+            roots[f] = str(e)
+    check("flame report svgs hold all ranks' weights",
+          roots == {"flame-cpu.svg": [sum(merged.values())], "flame-wait.svg": [777]}, str(roots))
     cleanup(work)
     sampled_shares()
     finish()
