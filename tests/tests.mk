@@ -29,3 +29,10 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)BUILD=$(BUILD) sh tests/run.sh
 include tests/format.mk
+
+# A shared library for the Python + ctypes sampler test.
+$(BUILD)/tests/prog/libspin.so: tests/programs/lib/spin.c
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(RS_CFLAGS) -shared -o $@ $< $(RS_LDFLAGS)
+test-build: $(BUILD)/tests/prog/libspin.so
