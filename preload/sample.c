@@ -243,6 +243,7 @@ void rs_sample_init(void)
         wait_ns = strtoull(w, NULL, 10) * 1000u;
     rs_wait_ticks = wait_ns; /* until the writer knows the tick rate */
     rs_modules_init();
+    rs_py_try_init();
     if (rs_cfg.sample_hz <= 0 || rs_unwind_init() != 0)
         return;
     interval_ns = 1000000000u / (uint64_t)rs_cfg.sample_hz;
