@@ -32,6 +32,9 @@ static _Atomic int sampler_on;
 static uint64_t interval_ns;
 static uint64_t wait_ns = 1000000;
 static _Atomic uint64_t dropped;
+/* Handler cost, in ticks, for RINGSIDE_LOG=2's line at exit (make bench). */
+static _Atomic uint64_t handled, unwind_ticks, handler_ticks;
+static double ns_per_tick = 1.0;
 /* Kernel timer ids of live threads (id + 1, 0 free): whoever swaps a slot
  * to 0 deletes that timer, so none is deleted twice (a reused id could be
  * the program's own timer by then). */
@@ -90,6 +93,7 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     }
     int n = rs_unwind(uc, t->scratch, RS_STACK_MAX);
     n = rs_py_splice(t->scratch, n, RS_STACK_MAX);
+    uint64_t unwound = rs_ticks();
     if (rs_guard) {
         /* The thread is inside the agent, maybe between reserving and
          * committing a record: keep the sample for the next handler. */
@@ -110,6 +114,9 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     }
     put_sample(RSF_SAMPLE_CPU, ts, weight, t->scratch, n);
     rs_guard = 0;
+    atomic_fetch_add_explicit(&handled, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&unwind_ticks, unwound - ts, memory_order_relaxed);
+    atomic_fetch_add_explicit(&handler_ticks, rs_ticks() - ts, memory_order_relaxed);
 out:
     errno = saved;
 }
@@ -304,8 +311,19 @@ void rs_sample_after_exec_failed(void)
 void rs_sample_writer_tick(const struct rs_tick_map *map)
 {
     if (map->ns_per_tick > 0)
+        ns_per_tick = map->ns_per_tick;
+    if (map->ns_per_tick > 0)
         rs_wait_ticks = (uint64_t)((double)wait_ns / map->ns_per_tick);
     rs_py_try_init();
+}
+
+__attribute__((destructor)) static void sample_stats(void)
+{
+    uint64_t n = atomic_load(&handled);
+    if (n)
+        rs_debug("sampler: %llu samples, %.0f ns per sample in the handler, %.0f ns of it unwinding",
+                 (unsigned long long)n, (double)atomic_load(&handler_ticks) * ns_per_tick / (double)n,
+                 (double)atomic_load(&unwind_ticks) * ns_per_tick / (double)n);
 }
 
 /* ---- stacks from ordinary code: wait samples ---- */
