@@ -43,12 +43,13 @@ static _Atomic int timers[RS_MAX_TIMERS];
 /* Per-thread sampler state, in static TLS (no allocation in the handler). */
 struct sthread {
     int slot;                   /* index in timers + 1, 0: no timer */
-    int npending;               /* a sample taken while the agent ran */
     uint64_t pend_ts, pend_weight;
     uint64_t pending[RS_STACK_MAX];
     uint64_t scratch[RS_STACK_MAX];
 };
 static __thread struct sthread me RS_TLS;
+/* A sample taken while the agent ran (its frame count), kept in me.pending. */
+__thread int rs_sample_npending RS_TLS;
 
 uint64_t rs_sample_dropped(void)
 {
@@ -97,20 +98,20 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     if (rs_guard) {
         /* The thread is inside the agent, maybe between reserving and
          * committing a record: keep the sample for the next handler. */
-        if (t->npending) {
+        if (rs_sample_npending) {
             drop();
         } else {
             memcpy(t->pending, t->scratch, (size_t)n * sizeof *t->scratch);
-            t->npending = n;
+            rs_sample_npending = n;
             t->pend_ts = ts;
             t->pend_weight = weight;
         }
         goto out;
     }
     rs_guard = 1;
-    if (t->npending) {
-        put_sample(RSF_SAMPLE_CPU, t->pend_ts, t->pend_weight, t->pending, t->npending);
-        t->npending = 0;
+    if (rs_sample_npending) {
+        put_sample(RSF_SAMPLE_CPU, t->pend_ts, t->pend_weight, t->pending, rs_sample_npending);
+        rs_sample_npending = 0;
     }
     put_sample(RSF_SAMPLE_CPU, ts, weight, t->scratch, n);
     rs_guard = 0;
@@ -166,9 +167,9 @@ static void thread_disarm(void)
     me.slot = 0;
     if (v)
         syscall(SYS_timer_delete, v - 1);
-    if (me.npending)
+    if (rs_sample_npending)
         drop();
-    me.npending = 0;
+    rs_sample_npending = 0;
     errno = saved;
 }
 
@@ -279,7 +280,7 @@ void rs_sample_forked(void)
     for (int i = 0; i < RS_MAX_TIMERS; i++)
         atomic_store(&timers[i], 0);
     me.slot = 0;
-    me.npending = 0;
+    rs_sample_npending = 0;
     rs_py_forked();
     thread_arm();
 }
@@ -336,6 +337,17 @@ int rs_stack_capture(uint64_t *buf, int max)
         skip++;
     memmove(buf, buf + skip, (size_t)(n - skip) * sizeof *buf);
     return rs_py_splice(buf, n - skip, max);
+}
+
+void rs_sample_flush_pending(void)
+{
+    /* A handler that runs meanwhile sees the slot taken and drops its
+     * sample rather than overwrite this one. */
+    uint64_t buf[RS_STACK_MAX];
+    int n = rs_sample_npending;
+    memcpy(buf, me.pending, (size_t)n * sizeof *buf);
+    put_sample(RSF_SAMPLE_CPU, me.pend_ts, me.pend_weight, buf, n);
+    rs_sample_npending = 0;
 }
 
 void rs_wait_sample_slow(uint64_t t0, uint64_t t1)
