@@ -32,6 +32,9 @@ static _Atomic int sampler_on;
 static uint64_t interval_ns;
 static uint64_t wait_ns = 1000000;
 static _Atomic uint64_t dropped;
+/* Handler cost, in ticks, for RINGSIDE_LOG=2's line at exit (make bench). */
+static _Atomic uint64_t handled, unwind_ticks, handler_ticks;
+static double ns_per_tick = 1.0;
 /* Kernel timer ids of live threads (id + 1, 0 free): whoever swaps a slot
  * to 0 deletes that timer, so none is deleted twice (a reused id could be
  * the program's own timer by then). */
@@ -40,12 +43,13 @@ static _Atomic int timers[RS_MAX_TIMERS];
 /* Per-thread sampler state, in static TLS (no allocation in the handler). */
 struct sthread {
     int slot;                   /* index in timers + 1, 0: no timer */
-    int npending;               /* a sample taken while the agent ran */
     uint64_t pend_ts, pend_weight;
     uint64_t pending[RS_STACK_MAX];
     uint64_t scratch[RS_STACK_MAX];
 };
 static __thread struct sthread me RS_TLS;
+/* A sample taken while the agent ran (its frame count), kept in me.pending. */
+__thread int rs_sample_npending RS_TLS;
 
 uint64_t rs_sample_dropped(void)
 {
@@ -90,26 +94,30 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     }
     int n = rs_unwind(uc, t->scratch, RS_STACK_MAX);
     n = rs_py_splice(t->scratch, n, RS_STACK_MAX);
+    uint64_t unwound = rs_ticks();
     if (rs_guard) {
         /* The thread is inside the agent, maybe between reserving and
          * committing a record: keep the sample for the next handler. */
-        if (t->npending) {
+        if (rs_sample_npending) {
             drop();
         } else {
             memcpy(t->pending, t->scratch, (size_t)n * sizeof *t->scratch);
-            t->npending = n;
+            rs_sample_npending = n;
             t->pend_ts = ts;
             t->pend_weight = weight;
         }
         goto out;
     }
     rs_guard = 1;
-    if (t->npending) {
-        put_sample(RSF_SAMPLE_CPU, t->pend_ts, t->pend_weight, t->pending, t->npending);
-        t->npending = 0;
+    if (rs_sample_npending) {
+        put_sample(RSF_SAMPLE_CPU, t->pend_ts, t->pend_weight, t->pending, rs_sample_npending);
+        rs_sample_npending = 0;
     }
     put_sample(RSF_SAMPLE_CPU, ts, weight, t->scratch, n);
     rs_guard = 0;
+    atomic_fetch_add_explicit(&handled, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&unwind_ticks, unwound - ts, memory_order_relaxed);
+    atomic_fetch_add_explicit(&handler_ticks, rs_ticks() - ts, memory_order_relaxed);
 out:
     errno = saved;
 }
@@ -159,9 +167,9 @@ static void thread_disarm(void)
     me.slot = 0;
     if (v)
         syscall(SYS_timer_delete, v - 1);
-    if (me.npending)
+    if (rs_sample_npending)
         drop();
-    me.npending = 0;
+    rs_sample_npending = 0;
     errno = saved;
 }
 
@@ -243,6 +251,7 @@ void rs_sample_init(void)
         wait_ns = strtoull(w, NULL, 10) * 1000u;
     rs_wait_ticks = wait_ns; /* until the writer knows the tick rate */
     rs_modules_init();
+    rs_py_try_init();
     if (rs_cfg.sample_hz <= 0 || rs_unwind_init() != 0)
         return;
     interval_ns = 1000000000u / (uint64_t)rs_cfg.sample_hz;
@@ -271,7 +280,7 @@ void rs_sample_forked(void)
     for (int i = 0; i < RS_MAX_TIMERS; i++)
         atomic_store(&timers[i], 0);
     me.slot = 0;
-    me.npending = 0;
+    rs_sample_npending = 0;
     rs_py_forked();
     thread_arm();
 }
@@ -303,8 +312,19 @@ void rs_sample_after_exec_failed(void)
 void rs_sample_writer_tick(const struct rs_tick_map *map)
 {
     if (map->ns_per_tick > 0)
+        ns_per_tick = map->ns_per_tick;
+    if (map->ns_per_tick > 0)
         rs_wait_ticks = (uint64_t)((double)wait_ns / map->ns_per_tick);
     rs_py_try_init();
+}
+
+__attribute__((destructor)) static void sample_stats(void)
+{
+    uint64_t n = atomic_load(&handled);
+    if (n)
+        rs_debug("sampler: %llu samples, %.0f ns per sample in the handler, %.0f ns of it unwinding",
+                 (unsigned long long)n, (double)atomic_load(&handler_ticks) * ns_per_tick / (double)n,
+                 (double)atomic_load(&unwind_ticks) * ns_per_tick / (double)n);
 }
 
 /* ---- stacks from ordinary code: wait samples ---- */
@@ -317,6 +337,17 @@ int rs_stack_capture(uint64_t *buf, int max)
         skip++;
     memmove(buf, buf + skip, (size_t)(n - skip) * sizeof *buf);
     return rs_py_splice(buf, n - skip, max);
+}
+
+void rs_sample_flush_pending(void)
+{
+    /* A handler that runs meanwhile sees the slot taken and drops its
+     * sample rather than overwrite this one. */
+    uint64_t buf[RS_STACK_MAX];
+    int n = rs_sample_npending;
+    memcpy(buf, me.pending, (size_t)n * sizeof *buf);
+    put_sample(RSF_SAMPLE_CPU, me.pend_ts, me.pend_weight, buf, n);
+    rs_sample_npending = 0;
 }
 
 void rs_wait_sample_slow(uint64_t t0, uint64_t t1)

@@ -65,10 +65,16 @@ int rs_stack_capture(uint64_t *buf, int max);
  * the caller's stack weighted by the time blocked. Call with rs_guard set. */
 extern uint64_t rs_wait_ticks;
 void rs_wait_sample_slow(uint64_t t0, uint64_t t1);
+/* A CPU sample the handler had to keep because the thread was inside the
+ * agent (frame count, 0: none); hooks write it out after their record. */
+extern __thread int rs_sample_npending RS_TLS;
+void rs_sample_flush_pending(void);
 static inline void rs_wait_sample(uint64_t t0, uint64_t t1)
 {
     if (RS_UNLIKELY(t1 - t0 >= rs_wait_ticks))
         rs_wait_sample_slow(t0, t1);
+    if (RS_UNLIKELY(rs_sample_npending))
+        rs_sample_flush_pending();
 }
 
 /* ---- unwind.c: libunwind, loaded privately ---- */

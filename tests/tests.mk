@@ -31,3 +31,10 @@ test: deps
 include tests/format.mk
 include tests/html.mk
 include tests/flame.mk
+
+# A shared library for the Python + ctypes sampler test.
+$(BUILD)/tests/prog/libspin.so: tests/programs/lib/spin.c
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(RS_CFLAGS) -shared -o $@ $< $(RS_LDFLAGS)
+test-build: $(BUILD)/tests/prog/libspin.so
