@@ -11,9 +11,12 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void rsr_flame_init(struct rsr_flame *fl, int kind)
 {
@@ -214,6 +217,7 @@ struct proc {
     const char *file;
     const struct rsr_flame_opts *opts;
     int rank, skip;
+    int read_errno;             /* the file could not be read */
     char **strings;
     uint32_t nstrings;
     struct stack_def *stacks;   /* sorted by id after the walk */
@@ -548,6 +552,28 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples)
 
 /* Fills fls[kind] (where not NULL) from the files: the symboliser is shared
  * by the kinds, so each address is looked up once. opts->kind -1: all. */
+/* Files are read and their samples added up in parallel; symbolisation,
+ * which shares one symboliser, follows in file order. */
+struct pool {
+    struct proc *procs;
+    struct rsr_walk *walks;
+    char **files;
+    int n;
+    _Atomic int next;
+};
+
+static void *read_worker(void *arg)
+{
+    struct pool *pl = arg;
+    int i;
+    while ((i = atomic_fetch_add(&pl->next, 1)) < pl->n) {
+        struct proc *p = &pl->procs[i];
+        if (rsr_walk_file(pl->files[i], take_chunk, p, &pl->walks[i]) != 0)
+            p->read_errno = errno ? errno : EIO;
+    }
+    return NULL;
+}
+
 static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
                        const struct rsr_flame_opts *opts, uint64_t *nsamples)
 {
@@ -557,20 +583,39 @@ static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
         fputs("ringside: out of memory\n", stderr);
         exit(1);
     }
+    struct pool pl = { .files = files, .n = nfiles };
+    pl.procs = rsr_xcalloc((size_t)nfiles, sizeof *pl.procs);
+    pl.walks = rsr_xcalloc((size_t)nfiles, sizeof *pl.walks);
+    for (int i = 0; i < nfiles; i++)
+        pl.procs[i] = (struct proc){ .file = files[i], .opts = opts, .rank = -1 };
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int nthreads = cpus > 1 ? (int)(cpus < 16 ? cpus : 16) : 1;
+    if (nthreads > nfiles)
+        nthreads = nfiles;
+    pthread_t tids[16];
+    int started = 0;
+    for (int t = 1; t < nthreads; t++)
+        if (pthread_create(&tids[started], NULL, read_worker, &pl) == 0)
+            started++;
+    read_worker(&pl);
+    for (int t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
+
     for (int i = 0; i < nfiles; i++) {
-        struct proc p = { .file = files[i], .opts = opts, .rank = -1 };
-        struct rsr_walk walk;
-        if (rsr_walk_file(files[i], take_chunk, &p, &walk) != 0) {
-            fprintf(stderr, "ringside: %s: %s\n", files[i], strerror(errno));
+        struct proc *p = &pl.procs[i];
+        if (p->read_errno) {
+            fprintf(stderr, "ringside: %s: %s\n", files[i], strerror(p->read_errno));
         } else {
             if (!opts->quiet)
-                for (uint32_t k = 0; k < walk.nproblems && k < RSR_MAX_PROBLEMS; k++)
-                    rsr_problem_print(stderr, files[i], &walk.problems[k]);
-            if (!p.skip && p.naggs)
-                add_proc(&L, &p, nsamples);
+                for (uint32_t k = 0; k < pl.walks[i].nproblems && k < RSR_MAX_PROBLEMS; k++)
+                    rsr_problem_print(stderr, files[i], &pl.walks[i].problems[k]);
+            if (!p->skip && p->naggs)
+                add_proc(&L, p, nsamples);
         }
-        proc_free(&p);
+        proc_free(p);
     }
+    free(pl.procs);
+    free(pl.walks);
     free(L.frames);
     rsr_sym_free(L.sym);
 }
