@@ -301,6 +301,14 @@ static struct rsr_sym_result *resolve(struct rsr_sym *s, int file, uint64_t addr
     uint32_t n = 0;
     if (f->state == RSR_SYM_FILE_OK) {
         n = dwarf_levels(s, f->mod, addr, &inner_first);
+        if (n > 0 && strcmp(inner_first[n - 1].func, "??") == 0) {
+            /* a function DIE without a name: the symbol table's */
+            const char *name = dwfl_module_addrname(f->mod, addr);
+            char *d = name ? rsr_sym_demangle(name) : NULL;
+            if (name)
+                inner_first[n - 1].func = keep(s, d ? d : name);
+            free(d);
+        }
         if (n == 0) {
             /* No DWARF here: the symbol table, and the line table if any. */
             GElf_Off off;
