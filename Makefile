@@ -41,6 +41,9 @@ all: $(BUILD)/libagent.so $(BUILD)/ringside
 
 # The agent is compiled with hidden visibility: only RS_EXPORT hooks leave it.
 $(AGENT_OBJ): RS_CFLAGS += -fvisibility=hidden -ftls-model=initial-exec
+# cuda.h and nccl.h are not written for our warnings: read them as system headers.
+$(BUILD)/obj/preload/hook_cuda.o $(BUILD)/obj/preload/hook_nccl.o $(BUILD)/obj/preload/gputime.o: \
+    RS_CFLAGS += -isystem $(CUDA_HOME)/include
 
 $(BUILD)/obj/%.o: %.c
 	$(call say,CC,$<)

@@ -254,6 +254,7 @@ static void after_fork_child(void)
     if (!atomic_load(&rs_on))
         return;
     rs_identity_forked();
+    rs_gpu_forked();
     rs_ring_reset();
     atomic_store(&finished, 0);
     rs_guard = 1; /* the new writer thread is the agent's, not sampled */

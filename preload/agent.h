@@ -109,7 +109,11 @@ static inline uint64_t rs_tick_dur(const struct rs_tick_map *m, uint64_t d)
  * commits it: no lock, no allocation, no system call. When no block is
  * free the record is dropped and counted. */
 
-enum rs_rec_kind { RS_REC_IO = 1, RS_REC_OPEN = 2, RS_REC_FILE = 3 };
+enum rs_rec_kind {
+    RS_REC_IO = 1, RS_REC_OPEN = 2, RS_REC_FILE = 3,
+    /* CUDA and NCCL (hook_cuda.c, hook_nccl.c): 16..47 */
+    RS_REC_GPU = 16, RS_REC_SYNC = 17, RS_REC_MEM = 18, RS_REC_COLL = 19, RS_REC_COMM = 20
+};
 
 struct rs_rec_hdr {
     uint16_t size;           /* whole record, multiple of 8 */
@@ -170,6 +174,52 @@ extern _Atomic int rs_on;
  * block. Returns space, or NULL when the record is dropped (counted). */
 void *rs_reserve_slow(size_t size, int kind);
 
+/* The CUDA and NCCL records (kinds 16..47) carry CLOCK_MONOTONIC ns (rs_now),
+ * not ticks: their host times are compared with GPU times mapped onto that
+ * clock, and a launch costs far more than reading it. */
+
+/* GPU work launched (kind GPU): h.op is enum rsf_gpu_kind, h.file the
+ * timing pair (0: not timed). name: the kernel's name, text that lives as
+ * long as the process (hook_cuda.c's name arena), or NULL. */
+struct rs_rec_gpu {
+    struct rs_rec_hdr h;
+    uint64_t start_ns, dur_ns;   /* the launch call */
+    uint64_t stream, bytes;
+    const char *name;
+    uint32_t anchor;             /* anchor generation of the pair */
+    int16_t device;
+    uint8_t dir, flags;          /* enum rsf_copy_dir, RSF_GPUF_* */
+};
+
+/* A host thread blocked on the GPU (kind SYNC): h.op is enum rsf_sync_kind. */
+struct rs_rec_sync {
+    struct rs_rec_hdr h;
+    uint64_t start_ns, dur_ns, target;
+};
+
+/* A memory call (kind MEM): h.op is enum rsf_mem_kind. */
+struct rs_rec_mem {
+    struct rs_rec_hdr h;
+    uint64_t start_ns, dur_ns, ptr, bytes;
+};
+
+/* An NCCL collective or send/receive (kind COLL): h.op is enum rsf_coll_op,
+ * h.file the timing pair (0: not timed). */
+struct rs_rec_coll {
+    struct rs_rec_hdr h;
+    uint64_t start_ns, dur_ns, count, bytes, comm, stream;
+    uint32_t seq, anchor;
+    int32_t peer;
+    uint8_t datatype, redop, group, flags;
+};
+
+/* A communicator's creation or end (kind COMM): h.op is enum rsf_comm_kind. */
+struct rs_rec_comm {
+    struct rs_rec_hdr h;
+    uint64_t start_ns, dur_ns, comm, handle, parent;
+    int32_t rank, nranks, device, pad_;
+};
+
 /* Space for a record of size bytes (multiple of 8) in this thread's buffer,
  * or NULL when it must be dropped (counted under kind). Inline: this is
  * every hook's hot path. */
@@ -202,11 +252,14 @@ void rs_ring_reset(void);
  * order per thread; blocks that are full go back to the pool afterwards. */
 typedef void (*rs_rec_fn)(const struct rs_rec_hdr *rec, uint32_t tid, void *arg);
 void rs_ring_drain(rs_rec_fn fn, void *arg);
-/* Records dropped so far: all, and I/O only. */
+/* Records dropped so far: all, I/O only, GPU (GPU, SYNC, MEM) and NCCL
+ * (COLL, COMM) only. */
 uint64_t rs_ring_dropped(void);
 uint64_t rs_ring_dropped_io(void);
 /* Sampler records (kinds 48..79) dropped for want of room. */
 uint64_t rs_ring_dropped_samples(void);
+uint64_t rs_ring_dropped_gpu(void);
+uint64_t rs_ring_dropped_nccl(void);
 /* Futex word the writer sleeps on; a hook that fills a block wakes it. */
 extern _Atomic uint32_t rs_writer_wake;
 extern _Atomic int rs_writer_sleeping;
@@ -224,6 +277,27 @@ void rs_writer_flush(int final);
 void rs_writer_forked(void);
 /* Writer thread identity, so signal code can tell. */
 int rs_writer_is_self(void);
+
+/* ---- GPU timing, the writer's side (gputime.c) ---- */
+
+/* The GPU start and end of a timing pair, on the host clock (ns). Returns 1
+ * (times set, pair back in the pool), 0 (not done yet: ask again later) or
+ * -1 (never: times 0, pair back in the pool). Writer thread only. */
+int rs_gpu_times(uint32_t pair, uint32_t anchor, uint64_t *start, uint64_t *end);
+/* Once per writer pass: renews the anchor event (about every second) and
+ * grows the pool when it runs low. final: the process is ending; after
+ * rs_gpu_closed() the driver is not called any more. Writer thread only. */
+void rs_gpu_tick(void);
+/* 1 when pending pairs must be settled now (the process is ending, or the
+ * driver is gone): wait a bounded time for them, then give up. */
+int rs_gpu_closing(void);
+/* After the writer settled what it could at the end: no more driver calls. */
+void rs_gpu_closed(void);
+/* In a forked child: the parent's CUDA state is not the child's. */
+void rs_gpu_forked(void);
+/* CUDA driver and NCCL versions (0: unknown), for Meta. */
+int rs_cuda_version(void);
+int rs_nccl_version(void);
 
 /* ---- files (fdtab.c) ---- */
 

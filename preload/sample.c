@@ -30,7 +30,7 @@ int rs_sample_sig;
 uint64_t rs_wait_ticks = UINT64_MAX;
 static _Atomic int sampler_on;
 static uint64_t interval_ns;
-static uint64_t wait_ns = 1000000;
+uint64_t rs_wait_ns = 1000000;
 static _Atomic uint64_t dropped;
 /* Handler cost, in ticks, for RINGSIDE_LOG=2's line at exit (make bench). */
 static _Atomic uint64_t handled, unwind_ticks, handler_ticks;
@@ -248,8 +248,8 @@ void rs_sample_init(void)
 {
     const char *w = getenv("RINGSIDE_WAIT_US");
     if (w && *w)
-        wait_ns = strtoull(w, NULL, 10) * 1000u;
-    rs_wait_ticks = wait_ns; /* until the writer knows the tick rate */
+        rs_wait_ns = strtoull(w, NULL, 10) * 1000u;
+    rs_wait_ticks = rs_wait_ns; /* until the writer knows the tick rate */
     rs_modules_init();
     rs_py_try_init();
     if (rs_cfg.sample_hz <= 0 || rs_unwind_init() != 0)
@@ -314,7 +314,7 @@ void rs_sample_writer_tick(const struct rs_tick_map *map)
     if (map->ns_per_tick > 0)
         ns_per_tick = map->ns_per_tick;
     if (map->ns_per_tick > 0)
-        rs_wait_ticks = (uint64_t)((double)wait_ns / map->ns_per_tick);
+        rs_wait_ticks = (uint64_t)((double)rs_wait_ns / map->ns_per_tick);
     rs_py_try_init();
 }
 
@@ -348,6 +348,15 @@ void rs_sample_flush_pending(void)
     memcpy(buf, me.pending, (size_t)n * sizeof *buf);
     put_sample(RSF_SAMPLE_CPU, me.pend_ts, me.pend_weight, buf, n);
     rs_sample_npending = 0;
+}
+
+void rs_wait_sample_ns_slow(uint64_t t0, uint64_t t1)
+{
+    if (!atomic_load_explicit(&rs_on, memory_order_relaxed) || !rs_unwind_ready())
+        return;
+    uint64_t buf[RS_STACK_MAX];
+    int n = rs_stack_capture(buf, RS_STACK_MAX);
+    put_sample(RSF_SAMPLE_WAIT | RS_SAMPLE_NS, t0, t1 - t0, buf, n);
 }
 
 void rs_wait_sample_slow(uint64_t t0, uint64_t t1)

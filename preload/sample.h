@@ -20,9 +20,11 @@ enum { RS_REC_SAMPLE = 48 };
 /* In a sample record, a Python frame: bit 63 set, the code object's address
  * in the low bits (the writer turns it into a string id). */
 #define RS_PYFRAME_BIT (1ull << 63)
+#define RS_SAMPLE_NS 0x80
 
-/* h.op = enum rsf_sample_kind, h.file = number of frames. ts in ticks;
- * weight in ns for cpu samples, in ticks for wait samples. Frames innermost
+/* h.op = enum rsf_sample_kind, | RS_SAMPLE_NS when ts and weight are ns
+ * (else ts is in ticks and a wait sample's weight too); h.file = number of
+ * frames. A cpu sample's weight is always ns. Frames innermost
  * first: native addresses, or RS_PYFRAME_BIT | code object address. */
 struct rs_rec_sample {
     struct rs_rec_hdr h;
@@ -69,6 +71,16 @@ void rs_wait_sample_slow(uint64_t t0, uint64_t t1);
  * agent (frame count, 0: none); hooks write it out after their record. */
 extern __thread int rs_sample_npending RS_TLS;
 void rs_sample_flush_pending(void);
+/* The same for calls timed with rs_now() (ns), as the CUDA hooks are. */
+extern uint64_t rs_wait_ns;
+void rs_wait_sample_ns_slow(uint64_t t0, uint64_t t1);
+static inline void rs_wait_sample_ns(uint64_t t0, uint64_t t1)
+{
+    if (RS_UNLIKELY(t1 - t0 >= rs_wait_ns))
+        rs_wait_sample_ns_slow(t0, t1);
+    if (RS_UNLIKELY(rs_sample_npending))
+        rs_sample_flush_pending();
+}
 static inline void rs_wait_sample(uint64_t t0, uint64_t t1)
 {
     if (RS_UNLIKELY(t1 - t0 >= rs_wait_ticks))

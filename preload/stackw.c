@@ -179,10 +179,12 @@ int rs_stackw_take(const struct rs_rec_hdr *h, uint32_t tid, const struct rs_tic
     uint32_t id = stack_id(f, n);
     if (!id)
         return rs_stackw_full();
+    int ns = (h->op & RS_SAMPLE_NS) != 0;
+    uint8_t kind = h->op & (uint8_t)~RS_SAMPLE_NS;
     s.samples[s.nsamples++] = (struct rsf_sample){
-        .ts_ns = rs_tick_ns(map, r->ts),
-        .weight_ns = h->op == RSF_SAMPLE_CPU ? r->weight : rs_tick_dur(map, r->weight),
-        .tid = tid, .stack = id, .kind = h->op,
+        .ts_ns = ns ? r->ts : rs_tick_ns(map, r->ts),
+        .weight_ns = ns || kind == RSF_SAMPLE_CPU ? r->weight : rs_tick_dur(map, r->weight),
+        .tid = tid, .stack = id, .kind = kind,
     };
     return rs_stackw_full();
 }

@@ -23,7 +23,18 @@
 #include <unistd.h>
 
 #define IO_CAP 21845u            /* about 1 MiB of events per chunk */
+#define EV_CAP 16384u            /* GPU, sync, collective... events per chunk */
+#define SETTLE_NS 2000000000u    /* at the end, how long to wait for GPU times */
 #define STR_TABLE_MIN 1024u
+
+struct held_gpu {
+    struct rsf_gpu_event e;
+    uint32_t pair, anchor;
+};
+struct held_coll {
+    struct rsf_coll_event e;
+    uint32_t pair, anchor;
+};
 
 /* State that lives only while the process runs: what has been defined in
  * this file so far, and the chunk being assembled. */
@@ -53,6 +64,23 @@ struct wstate {
     uint32_t nfiles, files_cap;
     struct rsf_thread_ref *threads;
     uint32_t nthreads, threads_cap;
+
+    /* CUDA and NCCL events of the chunk being assembled */
+    struct rsf_gpu_event *gpu;
+    uint32_t ngpu, gpu_cap;
+    struct rsf_sync_event *syncs;
+    uint32_t nsyncs, syncs_cap;
+    struct rsf_coll_event *colls;
+    uint32_t ncolls, colls_cap;
+    struct rsf_comm_event *comms;
+    uint32_t ncomms, comms_cap;
+    struct rsf_mem_event *mems;
+    uint32_t nmems, mems_cap;
+    /* events whose GPU times are not known yet (timing pair pending) */
+    struct held_gpu *held_gpu;
+    uint32_t nheld_gpu, held_gpu_cap;
+    struct held_coll *held_coll;
+    uint32_t nheld_coll, held_coll_cap;
 
     uint8_t *enc;                /* encoded chunk (8-byte aligned) */
     size_t enc_cap;
@@ -261,14 +289,14 @@ static void emit(int end)
 {
     if (w.broken)
         goto reset;
-    int empty = !w.nio && !w.nfiles && !w.nthreads && w.nstr + 1 == w.chunk_str_base &&
-                !rs_stackw_any();
+    int events = w.nio || w.ngpu || w.nsyncs || w.ncolls || w.ncomms || w.nmems;
+    int empty = !events && !rs_stackw_any() && !w.nfiles && !w.nthreads && w.nstr + 1 == w.chunk_str_base;
     if (empty && !end && w.seq > 0)
         return;
     /* No file until there is an event: a process that only inherited some
      * fds (a shell, a launcher) leaves nothing behind. What is assembled
      * (names of those fds) waits for the first event. */
-    if (w.fd < 0 && !w.nio && !rs_stackw_pending() && !rs_ring_dropped())
+    if (w.fd < 0 && !events && !rs_stackw_pending() && !rs_ring_dropped())
         return;
     if (w.fd < 0 && open_file() != 0) {
         w.broken = 1;
@@ -284,6 +312,7 @@ static void emit(int end)
         .role = (uint8_t)rs_id.role, .job = rs_id.job, .argv = (const char *const *)rs_id.argv,
         .argc = (uint32_t)rs_id.argc,
         .start = { rs_id.start_mono, rs_id.start_real }, .agent_version = RINGSIDE_VERSION,
+        .cuda_version = rs_cuda_version(), .nccl_version = rs_nccl_version(),
     };
     meta.nsettings = (uint32_t)rs_config_pairs(keys, values, 16);
     meta.setting_keys = keys;
@@ -298,6 +327,8 @@ static void emit(int end)
     };
     struct rsf_counters counters = { .recorded = w.recorded, .dropped = rs_ring_dropped(),
                                      .dropped_io = rs_ring_dropped_io(),
+                                     .dropped_gpu = rs_ring_dropped_gpu(),
+                                     .dropped_nccl = rs_ring_dropped_nccl(),
                                      .dropped_samples = rs_ring_dropped_samples() + rs_sample_dropped() };
     struct rsf_chunk c = {
         .seq = w.seq, .meta = w.seq == 0 ? &meta : NULL,
@@ -307,6 +338,9 @@ static void emit(int end)
         .files = w.files, .nfiles = w.nfiles, .threads = w.threads, .nthreads = w.nthreads,
         .clocks = &clock, .nclocks = 1, .io = w.io, .nio = w.nio,
         .counters = &counters, .end = end != 0,
+        .gpu = w.gpu, .ngpu = w.ngpu, .syncs = w.syncs, .nsyncs = w.nsyncs,
+        .colls = w.colls, .ncolls = w.ncolls, .comms = w.comms, .ncomms = w.ncomms,
+        .mems = w.mems, .nmems = w.nmems,
     };
     rs_stackw_fill(&c);
     size_t bound = rsf_chunk_bound(&c);
@@ -333,9 +367,195 @@ static void emit(int end)
     w.seq++;
 reset:
     w.nio = w.nfiles = w.nthreads = 0;
+    w.ngpu = w.nsyncs = w.ncolls = w.ncomms = w.nmems = 0;
     rs_stackw_chunk_done();
     w.chunk_str_base = w.nstr + 1;
     w.last_emit = rs_now();
+}
+
+/* Room for one more event in a chunk vector (emitting the chunk when it
+ * is full); 0 when out of memory (the event is lost). */
+#define ROOM(arr, n, cap)                                                               \
+    ((w.n < EV_CAP || (emit(0), 1)) &&                                                 \
+     !grow((void **)&w.arr, &w.cap, w.n + 1, sizeof *w.arr))
+
+static void put_gpu(const struct rsf_gpu_event *e)
+{
+    if (ROOM(gpu, ngpu, gpu_cap)) {
+        w.gpu[w.ngpu++] = *e;
+        w.recorded++;
+    }
+}
+
+static void put_coll(const struct rsf_coll_event *e)
+{
+    if (ROOM(colls, ncolls, colls_cap)) {
+        w.colls[w.ncolls++] = *e;
+        w.recorded++;
+    }
+}
+
+static uint32_t dur32(uint64_t ns)
+{
+    return ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+}
+
+/* A CUDA or NCCL record (kinds 16..47); their times are CLOCK_MONOTONIC ns
+ * already (rs_now), the clock the GPU times are mapped onto. */
+static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
+{
+    switch (h->kind) {
+    case RS_REC_GPU: {
+        const struct rs_rec_gpu *r = (const void *)h;
+        struct rsf_gpu_event e = {
+            .launch_ns = r->start_ns, .stream = r->stream, .bytes = r->bytes,
+            .call_ns = dur32(r->dur_ns), .tid = tid, .name = r->name ? intern(r->name) : 0,
+            .device = r->device, .kind = h->op, .dir = r->dir, .flags = r->flags,
+        };
+        if (h->file && !grow((void **)&w.held_gpu, &w.held_gpu_cap, w.nheld_gpu + 1, sizeof *w.held_gpu))
+            w.held_gpu[w.nheld_gpu++] = (struct held_gpu){ e, h->file, r->anchor };
+        else
+            put_gpu(&e);
+        return;
+    }
+    case RS_REC_SYNC: {
+        const struct rs_rec_sync *r = (const void *)h;
+        if (ROOM(syncs, nsyncs, syncs_cap)) {
+            w.syncs[w.nsyncs++] = (struct rsf_sync_event){
+                .start_ns = r->start_ns, .dur_ns = r->dur_ns,
+                .target = r->target, .tid = tid, .kind = h->op };
+            w.recorded++;
+        }
+        return;
+    }
+    case RS_REC_MEM: {
+        const struct rs_rec_mem *r = (const void *)h;
+        if (ROOM(mems, nmems, mems_cap)) {
+            w.mems[w.nmems++] = (struct rsf_mem_event){
+                .start_ns = r->start_ns, .dur_ns = r->dur_ns,
+                .ptr = r->ptr, .bytes = r->bytes, .tid = tid, .kind = h->op };
+            w.recorded++;
+        }
+        return;
+    }
+    case RS_REC_COLL: {
+        const struct rs_rec_coll *r = (const void *)h;
+        struct rsf_coll_event e = {
+            .launch_ns = r->start_ns, .count = r->count, .bytes = r->bytes,
+            .comm = r->comm, .stream = r->stream, .call_ns = dur32(r->dur_ns), .tid = tid,
+            .seq = r->seq, .peer = r->peer, .op = h->op, .datatype = r->datatype,
+            .redop = r->redop, .group = r->group, .flags = r->flags,
+        };
+        if (h->file && !grow((void **)&w.held_coll, &w.held_coll_cap, w.nheld_coll + 1, sizeof *w.held_coll))
+            w.held_coll[w.nheld_coll++] = (struct held_coll){ e, h->file, r->anchor };
+        else
+            put_coll(&e);
+        return;
+    }
+    case RS_REC_COMM: {
+        const struct rs_rec_comm *r = (const void *)h;
+        if (ROOM(comms, ncomms, comms_cap)) {
+            w.comms[w.ncomms++] = (struct rsf_comm_event){
+                .start_ns = r->start_ns, .dur_ns = r->dur_ns,
+                .comm = r->comm, .handle = r->handle, .parent = r->parent, .tid = tid,
+                .rank = r->rank, .nranks = r->nranks, .device = r->device, .kind = h->op };
+            w.recorded++;
+        }
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+/* One pass over the events waiting for GPU times: those that are known (or
+ * never will be) go into the chunk; with give_up_now, the rest too, with
+ * times 0. Returns how many still wait. */
+#define STALLED_MAX 64
+
+/* Streams seen not done in this pass: work on a stream completes in order,
+ * so what was launched after a pending pair on it is pending too. */
+struct stalled {
+    uint64_t stream[STALLED_MAX];
+    uint32_t n;
+};
+
+static int stalled_has(const struct stalled *st, uint64_t stream)
+{
+    for (uint32_t i = 0; i < st->n; i++)
+        if (st->stream[i] == stream)
+            return 1;
+    return 0;
+}
+
+static int times_of(struct stalled *st, uint64_t stream, uint32_t pair, uint32_t anchor, uint64_t *start,
+                    uint64_t *end)
+{
+    if (stalled_has(st, stream))
+        return 0;
+    int r = rs_gpu_times(pair, anchor, start, end);
+    if (r == 0 && st->n < STALLED_MAX)
+        st->stream[st->n++] = stream;
+    return r;
+}
+
+static uint32_t settle_pass(int give_up_now)
+{
+    struct stalled st = { .n = 0 };
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < w.nheld_gpu; i++) {
+        struct held_gpu *g = &w.held_gpu[i];
+        int r = give_up_now ? -1 : times_of(&st, g->e.stream, g->pair, g->anchor, &g->e.gpu_start_ns,
+                                             &g->e.gpu_end_ns);
+        if (r == 0) {
+            w.held_gpu[k++] = *g;
+            continue;
+        }
+        /* The start event runs when the stream reaches it, which on an idle
+         * stream is before the launch call: the work starts after both. */
+        if (r > 0 && g->e.gpu_start_ns < g->e.launch_ns)
+            g->e.gpu_start_ns = g->e.launch_ns < g->e.gpu_end_ns ? g->e.launch_ns : g->e.gpu_end_ns;
+        put_gpu(&g->e);
+    }
+    w.nheld_gpu = k;
+    k = 0;
+    for (uint32_t i = 0; i < w.nheld_coll; i++) {
+        struct held_coll *c = &w.held_coll[i];
+        int r = give_up_now ? -1 : times_of(&st, c->e.stream, c->pair, c->anchor, &c->e.gpu_start_ns,
+                                             &c->e.gpu_end_ns);
+        if (r == 0) {
+            w.held_coll[k++] = *c;
+            continue;
+        }
+        if (r > 0 && c->e.gpu_start_ns < c->e.launch_ns)
+            c->e.gpu_start_ns = c->e.launch_ns < c->e.gpu_end_ns ? c->e.launch_ns : c->e.gpu_end_ns;
+        put_coll(&c->e);
+    }
+    w.nheld_coll = k;
+    return w.nheld_gpu + w.nheld_coll;
+}
+
+/* GPU times of the events held so far. At the end of the process (final,
+ * or the CUDA exit handler asking), waits up to SETTLE_NS for the GPU, then
+ * writes what is known and stops calling the driver. */
+static void settle(int final)
+{
+    rs_gpu_tick();
+    if (!w.nheld_gpu && !w.nheld_coll && !final && !rs_gpu_closing())
+        return;
+    uint32_t left = settle_pass(0);
+    if (!final && !rs_gpu_closing())
+        return;
+    uint64_t until = rs_now() + SETTLE_NS;
+    while (left && rs_now() < until) {
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+        left = settle_pass(0);
+    }
+    if (left)
+        rs_debug("%u GPU events without GPU times at exit", left);
+    settle_pass(1);
+    rs_gpu_closed();
 }
 
 static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
@@ -350,6 +570,11 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
         w.recorded++;
         return;
     }
+    if (h->kind >= 16 && h->kind < 48) {
+        take_gpu_record(h, tid);
+        return;
+    }
+
     if (h->kind == RS_REC_OPEN || h->kind == RS_REC_FILE) {
         const struct rs_rec_open *o = (const void *)h;
         char full[PATH_MAX];
@@ -413,6 +638,7 @@ static void *writer_main(void *arg)
         rs_stackw_modules(intern);
         rs_ring_drain(take_record, NULL);
         w.map = next;
+        settle(final);
         if (req != served || final || rs_now() >= w.last_emit + period)
             emit(final);
         if (req != served) {

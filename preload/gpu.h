@@ -1,0 +1,68 @@
+/* Private interface of the agent's CUDA and NCCL parts (hook_cuda.c,
+ * hook_nccl.c, gputime.c): the real driver functions they call, stream ids,
+ * and the pool of GPU timing event pairs. Uses cuda.h's types, so it is kept
+ * out of agent.h, which every agent file includes. */
+#ifndef RS_GPU_H
+#define RS_GPU_H
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+
+#include "preload/agent.h"
+
+/* The real driver functions the agent itself calls (never its wrappers);
+ * NULL until rs_cuda_ready() found them. */
+struct rs_cuda_real {
+    __typeof__(cuEventCreate) *event_create;
+    __typeof__(cuEventRecord) *event_record;
+    __typeof__(cuEventRecord_ptsz) *event_record_ptsz;
+    __typeof__(cuEventQuery) *event_query;
+    __typeof__(cuEventElapsedTime) *elapsed;
+    __typeof__(cuStreamCreate) *stream_create;
+    __typeof__(cuStreamGetId) *stream_get_id;
+    __typeof__(cuStreamGetId_ptsz) *stream_get_id_ptsz;
+    __typeof__(cuStreamIsCapturing) *is_capturing;
+    __typeof__(cuStreamIsCapturing_ptsz) *is_capturing_ptsz;
+    __typeof__(cuCtxGetCurrent) *ctx_get_current;
+    __typeof__(cuCtxSetCurrent) *ctx_set_current;
+    __typeof__(cuCtxGetDevice) *ctx_get_device;
+    __typeof__(cuFuncGetName) *func_get_name;
+    __typeof__(cuKernelGetName) *kernel_get_name;
+    __typeof__(cuDriverGetVersion) *driver_version;
+    __typeof__(cuThreadExchangeStreamCaptureMode) *exchange_capture_mode;
+    __typeof__(cuPointerGetAttribute) *pointer_attr;
+};
+extern struct rs_cuda_real rs_cu;
+
+/* The next definition of a driver function: dlsym(RTLD_NEXT), else the
+ * already loaded libcuda.so.1. NULL when there is none. */
+void *rs_cuda_sym(const char *name);
+/* The next definition of name after the agent (dlsym(RTLD_NEXT)), and the
+ * C library's dlsym itself (the agent interposes dlsym). */
+void *rs_cuda_sym_next(const char *name);
+void *rs_dlsym_real(void *handle, const char *name);
+/* 1 once the driver's functions the agent needs are resolved and the program
+ * has called cuInit; 0 while not (yet), -1 when CUDA capture is off. */
+int rs_cuda_ready(void);
+/* Streams being captured into graphs anywhere in the process right now. */
+extern _Atomic int rs_captures;
+
+/* The id of stream s as cuStreamGetId gives it (per-thread default stream
+ * when ptsz and s is 0), or the handle's value when the driver has none.
+ * Cached per handle (cuStreamDestroy forgets it). */
+uint64_t rs_stream_id(CUstream s, int ptsz);
+
+/* ---- GPU timing (gputime.c) ---- */
+
+/* Starts timing work about to be enqueued on stream s: takes a pair from the
+ * pool and records its start event there. Returns the pair (0: not timed:
+ * timing off or sampled out, pool empty, stream being captured, or an error)
+ * and sets *anchor and *flags (RSF_GPUF_CAPTURED when s is being captured). */
+uint32_t rs_gpu_begin(CUstream s, int ptsz, uint32_t *anchor, uint8_t *flags);
+/* Records the end event of pair on s after the work was enqueued (ok) or
+ * gives the pair back (!ok, or the record failed). Returns pair or 0. */
+uint32_t rs_gpu_end(uint32_t pair, CUstream s, int ptsz, int ok);
+/* The device of the timing pool's context (-1 when none yet). */
+extern int rs_gpu_device;
+
+#endif

@@ -1,0 +1,967 @@
+/* CUDA driver capture: kernel launches, copies and sets, graph launches,
+ * blocking waits and memory calls, reached through the exported symbols,
+ * through cuGetProcAddress / _v2 (the way the CUDA runtime, PyTorch and NCCL
+ * get there, which also covers cudaGetDriverEntryPoint*), and through dlsym
+ * on a libcuda handle (Triton). Every wrapper exists in the legacy and, where
+ * the driver has one, the per-thread default stream (_ptsz/_ptds) variant. */
+#include "preload/gpu.h"
+#include "preload/sample.h"
+#include "formats/trace.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+struct rs_cuda_real rs_cu;
+_Atomic int rs_captures;
+
+enum { CU_NONE, CU_RESOLVING, CU_READY, CU_OFF };
+static _Atomic int cu_state;
+static _Atomic int cu_inited;        /* the program called cuInit successfully */
+static void *cuda_handle;
+
+/* ---- resolving the real driver ---- */
+
+static void *(*real_dlsym)(void *, const char *);
+
+static void dlsym_resolve(void)
+{
+    void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!p)
+        p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    if (!p)
+        p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17");
+    real_dlsym = (void *(*)(void *, const char *))p;
+}
+
+void *rs_dlsym_real(void *handle, const char *name)
+{
+    if (RS_UNLIKELY(!real_dlsym))
+        dlsym_resolve();
+    return real_dlsym ? real_dlsym(handle, name) : NULL;
+}
+
+void *rs_cuda_sym_next(const char *name)
+{
+    return rs_dlsym_real(RTLD_NEXT, name);
+}
+
+void *rs_cuda_sym(const char *name)
+{
+    if (RS_UNLIKELY(!real_dlsym))
+        dlsym_resolve();
+    if (!real_dlsym)
+        return NULL;
+    void *p = real_dlsym(RTLD_NEXT, name);
+    if (p)
+        return p;
+    if (!cuda_handle)
+        cuda_handle = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
+    return cuda_handle ? real_dlsym(cuda_handle, name) : NULL;
+}
+
+/* Resolves what the agent itself calls; the first hooked call does it. */
+static int cuda_setup(void)
+{
+    int expect = CU_NONE;
+    if (!atomic_compare_exchange_strong(&cu_state, &expect, CU_RESOLVING))
+        return atomic_load(&cu_state) == CU_READY;
+#define R(field, name) rs_cu.field = (__typeof__(rs_cu.field))rs_cuda_sym(name)
+    R(event_create, "cuEventCreate");
+    R(event_record, "cuEventRecord");
+    R(event_record_ptsz, "cuEventRecord_ptsz");
+    R(event_query, "cuEventQuery");
+    R(elapsed, "cuEventElapsedTime");
+    R(stream_create, "cuStreamCreate");
+    R(stream_get_id, "cuStreamGetId");
+    R(stream_get_id_ptsz, "cuStreamGetId_ptsz");
+    R(is_capturing, "cuStreamIsCapturing");
+    R(is_capturing_ptsz, "cuStreamIsCapturing_ptsz");
+    R(ctx_get_current, "cuCtxGetCurrent");
+    R(ctx_set_current, "cuCtxSetCurrent");
+    R(ctx_get_device, "cuCtxGetDevice");
+    R(func_get_name, "cuFuncGetName");
+    R(kernel_get_name, "cuKernelGetName");
+    R(driver_version, "cuDriverGetVersion");
+    R(exchange_capture_mode, "cuThreadExchangeStreamCaptureMode");
+    R(pointer_attr, "cuPointerGetAttribute");
+#undef R
+    if (!rs_cu.ctx_get_current) {
+        rs_notice("no CUDA driver functions found (libcuda.so.1 missing or unknown); CUDA capture is off");
+        atomic_store(&cu_state, CU_OFF);
+        return 0;
+    }
+    atomic_store(&cu_state, CU_READY);
+    return 1;
+}
+
+int rs_cuda_ready(void)
+{
+    int st = atomic_load(&cu_state);
+    if (st == CU_NONE && rs_cfg.cuda && atomic_load(&cu_inited))
+        st = cuda_setup() ? CU_READY : CU_OFF;
+    if (st == CU_OFF)
+        return -1;
+    return st == CU_READY && atomic_load(&cu_inited);
+}
+
+/* Read at cuInit: the writer may need it after the driver is gone. */
+static _Atomic int cuda_version;
+
+int rs_cuda_version(void)
+{
+    return atomic_load(&cuda_version);
+}
+
+/* Whether this call is recorded: tracing on, CUDA capture on, not the agent. */
+static inline int cu_on(void)
+{
+    if (RS_UNLIKELY(!atomic_load_explicit(&rs_on, memory_order_relaxed) || rs_guard || !rs_cfg.cuda))
+        return 0;
+    int st = atomic_load_explicit(&cu_state, memory_order_relaxed);
+    if (RS_LIKELY(st == CU_READY))
+        return 1;
+    return st == CU_NONE && cuda_setup();
+}
+
+#define REAL_DECL(name) static __typeof__(name) *real_##name
+#define REAL(name)                                                                 \
+    ({                                                                             \
+        if (RS_UNLIKELY(real_##name == NULL))                                      \
+            real_##name = (__typeof__(real_##name))rs_cuda_sym(#name);             \
+        real_##name;                                                               \
+    })
+/* Calls the real name(args), or fails as a driver without it would. */
+#define CALL(name, ...) (REAL(name) ? real_##name(__VA_ARGS__) : CUDA_ERROR_NOT_FOUND)
+
+/* ---- kernel names: a lock-free cache CUfunction -> name, the text copied
+ * once into an arena that lives as long as the process ---- */
+
+#define NAME_SLOTS 16384u
+#define NAME_PROBES 64u
+#define ARENA_BYTES (8u << 20)
+
+struct name_slot {
+    _Atomic uintptr_t key;
+    _Atomic(const char *) name;
+};
+static struct name_slot *names;
+static char *arena;
+static _Atomic size_t arena_used;
+static _Atomic int names_state;      /* 0 none, 1 ready, -1 off */
+
+static int names_setup(void)
+{
+    int expect = 0;
+    if (!atomic_compare_exchange_strong(&names_state, &expect, 2))
+        return atomic_load(&names_state) == 1;
+    size_t bytes = NAME_SLOTS * sizeof *names + ARENA_BYTES;
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) {
+        atomic_store(&names_state, -1);
+        return 0;
+    }
+    names = m;
+    arena = (char *)m + NAME_SLOTS * sizeof *names;
+    atomic_store(&names_state, 1);
+    return 1;
+}
+
+static const char *name_copy(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    if (n > 4096)
+        n = 4096;
+    size_t at = atomic_fetch_add_explicit(&arena_used, n, memory_order_relaxed);
+    if (at + n > ARENA_BYTES)
+        return NULL;
+    memcpy(arena + at, s, n - 1);
+    arena[at + n - 1] = 0;
+    return arena + at;
+}
+
+static const char *name_ask(CUfunction f)
+{
+    const char *s = NULL;
+    if (rs_cu.func_get_name && rs_cu.func_get_name(&s, f) == CUDA_SUCCESS && s)
+        return s;
+    s = NULL;
+    if (rs_cu.kernel_get_name && rs_cu.kernel_get_name(&s, (CUkernel)f) == CUDA_SUCCESS)
+        return s;
+    return NULL;
+}
+
+static const char *func_name(CUfunction f)
+{
+    if (!f || (RS_UNLIKELY(atomic_load_explicit(&names_state, memory_order_acquire) != 1) && !names_setup()))
+        return NULL;
+    uintptr_t key = (uintptr_t)f;
+    uint32_t h = (uint32_t)((key >> 4) * 2654435761u);
+    for (uint32_t i = 0; i < NAME_PROBES; i++) {
+        struct name_slot *s = &names[(h + i) & (NAME_SLOTS - 1)];
+        uintptr_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (k == key) {
+            const char *n = atomic_load_explicit(&s->name, memory_order_acquire);
+            return n ? n : name_copy(name_ask(f));
+        }
+        if (k == 0) {
+            uintptr_t zero = 0;
+            if (!atomic_compare_exchange_strong(&s->key, &zero, key)) {
+                if (zero != key)
+                    continue;
+                const char *n = atomic_load_explicit(&s->name, memory_order_acquire);
+                return n ? n : name_copy(name_ask(f));
+            }
+            const char *n = name_copy(name_ask(f));
+            atomic_store_explicit(&s->name, n, memory_order_release);
+            return n;
+        }
+    }
+    return NULL;
+}
+
+/* ---- stream ids: a lock-free cache CUstream -> id ---- */
+
+#define STREAM_SLOTS 4096u
+#define STREAM_PROBES 32u
+
+static struct {
+    _Atomic uintptr_t key;
+    _Atomic uint64_t id;       /* 0: not known (yet, or any more) */
+} stream_ids[STREAM_SLOTS];
+
+static uint64_t stream_ask(CUstream s, int ptsz)
+{
+    unsigned long long id;
+    __typeof__(cuStreamGetId) *f = ptsz ? rs_cu.stream_get_id_ptsz : rs_cu.stream_get_id;
+    if (RS_LIKELY(f != NULL) && f(s, &id) == CUDA_SUCCESS)
+        return id;
+    return (uint64_t)(uintptr_t)s;
+}
+
+uint64_t rs_stream_id(CUstream s, int ptsz)
+{
+    uintptr_t key = (uintptr_t)s;
+    /* 0, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD depend on the context or thread */
+    if (key <= 2)
+        return stream_ask(s, ptsz);
+    uint32_t h = (uint32_t)((key >> 4) * 2654435761u);
+    for (uint32_t i = 0; i < STREAM_PROBES; i++) {
+        __typeof__(&stream_ids[0]) e = &stream_ids[(h + i) & (STREAM_SLOTS - 1)];
+        uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+        if (k == 0) {
+            uintptr_t zero = 0;
+            if (!atomic_compare_exchange_strong(&e->key, &zero, key))
+                k = zero;
+            else
+                k = key;
+        }
+        if (k != key)
+            continue;
+        uint64_t id = atomic_load_explicit(&e->id, memory_order_acquire);
+        if (RS_LIKELY(id != 0))
+            return id;
+        id = stream_ask(s, ptsz);
+        atomic_store_explicit(&e->id, id, memory_order_release);
+        return id;
+    }
+    return stream_ask(s, ptsz);
+}
+
+/* The stream is gone: its handle may come back as another stream. */
+static void stream_forget(CUstream s)
+{
+    uintptr_t key = (uintptr_t)s;
+    if (key <= 2)
+        return;
+    uint32_t h = (uint32_t)((key >> 4) * 2654435761u);
+    for (uint32_t i = 0; i < STREAM_PROBES; i++) {
+        __typeof__(&stream_ids[0]) e = &stream_ids[(h + i) & (STREAM_SLOTS - 1)];
+        uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+        if (k == 0)
+            return;
+        if (k == key) {
+            atomic_store_explicit(&e->id, 0, memory_order_release);
+            return;
+        }
+    }
+}
+
+REAL_DECL(cuStreamDestroy);
+REAL_DECL(cuStreamDestroy_v2);
+
+RS_EXPORT CUresult cuStreamDestroy(CUstream s)
+{
+    stream_forget(s);
+    return CALL(cuStreamDestroy, s);
+}
+
+RS_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
+{
+    stream_forget(s);
+    return CALL(cuStreamDestroy_v2, s);
+}
+
+/* ---- records ---- */
+
+static void gpu_record(int kind, uint64_t t0, uint64_t t1, CUstream s, int ptsz, uint64_t bytes,
+                       const char *name, int dir, uint8_t flags, uint32_t pair, uint32_t anchor)
+{
+    uint64_t sid = rs_stream_id(s, ptsz);
+    struct rs_rec_gpu *r = rs_reserve(sizeof *r, RS_REC_GPU);
+    if (!r)
+        return;
+    r->h = (struct rs_rec_hdr){ sizeof *r, RS_REC_GPU, (uint8_t)kind, pair };
+    r->start_ns = t0;
+    r->dur_ns = t1 - t0;
+    r->stream = sid;
+    r->bytes = bytes;
+    r->name = name;
+    r->anchor = anchor;
+    r->device = (int16_t)rs_gpu_device;
+    r->dir = (uint8_t)dir;
+    r->flags = flags;
+    rs_commit(sizeof *r);
+}
+
+static void sync_record(int kind, uint64_t t0, uint64_t t1, uint64_t target)
+{
+    struct rs_rec_sync *r = rs_reserve(sizeof *r, RS_REC_SYNC);
+    if (!r)
+        return;
+    r->h = (struct rs_rec_hdr){ sizeof *r, RS_REC_SYNC, (uint8_t)kind, 0 };
+    r->start_ns = t0;
+    r->dur_ns = t1 - t0;
+    r->target = target;
+    rs_commit(sizeof *r);
+}
+
+static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_t bytes)
+{
+    struct rs_rec_mem *r = rs_reserve(sizeof *r, RS_REC_MEM);
+    if (!r)
+        return;
+    r->h = (struct rs_rec_hdr){ sizeof *r, RS_REC_MEM, (uint8_t)kind, 0 };
+    r->start_ns = t0;
+    r->dur_ns = t1 - t0;
+    r->ptr = ptr;
+    r->bytes = bytes;
+    rs_commit(sizeof *r);
+}
+
+/* GPU work enqueued on STREAM by CALL: timed with a pair, recorded. The
+ * synchronous forms (SYNC_KIND >= 0) also record the time blocked. */
+#define GPU_WORK(KIND, STREAM, PTSZ, FLAGS, NAME, BYTES, DIR, SYNC_KIND, CALL)                  \
+    do {                                                                                       \
+        if (!cu_on())                                                                          \
+            return CALL;                                                                       \
+        rs_guard = 1;                                                                          \
+        int saved_ = errno;                                                                    \
+        uint32_t anchor_ = 0;                                                                  \
+        uint8_t fl_ = (uint8_t)((FLAGS) | ((PTSZ) ? RSF_GPUF_PTSZ : 0));                       \
+        uint32_t pair_ = rs_gpu_begin(STREAM, PTSZ, &anchor_, &fl_);                           \
+        errno = saved_;                                                                        \
+        uint64_t t0_ = rs_now();                                                               \
+        CUresult r_ = CALL;                                                                    \
+        saved_ = errno;                                                                        \
+        pair_ = rs_gpu_end(pair_, STREAM, PTSZ, r_ == CUDA_SUCCESS);                           \
+        uint64_t t1_ = rs_now(); /* the end event is on the stream by now */                   \
+        if (r_ == CUDA_SUCCESS) {                                                              \
+            gpu_record(KIND, t0_, t1_, STREAM, PTSZ, BYTES, NAME, DIR, fl_, pair_, anchor_);    \
+            if ((SYNC_KIND) >= 0)                                                              \
+                sync_record(SYNC_KIND, t0_, t1_, rs_stream_id(STREAM, PTSZ));                  \
+        }                                                                                      \
+        if ((SYNC_KIND) >= 0)                                                                  \
+            rs_wait_sample_ns(t0_, t1_);                                                       \
+        rs_guard = 0;                                                                          \
+        errno = saved_;                                                                        \
+        return r_;                                                                             \
+    } while (0)
+
+/* A call that may block the host: recorded as a SyncEvent. */
+#define SYNC_WAIT(KIND, TARGET, CALL)                                                          \
+    do {                                                                                       \
+        if (!cu_on())                                                                          \
+            return CALL;                                                                       \
+        rs_guard = 1;                                                                          \
+        uint64_t t0_ = rs_now();                                                               \
+        CUresult r_ = CALL;                                                                    \
+        uint64_t t1_ = rs_now();                                                               \
+        int saved_ = errno;                                                                    \
+        sync_record(KIND, t0_, t1_, TARGET);                                                   \
+        rs_wait_sample_ns(t0_, t1_);                                                           \
+        rs_guard = 0;                                                                          \
+        errno = saved_;                                                                        \
+        return r_;                                                                             \
+    } while (0)
+
+/* A memory call: PTR and BYTES are read after the call succeeded. */
+#define MEM_CALL(KIND, PTR, BYTES, CALL)                                                       \
+    do {                                                                                       \
+        if (!cu_on())                                                                          \
+            return CALL;                                                                       \
+        rs_guard = 1;                                                                          \
+        uint64_t t0_ = rs_now();                                                               \
+        CUresult r_ = CALL;                                                                    \
+        uint64_t t1_ = rs_now();                                                               \
+        int saved_ = errno;                                                                    \
+        if (r_ == CUDA_SUCCESS)                                                                \
+            mem_record(KIND, t0_, t1_, (uint64_t)(PTR), (uint64_t)(BYTES));                    \
+        rs_guard = 0;                                                                          \
+        errno = saved_;                                                                        \
+        return r_;                                                                             \
+    } while (0)
+
+/* ---- cuInit ---- */
+
+REAL_DECL(cuInit);
+RS_EXPORT CUresult cuInit(unsigned int flags)
+{
+    CUresult r = CALL(cuInit, flags);
+    if (r == CUDA_SUCCESS && !atomic_exchange(&cu_inited, 1) && rs_cfg.cuda && !rs_guard) {
+        int saved = errno, v = 0;
+        rs_guard = 1;
+        if (cuda_setup() && rs_cu.driver_version && rs_cu.driver_version(&v) == CUDA_SUCCESS)
+            atomic_store(&cuda_version, v);
+        rs_guard = 0;
+        errno = saved;
+    }
+    return r;
+}
+
+/* ---- launches ---- */
+
+#define LAUNCH_ARGS CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, \
+    unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params, void **extra
+#define LAUNCH_PASS f, gx, gy, gz, bx, by, bz, shmem, s, params, extra
+
+REAL_DECL(cuLaunchKernel);
+REAL_DECL(cuLaunchKernel_ptsz);
+REAL_DECL(cuLaunchCooperativeKernel);
+REAL_DECL(cuLaunchCooperativeKernel_ptsz);
+REAL_DECL(cuLaunchKernelEx);
+REAL_DECL(cuLaunchKernelEx_ptsz);
+
+RS_EXPORT CUresult cuLaunchKernel(LAUNCH_ARGS)
+{
+    GPU_WORK(RSF_GPU_KERNEL, s, 0, 0, func_name(f), 0, 0, -1, CALL(cuLaunchKernel, LAUNCH_PASS));
+}
+
+RS_EXPORT CUresult cuLaunchKernel_ptsz(LAUNCH_ARGS)
+{
+    GPU_WORK(RSF_GPU_KERNEL, s, 1, 0, func_name(f), 0, 0, -1, CALL(cuLaunchKernel_ptsz, LAUNCH_PASS));
+}
+
+#define COOP_ARGS CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, \
+    unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params
+#define COOP_PASS f, gx, gy, gz, bx, by, bz, shmem, s, params
+
+RS_EXPORT CUresult cuLaunchCooperativeKernel(COOP_ARGS)
+{
+    GPU_WORK(RSF_GPU_KERNEL, s, 0, RSF_GPUF_COOPERATIVE, func_name(f), 0, 0, -1,
+             CALL(cuLaunchCooperativeKernel, COOP_PASS));
+}
+
+RS_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(COOP_ARGS)
+{
+    GPU_WORK(RSF_GPU_KERNEL, s, 1, RSF_GPUF_COOPERATIVE, func_name(f), 0, 0, -1,
+             CALL(cuLaunchCooperativeKernel_ptsz, COOP_PASS));
+}
+
+static int ex_cooperative(const CUlaunchConfig *c)
+{
+    for (unsigned i = 0; c && c->attrs && i < c->numAttrs; i++)
+        if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative)
+            return RSF_GPUF_COOPERATIVE;
+    return 0;
+}
+
+RS_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+    GPU_WORK(RSF_GPU_KERNEL, config ? config->hStream : NULL, 0, RSF_GPUF_EX | ex_cooperative(config),
+             func_name(f), 0, 0, -1, CALL(cuLaunchKernelEx, config, f, params, extra));
+}
+
+RS_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+    GPU_WORK(RSF_GPU_KERNEL, config ? config->hStream : NULL, 1, RSF_GPUF_EX | ex_cooperative(config),
+             func_name(f), 0, 0, -1, CALL(cuLaunchKernelEx_ptsz, config, f, params, extra));
+}
+
+/* ---- graphs ---- */
+
+REAL_DECL(cuGraphLaunch);
+REAL_DECL(cuGraphLaunch_ptsz);
+
+RS_EXPORT CUresult cuGraphLaunch(CUgraphExec g, CUstream s)
+{
+    GPU_WORK(RSF_GPU_GRAPH, s, 0, 0, NULL, 0, 0, -1, CALL(cuGraphLaunch, g, s));
+}
+
+RS_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
+{
+    GPU_WORK(RSF_GPU_GRAPH, s, 1, 0, NULL, 0, 0, -1, CALL(cuGraphLaunch_ptsz, g, s));
+}
+
+REAL_DECL(cuStreamBeginCapture);
+REAL_DECL(cuStreamBeginCapture_ptsz);
+REAL_DECL(cuStreamBeginCapture_v2);
+REAL_DECL(cuStreamBeginCapture_v2_ptsz);
+REAL_DECL(cuStreamBeginCaptureToGraph);
+REAL_DECL(cuStreamBeginCaptureToGraph_ptsz);
+REAL_DECL(cuStreamEndCapture);
+REAL_DECL(cuStreamEndCapture_ptsz);
+
+static CUresult capture_began(CUresult r)
+{
+    if (r == CUDA_SUCCESS)
+        atomic_fetch_add(&rs_captures, 1);
+    return r;
+}
+
+static CUresult capture_ended(CUresult r)
+{
+    /* The capture is over whatever the result (an invalidated one too). */
+    int n = atomic_load(&rs_captures);
+    while (n > 0 && !atomic_compare_exchange_weak(&rs_captures, &n, n - 1))
+        ;
+    return r;
+}
+
+RS_EXPORT CUresult cuStreamBeginCapture(CUstream s)
+{
+    return capture_began(CALL(cuStreamBeginCapture, s));
+}
+
+RS_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s)
+{
+    return capture_began(CALL(cuStreamBeginCapture_ptsz, s));
+}
+
+RS_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
+{
+    return capture_began(CALL(cuStreamBeginCapture_v2, s, mode));
+}
+
+RS_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode)
+{
+    return capture_began(CALL(cuStreamBeginCapture_v2_ptsz, s, mode));
+}
+
+RS_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                               const CUgraphEdgeData *edges, size_t ndeps,
+                                               CUstreamCaptureMode mode)
+{
+    return capture_began(CALL(cuStreamBeginCaptureToGraph, s, g, deps, edges, ndeps, mode));
+}
+
+RS_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                                    const CUgraphEdgeData *edges, size_t ndeps,
+                                                    CUstreamCaptureMode mode)
+{
+    return capture_began(CALL(cuStreamBeginCaptureToGraph_ptsz, s, g, deps, edges, ndeps, mode));
+}
+
+RS_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g)
+{
+    return capture_ended(CALL(cuStreamEndCapture, s, g));
+}
+
+RS_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g)
+{
+    return capture_ended(CALL(cuStreamEndCapture_ptsz, s, g));
+}
+
+/* ---- copies and sets ---- */
+
+#define UNPAREN(...) __VA_ARGS__
+
+/* Where a pointer of unified addressing lives: 1 device, 0 host, -1 unknown. */
+static int on_device(CUdeviceptr p)
+{
+    unsigned int type = 0;
+    if (!rs_cu.pointer_attr)
+        return -1;
+    if (rs_cu.pointer_attr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) != CUDA_SUCCESS)
+        return 0; /* not known to the driver: pageable host memory */
+    return type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY;
+}
+
+/* The direction of a cuMemcpy / cuMemcpyAsync (unified addressing). */
+static int copy_dir(CUdeviceptr dst, CUdeviceptr src)
+{
+    if (!cu_on())
+        return RSF_COPY_NONE;
+    int d = on_device(dst), s = on_device(src);
+    if (d < 0 || s < 0)
+        return RSF_COPY_NONE;
+    return d ? (s ? RSF_COPY_DTOD : RSF_COPY_HTOD) : (s ? RSF_COPY_DTOH : RSF_COPY_HTOH);
+}
+
+/* A synchronous copy blocks the host: a GpuEvent flagged SYNC and a SyncEvent. */
+#define COPY_SYNC(name, ptsz, dir, args, pass, bytes)                                          \
+    REAL_DECL(name);                                                                           \
+    RS_EXPORT CUresult name args                                                               \
+    {                                                                                          \
+        GPU_WORK(RSF_GPU_MEMCPY, NULL, ptsz, RSF_GPUF_SYNC, NULL, bytes, dir, RSF_SYNC_MEMCPY,  \
+                 CALL(name, UNPAREN pass));                                                    \
+    }
+#define COPY_ASYNC(name, ptsz, dir, args, pass, bytes)                                         \
+    REAL_DECL(name);                                                                           \
+    RS_EXPORT CUresult name args                                                               \
+    {                                                                                          \
+        GPU_WORK(RSF_GPU_MEMCPY, s, ptsz, 0, NULL, bytes, dir, -1, CALL(name, UNPAREN pass));  \
+    }
+
+#define A_HTOD (CUdeviceptr dst, const void *src, size_t n)
+#define A_DTOH (void *dst, CUdeviceptr src, size_t n)
+#define A_DTOD (CUdeviceptr dst, CUdeviceptr src, size_t n)
+#define A_HTOD_S (CUdeviceptr dst, const void *src, size_t n, CUstream s)
+#define A_DTOH_S (void *dst, CUdeviceptr src, size_t n, CUstream s)
+#define A_DTOD_S (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+#define P3 (dst, src, n)
+#define P4 (dst, src, n, s)
+
+COPY_SYNC(cuMemcpyHtoD_v2, 0, RSF_COPY_HTOD, A_HTOD, P3, n)
+COPY_SYNC(cuMemcpyHtoD_v2_ptds, 1, RSF_COPY_HTOD, A_HTOD, P3, n)
+COPY_SYNC(cuMemcpyDtoH_v2, 0, RSF_COPY_DTOH, A_DTOH, P3, n)
+COPY_SYNC(cuMemcpyDtoH_v2_ptds, 1, RSF_COPY_DTOH, A_DTOH, P3, n)
+COPY_SYNC(cuMemcpyDtoD_v2, 0, RSF_COPY_DTOD, A_DTOD, P3, n)
+COPY_SYNC(cuMemcpyDtoD_v2_ptds, 1, RSF_COPY_DTOD, A_DTOD, P3, n)
+COPY_SYNC(cuMemcpy, 0, copy_dir(dst, src), A_DTOD, P3, n)
+COPY_SYNC(cuMemcpy_ptds, 1, copy_dir(dst, src), A_DTOD, P3, n)
+COPY_ASYNC(cuMemcpyHtoDAsync_v2, 0, RSF_COPY_HTOD, A_HTOD_S, P4, n)
+COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, 1, RSF_COPY_HTOD, A_HTOD_S, P4, n)
+COPY_ASYNC(cuMemcpyDtoHAsync_v2, 0, RSF_COPY_DTOH, A_DTOH_S, P4, n)
+COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, 1, RSF_COPY_DTOH, A_DTOH_S, P4, n)
+COPY_ASYNC(cuMemcpyDtoDAsync_v2, 0, RSF_COPY_DTOD, A_DTOD_S, P4, n)
+COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, 1, RSF_COPY_DTOD, A_DTOD_S, P4, n)
+COPY_ASYNC(cuMemcpyAsync, 0, copy_dir(dst, src), A_DTOD_S, P4, n)
+COPY_ASYNC(cuMemcpyAsync_ptsz, 1, copy_dir(dst, src), A_DTOD_S, P4, n)
+
+#define A_PEER (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n)
+#define A_PEER_S (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream s)
+COPY_SYNC(cuMemcpyPeer, 0, RSF_COPY_PEER, A_PEER, (dst, dctx, src, sctx, n), n)
+COPY_SYNC(cuMemcpyPeer_ptds, 1, RSF_COPY_PEER, A_PEER, (dst, dctx, src, sctx, n), n)
+COPY_ASYNC(cuMemcpyPeerAsync, 0, RSF_COPY_PEER, A_PEER_S, (dst, dctx, src, sctx, n, s), n)
+COPY_ASYNC(cuMemcpyPeerAsync_ptsz, 1, RSF_COPY_PEER, A_PEER_S, (dst, dctx, src, sctx, n, s), n)
+
+#define SET_SYNC(name, ptsz, type, size)                                                       \
+    REAL_DECL(name);                                                                           \
+    RS_EXPORT CUresult name(CUdeviceptr dst, type v, size_t n)                                 \
+    {                                                                                          \
+        GPU_WORK(RSF_GPU_MEMSET, NULL, ptsz, RSF_GPUF_SYNC, NULL, n * (size), 0, RSF_SYNC_MEMCPY, \
+                 CALL(name, dst, v, n));                                                       \
+    }
+#define SET_ASYNC(name, ptsz, type, size)                                                      \
+    REAL_DECL(name);                                                                           \
+    RS_EXPORT CUresult name(CUdeviceptr dst, type v, size_t n, CUstream s)                     \
+    {                                                                                          \
+        GPU_WORK(RSF_GPU_MEMSET, s, ptsz, 0, NULL, n * (size), 0, -1, CALL(name, dst, v, n, s)); \
+    }
+
+SET_SYNC(cuMemsetD8_v2, 0, unsigned char, 1)
+SET_SYNC(cuMemsetD8_v2_ptds, 1, unsigned char, 1)
+SET_SYNC(cuMemsetD16_v2, 0, unsigned short, 2)
+SET_SYNC(cuMemsetD16_v2_ptds, 1, unsigned short, 2)
+SET_SYNC(cuMemsetD32_v2, 0, unsigned int, 4)
+SET_SYNC(cuMemsetD32_v2_ptds, 1, unsigned int, 4)
+SET_ASYNC(cuMemsetD8Async, 0, unsigned char, 1)
+SET_ASYNC(cuMemsetD8Async_ptsz, 1, unsigned char, 1)
+SET_ASYNC(cuMemsetD16Async, 0, unsigned short, 2)
+SET_ASYNC(cuMemsetD16Async_ptsz, 1, unsigned short, 2)
+SET_ASYNC(cuMemsetD32Async, 0, unsigned int, 4)
+SET_ASYNC(cuMemsetD32Async_ptsz, 1, unsigned int, 4)
+
+/* ---- blocking waits ---- */
+
+REAL_DECL(cuStreamSynchronize);
+REAL_DECL(cuStreamSynchronize_ptsz);
+REAL_DECL(cuEventSynchronize);
+REAL_DECL(cuCtxSynchronize);
+
+RS_EXPORT CUresult cuStreamSynchronize(CUstream s)
+{
+    SYNC_WAIT(RSF_SYNC_STREAM, rs_stream_id(s, 0), CALL(cuStreamSynchronize, s));
+}
+
+RS_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s)
+{
+    SYNC_WAIT(RSF_SYNC_STREAM, rs_stream_id(s, 1), CALL(cuStreamSynchronize_ptsz, s));
+}
+
+RS_EXPORT CUresult cuEventSynchronize(CUevent e)
+{
+    SYNC_WAIT(RSF_SYNC_EVENT, (uint64_t)(uintptr_t)e, CALL(cuEventSynchronize, e));
+}
+
+RS_EXPORT CUresult cuCtxSynchronize(void)
+{
+    SYNC_WAIT(RSF_SYNC_CONTEXT, 0, CALL(cuCtxSynchronize));
+}
+
+/* ---- memory ---- */
+
+REAL_DECL(cuMemAlloc_v2);
+REAL_DECL(cuMemAllocPitch_v2);
+REAL_DECL(cuMemFree_v2);
+REAL_DECL(cuMemAllocHost_v2);
+REAL_DECL(cuMemHostAlloc);
+REAL_DECL(cuMemFreeHost);
+REAL_DECL(cuMemAllocManaged);
+REAL_DECL(cuMemAllocAsync);
+REAL_DECL(cuMemAllocAsync_ptsz);
+REAL_DECL(cuMemFreeAsync);
+REAL_DECL(cuMemFreeAsync_ptsz);
+
+RS_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+{
+    MEM_CALL(RSF_MEM_ALLOC, *p, n, CALL(cuMemAlloc_v2, p, n));
+}
+
+RS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned int esize)
+{
+    MEM_CALL(RSF_MEM_ALLOC, *p, *pitch * h, CALL(cuMemAllocPitch_v2, p, pitch, w, h, esize));
+}
+
+RS_EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+{
+    MEM_CALL(RSF_MEM_FREE, p, 0, CALL(cuMemFree_v2, p));
+}
+
+RS_EXPORT CUresult cuMemAllocHost_v2(void **p, size_t n)
+{
+    MEM_CALL(RSF_MEM_ALLOC_HOST, (uintptr_t)*p, n, CALL(cuMemAllocHost_v2, p, n));
+}
+
+RS_EXPORT CUresult cuMemHostAlloc(void **p, size_t n, unsigned int flags)
+{
+    MEM_CALL(RSF_MEM_ALLOC_HOST, (uintptr_t)*p, n, CALL(cuMemHostAlloc, p, n, flags));
+}
+
+RS_EXPORT CUresult cuMemFreeHost(void *p)
+{
+    MEM_CALL(RSF_MEM_FREE_HOST, (uintptr_t)p, 0, CALL(cuMemFreeHost, p));
+}
+
+RS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int flags)
+{
+    MEM_CALL(RSF_MEM_ALLOC_MANAGED, *p, n, CALL(cuMemAllocManaged, p, n, flags));
+}
+
+RS_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s)
+{
+    MEM_CALL(RSF_MEM_ALLOC_ASYNC, *p, n, CALL(cuMemAllocAsync, p, n, s));
+}
+
+RS_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s)
+{
+    MEM_CALL(RSF_MEM_ALLOC_ASYNC, *p, n, CALL(cuMemAllocAsync_ptsz, p, n, s));
+}
+
+RS_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
+{
+    MEM_CALL(RSF_MEM_FREE_ASYNC, p, 0, CALL(cuMemFreeAsync, p, s));
+}
+
+RS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
+{
+    MEM_CALL(RSF_MEM_FREE_ASYNC, p, 0, CALL(cuMemFreeAsync_ptsz, p, s));
+}
+
+/* ---- the table of hooked entry points, for cuGetProcAddress and dlsym ----
+ * X(exported name, name cuGetProcAddress is asked for, CUDA version that
+ * introduced the variant, per-thread variant) */
+#define HOOKS(X)                                                                              \
+    X(cuInit, "cuInit", 2000, 0)                                                              \
+    X(cuGetProcAddress, "cuGetProcAddress", 11030, 0)                                         \
+    X(cuGetProcAddress_v2, "cuGetProcAddress", 12000, 0)                                      \
+    X(cuLaunchKernel, "cuLaunchKernel", 4000, 0)                                              \
+    X(cuLaunchKernel_ptsz, "cuLaunchKernel", 4000, 1)                                         \
+    X(cuLaunchKernelEx, "cuLaunchKernelEx", 11060, 0)                                         \
+    X(cuLaunchKernelEx_ptsz, "cuLaunchKernelEx", 11060, 1)                                    \
+    X(cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel", 9000, 0)                        \
+    X(cuLaunchCooperativeKernel_ptsz, "cuLaunchCooperativeKernel", 9000, 1)                   \
+    X(cuGraphLaunch, "cuGraphLaunch", 10000, 0)                                               \
+    X(cuGraphLaunch_ptsz, "cuGraphLaunch", 10000, 1)                                          \
+    X(cuStreamBeginCapture, "cuStreamBeginCapture", 10000, 0)                                 \
+    X(cuStreamBeginCapture_ptsz, "cuStreamBeginCapture", 10000, 1)                            \
+    X(cuStreamBeginCapture_v2, "cuStreamBeginCapture", 10010, 0)                              \
+    X(cuStreamBeginCapture_v2_ptsz, "cuStreamBeginCapture", 10010, 1)                         \
+    X(cuStreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph", 12030, 0)                   \
+    X(cuStreamBeginCaptureToGraph_ptsz, "cuStreamBeginCaptureToGraph", 12030, 1)              \
+    X(cuStreamEndCapture, "cuStreamEndCapture", 10000, 0)                                     \
+    X(cuStreamEndCapture_ptsz, "cuStreamEndCapture", 10000, 1)                                \
+    X(cuMemcpyHtoD_v2, "cuMemcpyHtoD", 3020, 0)                                               \
+    X(cuMemcpyHtoD_v2_ptds, "cuMemcpyHtoD", 3020, 1)                                          \
+    X(cuMemcpyDtoH_v2, "cuMemcpyDtoH", 3020, 0)                                               \
+    X(cuMemcpyDtoH_v2_ptds, "cuMemcpyDtoH", 3020, 1)                                          \
+    X(cuMemcpyDtoD_v2, "cuMemcpyDtoD", 3020, 0)                                               \
+    X(cuMemcpyDtoD_v2_ptds, "cuMemcpyDtoD", 3020, 1)                                          \
+    X(cuMemcpy, "cuMemcpy", 4000, 0)                                                          \
+    X(cuMemcpy_ptds, "cuMemcpy", 4000, 1)                                                     \
+    X(cuMemcpyHtoDAsync_v2, "cuMemcpyHtoDAsync", 3020, 0)                                     \
+    X(cuMemcpyHtoDAsync_v2_ptsz, "cuMemcpyHtoDAsync", 3020, 1)                                \
+    X(cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync", 3020, 0)                                     \
+    X(cuMemcpyDtoHAsync_v2_ptsz, "cuMemcpyDtoHAsync", 3020, 1)                                \
+    X(cuMemcpyDtoDAsync_v2, "cuMemcpyDtoDAsync", 3020, 0)                                     \
+    X(cuMemcpyDtoDAsync_v2_ptsz, "cuMemcpyDtoDAsync", 3020, 1)                                \
+    X(cuMemcpyAsync, "cuMemcpyAsync", 4000, 0)                                                \
+    X(cuMemcpyAsync_ptsz, "cuMemcpyAsync", 4000, 1)                                           \
+    X(cuMemcpyPeer, "cuMemcpyPeer", 4000, 0)                                                  \
+    X(cuMemcpyPeer_ptds, "cuMemcpyPeer", 4000, 1)                                             \
+    X(cuMemcpyPeerAsync, "cuMemcpyPeerAsync", 4000, 0)                                        \
+    X(cuMemcpyPeerAsync_ptsz, "cuMemcpyPeerAsync", 4000, 1)                                   \
+    X(cuMemsetD8_v2, "cuMemsetD8", 3020, 0)                                                   \
+    X(cuMemsetD8_v2_ptds, "cuMemsetD8", 3020, 1)                                              \
+    X(cuMemsetD16_v2, "cuMemsetD16", 3020, 0)                                                 \
+    X(cuMemsetD16_v2_ptds, "cuMemsetD16", 3020, 1)                                            \
+    X(cuMemsetD32_v2, "cuMemsetD32", 3020, 0)                                                 \
+    X(cuMemsetD32_v2_ptds, "cuMemsetD32", 3020, 1)                                            \
+    X(cuMemsetD8Async, "cuMemsetD8Async", 3020, 0)                                            \
+    X(cuMemsetD8Async_ptsz, "cuMemsetD8Async", 3020, 1)                                       \
+    X(cuMemsetD16Async, "cuMemsetD16Async", 3020, 0)                                          \
+    X(cuMemsetD16Async_ptsz, "cuMemsetD16Async", 3020, 1)                                     \
+    X(cuMemsetD32Async, "cuMemsetD32Async", 3020, 0)                                          \
+    X(cuMemsetD32Async_ptsz, "cuMemsetD32Async", 3020, 1)                                     \
+    X(cuStreamSynchronize, "cuStreamSynchronize", 2000, 0)                                    \
+    X(cuStreamSynchronize_ptsz, "cuStreamSynchronize", 2000, 1)                               \
+    X(cuEventSynchronize, "cuEventSynchronize", 2000, 0)                                      \
+    X(cuCtxSynchronize, "cuCtxSynchronize", 2000, 0)                                          \
+    X(cuMemAlloc_v2, "cuMemAlloc", 3020, 0)                                                   \
+    X(cuMemAllocPitch_v2, "cuMemAllocPitch", 3020, 0)                                         \
+    X(cuMemFree_v2, "cuMemFree", 3020, 0)                                                     \
+    X(cuMemAllocHost_v2, "cuMemAllocHost", 3020, 0)                                           \
+    X(cuMemHostAlloc, "cuMemHostAlloc", 2020, 0)                                              \
+    X(cuMemFreeHost, "cuMemFreeHost", 2000, 0)                                                \
+    X(cuMemAllocManaged, "cuMemAllocManaged", 6000, 0)                                        \
+    X(cuMemAllocAsync, "cuMemAllocAsync", 11020, 0)                                           \
+    X(cuMemAllocAsync_ptsz, "cuMemAllocAsync", 11020, 1)                                      \
+    X(cuMemFreeAsync, "cuMemFreeAsync", 11020, 0)                                             \
+    X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, 1)                                        \
+    X(cuStreamDestroy, "cuStreamDestroy", 2000, 0)                                            \
+    X(cuStreamDestroy_v2, "cuStreamDestroy", 4000, 0)
+
+REAL_DECL(cuGetProcAddress);
+REAL_DECL(cuGetProcAddress_v2);
+
+struct hook {
+    const char *sym, *base;
+    int version, ptsz;
+    void *wrapper;
+    void **real;
+};
+
+#define HOOK_ENTRY(fn, base, version, ptsz) { #fn, base, version, ptsz, (void *)fn, (void **)&real_##fn },
+static const struct hook hooks[] = { HOOKS(HOOK_ENTRY) };
+#undef HOOK_ENTRY
+#define NHOOKS (sizeof hooks / sizeof hooks[0])
+
+/* The real address of a hook's function, resolved on first need. */
+static void *hook_real(const struct hook *k)
+{
+    void *p = __atomic_load_n(k->real, __ATOMIC_ACQUIRE);
+    if (!p) {
+        p = rs_cuda_sym(k->sym);
+        if (p)
+            __atomic_store_n(k->real, p, __ATOMIC_RELEASE);
+    }
+    return p;
+}
+
+/* What cuGetProcAddress answers for symbol when the driver gave fn: our
+ * wrapper of the same variant, or fn itself when it is not hooked. */
+static void *proc_wrapper(const char *symbol, void *fn, int version, cuuint64_t flags)
+{
+    if (!fn || !symbol || !rs_cfg.cuda || rs_cfg.disable)
+        return fn;
+    const struct hook *best = NULL;
+    int ptsz = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+    for (size_t i = 0; i < NHOOKS; i++) {
+        const struct hook *k = &hooks[i];
+        if (strcmp(k->base, symbol) != 0)
+            continue;
+        if (hook_real(k) == fn)
+            return k->wrapper;
+        /* No address matched (yet): the variant the driver's own rules pick. */
+        if (k->version <= version && (!k->ptsz || ptsz) &&
+            (!best || k->version > best->version ||
+             (k->version == best->version && k->ptsz && !best->ptsz)))
+            best = k;
+    }
+    if (!best)
+        return fn;
+    if (ptsz && !best->ptsz) {
+        /* Asked for the per-thread variant of a function that has none. */
+        for (size_t i = 0; i < NHOOKS; i++)
+            if (hooks[i].ptsz && strcmp(hooks[i].base, symbol) == 0)
+                return fn;
+    }
+    void *expect = NULL;
+    if (__atomic_compare_exchange_n(best->real, &expect, fn, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
+        expect == fn)
+        return best->wrapper;
+    return fn;
+}
+
+RS_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                       CUdriverProcAddressQueryResult *status)
+{
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (!REAL(cuGetProcAddress_v2)) {
+        if (status)
+            *status = st;
+        return CUDA_ERROR_NOT_FOUND;
+    }
+    CUresult r = real_cuGetProcAddress_v2(symbol, pfn, version, flags, status ? status : &st);
+    if (r == CUDA_SUCCESS && pfn) {
+        int saved = errno;
+        *pfn = proc_wrapper(symbol, *pfn, version, flags);
+        errno = saved;
+    }
+    return r;
+}
+
+RS_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+    CUresult r = CALL(cuGetProcAddress, symbol, pfn, version, flags);
+    if (r == CUDA_SUCCESS && pfn) {
+        int saved = errno;
+        *pfn = proc_wrapper(symbol, *pfn, version, flags);
+        errno = saved;
+    }
+    return r;
+}
+
+/* ---- dlsym: a libcuda handle's hooked symbols give our wrappers ---- */
+
+RS_EXPORT void *dlsym(void *handle, const char *name)
+{
+    if (RS_UNLIKELY(!real_dlsym)) {
+        dlsym_resolve();
+        if (!real_dlsym)
+            return NULL;
+    }
+    /* RTLD_NEXT is relative to the caller: a tail call keeps the caller's
+     * return address for the real dlsym to see. */
+    if (handle == RTLD_NEXT || name[0] != 'c' || name[1] != 'u')
+        return real_dlsym(handle, name);
+    void *p = real_dlsym(handle, name);
+    if (!p || rs_guard || !rs_cfg.cuda || rs_cfg.disable)
+        return p;
+    int saved = errno;
+    for (size_t i = 0; i < NHOOKS; i++) {
+        if (strcmp(hooks[i].sym, name) == 0) {
+            /* Only the driver's own function is replaced (it may be ours already). */
+            if (p != hooks[i].wrapper && hook_real(&hooks[i]) == p)
+                p = hooks[i].wrapper;
+            break;
+        }
+    }
+    errno = saved;
+    return p;
+}

@@ -1,0 +1,538 @@
+/* NCCL capture: every collective and send/receive call (op, count, type,
+ * bytes as nccl-tests counts them, root or peer, communicator id, sequence
+ * number (collectives: per communicator; sends and receives: per
+ * communicator, peer and direction), stream, GPU start and end from an event pair
+ * around the call, or around the group it belongs to), groups, and the life
+ * of communicators (creation with this process's rank and the size, end).
+ * Communicator ids are equal on every rank: a hash of the unique id (split:
+ * of the parent's id, the colour and the parent's split count). */
+#include "preload/gpu.h"
+#include "formats/trace.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include <nccl.h>
+
+ncclResult_t ncclGroupStart(void);
+ncclResult_t ncclGroupEnd(void);
+
+/* ---- resolving the real library ---- */
+
+static void *nccl_handle;
+static _Atomic int nccl_missing_said;
+
+/* The real NCCL function name: the next definition, else the profiling
+ * alias pncclX, else from the already loaded libnccl.so.2. */
+static void *nccl_sym(const char *name)
+{
+    void *p = rs_cuda_sym_next(name);
+    char alt[64];
+    if (!p && strlen(name) + 2 < sizeof alt) {
+        alt[0] = 'p';
+        strcpy(alt + 1, name);
+        p = rs_cuda_sym_next(alt);
+    }
+    if (!p) {
+        if (!nccl_handle)
+            nccl_handle = dlopen("libnccl.so.2", RTLD_NOLOAD | RTLD_LAZY);
+        if (nccl_handle)
+            p = rs_dlsym_real(nccl_handle, name);
+    }
+    if (!p && !atomic_exchange(&nccl_missing_said, 1))
+        rs_notice("cannot find the real %s (libnccl.so.2 missing or unknown); NCCL calls fail", name);
+    return p;
+}
+
+#define REAL_DECL(name) static __typeof__(name) *real_##name
+#define REAL(name)                                                                 \
+    ({                                                                             \
+        if (RS_UNLIKELY(real_##name == NULL))                                      \
+            real_##name = (__typeof__(real_##name))nccl_sym(#name);                \
+        real_##name;                                                               \
+    })
+#define CALL(name, ...) (REAL(name) ? real_##name(__VA_ARGS__) : ncclSystemError)
+
+static inline int nccl_on(void)
+{
+    return RS_LIKELY(atomic_load_explicit(&rs_on, memory_order_relaxed)) && !rs_guard && rs_cfg.nccl;
+}
+
+REAL_DECL(ncclGetVersion);
+REAL_DECL(ncclCommCount);
+REAL_DECL(ncclCommUserRank);
+REAL_DECL(ncclCommCuDevice);
+
+int rs_nccl_version(void)
+{
+    int v = 0;
+    if (!rs_cfg.nccl)
+        return 0;
+    if (!real_ncclGetVersion) {
+        void *h = dlopen("libnccl.so.2", RTLD_NOLOAD | RTLD_LAZY);
+        if (!h)
+            return 0;
+        real_ncclGetVersion = (__typeof__(real_ncclGetVersion))rs_dlsym_real(h, "ncclGetVersion");
+        dlclose(h);
+    }
+    if (!real_ncclGetVersion || real_ncclGetVersion(&v) != ncclSuccess)
+        v = 0;
+    return v;
+}
+
+/* ---- communicators: handle -> id, rank, size, sequence ---- */
+
+#define COMM_SLOTS 1024u
+
+struct comm_slot {
+    _Atomic uintptr_t handle;
+    uint64_t id;
+    int32_t rank, nranks, device;
+    _Atomic uint32_t seq, splits;
+    _Atomic int ready;
+};
+static struct comm_slot comms[COMM_SLOTS];
+
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+#define HASH_START 14695981039346656037ull
+
+static struct comm_slot *comm_find(ncclComm_t c, int add)
+{
+    uintptr_t key = (uintptr_t)c;
+    if (!key)
+        return NULL;
+    uint32_t h = (uint32_t)((key >> 4) * 2654435761u);
+    for (uint32_t i = 0; i < COMM_SLOTS; i++) {
+        struct comm_slot *s = &comms[(h + i) & (COMM_SLOTS - 1)];
+        uintptr_t k = atomic_load_explicit(&s->handle, memory_order_acquire);
+        if (k == key)
+            return s;
+        if (k == 0) {
+            if (!add)
+                return NULL;
+            uintptr_t zero = 0;
+            if (atomic_compare_exchange_strong(&s->handle, &zero, key) || zero == key)
+                return s;
+        }
+    }
+    return NULL;
+}
+
+/* Remembers communicator c (new, or a handle reused) with its id. */
+static struct comm_slot *comm_add(ncclComm_t c, uint64_t id, int rank, int nranks)
+{
+    struct comm_slot *s = comm_find(c, 1);
+    if (!s)
+        return NULL;
+    atomic_store(&s->ready, 0);
+    if (rank < 0 && REAL(ncclCommUserRank))
+        real_ncclCommUserRank(c, &rank);
+    if (nranks <= 0 && REAL(ncclCommCount))
+        real_ncclCommCount(c, &nranks);
+    int dev = -1;
+    if (REAL(ncclCommCuDevice) && real_ncclCommCuDevice(c, &dev) != ncclSuccess)
+        dev = -1;
+    s->id = id;
+    s->rank = rank;
+    s->nranks = nranks;
+    s->device = dev;
+    atomic_store(&s->seq, 0);
+    atomic_store(&s->splits, 0);
+    atomic_store_explicit(&s->ready, 1, memory_order_release);
+    return s;
+}
+
+/* The slot of a communicator used in a collective; one made now (id: the
+ * handle) when its creation was not seen. */
+static struct comm_slot *comm_get(ncclComm_t c)
+{
+    struct comm_slot *s = comm_find(c, 0);
+    if (RS_LIKELY(s && atomic_load_explicit(&s->ready, memory_order_acquire)))
+        return s;
+    return comm_add(c, (uint64_t)(uintptr_t)c, -1, 0);
+}
+
+static void comm_record(int kind, uint64_t t0, uint64_t t1, ncclComm_t c, const struct comm_slot *s,
+                        uint64_t parent)
+{
+    struct rs_rec_comm *r = rs_reserve(sizeof *r, RS_REC_COMM);
+    if (!r)
+        return;
+    r->h = (struct rs_rec_hdr){ sizeof *r, RS_REC_COMM, (uint8_t)kind, 0 };
+    r->start_ns = t0;
+    r->dur_ns = t1 - t0;
+    r->comm = s ? s->id : (uint64_t)(uintptr_t)c;
+    r->handle = (uint64_t)(uintptr_t)c;
+    r->parent = parent;
+    r->rank = s ? s->rank : -1;
+    r->nranks = s ? s->nranks : 0;
+    r->device = s ? s->device : -1;
+    r->pad_ = 0;
+    rs_commit(sizeof *r);
+}
+
+/* ---- communicator creation and end ---- */
+
+REAL_DECL(ncclCommInitRank);
+REAL_DECL(ncclCommInitRankConfig);
+REAL_DECL(ncclCommInitRankScalable);
+REAL_DECL(ncclCommInitAll);
+REAL_DECL(ncclCommSplit);
+REAL_DECL(ncclCommDestroy);
+REAL_DECL(ncclCommAbort);
+REAL_DECL(ncclCommFinalize);
+
+static uint64_t id_hash(const ncclUniqueId *ids, int n)
+{
+    return hash_bytes(HASH_START, ids, (size_t)n * sizeof *ids);
+}
+
+static void comm_created(int kind, ncclResult_t r, uint64_t t0, ncclComm_t c, uint64_t id, int rank,
+                         int nranks, uint64_t parent)
+{
+    if (r != ncclSuccess && r != ncclInProgress)
+        return;
+    if (!c)
+        return;
+    int saved = errno;
+    struct comm_slot *s = comm_add(c, id, rank, nranks);
+    comm_record(kind, t0, rs_now(), c, s, parent);
+    errno = saved;
+}
+
+RS_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
+{
+    if (!nccl_on())
+        return CALL(ncclCommInitRank, comm, nranks, id, rank);
+    uint64_t t0 = rs_now();
+    ncclResult_t r = CALL(ncclCommInitRank, comm, nranks, id, rank);
+    comm_created(RSF_COMM_INIT, r, t0, comm ? *comm : NULL, id_hash(&id, 1), rank, nranks, 0);
+    return r;
+}
+
+RS_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+                                              ncclConfig_t *config)
+{
+    if (!nccl_on())
+        return CALL(ncclCommInitRankConfig, comm, nranks, id, rank, config);
+    uint64_t t0 = rs_now();
+    ncclResult_t r = CALL(ncclCommInitRankConfig, comm, nranks, id, rank, config);
+    comm_created(RSF_COMM_INIT, r, t0, comm ? *comm : NULL, id_hash(&id, 1), rank, nranks, 0);
+    return r;
+}
+
+RS_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nids,
+                                                ncclUniqueId *ids, ncclConfig_t *config)
+{
+    if (!nccl_on())
+        return CALL(ncclCommInitRankScalable, comm, nranks, rank, nids, ids, config);
+    uint64_t t0 = rs_now();
+    ncclResult_t r = CALL(ncclCommInitRankScalable, comm, nranks, rank, nids, ids, config);
+    comm_created(RSF_COMM_INIT, r, t0, comm ? *comm : NULL, ids && nids > 0 ? id_hash(ids, nids) : 0, rank,
+                 nranks, 0);
+    return r;
+}
+
+RS_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
+{
+    if (!nccl_on())
+        return CALL(ncclCommInitAll, comm, ndev, devlist);
+    uint64_t t0 = rs_now();
+    ncclResult_t r = CALL(ncclCommInitAll, comm, ndev, devlist);
+    if (r == ncclSuccess && comm && ndev > 0) {
+        /* All ranks are in this process: an id of its own (pid, time). */
+        uint64_t seed[2] = { (uint64_t)rs_id.pid, rs_now() };
+        uint64_t id = hash_bytes(HASH_START, seed, sizeof seed);
+        for (int i = 0; i < ndev; i++)
+            comm_created(RSF_COMM_INIT_ALL, r, t0, comm[i], id, i, ndev, 0);
+    }
+    return r;
+}
+
+RS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+                                     ncclConfig_t *config)
+{
+    if (!nccl_on())
+        return CALL(ncclCommSplit, comm, color, key, newcomm, config);
+    uint64_t t0 = rs_now();
+    struct comm_slot *p = comm_get(comm);
+    /* Every rank of the parent splits it in the same order. */
+    uint32_t nth = p ? atomic_fetch_add(&p->splits, 1) : 0;
+    ncclResult_t r = CALL(ncclCommSplit, comm, color, key, newcomm, config);
+    if (p && newcomm && *newcomm && color != NCCL_SPLIT_NOCOLOR) {
+        uint64_t parts[3] = { p->id, (uint64_t)(int64_t)color, nth };
+        comm_created(RSF_COMM_SPLIT, r, t0, *newcomm, hash_bytes(HASH_START, parts, sizeof parts), -1, 0, p->id);
+    }
+    return r;
+}
+
+/* Set while a communicator ends: a finalize that destroy makes is not a call of its own. */
+static __thread int in_comm_end RS_TLS;
+
+#define COMM_END(name, kind)                                                                  \
+    RS_EXPORT ncclResult_t name(ncclComm_t comm)                                               \
+    {                                                                                          \
+        if (!nccl_on() || in_comm_end)                                                         \
+            return CALL(name, comm);                                                           \
+        struct comm_slot *s = comm_get(comm);                                                  \
+        struct comm_slot copy;                                                                 \
+        if (s) {                                                                               \
+            copy.id = s->id;                                                                   \
+            copy.rank = s->rank;                                                               \
+            copy.nranks = s->nranks;                                                           \
+            copy.device = s->device;                                                           \
+        }                                                                                      \
+        uint64_t t0 = rs_now();                                                                \
+        in_comm_end = 1;                                                                       \
+        ncclResult_t r = CALL(name, comm);                                                     \
+        in_comm_end = 0;                                                                       \
+        int saved = errno;                                                                     \
+        comm_record(kind, t0, rs_now(), comm, s ? &copy : NULL, 0);                            \
+        errno = saved;                                                                         \
+        return r;                                                                              \
+    }
+
+COMM_END(ncclCommDestroy, RSF_COMM_DESTROY)
+COMM_END(ncclCommAbort, RSF_COMM_ABORT)
+COMM_END(ncclCommFinalize, RSF_COMM_FINALIZE)
+
+/* ---- collectives ---- */
+
+static const uint8_t type_size[ncclNumTypes] = {
+    [ncclInt8] = 1, [ncclUint8] = 1, [ncclInt32] = 4, [ncclUint32] = 4, [ncclInt64] = 8,
+    [ncclUint64] = 8, [ncclFloat16] = 2, [ncclFloat32] = 4, [ncclFloat64] = 8, [ncclBfloat16] = 2,
+    [ncclFloat8e4m3] = 1, [ncclFloat8e5m2] = 1,
+};
+
+#define GROUP_MAX 256
+
+/* Calls made inside a group: recorded at the group's end, when their work
+ * is on the streams. */
+struct pending {
+    struct rs_rec_coll rec;
+    CUstream stream;
+};
+static __thread int group_depth RS_TLS;
+static __thread int npending RS_TLS;
+static __thread struct pending pending[GROUP_MAX];
+
+/* Sequence numbers of sends and receives: per communicator, peer and
+ * direction, so that a rank's k-th send to P pairs with P's k-th receive. */
+#define P2P_SLOTS 16384u
+static struct {
+    _Atomic uint64_t key;
+    _Atomic uint32_t n;
+} p2p_seq[P2P_SLOTS];
+
+static uint32_t coll_seq(struct comm_slot *s, int op, int peer)
+{
+    if (!s)
+        return 0;
+    if (op != RSF_COLL_SEND && op != RSF_COLL_RECV)
+        return atomic_fetch_add_explicit(&s->seq, 1, memory_order_relaxed);
+    uint64_t key = (s->id * 1099511628211ull) ^ ((uint64_t)(uint32_t)peer << 1 | (op == RSF_COLL_RECV));
+    key |= 1; /* never 0, the empty slot */
+    uint32_t h = (uint32_t)(key ^ key >> 29) * 2654435761u;
+    for (uint32_t i = 0; i < 64; i++) {
+        __typeof__(&p2p_seq[0]) e = &p2p_seq[(h + i) & (P2P_SLOTS - 1)];
+        uint64_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+        if (k == 0) {
+            uint64_t zero = 0;
+            if (atomic_compare_exchange_strong(&e->key, &zero, key))
+                k = key;
+            else
+                k = zero;
+        }
+        if (k == key)
+            return atomic_fetch_add_explicit(&e->n, 1, memory_order_relaxed);
+    }
+    return UINT32_MAX; /* table full: unknown */
+}
+
+static void coll_commit(const struct rs_rec_coll *c)
+{
+    struct rs_rec_coll *r = rs_reserve(sizeof *r, RS_REC_COLL);
+    if (!r)
+        return;
+    *r = *c;
+    rs_commit(sizeof *r);
+}
+
+/* Records one call: times_n: bytes count x nranks (nccl-tests). */
+#define COLL(OP, NAME, COUNT, TYPE, REDOP, PEER, TIMES_N, COMM, STREAM, ...)                    \
+    do {                                                                                       \
+        if (!nccl_on())                                                                        \
+            return CALL(NAME, __VA_ARGS__);                                                    \
+        int saved_ = errno;                                                                    \
+        struct comm_slot *s_ = comm_get(COMM);                                                 \
+        struct rs_rec_coll c_ = { .h = { sizeof c_, RS_REC_COLL, OP, 0 } };                    \
+        int timed_ = rs_cuda_ready() > 0;                                                      \
+        uint8_t fl_ = 0;                                                                       \
+        if (timed_) {                                                                          \
+            rs_guard = 1;                                                                      \
+            c_.h.file = rs_gpu_begin((CUstream)(STREAM), 0, &c_.anchor, &fl_);                 \
+            c_.stream = rs_stream_id((CUstream)(STREAM), 0);                                   \
+            rs_guard = 0;                                                                      \
+        } else {                                                                               \
+            c_.stream = (uint64_t)(uintptr_t)(STREAM);                                         \
+        }                                                                                      \
+        unsigned ts_ = (unsigned)(TYPE) < ncclNumTypes ? type_size[(unsigned)(TYPE)] : 0;      \
+        c_.count = (COUNT);                                                                    \
+        c_.bytes = (uint64_t)(COUNT) * ts_ * ((TIMES_N) && s_ ? (uint64_t)s_->nranks : 1);     \
+        c_.comm = s_ ? s_->id : (uint64_t)(uintptr_t)(COMM);                                   \
+        c_.seq = coll_seq(s_, OP, PEER);                                                       \
+        c_.peer = (PEER);                                                                      \
+        c_.datatype = (uint8_t)(TYPE);                                                         \
+        c_.redop = (uint8_t)(REDOP);                                                           \
+        c_.group = (uint8_t)(group_depth > 255 ? 255 : group_depth);                           \
+        c_.flags = fl_;                                                                        \
+        errno = saved_;                                                                        \
+        c_.start_ns = rs_now();                                                                \
+        ncclResult_t r_ = CALL(NAME, __VA_ARGS__);                                             \
+        saved_ = errno;                                                                        \
+        if (group_depth > 0 && npending < GROUP_MAX && r_ == ncclSuccess) {                    \
+            c_.dur_ns = rs_now() - c_.start_ns;                                                \
+            pending[npending].rec = c_;                                                        \
+            pending[npending++].stream = (CUstream)(STREAM);                                   \
+        } else {                                                                               \
+            if (c_.h.file) {                                                                   \
+                rs_guard = 1;                                                                  \
+                c_.h.file = rs_gpu_end(c_.h.file, (CUstream)(STREAM), 0,                       \
+                                       r_ == ncclSuccess && group_depth == 0);                 \
+                rs_guard = 0;                                                                  \
+            }                                                                                  \
+            /* the end event is on the stream by now */                                        \
+            c_.dur_ns = rs_now() - c_.start_ns;                                                \
+            coll_commit(&c_);                                                                  \
+        }                                                                                      \
+        errno = saved_;                                                                        \
+        return r_;                                                                             \
+    } while (0)
+
+REAL_DECL(ncclAllReduce);
+REAL_DECL(ncclAllGather);
+REAL_DECL(ncclReduceScatter);
+REAL_DECL(ncclBroadcast);
+REAL_DECL(ncclBcast);
+REAL_DECL(ncclReduce);
+REAL_DECL(ncclAlltoAll);
+REAL_DECL(ncclGather);
+REAL_DECL(ncclScatter);
+REAL_DECL(ncclSend);
+REAL_DECL(ncclRecv);
+REAL_DECL(ncclGroupStart);
+REAL_DECL(ncclGroupEnd);
+
+RS_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t type,
+                                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
+{
+    COLL(RSF_COLL_ALLREDUCE, ncclAllReduce, count, type, op, -1, 0, comm, stream, sendbuff, recvbuff, count,
+         type, op, comm, stream);
+}
+
+RS_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t type,
+                                     ncclComm_t comm, cudaStream_t stream)
+{
+    COLL(RSF_COLL_ALLGATHER, ncclAllGather, count, type, 0, -1, 1, comm, stream, sendbuff, recvbuff, count,
+         type, comm, stream);
+}
+
+RS_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t count,
+                                         ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+                                         cudaStream_t stream)
+{
+    COLL(RSF_COLL_REDUCESCATTER, ncclReduceScatter, count, type, op, -1, 1, comm, stream, sendbuff, recvbuff,
+         count, type, op, comm, stream);
+}
+
+RS_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t type,
+                                     int root, ncclComm_t comm, cudaStream_t stream)
+{
+    COLL(RSF_COLL_BROADCAST, ncclBroadcast, count, type, 0, root, 0, comm, stream, sendbuff, recvbuff, count,
+         type, root, comm, stream);
+}
+
+RS_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t type, int root, ncclComm_t comm,
+                                 cudaStream_t stream)
+{
+    COLL(RSF_COLL_BROADCAST, ncclBcast, count, type, 0, root, 0, comm, stream, buff, count, type, root, comm,
+         stream);
+}
+
+RS_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t type,
+                                  ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream)
+{
+    COLL(RSF_COLL_REDUCE, ncclReduce, count, type, op, root, 0, comm, stream, sendbuff, recvbuff, count, type,
+         op, root, comm, stream);
+}
+
+RS_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t type,
+                                    ncclComm_t comm, cudaStream_t stream)
+{
+    COLL(RSF_COLL_ALLTOALL, ncclAlltoAll, count, type, 0, -1, 1, comm, stream, sendbuff, recvbuff, count,
+         type, comm, stream);
+}
+
+RS_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t type,
+                                  int root, ncclComm_t comm, cudaStream_t stream)
+{
+    COLL(RSF_COLL_GATHER, ncclGather, count, type, 0, root, 1, comm, stream, sendbuff, recvbuff, count, type,
+         root, comm, stream);
+}
+
+RS_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t type,
+                                   int root, ncclComm_t comm, cudaStream_t stream)
+{
+    COLL(RSF_COLL_SCATTER, ncclScatter, count, type, 0, root, 1, comm, stream, sendbuff, recvbuff, count,
+         type, root, comm, stream);
+}
+
+RS_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t type, int peer,
+                                ncclComm_t comm, cudaStream_t stream)
+{
+    COLL(RSF_COLL_SEND, ncclSend, count, type, 0, peer, 0, comm, stream, sendbuff, count, type, peer, comm,
+         stream);
+}
+
+RS_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+                                cudaStream_t stream)
+{
+    COLL(RSF_COLL_RECV, ncclRecv, count, type, 0, peer, 0, comm, stream, recvbuff, count, type, peer, comm,
+         stream);
+}
+
+RS_EXPORT ncclResult_t ncclGroupStart(void)
+{
+    ncclResult_t r = CALL(ncclGroupStart);
+    if (r == ncclSuccess)
+        group_depth++;
+    return r;
+}
+
+RS_EXPORT ncclResult_t ncclGroupEnd(void)
+{
+    ncclResult_t r = CALL(ncclGroupEnd);
+    if (group_depth > 0)
+        group_depth--;
+    if (group_depth == 0 && npending > 0) {
+        int saved = errno;
+        rs_guard = 1;
+        for (int i = 0; i < npending; i++) {
+            struct pending *p = &pending[i];
+            if (p->rec.h.file)
+                p->rec.h.file = rs_gpu_end(p->rec.h.file, p->stream, 0, r == ncclSuccess || r == ncclInProgress);
+        }
+        rs_guard = 0;
+        for (int i = 0; i < npending; i++)
+            coll_commit(&pending[i].rec);
+        npending = 0;
+        errno = saved;
+    }
+    return r;
+}
