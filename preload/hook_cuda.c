@@ -371,6 +371,8 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         pair_ = rs_gpu_end(pair_, STREAM, PTSZ, r_ == CUDA_SUCCESS);                           \
         uint64_t t1_ = rs_now(); /* the end event is on the stream by now */                   \
         if (r_ == CUDA_SUCCESS) {                                                              \
+            if ((KIND) == RSF_GPU_KERNEL && pair_)                                             \
+                rs_gpu_stack_sample(t0_);                                                      \
             gpu_record(KIND, t0_, t1_, STREAM, PTSZ, BYTES, NAME, DIR, fl_, pair_, anchor_);    \
             if ((SYNC_KIND) >= 0)                                                              \
                 sync_record(SYNC_KIND, t0_, t1_, rs_stream_id(STREAM, PTSZ));                  \

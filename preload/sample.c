@@ -31,6 +31,7 @@ uint64_t rs_wait_ticks = UINT64_MAX;
 static _Atomic int sampler_on;
 static uint64_t interval_ns;
 uint64_t rs_wait_ns = 1000000;
+static uint32_t gpu_stack_every = 10;
 static _Atomic uint64_t dropped;
 /* Handler cost, in ticks, for RINGSIDE_LOG=2's line at exit (make bench). */
 static _Atomic uint64_t handled, unwind_ticks, handler_ticks;
@@ -250,6 +251,9 @@ void rs_sample_init(void)
     if (w && *w)
         rs_wait_ns = strtoull(w, NULL, 10) * 1000u;
     rs_wait_ticks = rs_wait_ns; /* until the writer knows the tick rate */
+    const char *g = getenv("RINGSIDE_GPU_STACK_EVERY");
+    if (g && *g)
+        gpu_stack_every = (uint32_t)strtoul(g, NULL, 10);
     rs_modules_init();
     rs_py_try_init();
     if (rs_cfg.sample_hz <= 0 || rs_unwind_init() != 0)
@@ -348,6 +352,17 @@ void rs_sample_flush_pending(void)
     memcpy(buf, me.pending, (size_t)n * sizeof *buf);
     put_sample(RSF_SAMPLE_CPU, me.pend_ts, me.pend_weight, buf, n);
     rs_sample_npending = 0;
+}
+
+static __thread uint32_t launches RS_TLS;
+
+void rs_gpu_stack_sample(uint64_t t0)
+{
+    if (!gpu_stack_every || launches++ % gpu_stack_every || !rs_unwind_ready())
+        return;
+    uint64_t buf[RS_STACK_MAX];
+    int n = rs_stack_capture(buf, RS_STACK_MAX);
+    put_sample(RSF_SAMPLE_GPU | RS_SAMPLE_NS, t0, 0, buf, n);
 }
 
 void rs_wait_sample_ns_slow(uint64_t t0, uint64_t t1)

@@ -81,6 +81,11 @@ static inline void rs_wait_sample_ns(uint64_t t0, uint64_t t1)
     if (RS_UNLIKELY(rs_sample_npending))
         rs_sample_flush_pending();
 }
+/* A timed kernel launch at t0 (ns), right before its GPU record: one in
+ * RINGSIDE_GPU_STACK_EVERY (default 10) per thread records the stack as a
+ * gpu sample of weight 0, which the writer weights with that kernel's GPU
+ * time once it is known. Call with rs_guard set. */
+void rs_gpu_stack_sample(uint64_t t0);
 static inline void rs_wait_sample(uint64_t t0, uint64_t t1)
 {
     if (RS_UNLIKELY(t1 - t0 >= rs_wait_ticks))
@@ -153,5 +158,9 @@ void rs_stackw_chunk_done(void);
 /* A new file (forked child): stacks, code names and modules start over. */
 void rs_stackw_new_file(void);
 int rs_stackw_full(void);
+/* A gpu sample record: its stack's id (0: none), held by the writer until
+ * the kernel's GPU time is known; then rs_stackw_gpu_sample adds it. */
+uint32_t rs_stackw_gpu_stack(const struct rs_rec_hdr *h, rs_intern_fn intern);
+void rs_stackw_gpu_sample(uint64_t ts, uint64_t weight, uint32_t tid, uint32_t stack);
 
 #endif

@@ -30,7 +30,24 @@
 struct held_gpu {
     struct rsf_gpu_event e;
     uint32_t pair, anchor;
+    uint32_t stack;              /* gpu sample's stack, weighted once timed */
 };
+
+/* The stack of the last gpu sample record per thread, for the GPU record
+ * that follows it on that thread. */
+#define GPU_STACK_SLOTS 64
+struct gpu_stack {
+    uint32_t tid, stack;
+};
+static struct gpu_stack gpu_stacks[GPU_STACK_SLOTS];
+
+static uint32_t take_gpu_stack(uint32_t tid)
+{
+    struct gpu_stack *e = &gpu_stacks[tid % GPU_STACK_SLOTS];
+    uint32_t st = e->tid == tid ? e->stack : 0;
+    e->tid = e->stack = 0;
+    return st;
+}
 struct held_coll {
     struct rsf_coll_event e;
     uint32_t pair, anchor;
@@ -412,8 +429,9 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
             .call_ns = dur32(r->dur_ns), .tid = tid, .name = r->name ? intern(r->name) : 0,
             .device = r->device, .kind = h->op, .dir = r->dir, .flags = r->flags,
         };
+        uint32_t stack = take_gpu_stack(tid);
         if (h->file && !grow((void **)&w.held_gpu, &w.held_gpu_cap, w.nheld_gpu + 1, sizeof *w.held_gpu))
-            w.held_gpu[w.nheld_gpu++] = (struct held_gpu){ e, h->file, r->anchor };
+            w.held_gpu[w.nheld_gpu++] = (struct held_gpu){ e, h->file, r->anchor, stack };
         else
             put_gpu(&e);
         return;
@@ -515,6 +533,10 @@ static uint32_t settle_pass(int give_up_now)
          * stream is before the launch call: the work starts after both. */
         if (r > 0 && g->e.gpu_start_ns < g->e.launch_ns)
             g->e.gpu_start_ns = g->e.launch_ns < g->e.gpu_end_ns ? g->e.launch_ns : g->e.gpu_end_ns;
+        if (r > 0 && g->stack && g->e.gpu_end_ns > g->e.gpu_start_ns) {
+            rs_stackw_gpu_sample(g->e.launch_ns, g->e.gpu_end_ns - g->e.gpu_start_ns, g->e.tid, g->stack);
+            w.recorded++;
+        }
         put_gpu(&g->e);
     }
     w.nheld_gpu = k;
@@ -564,6 +586,12 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
     if (w.broken)
         return;
     name_thread(tid);
+    if (h->kind == RS_REC_SAMPLE && (h->op & (uint8_t)~RS_SAMPLE_NS) == RSF_SAMPLE_GPU) {
+        uint32_t st = rs_stackw_gpu_stack(h, intern);
+        gpu_stacks[tid % GPU_STACK_SLOTS].tid = tid;
+        gpu_stacks[tid % GPU_STACK_SLOTS].stack = st;
+        return;
+    }
     if (h->kind >= RS_REC_SAMPLE && h->kind < RS_REC_SAMPLE + 32) {
         if (rs_stackw_take(h, tid, &w.map, intern))
             emit(0);
