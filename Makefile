@@ -59,7 +59,7 @@ $(BUILD)/libagent.so: $(AGENT_OBJ) $(FORMAT_OBJ) preload/agent.map
 
 $(BUILD)/ringside: $(REPORTER_OBJ) $(FORMAT_OBJ)
 	$(call say,LD,$@)
-	$(Q)$(CC) -o $@ $(REPORTER_OBJ) $(FORMAT_OBJ) $(RS_LDFLAGS) -llz4 -lyajl -lz -lm
+	$(Q)$(CC) -o $@ $(REPORTER_OBJ) $(FORMAT_OBJ) $(RS_LDFLAGS) -llz4 -lyajl -lz -lm -ldw -lelf -lstdc++
 
 # Parts with their own rules: the simulator and workloads, tests, benchmarks.
 -include tools/tools.mk

@@ -27,6 +27,11 @@ struct rs_settings {
     int log;                 /* 0 silent, 1 notices, 2 debug */
     char out[PATH_MAX];      /* output root, absolute */
     char exclude[1024];      /* ':'-separated path prefixes */
+    /* RINGSIDE_TEST_CLOCK_SKEW_US, for tests only: the file looks as if
+     * written on a host whose realtime clock is off by this much and whose
+     * monotonic clock has another origin (see writer.c, test_skew). */
+    int test_skew;
+    long test_skew_us;
 };
 
 /* Who this process is; lives while the process runs, goes to Meta. */

@@ -157,6 +157,8 @@ void rs_config_load(int argc, char **argv)
     rs_cfg.sample_hz = (int)env_long("RINGSIDE_SAMPLE_HZ", 99, 0, 100000);
     rs_cfg.buffer_bytes = (size_t)env_long("RINGSIDE_BUFFER_MB", 64, 1, 1 << 20) << 20;
     rs_cfg.flush_ms = (unsigned)env_long("RINGSIDE_FLUSH_MS", 1000, 10, 3600 * 1000);
+    rs_cfg.test_skew = env("RINGSIDE_TEST_CLOCK_SKEW_US") != NULL;
+    rs_cfg.test_skew_us = env_long("RINGSIDE_TEST_CLOCK_SKEW_US", 0, -3600L * 1000000, 3600L * 1000000);
     const char *ex = getenv("RINGSIDE_IO_EXCLUDE"); /* set but empty: exclude nothing */
     snprintf(rs_cfg.exclude, sizeof rs_cfg.exclude, "%s", ex ? ex : "/proc:/sys:/dev");
 

@@ -301,6 +301,44 @@ static int ensure(uint8_t **buf, size_t *cap, size_t n)
     return 0;
 }
 
+/* RINGSIDE_TEST_CLOCK_SKEW_US (tests only): every monotonic time in the
+ * chunk moves by a large fixed offset and every realtime by the setting, as
+ * if the file came from another host with its own clocks. Only the writer's
+ * own buffers are touched, just before they are encoded. */
+#define RS_TEST_MONO_SHIFT 1000000000000ull /* 1000 s */
+static void test_skew(struct rsf_chunk *c)
+{
+    uint64_t mono = RS_TEST_MONO_SHIFT;
+    uint64_t real = (uint64_t)(rs_cfg.test_skew_us * 1000);
+    if (c->meta) {
+        struct rsf_meta *m = (struct rsf_meta *)c->meta;
+        m->start.mono_ns += mono;
+        m->start.real_ns += real;
+    }
+    struct rsf_clock_pair *k = (struct rsf_clock_pair *)c->clocks;
+    for (uint32_t i = 0; i < c->nclocks; i++) {
+        k[i].mono_ns += mono;
+        k[i].real_ns += real;
+    }
+#define RS_SHIFT(type, arr, n, field) \
+    for (uint32_t i = 0; i < (n); i++) \
+        if (((type *)(arr))[i].field) \
+            ((type *)(arr))[i].field += mono
+    RS_SHIFT(struct rsf_io_event, c->io, c->nio, start_ns);
+    RS_SHIFT(struct rsf_gpu_event, c->gpu, c->ngpu, launch_ns);
+    RS_SHIFT(struct rsf_gpu_event, c->gpu, c->ngpu, gpu_start_ns);
+    RS_SHIFT(struct rsf_gpu_event, c->gpu, c->ngpu, gpu_end_ns);
+    RS_SHIFT(struct rsf_sync_event, c->syncs, c->nsyncs, start_ns);
+    RS_SHIFT(struct rsf_coll_event, c->colls, c->ncolls, launch_ns);
+    RS_SHIFT(struct rsf_coll_event, c->colls, c->ncolls, gpu_start_ns);
+    RS_SHIFT(struct rsf_coll_event, c->colls, c->ncolls, gpu_end_ns);
+    RS_SHIFT(struct rsf_comm_event, c->comms, c->ncomms, start_ns);
+    RS_SHIFT(struct rsf_mem_event, c->mems, c->nmems, start_ns);
+    RS_SHIFT(struct rsf_sample, c->samples, c->nsamples, ts_ns);
+    RS_SHIFT(struct rsf_module, c->modules, c->nmodules, ts_ns);
+#undef RS_SHIFT
+}
+
 /* Writes the chunk assembled so far (and the end mark if end). */
 static void emit(int end)
 {
@@ -360,6 +398,8 @@ static void emit(int end)
         .mems = w.mems, .nmems = w.nmems,
     };
     rs_stackw_fill(&c);
+    if (rs_cfg.test_skew)
+        test_skew(&c);
     size_t bound = rsf_chunk_bound(&c);
     if (!bound || ensure(&w.enc, &w.enc_cap, bound) ||
         ensure(&w.frame, &w.frame_cap, rsf_frame_bound(bound))) {

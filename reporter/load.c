@@ -166,6 +166,8 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
             in->end_mono = e->start_ns + e->dur_ns;
     }
     in->nio += c->nio;
+    if (in->model && rsr_model_loader_chunk(&in->loader, c, in->strings, in->nstrings) != 0)
+        in->model_incomplete = 1;
     if (c->counters) {
         in->recorded = c->counters->recorded;
         in->dropped = c->counters->dropped;
@@ -219,9 +221,18 @@ void rsr_input_load(struct rsr_input *in, const char *path)
     in->file = strdup(path);
     in->rank = in->local_rank = in->world_size = in->parent_rank = -1;
     in->role = RSF_ROLE_OTHER;
+    in->model = malloc(sizeof *in->model);
+    if (in->model) {
+        rsr_model_init(in->model);
+        rsr_model_loader_init(&in->loader, in->model);
+    }
     if (rsr_walk_file(path, take_chunk, in, &in->walk) != 0)
         in->open_failed = errno ? errno : EIO;
     finish(in);
+    if (in->model) {
+        rsr_model_loader_finish(&in->loader);
+        in->model_incomplete |= in->loader.failed;
+    }
 }
 
 void rsr_input_free(struct rsr_input *in)
@@ -234,6 +245,10 @@ void rsr_input_free(struct rsr_input *in)
     free(in->host);
     free(in->job);
     free(in->file);
+    if (in->model) {
+        rsr_model_free(in->model);
+        free(in->model);
+    }
     memset(in, 0, sizeof *in);
 }
 
@@ -242,20 +257,26 @@ struct pool {
     char **files;
     int n;
     _Atomic int next;
+    _Atomic int done;
+    int progress;
 };
 
 static void *load_worker(void *arg)
 {
     struct pool *p = arg;
     int i;
-    while ((i = atomic_fetch_add(&p->next, 1)) < p->n)
+    while ((i = atomic_fetch_add(&p->next, 1)) < p->n) {
         rsr_input_load(&p->ins[i], p->files[i]);
+        int d = atomic_fetch_add(&p->done, 1) + 1;
+        if (p->progress)
+            fprintf(stderr, "\rringside: read %d of %d trace files", d, p->n);
+    }
     return NULL;
 }
 
-void rsr_inputs_load(struct rsr_input *ins, char **files, int n, int nthreads)
+void rsr_inputs_load(struct rsr_input *ins, char **files, int n, int nthreads, int progress)
 {
-    struct pool p = { ins, files, n, 0 };
+    struct pool p = { ins, files, n, 0, 0, progress };
     if (nthreads > n)
         nthreads = n;
     if (nthreads > 64)
@@ -268,4 +289,6 @@ void rsr_inputs_load(struct rsr_input *ins, char **files, int n, int nthreads)
     load_worker(&p);
     for (int t = 0; t < started; t++)
         pthread_join(th[t], NULL);
+    if (progress)
+        fputs("\r\033[K", stderr);
 }

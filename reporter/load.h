@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 #include "formats/chunk.h"
+#include "reporter/load_model.h"
+#include "reporter/model.h"
 
 #define RSR_MAX_PROBLEMS 8
 
@@ -66,6 +68,13 @@ struct rsr_input {
     /* totals per path, filled by rsr_input_finish */
     struct rsr_file_io *files;
     uint32_t nfiles;
+
+    /* The timeline (GPU work, collectives, I/O calls, syncs...), finished;
+     * NULL only when out of memory. model_incomplete: it lacks records
+     * (out of memory while loading). */
+    struct rsr_model *model;
+    int model_incomplete;
+    struct rsr_model_loader loader;     /* while loading */
 };
 
 /* Loads path into in (zeroed first). Never fails as a whole: problems are
@@ -73,7 +82,8 @@ struct rsr_input {
 void rsr_input_load(struct rsr_input *in, const char *path);
 void rsr_input_free(struct rsr_input *in);
 
-/* Loads files[0..n) with up to nthreads threads. */
-void rsr_inputs_load(struct rsr_input *ins, char **files, int n, int nthreads);
+/* Loads files[0..n) with up to nthreads threads. With progress set, a
+ * line on stderr counts the files read (for terminals). */
+void rsr_inputs_load(struct rsr_input *ins, char **files, int n, int nthreads, int progress);
 
 #endif

@@ -2,7 +2,14 @@
  * to its module. Exit status: 0 done, 1 bad input or failure (one line
  * saying what and where), 2 usage. */
 #include "reporter/dump.h"
+#include "reporter/flame.h"
+#include "reporter/flame_svg.h"
 #include "reporter/report.h"
+#include "reporter/symbolize.h"
+#include "formats/trace.h"
+
+#include <errno.h>
+#include <inttypes.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +20,21 @@ static const char usage[] =
     "\n"
     "  report DIR... [-o OUT] [--json FILE] [-q]\n"
     "        merge the trace files of a job (a job folder, a folder of job\n"
-    "        folders, or trace files) into OUT/report.json (OUT defaults to\n"
+    "        folders, or trace files) into OUT/report.json and\n"
+    "        OUT/index.html, a page that opens offline (OUT defaults to\n"
     "        ringside-report; --json FILE writes the JSON there too, - for stdout)\n"
+    "  flame DIR... [-o FILE.svg|FILE.folded] [--kind cpu|wait|gpu] [--rank R]\n"
+    "        [--threads] [--lines]\n"
+    "        a flame graph of the sampled stacks (default cpu, all ranks): an\n"
+    "        interactive SVG, or folded lines (\"root;...;leaf weight_ns\") for\n"
+    "        flamegraph.pl and speedscope when FILE ends in .folded or is -;\n"
+    "        default flame-KIND.svg. Weights are ns: CPU time (cpu), time\n"
+    "        blocked in CUDA calls and file I/O (wait), GPU time of the kernels\n"
+    "        launched there (gpu). --threads: thread names as root frames;\n"
+    "        --lines: source file:line in frame names\n"
+    "  symbolize FILE ADDR...\n"
+    "        function, inlined callers and file:line of addresses of an ELF file\n"
+    "        (innermost first, as addr2line -a -f -i prints them)\n"
     "  dump FILE\n"
     "        every record of one trace file as a JSON object per line\n"
     "  help, --help     this text;  --version   the version\n"
@@ -72,6 +92,149 @@ static int cmd_report(int argc, char **argv)
     return rc;
 }
 
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+static int cmd_flame(int argc, char **argv)
+{
+    struct rsr_flame_opts o = { .kind = RSF_SAMPLE_CPU, .rank = -1 };
+    const char *out = NULL;
+    char **paths = calloc((size_t)argc + 1, sizeof *paths);
+    if (!paths)
+        return 1;
+    int n = 0, rc = 2;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if ((strcmp(a, "-o") == 0 || strcmp(a, "--kind") == 0 || strcmp(a, "--rank") == 0) &&
+            i + 1 == argc) {
+            fprintf(stderr, "ringside: flame: %s needs a value\n", a);
+            goto done;
+        }
+        if (strcmp(a, "-o") == 0) {
+            out = argv[++i];
+        } else if (strcmp(a, "--kind") == 0) {
+            const char *k = argv[++i];
+            o.kind = -1;
+            for (unsigned v = 0; v < RSF_SAMPLE_NKINDS; v++)
+                if (strcmp(k, rsf_sample_kind_name(v)) == 0)
+                    o.kind = (int)v;
+            if (o.kind < 0) {
+                fprintf(stderr, "ringside: flame: --kind %s: not cpu, wait or gpu\n", k);
+                goto done;
+            }
+        } else if (strcmp(a, "--rank") == 0) {
+            char *end;
+            errno = 0;
+            long r = strtol(argv[++i], &end, 10);
+            if (errno || *end || end == argv[i] || r < 0 || r > 0x7fffffff) {
+                fprintf(stderr, "ringside: flame: --rank %s: not a rank number\n", argv[i]);
+                goto done;
+            }
+            o.rank = (int)r;
+        } else if (strcmp(a, "--threads") == 0) {
+            o.threads = 1;
+        } else if (strcmp(a, "--lines") == 0) {
+            o.lines = 1;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            o.quiet = 1;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "ringside: flame: unknown option %s\n", a);
+            goto done;
+        } else {
+            paths[n++] = argv[i];
+        }
+    }
+    if (n == 0) {
+        rc = bad_usage("flame needs a trace folder");
+        goto done;
+    }
+    char **files = NULL;
+    int nfiles = rsr_find_traces(paths, n, &files);
+    rc = 1;
+    if (nfiles < 0)
+        goto done;
+    const char *kind = rsf_sample_kind_name((unsigned)o.kind);
+    if (nfiles == 0) {
+        fprintf(stderr, "ringside: flame: no trace files (*.trace.lz4) in %s\n", paths[0]);
+    } else {
+        struct rsr_flame fl;
+        rsr_flame_init(&fl, o.kind);
+        uint64_t got = rsr_flame_load(&fl, files, nfiles, &o);
+        char rank[32] = "";
+        if (o.rank >= 0)
+            snprintf(rank, sizeof rank, " of rank %d", o.rank);
+        if (got == 0) {
+            fprintf(stderr, "ringside: flame: no %s samples in the %d trace file%s%s of %s\n", kind,
+                    nfiles, nfiles == 1 ? "" : "s", rank, paths[0]);
+        } else {
+            char def[32];
+            snprintf(def, sizeof def, "flame-%s.svg", kind);
+            const char *path = out ? out : def;
+            int folded = strcmp(path, "-") == 0 || ends_with(path, ".folded");
+            FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+            if (!f) {
+                fprintf(stderr, "ringside: flame: %s: %s\n", path, strerror(errno));
+            } else {
+                char title[128];
+                static const char *const what[] = { "CPU", "Wait", "GPU" };
+                snprintf(title, sizeof title, "%s flame graph%s", what[o.kind],
+                         o.rank >= 0 ? rank : ", all ranks");
+                int err = folded ? rsr_flame_write_folded(f, &fl) : rsr_flame_write_svg(f, &fl, title);
+                if (f != stdout && fclose(f) != 0)
+                    err = -1;
+                if (err)
+                    fprintf(stderr, "ringside: flame: %s: %s\n", path, strerror(errno ? errno : EIO));
+                else
+                    rc = 0;
+                if (!err && !o.quiet && f != stdout)
+                    fprintf(stderr, "ringside: flame: %" PRIu64 " %s samples -> %s\n", got, kind, path);
+            }
+        }
+        rsr_flame_free(&fl);
+    }
+    for (int i = 0; i < nfiles; i++)
+        free(files[i]);
+    free(files);
+done:
+    free(paths);
+    return rc;
+}
+
+static int cmd_symbolize(int argc, char **argv)
+{
+    if (argc < 2)
+        return bad_usage("symbolize takes an ELF file and addresses");
+    struct rsr_sym *s = rsr_sym_new(0);
+    if (!s)
+        return 1;
+    int file = rsr_sym_file(s, argv[0], NULL), rc = 0;
+    if (rsr_sym_file_state(s, file) != RSR_SYM_FILE_OK) {
+        rsr_sym_free(s);
+        return 1;
+    }
+    for (int i = 1; i < argc; i++) {
+        char *end;
+        errno = 0;
+        unsigned long long a = strtoull(argv[i], &end, 16);
+        if (errno || *end || end == argv[i]) {
+            fprintf(stderr, "ringside: symbolize: %s: not a hex address\n", argv[i]);
+            rc = 1;
+            break;
+        }
+        const struct rsr_sym_result *r = rsr_sym_lookup(s, file, a);
+        printf("0x%016llx\n", a);
+        for (uint32_t k = r->nlevels; k-- > 0;) {
+            const struct rsr_sym_level *lv = &r->levels[k];
+            printf("%s\n%s:%d\n", r->known ? lv->func : "??", lv->file ? lv->file : "??", lv->line);
+        }
+    }
+    rsr_sym_free(s);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -87,11 +250,15 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "report") == 0)
         return cmd_report(argc - 2, argv + 2);
+    if (strcmp(cmd, "flame") == 0)
+        return cmd_flame(argc - 2, argv + 2);
+    if (strcmp(cmd, "symbolize") == 0)
+        return cmd_symbolize(argc - 2, argv + 2);
     if (strcmp(cmd, "dump") == 0) {
         if (argc != 3)
             return bad_usage("dump takes one trace file");
         return rsr_dump(argv[2], stdout);
     }
     fprintf(stderr, "ringside: unknown command '%s'\n", cmd);
-    return bad_usage("commands: report, dump");
+    return bad_usage("commands: report, flame, symbolize, dump");
 }

@@ -31,6 +31,9 @@ void rsr_model_free(struct rsr_model *m)
     free(m->ops);
     free(m->launches);
     free(m->colls);
+    free(m->io);
+    free(m->syncs);
+    free(m->clocks);
     strtab_free(&m->strings);
     rsr_model_init(m);
 }
@@ -187,7 +190,149 @@ struct rsr_coll *rsr_model_add_coll(struct rsr_model *m)
     struct rsr_coll *c = &m->colls[m->n_colls++];
     memset(c, 0, sizeof *c);
     c->group_size = c->rank_in_group = -1;
+    c->peer = -1;
     return c;
+}
+
+struct rsr_io *rsr_model_add_io(struct rsr_model *m)
+{
+    struct rsr_io *v = grow(m->io, &m->cap_io, m->n_io, sizeof *v);
+    if (!v)
+        return NULL;
+    m->io = v;
+    struct rsr_io *e = &m->io[m->n_io++];
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
+struct rsr_sync *rsr_model_add_sync(struct rsr_model *m)
+{
+    struct rsr_sync *v = grow(m->syncs, &m->cap_syncs, m->n_syncs, sizeof *v);
+    if (!v)
+        return NULL;
+    m->syncs = v;
+    struct rsr_sync *e = &m->syncs[m->n_syncs++];
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
+struct rsr_clock *rsr_model_add_clock(struct rsr_model *m)
+{
+    struct rsr_clock *v = grow(m->clocks, &m->cap_clocks, m->n_clocks, sizeof *v);
+    if (!v)
+        return NULL;
+    m->clocks = v;
+    struct rsr_clock *e = &m->clocks[m->n_clocks++];
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
+void rsr_model_shift(struct rsr_model *m, int64_t d)
+{
+    for (size_t i = 0; i < m->n_ops; i++) {
+        m->ops[i].start_ns += d;
+        m->ops[i].end_ns += d;
+    }
+    for (size_t i = 0; i < m->n_launches; i++) {
+        m->launches[i].start_ns += d;
+        m->launches[i].end_ns += d;
+    }
+    for (size_t i = 0; i < m->n_colls; i++) {
+        struct rsr_coll *c = &m->colls[i];
+        if (c->launch_ns)
+            c->launch_ns += d, c->call_end_ns += d;
+        if (c->start_ns)
+            c->start_ns += d, c->end_ns += d;
+    }
+    for (size_t i = 0; i < m->n_io; i++) {
+        m->io[i].start_ns += d;
+        m->io[i].end_ns += d;
+    }
+    for (size_t i = 0; i < m->n_syncs; i++) {
+        m->syncs[i].start_ns += d;
+        m->syncs[i].end_ns += d;
+    }
+    if (m->wall_start_ns || m->wall_end_ns) {
+        m->wall_start_ns += d;
+        m->wall_end_ns += d;
+    }
+    m->clock_offset_ns += d;
+}
+
+static int cmp_io_start(const void *pa, const void *pb)
+{
+    const struct rsr_io *a = pa, *b = pb;
+    return (a->start_ns > b->start_ns) - (a->start_ns < b->start_ns);
+}
+
+static int cmp_sync_start(const void *pa, const void *pb)
+{
+    const struct rsr_sync *a = pa, *b = pb;
+    return (a->start_ns > b->start_ns) - (a->start_ns < b->start_ns);
+}
+
+/* Colls that came without times or communicator ids (Kineto) get them:
+ * times from the op that ran them, the id from the comm string, and seq
+ * by order of start per communicator. */
+static void finish_colls(struct rsr_model *m)
+{
+    for (size_t i = 0; i < m->n_ops; i++) {
+        const struct rsr_gpu_op *op = &m->ops[i];
+        if (op->coll < 0 || (size_t)op->coll >= m->n_colls)
+            continue;
+        struct rsr_coll *c = &m->colls[op->coll];
+        if (!c->start_ns && !c->end_ns) {
+            c->start_ns = op->start_ns;
+            c->end_ns = op->end_ns;
+        }
+    }
+    int need_seq = 0;
+    for (size_t i = 0; i < m->n_colls; i++) {
+        struct rsr_coll *c = &m->colls[i];
+        if (c->comm_id)
+            continue;
+        const char *s = rsr_model_str(m, c->comm);
+        uint64_t h = 1469598103934665603ull;
+        for (; *s; s++)
+            h = (h ^ (unsigned char)*s) * 1099511628211ull;
+        h ^= (uint64_t)c->group_size * 0x9e3779b97f4a7c15ull;
+        c->comm_id = h ? h : 1;
+        c->seq = UINT32_MAX;
+        need_seq = 1;
+    }
+    if (!need_seq)
+        return;
+    /* seq: in op start order (ops are sorted), counted per comm_id */
+    struct { uint64_t id; uint32_t next; } *cnt = NULL;
+    size_t ncnt = 0, capcnt = 0;
+    for (size_t i = 0; i < m->n_ops; i++) {
+        const struct rsr_gpu_op *op = &m->ops[i];
+        if (op->coll < 0 || (size_t)op->coll >= m->n_colls)
+            continue;
+        struct rsr_coll *c = &m->colls[op->coll];
+        if (c->seq != UINT32_MAX)
+            continue;
+        size_t k = 0;
+        while (k < ncnt && cnt[k].id != c->comm_id)
+            k++;
+        if (k == ncnt) {
+            if (ncnt == capcnt) {
+                size_t nc = capcnt ? capcnt * 2 : 16;
+                void *p = realloc(cnt, nc * sizeof *cnt);
+                if (!p)
+                    break;
+                cnt = p;
+                capcnt = nc;
+            }
+            cnt[ncnt].id = c->comm_id;
+            cnt[ncnt++].next = 0;
+        }
+        c->seq = cnt[k].next++;
+    }
+    free(cnt);
+    for (size_t i = 0; i < m->n_colls; i++)
+        if (m->colls[i].seq == UINT32_MAX)
+            m->colls[i].seq = 0;
 }
 
 /* Start order; ties by end, then stream, so the order does not depend on
@@ -216,6 +361,11 @@ int rsr_model_finish(struct rsr_model *m)
         qsort(m->ops, m->n_ops, sizeof *m->ops, cmp_op_start);
     if (m->n_launches > 1)
         qsort(m->launches, m->n_launches, sizeof *m->launches, cmp_launch_corr);
+    if (m->n_io > 1)
+        qsort(m->io, m->n_io, sizeof *m->io, cmp_io_start);
+    if (m->n_syncs > 1)
+        qsort(m->syncs, m->n_syncs, sizeof *m->syncs, cmp_sync_start);
+    finish_colls(m);
     return 0;
 }
 

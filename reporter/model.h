@@ -84,6 +84,38 @@ struct rsr_coll {
     int32_t group_size;
     int32_t rank_in_group;
     uint8_t op;             /* enum rsr_coll_op */
+    /* Added for the multi-rank analyses (ringside files carry them; for
+     * Kineto, rsr_model_finish fills the times from the linked op and seq
+     * counts per comm string). Times are ns on the model's clock, 0: none. */
+    uint64_t comm_id;       /* equal on every rank of the communicator; 0: none */
+    uint32_t seq;           /* call number on that communicator, from 0 */
+    int32_t peer;           /* root or peer, -1: none */
+    int64_t launch_ns, call_end_ns;  /* the ncclX call on the host */
+    int64_t start_ns, end_ns;        /* its GPU work (start: this rank's arrival) */
+};
+
+/* One file I/O call (ringside files). path is a string id (0: not known);
+ * dir is enum rsf_dir; bytes moved (0 for calls that move none). */
+struct rsr_io {
+    int64_t start_ns, end_ns;
+    uint64_t bytes;
+    uint32_t path;
+    uint32_t tid;
+    uint8_t op;             /* enum rsf_io_op */
+    uint8_t dir;            /* enum rsf_dir */
+};
+
+/* A host thread blocked on the GPU (stream/event/context synchronise...). */
+struct rsr_sync {
+    int64_t start_ns, end_ns;
+    uint64_t target;
+    uint32_t tid;
+    uint8_t kind;           /* enum rsf_sync_kind */
+};
+
+/* A (monotonic, realtime) pair of the source's clocks, ns. */
+struct rsr_clock {
+    int64_t mono_ns, real_ns;
 };
 
 /* Interned strings: id 0 is "" (none); ids are dense. Owned by the model. */
@@ -113,6 +145,20 @@ struct rsr_model {
     struct rsr_coll *colls;
     size_t n_colls, cap_colls;
     struct rsr_strtab strings;
+
+    /* Added for the multi-rank analyses (owned by `report`). */
+    struct rsr_io *io;              /* start order once finished */
+    size_t n_io, cap_io;
+    struct rsr_sync *syncs;         /* start order once finished */
+    size_t n_syncs, cap_syncs;
+    struct rsr_clock *clocks;       /* as read, on the source's own clocks */
+    size_t n_clocks, cap_clocks;
+    uint64_t mem_allocs, mem_frees; /* cuMemAlloc* / cuMemFree* calls */
+    uint64_t mem_alloc_bytes;
+    /* What rsr_model_shift added to every time: after rsr_align, the model's
+     * times are on the job's time line (ns, about CLOCK_REALTIME) and
+     * local = job - clock_offset_ns. */
+    int64_t clock_offset_ns;
 };
 
 /* Makes an empty model (no rank, role other). Cannot fail. */
@@ -137,9 +183,18 @@ const char *rsr_model_str(const struct rsr_model *m, uint32_t id);
 struct rsr_gpu_op *rsr_model_add_op(struct rsr_model *m);
 struct rsr_launch *rsr_model_add_launch(struct rsr_model *m);
 struct rsr_coll *rsr_model_add_coll(struct rsr_model *m);
+struct rsr_io *rsr_model_add_io(struct rsr_model *m);
+struct rsr_sync *rsr_model_add_sync(struct rsr_model *m);
+struct rsr_clock *rsr_model_add_clock(struct rsr_model *m);
+
+/* Adds delta_ns to every time in m (ops, launches, colls, io, syncs,
+ * wall_start/end; not clocks) and to m->clock_offset_ns. */
+void rsr_model_shift(struct rsr_model *m, int64_t delta_ns);
 
 /* Puts the ops in start order and the launches in correlation order, which
- * the analyses and rsr_model_find_launch rely on. Every loader calls it when
+ * the analyses and rsr_model_find_launch rely on; io and syncs in start
+ * order; colls without times get those of their op, and colls without a
+ * comm_id get one from their comm string, with seq counted per comm. Every loader calls it when
  * it has added all records. Returns 0 (it allocates nothing). */
 int rsr_model_finish(struct rsr_model *m);
 

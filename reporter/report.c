@@ -2,6 +2,9 @@
  * the text summary. Damaged files are reported (file, offset, bytes that
  * could not be read) and everything readable in them is still used. */
 #include "reporter/report.h"
+#include "reporter/flame.h"
+#include "reporter/analyse.h"
+#include "reporter/html.h"
 #include "reporter/json.h"
 #include "formats/rsf_error.h"
 
@@ -160,21 +163,218 @@ static void trace_json(FILE *f, const struct rsr_input *in)
     fputs("]}", f);
 }
 
-void rsr_report_json(FILE *f, struct rsr_input *ins, int n)
+static double ns_us(int64_t ns)
 {
-    const char *job = NULL;
+    return (double)ns / 1e3;
+}
+
+static void num_key(FILE *f, const char *key, double v)
+{
+    fprintf(f, ",\"%s\":", key);
+    rsr_json_num(f, v);
+}
+
+static void gpu_json(FILE *f, const struct rsr_gpu_breakdown *b)
+{
+    fputs("\"gpu\":{\"span_us\":", f);
+    rsr_json_num(f, ns_us(b->span_ns));
+    num_key(f, "idle_pct", b->idle_pct);
+    num_key(f, "compute_pct", b->compute_pct);
+    num_key(f, "non_compute_pct", b->non_compute_pct);
+    num_key(f, "comm_pct", b->comm_pct);
+    num_key(f, "memcpy_pct", b->memcpy_pct);
+    num_key(f, "comm_comp_overlap_pct", b->comm_comp_overlap_pct);
+    num_key(f, "exposed_comm_pct", b->exposed_comm_pct);
+    fprintf(f, ",\"start_us\":%.3f", ns_us(b->start_ns));
+    num_key(f, "busy_us", ns_us(b->busy_ns));
+    num_key(f, "compute_us", ns_us(b->compute_ns));
+    num_key(f, "comm_us", ns_us(b->comm_ns));
+    num_key(f, "exposed_comm_us", ns_us(b->exposed_comm_ns));
+    fputs(",\"idle\":{\"host_wait_us\":", f);
+    rsr_json_num(f, ns_us(b->host_wait_ns));
+    num_key(f, "kernel_wait_us", ns_us(b->kernel_wait_ns));
+    num_key(f, "other_us", ns_us(b->other_idle_ns));
+    fputs("}}", f);
+}
+
+#define RSR_JSON_KERNELS 30
+
+static void kernels_json(FILE *f, const struct rsr_model *m, const struct rsr_kernel_summary *k)
+{
+    fputs("\"kernels\":[", f);
+    for (size_t i = 0; i < k->n && i < RSR_JSON_KERNELS; i++) {
+        const struct rsr_kernel_stat *s = &k->stats[i];
+        fputs(i ? ",{\"name\":" : "{\"name\":", f);
+        rsr_json_str(f, rsr_model_str(m, s->name));
+        fprintf(f, ",\"class\":\"%s\",\"count\":%" PRIu64, rsr_gpu_class_name(s->cls), s->count);
+        num_key(f, "total_us", ns_us(s->total_ns));
+        num_key(f, "mean_us", s->mean_ns / 1e3);
+        num_key(f, "min_us", ns_us(s->min_ns));
+        num_key(f, "max_us", ns_us(s->max_ns));
+        fprintf(f, ",\"short_count\":%" PRIu64 "}", s->short_count);
+    }
+    fputs("],\"short_kernels\":{", f);
+    fprintf(f, "\"threshold_us\":%d,\"compute_runs\":%" PRIu64 ",\"short_runs\":%" PRIu64 ",\"short_us\":",
+            RSR_SHORT_KERNEL_NS / 1000, k->n_compute, k->n_short);
+    rsr_json_num(f, ns_us(k->short_ns));
+    fputs(",\"fusion_candidates\":[", f);
+    for (size_t i = 0; i < k->n_short_names && i < RSR_JSON_KERNELS; i++) {
+        const struct rsr_kernel_stat *s = k->short_names[i];
+        fputs(i ? ",{\"name\":" : "{\"name\":", f);
+        rsr_json_str(f, rsr_model_str(m, s->name));
+        fprintf(f, ",\"short_count\":%" PRIu64, s->short_count);
+        num_key(f, "short_us", ns_us(s->short_ns));
+        putc('}', f);
+    }
+    fputs("]}", f);
+}
+
+/* The figures of process i that come from the analyses. */
+static void process_analysis_json(FILE *f, const struct rsr_job *j, size_t i)
+{
+    const struct rsr_model *m = j->models[i];
+    if (j->gpu && j->gpu[i].span_ns) {
+        putc(',', f);
+        gpu_json(f, &j->gpu[i]);
+    }
+    if (j->kernels && m->n_ops) {
+        putc(',', f);
+        kernels_json(f, m, &j->kernels[i]);
+    }
+    if (j->colls.wait_us && i < j->colls.n_models) {
+        num_key(f, "collective_wait_us", j->colls.wait_us[i]);
+        num_key(f, "collective_us", j->colls.coll_us[i]);
+    }
+    if (j->storage.loading && i < j->storage.n_models) {
+        const struct rsr_data_loading *d = &j->storage.loading[i];
+        fputs(",\"data_loading\":{\"read_s\":", f);
+        rsr_json_num(f, (double)d->read_ns / 1e9);
+        num_key(f, "read_while_gpu_idle_s", (double)d->read_idle_ns / 1e9);
+        fprintf(f, ",\"read_bytes\":%" PRIu64, d->read_bytes);
+        num_key(f, "pct", d->pct);
+        putc('}', f);
+    }
+    int64_t blocked = 0;
+    for (size_t k = 0; k < m->n_syncs; k++)
+        blocked += m->syncs[k].end_ns - m->syncs[k].start_ns;
+    fprintf(f, ",\"syncs\":{\"count\":%zu,\"blocked_s\":", m->n_syncs);
+    rsr_json_num(f, (double)blocked / 1e9);
+    fprintf(f, "},\"memory\":{\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64 "}",
+            m->mem_allocs, m->mem_frees, m->mem_alloc_bytes);
+    if (j->align.models && i < j->align.n) {
+        fputs(",\"clock\":{\"offset_ns\":", f);
+        fprintf(f, "%lld", (long long)m->clock_offset_ns);
+        fprintf(f, ",\"pair_offset_ns\":%lld,\"correction_ns\":%lld,\"matched\":%" PRIu64 "}",
+                (long long)j->align.models[i].pair_offset_ns, (long long)j->align.models[i].correction_ns,
+                j->align.models[i].matched);
+    }
+}
+
+static void values_json(FILE *f, const char *key, const double *v, size_t n)
+{
+    fprintf(f, ",\"%s\":[", key);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            putc(',', f);
+        rsr_json_num(f, v[i]);
+    }
+    putc(']', f);
+}
+
+static void job_json(FILE *f, const struct rsr_job *j)
+{
+    num_key(f, "skew_us", (double)j->align.max_correction_ns / 1e3);
+    fprintf(f, ",\"alignment\":{\"method\":\"%s\",\"matched_collectives\":%" PRIu64 ",\"residual_us\":",
+            j->align.groups ? "clock pairs + collective ends" : "clock pairs", j->align.groups);
+    rsr_json_num(f, (double)j->align.residual_ns / 1e3);
+    fputs("}", f);
+    fprintf(f, ",\"start_us\":%.3f", (double)j->storage.job_start_ns / 1e3);
+    num_key(f, "wall_s", (double)(j->storage.job_end_ns - j->storage.job_start_ns) / 1e9);
+
+    fputs(",\n\"collectives\":[", f);
+    for (size_t i = 0; i < j->colls.n_rows; i++) {
+        const struct rsr_coll_row *r = &j->colls.rows[i];
+        fprintf(f, "%s{\"op\":\"%s\",\"comm\":\"%016llx\",\"ranks\":%d,\"bytes\":%" PRIu64 ",\"count\":%" PRIu64,
+                i ? ",\n" : "\n", rsr_coll_op_name(r->op), (unsigned long long)r->comm_id, r->ranks, r->bytes,
+                r->count);
+        num_key(f, "mean_us", r->mean_us);
+        num_key(f, "algbw_gbs", r->algbw_gbs);
+        num_key(f, "busbw_gbs", r->busbw_gbs);
+        num_key(f, "mean_wait_us", r->mean_wait_us);
+        putc('}', f);
+    }
+    fputs("],\n\"checkpoints\":[", f);
+    for (size_t i = 0; i < j->storage.n_ckpts; i++) {
+        const struct rsr_checkpoint *c = &j->storage.ckpts[i];
+        fputs(i ? ",{\"rank\":" : "{\"rank\":", f);
+        json_int_or_null(f, c->rank);
+        num_key(f, "start_s", (double)(c->start_ns - j->storage.job_start_ns) / 1e9);
+        num_key(f, "dur_s", (double)(c->end_ns - c->start_ns) / 1e9);
+        fprintf(f, ",\"bytes\":%" PRIu64 ",\"files\":%u", c->bytes, c->files);
+        num_key(f, "gpu_stall_s", (double)c->gpu_stall_ns / 1e9);
+        putc('}', f);
+    }
+    fputs("]", f);
+    num_key(f, "checkpoint_pct", j->storage.checkpoint_pct);
+    fputs(",\n\"stragglers\":[", f);
+    for (size_t i = 0; i < j->colls.n_stragglers; i++) {
+        const struct rsr_straggler *s = &j->colls.stragglers[i];
+        fputs(i ? ",{\"rank\":" : "{\"rank\":", f);
+        json_int_or_null(f, s->rank);
+        num_key(f, "score", s->score);
+        num_key(f, "caused_wait_us", s->caused_us);
+        fprintf(f, ",\"last\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"phase\":\"%s\",\"evidence\":", s->last, s->calls,
+                rsr_coll_op_name(s->worst_op));
+        rsr_json_str(f, s->evidence);
+        putc('}', f);
+    }
+    fputs("],\n\"findings\":[", f);
+    for (size_t i = 0; i < j->n_findings; i++) {
+        const struct rsr_finding *x = &j->findings[i];
+        fprintf(f, "%s{\"id\":\"%s\",\"severity\":\"%s\",\"title\":", i ? ",\n" : "\n", x->id,
+                rsr_severity_name(x->severity));
+        rsr_json_str(f, x->title);
+        fputs(",\"evidence\":", f);
+        rsr_json_str(f, x->evidence);
+        fputs(",\"advice\":", f);
+        rsr_json_str(f, x->advice);
+        putc('}', f);
+    }
+    const struct rsr_timeline *t = &j->timeline;
+    fputs("],\n\"timeline\":{\"bin_us\":", f);
+    rsr_json_num(f, (double)t->bin_ns / 1e3);
+    fprintf(f, ",\"start_us\":%.3f", (double)t->start_ns / 1e3);
+    fputs(",\"ranks\":[", f);
+    for (size_t i = 0; i < t->n_ranks; i++) {
+        const struct rsr_timeline_rank *r = &t->ranks[i];
+        fputs(i ? ",\n{\"rank\":" : "\n{\"rank\":", f);
+        json_int_or_null(f, r->rank);
+        values_json(f, "gpu_busy_pct", r->gpu_busy_pct, t->nbins);
+        values_json(f, "comm_gbs", r->comm_gbs, t->nbins);
+        values_json(f, "read_mbs", r->read_mbs, t->nbins);
+        values_json(f, "write_mbs", r->write_mbs, t->nbins);
+        putc('}', f);
+    }
+    fputs("]}", f);
+}
+
+void rsr_report_json(FILE *f, struct rsr_input *ins, int n, const struct rsr_job *job)
+{
+    const char *job_name = NULL;
     int world = -1;
     for (int i = 0; i < n; i++) {
-        if (!job && ins[i].job)
-            job = ins[i].job;
+        if (!job_name && ins[i].job)
+            job_name = ins[i].job;
         if (ins[i].world_size > world)
             world = ins[i].world_size;
     }
     fputs("{\"schema\":\"ringside-report/1\",\"job\":", f);
-    rsr_json_str(f, job);
+    rsr_json_str(f, job_name);
     fputs(",\"world_size\":", f);
     json_int_or_null(f, world);
-    fputs(",\"processes\":[", f);
+    if (job)
+        job_json(f, job);
+    fputs(",\n\"processes\":[", f);
     for (int i = 0; i < n; i++) {
         const struct rsr_input *in = &ins[i];
         fputs(i ? ",\n{\"rank\":" : "\n{\"rank\":", f);
@@ -189,6 +389,8 @@ void rsr_report_json(FILE *f, struct rsr_input *ins, int n)
         io_json(f, in);
         putc(',', f);
         trace_json(f, in);
+        if (job && (size_t)i < job->n)
+            process_analysis_json(f, job, (size_t)i);
         putc('}', f);
     }
     fputs("\n]}\n", f);
@@ -204,26 +406,75 @@ static void human_bytes(char *buf, size_t n, uint64_t b)
     snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
-static void summary(FILE *f, const struct rsr_input *ins, int n)
+static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rsr_job *j)
 {
     int ranks = 0;
     uint64_t rb = 0, wb = 0, dropped = 0;
     for (int i = 0; i < n; i++) {
         ranks += ins[i].rank >= 0;
         dropped += ins[i].dropped;
-        for (uint32_t j = 0; j < ins[i].nfiles; j++) {
-            rb += ins[i].files[j].read_bytes;
-            wb += ins[i].files[j].write_bytes;
+        for (uint32_t k = 0; k < ins[i].nfiles; k++) {
+            rb += ins[i].files[k].read_bytes;
+            wb += ins[i].files[k].write_bytes;
         }
     }
     char r[32], w[32];
     human_bytes(r, sizeof r, rb);
     human_bytes(w, sizeof w, wb);
-    fprintf(f, "ringside: %d process%s (%d rank%s); file I/O: %s read, %s written", n, n == 1 ? "" : "es",
-            ranks, ranks == 1 ? "" : "s", r, w);
+    fprintf(f, "ringside: %d process%s (%d rank%s), wall %.2f s; file I/O: %s read, %s written", n,
+            n == 1 ? "" : "es", ranks, ranks == 1 ? "" : "s",
+            (double)(j->storage.job_end_ns - j->storage.job_start_ns) / 1e9, r, w);
     if (dropped)
         fprintf(f, "; %" PRIu64 " records dropped (memory bound)", dropped);
     fputc('\n', f);
+    double idle = 0, comp = 0, comm = 0, copy = 0, exposed = 0, overlap = 0;
+    int ng = 0;
+    for (size_t i = 0; i < j->n; i++) {
+        const struct rsr_gpu_breakdown *b = &j->gpu[i];
+        if (!b->span_ns)
+            continue;
+        idle += b->idle_pct, comp += b->compute_pct, comm += b->comm_pct, copy += b->memcpy_pct;
+        exposed += b->exposed_comm_pct, overlap += b->comm_comp_overlap_pct;
+        ng++;
+    }
+    if (ng)
+        fprintf(f, "  GPU (mean of %d): compute %.1f%%, communication %.1f%% (exposed %.1f%%, hidden by compute "
+                   "%.1f%%), copies %.1f%%, idle %.1f%%\n",
+                ng, comp / ng, comm / ng, exposed / ng, overlap / ng, copy / ng, idle / ng);
+    if (j->colls.n_rows) {
+        const struct rsr_coll_row *top = &j->colls.rows[0];
+        double wait = 0;
+        for (size_t i = 0; i < j->colls.n_models; i++)
+            wait += j->colls.wait_us[i];
+        char bytes[32];
+        human_bytes(bytes, sizeof bytes, top->bytes);
+        fprintf(f, "  collectives: %" PRIu64 " calls; top: %s %s x %" PRIu64 " on %d ranks, busbw %.1f GB/s; "
+                   "ranks waited %.1f ms in all for the last to arrive\n",
+                j->colls.calls, rsr_coll_op_name(top->op), bytes, top->count, top->ranks, top->busbw_gbs,
+                wait / 1e3);
+    }
+    if (j->storage.n_ckpts) {
+        int64_t stall = 0;
+        for (size_t i = 0; i < j->storage.n_ckpts; i++)
+            stall += j->storage.ckpts[i].gpu_stall_ns;
+        fprintf(f, "  checkpoints: %zu, %.1f%% of wall time; GPU idle during them %.3f s\n", j->storage.n_ckpts,
+                j->storage.checkpoint_pct, (double)stall / 1e9);
+    }
+    if (j->colls.n_stragglers && j->colls.stragglers[0].score >= 0.5) {
+        const struct rsr_straggler *s = &j->colls.stragglers[0];
+        fprintf(f, "  slowest rank: %d (caused %.0f%% of the waiting in collectives)\n", s->rank, 100 * s->score);
+    }
+    if (j->align.groups)
+        fprintf(f, "  clocks: aligned on %" PRIu64 " collectives; skew corrected %.1f us, residual %.1f us\n",
+                j->align.groups, (double)j->align.max_correction_ns / 1e3, (double)j->align.residual_ns / 1e3);
+    if (j->n_findings) {
+        fputs("findings:\n", f);
+        for (size_t i = 0; i < j->n_findings; i++)
+            fprintf(f, "  [%s] %s: %s\n", rsr_severity_name(j->findings[i].severity), j->findings[i].title,
+                    j->findings[i].evidence);
+    } else {
+        fputs("findings: none\n", f);
+    }
 }
 
 /* One line per damaged file, on stderr. */
@@ -246,19 +497,43 @@ static void warn_damage(const struct rsr_input *in)
                         "every chunk was read\n", in->file);
 }
 
-static int write_json_file(const char *path, struct rsr_input *ins, int n)
+/* The Perfetto output, in its own module (perfetto.c); weak so that the
+ * report is written without it where it is not built in. (html.c is.) */
+int rsr_perfetto_write(FILE *f, struct rsr_model *const *models, size_t nmodels) __attribute__((weak));
+
+static int write_file(const char *path, const char *data, size_t len)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "ringside: %s: %s\n", path, strerror(errno));
         return 1;
     }
-    rsr_report_json(f, ins, n);
-    if (fclose(f) != 0) {
-        fprintf(stderr, "ringside: writing %s: %s\n", path, strerror(errno));
+    size_t w = fwrite(data, 1, len, f);
+    if (fclose(f) != 0 || w != len) {
+        fprintf(stderr, "ringside: writing %s: %s\n", path, strerror(errno ? errno : EIO));
         return 1;
     }
     return 0;
+}
+
+/* Writes OUT/name through rsr_perfetto_write; 0 or 1. */
+static int write_output(const char *dir, const char *name, struct rsr_model *const *models, size_t n)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    if (!f) {
+        fprintf(stderr, "ringside: %s: %s\n", p, strerror(errno));
+        return 1;
+    }
+    int rc = rsr_perfetto_write(f, models, n);
+    if (fclose(f) != 0 && rc == 0) {
+        fprintf(stderr, "ringside: writing %s: %s\n", p, strerror(errno));
+        rc = 1;
+    } else if (rc != 0) {
+        fprintf(stderr, "ringside: %s could not be written\n", p);
+    }
+    return rc ? 1 : 0;
 }
 
 int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
@@ -273,18 +548,41 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
         return 1;
     }
     struct rsr_input *ins = calloc((size_t)n, sizeof *ins);
-    if (!ins) {
+    struct rsr_model **models = calloc((size_t)n, sizeof *models);
+    static struct rsr_model empty;
+    if (!ins || !models) {
         fprintf(stderr, "ringside: out of memory\n");
         return 1;
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    rsr_inputs_load(ins, files, n, cpus > 0 ? (int)cpus : 1);
+    rsr_inputs_load(ins, files, n, cpus > 0 ? (int)cpus : 1, isatty(STDERR_FILENO));
     int readable = 0;
     for (int i = 0; i < n; i++) {
         readable += !ins[i].open_failed && ins[i].walk.nchunks > 0;
         warn_damage(&ins[i]);
+        if (!ins[i].model || ins[i].model_incomplete)
+            fprintf(stderr, "ringside: %s: out of memory: the report lacks part of its events\n", ins[i].file);
     }
     qsort(ins, (size_t)n, sizeof *ins, cmp_input);
+    rsr_model_init(&empty);
+    for (int i = 0; i < n; i++)
+        models[i] = ins[i].model ? ins[i].model : &empty;
+
+    struct rsr_job job;
+    if (rsr_job_analyse(models, (size_t)n, &job) != 0)
+        fprintf(stderr, "ringside: out of memory: some analyses are missing from the report\n");
+    char *json = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&json, &len);
+    if (!mem) {
+        fprintf(stderr, "ringside: out of memory\n");
+        return 1;
+    }
+    rsr_report_json(mem, ins, n, &job);
+    if (fclose(mem) != 0) {
+        fprintf(stderr, "ringside: out of memory\n");
+        return 1;
+    }
 
     int rc = readable ? 0 : 1;
     if (!readable)
@@ -296,18 +594,32 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
         } else {
             char p[4096];
             snprintf(p, sizeof p, "%s/report.json", o->out_dir);
-            rc = write_json_file(p, ins, n);
+            rc = write_file(p, json, len);
+            /* before the page: index.html inlines the flame-*.svg in OUT */
+            if (!rc && rsr_flame_write_all(files, n, o->out_dir, o->quiet) < 0)
+                rc = 1;
+            const char *bad;
+            if (!rc && rsr_html_write_dir(o->out_dir, models, (size_t)n, &bad) != 0)
+                rc = (fprintf(stderr, "ringside: %s: %s\n", bad, strerror(errno)), 1);
+            if (!rc && rsr_perfetto_write)
+                rc = write_output(o->out_dir, "trace.json", models, (size_t)n);
         }
     }
-    if (!rc && o->json_path)
-        rc = strcmp(o->json_path, "-") == 0 ? (rsr_report_json(stdout, ins, n), 0)
-                                             : write_json_file(o->json_path, ins, n);
+    if (!rc && o->json_path) {
+        if (strcmp(o->json_path, "-") == 0)
+            rc = fwrite(json, 1, len, stdout) == len ? 0 : 1;
+        else
+            rc = write_file(o->json_path, json, len);
+    }
     if (!rc && !o->quiet)
-        summary(o->json_path && strcmp(o->json_path, "-") == 0 ? stderr : stdout, ins, n);
+        summary(o->json_path && strcmp(o->json_path, "-") == 0 ? stderr : stdout, ins, n, &job);
+    rsr_job_free(&job);
+    free(json);
     for (int i = 0; i < n; i++) {
         rsr_input_free(&ins[i]);
         free(files[i]);
     }
+    free(models);
     free(ins);
     free(files);
     return rc;

@@ -18,8 +18,11 @@ struct rsr_report_opts {
  * count, or -1 with a message on stderr when a path cannot be read. */
 int rsr_find_traces(char **paths, int npaths, char ***files);
 
-/* Writes report.json for the loaded inputs to f. */
-void rsr_report_json(FILE *f, struct rsr_input *ins, int n);
+struct rsr_job;
+
+/* Writes report.json for the loaded inputs to f, with the figures of the
+ * analyses in job (models in the inputs' order) when job is not NULL. */
+void rsr_report_json(FILE *f, struct rsr_input *ins, int n, const struct rsr_job *job);
 
 /* Runs the whole command; returns the exit status. */
 int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o);

@@ -11,7 +11,7 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/rs_check.h $(FORMAT_OBJ) $(REPORTER_
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(RS_CFLAGS) -Wno-missing-prototypes -o $@ $< $(FORMAT_OBJ) $(REPORTER_LIB_OBJ) \
-	    $(RS_LDFLAGS) -lcheck -lsubunit -lrt -lm -llz4 -lyajl -lz
+	    $(RS_LDFLAGS) -lcheck -lsubunit -lrt -lm -llz4 -lyajl -lz -ldw -lelf -lstdc++
 
 # Small programs the integration tests run under the agent.
 PROG_SRC := $(wildcard tests/programs/*.c)
@@ -32,6 +32,8 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)BUILD=$(BUILD) sh tests/run.sh
 include tests/format.mk
+include tests/html.mk
+include tests/flame.mk
 
 # A shared library for the Python + ctypes sampler test.
 $(BUILD)/tests/prog/libspin.so: tests/programs/lib/spin.c

@@ -3,7 +3,8 @@
 # Run as root (or through sudo); does nothing when everything is present.
 set -e
 PKGS="build-essential clang pkg-config liblz4-dev lz4 libunwind-dev libdw-dev zlib1g-dev
-      libyajl-dev flatbuffers-compiler libflatbuffers-dev check fio python3 tar coreutils"
+      libyajl-dev flatbuffers-compiler libflatbuffers-dev check fio python3 tar coreutils
+      chromium"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

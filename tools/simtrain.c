@@ -77,7 +77,10 @@ static const char sim_train_usage[] =
     "  --straggler R:F       rank R's kernels last F times longer\n"
     "  --bw-gbs G            simulated NCCL bus bandwidth in GB/s (sets SIMNCCL_BW_GBS)\n"
     "  --seed S              seed of the data and checkpoint contents (default 1)\n"
-    "  --help                this text\n";
+    "  --help                this text\n"
+    "Environment: SIMTRAIN_EVENTS=FILE appends, at exit, one JSON line per checkpoint\n"
+    "(rank, step, start_ns before its file is opened, end_ns after it is closed) and\n"
+    "one for main (start_ns on entry, end_ns before return), CLOCK_MONOTONIC ns.\n";
 
 static void sim_train_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void sim_train_die(const char *fmt, ...)
@@ -382,18 +385,63 @@ static void sim_train_step(struct sim_train *t, long step)
     CU(cuStreamSynchronize(t->compute));
 }
 
+/* What SIMTRAIN_EVENTS gets: kept in memory, written once at exit. */
+static struct sim_train_ckpt_log {
+    long step;
+    uint64_t start_ns, end_ns;
+} *sim_train_ckpts;
+static size_t sim_train_nckpts;
+
+static uint64_t sim_train_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sim_train_write_events(int rank, uint64_t main_start, uint64_t main_end)
+{
+    const char *path = getenv("SIMTRAIN_EVENTS");
+    if (!path || !*path)
+        return;
+    size_t cap = 128 * (sim_train_nckpts + 1), n = 0;
+    char *buf = malloc(cap);
+    if (!buf)
+        sim_train_die("out of memory");
+    for (size_t i = 0; i < sim_train_nckpts; i++)
+        n += (size_t)snprintf(buf + n, cap - n,
+                              "{\"rank\":%d,\"event\":\"checkpoint\",\"step\":%ld,\"start_ns\":%llu,\"end_ns\":%llu}\n",
+                              rank, sim_train_ckpts[i].step, (unsigned long long)sim_train_ckpts[i].start_ns,
+                              (unsigned long long)sim_train_ckpts[i].end_ns);
+    n += (size_t)snprintf(buf + n, cap - n, "{\"rank\":%d,\"event\":\"main\",\"start_ns\":%llu,\"end_ns\":%llu}\n",
+                          rank, (unsigned long long)main_start, (unsigned long long)main_end);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0 || write(fd, buf, n) != (ssize_t)n)
+        sim_train_die("SIMTRAIN_EVENTS %s: %s", path, strerror(errno));
+    close(fd);
+    free(buf);
+}
+
 static void sim_train_checkpoint(struct sim_train *t, long step)
 {
     char path[4096];
     CU(cuMemcpyDtoHAsync(t->ckpt_host, t->ckpt_dev, t->ckpt_bytes, t->compute));
     CU(cuStreamSynchronize(t->compute));
     snprintf(path, sizeof(path), "%s/ckpt-rank%d-step%ld.bin", t->o.ckpt_dir, t->rank, step);
+    void *grown = realloc(sim_train_ckpts, (sim_train_nckpts + 1) * sizeof(*sim_train_ckpts));
+    if (!grown)
+        sim_train_die("out of memory");
+    sim_train_ckpts = grown;
+    struct sim_train_ckpt_log *log = &sim_train_ckpts[sim_train_nckpts++];
+    log->step = step;
+    log->start_ns = sim_train_now_ns();
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         sim_train_die("open %s: %s", path, strerror(errno));
     sim_train_write_all(fd, t->ckpt_host, t->ckpt_bytes, path);
     if (fsync(fd) != 0 || close(fd) != 0)
         sim_train_die("fsync %s: %s", path, strerror(errno));
+    log->end_ns = sim_train_now_ns();
 }
 
 static void sim_train_setup(struct sim_train *t)
@@ -490,6 +538,7 @@ int main(int argc, char **argv)
     struct sim_train t = { 0 };
     char path[4096], bw[64];
     ncclUniqueId id;
+    uint64_t main_start = sim_train_now_ns();
 
     sim_train_parse(argc, argv, &t.o);
     t.rank = sim_train_rank = sim_train_env_int("RANK", 0);
@@ -522,5 +571,7 @@ int main(int argc, char **argv)
     sim_train_teardown(&t);
     printf("simtrain: rank %d of %d: %ld steps in %.3f s (%.3f ms/step)\n", t.rank, t.world, t.o.steps, dt,
            dt * 1e3 / (double)t.o.steps);
+    sim_train_write_events(t.rank, main_start, sim_train_now_ns());
+    free(sim_train_ckpts);
     return 0;
 }

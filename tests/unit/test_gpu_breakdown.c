@@ -15,6 +15,7 @@
 
 #include <yajl/yajl_tree.h>
 
+#include "reporter/analyse.h"
 #include "reporter/gpu_breakdown.h"
 #include "reporter/kernels.h"
 #include "reporter/kineto.h"
@@ -326,6 +327,80 @@ START_TEST(agrees_with_hta)
 }
 END_TEST
 
+/* The two ranks of sampled-2rank through the whole job analysis (clock
+ * alignment moves them): each rank's breakdown still agrees with HTA's. */
+START_TEST(agrees_with_hta_in_job)
+{
+    FILE *f = fopen(DATA "expected-hta.json", "rb");
+    ck_assert(f != NULL);
+    static char text[1 << 16];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    yajl_val root = yajl_tree_parse(text, NULL, 0);
+    ck_assert(root != NULL);
+    const char *entry = "sampled-2rank/ (both files)";
+    const char *path[] = { entry, "ranks", NULL };
+    yajl_val ranks = yajl_tree_get(root, path, yajl_t_object);
+    ck_assert(ranks != NULL);
+    struct rsr_model m[2];
+    struct rsr_model *mp[2] = { &m[0], &m[1] };
+    for (int r = 0; r < 2; r++)
+        ck_assert(load_rank(entry, r, &m[r]));
+    struct rsr_job job;
+    ck_assert_int_eq(rsr_job_analyse(mp, 2, &job), 0);
+    for (int r = 0; r < 2; r++) {
+        char key[8], what[64];
+        snprintf(key, sizeof key, "%d", r);
+        const char *kp[] = { key, NULL };
+        yajl_val want = yajl_tree_get(ranks, kp, yajl_t_object);
+        ck_assert(want != NULL);
+        snprintf(what, sizeof what, "sampled-2rank rank %d in a job", r);
+        near(job.gpu[r].idle_pct, num(want, "idle_pct"), 0.5, what);
+        near(job.gpu[r].compute_pct, num(want, "compute_pct"), 0.5, what);
+        near(job.gpu[r].non_compute_pct, num(want, "non_compute_pct"), 0.5, what);
+        near(job.gpu[r].comm_comp_overlap_pct, num(want, "comm_comp_overlap_pct"), 0.5, what);
+        near((double)job.gpu[r].span_ns / US, num(want, "kernel_time_us"), 1, what);
+    }
+    rsr_job_free(&job);
+    rsr_model_free(&m[0]);
+    rsr_model_free(&m[1]);
+    yajl_tree_free(root);
+}
+END_TEST
+
+/* The NCCL kernels of a real trace in the collective table: one call per
+ * kernel that carries collective arguments, busbw = algbw x nccl-tests'
+ * factor for its op on 2 ranks. */
+START_TEST(collective_table_real_trace)
+{
+    struct rsr_model m;
+    char msg[256];
+    rsr_model_init(&m);
+    ck_assert_msg(rsr_kineto_load(DATA "a100-2rank-r0-nccl.json.gz", &m, msg, sizeof msg) == 0, "%s", msg);
+    uint64_t kernels = 0;
+    for (size_t i = 0; i < m.n_ops; i++)
+        kernels += m.ops[i].cls == RSR_GPU_COMM && m.ops[i].coll >= 0;
+    ck_assert_uint_gt(kernels, 0);
+    struct rsr_model *mp = &m;
+    struct rsr_coll_analysis a;
+    ck_assert_int_eq(rsr_collectives_analyse(&mp, 1, &a), 0);
+    uint64_t calls = 0;
+    for (size_t i = 0; i < a.n_rows; i++) {
+        const struct rsr_coll_row *r = &a.rows[i];
+        calls += r->count;
+        ck_assert_int_eq(r->ranks, 2);
+        ck_assert(r->mean_us > 0);
+        ck_assert(fabs(r->algbw_gbs - (double)r->bytes / r->mean_us / 1e3) < 1e-9);
+        double factor = r->op == RSR_COLL_ALLREDUCE ? 1.0 : r->op == RSR_COLL_BROADCAST ? 1.0 : 0.5;
+        ck_assert(fabs(r->busbw_gbs - r->algbw_gbs * factor) < 1e-9);
+    }
+    ck_assert_uint_eq(calls, kernels);
+    rsr_coll_analysis_free(&a);
+    rsr_model_free(&m);
+}
+END_TEST
+
 static Suite *gpu_breakdown_suite(void)
 {
     Suite *s = suite_create("gpu_breakdown");
@@ -337,6 +412,8 @@ static Suite *gpu_breakdown_suite(void)
         { "gpu_breakdown_kernel_summary", kernel_summary },
         { "gpu_breakdown_classes", classes },
         { "gpu_breakdown_agrees_with_hta", agrees_with_hta },
+        { "gpu_breakdown_agrees_with_hta_in_job", agrees_with_hta_in_job },
+        { "gpu_breakdown_collective_table_real_trace", collective_table_real_trace },
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         TCase *tc = tcase_create(tests[i].name);

@@ -1,0 +1,188 @@
+/* Clock alignment (see align.h). Clock pairs give each process its offset
+ * from realtime; the collective refinement then solves for per-process
+ * corrections that bring each collective's end times together, by repeated
+ * Gauss-Seidel passes: each process takes the median, over its matched
+ * collectives, of (the other ranks' mean end - its own end). */
+#include "reporter/align.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct end {
+    uint64_t comm;
+    uint32_t seq;
+    uint32_t model;
+    int64_t end_ns;
+    uint32_t group, group_len;  /* the run of ends of the same collective */
+};
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_end(const void *pa, const void *pb)
+{
+    const struct end *a = pa, *b = pb;
+    if (a->comm != b->comm)
+        return a->comm < b->comm ? -1 : 1;
+    if (a->seq != b->seq)
+        return a->seq < b->seq ? -1 : 1;
+    return (a->model > b->model) - (a->model < b->model);
+}
+
+static int64_t median(int64_t *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_i64);
+    return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+}
+
+static int64_t pair_offset(const struct rsr_model *m)
+{
+    if (!m->n_clocks)
+        return 0;
+    int64_t *d = malloc(m->n_clocks * sizeof *d);
+    if (!d)
+        return m->clocks[0].real_ns - m->clocks[0].mono_ns;
+    for (size_t i = 0; i < m->n_clocks; i++)
+        d[i] = m->clocks[i].real_ns - m->clocks[i].mono_ns;
+    int64_t r = median(d, m->n_clocks);
+    free(d);
+    return r;
+}
+
+void rsr_alignment_free(struct rsr_alignment *a)
+{
+    free(a->models);
+    memset(a, 0, sizeof *a);
+}
+
+int rsr_align(struct rsr_model *const *models, size_t n, struct rsr_alignment *out)
+{
+    memset(out, 0, sizeof *out);
+    out->models = calloc(n ? n : 1, sizeof *out->models);
+    if (!out->models)
+        return -1;
+    out->n = n;
+    size_t nends = 0;
+    for (size_t i = 0; i < n; i++) {
+        out->models[i].pair_offset_ns = pair_offset(models[i]);
+        rsr_model_shift(models[i], out->models[i].pair_offset_ns);
+        for (size_t k = 0; k < models[i]->n_colls; k++)
+            nends += models[i]->colls[k].end_ns != 0;
+    }
+    struct end *e = malloc((nends ? nends : 1) * sizeof *e);
+    size_t *by_model = malloc((nends ? nends : 1) * sizeof *by_model);
+    size_t *first = calloc(n + 1, sizeof *first);
+    int64_t *corr = calloc(n ? n : 1, sizeof *corr);
+    int64_t *tmp = malloc((nends ? nends : 1) * sizeof *tmp);
+    if (!e || !by_model || !first || !corr || !tmp) {
+        free(e), free(by_model), free(first), free(corr), free(tmp);
+        return -1;
+    }
+    size_t ne = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < models[i]->n_colls; k++) {
+            const struct rsr_coll *c = &models[i]->colls[k];
+            if (c->end_ns)
+                e[ne++] = (struct end){ c->comm_id, c->seq, (uint32_t)i, c->end_ns, 0, 0 };
+        }
+    qsort(e, ne, sizeof *e, cmp_end);
+    /* groups with two models or more; others drop out */
+    size_t kept = 0;
+    for (size_t a = 0; a < ne;) {
+        size_t b = a + 1;
+        while (b < ne && e[b].comm == e[a].comm && e[b].seq == e[a].seq)
+            b++;
+        /* one end per model: a process repeating (comm, seq) keeps its first */
+        size_t start = kept;
+        for (size_t j = a; j < b; j++)
+            if (j == a || e[j].model != e[j - 1].model)
+                e[kept++] = e[j];
+        if (kept - start < 2)
+            kept = start;
+        else {
+            for (size_t j = start; j < kept; j++) {
+                e[j].group = (uint32_t)start;
+                e[j].group_len = (uint32_t)(kept - start);
+            }
+            out->groups++;
+        }
+        a = b;
+    }
+    ne = kept;
+    /* ends by model: first[i]..first[i+1] in by_model */
+    for (size_t j = 0; j < ne; j++)
+        first[e[j].model + 1]++;
+    for (size_t i = 0; i < n; i++)
+        first[i + 1] += first[i];
+    {
+        size_t *fill = calloc(n ? n : 1, sizeof *fill);
+        if (!fill) {
+            free(e), free(by_model), free(first), free(corr), free(tmp);
+            return -1;
+        }
+        for (size_t j = 0; j < ne; j++) {
+            uint32_t mi = e[j].model;
+            by_model[first[mi] + fill[mi]++] = j;
+        }
+        free(fill);
+    }
+    size_t ref = n;
+    for (size_t i = 0; i < n && ref == n; i++)
+        if (first[i + 1] > first[i])
+            ref = i;
+    for (int iter = 0; iter < 100 && ref < n; iter++) {
+        int64_t moved = 0;
+        for (size_t i = 0; i < n; i++) {
+            size_t cnt = first[i + 1] - first[i];
+            if (!cnt)
+                continue;
+            for (size_t k = 0; k < cnt; k++) {
+                const struct end *x = &e[by_model[first[i] + k]];
+                int64_t sum = 0;
+                for (uint32_t g = 0; g < x->group_len; g++) {
+                    const struct end *y = &e[x->group + g];
+                    if (y->model != x->model)
+                        sum += (y->end_ns + corr[y->model]) - (x->end_ns + corr[i]);
+                }
+                tmp[k] = sum / (int64_t)(x->group_len - 1);
+            }
+            int64_t d = median(tmp, cnt);
+            corr[i] += d;
+            moved = moved > (d < 0 ? -d : d) ? moved : (d < 0 ? -d : d);
+        }
+        if (moved < 50)
+            break;
+    }
+    int64_t base = ref < n ? corr[ref] : 0;
+    for (size_t i = 0; i < n; i++) {
+        struct rsr_align_model *am = &out->models[i];
+        am->matched = first[i + 1] - first[i];
+        am->correction_ns = am->matched ? corr[i] - base : 0;
+        corr[i] = am->correction_ns;
+        if (am->correction_ns)
+            rsr_model_shift(models[i], am->correction_ns);
+        int64_t a = am->correction_ns < 0 ? -am->correction_ns : am->correction_ns;
+        if (a > out->max_correction_ns)
+            out->max_correction_ns = a;
+    }
+    /* residual: |end - mean end of its collective|, 95th percentile */
+    for (size_t j = 0; j < ne; j++) {
+        int64_t sum = 0;
+        const struct end *x = &e[j];
+        for (uint32_t g = 0; g < x->group_len; g++) {
+            const struct end *y = &e[x->group + g];
+            sum += (y->end_ns + corr[y->model]) - (x->end_ns + corr[x->model]);
+        }
+        int64_t d = sum / (int64_t)x->group_len;
+        tmp[j] = d < 0 ? -d : d;
+    }
+    if (ne) {
+        qsort(tmp, ne, sizeof *tmp, cmp_i64);
+        out->residual_ns = tmp[(ne - 1) * 95 / 100];
+    }
+    free(e), free(by_model), free(first), free(corr), free(tmp);
+    return 0;
+}

@@ -1,0 +1,53 @@
+/* Runs the analyses of a job in order (see analyse.h). */
+#include "reporter/analyse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int rsr_job_analyse(struct rsr_model *const *models, size_t n, struct rsr_job *job)
+{
+    memset(job, 0, sizeof *job);
+    job->models = models;
+    job->n = n;
+    int rc = 0;
+    if (rsr_align(models, n, &job->align) != 0)
+        rc = -1;
+    job->gpu = calloc(n ? n : 1, sizeof *job->gpu);
+    job->kernels = calloc(n ? n : 1, sizeof *job->kernels);
+    if (!job->gpu || !job->kernels)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!models[i]->n_ops)
+            continue;
+        if (rsr_gpu_breakdown_compute(models[i], RSR_KERNEL_WAIT_NS, &job->gpu[i]) != 0)
+            rc = -1;
+        if (rsr_kernels_summarize(models[i], RSR_SHORT_KERNEL_NS, RSR_SHORT_KERNEL_MIN_COUNT,
+                                  &job->kernels[i]) != 0)
+            rc = -1;
+    }
+    if (rsr_collectives_analyse(models, n, &job->colls) != 0)
+        rc = -1;
+    if (rsr_storage_analyse(models, n, &job->storage) != 0)
+        rc = -1;
+    if (rsr_timeline_build(models, n, job->storage.job_start_ns, job->storage.job_end_ns, &job->timeline) != 0)
+        rc = -1;
+    if (rsr_findings_make(job) != 0)
+        rc = -1;
+    return rc;
+}
+
+void rsr_job_free(struct rsr_job *job)
+{
+    rsr_alignment_free(&job->align);
+    for (size_t i = 0; job->gpu && i < job->n; i++)
+        rsr_gpu_breakdown_free(&job->gpu[i]);
+    for (size_t i = 0; job->kernels && i < job->n; i++)
+        rsr_kernel_summary_free(&job->kernels[i]);
+    free(job->gpu);
+    free(job->kernels);
+    rsr_coll_analysis_free(&job->colls);
+    rsr_storage_free(&job->storage);
+    rsr_timeline_free(&job->timeline);
+    free(job->findings);
+    memset(job, 0, sizeof *job);
+}

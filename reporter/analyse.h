@@ -1,0 +1,39 @@
+/* All the analyses of one job, run in order on its models: clock alignment,
+ * per-process GPU breakdown and kernel summary, collectives and stragglers,
+ * storage (checkpoints, data loading), utilisation bins, findings. The
+ * report writers (report.c's JSON and text, html.c, perfetto.c) read it. */
+#ifndef RSR_ANALYSE_H
+#define RSR_ANALYSE_H
+
+#include <stddef.h>
+
+#include "reporter/align.h"
+#include "reporter/collectives.h"
+#include "reporter/findings.h"
+#include "reporter/gpu_breakdown.h"
+#include "reporter/kernels.h"
+#include "reporter/model.h"
+#include "reporter/storage.h"
+#include "reporter/timeline.h"
+
+struct rsr_job {
+    struct rsr_model *const *models;    /* the caller's, aligned in place */
+    size_t n;
+    struct rsr_alignment align;
+    struct rsr_gpu_breakdown *gpu;      /* per model (zeroed when it has no GPU work) */
+    struct rsr_kernel_summary *kernels; /* per model */
+    struct rsr_coll_analysis colls;
+    struct rsr_storage storage;
+    struct rsr_timeline timeline;
+    struct rsr_finding *findings;       /* most severe first */
+    size_t n_findings;
+};
+
+/* Aligns models[0..n) (finished) in place and runs every analysis into
+ * *job. Returns 0, or -1 when out of memory (what was done is in *job;
+ * free it with rsr_job_free either way). */
+int rsr_job_analyse(struct rsr_model *const *models, size_t n, struct rsr_job *job);
+
+void rsr_job_free(struct rsr_job *job);
+
+#endif

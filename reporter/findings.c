@@ -1,0 +1,271 @@
+/* Findings (see findings.h): each check reads the analyses in the job,
+ * and when its pattern is there, writes the evidence with the worst rank
+ * and the job-wide figure. Ordered by severity, then by time at stake. */
+#include "reporter/findings.h"
+#include "reporter/analyse.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Thresholds. */
+#define EXPOSED_COMM_PCT 10.0     /* exposed communication, % of GPU span */
+#define CKPT_PCT 5.0              /* checkpoint share of wall time */
+#define SHORT_KERNEL_SHARE 0.5    /* short runs among compute kernel runs */
+#define HOST_WAIT_PCT 20.0        /* GPU idle waiting for launches, % of span */
+#define STRAGGLER_SCORE 0.5       /* share of all waiting caused by one rank */
+#define STRAGGLER_WAIT_PCT 2.0    /* ... and the others' wait, % of their wall */
+#define SYNCS_PER_S 200.0
+#define MEM_CALLS_PER_S 100.0
+#define IDLE_PCT 30.0
+#define DATA_LOADING_PCT 10.0
+
+const char *rsr_severity_name(int sev)
+{
+    return sev == RSR_SEV_CRITICAL ? "critical" : sev == RSR_SEV_WARNING ? "warning" : "info";
+}
+
+struct list {
+    struct rsr_finding *v;
+    size_t n, cap;
+    int oom;
+};
+
+static void add(struct list *l, const char *id, int sev, double weight, const char *title, const char *advice,
+                const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+
+static void add(struct list *l, const char *id, int sev, double weight, const char *title, const char *advice,
+                const char *fmt, ...)
+{
+    if (l->n == l->cap) {
+        size_t c = l->cap ? l->cap * 2 : 8;
+        void *p = realloc(l->v, c * sizeof *l->v);
+        if (!p) {
+            l->oom = 1;
+            return;
+        }
+        l->v = p;
+        l->cap = c;
+    }
+    struct rsr_finding *f = &l->v[l->n++];
+    f->id = id;
+    f->severity = sev;
+    f->weight = weight;
+    f->title = title;
+    f->advice = advice;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->evidence, sizeof f->evidence, fmt, ap);
+    va_end(ap);
+}
+
+static int cmp_finding(const void *pa, const void *pb)
+{
+    const struct rsr_finding *a = pa, *b = pb;
+    if (a->severity != b->severity)
+        return b->severity - a->severity;
+    return (a->weight < b->weight) - (a->weight > b->weight);
+}
+
+static const char *rank_text(char *buf, size_t n, const struct rsr_model *m)
+{
+    if (m->rank >= 0)
+        snprintf(buf, n, "rank %d", m->rank);
+    else
+        snprintf(buf, n, "pid %lld", (long long)m->pid);
+    return buf;
+}
+
+/* The model with the largest value of f (per model), its value, and the
+ * mean over models with GPU work. */
+struct worst {
+    size_t i;
+    double v, mean;
+    size_t n;
+};
+
+static struct worst worst_gpu(const struct rsr_job *j, double (*f)(const struct rsr_gpu_breakdown *))
+{
+    struct worst w = { 0, -1, 0, 0 };
+    for (size_t i = 0; i < j->n; i++) {
+        if (!j->gpu[i].span_ns)
+            continue;
+        double v = f(&j->gpu[i]);
+        w.mean += v;
+        w.n++;
+        if (v > w.v)
+            w.i = i, w.v = v;
+    }
+    if (w.n)
+        w.mean /= (double)w.n;
+    return w;
+}
+
+static double g_exposed(const struct rsr_gpu_breakdown *b) { return b->exposed_comm_pct; }
+static double g_idle(const struct rsr_gpu_breakdown *b) { return b->idle_pct; }
+static double g_host_wait(const struct rsr_gpu_breakdown *b)
+{
+    return b->span_ns ? 100.0 * (double)b->host_wait_ns / (double)b->span_ns : 0;
+}
+
+int rsr_findings_make(struct rsr_job *j)
+{
+    struct list l = { 0 };
+    char who[64];
+
+    struct worst w = worst_gpu(j, g_exposed);
+    if (w.n && w.v >= EXPOSED_COMM_PCT) {
+        const struct rsr_gpu_breakdown *b = &j->gpu[w.i];
+        add(&l, "exposed_communication", w.v >= 25 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING, w.v,
+            "Communication not hidden behind compute",
+            "Overlap gradient communication with the backward pass (DDP/FSDP bucketing; "
+            "bucket_cap_mb, FSDP backward_prefetch / forward_prefetch, ZeRO overlap_comm and "
+            "reduce_bucket_size); check the collective table's busbw against the interconnect.",
+            "%s: %.1f%% of the GPU span is communication that no compute overlaps (%.1f ms); "
+            "comm-comp overlap %.1f%%; mean over ranks %.1f%%",
+            rank_text(who, sizeof who, j->models[w.i]), w.v, (double)b->exposed_comm_ns / 1e6,
+            b->comm_comp_overlap_pct, w.mean);
+    }
+    int gpu = 0;
+    for (size_t i = 0; i < j->n; i++)
+        gpu |= j->models[i]->n_ops > 0;
+    /* without GPU work, large writes are just what the program does */
+    if (gpu && j->storage.n_ckpts && j->storage.checkpoint_pct >= CKPT_PCT) {
+        int64_t stall = 0;
+        uint64_t bytes = 0;
+        for (size_t i = 0; i < j->storage.n_ckpts; i++) {
+            stall += j->storage.ckpts[i].gpu_stall_ns;
+            bytes += j->storage.ckpts[i].bytes;
+        }
+        add(&l, "checkpoint_stall", j->storage.checkpoint_pct >= 15 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING,
+            j->storage.checkpoint_pct, "Checkpoints stall training",
+            "Checkpoint less often, or save asynchronously (torch.distributed.checkpoint async_save, "
+            "a background thread writing a host copy), or shard the save across ranks.",
+            "%zu checkpoint writes (%.1f MiB) take %.1f%% of the job's wall time (%.3f s); "
+            "the GPUs sat idle %.3f s during them",
+            j->storage.n_ckpts, (double)bytes / 1048576.0, j->storage.checkpoint_pct,
+            (double)j->storage.ckpt_union_ns / 1e9, (double)stall / 1e9);
+    }
+    {
+        size_t wi = 0;
+        double best = 0;
+        for (size_t i = 0; i < j->n; i++) {
+            const struct rsr_kernel_summary *k = &j->kernels[i];
+            if (!k->n_compute || k->n_short < RSR_SHORT_KERNEL_MIN_COUNT)
+                continue;
+            double share = (double)k->n_short / (double)k->n_compute;
+            if (share > best)
+                best = share, wi = i;
+        }
+        if (best >= SHORT_KERNEL_SHARE) {
+            const struct rsr_kernel_summary *k = &j->kernels[wi];
+            const char *top = k->n_short_names ? rsr_model_str(j->models[wi], k->short_names[0]->name) : "";
+            add(&l, "many_short_kernels", RSR_SEV_WARNING, 100 * best, "Many short kernels",
+                "Fuse the small operations (torch.compile, fused optimizers and norms) or capture the "
+                "step in a CUDA graph, so launch overhead stops rivalling the work.",
+                "%s: %llu of %llu compute kernels ran under %d us (%.1f ms in all)%s%s",
+                rank_text(who, sizeof who, j->models[wi]), (unsigned long long)k->n_short,
+                (unsigned long long)k->n_compute, RSR_SHORT_KERNEL_NS / 1000, (double)k->short_ns / 1e6,
+                *top ? "; most often " : "", top);
+        }
+    }
+    w = worst_gpu(j, g_host_wait);
+    if (w.n && w.v >= HOST_WAIT_PCT) {
+        add(&l, "host_bound_launches", RSR_SEV_WARNING, w.v, "The GPU waits for the host to launch work",
+            "The CPU cannot launch kernels fast enough: use CUDA graphs or torch.compile "
+            "(mode=\"reduce-overhead\"), larger batches, fewer host syncs; look at the CPU flame graph.",
+            "%s: the GPU sat idle %.1f%% of its span waiting for launches; mean over ranks %.1f%%",
+            rank_text(who, sizeof who, j->models[w.i]), w.v, w.mean);
+    }
+    if (j->colls.n_stragglers) {
+        const struct rsr_straggler *s = &j->colls.stragglers[0];
+        /* the others' wait against their wall time */
+        double wait = 0, wall = 0;
+        for (size_t i = 0; i < j->n; i++) {
+            if (i == s->model || !j->colls.wait_us)
+                continue;
+            wait += j->colls.wait_us[i];
+            wall += (double)(j->models[i]->wall_end_ns - j->models[i]->wall_start_ns) / 1e3;
+        }
+        double pct = wall > 0 ? 100.0 * wait / wall : 0;
+        if (s->score >= STRAGGLER_SCORE && pct >= STRAGGLER_WAIT_PCT)
+            add(&l, "straggler_rank", pct >= 10 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING, pct,
+                "One rank holds the others back",
+                "Look at what is different on that rank: its kernels' durations (the kernel table by "
+                "rank), its host (thermal throttling, a slow or shared GPU, other processes), its data "
+                "loading and its share of the work.",
+                "%s caused %.0f%% of all waiting in collectives: %s; the other ranks spent %.1f%% of "
+                "their time waiting",
+                rank_text(who, sizeof who, j->models[s->model]), 100 * s->score, s->evidence, pct);
+    }
+    for (size_t i = 0; i < j->n; i++) {
+        const struct rsr_model *m = j->models[i];
+        double wall_s = (double)(m->wall_end_ns - m->wall_start_ns) / 1e9;
+        if (wall_s <= 0)
+            continue;
+        double rate = (double)m->n_syncs / wall_s;
+        if (m->n_syncs >= 1000 && rate >= SYNCS_PER_S) {
+            int64_t blocked = 0;
+            for (size_t k = 0; k < m->n_syncs; k++)
+                blocked += m->syncs[k].end_ns - m->syncs[k].start_ns;
+            add(&l, "too_many_syncs", RSR_SEV_WARNING, 100.0 * (double)blocked / 1e9 / wall_s,
+                "Too many GPU-to-CPU synchronisations",
+                "Each .item(), .cpu(), print of a tensor or torch.cuda.synchronize() stops the host "
+                "until the GPU is done; keep values on the GPU, batch them, or use non_blocking copies. "
+                "The wait flame graph shows where they come from.",
+                "%s: %zu synchronisations (%.0f per second), %.3f s blocked",
+                rank_text(who, sizeof who, m), m->n_syncs, rate, (double)blocked / 1e9);
+            break;
+        }
+    }
+    for (size_t i = 0; i < j->n; i++) {
+        const struct rsr_model *m = j->models[i];
+        double wall_s = (double)(m->wall_end_ns - m->wall_start_ns) / 1e9;
+        uint64_t calls = m->mem_allocs + m->mem_frees;
+        if (wall_s > 0 && calls >= 1000 && (double)calls / wall_s >= MEM_CALLS_PER_S) {
+            add(&l, "memory_churn", RSR_SEV_WARNING, 1, "Device memory allocated and freed over and over",
+                "cuMemAlloc/cuMemFree synchronise and are slow: let the caching allocator keep "
+                "memory (avoid torch.cuda.empty_cache() in the loop), preallocate buffers, or use "
+                "stream-ordered allocation (cudaMallocAsync).",
+                "%s: %llu allocations and %llu frees (%.0f per second), %.1f MiB allocated in all",
+                rank_text(who, sizeof who, m), (unsigned long long)m->mem_allocs,
+                (unsigned long long)m->mem_frees, (double)calls / wall_s,
+                (double)m->mem_alloc_bytes / 1048576.0);
+            break;
+        }
+    }
+    w = worst_gpu(j, g_idle);
+    if (w.n && w.v >= IDLE_PCT) {
+        const struct rsr_gpu_breakdown *b = &j->gpu[w.i];
+        add(&l, "long_gpu_idle", w.v >= 50 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING, w.v, "The GPU is idle much of the time",
+            "See the idle breakdown: host wait points at launch overhead or CPU work (data loading, "
+            "Python), other idle at synchronisation, I/O or imbalance; the timeline shows when.",
+            "%s: idle %.1f%% of its GPU span (host wait %.1f ms, kernel wait %.1f ms, other %.1f ms); "
+            "mean over ranks %.1f%%",
+            rank_text(who, sizeof who, j->models[w.i]), w.v, (double)b->host_wait_ns / 1e6,
+            (double)b->kernel_wait_ns / 1e6, (double)b->other_idle_ns / 1e6, w.mean);
+    }
+    if (j->storage.loading) {
+        size_t wi = 0;
+        double best = 0;
+        for (size_t i = 0; i < j->n; i++)
+            if (j->storage.loading[i].pct > best)
+                best = j->storage.loading[i].pct, wi = i;
+        if (best >= DATA_LOADING_PCT) {
+            const struct rsr_data_loading *d = &j->storage.loading[wi];
+            add(&l, "data_loading", RSR_SEV_WARNING, best, "The GPU waits for data loading",
+                "Load ahead of the GPU: more DataLoader workers, pin_memory, prefetch_factor, "
+                "faster storage or a local cache of the data set.",
+                "%s: reading input files while the GPU sat idle for %.1f%% of its span "
+                "(%.3f s of %.3f s reading, %.1f MiB)",
+                rank_text(who, sizeof who, j->models[wi]), best, (double)d->read_idle_ns / 1e9,
+                (double)d->read_ns / 1e9, (double)d->read_bytes / 1048576.0);
+        }
+    }
+    if (l.n > 1)
+        qsort(l.v, l.n, sizeof *l.v, cmp_finding);
+    j->findings = l.v;
+    j->n_findings = l.n;
+    return l.oom ? -1 : 0;
+}

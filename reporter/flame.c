@@ -1,0 +1,624 @@
+/* Flame graph data (see flame.h): reads the stacks, samples, module maps and
+ * thread names of each trace file, adds up the samples of one kind per
+ * (thread, stack, module map in force), then symbolises each stack's frames
+ * (Python frames by their string, native ones through symbolize.c, inlined
+ * callers included) into one call tree shared by all the files. */
+#include "reporter/flame.h"
+#include "reporter/flame_svg.h"
+#include "reporter/load.h"
+#include "reporter/symbolize.h"
+#include "formats/trace.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void rsr_flame_init(struct rsr_flame *fl, int kind)
+{
+    memset(fl, 0, sizeof *fl);
+    fl->kind = kind;
+    fl->capnodes = 1024;
+    fl->nodes = rsr_xcalloc(fl->capnodes, sizeof *fl->nodes);
+    fl->nnodes = 1;
+    fl->nslots = 2048;
+    fl->slots = rsr_xcalloc(fl->nslots, sizeof *fl->slots);
+}
+
+void rsr_flame_free(struct rsr_flame *fl)
+{
+    rsr_intern_free(&fl->names);
+    rsr_intern_free(&fl->modules);
+    free(fl->name_class);
+    free(fl->name_module);
+    free(fl->nodes);
+    free(fl->slots);
+    memset(fl, 0, sizeof *fl);
+}
+
+uint32_t rsr_flame_frame(struct rsr_flame *fl, const char *name, enum rsr_frame_class cls,
+                         const char *module)
+{
+    uint32_t before = fl->names.n;
+    uint32_t id = rsr_intern(&fl->names, name);
+    if (id < before)
+        return id;
+    if (id >= fl->ncap) {
+        fl->ncap = fl->ncap ? fl->ncap * 2 : 1024;
+        fl->name_class = rsr_xrealloc(fl->name_class, fl->ncap);
+        fl->name_module = rsr_xrealloc(fl->name_module, fl->ncap * sizeof *fl->name_module);
+    }
+    fl->name_class[id] = (uint8_t)cls;
+    fl->name_module[id] = rsr_intern(&fl->modules, module ? module : "");
+    return id;
+}
+
+static uint32_t child_slot(const struct rsr_flame *fl, uint32_t parent, uint32_t name)
+{
+    return (uint32_t)rsr_hash_u64(((uint64_t)parent << 32) | name) & (fl->nslots - 1);
+}
+
+static void grow_slots(struct rsr_flame *fl)
+{
+    free(fl->slots);
+    fl->nslots *= 2;
+    fl->slots = rsr_xcalloc(fl->nslots, sizeof *fl->slots);
+    for (uint32_t n = 1; n < fl->nnodes; n++) {
+        uint32_t i = child_slot(fl, fl->nodes[n].parent, fl->nodes[n].name);
+        while (fl->slots[i])
+            i = (i + 1) & (fl->nslots - 1);
+        fl->slots[i] = n;
+    }
+}
+
+static uint32_t child_of(struct rsr_flame *fl, uint32_t parent, uint32_t name)
+{
+    uint32_t i = child_slot(fl, parent, name);
+    while (fl->slots[i]) {
+        struct rsr_flame_node *c = &fl->nodes[fl->slots[i]];
+        if (c->parent == parent && c->name == name)
+            return fl->slots[i];
+        i = (i + 1) & (fl->nslots - 1);
+    }
+    if (fl->nnodes == fl->capnodes) {
+        fl->capnodes *= 2;
+        fl->nodes = rsr_xrealloc(fl->nodes, fl->capnodes * sizeof *fl->nodes);
+    }
+    uint32_t n = fl->nnodes++;
+    fl->nodes[n] = (struct rsr_flame_node){ .name = name, .parent = parent,
+                                            .next_sibling = fl->nodes[parent].first_child };
+    fl->nodes[parent].first_child = n;
+    fl->slots[i] = n;
+    if (fl->nnodes * 2 > fl->nslots)
+        grow_slots(fl);
+    return n;
+}
+
+void rsr_flame_add(struct rsr_flame *fl, const uint32_t *frames, uint32_t n, uint64_t weight,
+                   uint64_t count)
+{
+    uint32_t node = 0;
+    fl->nodes[0].total += weight;
+    fl->nodes[0].count += count;
+    for (uint32_t i = 0; i < n; i++) {
+        node = child_of(fl, node, frames[i]);
+        fl->nodes[node].total += weight;
+        fl->nodes[node].count += count;
+    }
+    fl->nodes[node].self += weight;
+}
+
+static const struct rsr_flame *sort_fl;
+
+static int by_name(const void *a, const void *b)
+{
+    const struct rsr_flame_node *x = &sort_fl->nodes[*(const uint32_t *)a];
+    const struct rsr_flame_node *y = &sort_fl->nodes[*(const uint32_t *)b];
+    return strcmp(rsr_intern_str(&sort_fl->names, x->name), rsr_intern_str(&sort_fl->names, y->name));
+}
+
+uint32_t *rsr_flame_children(const struct rsr_flame *fl, uint32_t node, uint32_t *n)
+{
+    uint32_t k = 0;
+    for (uint32_t c = fl->nodes[node].first_child; c; c = fl->nodes[c].next_sibling)
+        k++;
+    uint32_t *list = rsr_xmalloc((k ? k : 1) * sizeof *list);
+    k = 0;
+    for (uint32_t c = fl->nodes[node].first_child; c; c = fl->nodes[c].next_sibling)
+        list[k++] = c;
+    sort_fl = fl;
+    qsort(list, k, sizeof *list, by_name);
+    *n = k;
+    return list;
+}
+
+/* The path so far, as folded text, grows and shrinks with the walk. */
+struct folded_walk {
+    FILE *f;
+    char *buf;
+    size_t len, cap;
+};
+
+static void put_name(struct folded_walk *w, const char *s)
+{
+    size_t n = strlen(s);
+    if (w->len + n + 2 > w->cap) {
+        w->cap = (w->len + n + 2) * 2;
+        w->buf = rsr_xrealloc(w->buf, w->cap);
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        w->buf[w->len++] = c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+    }
+}
+
+static void fold(struct folded_walk *w, const struct rsr_flame *fl, uint32_t node)
+{
+    const struct rsr_flame_node *nd = &fl->nodes[node];
+    size_t mark = w->len;
+    if (node) {
+        if (w->len)
+            w->buf[w->len++] = ';';
+        put_name(w, rsr_intern_str(&fl->names, nd->name));
+        if (nd->self)
+            fprintf(w->f, "%.*s %" PRIu64 "\n", (int)w->len, w->buf, nd->self);
+    }
+    uint32_t n;
+    uint32_t *kids = rsr_flame_children(fl, node, &n);
+    for (uint32_t i = 0; i < n; i++)
+        fold(w, fl, kids[i]);
+    free(kids);
+    w->len = mark;
+}
+
+int rsr_flame_write_folded(FILE *f, const struct rsr_flame *fl)
+{
+    struct folded_walk w = { .f = f, .cap = 4096 };
+    w.buf = rsr_xmalloc(w.cap);
+    fold(&w, fl, 0);
+    free(w.buf);
+    return fflush(f) == 0 && !ferror(f) ? 0 : -1;
+}
+
+/* ---- reading one trace file ---- */
+
+struct stack_def {
+    uint32_t id, nframes;
+    uint64_t *frames;           /* innermost first */
+};
+
+struct module_rec {
+    struct rsf_module m;
+    uint32_t order;             /* file order, breaks ts ties */
+    int file;                   /* symboliser handle; -2: not asked yet */
+    int have_bias;
+    uint64_t bias;
+};
+
+struct modcache {
+    uint64_t pc, map_ts;
+    struct module_rec *m;       /* NULL: in no module */
+    int used;
+};
+
+/* Samples added up: one per (thread, stack, module map in force). */
+struct agg {
+    uint32_t tid, stack;
+    uint64_t map_ts;            /* latest module record time <= the samples' */
+    uint64_t weight, count;
+    uint8_t kind;               /* enum rsf_sample_kind */
+};
+
+struct proc {
+    const char *file;
+    const struct rsr_flame_opts *opts;
+    int rank, skip;
+    char **strings;
+    uint32_t nstrings;
+    struct stack_def *stacks;   /* sorted by id after the walk */
+    uint32_t nstacks, capstacks;
+    struct module_rec *mods;
+    uint32_t nmods, capmods;
+    uint64_t *mod_ts;           /* sorted times of module records seen so far */
+    uint32_t nmod_ts;
+    struct { uint32_t tid, name; } *threads;
+    uint32_t nthreads, capthreads;
+    struct agg *aggs;           /* open addressing; count 0: empty */
+    uint32_t naggs, capaggs;
+    struct modcache *mcache;    /* (pc, map time) -> module record */
+    uint32_t nmcache, capmcache;
+};
+
+#define GROW(arr, n, cap)                                                   \
+    do {                                                                    \
+        if ((n) == (cap)) {                                                 \
+            (cap) = (cap) ? (cap) * 2 : 64;                                 \
+            (arr) = rsr_xrealloc((arr), (size_t)(cap) * sizeof *(arr));     \
+        }                                                                   \
+    } while (0)
+
+static uint64_t map_time(const struct proc *p, uint64_t ts)
+{
+    uint32_t lo = 0, hi = p->nmod_ts;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (p->mod_ts[mid] <= ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? p->mod_ts[lo - 1] : 0;
+}
+
+static uint32_t agg_slot(const struct proc *p, uint32_t tid, uint32_t stack, uint64_t map_ts,
+                         uint8_t kind)
+{
+    uint64_t h = rsr_hash_u64(((uint64_t)tid << 32 | stack) ^ rsr_hash_u64(map_ts + kind));
+    return (uint32_t)h & (p->capaggs - 1);
+}
+
+static void agg_add(struct proc *p, uint32_t tid, uint32_t stack, uint64_t map_ts, uint8_t kind,
+                    uint64_t w)
+{
+    if ((p->naggs + 1) * 2 > p->capaggs) {
+        struct agg *old = p->aggs;
+        uint32_t nold = p->capaggs;
+        p->capaggs = nold ? nold * 2 : 1024;
+        p->aggs = rsr_xcalloc(p->capaggs, sizeof *p->aggs);
+        for (uint32_t i = 0; i < nold; i++) {
+            if (!old[i].count)
+                continue;
+            uint32_t j = agg_slot(p, old[i].tid, old[i].stack, old[i].map_ts, old[i].kind);
+            while (p->aggs[j].count)
+                j = (j + 1) & (p->capaggs - 1);
+            p->aggs[j] = old[i];
+        }
+        free(old);
+    }
+    uint32_t i = agg_slot(p, tid, stack, map_ts, kind);
+    while (p->aggs[i].count) {
+        struct agg *a = &p->aggs[i];
+        if (a->tid == tid && a->stack == stack && a->map_ts == map_ts && a->kind == kind) {
+            a->weight += w;
+            a->count++;
+            return;
+        }
+        i = (i + 1) & (p->capaggs - 1);
+    }
+    p->aggs[i] = (struct agg){ tid, stack, map_ts, w, 1, kind };
+    p->naggs++;
+}
+
+static int take_chunk(const struct rsf_chunk *c, void *arg)
+{
+    struct proc *p = arg;
+    if (c->meta) {
+        p->rank = c->meta->rank;
+        if (p->opts->rank >= 0 && p->rank != p->opts->rank) {
+            p->skip = 1;
+            return 1;
+        }
+    }
+    if (c->nstrings) {
+        uint32_t last = c->strings_base + c->nstrings;
+        if (last > p->nstrings) {
+            p->strings = rsr_xrealloc(p->strings, last * sizeof *p->strings);
+            memset(p->strings + p->nstrings, 0, (last - p->nstrings) * sizeof *p->strings);
+            p->nstrings = last;
+        }
+        for (uint32_t i = 0; i < c->nstrings; i++)
+            if (!p->strings[c->strings_base + i])
+                p->strings[c->strings_base + i] = rsr_xstrdup(c->strings[i]);
+    }
+    for (uint32_t i = 0; i < c->nthreads; i++) {
+        GROW(p->threads, p->nthreads, p->capthreads);
+        p->threads[p->nthreads].tid = c->threads[i].tid;
+        p->threads[p->nthreads++].name = c->threads[i].name;
+    }
+    for (uint32_t i = 0; i < c->nstacks; i++) {
+        const struct rsf_stack *s = &c->stacks[i];
+        GROW(p->stacks, p->nstacks, p->capstacks);
+        struct stack_def *d = &p->stacks[p->nstacks++];
+        d->id = s->id;
+        d->nframes = s->nframes;
+        d->frames = rsr_xmalloc((s->nframes ? s->nframes : 1) * sizeof *d->frames);
+        for (uint32_t k = 0; k < s->nframes; k++)
+            d->frames[k] = s->frames[k].addr;
+    }
+    for (uint32_t i = 0; i < c->nmodules; i++) {
+        GROW(p->mods, p->nmods, p->capmods);
+        p->mods[p->nmods] = (struct module_rec){ .m = c->modules[i], .order = p->nmods, .file = -2 };
+        p->nmods++;
+        /* keep mod_ts sorted (records come nearly in time order) */
+        p->mod_ts = rsr_xrealloc(p->mod_ts, (p->nmod_ts + 1) * sizeof *p->mod_ts);
+        uint32_t k = p->nmod_ts++;
+        while (k && p->mod_ts[k - 1] > c->modules[i].ts_ns) {
+            p->mod_ts[k] = p->mod_ts[k - 1];
+            k--;
+        }
+        p->mod_ts[k] = c->modules[i].ts_ns;
+    }
+    for (uint32_t i = 0; i < c->nsamples; i++) {
+        const struct rsf_sample *s = &c->samples[i];
+        if (s->kind >= RSF_SAMPLE_NKINDS || (p->opts->kind >= 0 && s->kind != p->opts->kind))
+            continue;
+        agg_add(p, s->tid, s->stack, map_time(p, s->ts_ns), s->kind, s->weight_ns);
+    }
+    return 0;
+}
+
+static void proc_free(struct proc *p)
+{
+    for (uint32_t i = 0; i < p->nstrings; i++)
+        free(p->strings[i]);
+    free(p->strings);
+    for (uint32_t i = 0; i < p->nstacks; i++)
+        free(p->stacks[i].frames);
+    free(p->stacks);
+    free(p->mods);
+    free(p->mod_ts);
+    free(p->threads);
+    free(p->aggs);
+    free(p->mcache);
+}
+
+static const char *str_of(const struct proc *p, uint32_t id)
+{
+    return id && id < p->nstrings ? p->strings[id] : NULL;
+}
+
+static int by_stack_id(const void *a, const void *b)
+{
+    const struct stack_def *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static const struct stack_def *find_stack(const struct proc *p, uint32_t id)
+{
+    struct stack_def key = { .id = id };
+    return bsearch(&key, p->stacks, p->nstacks, sizeof key, by_stack_id);
+}
+
+/* The module record in force for pc under map_ts: the latest (by time, then
+ * file order) one with ts <= map_ts covering pc; else the earliest covering. */
+static struct module_rec *scan_modules(struct proc *p, uint64_t pc, uint64_t map_ts)
+{
+    struct module_rec *best = NULL, *first = NULL;
+    for (uint32_t i = 0; i < p->nmods; i++) {
+        struct module_rec *m = &p->mods[i];
+        if (pc < m->m.start || pc >= m->m.end)
+            continue;
+        if (m->m.ts_ns <= map_ts && (!best || m->m.ts_ns >= best->m.ts_ns))
+            best = m;
+        if (!first || m->m.ts_ns < first->m.ts_ns)
+            first = m;
+    }
+    return best ? best : first;
+}
+
+static uint32_t mcache_slot(const struct proc *p, uint64_t pc, uint64_t map_ts)
+{
+    return (uint32_t)rsr_hash_u64(pc ^ rsr_hash_u64(map_ts)) & (p->capmcache - 1);
+}
+
+/* scan_modules, cached: stacks share most of their addresses. */
+static struct module_rec *find_module(struct proc *p, uint64_t pc, uint64_t map_ts)
+{
+    if ((p->nmcache + 1) * 2 > p->capmcache) {
+        struct modcache *old = p->mcache;
+        uint32_t nold = p->capmcache;
+        p->capmcache = nold ? nold * 2 : 1024;
+        p->mcache = rsr_xcalloc(p->capmcache, sizeof *p->mcache);
+        for (uint32_t i = 0; i < nold; i++) {
+            if (!old[i].used)
+                continue;
+            uint32_t j = mcache_slot(p, old[i].pc, old[i].map_ts);
+            while (p->mcache[j].used)
+                j = (j + 1) & (p->capmcache - 1);
+            p->mcache[j] = old[i];
+        }
+        free(old);
+    }
+    uint32_t i = mcache_slot(p, pc, map_ts);
+    while (p->mcache[i].used) {
+        if (p->mcache[i].pc == pc && p->mcache[i].map_ts == map_ts)
+            return p->mcache[i].m;
+        i = (i + 1) & (p->capmcache - 1);
+    }
+    p->mcache[i] = (struct modcache){ pc, map_ts, scan_modules(p, pc, map_ts), 1 };
+    p->nmcache++;
+    return p->mcache[i].m;
+}
+
+static const char *basename_of(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s && s[1] ? s + 1 : path;
+}
+
+/* Per-load state: the symboliser and a cache of module lookups. */
+struct loader {
+    struct rsr_flame *fl;                       /* the one being filled */
+    struct rsr_flame *const *fls;               /* per kind; NULL: not wanted */
+    const struct rsr_flame_opts *opts;
+    struct rsr_sym *sym;
+    uint32_t *frames;
+    uint32_t nframes, capframes;
+};
+
+static void push(struct loader *L, uint32_t id)
+{
+    GROW(L->frames, L->nframes, L->capframes);
+    L->frames[L->nframes++] = id;
+}
+
+static void push_native(struct loader *L, struct proc *p, uint64_t pc, int exact, uint64_t map_ts)
+{
+    struct rsr_flame *fl = L->fl;
+    char buf[1024];
+    struct module_rec *m = find_module(p, pc, map_ts);
+    if (!m) {
+        push(L, rsr_flame_frame(fl, "[unknown]", RSR_FRAME_UNKNOWN, ""));
+        return;
+    }
+    const char *path = str_of(p, m->m.path);
+    if (!path)
+        path = "(unnamed)";
+    const char *base = basename_of(path);
+    if (m->file == -2) {
+        const char *bid = str_of(p, m->m.build_id);
+        m->file = path[0] == '/' ? rsr_sym_file(L->sym, path, bid) : -1;
+        m->have_bias = m->file >= 0 &&
+                       rsr_sym_bias(L->sym, m->file, m->m.start, m->m.file_off, &m->bias) == 0;
+    }
+    if (!m->have_bias) {
+        /* nothing but the file offset is known */
+        snprintf(buf, sizeof buf, "[%s+0x%" PRIx64 "]", base, pc - m->m.start + m->m.file_off);
+        push(L, rsr_flame_frame(fl, buf, RSR_FRAME_UNKNOWN, base));
+        return;
+    }
+    uint64_t addr = pc - m->bias;
+    const struct rsr_sym_result *r = rsr_sym_lookup(L->sym, m->file, exact ? addr : addr - 1);
+    if (!r->known) {
+        snprintf(buf, sizeof buf, "[%s+0x%" PRIx64 "]", base, addr);
+        push(L, rsr_flame_frame(fl, buf, RSR_FRAME_UNKNOWN, base));
+        return;
+    }
+    for (uint32_t i = 0; i < r->nlevels; i++) {
+        const struct rsr_sym_level *lv = &r->levels[i];
+        const char *name = lv->func;
+        if (L->opts->lines && lv->file) {
+            snprintf(buf, sizeof buf, "%s (%s:%d)", lv->func, basename_of(lv->file), lv->line);
+            name = buf;
+        }
+        push(L, rsr_flame_frame(fl, name, i ? RSR_FRAME_INLINE : RSR_FRAME_NATIVE, base));
+    }
+}
+
+static const char *thread_name(const struct proc *p, uint32_t tid, char *buf, size_t cap)
+{
+    const char *name = NULL;
+    for (uint32_t i = 0; i < p->nthreads; i++)
+        if (p->threads[i].tid == tid && str_of(p, p->threads[i].name))
+            name = str_of(p, p->threads[i].name);
+    if (name)
+        snprintf(buf, cap, "[thread %s]", name);
+    else
+        snprintf(buf, cap, "[thread %u]", tid);
+    return buf;
+}
+
+static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples)
+{
+    int seen[RSF_SAMPLE_NKINDS] = { 0 };
+    qsort(p->stacks, p->nstacks, sizeof *p->stacks, by_stack_id);
+    for (uint32_t i = 0; i < p->capaggs; i++) {
+        struct agg *a = &p->aggs[i];
+        if (!a->count || !L->fls[a->kind])
+            continue;
+        L->fl = L->fls[a->kind];
+        if (!seen[a->kind]++)
+            L->fl->nprocs++;
+        L->nframes = 0;
+        if (L->opts->threads) {
+            char buf[300];
+            push(L, rsr_flame_frame(L->fl, thread_name(p, a->tid, buf, sizeof buf), RSR_FRAME_THREAD,
+                                    ""));
+        }
+        const struct stack_def *s = find_stack(p, a->stack);
+        if (!s || !s->nframes) {
+            push(L, rsr_flame_frame(L->fl, "[no stack]", RSR_FRAME_UNKNOWN, ""));
+        } else {
+            for (uint32_t k = s->nframes; k-- > 0;) {
+                uint64_t addr = s->frames[k];
+                if (addr & RSF_FRAME_PYTHON) {
+                    const char *name = str_of(p, (uint32_t)addr);
+                    push(L, rsr_flame_frame(L->fl, name ? name : "[python ?]", RSR_FRAME_PYTHON,
+                                            "python"));
+                } else {
+                    push_native(L, p, addr, k == 0, a->map_ts);
+                }
+            }
+        }
+        rsr_flame_add(L->fl, L->frames, L->nframes, a->weight, a->count);
+        nsamples[a->kind] += a->count;
+    }
+}
+
+/* Fills fls[kind] (where not NULL) from the files: the symboliser is shared
+ * by the kinds, so each address is looked up once. opts->kind -1: all. */
+static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
+                       const struct rsr_flame_opts *opts, uint64_t *nsamples)
+{
+    struct loader L = { .fls = fls, .opts = opts };
+    L.sym = rsr_sym_new(opts->quiet);
+    if (!L.sym) {
+        fputs("ringside: out of memory\n", stderr);
+        exit(1);
+    }
+    for (int i = 0; i < nfiles; i++) {
+        struct proc p = { .file = files[i], .opts = opts, .rank = -1 };
+        struct rsr_walk walk;
+        if (rsr_walk_file(files[i], take_chunk, &p, &walk) != 0) {
+            fprintf(stderr, "ringside: %s: %s\n", files[i], strerror(errno));
+        } else {
+            if (!opts->quiet)
+                for (uint32_t k = 0; k < walk.nproblems && k < RSR_MAX_PROBLEMS; k++)
+                    rsr_problem_print(stderr, files[i], &walk.problems[k]);
+            if (!p.skip && p.naggs)
+                add_proc(&L, &p, nsamples);
+        }
+        proc_free(&p);
+    }
+    free(L.frames);
+    rsr_sym_free(L.sym);
+}
+
+uint64_t rsr_flame_load(struct rsr_flame *fl, char **files, int nfiles,
+                        const struct rsr_flame_opts *opts)
+{
+    struct rsr_flame *fls[RSF_SAMPLE_NKINDS] = { NULL };
+    uint64_t nsamples[RSF_SAMPLE_NKINDS] = { 0 };
+    struct rsr_flame_opts o = *opts;
+    if (fl->kind < 0 || fl->kind >= RSF_SAMPLE_NKINDS)
+        return 0;
+    fls[fl->kind] = fl;
+    o.kind = fl->kind;
+    load_kinds(fls, files, nfiles, &o, nsamples);
+    return nsamples[fl->kind];
+}
+
+int rsr_flame_write_all(char **files, int nfiles, const char *out_dir, int quiet)
+{
+    struct rsr_flame fl[RSF_SAMPLE_NKINDS], *fls[RSF_SAMPLE_NKINDS];
+    uint64_t nsamples[RSF_SAMPLE_NKINDS] = { 0 };
+    struct rsr_flame_opts o = { .kind = -1, .rank = -1, .quiet = quiet };
+    for (int k = 0; k < RSF_SAMPLE_NKINDS; k++) {
+        rsr_flame_init(&fl[k], k);
+        fls[k] = &fl[k];
+    }
+    load_kinds(fls, files, nfiles, &o, nsamples);
+    int written = 0;
+    for (int k = 0; k < RSF_SAMPLE_NKINDS && written >= 0; k++) {
+        if (!nsamples[k])
+            continue;
+        size_t n = strlen(out_dir) + 32;
+        char *path = rsr_xmalloc(n);
+        snprintf(path, n, "%s/flame-%s.svg", out_dir, rsf_sample_kind_name((unsigned)k));
+        FILE *f = fopen(path, "w");
+        int err = !f || rsr_flame_write_svg(f, &fl[k], NULL) != 0;
+        if (f && fclose(f) != 0)
+            err = 1;
+        if (err) {
+            fprintf(stderr, "ringside: %s: %s\n", path, strerror(errno ? errno : EIO));
+            written = -1;
+        } else {
+            written++;
+        }
+        free(path);
+    }
+    for (int k = 0; k < RSF_SAMPLE_NKINDS; k++)
+        rsr_flame_free(&fl[k]);
+    return written;
+}

@@ -1,0 +1,91 @@
+/* Flame graphs: the Sample, Stack and Module records of trace files become a
+ * call tree (stacks symbolised, root first, weights in ns), written as folded
+ * text ("root;...;leaf weight", what flamegraph.pl and speedscope read) or as
+ * an interactive SVG (flame_svg.c). Used by `ringside flame` and `report`. */
+#ifndef RSR_FLAME_H
+#define RSR_FLAME_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "reporter/intern.h"
+
+/* What a frame is, for colours and hover text. */
+enum rsr_frame_class {
+    RSR_FRAME_NATIVE,     /* a function found in an ELF file */
+    RSR_FRAME_INLINE,     /* a function inlined into its caller */
+    RSR_FRAME_PYTHON,     /* "file.py:qualname" */
+    RSR_FRAME_UNKNOWN,    /* "[module+0xoff]" or [unknown] */
+    RSR_FRAME_THREAD      /* a thread's name as a root frame (--threads) */
+};
+
+/* A node of the call tree; node 0 is the root, which has no frame. */
+struct rsr_flame_node {
+    uint32_t name;        /* frame name id in rsr_flame.names */
+    uint32_t parent;
+    uint32_t first_child, next_sibling; /* 0: none (the root is nobody's child) */
+    uint64_t total;       /* weight of the samples under and at this frame */
+    uint64_t self;        /* weight of the samples whose leaf this frame is */
+    uint64_t count;       /* samples under and at this frame */
+};
+
+struct rsr_flame {
+    int kind;                     /* enum rsf_sample_kind */
+    struct rsr_intern names;      /* frame names */
+    uint8_t *name_class;          /* per name id: enum rsr_frame_class */
+    uint32_t *name_module;        /* per name id: id in modules (colours) */
+    uint32_t ncap;
+    struct rsr_intern modules;    /* module basenames; "python" for Python frames */
+    struct rsr_flame_node *nodes;
+    uint32_t nnodes, capnodes;
+    uint32_t *slots;              /* (parent, name) -> node, open addressing */
+    uint32_t nslots;
+    uint32_t nprocs;              /* processes that contributed samples */
+};
+
+/* Options of the loader. */
+struct rsr_flame_opts {
+    int kind;       /* enum rsf_sample_kind */
+    int rank;       /* only processes of this rank; -1 all */
+    int threads;    /* thread names as root frames */
+    int lines;      /* "func (file.c:line)" instead of "func" */
+    int quiet;      /* no notices on stderr */
+};
+
+/* An empty tree for samples of kind. Free with rsr_flame_free. */
+void rsr_flame_init(struct rsr_flame *fl, int kind);
+void rsr_flame_free(struct rsr_flame *fl);
+
+/* The id of a frame name, declaring its class and module (the first
+ * declaration of a name wins). */
+uint32_t rsr_flame_frame(struct rsr_flame *fl, const char *name, enum rsr_frame_class cls,
+                         const char *module);
+
+/* Adds one stack (frame ids, root first, n >= 1) with its weight and the
+ * number of samples it stands for. */
+void rsr_flame_add(struct rsr_flame *fl, const uint32_t *frames, uint32_t n, uint64_t weight,
+                   uint64_t count);
+
+/* Loads the samples of opts->kind from the trace files and symbolises their
+ * stacks into fl (initialised by the caller with that kind). Files that
+ * cannot be read are named on stderr and skipped. Returns the number of
+ * samples added. */
+uint64_t rsr_flame_load(struct rsr_flame *fl, char **files, int nfiles,
+                        const struct rsr_flame_opts *opts);
+
+/* Writes the tree as folded lines, "root;...;leaf weight_ns", one per leaf
+ * path with self weight, sorted by frame names. ';' in a name becomes ':'
+ * and control characters '?', so that every line parses. Returns 0, or -1
+ * on a write error. */
+int rsr_flame_write_folded(FILE *f, const struct rsr_flame *fl);
+
+/* The children of node in the order the outputs use (by name); *n gets the
+ * count. The array is malloc'd: the caller frees it. */
+uint32_t *rsr_flame_children(const struct rsr_flame *fl, uint32_t node, uint32_t *n);
+
+/* Writes flame-<kind>.svg into out_dir for each kind of sample the files
+ * hold (all ranks). Returns the number of files written, or -1 on error
+ * (said on stderr). */
+int rsr_flame_write_all(char **files, int nfiles, const char *out_dir, int quiet);
+
+#endif

@@ -1,0 +1,348 @@
+/* SVG flame graphs (see flame_svg.h): the call tree laid out root at the
+ * bottom, one <g> per frame holding its weight range (data-x, data-w, in ns)
+ * and a <title> with the name and figures; a fixed script (no data in it)
+ * reads those back to zoom, search and show details. */
+#include "reporter/flame_svg.h"
+#include "formats/trace.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    WIDTH = 1200,       /* px */
+    PAD = 10,
+    FRAME_H = 16,
+    FONT = 12,
+    TOP = 64,           /* title, subtitle and buttons */
+    BOTTOM = 28,        /* details line */
+    SMALL_DIV = 5000    /* frames under total/SMALL_DIV are merged */
+};
+
+void rsr_xml_escape(FILE *f, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p;
+        if (c < 0x80) {
+            switch (c) {
+            case '&': fputs("&amp;", f); break;
+            case '<': fputs("&lt;", f); break;
+            case '>': fputs("&gt;", f); break;
+            case '"': fputs("&quot;", f); break;
+            case '\'': fputs("&#39;", f); break;
+            default: fputc(c < 0x20 || c == 0x7f ? '?' : (int)c, f);
+            }
+            p++;
+            continue;
+        }
+        /* a whole, shortest-form UTF-8 sequence of an XML character, else U+FFFD */
+        int len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c <= 0xdf ? 2 : 0;
+        uint32_t cp = len == 4 ? c & 7 : len == 3 ? c & 15 : c & 31;
+        int ok = len > 0;
+        for (int i = 1; ok && i < len; i++) {
+            if ((p[i] & 0xc0) != 0x80)
+                ok = 0;
+            else
+                cp = cp << 6 | (p[i] & 0x3f);
+        }
+        if (ok && ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+                   (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff))
+            ok = 0;
+        if (ok) {
+            fwrite(p, 1, (size_t)len, f);
+            p += len;
+        } else {
+            fputs("\xef\xbf\xbd", f);
+            p++;
+        }
+    }
+}
+
+void rsr_format_ns(char *buf, size_t cap, double ns)
+{
+    if (ns >= 1e9)
+        snprintf(buf, cap, "%.3g s", ns / 1e9);
+    else if (ns >= 1e6)
+        snprintf(buf, cap, "%.3g ms", ns / 1e6);
+    else if (ns >= 1e3)
+        snprintf(buf, cap, "%.3g us", ns / 1e3);
+    else
+        snprintf(buf, cap, "%.0f ns", ns);
+}
+
+static void hsl_rgb(double h, double s, double l, int rgb[3])
+{
+    double c = (1 - fabs(2 * l - 1)) * s, hp = fmod(h, 360) / 60;
+    double x = c * (1 - fabs(fmod(hp, 2) - 1)), m = l - c / 2;
+    double r = 0, g = 0, b = 0;
+    if (hp < 1) { r = c; g = x; }
+    else if (hp < 2) { r = x; g = c; }
+    else if (hp < 3) { g = c; b = x; }
+    else if (hp < 4) { g = x; b = c; }
+    else if (hp < 5) { r = x; b = c; }
+    else { r = c; b = x; }
+    rgb[0] = (int)lround((r + m) * 255);
+    rgb[1] = (int)lround((g + m) * 255);
+    rgb[2] = (int)lround((b + m) * 255);
+}
+
+/* Colour: the hue range by kind of flame graph and class of frame, the hue
+ * within it by module, the lightness by name, so neighbours differ. */
+static void frame_colour(const struct rsr_flame *fl, uint32_t name, int merged, int rgb[3])
+{
+    if (merged) {
+        hsl_rgb(0, 0, 0.78, rgb);
+        return;
+    }
+    const char *n = rsr_intern_str(&fl->names, name);
+    const char *mod = rsr_intern_str(&fl->modules, fl->name_module[name]);
+    uint64_t hm = rsr_hash_bytes(mod, strlen(mod), 7), hn = rsr_hash_bytes(n, strlen(n), 11);
+    double base, span;
+    switch (fl->name_class[name]) {
+    case RSR_FRAME_PYTHON: base = 95; span = 45; break;
+    case RSR_FRAME_INLINE: base = 170; span = 20; break;
+    case RSR_FRAME_UNKNOWN: hsl_rgb(0, 0, 0.62 + (double)(hn % 100) / 1000, rgb); return;
+    case RSR_FRAME_THREAD: base = 260; span = 20; break;
+    default:
+        if (fl->kind == RSF_SAMPLE_WAIT) { base = 195; span = 45; }
+        else if (fl->kind == RSF_SAMPLE_GPU) { base = 280; span = 40; }
+        else { base = 0; span = 55; }
+    }
+    double h = base + span * (double)(hm % 1000) / 1000;
+    double l = 0.50 + 0.15 * (double)(hn % 1000) / 1000;
+    hsl_rgb(h, 0.75, l, rgb);
+}
+
+struct svg_state {
+    FILE *f;
+    const struct rsr_flame *fl;
+    uint64_t total, small;
+    double scale;        /* px per ns */
+    int maxdepth;
+    const char *unit;    /* "CPU time", "blocked", "GPU time" */
+};
+
+static int depth_of(const struct rsr_flame *fl, uint32_t node, uint64_t small)
+{
+    int d = 0;
+    uint64_t merged = 0;
+    for (uint32_t c = fl->nodes[node].first_child; c; c = fl->nodes[c].next_sibling) {
+        if (fl->nodes[c].total < small) {
+            merged += fl->nodes[c].total;
+            continue;
+        }
+        int k = depth_of(fl, c, small) + 1;
+        if (k > d)
+            d = k;
+    }
+    return merged >= small && d < 1 ? 1 : d;
+}
+
+static void put_frame(struct svg_state *st, const char *name, uint64_t x, uint64_t w, uint64_t count,
+                      int depth, const int rgb[3])
+{
+    FILE *f = st->f;
+    char t[32];
+    rsr_format_ns(t, sizeof t, (double)w);
+    double px = PAD + (double)x * st->scale, pw = (double)w * st->scale;
+    double y = TOP + (double)(st->maxdepth - depth) * FRAME_H;
+    fprintf(f, "<g class=\"f\" data-x=\"%" PRIu64 "\" data-w=\"%" PRIu64 "\" data-d=\"%d\"><title>",
+            x, w, depth);
+    rsr_xml_escape(f, name);
+    fprintf(f, "\n%s %s (%.2f%%), %" PRIu64 " sample%s</title>", t, st->unit,
+            st->total ? 100.0 * (double)w / (double)st->total : 0.0, count, count == 1 ? "" : "s");
+    fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"rgb(%d,%d,%d)\" "
+            "rx=\"2\"/>", px, y, pw > 0.1 ? pw - 0.1 : pw, FRAME_H - 1, rgb[0], rgb[1], rgb[2]);
+    /* a label that fits, as the script would cut it */
+    int fit = (int)((pw - 6) / (FONT * 0.59));
+    size_t len = strlen(name);
+    fprintf(f, "<text x=\"%.2f\" y=\"%.1f\">", px + 3, y + FRAME_H - 4.5);
+    if (fit >= 3) {
+        if ((size_t)fit >= len) {
+            rsr_xml_escape(f, name);
+        } else {
+            /* cut at a character boundary */
+            size_t cut = (size_t)fit - 2;
+            while (cut > 0 && ((unsigned char)name[cut] & 0xc0) == 0x80)
+                cut--;
+            char *s = malloc(cut + 3);
+            if (s) {
+                memcpy(s, name, cut);
+                memcpy(s + cut, "..", 3);
+                rsr_xml_escape(f, s);
+                free(s);
+            }
+        }
+    }
+    fputs("</text></g>\n", f);
+}
+
+static void put_tree(struct svg_state *st, uint32_t node, uint64_t x, int depth)
+{
+    const struct rsr_flame *fl = st->fl;
+    const struct rsr_flame_node *nd = &fl->nodes[node];
+    int rgb[3];
+    if (node == 0) {
+        hsl_rgb(0, 0, 0.85, rgb);
+        put_frame(st, "all", x, nd->total, nd->count, depth, rgb);
+    } else {
+        frame_colour(fl, nd->name, 0, rgb);
+        put_frame(st, rsr_intern_str(&fl->names, nd->name), x, nd->total, nd->count, depth, rgb);
+    }
+    uint32_t n;
+    uint32_t *kids = rsr_flame_children(fl, node, &n);
+    uint64_t cx = x, small_w = 0, small_count = 0;
+    uint32_t nsmall = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct rsr_flame_node *c = &fl->nodes[kids[i]];
+        if (c->total < st->small) {
+            small_w += c->total;
+            small_count += c->count;
+            nsmall++;
+            continue;
+        }
+        put_tree(st, kids[i], cx, depth + 1);
+        cx += c->total;
+    }
+    if (nsmall && small_w >= st->small) {
+        char name[64];
+        snprintf(name, sizeof name, "[%u small frames]", nsmall);
+        frame_colour(fl, 0, 1, rgb);
+        put_frame(st, name, cx, small_w, small_count, depth + 1, rgb);
+    }
+    free(kids);
+}
+
+/* The script: it only reads the document, so nothing in it comes from a trace. */
+static const char script[] =
+    "<script type=\"text/ecmascript\"><![CDATA[\n"
+    "'use strict';\n"
+    "var W = %d, PAD = %d, FONT = %d, total = 0, zx = 0, zw = 0, frames = [], details, matched,\n"
+    "    resetBtn, searchBtn, searching = null;\n"
+    "function nameOf(g) { return g.querySelector('title').textContent.split('\\n')[0]; }\n"
+    "function init() {\n"
+    "  details = document.getElementById('details'); matched = document.getElementById('matched');\n"
+    "  resetBtn = document.getElementById('reset'); searchBtn = document.getElementById('search');\n"
+    "  var gs = document.querySelectorAll('g.f');\n"
+    "  for (var i = 0; i < gs.length; i++) {\n"
+    "    var g = gs[i];\n"
+    "    var fr = { g: g, x: +g.getAttribute('data-x'), w: +g.getAttribute('data-w'),\n"
+    "               d: +g.getAttribute('data-d'), name: nameOf(g), rect: g.querySelector('rect'),\n"
+    "               text: g.querySelector('text') };\n"
+    "    fr.fill = fr.rect.getAttribute('fill');\n"
+    "    frames.push(fr);\n"
+    "    if (fr.d === 0) total = fr.w;\n"
+    "    g.addEventListener('click', zoomTo.bind(null, fr));\n"
+    "    g.addEventListener('mouseover', function (e) {\n"
+    "      details.textContent = this.querySelector('title').textContent.replace('\\n', ': ');\n"
+    "    });\n"
+    "    g.addEventListener('mouseout', function () { details.textContent = ' '; });\n"
+    "  }\n"
+    "  zx = 0; zw = total;\n"
+    "  resetBtn.addEventListener('click', function () { zoomTo(null); });\n"
+    "  searchBtn.addEventListener('click', function () { searching ? clearSearch() : askSearch(); });\n"
+    "  document.addEventListener('keydown', function (e) {\n"
+    "    if ((e.ctrlKey || e.metaKey) && e.key === 'f') { e.preventDefault(); askSearch(); }\n"
+    "    else if (e.key === 'Escape') { zoomTo(null); clearSearch(); }\n"
+    "  });\n"
+    "}\n"
+    "function label(fr, px) {\n"
+    "  var fit = Math.floor((px - 6) / (FONT * 0.59));\n"
+    "  if (fit < 3) return '';\n"
+    "  return fr.name.length <= fit ? fr.name : fr.name.substring(0, fit - 2) + '..';\n"
+    "}\n"
+    "function zoomTo(target) {\n"
+    "  var d0 = 0;\n"
+    "  if (target) { zx = target.x; zw = target.w; d0 = target.d; } else { zx = 0; zw = total; }\n"
+    "  var scale = (W - 2 * PAD) / (zw || 1);\n"
+    "  for (var i = 0; i < frames.length; i++) {\n"
+    "    var fr = frames[i], inside = fr.x >= zx && fr.x + fr.w <= zx + zw && fr.d >= d0,\n"
+    "        above = fr.d < d0 && fr.x <= zx && fr.x + fr.w >= zx + zw;\n"
+    "    if (!inside && !above) { fr.g.style.display = 'none'; continue; }\n"
+    "    fr.g.style.display = '';\n"
+    "    var x = above ? PAD : PAD + (fr.x - zx) * scale, w = above ? W - 2 * PAD : fr.w * scale;\n"
+    "    fr.rect.setAttribute('x', x.toFixed(2)); fr.rect.setAttribute('width', Math.max(w - 0.1, 0).toFixed(2));\n"
+    "    fr.text.setAttribute('x', (x + 3).toFixed(2)); fr.text.textContent = label(fr, w);\n"
+    "    fr.g.style.opacity = above ? '0.6' : '';\n"
+    "  }\n"
+    "  resetBtn.style.opacity = target ? '1' : '0.3';\n"
+    "}\n"
+    "function askSearch() {\n"
+    "  var term = window.prompt('Search frames (regular expression, or text)', searching || '');\n"
+    "  if (term) doSearch(term);\n"
+    "}\n"
+    "function doSearch(term) {\n"
+    "  var re = null;\n"
+    "  try { re = new RegExp(term); } catch (e) { re = null; }\n"
+    "  var spans = [];\n"
+    "  for (var i = 0; i < frames.length; i++) {\n"
+    "    var fr = frames[i];\n"
+    "    var hit = fr.d > 0 && (re ? re.test(fr.name) : fr.name.indexOf(term) >= 0);\n"
+    "    fr.rect.setAttribute('fill', hit ? 'rgb(230,0,230)' : fr.fill);\n"
+    "    if (hit) spans.push([fr.x, fr.x + fr.w]);\n"
+    "  }\n"
+    "  spans.sort(function (a, b) { return a[0] - b[0]; });\n"
+    "  var sum = 0, end = -1;\n"
+    "  for (var k = 0; k < spans.length; k++) {\n"
+    "    var s = Math.max(spans[k][0], end);\n"
+    "    if (spans[k][1] > s) { sum += spans[k][1] - s; end = spans[k][1]; }\n"
+    "  }\n"
+    "  searching = term;\n"
+    "  searchBtn.textContent = 'Clear search';\n"
+    "  matched.textContent = 'Matched: ' + (total ? (100 * sum / total).toFixed(1) : '0') + '%%';\n"
+    "}\n"
+    "function clearSearch() {\n"
+    "  for (var i = 0; i < frames.length; i++) frames[i].rect.setAttribute('fill', frames[i].fill);\n"
+    "  searching = null; searchBtn.textContent = 'Search'; matched.textContent = ' ';\n"
+    "}\n"
+    "window.addEventListener('load', init);\n"
+    "]]></script>\n";
+
+int rsr_flame_write_svg(FILE *f, const struct rsr_flame *fl, const char *title)
+{
+    static const char *const titles[] = { "CPU flame graph", "Wait flame graph (time blocked)",
+                                          "GPU flame graph (GPU time by launch site)" };
+    static const char *const units[] = { "CPU time", "blocked", "GPU time" };
+    int k = fl->kind >= 0 && fl->kind < 3 ? fl->kind : 0;
+    struct svg_state st = { .f = f, .fl = fl, .unit = units[k] };
+    st.total = fl->nodes[0].total;
+    st.small = st.total / SMALL_DIV;
+    if (st.small == 0)
+        st.small = 1;
+    st.scale = st.total ? (double)(WIDTH - 2 * PAD) / (double)st.total : 0;
+    st.maxdepth = depth_of(fl, 0, st.small);
+    int height = TOP + (st.maxdepth + 1) * FRAME_H + BOTTOM;
+    char t[32];
+    rsr_format_ns(t, sizeof t, (double)st.total);
+
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+            "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+            "xmlns=\"http://www.w3.org/2000/svg\">\n", WIDTH, height, WIDTH, height);
+    fprintf(f, "<style>\n"
+            "text { font-family: Verdana, sans-serif; font-size: %dpx; fill: #000; }\n"
+            "g.f text { pointer-events: none; }\n"
+            "g.f:hover rect { stroke: #000; stroke-width: 0.5; cursor: pointer; }\n"
+            ".btn { cursor: pointer; fill: #335; }\n"
+            ".title { font-size: 17px; }\n"
+            "</style>\n", FONT);
+    fprintf(f, script, WIDTH, PAD, FONT);
+    fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f8f8f4\"/>\n", WIDTH, height);
+    fprintf(f, "<text class=\"title\" x=\"%d\" y=\"22\" text-anchor=\"middle\">", WIDTH / 2);
+    rsr_xml_escape(f, title ? title : titles[k]);
+    fprintf(f, "</text>\n<text x=\"%d\" y=\"40\" text-anchor=\"middle\">%s %s, %" PRIu64
+            " samples, %u process%s; click a frame to zoom</text>\n",
+            WIDTH / 2, t, units[k], fl->nodes[0].count, fl->nprocs, fl->nprocs == 1 ? "" : "es");
+    fprintf(f, "<text id=\"reset\" class=\"btn\" x=\"%d\" y=\"56\" style=\"opacity:0.3\">Reset zoom</text>\n",
+            PAD);
+    fprintf(f, "<text id=\"search\" class=\"btn\" x=\"%d\" y=\"56\" text-anchor=\"end\">Search</text>\n",
+            WIDTH - PAD);
+    fprintf(f, "<text id=\"matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\"> </text>\n", WIDTH - PAD,
+            height - 10);
+    fprintf(f, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", PAD, height - 10);
+    if (st.total)
+        put_tree(&st, 0, 0, 0);
+    fputs("</svg>\n", f);
+    return fflush(f) == 0 && !ferror(f) ? 0 : -1;
+}

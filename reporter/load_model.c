@@ -1,0 +1,386 @@
+/* Ringside trace chunks into an rsr_model (see load_model.h). Each GpuEvent
+ * becomes a launch (the host call) and, when it was timed, an op; each
+ * CollEvent an rsr_coll, linked at the end to the communication kernel that
+ * ran it, matched by stream and GPU start. */
+#include "reporter/load_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    uint32_t size;
+} dtypes[] = {
+    { "int8", 1 },    { "uint8", 1 },    { "int32", 4 },   { "uint32", 4 },
+    { "int64", 8 },   { "uint64", 8 },   { "float16", 2 }, { "float32", 4 },
+    { "float64", 8 }, { "bfloat16", 2 }, { "float8e4m3", 1 }, { "float8e5m2", 1 },
+};
+
+uint32_t rsr_nccl_dtype_size(unsigned d)
+{
+    return d < sizeof dtypes / sizeof dtypes[0] ? dtypes[d].size : 0;
+}
+
+const char *rsr_nccl_dtype_name(unsigned d)
+{
+    return d < sizeof dtypes / sizeof dtypes[0] ? dtypes[d].name : "unknown";
+}
+
+void rsr_model_loader_init(struct rsr_model_loader *L, struct rsr_model *m)
+{
+    memset(L, 0, sizeof *L);
+    L->m = m;
+}
+
+static int grow_u32(uint32_t **arr, uint32_t *n, uint32_t need)
+{
+    if (need <= *n)
+        return 0;
+    uint32_t c = *n ? *n : 256;
+    while (c < need)
+        c *= 2;
+    uint32_t *p = realloc(*arr, (size_t)c * sizeof *p);
+    if (!p)
+        return -1;
+    memset(p + *n, 0, (size_t)(c - *n) * sizeof *p);
+    *arr = p;
+    *n = c;
+    return 0;
+}
+
+/* The model's id for file string id sid (0 when unknown or out of memory). */
+static uint32_t str_id(struct rsr_model_loader *L, uint32_t sid, char *const *strings, uint32_t nstrings)
+{
+    if (!sid || sid >= nstrings || !strings[sid])
+        return 0;
+    if (sid < L->nsmap && L->smap[sid])
+        return L->smap[sid] - 1;
+    if (grow_u32(&L->smap, &L->nsmap, sid + 1) != 0)
+        return 0;
+    uint32_t id = 0;
+    if (rsr_model_intern(L->m, strings[sid], strlen(strings[sid]), &id) != 0)
+        return 0;
+    L->smap[sid] = id + 1;
+    return id;
+}
+
+static uint32_t intern(struct rsr_model *m, const char *s)
+{
+    uint32_t id = 0;
+    rsr_model_intern(m, s, strlen(s), &id);
+    return id;
+}
+
+/* Streams are ids (cuStreamGetId) or handles; the model keeps an int32. */
+static int32_t stream_id(uint64_t s)
+{
+    if (s < 0x80000000u)
+        return (int32_t)s;
+    return (int32_t)((s ^ (s >> 32)) & 0x7fffffff);
+}
+
+static void see_time(struct rsr_model *m, int64_t start, int64_t end)
+{
+    if (!start)
+        return;
+    if (!m->wall_start_ns || start < m->wall_start_ns)
+        m->wall_start_ns = start;
+    if (end > m->wall_end_ns)
+        m->wall_end_ns = end;
+}
+
+static const char *launch_name(unsigned kind)
+{
+    switch (kind) {
+    case RSF_GPU_KERNEL: return "cuLaunchKernel";
+    case RSF_GPU_MEMCPY: return "cuMemcpyAsync";
+    case RSF_GPU_MEMSET: return "cuMemsetAsync";
+    case RSF_GPU_GRAPH: return "cuGraphLaunch";
+    default: return "launch";
+    }
+}
+
+static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, char *const *strings,
+                    uint32_t nstrings)
+{
+    struct rsr_model *m = L->m;
+    uint64_t corr = ++L->next_corr;
+    struct rsr_launch *l = rsr_model_add_launch(m);
+    if (!l)
+        return -1;
+    l->start_ns = (int64_t)e->launch_ns;
+    l->end_ns = (int64_t)e->launch_ns + e->call_ns;
+    l->correlation = corr;
+    l->name = intern(m, launch_name(e->kind));
+    l->tid = e->tid;
+    see_time(m, l->start_ns, l->end_ns);
+    if (!e->gpu_start_ns || e->gpu_end_ns < e->gpu_start_ns)
+        return 0; /* not timed */
+    struct rsr_gpu_op *op = rsr_model_add_op(m);
+    if (!op)
+        return -1;
+    op->start_ns = (int64_t)e->gpu_start_ns;
+    op->end_ns = (int64_t)e->gpu_end_ns;
+    op->correlation = corr;
+    op->bytes = e->bytes;
+    op->name = str_id(L, e->name, strings, nstrings);
+    op->stream = stream_id(e->stream);
+    op->device = e->device;
+    switch (e->kind) {
+    case RSF_GPU_MEMCPY: op->cls = RSR_GPU_MEMCPY; break;
+    case RSF_GPU_MEMSET: op->cls = RSR_GPU_MEMSET; break;
+    case RSF_GPU_KERNEL: op->cls = (uint8_t)rsr_gpu_classify_kernel(rsr_model_str(m, op->name)); break;
+    default: op->cls = RSR_GPU_COMPUTE; break;
+    }
+    see_time(m, op->start_ns, op->end_ns);
+    return 0;
+}
+
+static int take_coll(struct rsr_model_loader *L, const struct rsf_coll_event *e)
+{
+    struct rsr_model *m = L->m;
+    struct rsr_coll *c = rsr_model_add_coll(m);
+    if (!c)
+        return -1;
+    c->op = e->op < RSF_COLL_NOPS ? (uint8_t)(e->op + 1) : RSR_COLL_UNKNOWN;
+    c->elem_size = rsr_nccl_dtype_size(e->datatype);
+    c->in_count = c->out_count = e->count;
+    c->bytes = e->bytes ? e->bytes : e->count * c->elem_size;
+    c->dtype = intern(m, rsr_nccl_dtype_name(e->datatype));
+    char hex[24];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)e->comm);
+    c->comm = intern(m, hex);
+    c->comm_id = e->comm ? e->comm : 1;
+    c->seq = e->seq;
+    c->peer = e->peer;
+    c->launch_ns = (int64_t)e->launch_ns;
+    c->call_end_ns = (int64_t)e->launch_ns + e->call_ns;
+    if (e->gpu_start_ns && e->gpu_end_ns >= e->gpu_start_ns) {
+        c->start_ns = (int64_t)e->gpu_start_ns;
+        c->end_ns = (int64_t)e->gpu_end_ns;
+    }
+    /* the stream rides in members' place until the link (see link_colls) */
+    c->members = (uint32_t)stream_id(e->stream);
+    see_time(m, c->launch_ns, c->call_end_ns);
+    see_time(m, c->start_ns, c->end_ns);
+    return 0;
+}
+
+static int take_comm(struct rsr_model_loader *L, const struct rsf_comm_event *e)
+{
+    if (e->kind != RSF_COMM_INIT && e->kind != RSF_COMM_INIT_ALL && e->kind != RSF_COMM_SPLIT)
+        return 0;
+    for (uint32_t i = 0; i < L->ncomms; i++)
+        if (L->comms[i].comm == e->comm) {
+            L->comms[i].rank = e->rank;
+            L->comms[i].nranks = e->nranks;
+            return 0;
+        }
+    if (L->ncomms == L->capcomms) {
+        uint32_t c = L->capcomms ? L->capcomms * 2 : 8;
+        void *p = realloc(L->comms, c * sizeof *L->comms);
+        if (!p)
+            return -1;
+        L->comms = p;
+        L->capcomms = c;
+    }
+    L->comms[L->ncomms++] = (struct rsr_comm_info){ e->comm, e->rank, e->nranks };
+    return 0;
+}
+
+int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c, char *const *strings,
+                           uint32_t nstrings)
+{
+    struct rsr_model *m = L->m;
+    if (L->failed)
+        return -1;
+    if (c->meta) {
+        const struct rsf_meta *me = c->meta;
+        m->rank = me->rank;
+        m->local_rank = me->local_rank;
+        m->world_size = me->world_size;
+        m->pid = me->pid;
+        m->role = me->role <= RSR_ROLE_OTHER ? me->role : RSR_ROLE_OTHER;
+        if (me->host)
+            m->host = intern(m, me->host);
+        if (me->job)
+            m->job = intern(m, me->job);
+        if (me->start.mono_ns) {
+            struct rsr_clock *k = rsr_model_add_clock(m);
+            if (!k)
+                goto oom;
+            *k = (struct rsr_clock){ (int64_t)me->start.mono_ns, (int64_t)me->start.real_ns };
+            see_time(m, k->mono_ns, k->mono_ns);
+        }
+    }
+    for (uint32_t i = 0; i < c->nclocks; i++) {
+        struct rsr_clock *k = rsr_model_add_clock(m);
+        if (!k)
+            goto oom;
+        *k = (struct rsr_clock){ (int64_t)c->clocks[i].mono_ns, (int64_t)c->clocks[i].real_ns };
+    }
+    for (uint32_t i = 0; i < c->nfiles; i++) {
+        uint32_t id = c->files[i].id;
+        if (grow_u32(&L->fmap, &L->nfmap, id + 1) != 0)
+            goto oom;
+        L->fmap[id] = c->files[i].path;
+    }
+    for (uint32_t i = 0; i < c->nio; i++) {
+        const struct rsf_io_event *e = &c->io[i];
+        struct rsr_io *io = rsr_model_add_io(m);
+        if (!io)
+            goto oom;
+        io->start_ns = (int64_t)e->start_ns;
+        io->end_ns = (int64_t)(e->start_ns + e->dur_ns);
+        io->op = e->op;
+        io->dir = (uint8_t)rsf_io_op_dir(e->op);
+        io->bytes = io->dir != RSF_DIR_NONE && e->result > 0 ? (uint64_t)e->result : 0;
+        io->tid = e->tid;
+        io->path = e->file < L->nfmap ? str_id(L, L->fmap[e->file], strings, nstrings) : 0;
+        see_time(m, io->start_ns, io->end_ns);
+    }
+    for (uint32_t i = 0; i < c->ngpu; i++)
+        if (take_gpu(L, &c->gpu[i], strings, nstrings) != 0)
+            goto oom;
+    for (uint32_t i = 0; i < c->nsyncs; i++) {
+        const struct rsf_sync_event *e = &c->syncs[i];
+        struct rsr_sync *s = rsr_model_add_sync(m);
+        if (!s)
+            goto oom;
+        s->start_ns = (int64_t)e->start_ns;
+        s->end_ns = (int64_t)(e->start_ns + e->dur_ns);
+        s->target = e->target;
+        s->tid = e->tid;
+        s->kind = e->kind;
+        see_time(m, s->start_ns, s->end_ns);
+    }
+    for (uint32_t i = 0; i < c->ncomms; i++)
+        if (take_comm(L, &c->comms[i]) != 0)
+            goto oom;
+    for (uint32_t i = 0; i < c->ncolls; i++)
+        if (take_coll(L, &c->colls[i]) != 0)
+            goto oom;
+    for (uint32_t i = 0; i < c->nmems; i++) {
+        const struct rsf_mem_event *e = &c->mems[i];
+        switch (e->kind) {
+        case RSF_MEM_ALLOC: case RSF_MEM_ALLOC_HOST: case RSF_MEM_ALLOC_MANAGED: case RSF_MEM_ALLOC_ASYNC:
+            m->mem_allocs++;
+            m->mem_alloc_bytes += e->bytes;
+            break;
+        default:
+            m->mem_frees++;
+            break;
+        }
+    }
+    if (c->counters)
+        m->dropped = c->counters->dropped;
+    return 0;
+oom:
+    L->failed = 1;
+    return -1;
+}
+
+/* Comm-class ops by GPU start, for matching collectives to them. */
+static int cmp_i64p(const void *a, const void *b, void *arg)
+{
+    const struct rsr_gpu_op *ops = arg;
+    int64_t x = ops[*(const size_t *)a].start_ns, y = ops[*(const size_t *)b].start_ns;
+    return (x > y) - (x < y);
+}
+
+/* Links each timed collective to the unlinked communication op on its
+ * stream whose start is nearest to its own, within 2 us (the op's events
+ * and the collective's are taken around the same launch); a collective with
+ * none gets an op of its own, so its GPU time is counted once either way. */
+static void link_colls(struct rsr_model_loader *L)
+{
+    struct rsr_model *m = L->m;
+    size_t nidx = 0;
+    size_t *idx = malloc((m->n_ops ? m->n_ops : 1) * sizeof *idx);
+    if (!idx) {
+        L->failed = 1;
+        return;
+    }
+    for (size_t i = 0; i < m->n_ops; i++)
+        if (m->ops[i].cls == RSR_GPU_COMM)
+            idx[nidx++] = i;
+    qsort_r(idx, nidx, sizeof *idx, cmp_i64p, m->ops);
+    const int64_t tol = 2000;
+    size_t n_colls = m->n_colls;
+    for (size_t k = 0; k < n_colls; k++) {
+        struct rsr_coll *c = &m->colls[k];
+        int32_t stream = (int32_t)c->members;
+        c->members = 0;
+        if (!c->start_ns)
+            continue;
+        size_t lo = 0, hi = nidx;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (m->ops[idx[mid]].start_ns < c->start_ns - tol)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        size_t best = SIZE_MAX;
+        int64_t best_d = 0;
+        for (size_t j = lo; j < nidx && m->ops[idx[j]].start_ns <= c->start_ns + tol; j++) {
+            struct rsr_gpu_op *op = &m->ops[idx[j]];
+            if (op->coll >= 0 || op->stream != stream)
+                continue;
+            int64_t d = op->start_ns - c->start_ns;
+            if (d < 0)
+                d = -d;
+            if (best == SIZE_MAX || d < best_d)
+                best = idx[j], best_d = d;
+        }
+        if (best != SIZE_MAX) {
+            m->ops[best].coll = (int32_t)k;
+            continue;
+        }
+        char name[64];
+        snprintf(name, sizeof name, "nccl%s", rsr_coll_op_name(c->op));
+        uint64_t corr = ++L->next_corr;
+        struct rsr_launch *l = rsr_model_add_launch(m);
+        if (!l)
+            break;
+        l->start_ns = c->launch_ns;
+        l->end_ns = c->call_end_ns;
+        l->correlation = corr;
+        l->name = intern(m, name);
+        struct rsr_gpu_op *op = rsr_model_add_op(m);
+        if (!op)
+            break;
+        op->start_ns = c->start_ns;
+        op->end_ns = c->end_ns;
+        op->correlation = corr;
+        op->name = intern(m, name);
+        op->stream = stream;
+        op->cls = RSR_GPU_COMM;
+        op->coll = (int32_t)k;
+    }
+    free(idx);
+}
+
+void rsr_model_loader_finish(struct rsr_model_loader *L)
+{
+    struct rsr_model *m = L->m;
+    for (size_t k = 0; k < m->n_colls; k++) {
+        struct rsr_coll *c = &m->colls[k];
+        for (uint32_t i = 0; i < L->ncomms; i++)
+            if (L->comms[i].comm == c->comm_id) {
+                c->group_size = L->comms[i].nranks;
+                c->rank_in_group = L->comms[i].rank;
+                break;
+            }
+    }
+    rsr_model_finish(m);
+    link_colls(L);
+    rsr_model_finish(m);
+    free(L->smap);
+    free(L->fmap);
+    free(L->comms);
+    L->smap = L->fmap = NULL;
+    L->comms = NULL;
+    L->nsmap = L->nfmap = L->ncomms = L->capcomms = 0;
+}

@@ -1,0 +1,49 @@
+/* Ringside trace files into the reporter's timeline model (model.h): GPU
+ * work with the launch calls behind it, NCCL collectives linked to the
+ * kernels that ran them, communicators, host syncs, file I/O, memory calls
+ * and clock pairs. load.c feeds it chunk by chunk while it walks a file, so
+ * nothing of the decompressed chunks is kept. */
+#ifndef RSR_LOAD_MODEL_H
+#define RSR_LOAD_MODEL_H
+
+#include <stdint.h>
+
+#include "formats/chunk.h"
+#include "reporter/model.h"
+
+/* What the loader keeps between chunks of one file. */
+struct rsr_model_loader {
+    struct rsr_model *m;
+    uint32_t *smap;             /* file string id -> model string id + 1 (0: not yet) */
+    uint32_t nsmap;
+    uint32_t *fmap;             /* file id -> file string id of its path */
+    uint32_t nfmap;
+    struct rsr_comm_info {
+        uint64_t comm;
+        int32_t rank, nranks;
+    } *comms;
+    uint32_t ncomms, capcomms;
+    uint64_t next_corr;
+    int failed;                 /* out of memory: the model is incomplete */
+};
+
+/* Starts loading into m (initialised by the caller, who owns it). */
+void rsr_model_loader_init(struct rsr_model_loader *L, struct rsr_model *m);
+
+/* Takes one verified chunk; strings[0..nstrings) are the file's strings by
+ * id as far as read (the chunk's own included). Returns 0, or -1 when out
+ * of memory (L->failed is then set and later chunks are ignored). */
+int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c, char *const *strings,
+                           uint32_t nstrings);
+
+/* Ends loading: gives collectives their communicator ranks and sizes,
+ * links each to the communication kernel that ran it (or adds an op for it
+ * when its kernel was not seen), and finishes the model. Frees what the
+ * loader holds, not the model. */
+void rsr_model_loader_finish(struct rsr_model_loader *L);
+
+/* Bytes per element of an ncclDataType_t, 0 when unknown, and its name. */
+uint32_t rsr_nccl_dtype_size(unsigned dtype);
+const char *rsr_nccl_dtype_name(unsigned dtype);
+
+#endif

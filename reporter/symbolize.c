@@ -1,0 +1,387 @@
+/* Symbolisation with libdwfl (see symbolize.h). Each ELF file gets its own
+ * Dwfl holding that one file at its link-time addresses, so that one file is
+ * read once however many processes mapped it, at whatever addresses; the
+ * callers turn runtime addresses into file addresses with rsr_sym_bias. */
+#include "reporter/symbolize.h"
+#include "reporter/intern.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The C++ runtime's demangler (libstdc++, extern "C"). */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+struct symfile {
+    char *path, *build_id;
+    const char *base;       /* basename of path */
+    Dwfl *dwfl;
+    Dwfl_Module *mod;
+    enum rsr_sym_file_state state;
+};
+
+struct cache_slot {
+    uint64_t addr;
+    int32_t file;           /* -1: empty */
+    struct rsr_sym_result *res;
+};
+
+struct rsr_sym {
+    int quiet;
+    struct symfile *files;
+    uint32_t nfiles, capfiles;
+    struct cache_slot *slots;
+    uint32_t nslots, nused;
+    struct rsr_intern names;  /* function names, file names, fallbacks */
+};
+
+static char *debuginfo_path;
+
+static const Dwfl_Callbacks callbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = &debuginfo_path,
+};
+
+struct rsr_sym *rsr_sym_new(int quiet)
+{
+    struct rsr_sym *s = calloc(1, sizeof *s);
+    if (s)
+        s->quiet = quiet;
+    return s;
+}
+
+void rsr_sym_free(struct rsr_sym *s)
+{
+    if (!s)
+        return;
+    for (uint32_t i = 0; i < s->nfiles; i++) {
+        if (s->files[i].dwfl)
+            dwfl_end(s->files[i].dwfl);
+        free(s->files[i].path);
+        free(s->files[i].build_id);
+    }
+    free(s->files);
+    for (uint32_t i = 0; i < s->nslots; i++)
+        if (s->slots[i].file >= 0) {
+            free((void *)s->slots[i].res->levels);
+            free(s->slots[i].res);
+        }
+    free(s->slots);
+    rsr_intern_free(&s->names);
+    free(s);
+}
+
+char *rsr_sym_demangle(const char *name)
+{
+    if (!name || name[0] != '_' || name[1] != 'Z')
+        return NULL;
+    int status = -1;
+    char *d = __cxa_demangle(name, NULL, NULL, &status);
+    if (status != 0) {
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* The build id of the module as lowercase hex, in buf (NUL-terminated);
+ * empty when it has none. */
+static void module_build_id(Dwfl_Module *mod, char *buf, size_t cap)
+{
+    const unsigned char *bits;
+    GElf_Addr vaddr;
+    int n = dwfl_module_build_id(mod, &bits, &vaddr);
+    buf[0] = '\0';
+    for (int i = 0; i < n && (size_t)(2 * i + 2) < cap; i++)
+        snprintf(buf + 2 * i, 3, "%02x", bits[i]);
+}
+
+static void open_file(struct rsr_sym *s, struct symfile *f)
+{
+    f->state = RSR_SYM_FILE_MISSING;
+    if (access(f->path, R_OK) != 0) {
+        if (!s->quiet)
+            fprintf(stderr, "ringside: %s: cannot be read here; its frames are shown as [%s+0xOFFSET]\n",
+                    f->path, f->base);
+        return;
+    }
+    f->dwfl = dwfl_begin(&callbacks);
+    if (!f->dwfl)
+        return;
+    dwfl_report_begin(f->dwfl);
+    /* ET_DYN placed at its own p_vaddr: addresses are link-time ones. */
+    f->mod = dwfl_report_elf(f->dwfl, f->base, f->path, -1, 0, true);
+    dwfl_report_end(f->dwfl, NULL, NULL);
+    if (!f->mod) {
+        if (!s->quiet)
+            fprintf(stderr, "ringside: %s: %s; its frames are shown as [%s+0xOFFSET]\n", f->path,
+                    dwfl_errmsg(-1), f->base);
+        dwfl_end(f->dwfl);
+        f->dwfl = NULL;
+        return;
+    }
+    if (f->build_id[0]) {
+        char have[2 * 64 + 1];
+        module_build_id(f->mod, have, sizeof have);
+        if (strcasecmp(have, f->build_id) != 0) {
+            if (!s->quiet)
+                fprintf(stderr, "ringside: %s: build id %s, not the traced %s: the file changed since "
+                        "the run; its frames are shown as [%s+0xOFFSET]\n", f->path,
+                        have[0] ? have : "(none)", f->build_id, f->base);
+            f->state = RSR_SYM_FILE_CHANGED;
+            return;
+        }
+    }
+    f->state = RSR_SYM_FILE_OK;
+}
+
+int rsr_sym_file(struct rsr_sym *s, const char *path, const char *build_id)
+{
+    if (!build_id)
+        build_id = "";
+    for (uint32_t i = 0; i < s->nfiles; i++)
+        if (strcmp(s->files[i].path, path) == 0 && strcmp(s->files[i].build_id, build_id) == 0)
+            return (int)i;
+    if (s->nfiles == s->capfiles) {
+        s->capfiles = s->capfiles ? s->capfiles * 2 : 16;
+        s->files = rsr_xrealloc(s->files, s->capfiles * sizeof *s->files);
+    }
+    struct symfile *f = &s->files[s->nfiles];
+    memset(f, 0, sizeof *f);
+    f->path = rsr_xstrdup(path);
+    f->build_id = rsr_xstrdup(build_id);
+    const char *slash = strrchr(f->path, '/');
+    f->base = slash && slash[1] ? slash + 1 : f->path;
+    open_file(s, f);
+    return (int)s->nfiles++;
+}
+
+enum rsr_sym_file_state rsr_sym_file_state(const struct rsr_sym *s, int file)
+{
+    return s->files[file].state;
+}
+
+int rsr_sym_bias(struct rsr_sym *s, int file, uint64_t start, uint64_t file_off, uint64_t *bias)
+{
+    struct symfile *f = &s->files[file];
+    if (f->state != RSR_SYM_FILE_OK)
+        return -1;
+    GElf_Addr mbias;
+    Elf *elf = dwfl_module_getelf(f->mod, &mbias);
+    size_t nph;
+    if (!elf || elf_getphdrnum(elf, &nph) != 0)
+        return -1;
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t mask = (uint64_t)(page > 0 ? page : 4096) - 1;
+    for (size_t i = 0; i < nph; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+            continue;
+        if ((ph.p_offset & ~mask) <= file_off && file_off < ph.p_offset + ph.p_filesz) {
+            /* the file byte X of this segment is at bias + p_vaddr + X - p_offset */
+            *bias = start - file_off - ph.p_vaddr + ph.p_offset;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* The source-level name of a function DIE: the linkage name demangled, else
+ * DW_AT_name (following abstract origins and specifications). */
+static const char *die_name(struct rsr_sym *s, Dwarf_Die *die)
+{
+    Dwarf_Attribute attr;
+    const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+    if (!name)
+        name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+    if (name) {
+        char *d = rsr_sym_demangle(name);
+        if (d) {
+            const char *r = rsr_intern_str(&s->names, rsr_intern(&s->names, d));
+            free(d);
+            return r;
+        }
+    }
+    name = dwarf_diename(die);
+    if (!name)
+        name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+    return name ? rsr_intern_str(&s->names, rsr_intern(&s->names, name)) : NULL;
+}
+
+static const char *keep(struct rsr_sym *s, const char *str)
+{
+    return str ? rsr_intern_str(&s->names, rsr_intern(&s->names, str)) : NULL;
+}
+
+static int is_function(Dwarf_Die *die)
+{
+    int tag = dwarf_tag(die);
+    return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine || tag == DW_TAG_entry_point;
+}
+
+/* Fills levels (innermost first into tmp) from the DWARF scopes at addr;
+ * returns how many, 0 when there is no DWARF for addr. */
+static uint32_t dwarf_levels(struct rsr_sym *s, Dwfl_Module *mod, uint64_t addr,
+                             struct rsr_sym_level **out)
+{
+    Dwarf_Addr bias;
+    Dwarf_Die *cudie = dwfl_module_addrdie(mod, addr, &bias);
+    if (!cudie)
+        return 0;
+    Dwarf_Die *scopes = NULL;
+    int n = dwarf_getscopes(cudie, addr - bias, &scopes);
+    if (n <= 0) {
+        free(scopes);
+        return 0;
+    }
+    /* The physical chain of DIEs around the innermost scope. */
+    Dwarf_Die inner;
+    Dwarf *dw = dwfl_module_getdwarf(mod, &bias);
+    if (!dw || !dwarf_offdie(dw, dwarf_dieoffset(&scopes[0]), &inner)) {
+        free(scopes);
+        return 0;
+    }
+    free(scopes);
+    scopes = NULL;
+    n = dwarf_getscopes_die(&inner, &scopes);
+    if (n <= 0) {
+        free(scopes);
+        return 0;
+    }
+    Dwarf_Files *files = NULL;
+    size_t nfiles = 0;
+    if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
+        files = NULL;
+
+    struct rsr_sym_level *lv = rsr_xcalloc((size_t)n, sizeof *lv);
+    uint32_t nl = 0;
+    const char *file = NULL;
+    int line = 0;
+    Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
+    if (dl)
+        file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
+    for (int i = 0; i < n; i++) {
+        if (!is_function(&scopes[i]))
+            continue;
+        const char *name = die_name(s, &scopes[i]);
+        lv[nl].func = name ? name : "??";
+        lv[nl].file = keep(s, file);
+        lv[nl].line = line;
+        nl++;
+        if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+            break;
+        /* The next level out is at this inline's call site. */
+        Dwarf_Attribute attr;
+        Dwarf_Word val;
+        file = NULL;
+        line = 0;
+        if (files && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &val) == 0)
+            file = dwarf_filesrc(files, val, NULL, NULL);
+        if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &val) == 0)
+            line = (int)val;
+    }
+    free(scopes);
+    *out = lv;
+    return nl;
+}
+
+static struct rsr_sym_result *resolve(struct rsr_sym *s, int file, uint64_t addr)
+{
+    struct symfile *f = &s->files[file];
+    struct rsr_sym_result *r = rsr_xcalloc(1, sizeof *r);
+    struct rsr_sym_level *inner_first = NULL;
+    uint32_t n = 0;
+    if (f->state == RSR_SYM_FILE_OK) {
+        n = dwarf_levels(s, f->mod, addr, &inner_first);
+        if (n == 0) {
+            /* No DWARF here: the symbol table, and the line table if any. */
+            GElf_Off off;
+            GElf_Sym sym;
+            GElf_Word shndx = 0;
+            const char *name = dwfl_module_addrinfo(f->mod, addr, &off, &sym, &shndx, NULL, NULL);
+            int type = name ? GELF_ST_TYPE(sym.st_info) : STT_NOTYPE;
+            /* code only: not version names, objects or absolute values */
+            if (name && (sym.st_shndx == SHN_ABS ||
+                         (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE)))
+                name = NULL;
+            if (name) {
+                char *d = rsr_sym_demangle(name);
+                inner_first = rsr_xcalloc(1, sizeof *inner_first);
+                inner_first->func = keep(s, d ? d : name);
+                free(d);
+                Dwfl_Line *dl = dwfl_module_getsrc(f->mod, addr);
+                if (dl)
+                    inner_first->file = keep(s, dwfl_lineinfo(dl, NULL, &inner_first->line, NULL,
+                                                                 NULL, NULL));
+                n = 1;
+            }
+        }
+    }
+    if (n == 0) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "[%s+0x%" PRIx64 "]", f->base, addr);
+        inner_first = rsr_xcalloc(1, sizeof *inner_first);
+        inner_first->func = keep(s, buf);
+        n = 1;
+    } else {
+        r->known = 1;
+    }
+    /* Callers want the out-of-line function first. */
+    for (uint32_t i = 0; i < n / 2; i++) {
+        struct rsr_sym_level t = inner_first[i];
+        inner_first[i] = inner_first[n - 1 - i];
+        inner_first[n - 1 - i] = t;
+    }
+    r->levels = inner_first;
+    r->nlevels = n;
+    return r;
+}
+
+static uint32_t slot_of(const struct rsr_sym *s, int file, uint64_t addr)
+{
+    return (uint32_t)rsr_hash_u64(addr * 31 + (uint64_t)file) & (s->nslots - 1);
+}
+
+static void grow_cache(struct rsr_sym *s)
+{
+    struct cache_slot *old = s->slots;
+    uint32_t nold = s->nslots;
+    s->nslots = nold ? nold * 2 : 1024;
+    s->slots = rsr_xmalloc(s->nslots * sizeof *s->slots);
+    for (uint32_t i = 0; i < s->nslots; i++)
+        s->slots[i].file = -1;
+    for (uint32_t i = 0; i < nold; i++) {
+        if (old[i].file < 0)
+            continue;
+        uint32_t j = slot_of(s, old[i].file, old[i].addr);
+        while (s->slots[j].file >= 0)
+            j = (j + 1) & (s->nslots - 1);
+        s->slots[j] = old[i];
+    }
+    free(old);
+}
+
+const struct rsr_sym_result *rsr_sym_lookup(struct rsr_sym *s, int file, uint64_t addr)
+{
+    if ((s->nused + 1) * 2 > s->nslots)
+        grow_cache(s);
+    uint32_t i = slot_of(s, file, addr);
+    while (s->slots[i].file >= 0) {
+        if (s->slots[i].file == file && s->slots[i].addr == addr)
+            return s->slots[i].res;
+        i = (i + 1) & (s->nslots - 1);
+    }
+    s->slots[i].file = file;
+    s->slots[i].addr = addr;
+    s->slots[i].res = resolve(s, file, addr);
+    s->nused++;
+    return s->slots[i].res;
+}

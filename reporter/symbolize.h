@@ -1,0 +1,64 @@
+/* Offline symbolisation of native addresses with elfutils (libdwfl): each
+ * ELF file a trace names is opened once (with its separate debug info, found
+ * through .gnu_debuglink or /usr/lib/debug/.build-id), and each address is
+ * looked up once: function, inlined callers, source file and line. */
+#ifndef RSR_SYMBOLIZE_H
+#define RSR_SYMBOLIZE_H
+
+#include <stdint.h>
+
+/* One level of a native frame. An address inside inlined code gives several:
+ * the out-of-line function first, then each inlined callee, the innermost
+ * last. file is the source file (full path as compiled), line its line: the
+ * address's own for the innermost level, the call site for the others;
+ * NULL and 0 where there is no line information. Strings are owned by the
+ * symboliser and live as long as it. */
+struct rsr_sym_level {
+    const char *func;
+    const char *file;
+    int line;
+};
+
+struct rsr_sym_result {
+    uint32_t nlevels;             /* 1 at least */
+    const struct rsr_sym_level *levels;
+    int known;                    /* 0: levels[0].func is the "[name+0xoff]" fallback */
+};
+
+/* The state of an ELF file as the symboliser found it. */
+enum rsr_sym_file_state {
+    RSR_SYM_FILE_OK,
+    RSR_SYM_FILE_MISSING,     /* cannot be opened, or is not an ELF file */
+    RSR_SYM_FILE_CHANGED      /* its build id is not the one the trace recorded */
+};
+
+struct rsr_sym;
+
+/* A symboliser with nothing opened yet; NULL when out of memory. quiet: no
+ * notices on stderr about missing or changed files (else one line per file). */
+struct rsr_sym *rsr_sym_new(int quiet);
+void rsr_sym_free(struct rsr_sym *s);
+
+/* The handle (>= 0) of the ELF file at path as the trace saw it: build_id is
+ * the hex build id it recorded (NULL or "" when none). Opened on first use;
+ * a file that cannot be used still gets a handle, with a state saying why. */
+int rsr_sym_file(struct rsr_sym *s, const char *path, const char *build_id);
+enum rsr_sym_file_state rsr_sym_file_state(const struct rsr_sym *s, int file);
+
+/* The load bias of a mapping of file: [start, ...) mapped from file offset
+ * file_off. Runtime address = bias + address in the ELF's own (link-time)
+ * address space. Returns 0 and sets *bias, or -1 when the file is not usable
+ * or no PT_LOAD segment holds file_off. */
+int rsr_sym_bias(struct rsr_sym *s, int file, uint64_t start, uint64_t file_off, uint64_t *bias);
+
+/* Symbolises addr, an address in the file's own address space (what
+ * addr2line -e FILE takes). The result is cached per (file, addr) and valid
+ * until rsr_sym_free. Never NULL: where nothing is known, one level named
+ * "[basename+0xADDR]". */
+const struct rsr_sym_result *rsr_sym_lookup(struct rsr_sym *s, int file, uint64_t addr);
+
+/* The C++ demangled form of name, or NULL when it is not a mangled name
+ * (malloc'd: the caller frees it). */
+char *rsr_sym_demangle(const char *name);
+
+#endif

@@ -1,0 +1,8 @@
+# The HTML page's test driver: rsr_html_write on a hand-written report.json
+# and Kineto timelines (tests/integration/test_html.py runs it).
+$(BUILD)/tests/html_driver: tests/tools/html_driver.c $(FORMAT_OBJ) $(REPORTER_LIB_OBJ)
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(RS_CFLAGS) -o $@ $< $(FORMAT_OBJ) $(REPORTER_LIB_OBJ) $(RS_LDFLAGS) -llz4 -lyajl -lz -lm -ldw -lelf -lstdc++
+
+test-build: $(BUILD)/tests/html_driver

@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""index.html in real headless Chromium (Debian's chromium), driven over the
+DevTools protocol: no console errors, exceptions, dialogs or requests off
+the machine; the summary and the timeline on the first screen; zoom, pan,
+hover and sorting work; names from traces with < > & and quotes show as
+text and run nothing. Two pages: `ringside report -o OUT` of a program that
+writes files with such names (file I/O only), and the html_driver page from
+a hand-written report.json, a real Kineto trace and a process whose kernel
+names are HTML. The screenshots are kept in build/tests/ to be looked at."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rstest import BUILD, PYTHON, RINGSIDE, check, cleanup, finish, report_problems, run, skip, \
+    tempdir, traced_env  # noqa: E402
+import headless  # noqa: E402
+
+KINETO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                       "..", "shared", "data", "kineto"))
+DRIVER = os.path.join(BUILD, "tests", "html_driver")
+SHOTS = os.path.join(BUILD, "tests")
+
+# File names a traced program writes; the report must show them as text.
+FILE_NAMES = ["<img src=x onerror=alert(1)>&\"'.dat",
+              "<svg onload=alert(2)>\u2028&amp;.dat"]
+FILE_BYTES = [12345, 777]
+# Kernel names of the driver's hostile process (tests/tools/html_driver.c).
+KERNEL_NAMES = ["<img src=x onerror=alert(1)>&\"'",
+                "</script><script>alert(2)</script>",
+                "<svg onload=alert(3)>\u2028line\u2029sep",
+                "ncclKernel_<b>AllReduce</b>&amp;\"'"]
+
+NO_INJECTION = """(function(){var bad=[];
+  document.querySelectorAll('*').forEach(function(e){
+    for (var i=0;i<e.attributes.length;i++){var a=e.attributes[i].name;
+      if(/^on/.test(a))bad.push(e.tagName+' '+a);}});
+  document.querySelectorAll('img,b,i').forEach(function(e){bad.push('element '+e.tagName);});
+  return bad;})()"""
+
+VISIBLE = """(function(id){var e=document.getElementById(id);if(!e)return 'missing';
+  var r=e.getBoundingClientRect();if(r.width<=0||r.height<=0)return 'empty';
+  if(r.top>=innerHeight||r.bottom<=0)return 'below the first screen (top '+r.top+')';
+  var s=getComputedStyle(e);if(s.display==='none'||s.visibility!=='visible')return 'hidden';
+  return 'ok';})"""
+
+
+def colour_pixels(rows, box, colour, tol=40):
+    """Pixels within box (x0, y0, x1, y1) close to colour."""
+    x0, y0, x1, y1 = box
+    n = 0
+    for row in rows[max(0, y0):y1]:
+        for p in row[max(0, x0):x1]:
+            if all(abs(p[i] - colour[i]) <= tol for i in range(3)):
+                n += 1
+    return n
+
+
+def hexrgb(h):
+    return tuple(int(h[i:i + 2], 16) for i in (1, 3, 5))
+
+
+def box_of(b, sel):
+    r = b.eval("(function(){var r=document.querySelector(%s).getBoundingClientRect();"
+               "return [r.left,r.top,r.right,r.bottom];})()" % json.dumps(sel))
+    return tuple(int(v) for v in r)
+
+
+def check_screenshot(name, b, path):
+    b.screenshot(path)
+    check(name + " screenshot written", os.path.getsize(path) > 1000, path)
+    w, h, rows = headless.png_pixels(path)
+    colours = set()
+    for row in rows[::7]:
+        colours.update(row[::7])
+    check(name + " screenshot not blank", len(colours) > 40,
+          "%d distinct colours in %dx%d" % (len(colours), w, h))
+    # The summary's text: dark pixels inside the summary box.
+    sb = box_of(b, "#summary")
+    dark = colour_pixels(rows, sb, (31, 35, 40), 60)
+    check(name + " screenshot shows the summary", dark > 800,
+          "%d dark pixels in the summary box %s" % (dark, sb))
+    return rows
+
+
+def page_text_checks(name, b, html, names):
+    raw = open(html, encoding="utf-8").read()
+    report_problems(name + " no console errors, exceptions, dialogs or requests", b.problems())
+    check(name + " script ran", b.eval("document.body.getAttribute('data-ready')") == "1")
+    for n in names:
+        check(name + " raw name not in the file: %r" % n, n not in raw)
+    report_problems(name + " no element or handler injected by names", b.eval(NO_INJECTION))
+
+
+def report_page(work):
+    """ringside report of a program that writes files with hostile names."""
+    out = os.path.join(work, "trace")
+    data = os.path.join(work, "data")
+    os.makedirs(data)
+    script = os.path.join(work, "write.py")
+    with open(script, "w") as f:
+        f.write("import sys\nnames=%r\nsizes=%r\n"
+                "for n,s in zip(names,sizes):\n"
+                "    with open(n,'wb') as o: o.write(b'x'*s)\n" % (FILE_NAMES, FILE_BYTES))
+    p = run([PYTHON, script], env=traced_env(out), cwd=data)
+    if not check("html report: traced program ran", p.returncode == 0, p.stderr.decode()[-300:]):
+        return
+    for n, s in zip(FILE_NAMES, FILE_BYTES):
+        check("html report: %r written" % n, os.path.getsize(os.path.join(data, n)) == s)
+    rep = os.path.join(work, "rep")
+    p = run([RINGSIDE, "report", out, "-o", rep, "-q"])
+    html = os.path.join(rep, "index.html")
+    if not check("html report: ringside report writes index.html",
+                 p.returncode == 0 and os.path.exists(html), p.stderr.decode()[-300:]):
+        return
+    with headless.Browser() as b:
+        b.open(html)
+        page_text_checks("html report:", b, html, FILE_NAMES)
+        check("html report: summary on the first screen",
+              b.eval(VISIBLE + "('summary')") == "ok", b.eval(VISIBLE + "('summary')"))
+        cells = b.eval("Array.prototype.map.call(document.querySelectorAll('#table-io td.name'),"
+                       "function(c){return c.textContent;})")
+        for n, s in zip(FILE_NAMES, FILE_BYTES):
+            check("html report: file name shown as text: %r" % n,
+                  any(c.endswith("/" + n) for c in cells), "names in the table: %r" % cells)
+        lanes = b.eval("Array.prototype.map.call(document.querySelectorAll('#tl g'),"
+                       "function(g){return g.getAttribute('data-lane');})")
+        check("html report: file I/O only, so one I/O lane", len(lanes) == 1 and
+              lanes[0].endswith(" I/O"), repr(lanes))
+        # The path comes back whole from the names table embedded in <script>.
+        paths = b.eval("JSON.parse(document.getElementById('tl-names').textContent)[0]")
+        for n in FILE_NAMES:
+            check("html report: timeline names table holds %r" % n,
+                  any(p.endswith("/" + n) for p in paths), "not among %d names" % len(paths))
+        charts = b.eval("Array.prototype.map.call(document.querySelectorAll('.chart'),"
+                        "function(c){return c.id;})")
+        check("html report: storage charts only", charts == ["chart-read_mbs", "chart-write_mbs"],
+              repr(charts))
+        check_screenshot("html report:", b, os.path.join(SHOTS, "html-report-io.png"))
+
+
+def hand_report(start_us):
+    """A report.json as `report` writes it, with hostile text in every string."""
+    h = KERNEL_NAMES[0]
+    gpu = {"span_us": 4.2e5, "idle_pct": 21.5, "compute_pct": 52.0, "non_compute_pct": 26.5,
+           "comm_pct": 31.0, "memcpy_pct": 4.0, "comm_comp_overlap_pct": 38.0,
+           "exposed_comm_pct": 19.2, "idle": {"host_wait_us": 5e4, "kernel_wait_us": 2e4,
+                                               "other_us": 2e4}}
+    procs = []
+    for r in range(2):
+        procs.append({"rank": r, "role": "rank", "host": "node" + h, "pid": 100 + r, "wall_s": 0.5,
+                      "dropped": 0, "gpu": dict(gpu, compute_pct=52.0 + 8 * r),
+                      "io": {"read_bytes": 10 ** 8, "write_bytes": 5 * 10 ** 8, "read_s": 0.1,
+                             "write_s": 0.3, "files": [{"path": "/ckpt/" + h + str(r),
+                                                        "read_bytes": 0, "write_bytes": 5e8,
+                                                        "ops": 40, "time_s": 0.3}]},
+                      "kernels": [{"name": KERNEL_NAMES[1], "count": 10 + r, "total_us": 900.0,
+                                   "mean_us": 90.0},
+                                  {"name": "sm80_gemm", "count": 100, "total_us": 5000.0 * (r + 1),
+                                   "mean_us": 50.0}]})
+    bins = 40
+    return {"schema": "ringside-report/1", "job": "job" + h, "world_size": 2, "skew_us": 4.2,
+            "processes": procs,
+            "collectives": [{"op": "AllReduce", "comm": h, "ranks": 2, "bytes": 2.5e8, "count": 12,
+                             "mean_us": 3100.0, "algbw_gbs": 80.6, "busbw_gbs": 80.6}],
+            "checkpoints": [{"rank": 0, "start_s": 0.2, "dur_s": 0.08, "bytes": 5e8,
+                             "gpu_stall_s": 0.05}],
+            "checkpoint_pct": 16.0,
+            "stragglers": [{"rank": 1, "score": 1.8, "evidence": "rank 0 waits " + h}],
+            "findings": [{"id": "exposed_comm", "severity": "high", "title": "Exposed " + h,
+                          "evidence": KERNEL_NAMES[2], "advice": KERNEL_NAMES[3]},
+                         {"id": "ckpt", "severity": "medium", "title": "Checkpoint stall",
+                          "evidence": {"pct": 16, "ranks": [0]}, "advice": "save asynchronously"}],
+            "timeline": {"bin_us": 1e4, "start_us": start_us,
+                         "ranks": [{"rank": r, "gpu_busy_pct": [(i * 7 + r * 20) % 100
+                                                                for i in range(bins)],
+                                    "comm_gbs": [(i % 5) * 3.0 for i in range(bins)],
+                                    "read_mbs": [0.0] * bins,
+                                    "write_mbs": [500.0 if 20 <= i < 28 else 0.0
+                                                  for i in range(bins)]}
+                                   for r in range(2)]}}
+
+
+def first_kernel_us(path):
+    import gzip
+    with gzip.open(path, "rt") as f:
+        d = json.load(f)
+    return min(e["ts"] for e in d["traceEvents"] if e.get("cat") == "kernel")
+
+
+def driver_page(work):
+    trace = os.path.join(KINETO, "a100-2rank-r0-nccl.json.gz")
+    if not os.path.exists(trace):
+        skip("html driver page", "no Kineto trace at " + trace)
+        return
+    rj = os.path.join(work, "report.json")
+    with open(rj, "w") as f:
+        json.dump(hand_report(first_kernel_us(trace)), f)
+    flame = os.path.join(work, "flame-cpu.svg")
+    with open(flame, "w") as f:
+        f.write('<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" width="400" '
+                'height="60"><rect width="300" height="20" fill="#e8743b"/><text y="15">main'
+                '</text><script>document.querySelector("text").textContent="main()";</script></svg>')
+    html = os.path.join(work, "index.html")
+    p = run([DRIVER, html, rj, "--hostile", "--flame", flame, trace])
+    if not check("html driver: page written", p.returncode == 0, p.stderr.decode()[-300:]):
+        return
+    # Bad report.json: an error, not a page.
+    bad = os.path.join(work, "bad.json")
+    with open(bad, "w") as f:
+        f.write('{"processes": [')
+    p = run([DRIVER, os.path.join(work, "bad.html"), bad])
+    check("html driver: malformed report.json is an error", p.returncode == 1 and
+          b"Invalid argument" in p.stderr, p.stderr.decode())
+
+    with headless.Browser() as b:
+        b.open(html)
+        page_text_checks("html driver:", b, html, KERNEL_NAMES)
+        for sec in ("summary", "tl"):
+            v = b.eval(VISIBLE + "(%r)" % sec)
+            check("html driver: %s on the first screen" % sec, v == "ok", v)
+        check("html driver: title shown as text",
+              b.eval("document.title") == "ringside: job" + KERNEL_NAMES[0], b.eval("document.title"))
+        finding = b.eval("document.querySelector('#findings li h3').firstChild.textContent")
+        check("html driver: finding title as text", finding == "Exposed " + KERNEL_NAMES[0],
+              repr(finding))
+        ev = b.eval("document.querySelector('#findings li .ev').textContent")
+        check("html driver: finding evidence as text", ev == KERNEL_NAMES[2], repr(ev))
+
+        # The hostile process (rank 7): 400 GPU ops, classes as the driver
+        # makes them, 60 file writes, 30 synchronisations; every one must be
+        # on its lane, alone or inside a merged block.
+        want = {"compute": 0, "communication": 0, "copies": 0, "I/O": 60, "waits": 30}
+        for i in range(400):
+            want["communication" if i % 4 == 3 else "copies" if i % 7 == 0 else "compute"] += 1
+        got = b.eval("""(function(){var o={};
+          document.querySelectorAll('#tl g[data-lane^="rank 7 "]').forEach(function(g){
+            var n=0;g.querySelectorAll('rect').forEach(function(r){
+              n+=+(r.getAttribute('data-k')||1);});
+            o[g.getAttribute('data-lane').slice(7)]=n;});return o;})()""")
+        check("html driver: every op of rank 7 on its lane", got == want, "%r != %r" % (got, want))
+        merged = b.eval("document.querySelectorAll('#tl rect[data-k]').length")
+        check("html driver: narrow ops merged", merged > 0, "no merged block")
+        lanes = b.eval("""Array.prototype.map.call(document.querySelectorAll('#tl g'),
+          function(g){return [g.getAttribute('data-lane'),g.querySelectorAll('rect').length];})""")
+        names = [l[0] for l in lanes]
+        for lane in ("rank 0 compute", "rank 0 communication", "rank 0 checkpoints"):
+            check("html driver: lane " + lane, lane in names, repr(names))
+        check("html driver: at most 4000 rectangles per lane", all(0 < l[1] <= 4000 for l in lanes),
+              repr(lanes))
+        io = [l for l in lanes if l[0] == "rank 0 checkpoints"]
+        check("html driver: the checkpoint on rank 0's checkpoint lane", io and io[0][1] == 1,
+              repr(io))
+
+        # Hover: the tooltip names the op, as text.
+        pos = b.eval("""(function(){var g=document.querySelector('#tl g[data-lane="rank 7 compute"]');
+          var best=null,bw=0;g.querySelectorAll('rect:not([data-k])').forEach(function(r){
+            var b=r.getBoundingClientRect();if(b.width>bw){bw=b.width;best=b;}});
+          return best?[best.left+best.width/2,best.top+best.height/2]:null;})()""")
+        if check("html driver: a wide op on rank 7", pos is not None):
+            b.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": pos[0], "y": pos[1]},
+                   session=True)
+            tip = b.eval("document.getElementById('tip').textContent")
+            check("html driver: hover shows the name as text",
+                  any(tip.startswith(n + "\n") for n in KERNEL_NAMES), repr(tip))
+            check("html driver: hover shows the duration", "2.00 ms" in tip, repr(tip))
+        rows = check_screenshot("html driver:", b, os.path.join(SHOTS, "html-driver.png"))
+        tb = box_of(b, "#tl")
+        for lane, col in (("compute", "#43a047"), ("communication", "#e53935")):
+            n = colour_pixels(rows, tb, hexrgb(col), 30)
+            check("html driver: screenshot shows the %s lanes" % lane, n > 300,
+                  "%d pixels of %s in the timeline box %s" % (n, col, tb))
+
+        # Zoom and pan through the controls, the wheel and a drag.
+        vb = "document.getElementById('tl').getAttribute('viewBox')"
+        w0 = float(b.eval(vb).split()[2])
+        b.eval("document.getElementById('tl-in').click()")
+        w1 = float(b.eval(vb).split()[2])
+        check("html driver: + halves the shown span", abs(w1 - w0 / 2) < 1e-6 * w0, "%g %g" % (w0, w1))
+        x1 = float(b.eval(vb).split()[0])
+        b.eval("document.getElementById('tl-right').click()")
+        check("html driver: pan right", float(b.eval(vb).split()[0]) > x1)
+        cx, cy = (tb[0] + tb[2]) / 2, (tb[1] + tb[3]) / 2
+        b.call("Input.dispatchMouseEvent", {"type": "mouseWheel", "x": cx, "y": cy, "deltaX": 0,
+                                            "deltaY": -100}, session=True)
+        w2 = float(b.eval(vb).split()[2])
+        check("html driver: wheel zooms in", w2 < w1, "%g -> %g" % (w1, w2))
+        x2 = float(b.eval(vb).split()[0])
+        for t, x in (("mousePressed", cx), ("mouseMoved", cx - 200), ("mouseReleased", cx - 200)):
+            b.call("Input.dispatchMouseEvent", {"type": t, "x": x, "y": cy, "button": "left",
+                                                "clickCount": 1}, session=True)
+        check("html driver: drag pans", float(b.eval(vb).split()[0]) > x2)
+        b.eval("document.getElementById('tl-reset').click()")
+        check("html driver: whole run again", float(b.eval(vb).split()[2]) == w0)
+
+        # Sorting: total time descending after two clicks on its header.
+        b.eval("""(function(){var th=document.querySelectorAll('#table-kernels th')[3];
+          th.click();th.click();})()""")
+        first = b.eval("document.querySelector('#table-kernels tbody td.name').textContent")
+        check("html driver: kernels sort by total time", first == "sm80_gemm", repr(first))
+        kname = b.eval("Array.prototype.map.call(document.querySelectorAll('#table-kernels td.name'),"
+                       "function(c){return c.textContent;})")
+        check("html driver: kernel name as text in the table", KERNEL_NAMES[1] in kname, repr(kname))
+        check("html driver: four utilisation charts",
+              b.eval("document.querySelectorAll('#utilisation .chart polyline').length") == 8)
+        check("html driver: flame graph inlined",
+              b.eval("document.querySelectorAll('#flames iframe.flame').length") == 1)
+        b.eval("document.getElementById('flames').scrollIntoView()")
+        b.settle(0.5)
+        shot = os.path.join(SHOTS, "html-driver-flames.png")
+        b.screenshot(shot)
+        n = colour_pixels(headless.png_pixels(shot)[2], box_of(b, "#flames iframe"),
+                          (0xe8, 0x74, 0x3b), 20)
+        check("html driver: the flame graph SVG renders in its frame", n > 3000,
+              "%d pixels of its bar colour" % n)
+        b.settle(0.5)
+        report_problems("html driver: still no errors after the interaction", b.problems())
+        b.screenshot(os.path.join(SHOTS, "html-driver-full.png"), full_page=True)
+
+
+def main():
+    if not headless.find_chromium():
+        skip("html", "no chromium (Debian package chromium; tools/deps.sh installs it)")
+        finish()
+    if not os.path.exists(DRIVER):
+        check("html: driver built", False, DRIVER + " missing (make test-build)")
+        finish()
+    work = tempdir("html")
+    try:
+        report_page(work)
+        driver_page(work)
+    finally:
+        cleanup(work)
+    print("screenshots: " + ", ".join(os.path.join(SHOTS, n) for n in
+                                       ("html-report-io.png", "html-driver.png",
+                                        "html-driver-full.png", "html-driver-flames.png")))
+    finish()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""ringside report on simtrain jobs (4 ranks under the agent, simulated GPU
+and NCCL) against truths it did not compute: the simulator's truth file
+(every operation's real start and end on the machine's one CLOCK_MONOTONIC),
+simtrain's own log of its checkpoints (SIMTRAIN_EVENTS), the bandwidth the
+simulator was given, and the straggler it was told to make. Checks: comm-comp
+overlap and exposed communication per rank within 1 point, AllReduce busbw
+within 5%, the straggler named first, checkpoint share of wall time within
+1 point, and ranks whose clocks are skewed on purpose (the agent's test-only
+RINGSIDE_TEST_CLOCK_SKEW_US) put back on one time line within 20 us."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rstest import (AGENT, BUILD, check, cleanup, dump, finish, report, run, skip,  # noqa: E402
+                    tempdir, trace_files)
+
+LAUNCH = os.path.join(BUILD, "simlaunch")
+TRAIN = os.path.join(BUILD, "simtrain")
+SIM = os.path.join(BUILD, "sim")
+NRANKS = 4
+BW_GBS = 40.0
+ALPHA_NS = 10000           # simnccl's default SIMNCCL_ALPHA_US
+BUCKET_MB = 8
+SKEW_US = {0: 5000, 1: -5000, 2: 2500, 3: -1200}
+
+
+def run_job(name, args, skew=False):
+    """Runs simtrain on NRANKS ranks; returns (dir, report, truth lines, events, ok)."""
+    d = tempdir("report-sim-" + name)
+    out = os.path.join(d, "trace")
+    env = dict(os.environ)
+    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "MASTER_PORT", "LD_PRELOAD",
+              "RINGSIDE_TEST_CLOCK_SKEW_US", "RINGSIDE_JOB", "RINGSIDE_RANK_PID"):
+        env.pop(k, None)
+    env.update(LD_LIBRARY_PATH=SIM, SIMGPU_TRUTH=os.path.join(d, "truth"),
+               SIMTRAIN_EVENTS=os.path.join(d, "events"), SIMNCCL_TIMEOUT_S="30", RINGSIDE_OUT=out)
+    # only the ranks run under the agent (not the launcher), each with its skew
+    script = 'export LD_PRELOAD="$AGENT_SO"; '
+    if skew:
+        script += "case $RANK in %s esac; " % " ".join(
+            "%d) export RINGSIDE_TEST_CLOCK_SKEW_US=%d;;" % (r, s) for r, s in SKEW_US.items())
+    script += 'exec "$@"'
+    env["AGENT_SO"] = AGENT
+    cmd = [LAUNCH, "-n", str(NRANKS), "--", "sh", "-c", script, "sh", TRAIN,
+           "--bw-gbs", str(BW_GBS), "--bucket-mb", str(BUCKET_MB), "--ckpt-dir", os.path.join(d, "ckpt")] + args
+    p = run(cmd, env=env, timeout=180)
+    if p.returncode != 0:
+        check(name + "_runs", False, "simtrain failed (%d): %s" % (p.returncode, p.stderr.decode()[-500:]))
+        return d, None, [], [], False
+    rep = report(out)
+    with open(os.path.join(d, "truth")) as f:
+        truth = [json.loads(line) for line in f if line.strip()]
+    events = []
+    if os.path.exists(os.path.join(d, "events")):
+        with open(os.path.join(d, "events")) as f:
+            events = [json.loads(line) for line in f if line.strip()]
+    return d, rep, truth, events, True
+
+
+def union(iv):
+    out = []
+    for s, e in sorted(iv):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def length(iv):
+    return sum(e - s for s, e in iv)
+
+
+def intersect(a, b):
+    i = j = tot = 0
+    while i < len(a) and j < len(b):
+        s, e = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if e > s:
+            tot += e - s
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return tot
+
+
+def truth_gpu(truth, rank, overlap):
+    """(overlap %, exposed %) of one rank from the truth file. A collective
+    occupies its stream from when the stream reaches it (its launch, the end
+    of the previous operation on the stream, and, with --overlap, the end of
+    the backward kernel it waits for) to its end: what a GPU shows for an
+    NCCL kernel that spins until its peers arrive."""
+    ops = [t for t in truth if t.get("rank") == rank]
+    colls = sorted((t for t in ops if t["kind"] == "collective"), key=lambda t: t["seq"])
+    bwd = sorted((t for t in ops if t["kind"] == "kernel" and t["name"].startswith("bwd_")),
+                 key=lambda t: t["start_ns"])
+    by_stream = {}
+    for t in ops:
+        by_stream.setdefault(t["stream"], []).append(t)
+    prev_end = {}
+    for s, lst in by_stream.items():
+        lst.sort(key=lambda t: (t["start_ns"], t["end_ns"]))
+        for a, b in zip(lst, lst[1:]):
+            prev_end[id(b)] = a["end_ns"]
+    comm = []
+    for i, c in enumerate(colls):
+        arrive = max(c["launch_ns"], prev_end.get(id(c), 0))
+        if overlap and i < len(bwd):
+            arrive = max(arrive, bwd[i]["end_ns"])
+        comm.append((min(arrive, c["start_ns"]), c["end_ns"]))
+    compute = [(t["start_ns"], t["end_ns"]) for t in ops if t["kind"] == "kernel"]
+    starts = [s for s, _ in comm] + [t["start_ns"] for t in ops if t["kind"] != "collective"]
+    span = max(t["end_ns"] for t in ops) - min(starts)
+    uc, uk = union(comm), union(compute)
+    inter = intersect(uc, uk)
+    return 100.0 * inter / length(uc), 100.0 * (length(uc) - inter) / span
+
+
+def has_gpu(rep):
+    return rep is not None and any("gpu" in p for p in rep["processes"])
+
+
+def gpu_checks(name, rep, truth, overlap):
+    problems = []
+    for p in rep["processes"]:
+        if p["rank"] is None:
+            continue
+        ov, ex = truth_gpu(truth, p["rank"], overlap)
+        g = p.get("gpu", {})
+        if abs(g.get("comm_comp_overlap_pct", -100) - ov) > 1:
+            problems.append("rank %d overlap %.2f%%, truth %.2f%%" % (p["rank"], g.get("comm_comp_overlap_pct", -1), ov))
+        if abs(g.get("exposed_comm_pct", -100) - ex) > 1:
+            problems.append("rank %d exposed %.2f%%, truth %.2f%%" % (p["rank"], g.get("exposed_comm_pct", -1), ex))
+    check(name + "_overlap_and_exposed_comm", not problems, "; ".join(problems))
+    bucket = int(BUCKET_MB * 1048576) & ~3
+    factor = 2.0 * (NRANKS - 1) / NRANKS
+    want = bucket * factor / (ALPHA_NS + bucket * factor / BW_GBS)   # bytes/ns = GB/s
+    rows = [c for c in rep["collectives"] if c["op"] == "AllReduce" and c["bytes"] == bucket]
+    got = rows[0]["busbw_gbs"] if rows else None
+    check(name + "_busbw", got is not None and abs(got - want) <= 0.05 * want,
+          "busbw %r GB/s, the simulator's model gives %.2f" % (got, want))
+
+
+def checkpoint_check(name, rep, events):
+    ck = union([(e["start_ns"], e["end_ns"]) for e in events if e["event"] == "checkpoint"])
+    mains = [e for e in events if e["event"] == "main"]
+    if not ck or len(mains) != NRANKS:
+        check(name + "_checkpoint_pct", False, "simtrain logged %d checkpoints, %d ranks" % (len(ck), len(mains)))
+        return
+    wall = max(e["end_ns"] for e in mains) - min(e["start_ns"] for e in mains)
+    want = 100.0 * length(ck) / wall
+    got = rep.get("checkpoint_pct")
+    check(name + "_checkpoint_pct", got is not None and abs(got - want) <= 1,
+          "checkpoint_pct %r, simtrain's log gives %.2f" % (got, want))
+
+
+def alignment_check(name, rep, truth, d):
+    """Each rank's kernels, as the agent recorded them (skewed clocks) moved
+    by the offset the report applied, against their true start: the
+    difference must be the same on every rank within 20 us."""
+    offs = {}
+    for p in rep["processes"]:
+        if p["rank"] is not None and "clock" in p:
+            offs[p["pid"]] = (p["rank"], p["clock"]["offset_ns"])
+    diffs = {}
+    for tf in trace_files(os.path.join(d, "trace")):
+        recs, _, _ = dump(tf)
+        meta = [r for r in recs if r.get("type") == "meta"]
+        if not meta or meta[0]["pid"] not in offs:
+            continue
+        rank, off = offs[meta[0]["pid"]]
+        got = sorted((r["gpu_start_ns"], r.get("name")) for r in recs
+                     if r.get("type") == "gpu" and r.get("kind") == "kernel" and r["gpu_start_ns"]
+                     and not str(r.get("name", "")).startswith("nccl"))
+        want = sorted((t["start_ns"], t["name"]) for t in truth
+                      if t.get("rank") == rank and t["kind"] == "kernel")
+        if not got or len(got) != len(want):
+            continue
+        ds = sorted(g[0] + off - w[0] for g, w in zip(got, want))
+        diffs[rank] = ds[len(ds) // 2]
+    ok = len(diffs) == NRANKS and max(diffs.values()) - min(diffs.values()) <= 20000
+    check(name + "_clock_alignment", ok, "per-rank offsets from truth (us): %s; skew_us %r" %
+          ({r: round(v / 1e3, 1) for r, v in diffs.items()}, rep.get("skew_us")))
+    check(name + "_skew_reported", rep.get("skew_us") is not None and rep["skew_us"] >= 1000,
+          "skew_us %r for ranks skewed by %s us" % (rep.get("skew_us"), SKEW_US))
+
+
+def main():
+    for exe in (LAUNCH, TRAIN, os.path.join(SIM, "libcuda.so.1"), AGENT):
+        if not os.path.exists(exe):
+            check("report_sim_built", False, exe + " is missing (make all)")
+            finish()
+    common = ["--steps", "30", "--layers", "4", "--fwd-us", "200", "--bwd-us", "400",
+              "--ckpt-every", "10", "--ckpt-mb", "24"]
+    # 1: overlap, checkpoints, clocks skewed per rank
+    d, rep, truth, events, ok = run_job("overlap", common + ["--overlap"], skew=True)
+    if ok:
+        checkpoint_check("overlap", rep, events)
+        if has_gpu(rep):
+            gpu_checks("overlap", rep, truth, True)
+            alignment_check("overlap", rep, truth, d)
+        else:
+            check("overlap_gpu_capture", False, "the agent recorded no GPU work (CUDA/NCCL capture missing)")
+    cleanup(d)
+    # 2: no overlap, rank 2 twice as slow
+    d, rep, truth, events, ok = run_job("straggler", common + ["--no-overlap", "--straggler", "2:2"])
+    if ok:
+        checkpoint_check("straggler", rep, events)
+        if has_gpu(rep):
+            gpu_checks("straggler", rep, truth, False)
+            s = rep.get("stragglers") or []
+            check("straggler_named_first", s and s[0]["rank"] == 2, "stragglers %r" % s[:2])
+        else:
+            check("straggler_gpu_capture", False, "the agent recorded no GPU work (CUDA/NCCL capture missing)")
+    cleanup(d)
+    finish()
+
+
+if __name__ == "__main__":
+    main()

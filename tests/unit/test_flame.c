@@ -1,0 +1,233 @@
+/* Unit tests of the flame graph code (reporter/flame.c, flame_svg.c,
+ * symbolize.c): folding of stacks given here whose folded lines are worked
+ * out by hand, XML escaping of hostile names, the SVG's handling of them and
+ * of thousands of tiny frames, and C++ demangling (expected names as c++filt
+ * prints them). */
+/* rs_check.h calls free() without including stdlib.h. */
+#include <stdlib.h>
+
+#include "tests/unit/rs_check.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "formats/trace.h"
+#include "reporter/flame.h"
+#include "reporter/flame_svg.h"
+#include "reporter/symbolize.h"
+
+/* Adds the stack "a;b;c" (root first) with weight w. */
+static void add_path(struct rsr_flame *fl, const char *path, uint64_t w)
+{
+    uint32_t ids[32], n = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    char *save;
+    for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save))
+        ids[n++] = rsr_flame_frame(fl, t, RSR_FRAME_NATIVE, "prog");
+    rsr_flame_add(fl, ids, n, w, 1);
+}
+
+static char *folded(const struct rsr_flame *fl)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(rsr_flame_write_folded(f, fl), 0);
+    fclose(f);
+    return text;
+}
+
+START_TEST(fold_merges_and_sorts)
+{
+    struct rsr_flame fl;
+    rsr_flame_init(&fl, RSF_SAMPLE_CPU);
+    add_path(&fl, "main;work;inner", 5);
+    add_path(&fl, "x", 4);
+    add_path(&fl, "main;work", 2);
+    add_path(&fl, "main;work;inner", 3);
+    add_path(&fl, "main;idle", 1);
+    char *text = folded(&fl);
+    /* root first, one line per path with self weight, sorted by names */
+    ck_assert_str_eq(text, "main;idle 1\nmain;work 2\nmain;work;inner 8\nx 4\n");
+    ck_assert_uint_eq(fl.nodes[0].total, 15);
+    ck_assert_uint_eq(fl.nodes[0].count, 5);
+    free(text);
+    rsr_flame_free(&fl);
+}
+END_TEST
+
+START_TEST(fold_same_name_different_parents)
+{
+    struct rsr_flame fl;
+    rsr_flame_init(&fl, RSF_SAMPLE_WAIT);
+    add_path(&fl, "a;f", 7);
+    add_path(&fl, "b;f", 9);
+    add_path(&fl, "f", 1);
+    char *text = folded(&fl);
+    ck_assert_str_eq(text, "a;f 7\nb;f 9\nf 1\n");
+    free(text);
+    rsr_flame_free(&fl);
+}
+END_TEST
+
+START_TEST(fold_names_that_break_lines)
+{
+    struct rsr_flame fl;
+    rsr_flame_init(&fl, RSF_SAMPLE_CPU);
+    uint32_t ids[2];
+    ids[0] = rsr_flame_frame(&fl, "file.py:f;g", RSR_FRAME_PYTHON, "python");
+    ids[1] = rsr_flame_frame(&fl, "two\nlines 99", RSR_FRAME_NATIVE, "x");
+    rsr_flame_add(&fl, ids, 2, 12, 1);
+    char *text = folded(&fl);
+    /* one line, two frames, the weight last */
+    ck_assert_str_eq(text, "file.py:f:g;two?lines 99 12\n");
+    free(text);
+    rsr_flame_free(&fl);
+}
+END_TEST
+
+static char *escaped(const char *s)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(f);
+    rsr_xml_escape(f, s);
+    fclose(f);
+    return text;
+}
+
+START_TEST(xml_escape_hostile)
+{
+    struct { const char *in, *out; } cases[] = {
+        { "<script>alert(\"x\")</script>", "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" },
+        { "a&b 'c' ]]> --", "a&amp;b &#39;c&#39; ]]&gt; --" },
+        { "ctl\x01\x1f\x7f.", "ctl???." },
+        { "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80" },
+        /* stray continuation, truncated sequence, overlong '/', surrogate, U+FFFE */
+        { "\x80x\xc3(\xc0\xaf\xed\xa0\x80\xef\xbf\xbe",
+          "\xef\xbf\xbdx\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+          "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *e = escaped(cases[i].in);
+        ck_assert_str_eq(e, cases[i].out);
+        free(e);
+    }
+}
+END_TEST
+
+static char *svg_of(const struct rsr_flame *fl)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(rsr_flame_write_svg(f, fl, "t<i>tle"), 0);
+    fclose(f);
+    return text;
+}
+
+START_TEST(svg_hostile_names_escaped)
+{
+    struct rsr_flame fl;
+    rsr_flame_init(&fl, RSF_SAMPLE_CPU);
+    uint32_t ids[2];
+    ids[0] = rsr_flame_frame(&fl, "</title><script>alert(1)</script>", RSR_FRAME_PYTHON, "python");
+    ids[1] = rsr_flame_frame(&fl, "x\"onload=\"alert(2)", RSR_FRAME_NATIVE, "m");
+    rsr_flame_add(&fl, ids, 2, 1000, 1);
+    char *svg = svg_of(&fl);
+    ck_assert_ptr_null(strstr(svg, "<script>alert"));
+    ck_assert_ptr_null(strstr(svg, "\"onload"));
+    ck_assert_ptr_null(strstr(svg, "t<i>tle"));
+    ck_assert_ptr_nonnull(strstr(svg, "&lt;/title&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
+    ck_assert_ptr_nonnull(strstr(svg, "x&quot;onload=&quot;alert(2)"));
+    /* the script is the fixed one: no name inside it */
+    const char *end = strstr(svg, "]]></script>");
+    ck_assert_ptr_nonnull(end);
+    ck_assert_ptr_null(memmem(svg, (size_t)(end - svg), "alert(", 6));
+    free(svg);
+    rsr_flame_free(&fl);
+}
+END_TEST
+
+START_TEST(svg_merges_tiny_frames)
+{
+    struct rsr_flame fl;
+    rsr_flame_init(&fl, RSF_SAMPLE_CPU);
+    char name[64];
+    /* one big frame and 20000 tiny siblings, each 1/40000 of the total */
+    add_path(&fl, "main;big", 20000);
+    for (int i = 0; i < 20000; i++) {
+        snprintf(name, sizeof name, "main;tiny%05d", i);
+        add_path(&fl, name, 1);
+    }
+    char *svg = svg_of(&fl);
+    int groups = 0;
+    for (const char *p = svg; (p = strstr(p, "<g class=\"f\"")); p++)
+        groups++;
+    /* all, main, big and one merged frame */
+    ck_assert_int_eq(groups, 4);
+    ck_assert_ptr_nonnull(strstr(svg, "[20000 small frames]"));
+    free(svg);
+    rsr_flame_free(&fl);
+}
+END_TEST
+
+START_TEST(demangle_cpp)
+{
+    /* as c++filt prints them */
+    char *d = rsr_sym_demangle("_ZN5torch8autograd6Engine11thread_mainERKSt10shared_ptrINS0_9GraphTaskEE");
+    ck_assert_ptr_nonnull(d);
+    ck_assert_str_eq(d, "torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)");
+    free(d);
+    d = rsr_sym_demangle("_ZN3foo3barEi");
+    ck_assert_str_eq(d, "foo::bar(int)");
+    free(d);
+    ck_assert_ptr_null(rsr_sym_demangle("hot_a"));
+    ck_assert_ptr_null(rsr_sym_demangle("_Znot_valid"));
+}
+END_TEST
+
+START_TEST(sym_missing_file)
+{
+    struct rsr_sym *s = rsr_sym_new(1);
+    int f = rsr_sym_file(s, "/nonexistent/dir/libgone.so", "abcd");
+    ck_assert_int_eq(rsr_sym_file_state(s, f), RSR_SYM_FILE_MISSING);
+    uint64_t bias;
+    ck_assert_int_eq(rsr_sym_bias(s, f, 0x1000, 0, &bias), -1);
+    const struct rsr_sym_result *r = rsr_sym_lookup(s, f, 0x1234);
+    ck_assert_int_eq(r->known, 0);
+    ck_assert_uint_eq(r->nlevels, 1);
+    ck_assert_str_eq(r->levels[0].func, "[libgone.so+0x1234]");
+    /* the same file and build id: the same handle */
+    ck_assert_int_eq(rsr_sym_file(s, "/nonexistent/dir/libgone.so", "abcd"), f);
+    rsr_sym_free(s);
+}
+END_TEST
+
+static Suite *flame_suite(void)
+{
+    Suite *s = suite_create("flame");
+    struct { const char *name; const TTest *test; } tests[] = {
+        { "flame_fold_merges_and_sorts", fold_merges_and_sorts },
+        { "flame_fold_same_name_different_parents", fold_same_name_different_parents },
+        { "flame_fold_names_that_break_lines", fold_names_that_break_lines },
+        { "flame_xml_escape_hostile", xml_escape_hostile },
+        { "flame_svg_hostile_names_escaped", svg_hostile_names_escaped },
+        { "flame_svg_merges_tiny_frames", svg_merges_tiny_frames },
+        { "flame_demangle_cpp", demangle_cpp },
+        { "flame_sym_missing_file", sym_missing_file },
+    };
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        TCase *tc = tcase_create(tests[i].name);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, tests[i].test);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+RS_CHECK_MAIN(flame_suite)
