@@ -45,6 +45,7 @@ static _Atomic int timers[RS_MAX_TIMERS];
 struct sthread {
     int slot;                   /* index in timers + 1, 0: no timer */
     uint64_t pend_ts, pend_weight;
+    uint64_t rnd;               /* xorshift state for the next expiry */
     uint64_t pending[RS_STACK_MAX];
     uint64_t scratch[RS_STACK_MAX];
 };
@@ -77,6 +78,26 @@ static void put_sample(int kind, uint64_t ts, uint64_t weight, const uint64_t *f
     rs_commit(size);
 }
 
+/* The next expiry at a random point of [period/2, 3 period/2): a program
+ * whose work repeats with the period (or with the kernel's tick, which
+ * paces CPU-time timers) is not sampled at the same phase each time. The
+ * mean stays the period, which is each sample's weight. */
+static void rearm_jittered(struct sthread *t)
+{
+    int v = atomic_load_explicit(&timers[t->slot - 1], memory_order_relaxed);
+    if (!v)
+        return;
+    t->rnd ^= t->rnd << 13;
+    t->rnd ^= t->rnd >> 7;
+    t->rnd ^= t->rnd << 17;
+    uint64_t next = interval_ns / 2 + t->rnd % (interval_ns ? interval_ns : 1);
+    struct itimerspec its = {
+        { (time_t)(interval_ns / 1000000000u), (long)(interval_ns % 1000000000u) },
+        { (time_t)(next / 1000000000u), (long)(next % 1000000000u) },
+    };
+    syscall(SYS_timer_settime, v - 1, 0, &its, NULL);
+}
+
 static void on_sample(int sig, siginfo_t *si, void *ucv)
 {
     (void)sig;
@@ -88,6 +109,7 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
         goto out;
     uint64_t ts = rs_ticks();
     uint64_t weight = interval_ns * (uint64_t)(1 + (si->si_overrun > 0 ? si->si_overrun : 0));
+    rearm_jittered(t);
     ucontext_t *uc = ucv;
     if (rs_pc_in_loader((uint64_t)uc->uc_mcontext.gregs[REG_RIP])) {
         drop(); /* the loader may be changing the object list the unwinder reads */
@@ -146,6 +168,7 @@ static void thread_arm(void)
         int expect = 0;
         if (atomic_compare_exchange_strong(&timers[i], &expect, id + 1)) {
             me.slot = i + 1;
+            me.rnd = ((uint64_t)sev._sigev_un._tid << 32) ^ rs_ticks() ^ 0x9e3779b97f4a7c15ull;
             struct itimerspec its = {
                 { (time_t)(interval_ns / 1000000000u), (long)(interval_ns % 1000000000u) },
                 { (time_t)(interval_ns / 1000000000u), (long)(interval_ns % 1000000000u) },
