@@ -179,12 +179,16 @@ extern _Atomic int rs_on;
  * block. Returns space, or NULL when the record is dropped (counted). */
 void *rs_reserve_slow(size_t size, int kind);
 
+/* The CUDA and NCCL records (kinds 16..47) carry CLOCK_MONOTONIC ns (rs_now),
+ * not ticks: their host times are compared with GPU times mapped onto that
+ * clock, and a launch costs far more than reading it. */
+
 /* GPU work launched (kind GPU): h.op is enum rsf_gpu_kind, h.file the
  * timing pair (0: not timed). name: the kernel's name, text that lives as
  * long as the process (hook_cuda.c's name arena), or NULL. */
 struct rs_rec_gpu {
     struct rs_rec_hdr h;
-    uint64_t start_ns, dur_ns;   /* the launch call, ticks */
+    uint64_t start_ns, dur_ns;   /* the launch call */
     uint64_t stream, bytes;
     const char *name;
     uint32_t anchor;             /* anchor generation of the pair */

@@ -30,6 +30,7 @@ struct rs_cuda_real {
     __typeof__(cuKernelGetName) *kernel_get_name;
     __typeof__(cuDriverGetVersion) *driver_version;
     __typeof__(cuThreadExchangeStreamCaptureMode) *exchange_capture_mode;
+    __typeof__(cuPointerGetAttribute) *pointer_attr;
 };
 extern struct rs_cuda_real rs_cu;
 
@@ -47,15 +48,9 @@ int rs_cuda_ready(void);
 extern _Atomic int rs_captures;
 
 /* The id of stream s as cuStreamGetId gives it (per-thread default stream
- * when ptsz and s is 0), or the handle's value when the driver has none. */
-static inline uint64_t rs_stream_id(CUstream s, int ptsz)
-{
-    unsigned long long id;
-    __typeof__(cuStreamGetId) *f = ptsz ? rs_cu.stream_get_id_ptsz : rs_cu.stream_get_id;
-    if (RS_LIKELY(f != NULL) && f(s, &id) == CUDA_SUCCESS)
-        return id;
-    return (uint64_t)(uintptr_t)s;
-}
+ * when ptsz and s is 0), or the handle's value when the driver has none.
+ * Cached per handle (cuStreamDestroy forgets it). */
+uint64_t rs_stream_id(CUstream s, int ptsz);
 
 /* ---- GPU timing (gputime.c) ---- */
 

@@ -5,6 +5,7 @@
  * on a libcuda handle (Triton). Every wrapper exists in the legacy and, where
  * the driver has one, the per-thread default stream (_ptsz/_ptds) variant. */
 #include "preload/gpu.h"
+#include "preload/sample.h"
 #include "formats/trace.h"
 
 #include <dlfcn.h>
@@ -85,6 +86,7 @@ static int cuda_setup(void)
     R(kernel_get_name, "cuKernelGetName");
     R(driver_version, "cuDriverGetVersion");
     R(exchange_capture_mode, "cuThreadExchangeStreamCaptureMode");
+    R(pointer_attr, "cuPointerGetAttribute");
 #undef R
     if (!rs_cu.ctx_get_current) {
         rs_notice("no CUDA driver functions found (libcuda.so.1 missing or unknown); CUDA capture is off");
@@ -105,12 +107,12 @@ int rs_cuda_ready(void)
     return st == CU_READY && atomic_load(&cu_inited);
 }
 
+/* Read at cuInit: the writer may need it after the driver is gone. */
+static _Atomic int cuda_version;
+
 int rs_cuda_version(void)
 {
-    int v = 0;
-    if (rs_cuda_ready() > 0 && rs_cu.driver_version && rs_cu.driver_version(&v) != CUDA_SUCCESS)
-        v = 0;
-    return v;
+    return atomic_load(&cuda_version);
 }
 
 /* Whether this call is recorded: tracing on, CUDA capture on, not the agent. */
@@ -222,6 +224,88 @@ static const char *func_name(CUfunction f)
     return NULL;
 }
 
+/* ---- stream ids: a lock-free cache CUstream -> id ---- */
+
+#define STREAM_SLOTS 4096u
+#define STREAM_PROBES 32u
+
+static struct {
+    _Atomic uintptr_t key;
+    _Atomic uint64_t id;       /* 0: not known (yet, or any more) */
+} stream_ids[STREAM_SLOTS];
+
+static uint64_t stream_ask(CUstream s, int ptsz)
+{
+    unsigned long long id;
+    __typeof__(cuStreamGetId) *f = ptsz ? rs_cu.stream_get_id_ptsz : rs_cu.stream_get_id;
+    if (RS_LIKELY(f != NULL) && f(s, &id) == CUDA_SUCCESS)
+        return id;
+    return (uint64_t)(uintptr_t)s;
+}
+
+uint64_t rs_stream_id(CUstream s, int ptsz)
+{
+    uintptr_t key = (uintptr_t)s;
+    /* 0, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD depend on the context or thread */
+    if (key <= 2)
+        return stream_ask(s, ptsz);
+    uint32_t h = (uint32_t)((key >> 4) * 2654435761u);
+    for (uint32_t i = 0; i < STREAM_PROBES; i++) {
+        __typeof__(&stream_ids[0]) e = &stream_ids[(h + i) & (STREAM_SLOTS - 1)];
+        uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+        if (k == 0) {
+            uintptr_t zero = 0;
+            if (!atomic_compare_exchange_strong(&e->key, &zero, key))
+                k = zero;
+            else
+                k = key;
+        }
+        if (k != key)
+            continue;
+        uint64_t id = atomic_load_explicit(&e->id, memory_order_acquire);
+        if (RS_LIKELY(id != 0))
+            return id;
+        id = stream_ask(s, ptsz);
+        atomic_store_explicit(&e->id, id, memory_order_release);
+        return id;
+    }
+    return stream_ask(s, ptsz);
+}
+
+/* The stream is gone: its handle may come back as another stream. */
+static void stream_forget(CUstream s)
+{
+    uintptr_t key = (uintptr_t)s;
+    if (key <= 2)
+        return;
+    uint32_t h = (uint32_t)((key >> 4) * 2654435761u);
+    for (uint32_t i = 0; i < STREAM_PROBES; i++) {
+        __typeof__(&stream_ids[0]) e = &stream_ids[(h + i) & (STREAM_SLOTS - 1)];
+        uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+        if (k == 0)
+            return;
+        if (k == key) {
+            atomic_store_explicit(&e->id, 0, memory_order_release);
+            return;
+        }
+    }
+}
+
+REAL_DECL(cuStreamDestroy);
+REAL_DECL(cuStreamDestroy_v2);
+
+RS_EXPORT CUresult cuStreamDestroy(CUstream s)
+{
+    stream_forget(s);
+    return CALL(cuStreamDestroy, s);
+}
+
+RS_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
+{
+    stream_forget(s);
+    return CALL(cuStreamDestroy_v2, s);
+}
+
 /* ---- records ---- */
 
 static void gpu_record(int kind, uint64_t t0, uint64_t t1, CUstream s, int ptsz, uint64_t bytes,
@@ -281,16 +365,20 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         uint8_t fl_ = (uint8_t)((FLAGS) | ((PTSZ) ? RSF_GPUF_PTSZ : 0));                       \
         uint32_t pair_ = rs_gpu_begin(STREAM, PTSZ, &anchor_, &fl_);                           \
         errno = saved_;                                                                        \
-        uint64_t t0_ = rs_ticks();                                                             \
+        uint64_t t0_ = rs_now();                                                               \
         CUresult r_ = CALL;                                                                    \
-        uint64_t t1_ = rs_ticks();                                                             \
         saved_ = errno;                                                                        \
         pair_ = rs_gpu_end(pair_, STREAM, PTSZ, r_ == CUDA_SUCCESS);                           \
+        uint64_t t1_ = rs_now(); /* the end event is on the stream by now */                   \
         if (r_ == CUDA_SUCCESS) {                                                              \
+            if ((KIND) == RSF_GPU_KERNEL && pair_)                                             \
+                rs_gpu_stack_sample(t0_);                                                      \
             gpu_record(KIND, t0_, t1_, STREAM, PTSZ, BYTES, NAME, DIR, fl_, pair_, anchor_);    \
             if ((SYNC_KIND) >= 0)                                                              \
                 sync_record(SYNC_KIND, t0_, t1_, rs_stream_id(STREAM, PTSZ));                  \
         }                                                                                      \
+        if ((SYNC_KIND) >= 0)                                                                  \
+            rs_wait_sample_ns(t0_, t1_);                                                       \
         rs_guard = 0;                                                                          \
         errno = saved_;                                                                        \
         return r_;                                                                             \
@@ -302,11 +390,12 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         if (!cu_on())                                                                          \
             return CALL;                                                                       \
         rs_guard = 1;                                                                          \
-        uint64_t t0_ = rs_ticks();                                                             \
+        uint64_t t0_ = rs_now();                                                               \
         CUresult r_ = CALL;                                                                    \
-        uint64_t t1_ = rs_ticks();                                                             \
+        uint64_t t1_ = rs_now();                                                               \
         int saved_ = errno;                                                                    \
         sync_record(KIND, t0_, t1_, TARGET);                                                   \
+        rs_wait_sample_ns(t0_, t1_);                                                           \
         rs_guard = 0;                                                                          \
         errno = saved_;                                                                        \
         return r_;                                                                             \
@@ -318,9 +407,9 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         if (!cu_on())                                                                          \
             return CALL;                                                                       \
         rs_guard = 1;                                                                          \
-        uint64_t t0_ = rs_ticks();                                                             \
+        uint64_t t0_ = rs_now();                                                               \
         CUresult r_ = CALL;                                                                    \
-        uint64_t t1_ = rs_ticks();                                                             \
+        uint64_t t1_ = rs_now();                                                               \
         int saved_ = errno;                                                                    \
         if (r_ == CUDA_SUCCESS)                                                                \
             mem_record(KIND, t0_, t1_, (uint64_t)(PTR), (uint64_t)(BYTES));                    \
@@ -335,8 +424,14 @@ REAL_DECL(cuInit);
 RS_EXPORT CUresult cuInit(unsigned int flags)
 {
     CUresult r = CALL(cuInit, flags);
-    if (r == CUDA_SUCCESS)
-        atomic_store(&cu_inited, 1);
+    if (r == CUDA_SUCCESS && !atomic_exchange(&cu_inited, 1) && rs_cfg.cuda && !rs_guard) {
+        int saved = errno, v = 0;
+        rs_guard = 1;
+        if (cuda_setup() && rs_cu.driver_version && rs_cu.driver_version(&v) == CUDA_SUCCESS)
+            atomic_store(&cuda_version, v);
+        rs_guard = 0;
+        errno = saved;
+    }
     return r;
 }
 
@@ -418,6 +513,8 @@ REAL_DECL(cuStreamBeginCapture);
 REAL_DECL(cuStreamBeginCapture_ptsz);
 REAL_DECL(cuStreamBeginCapture_v2);
 REAL_DECL(cuStreamBeginCapture_v2_ptsz);
+REAL_DECL(cuStreamBeginCaptureToGraph);
+REAL_DECL(cuStreamBeginCaptureToGraph_ptsz);
 REAL_DECL(cuStreamEndCapture);
 REAL_DECL(cuStreamEndCapture_ptsz);
 
@@ -457,6 +554,20 @@ RS_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode 
     return capture_began(CALL(cuStreamBeginCapture_v2_ptsz, s, mode));
 }
 
+RS_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                               const CUgraphEdgeData *edges, size_t ndeps,
+                                               CUstreamCaptureMode mode)
+{
+    return capture_began(CALL(cuStreamBeginCaptureToGraph, s, g, deps, edges, ndeps, mode));
+}
+
+RS_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                                    const CUgraphEdgeData *edges, size_t ndeps,
+                                                    CUstreamCaptureMode mode)
+{
+    return capture_began(CALL(cuStreamBeginCaptureToGraph_ptsz, s, g, deps, edges, ndeps, mode));
+}
+
 RS_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g)
 {
     return capture_ended(CALL(cuStreamEndCapture, s, g));
@@ -470,6 +581,28 @@ RS_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g)
 /* ---- copies and sets ---- */
 
 #define UNPAREN(...) __VA_ARGS__
+
+/* Where a pointer of unified addressing lives: 1 device, 0 host, -1 unknown. */
+static int on_device(CUdeviceptr p)
+{
+    unsigned int type = 0;
+    if (!rs_cu.pointer_attr)
+        return -1;
+    if (rs_cu.pointer_attr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) != CUDA_SUCCESS)
+        return 0; /* not known to the driver: pageable host memory */
+    return type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY;
+}
+
+/* The direction of a cuMemcpy / cuMemcpyAsync (unified addressing). */
+static int copy_dir(CUdeviceptr dst, CUdeviceptr src)
+{
+    if (!cu_on())
+        return RSF_COPY_NONE;
+    int d = on_device(dst), s = on_device(src);
+    if (d < 0 || s < 0)
+        return RSF_COPY_NONE;
+    return d ? (s ? RSF_COPY_DTOD : RSF_COPY_HTOD) : (s ? RSF_COPY_DTOH : RSF_COPY_HTOH);
+}
 
 /* A synchronous copy blocks the host: a GpuEvent flagged SYNC and a SyncEvent. */
 #define COPY_SYNC(name, ptsz, dir, args, pass, bytes)                                          \
@@ -501,16 +634,16 @@ COPY_SYNC(cuMemcpyDtoH_v2, 0, RSF_COPY_DTOH, A_DTOH, P3, n)
 COPY_SYNC(cuMemcpyDtoH_v2_ptds, 1, RSF_COPY_DTOH, A_DTOH, P3, n)
 COPY_SYNC(cuMemcpyDtoD_v2, 0, RSF_COPY_DTOD, A_DTOD, P3, n)
 COPY_SYNC(cuMemcpyDtoD_v2_ptds, 1, RSF_COPY_DTOD, A_DTOD, P3, n)
-COPY_SYNC(cuMemcpy, 0, RSF_COPY_NONE, A_DTOD, P3, n)
-COPY_SYNC(cuMemcpy_ptds, 1, RSF_COPY_NONE, A_DTOD, P3, n)
+COPY_SYNC(cuMemcpy, 0, copy_dir(dst, src), A_DTOD, P3, n)
+COPY_SYNC(cuMemcpy_ptds, 1, copy_dir(dst, src), A_DTOD, P3, n)
 COPY_ASYNC(cuMemcpyHtoDAsync_v2, 0, RSF_COPY_HTOD, A_HTOD_S, P4, n)
 COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, 1, RSF_COPY_HTOD, A_HTOD_S, P4, n)
 COPY_ASYNC(cuMemcpyDtoHAsync_v2, 0, RSF_COPY_DTOH, A_DTOH_S, P4, n)
 COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, 1, RSF_COPY_DTOH, A_DTOH_S, P4, n)
 COPY_ASYNC(cuMemcpyDtoDAsync_v2, 0, RSF_COPY_DTOD, A_DTOD_S, P4, n)
 COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, 1, RSF_COPY_DTOD, A_DTOD_S, P4, n)
-COPY_ASYNC(cuMemcpyAsync, 0, RSF_COPY_NONE, A_DTOD_S, P4, n)
-COPY_ASYNC(cuMemcpyAsync_ptsz, 1, RSF_COPY_NONE, A_DTOD_S, P4, n)
+COPY_ASYNC(cuMemcpyAsync, 0, copy_dir(dst, src), A_DTOD_S, P4, n)
+COPY_ASYNC(cuMemcpyAsync_ptsz, 1, copy_dir(dst, src), A_DTOD_S, P4, n)
 
 #define A_PEER (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n)
 #define A_PEER_S (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream s)
@@ -661,6 +794,8 @@ RS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
     X(cuStreamBeginCapture_ptsz, "cuStreamBeginCapture", 10000, 1)                            \
     X(cuStreamBeginCapture_v2, "cuStreamBeginCapture", 10010, 0)                              \
     X(cuStreamBeginCapture_v2_ptsz, "cuStreamBeginCapture", 10010, 1)                         \
+    X(cuStreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph", 12030, 0)                   \
+    X(cuStreamBeginCaptureToGraph_ptsz, "cuStreamBeginCaptureToGraph", 12030, 1)              \
     X(cuStreamEndCapture, "cuStreamEndCapture", 10000, 0)                                     \
     X(cuStreamEndCapture_ptsz, "cuStreamEndCapture", 10000, 1)                                \
     X(cuMemcpyHtoD_v2, "cuMemcpyHtoD", 3020, 0)                                               \
@@ -709,7 +844,9 @@ RS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
     X(cuMemAllocAsync, "cuMemAllocAsync", 11020, 0)                                           \
     X(cuMemAllocAsync_ptsz, "cuMemAllocAsync", 11020, 1)                                      \
     X(cuMemFreeAsync, "cuMemFreeAsync", 11020, 0)                                             \
-    X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, 1)
+    X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, 1)                                        \
+    X(cuStreamDestroy, "cuStreamDestroy", 2000, 0)                                            \
+    X(cuStreamDestroy_v2, "cuStreamDestroy", 4000, 0)
 
 REAL_DECL(cuGetProcAddress);
 REAL_DECL(cuGetProcAddress_v2);

@@ -1,6 +1,7 @@
 /* NCCL capture: every collective and send/receive call (op, count, type,
  * bytes as nccl-tests counts them, root or peer, communicator id, sequence
- * number per communicator, stream, GPU start and end from an event pair
+ * number (collectives: per communicator; sends and receives: per
+ * communicator, peer and direction), stream, GPU start and end from an event pair
  * around the call, or around the group it belongs to), groups, and the life
  * of communicators (creation with this process's rank and the size, end).
  * Communicator ids are equal on every rank: a hash of the unique id (split:
@@ -201,7 +202,7 @@ static void comm_created(int kind, ncclResult_t r, uint64_t t0, ncclComm_t c, ui
         return;
     int saved = errno;
     struct comm_slot *s = comm_add(c, id, rank, nranks);
-    comm_record(kind, t0, rs_ticks(), c, s, parent);
+    comm_record(kind, t0, rs_now(), c, s, parent);
     errno = saved;
 }
 
@@ -209,7 +210,7 @@ RS_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUnique
 {
     if (!nccl_on())
         return CALL(ncclCommInitRank, comm, nranks, id, rank);
-    uint64_t t0 = rs_ticks();
+    uint64_t t0 = rs_now();
     ncclResult_t r = CALL(ncclCommInitRank, comm, nranks, id, rank);
     comm_created(RSF_COMM_INIT, r, t0, comm ? *comm : NULL, id_hash(&id, 1), rank, nranks, 0);
     return r;
@@ -220,7 +221,7 @@ RS_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, nccl
 {
     if (!nccl_on())
         return CALL(ncclCommInitRankConfig, comm, nranks, id, rank, config);
-    uint64_t t0 = rs_ticks();
+    uint64_t t0 = rs_now();
     ncclResult_t r = CALL(ncclCommInitRankConfig, comm, nranks, id, rank, config);
     comm_created(RSF_COMM_INIT, r, t0, comm ? *comm : NULL, id_hash(&id, 1), rank, nranks, 0);
     return r;
@@ -231,7 +232,7 @@ RS_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, in
 {
     if (!nccl_on())
         return CALL(ncclCommInitRankScalable, comm, nranks, rank, nids, ids, config);
-    uint64_t t0 = rs_ticks();
+    uint64_t t0 = rs_now();
     ncclResult_t r = CALL(ncclCommInitRankScalable, comm, nranks, rank, nids, ids, config);
     comm_created(RSF_COMM_INIT, r, t0, comm ? *comm : NULL, ids && nids > 0 ? id_hash(ids, nids) : 0, rank,
                  nranks, 0);
@@ -242,7 +243,7 @@ RS_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *de
 {
     if (!nccl_on())
         return CALL(ncclCommInitAll, comm, ndev, devlist);
-    uint64_t t0 = rs_ticks();
+    uint64_t t0 = rs_now();
     ncclResult_t r = CALL(ncclCommInitAll, comm, ndev, devlist);
     if (r == ncclSuccess && comm && ndev > 0) {
         /* All ranks are in this process: an id of its own (pid, time). */
@@ -259,7 +260,7 @@ RS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
 {
     if (!nccl_on())
         return CALL(ncclCommSplit, comm, color, key, newcomm, config);
-    uint64_t t0 = rs_ticks();
+    uint64_t t0 = rs_now();
     struct comm_slot *p = comm_get(comm);
     /* Every rank of the parent splits it in the same order. */
     uint32_t nth = p ? atomic_fetch_add(&p->splits, 1) : 0;
@@ -287,12 +288,12 @@ static __thread int in_comm_end RS_TLS;
             copy.nranks = s->nranks;                                                           \
             copy.device = s->device;                                                           \
         }                                                                                      \
-        uint64_t t0 = rs_ticks();                                                              \
+        uint64_t t0 = rs_now();                                                                \
         in_comm_end = 1;                                                                       \
         ncclResult_t r = CALL(name, comm);                                                     \
         in_comm_end = 0;                                                                       \
         int saved = errno;                                                                     \
-        comm_record(kind, t0, rs_ticks(), comm, s ? &copy : NULL, 0);                          \
+        comm_record(kind, t0, rs_now(), comm, s ? &copy : NULL, 0);                            \
         errno = saved;                                                                         \
         return r;                                                                              \
     }
@@ -320,6 +321,39 @@ struct pending {
 static __thread int group_depth RS_TLS;
 static __thread int npending RS_TLS;
 static __thread struct pending pending[GROUP_MAX];
+
+/* Sequence numbers of sends and receives: per communicator, peer and
+ * direction, so that a rank's k-th send to P pairs with P's k-th receive. */
+#define P2P_SLOTS 16384u
+static struct {
+    _Atomic uint64_t key;
+    _Atomic uint32_t n;
+} p2p_seq[P2P_SLOTS];
+
+static uint32_t coll_seq(struct comm_slot *s, int op, int peer)
+{
+    if (!s)
+        return 0;
+    if (op != RSF_COLL_SEND && op != RSF_COLL_RECV)
+        return atomic_fetch_add_explicit(&s->seq, 1, memory_order_relaxed);
+    uint64_t key = (s->id * 1099511628211ull) ^ ((uint64_t)(uint32_t)peer << 1 | (op == RSF_COLL_RECV));
+    key |= 1; /* never 0, the empty slot */
+    uint32_t h = (uint32_t)(key ^ key >> 29) * 2654435761u;
+    for (uint32_t i = 0; i < 64; i++) {
+        __typeof__(&p2p_seq[0]) e = &p2p_seq[(h + i) & (P2P_SLOTS - 1)];
+        uint64_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+        if (k == 0) {
+            uint64_t zero = 0;
+            if (atomic_compare_exchange_strong(&e->key, &zero, key))
+                k = key;
+            else
+                k = zero;
+        }
+        if (k == key)
+            return atomic_fetch_add_explicit(&e->n, 1, memory_order_relaxed);
+    }
+    return UINT32_MAX; /* table full: unknown */
+}
 
 static void coll_commit(const struct rs_rec_coll *c)
 {
@@ -352,19 +386,18 @@ static void coll_commit(const struct rs_rec_coll *c)
         c_.count = (COUNT);                                                                    \
         c_.bytes = (uint64_t)(COUNT) * ts_ * ((TIMES_N) && s_ ? (uint64_t)s_->nranks : 1);     \
         c_.comm = s_ ? s_->id : (uint64_t)(uintptr_t)(COMM);                                   \
-        c_.seq = s_ ? atomic_fetch_add_explicit(&s_->seq, 1, memory_order_relaxed) : 0;        \
+        c_.seq = coll_seq(s_, OP, PEER);                                                       \
         c_.peer = (PEER);                                                                      \
         c_.datatype = (uint8_t)(TYPE);                                                         \
         c_.redop = (uint8_t)(REDOP);                                                           \
-        c_.group = group_depth > 0;                                                            \
+        c_.group = (uint8_t)(group_depth > 255 ? 255 : group_depth);                           \
         c_.flags = fl_;                                                                        \
         errno = saved_;                                                                        \
-        c_.start_ns = rs_ticks();                                                              \
+        c_.start_ns = rs_now();                                                                \
         ncclResult_t r_ = CALL(NAME, __VA_ARGS__);                                             \
-        uint64_t t1_ = rs_ticks();                                                             \
         saved_ = errno;                                                                        \
-        c_.dur_ns = t1_ - c_.start_ns;                                                         \
         if (group_depth > 0 && npending < GROUP_MAX && r_ == ncclSuccess) {                    \
+            c_.dur_ns = rs_now() - c_.start_ns;                                                \
             pending[npending].rec = c_;                                                        \
             pending[npending++].stream = (CUstream)(STREAM);                                   \
         } else {                                                                               \
@@ -374,6 +407,8 @@ static void coll_commit(const struct rs_rec_coll *c)
                                        r_ == ncclSuccess && group_depth == 0);                 \
                 rs_guard = 0;                                                                  \
             }                                                                                  \
+            /* the end event is on the stream by now */                                        \
+            c_.dur_ns = rs_now() - c_.start_ns;                                                \
             coll_commit(&c_);                                                                  \
         }                                                                                      \
         errno = saved_;                                                                        \

@@ -30,7 +30,8 @@ int rs_sample_sig;
 uint64_t rs_wait_ticks = UINT64_MAX;
 static _Atomic int sampler_on;
 static uint64_t interval_ns;
-static uint64_t wait_ns = 1000000;
+uint64_t rs_wait_ns = 1000000;
+static uint32_t gpu_stack_every = 10;
 static _Atomic uint64_t dropped;
 /* Handler cost, in ticks, for RINGSIDE_LOG=2's line at exit (make bench). */
 static _Atomic uint64_t handled, unwind_ticks, handler_ticks;
@@ -44,6 +45,7 @@ static _Atomic int timers[RS_MAX_TIMERS];
 struct sthread {
     int slot;                   /* index in timers + 1, 0: no timer */
     uint64_t pend_ts, pend_weight;
+    uint64_t rnd;               /* xorshift state for the next expiry */
     uint64_t pending[RS_STACK_MAX];
     uint64_t scratch[RS_STACK_MAX];
 };
@@ -76,6 +78,26 @@ static void put_sample(int kind, uint64_t ts, uint64_t weight, const uint64_t *f
     rs_commit(size);
 }
 
+/* The next expiry at a random point of [period/2, 3 period/2): a program
+ * whose work repeats with the period (or with the kernel's tick, which
+ * paces CPU-time timers) is not sampled at the same phase each time. The
+ * mean stays the period, which is each sample's weight. */
+static void rearm_jittered(struct sthread *t)
+{
+    int v = atomic_load_explicit(&timers[t->slot - 1], memory_order_relaxed);
+    if (!v)
+        return;
+    t->rnd ^= t->rnd << 13;
+    t->rnd ^= t->rnd >> 7;
+    t->rnd ^= t->rnd << 17;
+    uint64_t next = interval_ns / 2 + t->rnd % (interval_ns ? interval_ns : 1);
+    struct itimerspec its = {
+        { (time_t)(interval_ns / 1000000000u), (long)(interval_ns % 1000000000u) },
+        { (time_t)(next / 1000000000u), (long)(next % 1000000000u) },
+    };
+    syscall(SYS_timer_settime, v - 1, 0, &its, NULL);
+}
+
 static void on_sample(int sig, siginfo_t *si, void *ucv)
 {
     (void)sig;
@@ -87,6 +109,7 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
         goto out;
     uint64_t ts = rs_ticks();
     uint64_t weight = interval_ns * (uint64_t)(1 + (si->si_overrun > 0 ? si->si_overrun : 0));
+    rearm_jittered(t);
     ucontext_t *uc = ucv;
     if (rs_pc_in_loader((uint64_t)uc->uc_mcontext.gregs[REG_RIP])) {
         drop(); /* the loader may be changing the object list the unwinder reads */
@@ -145,6 +168,7 @@ static void thread_arm(void)
         int expect = 0;
         if (atomic_compare_exchange_strong(&timers[i], &expect, id + 1)) {
             me.slot = i + 1;
+            me.rnd = ((uint64_t)sev._sigev_un._tid << 32) ^ rs_ticks() ^ 0x9e3779b97f4a7c15ull;
             struct itimerspec its = {
                 { (time_t)(interval_ns / 1000000000u), (long)(interval_ns % 1000000000u) },
                 { (time_t)(interval_ns / 1000000000u), (long)(interval_ns % 1000000000u) },
@@ -248,8 +272,11 @@ void rs_sample_init(void)
 {
     const char *w = getenv("RINGSIDE_WAIT_US");
     if (w && *w)
-        wait_ns = strtoull(w, NULL, 10) * 1000u;
-    rs_wait_ticks = wait_ns; /* until the writer knows the tick rate */
+        rs_wait_ns = strtoull(w, NULL, 10) * 1000u;
+    rs_wait_ticks = rs_wait_ns; /* until the writer knows the tick rate */
+    const char *g = getenv("RINGSIDE_GPU_STACK_EVERY");
+    if (g && *g)
+        gpu_stack_every = (uint32_t)strtoul(g, NULL, 10);
     rs_modules_init();
     rs_py_try_init();
     if (rs_cfg.sample_hz <= 0 || rs_unwind_init() != 0)
@@ -314,7 +341,7 @@ void rs_sample_writer_tick(const struct rs_tick_map *map)
     if (map->ns_per_tick > 0)
         ns_per_tick = map->ns_per_tick;
     if (map->ns_per_tick > 0)
-        rs_wait_ticks = (uint64_t)((double)wait_ns / map->ns_per_tick);
+        rs_wait_ticks = (uint64_t)((double)rs_wait_ns / map->ns_per_tick);
     rs_py_try_init();
 }
 
@@ -348,6 +375,26 @@ void rs_sample_flush_pending(void)
     memcpy(buf, me.pending, (size_t)n * sizeof *buf);
     put_sample(RSF_SAMPLE_CPU, me.pend_ts, me.pend_weight, buf, n);
     rs_sample_npending = 0;
+}
+
+static __thread uint32_t launches RS_TLS;
+
+void rs_gpu_stack_sample(uint64_t t0)
+{
+    if (!gpu_stack_every || launches++ % gpu_stack_every || !rs_unwind_ready())
+        return;
+    uint64_t buf[RS_STACK_MAX];
+    int n = rs_stack_capture(buf, RS_STACK_MAX);
+    put_sample(RSF_SAMPLE_GPU | RS_SAMPLE_NS, t0, 0, buf, n);
+}
+
+void rs_wait_sample_ns_slow(uint64_t t0, uint64_t t1)
+{
+    if (!atomic_load_explicit(&rs_on, memory_order_relaxed) || !rs_unwind_ready())
+        return;
+    uint64_t buf[RS_STACK_MAX];
+    int n = rs_stack_capture(buf, RS_STACK_MAX);
+    put_sample(RSF_SAMPLE_WAIT | RS_SAMPLE_NS, t0, t1 - t0, buf, n);
 }
 
 void rs_wait_sample_slow(uint64_t t0, uint64_t t1)

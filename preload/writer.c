@@ -30,7 +30,24 @@
 struct held_gpu {
     struct rsf_gpu_event e;
     uint32_t pair, anchor;
+    uint32_t stack;              /* gpu sample's stack, weighted once timed */
 };
+
+/* The stack of the last gpu sample record per thread, for the GPU record
+ * that follows it on that thread. */
+#define GPU_STACK_SLOTS 64
+struct gpu_stack {
+    uint32_t tid, stack;
+};
+static struct gpu_stack gpu_stacks[GPU_STACK_SLOTS];
+
+static uint32_t take_gpu_stack(uint32_t tid)
+{
+    struct gpu_stack *e = &gpu_stacks[tid % GPU_STACK_SLOTS];
+    uint32_t st = e->tid == tid ? e->stack : 0;
+    e->tid = e->stack = 0;
+    return st;
+}
 struct held_coll {
     struct rsf_coll_event e;
     uint32_t pair, anchor;
@@ -328,8 +345,7 @@ static void emit(int end)
     if (w.broken)
         goto reset;
     int events = w.nio || w.ngpu || w.nsyncs || w.ncolls || w.ncomms || w.nmems;
-    int empty = !events && !w.nfiles && !w.nthreads && w.nstr + 1 == w.chunk_str_base &&
-                !rs_stackw_any();
+    int empty = !events && !rs_stackw_any() && !w.nfiles && !w.nthreads && w.nstr + 1 == w.chunk_str_base;
     if (empty && !end && w.seq > 0)
         return;
     /* No file until there is an event: a process that only inherited some
@@ -408,8 +424,8 @@ static void emit(int end)
     w.seq++;
 reset:
     w.nio = w.nfiles = w.nthreads = 0;
-    rs_stackw_chunk_done();
     w.ngpu = w.nsyncs = w.ncolls = w.ncomms = w.nmems = 0;
+    rs_stackw_chunk_done();
     w.chunk_str_base = w.nstr + 1;
     w.last_emit = rs_now();
 }
@@ -436,25 +452,26 @@ static void put_coll(const struct rsf_coll_event *e)
     }
 }
 
-static uint32_t dur32(uint64_t ticks)
+static uint32_t dur32(uint64_t ns)
 {
-    uint64_t ns = rs_tick_dur(&w.map, ticks);
     return ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
 }
 
-/* A CUDA or NCCL record (kinds 16..47). */
+/* A CUDA or NCCL record (kinds 16..47); their times are CLOCK_MONOTONIC ns
+ * already (rs_now), the clock the GPU times are mapped onto. */
 static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
 {
     switch (h->kind) {
     case RS_REC_GPU: {
         const struct rs_rec_gpu *r = (const void *)h;
         struct rsf_gpu_event e = {
-            .launch_ns = rs_tick_ns(&w.map, r->start_ns), .stream = r->stream, .bytes = r->bytes,
+            .launch_ns = r->start_ns, .stream = r->stream, .bytes = r->bytes,
             .call_ns = dur32(r->dur_ns), .tid = tid, .name = r->name ? intern(r->name) : 0,
             .device = r->device, .kind = h->op, .dir = r->dir, .flags = r->flags,
         };
+        uint32_t stack = take_gpu_stack(tid);
         if (h->file && !grow((void **)&w.held_gpu, &w.held_gpu_cap, w.nheld_gpu + 1, sizeof *w.held_gpu))
-            w.held_gpu[w.nheld_gpu++] = (struct held_gpu){ e, h->file, r->anchor };
+            w.held_gpu[w.nheld_gpu++] = (struct held_gpu){ e, h->file, r->anchor, stack };
         else
             put_gpu(&e);
         return;
@@ -463,7 +480,7 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
         const struct rs_rec_sync *r = (const void *)h;
         if (ROOM(syncs, nsyncs, syncs_cap)) {
             w.syncs[w.nsyncs++] = (struct rsf_sync_event){
-                .start_ns = rs_tick_ns(&w.map, r->start_ns), .dur_ns = rs_tick_dur(&w.map, r->dur_ns),
+                .start_ns = r->start_ns, .dur_ns = r->dur_ns,
                 .target = r->target, .tid = tid, .kind = h->op };
             w.recorded++;
         }
@@ -473,7 +490,7 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
         const struct rs_rec_mem *r = (const void *)h;
         if (ROOM(mems, nmems, mems_cap)) {
             w.mems[w.nmems++] = (struct rsf_mem_event){
-                .start_ns = rs_tick_ns(&w.map, r->start_ns), .dur_ns = rs_tick_dur(&w.map, r->dur_ns),
+                .start_ns = r->start_ns, .dur_ns = r->dur_ns,
                 .ptr = r->ptr, .bytes = r->bytes, .tid = tid, .kind = h->op };
             w.recorded++;
         }
@@ -482,7 +499,7 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
     case RS_REC_COLL: {
         const struct rs_rec_coll *r = (const void *)h;
         struct rsf_coll_event e = {
-            .launch_ns = rs_tick_ns(&w.map, r->start_ns), .count = r->count, .bytes = r->bytes,
+            .launch_ns = r->start_ns, .count = r->count, .bytes = r->bytes,
             .comm = r->comm, .stream = r->stream, .call_ns = dur32(r->dur_ns), .tid = tid,
             .seq = r->seq, .peer = r->peer, .op = h->op, .datatype = r->datatype,
             .redop = r->redop, .group = r->group, .flags = r->flags,
@@ -497,7 +514,7 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
         const struct rs_rec_comm *r = (const void *)h;
         if (ROOM(comms, ncomms, comms_cap)) {
             w.comms[w.ncomms++] = (struct rsf_comm_event){
-                .start_ns = rs_tick_ns(&w.map, r->start_ns), .dur_ns = rs_tick_dur(&w.map, r->dur_ns),
+                .start_ns = r->start_ns, .dur_ns = r->dur_ns,
                 .comm = r->comm, .handle = r->handle, .parent = r->parent, .tid = tid,
                 .rank = r->rank, .nranks = r->nranks, .device = r->device, .kind = h->op };
             w.recorded++;
@@ -512,12 +529,42 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
 /* One pass over the events waiting for GPU times: those that are known (or
  * never will be) go into the chunk; with give_up_now, the rest too, with
  * times 0. Returns how many still wait. */
+#define STALLED_MAX 64
+
+/* Streams seen not done in this pass: work on a stream completes in order,
+ * so what was launched after a pending pair on it is pending too. */
+struct stalled {
+    uint64_t stream[STALLED_MAX];
+    uint32_t n;
+};
+
+static int stalled_has(const struct stalled *st, uint64_t stream)
+{
+    for (uint32_t i = 0; i < st->n; i++)
+        if (st->stream[i] == stream)
+            return 1;
+    return 0;
+}
+
+static int times_of(struct stalled *st, uint64_t stream, uint32_t pair, uint32_t anchor, uint64_t *start,
+                    uint64_t *end)
+{
+    if (stalled_has(st, stream))
+        return 0;
+    int r = rs_gpu_times(pair, anchor, start, end);
+    if (r == 0 && st->n < STALLED_MAX)
+        st->stream[st->n++] = stream;
+    return r;
+}
+
 static uint32_t settle_pass(int give_up_now)
 {
+    struct stalled st = { .n = 0 };
     uint32_t k = 0;
     for (uint32_t i = 0; i < w.nheld_gpu; i++) {
         struct held_gpu *g = &w.held_gpu[i];
-        int r = give_up_now ? -1 : rs_gpu_times(g->pair, g->anchor, &g->e.gpu_start_ns, &g->e.gpu_end_ns);
+        int r = give_up_now ? -1 : times_of(&st, g->e.stream, g->pair, g->anchor, &g->e.gpu_start_ns,
+                                             &g->e.gpu_end_ns);
         if (r == 0) {
             w.held_gpu[k++] = *g;
             continue;
@@ -526,13 +573,18 @@ static uint32_t settle_pass(int give_up_now)
          * stream is before the launch call: the work starts after both. */
         if (r > 0 && g->e.gpu_start_ns < g->e.launch_ns)
             g->e.gpu_start_ns = g->e.launch_ns < g->e.gpu_end_ns ? g->e.launch_ns : g->e.gpu_end_ns;
+        if (r > 0 && g->stack && g->e.gpu_end_ns > g->e.gpu_start_ns) {
+            rs_stackw_gpu_sample(g->e.launch_ns, g->e.gpu_end_ns - g->e.gpu_start_ns, g->e.tid, g->stack);
+            w.recorded++;
+        }
         put_gpu(&g->e);
     }
     w.nheld_gpu = k;
     k = 0;
     for (uint32_t i = 0; i < w.nheld_coll; i++) {
         struct held_coll *c = &w.held_coll[i];
-        int r = give_up_now ? -1 : rs_gpu_times(c->pair, c->anchor, &c->e.gpu_start_ns, &c->e.gpu_end_ns);
+        int r = give_up_now ? -1 : times_of(&st, c->e.stream, c->pair, c->anchor, &c->e.gpu_start_ns,
+                                             &c->e.gpu_end_ns);
         if (r == 0) {
             w.held_coll[k++] = *c;
             continue;
@@ -574,6 +626,12 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
     if (w.broken)
         return;
     name_thread(tid);
+    if (h->kind == RS_REC_SAMPLE && (h->op & (uint8_t)~RS_SAMPLE_NS) == RSF_SAMPLE_GPU) {
+        uint32_t st = rs_stackw_gpu_stack(h, intern);
+        gpu_stacks[tid % GPU_STACK_SLOTS].tid = tid;
+        gpu_stacks[tid % GPU_STACK_SLOTS].stack = st;
+        return;
+    }
     if (h->kind >= RS_REC_SAMPLE && h->kind < RS_REC_SAMPLE + 32) {
         if (rs_stackw_take(h, tid, &w.map, intern))
             emit(0);

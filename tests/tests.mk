@@ -17,6 +17,9 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/rs_check.h $(FORMAT_OBJ) $(REPORTER_
 PROG_SRC := $(wildcard tests/programs/*.c)
 PROG_BIN := $(PROG_SRC:tests/programs/%.c=$(BUILD)/tests/prog/%)
 
+# The CUDA and NCCL programs read cuda.h and nccl.h as system headers.
+$(BUILD)/tests/prog/cuda_paths $(BUILD)/tests/prog/nccl_ops: RS_CFLAGS += -isystem $(CUDA_HOME)/include
+
 $(BUILD)/tests/prog/%: tests/programs/%.c
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(@D)

@@ -1,6 +1,8 @@
 # Benchmarks: `make bench` builds $(BUILD)/bench_io, the I/O hook workload
-# (tools/bench_io.c), and runs tools/bench.sh, which times it with and without
-# the agent in alternating rounds and prints a Markdown table of the ratios.
+# (tools/bench_io.c), and $(BUILD)/bench_launch, the CUDA launch workload
+# (tools/bench_launch.c), and runs tools/bench.sh, which times them and
+# simtrain with and without the agent in alternating rounds and prints
+# Markdown tables of the ratios.
 # tools/bench_sample.sh then times the sampler on a CPU-bound program
 # ($(BUILD)/bench_run measures CPU time).
 # Included by the top Makefile after its own rules (needs BUILD, RS_CFLAGS).
@@ -9,10 +11,17 @@ $(BUILD)/bench_io: $(BUILD)/obj/tools/bench_io.o
 	$(call say,LD,$@)
 	$(Q)$(CC) -o $@ $< $(RS_LDFLAGS)
 
+# The CUDA part: bench_launch (tools/bench_launch.c) on the simulated driver,
+# and simtrain end to end.
+$(BUILD)/bench_launch: $(BUILD)/obj/tools/bench_launch.o
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $< $(RS_LDFLAGS)
+
 $(BUILD)/bench_run: $(BUILD)/obj/tools/bench_run.o
 	$(call say,LD,$@)
 	$(Q)$(CC) -o $@ $< $(RS_LDFLAGS)
 
-bench: $(BUILD)/libagent.so $(BUILD)/ringside $(BUILD)/bench_io $(BUILD)/bench_run $(BUILD)/tests/prog/hot3
+bench: $(BUILD)/libagent.so $(BUILD)/ringside $(BUILD)/bench_io $(BUILD)/bench_launch \
+       $(BUILD)/simtrain $(BUILD)/sim/libcuda.so.1 $(BUILD)/bench_run $(BUILD)/tests/prog/hot3
 	$(Q)sh tools/bench.sh $(BUILD)
 	$(Q)sh tools/bench_sample.sh $(BUILD)

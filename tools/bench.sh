@@ -94,3 +94,79 @@ time_row pwrite "(a) 64-byte pwrite, page-cache file" 1.10
 time_row devnull "(b) 64-byte write, /dev/null (recorded)" ""
 size_row pwrite "(c) trace bytes per event, pwrite trace" 16
 size_row devnull "(c) trace bytes per event, /dev/null trace" 16
+
+# ---- CUDA: cuLaunchKernel on the simulated driver, and simtrain end to end ----
+sim=$(cd "$build" && pwd)/sim
+launcher=$build/bench_launch
+train=$build/simtrain
+for f in "$sim/libcuda.so.1" "$launcher" "$train"; do
+    [ -f "$f" ] || { echo "bench.sh: $f is missing (make $f)" >&2; exit 1; }
+done
+cuda_rounds=${CUDA_ROUNDS:-6}
+launches=100000
+# simtrain at about 20,000 launches and 100 collectives per second: one layer
+# of 100 forward and 100 backward kernels (9 ms of GPU work) and one AllReduce
+# per ~10 ms step.
+train_args="--steps 100 --layers 1 --kernels-per-layer 100 --fwd-us 3000 --bwd-us 6000"
+
+# One bench_launch run: MODE none|notiming|timing; appends "wall cpu" (ns per launch).
+launch_run() {
+    case $1 in
+    none) line=$(LD_LIBRARY_PATH="$sim" "$launcher" $launches) ;;
+    notiming) line=$(LD_LIBRARY_PATH="$sim" RINGSIDE_OUT="$work/out/launch" RINGSIDE_GPU_TIMING=none \
+                     LD_PRELOAD="$agent" "$launcher" $launches) ;;
+    timing) line=$(LD_LIBRARY_PATH="$sim" RINGSIDE_OUT="$work/out/launch" LD_PRELOAD="$agent" \
+                   "$launcher" $launches) ;;
+    esac
+    echo "$line" | tr ' ' '\n' | awk -F= '$1=="wall_ns"{w=$2} $1=="thread_cpu_ns"{t=$2}
+                                          END{print w, t}' >>"$work/launch.$1"
+}
+
+# One simtrain run: MODE none|agent; appends the training loop's wall seconds
+# and the launches and collectives per second (from the agent's trace).
+train_run() {
+    if [ "$1" = none ]; then
+        line=$(LD_LIBRARY_PATH="$sim" "$train" $train_args 2>&1)
+    else
+        line=$(LD_LIBRARY_PATH="$sim" RINGSIDE_OUT="$work/out/train" LD_PRELOAD="$agent" "$train" $train_args 2>&1)
+    fi
+    echo "$line" | sed -n 's/.* steps in \([0-9.]*\) s.*/\1 0/p' >>"$work/train.$1"
+}
+
+i=0
+while [ $i -lt "$cuda_rounds" ]; do
+    if [ $((i % 2)) -eq 0 ]; then order="none notiming timing"; else order="timing notiming none"; fi
+    for m in $order; do launch_run $m; done
+    if [ $((i % 2)) -eq 0 ]; then order="none agent"; else order="agent none"; fi
+    rm -rf "$work/out/train"
+    for m in $order; do train_run $m; done
+    i=$((i + 1))
+done
+
+# Rates of the last agent run of simtrain, counted in its trace.
+rates=$(trace=$(find "$work/out/train" -name '*.trace.lz4' | head -n 1)
+        secs=$(tail -n 1 "$work/train.agent" | cut -d' ' -f1)
+        "$ringside" dump "$trace" | awk -v s="$secs" '/"type":"gpu"/{g++} /"type":"coll"/{c++}
+            END{ printf "%.0f launches/s, %.0f collectives/s", g / s, c / s }')
+
+launch_row() { # MODE LABEL
+    nw=$(median "$work/launch.none" 1); aw=$(median "$work/launch.$1" 1)
+    nc=$(median "$work/launch.none" 2); ac=$(median "$work/launch.$1" 2)
+    awk -v l="$2" -v nw="$nw" -v aw="$aw" -v nc="$nc" -v ac="$ac" 'BEGIN{
+        printf "| %s | %.0f ns | %.0f ns (+%.0f ns) | %.2fx | %.2fx (+%.0f ns) | - | - |\n",
+               l, nw, aw, aw - nw, aw / nw, ac / nc, ac - nc }'
+}
+
+echo
+echo "CUDA, agent vs. none: medians of $cuda_rounds alternating rounds. cuLaunchKernel through"
+echo "cuGetProcAddress_v2 on the simulated driver, per call (wall; CPU of the calling thread);"
+echo "simtrain's training loop, wall time ($rates)."
+echo
+echo "| case | none | agent | wall ratio | thread CPU ratio | target | met |"
+echo "|---|---:|---:|---:|---:|---|---|"
+launch_row notiming "(d) cuLaunchKernel, RINGSIDE_GPU_TIMING=none"
+launch_row timing "(e) cuLaunchKernel, GPU timing (event pair per launch)"
+nw=$(median "$work/train.none" 1); aw=$(median "$work/train.agent" 1)
+awk -v nw="$nw" -v aw="$aw" 'BEGIN{ r = aw / nw
+    printf "| (f) simtrain, 1 rank, 100 steps | %.3f s | %.3f s | %.3fx | - | <= 1.02x | %s |\n",
+           nw, aw, r, r <= 1.02 ? "yes" : "no" }'

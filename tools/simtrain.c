@@ -39,7 +39,7 @@ static struct {
 } drv;
 
 struct sim_train_opts {
-    long steps, layers, ckpt_every, seed;
+    long steps, layers, ckpt_every, seed, kernels;
     double fwd_us, bwd_us, bucket_mb, data_us, ckpt_mb, bw_gbs;
     int overlap;
     const char *ckpt_dir;
@@ -54,6 +54,8 @@ static const char sim_train_usage[] =
     "A data-parallel training loop on the simulated GPU (LD_LIBRARY_PATH=build/sim).\n"
     "Ranks come from RANK, WORLD_SIZE, LOCAL_RANK (torchrun; simlaunch sets them).\n"
     "  --steps N             training steps (default 10)\n"
+    "  --kernels-per-layer K each layer's forward and backward pass as K kernels of\n"
+    "                        fwd-us/K and bwd-us/K (default 1): more launches per step\n"
     "  --layers L            layers: one forward and one backward kernel each, and one\n"
     "                        gradient bucket each (default 4)\n"
     "  --fwd-us U            forward kernel duration in microseconds (default 200)\n"
@@ -146,10 +148,11 @@ static double sim_train_double(const char *opt, const char *s, double min, int s
 static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
 {
     enum { O_STEPS = 256, O_LAYERS, O_FWD, O_BWD, O_BUCKET, O_OVERLAP, O_NO_OVERLAP, O_DATA,
-           O_CKPT_EVERY, O_CKPT_MB, O_CKPT_DIR, O_STRAGGLER, O_BW, O_SEED, O_HELP };
+           O_CKPT_EVERY, O_CKPT_MB, O_CKPT_DIR, O_STRAGGLER, O_BW, O_SEED, O_HELP, O_KERNELS };
     static const struct option longopts[] = {
         { "steps", required_argument, NULL, O_STEPS },
         { "layers", required_argument, NULL, O_LAYERS },
+        { "kernels-per-layer", required_argument, NULL, O_KERNELS },
         { "fwd-us", required_argument, NULL, O_FWD },
         { "bwd-us", required_argument, NULL, O_BWD },
         { "bucket-mb", required_argument, NULL, O_BUCKET },
@@ -166,7 +169,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         { NULL, 0, NULL, 0 },
     };
     *o = (struct sim_train_opts){
-        .steps = 10, .layers = 4, .fwd_us = 200, .bwd_us = 400, .bucket_mb = 25, .overlap = 1,
+        .steps = 10, .layers = 4, .kernels = 1, .fwd_us = 200, .bwd_us = 400, .bucket_mb = 25, .overlap = 1,
         .ckpt_mb = 16, .ckpt_dir = ".", .straggler_rank = -1, .straggler_factor = 1, .seed = 1,
     };
     int c, overlap_set = 0;
@@ -176,6 +179,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         switch (c) {
         case O_STEPS: o->steps = sim_train_long("--steps", optarg, 1); break;
         case O_LAYERS: o->layers = sim_train_long("--layers", optarg, 1); break;
+        case O_KERNELS: o->kernels = sim_train_long("--kernels-per-layer", optarg, 1); break;
         case O_FWD: o->fwd_us = sim_train_double("--fwd-us", optarg, 0, 0); break;
         case O_BWD: o->bwd_us = sim_train_double("--bwd-us", optarg, 0, 0); break;
         case O_BUCKET: o->bucket_mb = sim_train_double("--bucket-mb", optarg, 0, 1); break;
@@ -359,9 +363,11 @@ static void sim_train_step(struct sim_train *t, long step)
         CU(cuMemcpyHtoDAsync(t->batch_dev, t->batch_host, SIM_TRAIN_BATCH_BYTES, t->compute));
     }
     for (long l = 0; l < o->layers; l++)
-        sim_train_kernel(t, t->fwd[l], o->fwd_us);
+        for (long k = 0; k < o->kernels; k++)
+            sim_train_kernel(t, t->fwd[l], o->fwd_us / (double)o->kernels);
     for (long l = o->layers - 1; l >= 0; l--) {
-        sim_train_kernel(t, t->bwd[l], o->bwd_us);
+        for (long k = 0; k < o->kernels; k++)
+            sim_train_kernel(t, t->bwd[l], o->bwd_us / (double)o->kernels);
         if (o->overlap) {
             CU(cuEventRecord(t->bwd_done[l], t->compute));
             CU(cuStreamWaitEvent(t->comm, t->bwd_done[l], 0));

@@ -8,14 +8,14 @@ RINGSIDE_SAMPLE_HZ=0 no samples are taken."""
 import os
 
 from rstest import PROG, check, cleanup, finish, run, tempdir, trace_files, traced_env
-from samples import Trace, shares
+from samples import Trace, folded, shares, weighted_shares
 
 TRUTH = {"hot_a": 60.0, "hot_b": 30.0, "hot_c": 10.0}
 HOT3 = os.path.join(PROG, "hot3")
 
 
 def main():
-    args = [HOT3, "1500", "100000"]
+    args = [HOT3, "2500", "100000"]
     plain = run(args)
     out = tempdir("sample-c")
     p = run(args, env=traced_env(out, RINGSIDE_SAMPLE_HZ=999))
@@ -26,7 +26,7 @@ def main():
     if check("one trace file", len(files) == 1, "%d files" % len(files)):
         t = Trace(files[0])
         cpu = t.of_kind("cpu")
-        check("cpu samples recorded", len(cpu) >= 500, "%d samples" % len(cpu))
+        check("cpu samples recorded", len(cpu) >= 400, "%d samples" % len(cpu))
         leaf = [t.names(s)[0] if t.stacks.get(s["stack"]) else None for s in cpu]
         got, n = shares(leaf, TRUTH)
         check("hot functions are most samples", n >= 0.9 * len(cpu),
@@ -44,6 +44,14 @@ def main():
         check("dropped_samples counter present", "dropped_samples" in t.counters, str(t.counters))
         cpu_s = weight / 1e9
         check("sampled CPU time near the program's", cpu_s > 0.5, "%.2f s" % cpu_s)
+    rows = folded(out)
+    if check("ringside flame --kind cpu folded output", rows, "ringside flame failed"):
+        got, n = weighted_shares(rows, lambda f: f[-1], TRUTH)
+        for fn, want in TRUTH.items():
+            check("flame: %s share %.0f%% within 5 points" % (fn, want), abs(got[fn] - want) <= 5.0,
+                  "%.1f%% of %.0f ms" % (got[fn], n / 1e6))
+        check("flame: main is the hot functions' caller",
+              all(f[-2] == "main" for f, _ in rows if f[-1] in TRUTH), str(rows[:3]))
     cleanup(out)
 
     out = tempdir("sample-off")

@@ -10,7 +10,7 @@ import glob
 import os
 
 from rstest import PROG, ROOT, check, cleanup, finish, run, skip, tempdir, trace_files, traced_env
-from samples import PYBIT, Trace, shares
+from samples import PYBIT, Trace, folded, shares, weighted_shares
 
 SCRIPT = os.path.join(ROOT, "tests", "programs", "py_hot3.py")
 LIB = os.path.join(PROG, "libspin.so")
@@ -61,6 +61,13 @@ def hot3(py, minor):
                 callers += 1
         check(label + ": Python callers under them (main, <module>)", callers >= 0.9 * n,
               "%d of %d" % (callers, n))
+        rows = folded(out)
+        if check(label + ": ringside flame folded output", rows, "ringside flame failed"):
+            leaf = lambda f: next((x for x in reversed(f) if x.startswith("py_hot3.py:")), None)
+            got, w = weighted_shares(rows, leaf, truth)
+            for fn, want in truth.items():
+                check("%s: flame: %s share %.0f%% within 5 points" % (label, fn, want),
+                      abs(got[fn] - want) <= 5.0, "%.1f%% of %.0f ms" % (got[fn], w / 1e6))
     cleanup(out)
 
 
@@ -86,6 +93,12 @@ def mixed(py, minor):
     check(label + ": samples in spin_c", in_c >= 150, "%d" % in_c)
     check(label + ": spin_c sits under the Python caller c_caller", under >= 0.95 * in_c,
           "%d of %d" % (under, in_c))
+    rows = folded(out) or []
+    spin = [f for f, _ in rows if "spin_c" in f]
+    ok = [f for f in spin if [x for x in f[:f.index("spin_c")] if x.startswith("py_hot3.py:")][-1:] ==
+          ["py_hot3.py:c_caller"]]
+    check(label + ": flame: spin_c under c_caller", spin and len(ok) >= 0.95 * len(spin),
+          "%d of %d stacks" % (len(ok), len(spin)))
     cleanup(out)
 
 
