@@ -472,7 +472,9 @@ static void push_native(struct loader *L, struct proc *p, uint64_t pc, int exact
     const char *base = basename_of(path);
     if (m->file == -2) {
         const char *bid = str_of(p, m->m.build_id);
-        m->file = path[0] == '/' ? rsr_sym_file(L->sym, path, bid) : -1;
+        /* Not the vDSO or other names without a file; a relative path is
+         * tried from here (the build id check catches a different file). */
+        m->file = strchr(path, '/') && path[0] != '[' ? rsr_sym_file(L->sym, path, bid) : -1;
         m->have_bias = m->file >= 0 &&
                        rsr_sym_bias(L->sym, m->file, m->m.start, m->m.file_off, &m->bias) == 0;
     }

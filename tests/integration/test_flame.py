@@ -7,6 +7,8 @@ hand-made Module/Stack/Sample records (written through formats/ by
 build/tests/flame_mktrace) whose addresses point into those real files must
 fold into the lines computed here from addr2line; the SVG must parse as XML
 with hostile names kept as text."""
+import glob
+import json
 import os
 import re
 import shutil
@@ -393,6 +395,7 @@ def main():
           roots == {"flame-cpu.svg": [sum(merged.values())], "flame-wait.svg": [777]}, str(roots))
     cleanup(work)
     sampled_shares()
+    sim_flames()
     finish()
 
 
@@ -444,6 +447,51 @@ def in_browser(svg, folded):
     check("flame svg search share == folded share", m and abs(float(m.group(1)) - share) <= 0.06,
           "%s vs %.2f%%" % (r["matched"], share))
     check("flame svg hostile name inert", r["imgs"] == 0 and r["pwned"] and r["scripts"] == 1, str(r))
+
+
+def sim_flames():
+    """8. simtrain on two simulated ranks, rank 1 a straggler: rank 0's wait
+    flame graph puts most of its blocked time under sim_train_step (the
+    function that calls cuStreamSynchronize), no more than the run time
+    simtrain reports; its GPU flame graph (every launch's stack) holds the
+    kernels' GPU time of the simulator's truth file under sim_train_kernel."""
+    out = tempdir("flame-sim")
+    env = traced_env(out, LD_LIBRARY_PATH=os.path.join(BUILD, "sim"), RINGSIDE_GPU_STACK_EVERY=1,
+                     SIMGPU_TRUTH=os.path.join(out, "truth.%p"))
+    p = run([os.path.join(BUILD, "simlaunch"), "-n", "2", "--", os.path.join(BUILD, "simtrain"),
+             "--steps", "20", "--straggler", "1:3"], env=env)
+    text = p.stderr.decode(errors="replace") + p.stdout.decode(errors="replace")
+    m = re.search(r"rank 0 of 2: \d+ steps in ([0-9.]+) s", text)
+    if not check("flame simtrain runs", p.returncode == 0 and m, text[-300:]):
+        cleanup(out)
+        return
+    run_ns = float(m.group(1)) * 1e9
+    truth = 0
+    for f in glob.glob(os.path.join(out, "truth.*")):
+        with open(f) as t:
+            for line in t:
+                r = json.loads(line)
+                if r["kind"] == "kernel" and r.get("rank") == 0 and not r["name"].startswith("nccl"):
+                    truth += r["end_ns"] - r["start_ns"]
+    job = [d for d in glob.glob(os.path.join(out, "*")) if os.path.isdir(d)]
+    flames = {}
+    for kind in ("wait", "gpu"):
+        path = os.path.join(out, kind + ".folded")
+        r = run([RINGSIDE, "flame"] + job + ["--kind", kind, "--rank", "0", "-o", path, "-q"])
+        flames[kind] = folded_lines(path)[0] if r.returncode == 0 else {}
+        check("flame simtrain %s flame graph" % kind, r.returncode == 0 and flames[kind],
+              r.stderr.decode(errors="replace"))
+    wait = flames["wait"]
+    total = sum(wait.values())
+    under = sum(v for k, v in wait.items() if "sim_train_step" in k.split(";"))
+    check("flame simtrain rank 0 blocked time under sim_train_step", total and under >= 0.8 * total,
+          "%d of %d ns" % (under, total))
+    check("flame simtrain rank 0 blocked time within its run time", 0 < total <= run_ns,
+          "%d ns blocked, run %d ns" % (total, run_ns))
+    gpu = sum(v for k, v in flames["gpu"].items() if "sim_train_kernel" in k.split(";"))
+    check("flame simtrain rank 0 kernel GPU time == truth file", truth and abs(gpu - truth) <= 0.01 * truth,
+          "flame graph %d ns, truth %d ns" % (gpu, truth))
+    cleanup(out)
 
 
 def sampled_shares():
