@@ -424,8 +424,16 @@ def in_browser(svg, folded):
           r.zoomed = w(a); r.other = bb.style.display; r.all = w(all);
           document.getElementById('reset').dispatchEvent(new MouseEvent('click'));
           r.reset = w(a); r.other_back = bb.style.display;
-          doSearch('^hot_[ab]$');
+          var term = document.getElementById('term');
+          r.box = term.getBoundingClientRect().width;
+          term.value = '^hot_[ab]$';
+          term.dispatchEvent(new Event('input'));
           r.matched = document.getElementById('matched').textContent;
+          r.purple = gs.filter(function (g) {
+            return g.querySelector('rect').getAttribute('fill') === 'rgb(230,0,230)'; }).length;
+          document.getElementById('clear').dispatchEvent(new MouseEvent('click'));
+          r.cleared = document.getElementById('matched').textContent.trim() === '' && term.value === '' &&
+            gs.every(function (g) { return g.querySelector('rect').getAttribute('fill') !== 'rgb(230,0,230)'; });
           r.imgs = document.querySelectorAll('img').length; r.pwned = window.pwned === undefined;
           r.scripts = document.querySelectorAll('script').length;
           return r; })()"""
@@ -444,8 +452,10 @@ def in_browser(svg, folded):
     check("flame svg reset zoom", abs(r["reset"] - r["before"]) < 0.05 and r["other_back"] == "", str(r))
     m = re.match(r"Matched: ([\d.]+)%", r["matched"])
     share = 100.0 * want / total
-    check("flame svg search share == folded share", m and abs(float(m.group(1)) - share) <= 0.06,
+    check("flame svg search (typed in the box) share == folded share", m and abs(float(m.group(1)) - share) <= 0.06,
           "%s vs %.2f%%" % (r["matched"], share))
+    check("flame svg search box shown", r["box"] > 100, str(r["box"]))
+    check("flame svg search marks the matches, Clear unmarks", r["purple"] >= 2 and r["cleared"], str(r))
     check("flame svg hostile name inert", r["imgs"] == 0 and r["pwned"] and r["scripts"] == 1, str(r))
 
 
