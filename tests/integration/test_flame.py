@@ -348,6 +348,25 @@ def main():
     p = run([RINGSIDE, "flame", dir0, "--kind", "nope"])
     check("flame bad kind: usage exit 2", p.returncode == 2, "exit %d" % p.returncode)
 
+    # bad input: a file cut inside its last frame (the second chunk) and one of
+    # noise: both named with the offset, the first chunk's samples still drawn.
+    bad = os.path.join(work, "bad", "job")
+    os.makedirs(bad)
+    with open(f0, "rb") as src:
+        data = src.read()
+    with open(os.path.join(bad, "rank-0.testhost.100.trace.lz4"), "wb") as dst:
+        dst.write(data[:-20])
+    with open(os.path.join(bad, "rank-1.testhost.101.trace.lz4"), "wb") as dst:
+        dst.write(os.urandom(3000))
+    p = run([RINGSIDE, "flame", bad, "--kind", "cpu", "-o", out])
+    err = p.stderr.decode(errors="replace")
+    got, _ = folded_lines(out) if p.returncode == 0 else ({}, [])
+    first = {fold_expect([stack_names(stacks[1])]): weights[1],
+             fold_expect([stack_names(stacks[2])]): weights[2]}
+    check("flame damaged files named with offsets",
+          "rank-0.testhost.100.trace.lz4: offset" in err and "rank-1.testhost.101.trace.lz4: offset 0" in err, err)
+    same("flame damaged files: the whole chunk's samples", got, first)
+
     # 5. the SVG: well-formed, hostile names as text, widths add up.
     svg = os.path.join(work, "x.svg")
     p = run([RINGSIDE, "flame", dir0, "--rank", "0", "-o", svg])
@@ -499,7 +518,9 @@ def sim_flames():
     check("flame simtrain rank 0 blocked time within its run time", 0 < total <= run_ns,
           "%d ns blocked, run %d ns" % (total, run_ns))
     gpu = sum(v for k, v in flames["gpu"].items() if "sim_train_kernel" in k.split(";"))
-    check("flame simtrain rank 0 kernel GPU time == truth file", truth and abs(gpu - truth) <= 0.01 * truth,
+    # within 3%: the agent times kernels with event pairs read back on the
+    # host, a few us off each on a loaded machine
+    check("flame simtrain rank 0 kernel GPU time == truth file (3%)", truth and abs(gpu - truth) <= 0.03 * truth,
           "flame graph %d ns, truth %d ns" % (gpu, truth))
     cleanup(out)
 
