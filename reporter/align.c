@@ -32,10 +32,45 @@ static int cmp_end(const void *pa, const void *pb)
     return (a->model > b->model) - (a->model < b->model);
 }
 
+/* The k-th smallest of v[0..n) (reorders v): quickselect. */
+static int64_t select_k(int64_t *v, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int64_t pivot = v[lo + (hi - lo) / 2];
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i <= j) {
+                int64_t t = v[i];
+                v[i] = v[j];
+                v[j] = t;
+                i++;
+                if (j == 0)
+                    break;
+                j--;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            break;
+    }
+    return v[k];
+}
+
+/* The median of v[0..n), n > 0 (reorders v). */
 static int64_t median(int64_t *v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_i64);
-    return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+    if (n % 2)
+        return select_k(v, n, n / 2);
+    int64_t a = select_k(v, n, n / 2 - 1), b = select_k(v, n, n / 2);
+    return a + (b - a) / 2;
 }
 
 static int64_t pair_offset(const struct rsr_model *m)
@@ -85,7 +120,8 @@ int rsr_align(struct rsr_model *const *models, size_t n, struct rsr_alignment *o
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < models[i]->n_colls; k++) {
             const struct rsr_coll *c = &models[i]->colls[k];
-            if (c->end_ns)
+            /* sends and receives end when their pair is done, not together */
+            if (c->end_ns && c->op != RSR_COLL_SEND && c->op != RSR_COLL_RECV)
                 e[ne++] = (struct end){ c->comm_id, c->seq, (uint32_t)i, c->end_ns, 0, 0 };
         }
     qsort(e, ne, sizeof *e, cmp_end);
@@ -133,7 +169,18 @@ int rsr_align(struct rsr_model *const *models, size_t n, struct rsr_alignment *o
     for (size_t i = 0; i < n && ref == n; i++)
         if (first[i + 1] > first[i])
             ref = i;
-    for (int iter = 0; iter < 100 && ref < n; iter++) {
+    /* Sums of (end - the group's first end) per group, kept up to date as
+     * corrections change (at the group's first entry), so that each pass
+     * is linear in the number of ends. Relative to the first end so that
+     * the sums stay far from overflow. */
+    int64_t *gsum = calloc(ne ? ne : 1, sizeof *gsum);
+    if (!gsum) {
+        free(e), free(by_model), free(first), free(corr), free(tmp);
+        return -1;
+    }
+    for (size_t j = 0; j < ne; j++)
+        gsum[e[j].group] += e[j].end_ns - e[e[j].group].end_ns;
+    for (int iter = 0; iter < 200 && ref < n; iter++) {
         int64_t moved = 0;
         for (size_t i = 0; i < n; i++) {
             size_t cnt = first[i + 1] - first[i];
@@ -141,16 +188,13 @@ int rsr_align(struct rsr_model *const *models, size_t n, struct rsr_alignment *o
                 continue;
             for (size_t k = 0; k < cnt; k++) {
                 const struct end *x = &e[by_model[first[i] + k]];
-                int64_t sum = 0;
-                for (uint32_t g = 0; g < x->group_len; g++) {
-                    const struct end *y = &e[x->group + g];
-                    if (y->model != x->model)
-                        sum += (y->end_ns + corr[y->model]) - (x->end_ns + corr[i]);
-                }
-                tmp[k] = sum / (int64_t)(x->group_len - 1);
+                int64_t mine = x->end_ns - e[x->group].end_ns + corr[i];
+                tmp[k] = (gsum[x->group] - mine) / (int64_t)(x->group_len - 1) - mine;
             }
             int64_t d = median(tmp, cnt);
             corr[i] += d;
+            for (size_t k = 0; k < cnt; k++)
+                gsum[e[by_model[first[i] + k]].group] += d;
             moved = moved > (d < 0 ? -d : d) ? moved : (d < 0 ? -d : d);
         }
         if (moved < 50)
@@ -169,20 +213,21 @@ int rsr_align(struct rsr_model *const *models, size_t n, struct rsr_alignment *o
             out->max_correction_ns = a;
     }
     /* residual: |end - mean end of its collective|, 95th percentile */
+    for (size_t j = 0; j < ne; j++)
+        gsum[j] = 0;
+    for (size_t j = 0; j < ne; j++)
+        gsum[e[j].group] += e[j].end_ns - e[e[j].group].end_ns + corr[e[j].model];
     for (size_t j = 0; j < ne; j++) {
-        int64_t sum = 0;
         const struct end *x = &e[j];
-        for (uint32_t g = 0; g < x->group_len; g++) {
-            const struct end *y = &e[x->group + g];
-            sum += (y->end_ns + corr[y->model]) - (x->end_ns + corr[x->model]);
-        }
-        int64_t d = sum / (int64_t)x->group_len;
+        int64_t mine = x->end_ns - e[x->group].end_ns + corr[x->model];
+        int64_t d = gsum[x->group] / (int64_t)x->group_len - mine;
         tmp[j] = d < 0 ? -d : d;
     }
     if (ne) {
         qsort(tmp, ne, sizeof *tmp, cmp_i64);
         out->residual_ns = tmp[(ne - 1) * 95 / 100];
     }
+    free(gsum);
     free(e), free(by_model), free(first), free(corr), free(tmp);
     return 0;
 }

@@ -97,7 +97,11 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
     qsort(e, ne, sizeof *e, cmp_entry);
     for (size_t a = 0; a < ne;) {
         size_t b = a + 1;
-        while (b < ne && e[b].comm == e[a].comm && e[b].seq == e[a].seq)
+        /* a send or receive is a call of its own: its peers are not the
+         * communicator's other ranks at the same sequence number */
+        int p2p = e[a].c->op == RSR_COLL_SEND || e[a].c->op == RSR_COLL_RECV;
+        while (!p2p && b < ne && e[b].comm == e[a].comm && e[b].seq == e[a].seq &&
+               e[b].c->op != RSR_COLL_SEND && e[b].c->op != RSR_COLL_RECV)
             b++;
         const struct rsr_coll *c0 = e[a].c;
         int64_t arrive = e[a].c->start_ns, end_min = e[a].c->end_ns, end_max = e[a].c->end_ns;

@@ -143,7 +143,7 @@ int rsr_findings_make(struct rsr_job *j)
             "Checkpoint less often, or save asynchronously (torch.distributed.checkpoint async_save, "
             "a background thread writing a host copy), or shard the save across ranks.",
             "%zu checkpoint writes (%.1f MiB) take %.1f%% of the job's wall time (%.3f s); "
-            "the GPUs sat idle %.3f s during them",
+            "the GPUs sat idle %.3f s during them (summed over ranks)",
             j->storage.n_ckpts, (double)bytes / 1048576.0, j->storage.checkpoint_pct,
             (double)j->storage.ckpt_union_ns / 1e9, (double)stall / 1e9);
     }

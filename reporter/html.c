@@ -259,18 +259,21 @@ static const char page_css[] =
     "margin-bottom:14px}"
     "h2{font-size:16px;margin:0 0 8px}h3{font-size:14px;margin:0}"
     ".cards{display:flex;flex-wrap:wrap;gap:8px;margin-bottom:10px}"
-    ".card{flex:1 1 150px;max-width:240px;border:1px solid #d0d7de;border-radius:6px;"
+    ".top{display:flex;flex-wrap:wrap;gap:14px;margin-bottom:8px}"
+    ".top>div:first-child{flex:2 1 600px}#rank-bars{flex:1 1 340px}"
+    ".card{flex:1 1 140px;max-width:220px;border:1px solid #d0d7de;border-radius:6px;"
     "padding:6px 10px;background:#fff}"
     ".card .v{font-size:22px;font-weight:600}.card .k{font-size:12px;color:#57606a}"
-    ".card .d{font-size:11px;color:#57606a}"
+    ".card .d{font-size:11px;color:#57606a;display:-webkit-box;-webkit-line-clamp:3;"
+    "-webkit-box-orient:vertical;overflow:hidden}"
     ".card.warn{border-color:#d1242f;background:#fff5f5}.card.warn .v{color:#d1242f}"
-    ".cols{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:14px}"
-    ".findings{margin:0;padding:0;list-style:none}"
-    ".findings li{border-left:4px solid #8c959f;padding:4px 10px;margin-bottom:6px;"
-    "background:#f6f8fa}"
-    ".findings li.high{border-color:#d1242f}.findings li.medium{border-color:#bf8700}"
+    ".findings{margin:0;padding:0;list-style:none;display:grid;"
+    "grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:6px}"
+    ".findings li{border-left:4px solid #8c959f;padding:4px 10px;background:#f6f8fa}"
+    ".findings li.critical,.findings li.high{border-color:#d1242f}"
+    ".findings li.warning{border-color:#bf8700}.findings li.medium{border-color:#bf8700}"
     ".findings li.low{border-color:#0969da}"
-    ".findings p{margin:2px 0;font-size:13px}.findings .adv{color:#1a7f37}"
+    ".findings p{margin:2px 0;font-size:12px}.findings .adv{color:#1a7f37}"
     ".sev{font-size:11px;text-transform:uppercase;color:#57606a;margin-left:6px}"
     ".note{color:#57606a;font-size:12px}"
     ".tl-bar{display:flex;gap:6px;align-items:center;margin-bottom:6px;font-size:12px}"
@@ -297,7 +300,7 @@ static const char page_css[] =
     "th.asc:after{content:' \\25B2'}th.desc:after{content:' \\25BC'}"
     "td.name{word-break:break-all;font-family:ui-monospace,monospace}"
     "iframe.flame{width:100%;height:520px;border:1px solid #d0d7de}"
-    "@media (max-width:900px){.cols{grid-template-columns:1fr}}";
+    "@media (max-width:900px){.findings{grid-template-columns:1fr}}";
 
 /* Zoom and pan change the lanes' viewBox; the axis and tooltip read the
  * span and the names table; tables sort on a header click. */
@@ -306,18 +309,18 @@ static const char page_js[] =
     "function fmt(ns){var a=Math.abs(ns);if(a<1e3)return ns.toFixed(0)+' ns';"
     "if(a<1e6)return (ns/1e3).toFixed(1)+' \\u00b5s';if(a<1e9)return (ns/1e6).toFixed(2)+' ms';"
     "return (ns/1e9).toFixed(3)+' s';}\n"
-    "var svg=document.getElementById('tl');\n"
+    "var svg=document.getElementById('tl'),tip=document.getElementById('tip');\n"
     "if(svg){\n"
     " var W=+svg.getAttribute('data-w'),H=+svg.getAttribute('data-h'),"
     "span=+svg.getAttribute('data-span');\n"
     " var names=JSON.parse(document.getElementById('tl-names').textContent);\n"
     " var ops=JSON.parse(document.getElementById('tl-ops').textContent);\n"
-    " var ax=document.getElementById('tl-axis'),tip=document.getElementById('tip'),"
-    "rng=document.getElementById('tl-range');\n"
-    " var vx=0,vw=W,drag=null;\n"
+    " var ax=document.getElementById('tl-axis'),rng=document.getElementById('tl-range');\n"
+    " var off=+svg.getAttribute('data-off'),vx=0,vw=W,drag=null;\n"
     " var draw=function(){if(vw<W/1e5)vw=W/1e5;if(vw>W)vw=W;if(vx<0)vx=0;if(vx+vw>W)vx=W-vw;\n"
     "  svg.setAttribute('viewBox',vx+' 0 '+vw+' '+H);\n"
-    "  var t0=vx/W*span,t1=(vx+vw)/W*span,r=(t1-t0)/8,p=Math.pow(10,Math.floor(Math.log10(r)));\n"
+    "  var t0=vx/W*span+off,t1=(vx+vw)/W*span+off,r=(t1-t0)/8,"
+    "p=Math.pow(10,Math.floor(Math.log10(r)));\n"
     "  var st=r/p<2?2*p:r/p<5?5*p:10*p;ax.textContent='';\n"
     "  for(var t=Math.ceil(t0/st)*st;t<=t1;t+=st){var s=document.createElement('span');"
     "s.style.left=((t-t0)/(t1-t0)*100)+'%';s.textContent=fmt(t);ax.appendChild(s);}\n"
@@ -343,7 +346,7 @@ static const char page_js[] =
     "w=+t.getAttribute('width'),txt,o=t.getAttribute('data-o'),ot=g.getAttribute('data-ot');\n"
     "  var label=nm[+t.getAttribute('data-n')]||'';\n"
     "  if(o!==null&&ops[ot])label=(ops[ot][+o]||'')+(label?' '+label:'');\n"
-    "  var at=' at '+fmt(x/W*span)+', '+g.getAttribute('data-lane');\n"
+    "  var at=' at '+fmt(x/W*span+off)+', '+g.getAttribute('data-lane');\n"
     "  if(t.hasAttribute('data-t'))txt=t.getAttribute('data-t')+'\\n'+fmt(w/W*span)+at;\n"
     "  else if(t.hasAttribute('data-k'))txt=t.getAttribute('data-k')+' operations merged"
     " (each narrower than a pixel at full view)\\nbusy '+fmt(+t.getAttribute('data-b'))+' in '+"
@@ -355,6 +358,23 @@ static const char page_js[] =
     " svg.addEventListener('mouseleave',function(){tip.style.display='none';});\n"
     " draw();\n"
     "}\n"
+    "Array.prototype.forEach.call(document.querySelectorAll('.chart svg'),function(c){\n"
+    " var a=function(k){return +c.getAttribute('data-'+k);},x0=a('x0'),x1=a('x1'),y0=a('y0'),"
+    "y1=a('y1'),top=a('top');\n"
+    " c.addEventListener('mousemove',function(e){var r=c.getBoundingClientRect(),"
+    "x=(e.clientX-r.left)/r.width*600;\n"
+    "  if(x<x0||x>x1){tip.style.display='none';return;}\n"
+    "  var txt=fmt((x-x0)/(x1-x0)*a('span')+a('off'));\n"
+    "  Array.prototype.forEach.call(c.querySelectorAll('polyline'),function(pl){"
+    "var pts=pl.points,best=null;\n"
+    "   for(var i=0;i<pts.numberOfItems;i++){var q=pts.getItem(i);"
+    "if(!best||Math.abs(q.x-x)<Math.abs(best.x-x))best=q;}\n"
+    "   if(best)txt+='\\n'+pl.getAttribute('data-r')+': '+((y1-best.y)/(y1-y0)*top).toPrecision(3)+"
+    "' '+c.getAttribute('data-unit');});\n"
+    "  tip.textContent=txt;tip.style.display='block';"
+    "tip.style.left=Math.min(e.clientX+12,window.innerWidth-320)+'px';"
+    "tip.style.top=(e.clientY+14)+'px';});\n"
+    " c.addEventListener('mouseleave',function(){tip.style.display='none';});});\n"
     "Array.prototype.forEach.call(document.querySelectorAll('table.sort th'),function(th,i){\n"
     " th.addEventListener('click',function(){var tb=th.closest('table').tBodies[0];"
     "var up=!th.classList.contains('asc');\n"
@@ -495,7 +515,7 @@ static void summary_cards(struct page *p)
         card_close(f, "Worst straggler");
         double score;
         if (knum(w, "score", &score))
-            fprintf(f, "score %g; ", score);
+            fprintf(f, "score %.3g; ", score);
         put_value(f, jkey(w, "evidence"));
         fputs("</div></div>\n", f);
     }
@@ -530,13 +550,14 @@ static void summary_cards(struct page *p)
         fmt_ns(w, sizeof w, ws * 1e9);
         fprintf(f, "%s reading, %s writing (all processes)</div></div>\n", r, w);
     }
-    card_open(f, dropped > 0);
-    fprintf(f, "%zu", alen(procs));
-    card_close(f, "Processes traced");
-    double world;
-    if (knum(p->root, "world_size", &world))
-        fprintf(f, "world size %.0f; ", world);
-    fprintf(f, "%.0f records dropped</div></div>\n", dropped);
+    /* The process count is in the header; a card only when records were
+     * lost, since every figure above is then short of them. */
+    if (dropped > 0) {
+        card_open(f, 1);
+        fprintf(f, "%.0f", dropped);
+        card_close(f, "Records dropped");
+        fputs("the agent's memory bound was reached; the figures miss them</div></div>\n", f);
+    }
     fputs("</div>\n", f);
     if (!g.n)
         fputs("<p class=\"note\">No GPU activity in these traces: the GPU figures, lanes and "
@@ -593,7 +614,9 @@ static void rank_bars(struct page *p)
         n += knum(jkey(aget(procs, i), "gpu"), "compute_pct", &(double){ 0 });
     if (!n)
         return;
-    const double x0 = 64, bw = 330, rh = 16;
+    /* Rows shrink when there are many ranks, labels then thin out. */
+    const double x0 = 64, bw = 330, rh = n <= 16 ? 16 : fmax(4, 256.0 / (double)n);
+    size_t label_every = (size_t)ceil(12 / rh);
     fprintf(f, "<div id=\"rank-bars\"><h2>GPU time per rank</h2>"
                "<svg viewBox=\"0 0 480 %.0f\" style=\"width:100%%;max-width:480px\" role=\"img\">\n",
             n * rh + 22);
@@ -609,20 +632,23 @@ static void rank_bars(struct page *p)
         double ex = knum_or(gpu, "exposed_comm_pct", 0), nc = knum_or(gpu, "non_compute_pct", 0);
         double idle = knum_or(gpu, "idle_pct", 0);
         double seg[4] = { c, ex, fmax(0, nc - ex), idle };
-        double y = row++ * rh, x = x0;
-        fprintf(f, "<text x=\"0\" y=\"%.0f\" font-size=\"11\">", y + 12);
-        put_proc(f, proc);
-        fputs("</text>", f);
+        double y = (double)row * rh, x = x0;
+        if (row++ % label_every == 0) {
+            fprintf(f, "<text x=\"0\" y=\"%.1f\" font-size=\"11\">", y + fmin(12, rh));
+            put_proc(f, proc);
+            fputs("</text>", f);
+        }
         for (int s = 0; s < 4; s++) {
             double w = fmax(0, fmin(seg[s], 100 - (x - x0) / bw * 100)) / 100 * bw;
-            fprintf(f, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\">"
-                       "<title>", x, y + 2, w, rh - 4, seg_col[s]);
+            fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\">"
+                       "<title>", x, y + rh / 8, w, rh * 0.75, seg_col[s]);
             put_proc(f, proc);
             fprintf(f, ": %s %.1f%%</title></rect>", seg_name[s], seg[s]);
             x += w;
         }
-        fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\">%.0f%% compute</text>\n",
-                x0 + bw + 6, y + 12, c);
+        if ((row - 1) % label_every == 0)
+            fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" font-size=\"11\">%.0f%% compute</text>\n",
+                    x0 + bw + 6, y + fmin(12, rh), c);
     }
     double y = n * rh + 14, x = x0;
     for (int s = 0; s < 4; s++) {
@@ -767,8 +793,13 @@ static int ckpt_span(const struct page *p, yajl_val ck, int64_t *s, int64_t *e)
     double st, dur;
     if (!p->have_ck_origin || !knum(ck, "start_s", &st) || !knum(ck, "dur_s", &dur))
         return 0;
-    *s = (int64_t)(p->ck_origin_us * 1e3 + st * 1e9);
-    *e = *s + (int64_t)(dur * 1e9);
+    /* Within a century of the clock's zero both ways, so that the casts
+     * and the span stay inside int64 whatever the file says. */
+    double a = p->ck_origin_us * 1e3 + st * 1e9, b = a + dur * 1e9;
+    if (!(fabs(a) < 4e18 && fabs(b) < 4e18 && b >= a))
+        return 0;
+    *s = (int64_t)a;
+    *e = (int64_t)b;
     return 1;
 }
 
@@ -998,9 +1029,18 @@ static int timeline(struct page *p)
         if (!first)
             y += TL_ROW_GAP;
     }
+    /* Times read from the job's start (report.json "start_us") when it is
+     * not far before the first thing drawn, as the tables' times do. */
+    int64_t off = 0;
+    if (p->have_ck_origin) {
+        double t0 = p->ck_origin_us * 1e3;
+        if (t0 <= (double)origin && (double)origin - t0 <= (double)span)
+            off = origin - (int64_t)t0;
+    }
     fprintf(f, "</svg>\n<div class=\"tl-main\"><svg id=\"tl\" viewBox=\"0 0 %.0f %d\" "
                "preserveAspectRatio=\"none\" height=\"%d\" data-w=\"%.0f\" data-h=\"%d\" "
-               "data-span=\"%" PRId64 "\">\n", TL_W, height, height, TL_W, height, span);
+               "data-span=\"%" PRId64 "\" data-off=\"%" PRId64 "\">\n",
+            TL_W, height, height, TL_W, height, span, off);
     struct geo g = { origin, TL_W / (double)span, 0 };
     yajl_val cks = jkey(p->root, "checkpoints");
     for (size_t i = 0; i < alen(cks); i++) {
@@ -1096,11 +1136,15 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
     top = fixed_max > 0 ? fixed_max : nice_max(top);
     const double X0 = 46, X1 = 592, Y0 = 10, Y1 = 172;
     double total_s = (double)nbins * p->tl_bin_us / 1e6;
+    /* Times read from the job's start, as on the lanes and in the tables:
+     * start_s counts from ck_origin_us, the bins from tl_start_us. */
+    double shift = p->have_ck_origin ? (p->ck_origin_us - p->tl_start_us) / 1e6 : 0;
     fprintf(f, "<div class=\"chart\" id=\"chart-%s\"><h3>%s</h3>"
-               "<svg viewBox=\"0 0 600 196\" role=\"img\">\n", key, title);
+               "<svg viewBox=\"0 0 600 196\" role=\"img\" data-x0=\"%.0f\" data-x1=\"%.0f\" "
+               "data-y0=\"%.0f\" data-y1=\"%.0f\" data-top=\"%g\" data-span=\"%.0f\" "
+               "data-off=\"%.0f\" data-unit=\"%s\">\n",
+            key, title, X0, X1, Y0, Y1, top, total_s * 1e9, -shift * 1e9, unit);
     yajl_val cks = jkey(p->root, "checkpoints");
-    /* start_s counts from ck_origin_us; the bins from tl_start_us. */
-    double shift = (p->ck_origin_us - p->tl_start_us) / 1e6;
     for (size_t i = 0; i < alen(cks) && total_s > 0; i++) {
         double st, dur;
         if (!knum(aget(cks, i), "start_s", &st) || !knum(aget(cks, i), "dur_s", &dur))
@@ -1121,7 +1165,7 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
     }
     for (int k = 0; k <= 4; k++) {
         char t[32];
-        fmt_ns(t, sizeof t, total_s * 1e9 * k / 4);
+        fmt_ns(t, sizeof t, (total_s * k / 4 - shift) * 1e9);
         fprintf(f, "<text x=\"%.1f\" y=\"188\" font-size=\"10\" text-anchor=\"%s\" "
                    "fill=\"#57606a\">%s</text>",
                 X0 + (X1 - X0) * k / 4, k == 0 ? "start" : k == 4 ? "end" : "middle", t);
@@ -1134,8 +1178,10 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
         yajl_val rk = aget(ranks, r), s = jkey(rk, key);
         if (!alen(s))
             continue;
-        fprintf(f, "<polyline fill=\"none\" stroke-width=\"1.3\" stroke=\"%s\" points=\"",
+        fprintf(f, "<polyline fill=\"none\" stroke-width=\"1.3\" stroke=\"%s\" data-r=\"",
                 palette[r % NPALETTE]);
+        put_proc(f, rk);
+        fputs("\" points=\"", f);
         double peak = 0;
         for (size_t i = 0; i < alen(s); i += per) {
             double v = 0, x;
@@ -1541,6 +1587,18 @@ static void put_base64(FILE *f, const unsigned char *d, size_t n)
     }
 }
 
+/* The number in attr="N" inside the <svg ...> tag of svg, or 0. */
+static double svg_attr(const char *svg, const char *attr)
+{
+    const char *tag = strstr(svg, "<svg");
+    const char *end = tag ? strchr(tag, '>') : NULL;
+    size_t n = strlen(attr);
+    for (const char *a = tag; a && end && (a = strstr(a + 1, attr)) && a < end;)
+        if ((a[-1] == ' ' || a[-1] == '\n' || a[-1] == '\t') && a[n] == '=' && a[n + 1] == '"')
+            return strtod(a + n + 2, NULL);
+    return 0;
+}
+
 /* The whole file in a malloc'd buffer (NUL added, not counted in *len). */
 static char *slurp(const char *path, size_t *len)
 {
@@ -1600,7 +1658,12 @@ static void flames(struct page *p, const char *const *svgs, size_t n)
         }
         /* A data: URL in a sandboxed frame: the SVG keeps its own script
          * (click to zoom, search) but runs in an opaque origin. */
-        fputs("<iframe class=\"flame\" sandbox=\"allow-scripts\" title=\"", f);
+        fputs("<iframe class=\"flame\" sandbox=\"allow-scripts\" ", f);
+        /* Its own shape, so that the whole graph shows at the page's width. */
+        double w = svg_attr(svg, "width"), h = svg_attr(svg, "height");
+        if (w > 0 && h > 0 && isfinite(w / h))
+            fprintf(f, "style=\"height:auto;aspect-ratio:%.0f/%.0f\" ", w, h);
+        fputs("title=\"", f);
         put_html(f, base);
         fputs("\" src=\"data:image/svg+xml;base64,", f);
         put_base64(f, (const unsigned char *)svg, len);
@@ -1654,14 +1717,20 @@ int rsr_html_write_flames(FILE *f, const char *report_json, size_t len,
     double world;
     if (knum(root, "world_size", &world))
         fprintf(f, "world size %.0f &middot; ", world);
-    fprintf(f, "%zu processes &middot; %zu GPU timelines &middot; ringside %s</p></header>\n<main>\n",
-            alen(jkey(root, "processes")), nmodels, RINGSIDE_VERSION);
+    double dropped = 0;
+    for (size_t i = 0; i < alen(jkey(root, "processes")); i++)
+        dropped += knum_or(aget(jkey(root, "processes"), i), "dropped", 0);
+    fprintf(f, "%zu processes traced &middot; %zu timelines &middot; %.0f records dropped &middot; "
+               "ringside %s</p></header>\n<main>\n",
+            alen(jkey(root, "processes")), nmodels, dropped, RINGSIDE_VERSION);
     fputs("<section id=\"summary\"><h2>Summary</h2>\n", f);
+    fputs("<div class=\"top\"><div>", f);
     summary_cards(&p);
-    fputs("<div class=\"cols\">", f);
-    findings(&p);
+    fputs("</div>", f);
     rank_bars(&p);
-    fputs("</div></section>\n", f);
+    fputs("</div>", f);
+    findings(&p);
+    fputs("</section>\n", f);
     int rc = timeline(&p);
     if (rc == 0) {
         charts(&p);

@@ -15,20 +15,25 @@
 #include <string.h>
 
 #include <yajl/yajl_parse.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <zlib.h>
 
 #define READ_CHUNK (256 * 1024)
 
 /* Where the parser is in the document. Kineto's layout is fixed, so the
  * level alone says what the enclosing containers are. */
-enum level { L_NONE, L_TOP, L_EVENTS, L_EVENT, L_ARGS, L_DIST, L_END };
+enum level { L_NONE, L_TOP, L_EVENTS, L_EVENT, L_ARGS, L_DIST, L_RS, L_RS_PROCS, L_RS_PROC, L_END };
 
-enum top_key { T_OTHER, T_EVENTS, T_DIST };
+enum top_key { T_OTHER, T_EVENTS, T_DIST, T_BASE_TIME, T_RINGSIDE };
+enum rs_key { R_OTHER, R_PROCESSES };
+enum proc_key { P_OTHER, P_PID, P_RANK, P_WORLD, P_OS_PID, P_WALL_START, P_WALL_END };
 enum dist_key { D_OTHER, D_RANK, D_WORLD };
 enum ev_key { E_OTHER, E_NAME, E_CAT, E_PID, E_TID, E_TS, E_DUR, E_ARGS };
 enum arg_key {
     A_OTHER, A_STREAM, A_DEVICE, A_CORR, A_BYTES, A_COLL, A_IN_NELEMS,
-    A_OUT_NELEMS, A_GROUP_SIZE, A_DTYPE, A_PG_NAME, A_PG_RANKS
+    A_OUT_NELEMS, A_GROUP_SIZE, A_DTYPE, A_PG_NAME, A_PG_RANKS, A_COMM_ID, A_SEQ
 };
 enum ev_cat { C_OTHER, C_CPU_OP, C_KERNEL, C_MEMCPY, C_MEMSET, C_LAUNCH };
 
@@ -38,10 +43,15 @@ struct event {
     size_t name_len, name_cap;
     enum ev_cat cat;
     bool has_ts, has_dur, has_pid, has_tid, has_stream, has_corr, has_coll;
+    bool foreign;           /* a process the trace's process list lacks */
     int64_t ts_ns, dur_ns, pid, tid, stream, device, corr, group_size;
     uint64_t bytes, in_nelems, out_nelems;
     enum rsr_coll_op coll_op;
     uint32_t dtype, pg_name, pg_ranks;
+    /* Written by rsr_perfetto_write for a ringside file's collectives. */
+    bool has_comm_id;
+    uint64_t comm_id;
+    uint32_t seq;
 };
 
 struct parser {
@@ -55,6 +65,14 @@ struct parser {
     uint32_t first_step;    /* name id of the first profiler step seen */
     bool many_steps;        /* a second, different step was seen */
     int64_t last_step_ns;   /* start of the latest step */
+    struct rsr_kineto_info info;
+    /* A job's trace from rsr_perfetto_write: its processes, one model each
+     * (models[0] is the caller's); only read when want_procs. */
+    bool want_procs;
+    struct rsr_kineto_proc proc;    /* the entry being read */
+    struct rsr_kineto_proc *procs;
+    struct rsr_model **models;
+    size_t nprocs, cap_procs;
     int err;                /* set when a callback stops the parse */
     char what[96];
 };
@@ -201,7 +219,20 @@ static int key_of(enum level level, const unsigned char *s, size_t len)
     case L_TOP:
         KEY("traceEvents", T_EVENTS);
         KEY("distributedInfo", T_DIST);
+        KEY("baseTimeNanoseconds", T_BASE_TIME);
+        KEY("ringside", T_RINGSIDE);
         return T_OTHER;
+    case L_RS:
+        KEY("processes", R_PROCESSES);
+        return R_OTHER;
+    case L_RS_PROC:
+        KEY("pid", P_PID);
+        KEY("rank", P_RANK);
+        KEY("world_size", P_WORLD);
+        KEY("os_pid", P_OS_PID);
+        KEY("wall_start_ns", P_WALL_START);
+        KEY("wall_end_ns", P_WALL_END);
+        return P_OTHER;
     case L_DIST:
         KEY("rank", D_RANK);
         KEY("world_size", D_WORLD);
@@ -221,8 +252,8 @@ static int key_of(enum level level, const unsigned char *s, size_t len)
         case 10: KEY("Group size", A_GROUP_SIZE); break;
         case 11: KEY("correlation", A_CORR); break;
         case 13: KEY("In msg nelems", A_IN_NELEMS); break;
-        case 14: KEY("Out msg nelems", A_OUT_NELEMS); break;
-        case 15: KEY("Collective name", A_COLL); break;
+        case 14: KEY("Out msg nelems", A_OUT_NELEMS); KEY("Collective seq", A_SEQ); break;
+        case 15: KEY("Collective name", A_COLL); KEY("Communicator id", A_COMM_ID); break;
         case 18: KEY("Process Group Name", A_PG_NAME); break;
         case 19: KEY("Process Group Ranks", A_PG_RANKS); break;
         default: break;
@@ -266,6 +297,10 @@ static int add_gpu_op(struct parser *p, int64_t start, int64_t end)
     c->comm = e->pg_name;
     c->members = e->pg_ranks;
     c->group_size = (int32_t)e->group_size;
+    if (e->has_comm_id) {
+        c->comm_id = e->comm_id;
+        c->seq = e->seq;
+    }
     return 1;
 }
 
@@ -275,6 +310,10 @@ static int end_event(struct parser *p)
 {
     struct event *e = &p->ev;
     struct rsr_model *m = p->m;
+    if (e->foreign) {
+        m->dropped++;
+        return 1;
+    }
     if (!e->has_ts || !e->has_dur)
         return 1;
     /* HTA rounds events with sub-microsecond times inward to whole
@@ -345,6 +384,23 @@ static int open_container(struct parser *p, bool is_map)
             p->level = L_DIST;
             return 1;
         }
+        if (is_map && p->key == T_RINGSIDE && p->want_procs) {
+            p->level = L_RS;
+            return 1;
+        }
+        break;
+    case L_RS:
+        if (!is_map && p->key == R_PROCESSES) {
+            p->level = L_RS_PROCS;
+            return 1;
+        }
+        break;
+    case L_RS_PROCS:
+        if (is_map) {
+            p->proc = (struct rsr_kineto_proc){ .pid = -1, .rank = -1, .world_size = -1 };
+            p->level = L_RS_PROC;
+            return 1;
+        }
         break;
     case L_EVENTS:
         if (is_map) {
@@ -384,6 +440,38 @@ static int on_start_array(void *ctx)
     return open_container(ctx, false);
 }
 
+/* A process of a job's trace: the first takes the caller's model. */
+static int add_proc(struct parser *p)
+{
+    if (p->nprocs == p->cap_procs) {
+        size_t cap = p->cap_procs ? p->cap_procs * 2 : 16;
+        struct rsr_kineto_proc *procs = realloc(p->procs, cap * sizeof *procs);
+        if (procs)
+            p->procs = procs;
+        struct rsr_model **models = realloc(p->models, cap * sizeof *models);
+        if (models)
+            p->models = models;
+        if (!procs || !models)
+            return fail(p, RSR_KINETO_ERR_NOMEM, "processes");
+        p->cap_procs = cap;
+    }
+    struct rsr_model *m = p->m;
+    if (p->nprocs > 0) {
+        m = malloc(sizeof *m);
+        if (!m)
+            return fail(p, RSR_KINETO_ERR_NOMEM, "processes");
+        rsr_model_init(m);
+    }
+    m->rank = p->proc.rank;
+    m->world_size = p->proc.world_size;
+    m->pid = p->proc.os_pid;
+    m->wall_start_ns = p->proc.wall_start_ns;
+    m->wall_end_ns = p->proc.wall_end_ns;
+    p->procs[p->nprocs] = p->proc;
+    p->models[p->nprocs++] = m;
+    return 1;
+}
+
 static int close_container(struct parser *p)
 {
     if (p->skip > 0) {
@@ -401,8 +489,15 @@ static int close_container(struct parser *p)
         p->level = p->events_top ? L_END : L_TOP;
         return 1;
     case L_DIST:
+    case L_RS:
         p->level = L_TOP;
         return 1;
+    case L_RS_PROCS:
+        p->level = L_RS;
+        return 1;
+    case L_RS_PROC:
+        p->level = L_RS_PROCS;
+        return add_proc(p);
     default:
         p->level = L_END;
         return 1;
@@ -463,6 +558,14 @@ static int on_number(void *ctx, const char *s, size_t len)
             break;
         case E_PID:
             e->has_pid = parse_int(s, len, &e->pid);
+            if (p->nprocs > 0) {
+                /* Strings of the event (its args) go to its own model. */
+                size_t i = 0;
+                while (i < p->nprocs && !(e->has_pid && p->procs[i].pid == e->pid))
+                    i++;
+                e->foreign = i == p->nprocs;
+                p->m = p->models[e->foreign ? 0 : i];
+            }
             break;
         case E_TID:
             e->has_tid = parse_int(s, len, &e->tid);
@@ -495,9 +598,28 @@ static int on_number(void *ctx, const char *s, size_t len)
         case A_GROUP_SIZE:
             e->group_size = v;
             break;
+        case A_SEQ:
+            e->seq = (uint32_t)v;
+            break;
         default:
             break;
         }
+    } else if (p->level == L_TOP && p->key == T_BASE_TIME && parse_int(s, len, &v)) {
+        p->info.base_time_ns = v;
+        p->info.has_base_time = 1;
+    } else if (p->level == L_RS_PROC && parse_int(s, len, &v)) {
+        if (p->key == P_PID)
+            p->proc.pid = v;
+        else if (p->key == P_RANK)
+            p->proc.rank = (int32_t)v;
+        else if (p->key == P_WORLD)
+            p->proc.world_size = (int32_t)v;
+        else if (p->key == P_OS_PID)
+            p->proc.os_pid = v;
+        else if (p->key == P_WALL_START)
+            p->proc.wall_start_ns = v;
+        else if (p->key == P_WALL_END)
+            p->proc.wall_end_ns = v;
     } else if (p->level == L_DIST && parse_int(s, len, &v)) {
         if (p->key == D_RANK)
             p->m->rank = (int32_t)v;
@@ -531,7 +653,16 @@ static int on_string(void *ctx, const unsigned char *s, size_t len)
         uint32_t *id = p->key == A_DTYPE ? &e->dtype
                      : p->key == A_PG_NAME ? &e->pg_name
                      : p->key == A_PG_RANKS ? &e->pg_ranks : NULL;
-        if (p->key == A_COLL) {
+        if (p->key == A_COMM_ID) {
+            char hex[24];
+            char *end;
+            if (len > 0 && len < sizeof hex) {
+                memcpy(hex, s, len);
+                hex[len] = '\0';
+                e->comm_id = strtoull(hex, &end, 16);
+                e->has_comm_id = *end == '\0' && e->comm_id != 0;
+            }
+        } else if (p->key == A_COLL) {
             e->coll_op = rsr_coll_op_parse((const char *)s, len);
             e->has_coll = true;
         } else if (id && rsr_model_intern(p->m, (const char *)s, len, id) < 0) {
@@ -700,6 +831,400 @@ static void *reader_run(void *arg)
     }
 }
 
+/* Most of a trace's bytes are CPU-side events the model does not hold
+ * (operators, Python functions, flow arrows). Lexing them with yajl was most
+ * of the load time, so a byte scanner in front of yajl cuts each element of
+ * traceEvents out whole (matching braces outside strings), looks at its "cat"
+ * and "name", and hands yajl only the elements the model may keep; of the
+ * others it reads just "ts", "dur" and "pid" for the model's wall time and
+ * pid. Text outside traceEvents goes to yajl unchanged. A skipped element is
+ * not checked for JSON syntax beyond matching braces, and the commas between
+ * elements are not checked. */
+enum skip_mode { S_START, S_PASS, S_ARRAY, S_EVENT, S_RAW };
+
+/* Values of the keys of an element's own level, as offsets in its text. */
+enum { K_CAT, K_NAME, K_TS, K_DUR, K_PID, K_NKEYS };
+
+struct skipper {
+    enum skip_mode mode;
+    bool top_array;         /* the document is a bare array of events */
+    /* S_PASS: where the top level is, to find "traceEvents": [ */
+    int depth;
+    bool in_str, esc;
+    char str[12];           /* the start of the last string read at depth 1 */
+    size_t str_len;
+    bool after_key;         /* "traceEvents" then ':' were just read */
+    bool is_events_key;
+    /* S_EVENT: the element being cut out */
+    char *ev;
+    size_t ev_len, ev_cap;
+    uint64_t ev_off;        /* file offset of its first byte */
+    int ev_depth;
+    size_t ev_str;          /* offset of the last string's opening quote at depth 1 */
+    size_t ev_str_end;
+    bool unsure;            /* a key straddled pieces: do not skip */
+    size_t val[K_NKEYS];    /* offset after the key's ':', 0: none */
+    bool kept_any;          /* an element was handed to yajl (commas) */
+    uint64_t err_at;        /* file offset of a yajl error */
+};
+
+/* Feeds len bytes to yajl; on error sets err_at from the file offset off of
+ * s[0]. */
+static yajl_status feed(struct skipper *k, yajl_handle y, const char *s, size_t len, uint64_t off)
+{
+    if (len == 0)
+        return yajl_status_ok;
+    yajl_status st = yajl_parse(y, (const unsigned char *)s, len);
+    if (st != yajl_status_ok)
+        k->err_at = off + yajl_get_bytes_consumed(y);
+    return st;
+}
+
+static bool ev_grow(struct skipper *k, size_t more)
+{
+    if (k->ev_len + more <= k->ev_cap)
+        return true;
+    size_t cap = k->ev_cap ? k->ev_cap : 4096;
+    while (cap < k->ev_len + more)
+        cap *= 2;
+    char *p = realloc(k->ev, cap);
+    if (!p)
+        return false;
+    k->ev = p;
+    k->ev_cap = cap;
+    return true;
+}
+
+/* The string value at offset v of the element (after "key":), or len 0. */
+static const char *ev_string(const struct skipper *k, size_t v, size_t *len)
+{
+    *len = 0;
+    if (!v)
+        return NULL;
+    while (v < k->ev_len && (k->ev[v] == ' ' || k->ev[v] == '\t' || k->ev[v] == '\n' || k->ev[v] == '\r'))
+        v++;
+    if (v >= k->ev_len || k->ev[v] != '"')
+        return NULL;
+    const char *s = k->ev + v + 1;
+    const char *e = memchr(s, '"', k->ev_len - v - 1);
+    if (!e)
+        return NULL;
+    *len = (size_t)(e - s);
+    return s;
+}
+
+/* The number at offset v of the element, as text. */
+static const char *ev_number(const struct skipper *k, size_t v, size_t *len)
+{
+    *len = 0;
+    if (!v)
+        return NULL;
+    while (v < k->ev_len && (k->ev[v] == ' ' || k->ev[v] == '\t' || k->ev[v] == '\n' || k->ev[v] == '\r'))
+        v++;
+    size_t e = v;
+    while (e < k->ev_len && ((k->ev[e] >= '0' && k->ev[e] <= '9') || k->ev[e] == '.' ||
+                             k->ev[e] == '-' || k->ev[e] == '+' || k->ev[e] == 'e' || k->ev[e] == 'E'))
+        e++;
+    *len = e - v;
+    return k->ev + v;
+}
+
+/* Whether the model reads nothing of an element of this category and name
+ * but its time and pid (see end_event). */
+static bool skippable(const struct skipper *k)
+{
+    static const char *const cats[] = {
+        "cpu_op", "Operator", "python_function", "ac2g", "async_cpu_to_gpu", "fwdbwd",
+        "cpu_instant_event", "user_annotation", "gpu_user_annotation",
+    };
+    size_t clen, nlen;
+    const char *cat = ev_string(k, k->val[K_CAT], &clen);
+    if (!cat)
+        return false;
+    const char *name = ev_string(k, k->val[K_NAME], &nlen);
+    if (!name && k->val[K_NAME])
+        return false;       /* a name that is not a plain string: let yajl see it */
+    if (name && nlen >= 12 && memcmp(name, "ProfilerStep", 12) == 0)
+        return false;
+    for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++)
+        if (eq((const unsigned char *)cat, clen, cats[i]))
+            return true;
+    return false;
+}
+
+/* What end_event takes from an element it would otherwise not keep. */
+static void skipped_event(struct parser *p, const struct skipper *k)
+{
+    struct rsr_model *m = p->m;
+    size_t len, clen;
+    int64_t ts, dur, pid;
+    const char *s = ev_number(k, k->val[K_TS], &len);
+    if (!s || !parse_us(s, len, &ts))
+        return;
+    s = ev_number(k, k->val[K_DUR], &len);
+    if (!s || !parse_us(s, len, &dur))
+        return;
+    int64_t start = ceil_us(ts), end = floor_us(ts + dur);
+    if (end < start)
+        end = start;
+    if (m->wall_start_ns == 0 || start < m->wall_start_ns)
+        m->wall_start_ns = start;
+    if (end > m->wall_end_ns)
+        m->wall_end_ns = end;
+    const char *cat = ev_string(k, k->val[K_CAT], &clen);
+    s = ev_number(k, k->val[K_PID], &len);
+    if (m->pid == 0 && cat && parse_cat((const unsigned char *)cat, clen) == C_CPU_OP && s &&
+        parse_int(s, len, &pid))
+        m->pid = pid;
+}
+
+/* The bytes outside strings that scan_event acts on. */
+static const bool structural[256] = {
+    ['"'] = true, [':'] = true, ['{'] = true, ['['] = true, ['}'] = true, [']'] = true,
+};
+
+/* The first byte at or after i in s[0..n) that is a quote, a colon or a
+ * bracket (n if none): 16 bytes at a time where SSE2 is there (always on
+ * x86-64). '[' and ']' are '{' and '}' with bit 5 clear. */
+static size_t find_structural(const char *s, size_t i, size_t n)
+{
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), colon = _mm_set1_epi8(':');
+    const __m128i open = _mm_set1_epi8('{'), close = _mm_set1_epi8('}'), bit5 = _mm_set1_epi8(0x20);
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        __m128i b = _mm_or_si128(v, bit5);
+        __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, colon)),
+                                   _mm_or_si128(_mm_cmpeq_epi8(b, open), _mm_cmpeq_epi8(b, close)));
+        int mask = _mm_movemask_epi8(hit);
+        if (mask)
+            return i + (size_t)__builtin_ctz((unsigned)mask);
+    }
+#endif
+    while (i < n && !structural[(unsigned char)s[i]])
+        i++;
+    return i;
+}
+
+/* Inside a string: the first quote or backslash at or after i (n if none). */
+static size_t find_string_end(const char *s, size_t i, size_t n)
+{
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        int mask = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+        if (mask)
+            return i + (size_t)__builtin_ctz((unsigned)mask);
+    }
+#endif
+    while (i < n && s[i] != '"' && s[i] != '\\')
+        i++;
+    return i;
+}
+
+/* Cuts an element out of s[0..n), continuing one begun in
+ * an earlier piece. Returns the bytes used; k->mode becomes S_ARRAY when
+ * the element ended, and it was then handed on or skipped. */
+static size_t scan_event(struct skipper *k, struct parser *p, yajl_handle y, const char *s,
+                         size_t n, yajl_status *st)
+{
+    size_t i = 0;
+    if (k->esc && n > 0) {
+        /* The byte after a backslash that ended the last piece. */
+        k->esc = false;
+        i = 1;
+    }
+    size_t base = k->ev_len;    /* s[0] goes to ev[base] */
+    bool done = false;
+    while (i < n) {
+        char c = s[i];
+        if (k->in_str) {
+            i = find_string_end(s, i, n);
+            if (i == n)
+                break;
+            if (s[i] == '\\') {
+                if (i + 1 == n) {
+                    k->esc = true;  /* the escaped byte is in the next piece */
+                    i = n;
+                    break;
+                }
+                i += 2;
+                continue;
+            }
+            k->in_str = false;
+            if (k->ev_depth == 1)
+                k->ev_str_end = base + i;
+            i++;
+            continue;
+        }
+        if (!structural[(unsigned char)c]) {
+            /* Spaces, numbers, literals, commas: skip the run. */
+            i = find_structural(s, i + 1, n);
+            continue;
+        }
+        switch (c) {
+        case '"':
+            k->in_str = true;
+            if (k->ev_depth == 1)
+                k->ev_str = base + i;
+            break;
+        case ':':
+            if (k->ev_depth == 1 && k->ev_str_end > k->ev_str) {
+                const char *key = (k->ev_str >= base ? s + (k->ev_str - base) : k->ev + k->ev_str) + 1;
+                size_t klen = k->ev_str_end - k->ev_str - 1;
+                /* A key that began in an earlier piece is not looked at:
+                 * the element then goes to yajl, which decides. */
+                if (k->ev_str >= base) {
+                    int which = klen == 3 && memcmp(key, "cat", 3) == 0 ? K_CAT
+                              : klen == 4 && memcmp(key, "name", 4) == 0 ? K_NAME
+                              : klen == 2 && memcmp(key, "ts", 2) == 0 ? K_TS
+                              : klen == 3 && memcmp(key, "dur", 3) == 0 ? K_DUR
+                              : klen == 3 && memcmp(key, "pid", 3) == 0 ? K_PID : -1;
+                    if (which >= 0)
+                        k->val[which] = base + i + 1;
+                } else {
+                    k->unsure = true;
+                }
+            }
+            break;
+        case '{':
+        case '[':
+            k->ev_depth++;
+            break;
+        case '}':
+        case ']':
+            if (--k->ev_depth == 0)
+                done = true;
+            break;
+        default:
+            break;
+        }
+        i++;
+        if (done)
+            break;
+    }
+    if (!ev_grow(k, i)) {
+        fail(p, RSR_KINETO_ERR_NOMEM, "event text");
+        *st = yajl_status_client_canceled;
+        return i;
+    }
+    memcpy(k->ev + k->ev_len, s, i);
+    k->ev_len += i;
+    if (!done)
+        return i;
+    k->mode = S_ARRAY;
+    if (!k->unsure && skippable(k)) {
+        skipped_event(p, k);
+    } else {
+        if (k->kept_any)
+            *st = feed(k, y, ",", 1, k->ev_off);
+        if (*st == yajl_status_ok)
+            *st = feed(k, y, k->ev, k->ev_len, k->ev_off);
+        k->kept_any = true;
+    }
+    return i;
+}
+
+/* Hands s[0..n) (file offset off) to yajl through the skipper. On error
+ * k->err_at is the file offset yajl stopped at. */
+static yajl_status skip_feed(struct skipper *k, struct parser *p, yajl_handle y, const char *s,
+                             size_t n, uint64_t off)
+{
+    yajl_status st = yajl_status_ok;
+    size_t i = 0, from = 0;     /* s[from..i) waits to be passed on as is */
+    while (i < n && st == yajl_status_ok) {
+        char c = s[i];
+        switch (k->mode) {
+        case S_RAW:
+            i = n;
+            break;
+        case S_START:
+            if (c == '[' || c == '{') {
+                k->mode = c == '[' ? S_ARRAY : S_PASS;
+                k->top_array = c == '[';
+                k->depth = 1;
+                i++;
+                if (k->mode == S_ARRAY) {
+                    st = feed(k, y, s + from, i - from, off + from);
+                    from = i;
+                }
+            } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+                i++;
+            } else {
+                k->mode = S_RAW;
+            }
+            break;
+        case S_PASS:
+            i++;
+            if (k->in_str) {
+                if (k->esc) {
+                    k->esc = false;
+                } else if (c == '\\') {
+                    k->esc = true;
+                } else if (c == '"') {
+                    k->in_str = false;
+                    if (k->depth == 1)
+                        k->is_events_key = k->str_len == 11 && memcmp(k->str, "traceEvents", 11) == 0;
+                } else if (k->str_len < sizeof k->str) {
+                    k->str[k->str_len++] = c;
+                }
+                break;
+            }
+            if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
+                break;
+            if (c == '[' && k->depth == 1 && k->after_key) {
+                k->mode = S_ARRAY;
+                st = feed(k, y, s + from, i - from, off + from);
+                from = i;
+                break;
+            }
+            k->after_key = c == ':' && k->depth == 1 && k->is_events_key;
+            if (c == '"') {
+                k->in_str = true;
+                k->str_len = 0;
+                k->is_events_key = false;
+            } else if (c == '{' || c == '[') {
+                k->depth++;
+            } else if (c == '}' || c == ']') {
+                k->depth--;
+            }
+            break;
+        case S_ARRAY:
+            if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',') {
+                from = ++i;
+            } else if (c == '{') {
+                k->mode = S_EVENT;
+                k->ev_len = 0;
+                k->ev_off = off + i;
+                k->ev_depth = 0;
+                k->in_str = k->esc = k->unsure = false;
+                k->ev_str = k->ev_str_end = 0;
+                memset(k->val, 0, sizeof k->val);
+            } else if (c == ']') {
+                k->mode = S_PASS;
+                k->depth = k->top_array ? 0 : 1;
+                k->after_key = k->is_events_key = false;
+                from = i++;
+            } else {
+                /* Not an object: pass the rest on as it is. */
+                k->mode = S_RAW;
+                if (k->kept_any)
+                    st = feed(k, y, ",", 1, off + i);
+                from = i;
+            }
+            break;
+        case S_EVENT:
+            i += scan_event(k, p, y, s + i, n - i, &st);
+            from = i;
+            break;
+        }
+    }
+    if (st == yajl_status_ok && (k->mode == S_PASS || k->mode == S_RAW || k->mode == S_START))
+        st = feed(k, y, s + from, n - from, off + from);
+    return st;
+}
+
 /* The message for how reading ended, after offset bytes of JSON. */
 static int read_error(const struct reader *r, const char *path, uint64_t offset, char *msg, size_t msglen)
 {
@@ -722,19 +1247,23 @@ static int parse_pieces(const char *path, struct reader *r, yajl_handle y, struc
 {
     uint64_t offset = 0;
     char reason[160];
+    struct skipper k = { .mode = S_START };
     for (int i = 0;; i ^= 1) {
         pthread_mutex_lock(&r->lock);
         while (!r->full[i])
             pthread_cond_wait(&r->cond, &r->lock);
         int n = r->len[i];
         pthread_mutex_unlock(&r->lock);
-        if (n < 0)
+        if (n < 0) {
+            free(k.ev);
             return read_error(r, path, offset, msg, msglen);
+        }
         if (n == 0)
             break;
-        yajl_status st = yajl_parse(y, (const unsigned char *)r->buf[i], (size_t)n);
+        yajl_status st = skip_feed(&k, p, y, r->buf[i], (size_t)n, offset);
         if (st != yajl_status_ok) {
-            uint64_t at = offset + yajl_get_bytes_consumed(y);
+            free(k.ev);
+            uint64_t at = k.err_at;
             if (st == yajl_status_client_canceled)
                 return report(msg, msglen, p->err, "%s: byte %llu: %s: %s", path,
                               (unsigned long long)at, rsr_kineto_strerror(p->err), p->what);
@@ -748,6 +1277,7 @@ static int parse_pieces(const char *path, struct reader *r, yajl_handle y, struc
         pthread_cond_broadcast(&r->cond);
         pthread_mutex_unlock(&r->lock);
     }
+    free(k.ev);
     if (offset == 0)
         return report(msg, msglen, RSR_KINETO_ERR_NOT_TRACE, "%s: empty file", path);
     yajl_status st = yajl_complete_parse(y);
@@ -773,6 +1303,9 @@ static int parse_file(const char *path, gzFile gz, struct parser *p, char *msg, 
     r.buf[0] = malloc(READ_CHUNK);
     r.buf[1] = malloc(READ_CHUNK);
     yajl_handle y = yajl_alloc(&callbacks, NULL, p);
+    /* Names are copied as bytes; checking their UTF-8 costs a third of the parse. */
+    if (y)
+        yajl_config(y, yajl_dont_validate_strings, 1);
     int err = RSR_KINETO_ERR_NOMEM;
     if (r.buf[0] && r.buf[1] && y) {
         pthread_t tid;
@@ -800,6 +1333,16 @@ static int parse_file(const char *path, gzFile gz, struct parser *p, char *msg, 
 
 int rsr_kineto_load(const char *path, struct rsr_model *m, char *msg, size_t msglen)
 {
+    return rsr_kineto_load_info(path, m, NULL, msg, msglen);
+}
+
+/* Reads path with p set up by the caller; finishes p->m unless the trace
+ * named its processes (then the caller finishes each). */
+static int load(const char *path, struct parser *p, struct rsr_kineto_info *info, char *msg,
+                size_t msglen)
+{
+    if (info)
+        memset(info, 0, sizeof *info);
     if (msglen > 0)
         msg[0] = '\0';
     gzFile gz = gzopen(path, "rb");
@@ -807,14 +1350,77 @@ int rsr_kineto_load(const char *path, struct rsr_model *m, char *msg, size_t msg
         return report(msg, msglen, RSR_KINETO_ERR_OPEN, "%s: cannot open: %s", path,
                       errno ? strerror(errno) : "out of memory");
     gzbuffer(gz, READ_CHUNK);
-    struct parser p = { .m = m };
-    int err = parse_file(path, gz, &p, msg, msglen);
-    if (err == RSR_KINETO_ERR_OK) {
-        err = finish_model(&p);
+    int err = parse_file(path, gz, p, msg, msglen);
+    if (err == RSR_KINETO_ERR_OK && p->nprocs == 0) {
+        err = finish_model(p);
         if (err != RSR_KINETO_ERR_OK)
             report(msg, msglen, err, "%s: %s", path, rsr_kineto_strerror(err));
     }
-    free(p.ev.name);
+    if (info)
+        *info = p->info;
+    free(p->ev.name);
     gzclose(gz);
     return err;
+}
+
+int rsr_kineto_load_info(const char *path, struct rsr_model *m, struct rsr_kineto_info *info,
+                         char *msg, size_t msglen)
+{
+    struct parser p = { .m = m };
+    return load(path, &p, info, msg, msglen);
+}
+
+int rsr_kineto_load_job(const char *path, struct rsr_model ***models, size_t *n,
+                        struct rsr_kineto_info *info, char *msg, size_t msglen)
+{
+    *models = NULL;
+    *n = 0;
+    struct rsr_model *m0 = malloc(sizeof *m0);
+    if (!m0)
+        return report(msg, msglen, RSR_KINETO_ERR_NOMEM, "%s: out of memory", path);
+    rsr_model_init(m0);
+    struct parser p = { .m = m0, .want_procs = true };
+    int err = load(path, &p, info, msg, msglen);
+    if (err == RSR_KINETO_ERR_OK && p.nprocs == 0) {
+        p.models = malloc(sizeof *p.models);
+        if (p.models) {
+            p.models[0] = m0;
+            p.nprocs = 1;
+        } else {
+            err = report(msg, msglen, RSR_KINETO_ERR_NOMEM, "%s: out of memory", path);
+        }
+    } else if (err == RSR_KINETO_ERR_OK) {
+        /* The profiler-step cut applies to a profiler's trace of one
+         * process, not to a job's export (which has no steps). */
+        p.many_steps = false;
+        for (size_t i = 0; i < p.nprocs && err == RSR_KINETO_ERR_OK; i++) {
+            p.m = p.models[i];
+            err = finish_model(&p);
+        }
+        if (err != RSR_KINETO_ERR_OK)
+            report(msg, msglen, err, "%s: %s", path, rsr_kineto_strerror(err));
+    }
+    free(p.procs);
+    if (err != RSR_KINETO_ERR_OK || !p.models) {
+        for (size_t i = 1; i < p.nprocs; i++) {
+            rsr_model_free(p.models[i]);
+            free(p.models[i]);
+        }
+        free(p.models);
+        rsr_model_free(m0);
+        free(m0);
+        return err;
+    }
+    *models = p.models;
+    *n = p.nprocs;
+    return RSR_KINETO_ERR_OK;
+}
+
+void rsr_kineto_free_job(struct rsr_model **models, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        rsr_model_free(models[i]);
+        free(models[i]);
+    }
+    free(models);
 }

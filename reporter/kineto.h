@@ -5,6 +5,7 @@
 #define RSR_KINETO_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "reporter/model.h"
 
@@ -49,5 +50,36 @@ const char *rsr_kineto_strerror(int err);
  * JSON: invalid object key". On error m holds what was read so far; the
  * caller frees it with rsr_model_free either way. */
 int rsr_kineto_load(const char *path, struct rsr_model *m, char *msg, size_t msglen);
+
+/* What a trace says beyond the model: the realtime clock at its time zero.
+ * Kineto writes "baseTimeNanoseconds" (since PyTorch 2.2): realtime ns =
+ * base_time_ns + ts in ns; older traces write ts as realtime us already. */
+struct rsr_kineto_info {
+    int has_base_time;
+    int64_t base_time_ns;
+};
+
+/* rsr_kineto_load, also filling *info (zeroed first) when info is not NULL. */
+int rsr_kineto_load_info(const char *path, struct rsr_model *m, struct rsr_kineto_info *info,
+                         char *msg, size_t msglen);
+
+/* One process of a job's trace, as its "ringside" object lists it. */
+struct rsr_kineto_proc {
+    int64_t pid;            /* the events' "pid" */
+    int32_t rank, world_size;
+    int64_t os_pid;
+    int64_t wall_start_ns, wall_end_ns;  /* what the process's model spanned, 0: not said */
+};
+
+/* Reads a trace that may hold several processes. A whole job's trace.json
+ * from rsr_perfetto_write lists its processes in a top-level "ringside"
+ * object; each gets a model of its own (events of other pids are counted in
+ * the first model's dropped, and there is no profiler-step cut); any other
+ * trace gives one model, as rsr_kineto_load_info does. On success *models
+ * is a malloc'd array of *n finished, malloc'd models, freed with
+ * rsr_kineto_free_job; on error *models is NULL, *n 0, and msg as above. */
+int rsr_kineto_load_job(const char *path, struct rsr_model ***models, size_t *n,
+                        struct rsr_kineto_info *info, char *msg, size_t msglen);
+void rsr_kineto_free_job(struct rsr_model **models, size_t n);
 
 #endif

@@ -112,7 +112,10 @@ static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, c
     l->start_ns = (int64_t)e->launch_ns;
     l->end_ns = (int64_t)e->launch_ns + e->call_ns;
     l->correlation = corr;
-    l->name = intern(m, launch_name(e->kind));
+    unsigned k = e->kind < RSF_GPU_NKINDS ? e->kind : RSF_GPU_NKINDS;
+    if (!L->launch_names[k])
+        L->launch_names[k] = intern(m, launch_name(e->kind)) + 1;
+    l->name = L->launch_names[k] - 1;
     l->tid = e->tid;
     see_time(m, l->start_ns, l->end_ns);
     if (!e->gpu_start_ns || e->gpu_end_ns < e->gpu_start_ns)
@@ -125,6 +128,14 @@ static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, c
     op->correlation = corr;
     op->bytes = e->bytes;
     op->name = str_id(L, e->name, strings, nstrings);
+    if (!op->name && e->kind == RSF_GPU_MEMCPY) {
+        static const char *const dirs[] = { "Memcpy", "Memcpy HtoD", "Memcpy DtoH", "Memcpy DtoD",
+                                            "Memcpy HtoH", "Memcpy PtoP" };
+        op->name = intern(m, e->dir < sizeof dirs / sizeof dirs[0] ? dirs[e->dir] : "Memcpy");
+    } else if (!op->name) {
+        op->name = intern(m, e->kind == RSF_GPU_MEMSET ? "Memset" : e->kind == RSF_GPU_GRAPH ? "CUDA graph"
+                                                                                                : "kernel");
+    }
     op->stream = stream_id(e->stream);
     op->device = e->device;
     switch (e->kind) {
@@ -219,6 +230,7 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
         if (!k)
             goto oom;
         *k = (struct rsr_clock){ (int64_t)c->clocks[i].mono_ns, (int64_t)c->clocks[i].real_ns };
+        see_time(m, k->mono_ns, k->mono_ns);   /* the writer was still there */
     }
     for (uint32_t i = 0; i < c->nfiles; i++) {
         uint32_t id = c->files[i].id;

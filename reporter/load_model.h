@@ -24,6 +24,7 @@ struct rsr_model_loader {
     } *comms;
     uint32_t ncomms, capcomms;
     uint64_t next_corr;
+    uint32_t launch_names[RSF_GPU_NKINDS + 1];  /* string id + 1 per GpuKind (0: not yet) */
     int failed;                 /* out of memory: the model is incomplete */
 };
 

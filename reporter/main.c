@@ -2,6 +2,7 @@
  * to its module. Exit status: 0 done, 1 bad input or failure (one line
  * saying what and where), 2 usage. */
 #include "reporter/dump.h"
+#include "reporter/import_kineto.h"
 #include "reporter/flame.h"
 #include "reporter/flame_svg.h"
 #include "reporter/report.h"
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: ringside COMMAND [ARGS]\n"
@@ -23,6 +25,9 @@ static const char usage[] =
     "        folders, or trace files) into OUT/report.json and\n"
     "        OUT/index.html, a page that opens offline (OUT defaults to\n"
     "        ringside-report; --json FILE writes the JSON there too, - for stdout)\n"
+    "  import-kineto IN... -o DIR [-q]\n"
+    "        PyTorch profiler traces (.json, .json.gz) into ringside trace files\n"
+    "        in DIR, one per trace, as the agent names them\n"
     "  flame DIR... [-o FILE.svg|FILE.folded] [--kind cpu|wait|gpu] [--rank R]\n"
     "        [--threads] [--lines]\n"
     "        a flame graph of the sampled stacks (default cpu, all ranks): an\n"
@@ -89,6 +94,41 @@ static int cmd_report(int argc, char **argv)
         rc = rsr_report_main(paths, n, &o);
     }
     free(paths);
+    return rc;
+}
+
+static int cmd_import_kineto(int argc, char **argv)
+{
+    char **in = calloc((size_t)argc + 1, sizeof *in);
+    if (!in)
+        return 1;
+    const char *dir = NULL;
+    int n = 0, quiet = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--out") == 0) {
+            if (++i == argc) {
+                free(in);
+                return bad_usage("-o needs a folder");
+            }
+            dir = argv[i];
+        } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
+            quiet = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "ringside: import-kineto: unknown option %s\n", argv[i]);
+            free(in);
+            return 2;
+        } else {
+            in[n++] = argv[i];
+        }
+    }
+    int rc;
+    if (n == 0)
+        rc = bad_usage("import-kineto needs at least one trace");
+    else if (!dir)
+        rc = bad_usage("import-kineto needs -o DIR");
+    else
+        rc = rsr_import_kineto_main(in, n, dir, (int)sysconf(_SC_NPROCESSORS_ONLN), quiet);
+    free(in);
     return rc;
 }
 
@@ -250,6 +290,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "report") == 0)
         return cmd_report(argc - 2, argv + 2);
+    if (strcmp(cmd, "import-kineto") == 0)
+        return cmd_import_kineto(argc - 2, argv + 2);
     if (strcmp(cmd, "flame") == 0)
         return cmd_flame(argc - 2, argv + 2);
     if (strcmp(cmd, "symbolize") == 0)
@@ -260,5 +302,5 @@ int main(int argc, char **argv)
         return rsr_dump(argv[2], stdout);
     }
     fprintf(stderr, "ringside: unknown command '%s'\n", cmd);
-    return bad_usage("commands: report, flame, symbolize, dump");
+    return bad_usage("commands: report, import-kineto, flame, symbolize, dump");
 }

@@ -5,6 +5,7 @@
 #include "reporter/flame.h"
 #include "reporter/analyse.h"
 #include "reporter/html.h"
+#include "reporter/perfetto.h"
 #include "reporter/json.h"
 #include "formats/rsf_error.h"
 
@@ -497,10 +498,6 @@ static void warn_damage(const struct rsr_input *in)
                         "every chunk was read\n", in->file);
 }
 
-/* The Perfetto output, in its own module (perfetto.c); weak so that the
- * report is written without it where it is not built in. (html.c is.) */
-int rsr_perfetto_write(FILE *f, struct rsr_model *const *models, size_t nmodels) __attribute__((weak));
-
 static int write_file(const char *path, const char *data, size_t len)
 {
     FILE *f = fopen(path, "w");
@@ -555,7 +552,7 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
         return 1;
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    rsr_inputs_load(ins, files, n, cpus > 0 ? (int)cpus : 1, isatty(STDERR_FILENO));
+    rsr_inputs_load(ins, files, n, cpus > 0 ? (int)cpus : 1, isatty(STDERR_FILENO) && n > 1);
     int readable = 0;
     for (int i = 0; i < n; i++) {
         readable += !ins[i].open_failed && ins[i].walk.nchunks > 0;
@@ -569,7 +566,13 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
         models[i] = ins[i].model ? ins[i].model : &empty;
 
     struct rsr_job job;
-    if (rsr_job_analyse(models, (size_t)n, &job) != 0)
+    int tty = isatty(STDERR_FILENO);
+    if (tty)
+        fprintf(stderr, "ringside: analysing %d process%s", n, n == 1 ? "" : "es");
+    int arc = rsr_job_analyse(models, (size_t)n, &job);
+    if (tty)
+        fputs("\r\033[K", stderr);
+    if (arc != 0)
         fprintf(stderr, "ringside: out of memory: some analyses are missing from the report\n");
     char *json = NULL;
     size_t len = 0;
@@ -595,13 +598,13 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
             char p[4096];
             snprintf(p, sizeof p, "%s/report.json", o->out_dir);
             rc = write_file(p, json, len);
-            /* before the page: index.html inlines the flame-*.svg in OUT */
+            /* The flame graphs first: index.html inlines OUT/flame-*.svg. */
             if (!rc && rsr_flame_write_all(files, n, o->out_dir, o->quiet) < 0)
                 rc = 1;
             const char *bad;
             if (!rc && rsr_html_write_dir(o->out_dir, models, (size_t)n, &bad) != 0)
                 rc = (fprintf(stderr, "ringside: %s: %s\n", bad, strerror(errno)), 1);
-            if (!rc && rsr_perfetto_write)
+            if (!rc)
                 rc = write_output(o->out_dir, "trace.json", models, (size_t)n);
         }
     }

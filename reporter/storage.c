@@ -56,10 +56,16 @@ int64_t rsr_idle_within(int64_t (*b)[2], size_t n, int64_t s, int64_t e, int64_t
     return (e - s) - busy;
 }
 
-struct pathinfo {
-    uint32_t path;
-    uint64_t read_bytes, write_bytes;
-};
+/* I/O calls with a path, in (path, start) order: io is in start order, so
+ * the index breaks ties. */
+static int cmp_io_path(const void *pa, const void *pb, void *arg)
+{
+    const struct rsr_io *sort_io = arg;
+    size_t x = *(const size_t *)pa, y = *(const size_t *)pb;
+    if (sort_io[x].path != sort_io[y].path)
+        return sort_io[x].path < sort_io[y].path ? -1 : 1;
+    return (x > y) - (x < y);
+}
 
 static int cmp_ckpt(const void *pa, const void *pb)
 {
@@ -79,74 +85,73 @@ void rsr_storage_free(struct rsr_storage *s)
     memset(s, 0, sizeof *s);
 }
 
-/* Finds the bursts of model mi; appends them to out. */
-static int model_checkpoints(const struct rsr_model *m, size_t mi, struct rsr_storage *out, size_t *cap,
-                             struct pathinfo **pinfo, size_t *npinfo)
+static int push_ckpt(struct rsr_storage *out, size_t *cap, const struct rsr_checkpoint *c)
 {
-    /* paths: read/write totals (linear search is fine for the few paths a
-     * process writes; reads are many calls on few paths) */
-    size_t np = 0;
-    struct pathinfo *p = *pinfo;
-    for (size_t i = 0; i < m->n_io; i++) {
-        const struct rsr_io *io = &m->io[i];
-        if (!io->path)
-            continue;
-        size_t k = 0;
-        while (k < np && p[k].path != io->path)
-            k++;
-        if (k == np) {
-            if (np == *npinfo) {
-                size_t nc = *npinfo ? *npinfo * 2 : 32;
-                void *q = realloc(p, nc * sizeof *p);
-                if (!q)
-                    return -1;
-                *pinfo = p = q;
-                *npinfo = nc;
-            }
-            p[np++] = (struct pathinfo){ io->path, 0, 0 };
-        }
-        if (io->dir == RSF_DIR_READ)
-            p[k].read_bytes += io->bytes;
-        else if (io->dir == RSF_DIR_WRITE)
-            p[k].write_bytes += io->bytes;
+    if (out->n_ckpts == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        void *q = realloc(out->ckpts, nc * sizeof *out->ckpts);
+        if (!q)
+            return -1;
+        out->ckpts = q;
+        *cap = nc;
     }
+    out->ckpts[out->n_ckpts++] = *c;
+    return 0;
+}
+
+/* Finds the bursts of model mi and appends them to out: the calls are
+ * grouped by path (sorted, so this is n log n however many files there
+ * are); a path written with enough bytes and never read is a checkpoint
+ * file, and each open of it starts a burst. */
+static int model_checkpoints(const struct rsr_model *m, size_t mi, struct rsr_storage *out, size_t *cap)
+{
+    size_t n = 0;
+    size_t *idx = malloc((m->n_io ? m->n_io : 1) * sizeof *idx);
+    if (!idx)
+        return -1;
+    for (size_t i = 0; i < m->n_io; i++)
+        if (m->io[i].path)
+            idx[n++] = i;
+    qsort_r(idx, n, sizeof *idx, cmp_io_path, m->io);
     size_t first_new = out->n_ckpts;
-    for (size_t k = 0; k < np; k++) {
-        if (p[k].read_bytes || p[k].write_bytes < RSR_CKPT_MIN_BYTES)
-            continue;
-        /* bursts: each open starts one */
-        struct rsr_checkpoint cur = { 0 };
-        int have = 0;
-        for (size_t i = 0; i <= m->n_io; i++) {
-            const struct rsr_io *io = i < m->n_io ? &m->io[i] : NULL;
-            if (io && io->path != p[k].path)
-                continue;
-            if (!io || (is_open(io->op) && have)) {
-                if (have && cur.bytes >= RSR_CKPT_MIN_BYTES) {
-                    if (out->n_ckpts == *cap) {
-                        size_t nc = *cap ? *cap * 2 : 16;
-                        void *q = realloc(out->ckpts, nc * sizeof *out->ckpts);
-                        if (!q)
-                            return -1;
-                        out->ckpts = q;
-                        *cap = nc;
-                    }
-                    out->ckpts[out->n_ckpts++] = cur;
-                }
-                have = 0;
-                if (!io)
-                    break;
-            }
-            if (!have) {
-                cur = (struct rsr_checkpoint){ mi, m->rank, io->start_ns, io->end_ns, 0, 1, 0 };
-                have = 1;
-            }
-            if (io->end_ns > cur.end_ns)
-                cur.end_ns = io->end_ns;
-            if (io->dir == RSF_DIR_WRITE)
-                cur.bytes += io->bytes;
+    for (size_t a = 0; a < n;) {
+        size_t b = a;
+        uint64_t rd = 0, wr = 0;
+        while (b < n && m->io[idx[b]].path == m->io[idx[a]].path) {
+            const struct rsr_io *io = &m->io[idx[b]];
+            if (io->dir == RSF_DIR_READ)
+                rd += io->bytes;
+            else if (io->dir == RSF_DIR_WRITE)
+                wr += io->bytes;
+            b++;
         }
+        if (!rd && wr >= RSR_CKPT_MIN_BYTES) {
+            struct rsr_checkpoint cur = { 0 };
+            int have = 0;
+            for (size_t k = a; k <= b; k++) {
+                const struct rsr_io *io = k < b ? &m->io[idx[k]] : NULL;
+                if (!io || (is_open(io->op) && have)) {
+                    if (have && cur.bytes >= RSR_CKPT_MIN_BYTES && push_ckpt(out, cap, &cur) != 0) {
+                        free(idx);
+                        return -1;
+                    }
+                    have = 0;
+                    if (!io)
+                        break;
+                }
+                if (!have) {
+                    cur = (struct rsr_checkpoint){ mi, m->rank, io->start_ns, io->end_ns, 0, 1, 0 };
+                    have = 1;
+                }
+                if (io->end_ns > cur.end_ns)
+                    cur.end_ns = io->end_ns;
+                if (io->dir == RSF_DIR_WRITE)
+                    cur.bytes += io->bytes;
+            }
+        }
+        a = b;
     }
+    free(idx);
     /* merge this process's bursts that overlap or nearly touch */
     size_t nn = out->n_ckpts - first_new;
     struct rsr_checkpoint *c = out->ckpts + first_new;
@@ -192,8 +197,7 @@ int rsr_storage_analyse(struct rsr_model *const *models, size_t n, struct rsr_st
     out->n_models = n;
     if (!out->loading)
         return -1;
-    size_t cap = 0, npinfo = 0;
-    struct pathinfo *pinfo = NULL;
+    size_t cap = 0;
     int any_rank = 0;
     for (size_t i = 0; i < n; i++)
         any_rank |= models[i]->rank >= 0;
@@ -206,7 +210,7 @@ int rsr_storage_analyse(struct rsr_model *const *models, size_t n, struct rsr_st
                 out->job_end_ns = m->wall_end_ns;
         }
         size_t before = out->n_ckpts;
-        if (model_checkpoints(m, i, out, &cap, &pinfo, &npinfo) != 0)
+        if (model_checkpoints(m, i, out, &cap) != 0)
             goto oom;
         int64_t (*busy)[2];
         size_t nb;
@@ -242,7 +246,6 @@ int rsr_storage_analyse(struct rsr_model *const *models, size_t n, struct rsr_st
         dl->pct = hi > lo ? 100.0 * (double)dl->read_idle_ns / (double)(hi - lo) : 0;
         free(busy);
     }
-    free(pinfo);
     if (out->n_ckpts > 1)
         qsort(out->ckpts, out->n_ckpts, sizeof *out->ckpts, cmp_ckpt);
     out->ckpt_union_ns = union_len(out->ckpts, out->n_ckpts);
@@ -250,7 +253,6 @@ int rsr_storage_analyse(struct rsr_model *const *models, size_t n, struct rsr_st
     out->checkpoint_pct = wall > 0 ? 100.0 * (double)out->ckpt_union_ns / (double)wall : 0;
     return 0;
 oom:
-    free(pinfo);
     rsr_storage_free(out);
     return -1;
 }

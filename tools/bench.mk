@@ -25,3 +25,17 @@ bench: $(BUILD)/libagent.so $(BUILD)/ringside $(BUILD)/bench_io $(BUILD)/bench_l
        $(BUILD)/simtrain $(BUILD)/sim/libcuda.so.1 $(BUILD)/bench_run $(BUILD)/tests/prog/hot3
 	$(Q)sh tools/bench.sh $(BUILD)
 	$(Q)sh tools/bench_sample.sh $(BUILD)
+
+# The reporter's part: build/gen_job writes a synthetic job of ringside files
+# (tools/gen_job.c), and tools/bench_report.py times import + report on the
+# shared Kineto traces against HTA and decodes and analyses generated jobs.
+GEN_JOB_OBJ := $(BUILD)/obj/tools/gen_job.o $(FORMAT_OBJ) \
+               $(filter-out $(BUILD)/obj/reporter/main.o,$(REPORTER_OBJ))
+$(BUILD)/gen_job: $(GEN_JOB_OBJ)
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $(GEN_JOB_OBJ) $(RS_LDFLAGS) -llz4 -lyajl -lz -lm -ldw -lelf -lstdc++
+
+bench: bench-report
+.PHONY: bench-report
+bench-report: $(BUILD)/ringside $(BUILD)/gen_job
+	$(Q)python3 tools/bench_report.py $(BUILD)

@@ -139,6 +139,58 @@ def report_page(work):
         check_screenshot("html report:", b, os.path.join(SHOTS, "html-report-io.png"))
 
 
+def sim_page(work):
+    """ringside report -o of a 4-rank simtrain job with data loading and
+    checkpoints (simulated GPU and NCCL): a lane row per rank, whatever
+    lanes the traces give, the checkpoints drawn, no errors."""
+    launch, train = os.path.join(BUILD, "simlaunch"), os.path.join(BUILD, "simtrain")
+    if not (os.path.exists(launch) and os.path.exists(train)):
+        check("html sim: simulator built", False, "no %s or %s (make test-build)" % (launch, train))
+        return
+    out, ck, rep = (os.path.join(work, d) for d in ("sim-trace", "sim-ckpt", "sim-rep"))
+    env = traced_env(out, LD_LIBRARY_PATH=os.path.join(BUILD, "sim"), SIMNCCL_TIMEOUT_S=30)
+    env.pop("LD_PRELOAD")
+    env["AGENT_SO"] = os.path.join(BUILD, "libagent.so")
+    p = run([launch, "-n", "4", "--", "sh", "-c", 'export LD_PRELOAD="$AGENT_SO"; exec "$@"', "sh",
+             train, "--steps", "8", "--data-us", "1000", "--ckpt-every", "4", "--ckpt-mb", "4",
+             "--ckpt-dir", ck], env=env, timeout=120)
+    if not check("html sim: simtrain ran", p.returncode == 0, p.stderr.decode()[-300:]):
+        return
+    p = run([RINGSIDE, "report", out, "-o", rep, "-q"])
+    html = os.path.join(rep, "index.html")
+    if not check("html sim: ringside report writes index.html",
+                 p.returncode == 0 and os.path.exists(html), p.stderr.decode()[-300:]):
+        return
+    with open(os.path.join(rep, "report.json")) as f:
+        rj = json.load(f)
+    with headless.Browser() as b:
+        b.open(html)
+        report_problems("html sim: no console errors, exceptions, dialogs or requests", b.problems())
+        for sec in ("summary", "tl"):
+            v = b.eval(VISIBLE + "(%r)" % sec)
+            check("html sim: %s on the first screen" % sec, v == "ok", v)
+        lanes = b.eval("Array.prototype.map.call(document.querySelectorAll('#tl g'),"
+                       "function(g){return [g.getAttribute('data-lane'),"
+                       "g.querySelectorAll('rect').length];})")
+        names = [l[0] for l in lanes]
+        for r in range(4):
+            check("html sim: rank %d has an I/O lane" % r, "rank %d I/O" % r in names, repr(names))
+            if any(q.get("rank") == r and "gpu" in q for q in rj["processes"]):
+                check("html sim: rank %d has a compute lane" % r, "rank %d compute" % r in names,
+                      repr(names))
+        ck_rects = sum(l[1] for l in lanes if l[0].endswith(" checkpoints"))
+        check("html sim: every checkpoint of report.json drawn",
+              ck_rects == len(rj.get("checkpoints", [])) > 0,
+              "%d drawn, %d in report.json" % (ck_rects, len(rj.get("checkpoints", []))))
+        check_screenshot("html sim:", b, os.path.join(SHOTS, "html-sim.png"))
+        # Every flame graph ringside report wrote into OUT is in the page.
+        svgs = sorted(f for f in os.listdir(rep) if f.startswith("flame-") and f.endswith(".svg"))
+        frames = b.eval("Array.prototype.map.call(document.querySelectorAll('#flames iframe'),"
+                        "function(f){return f.title;})")
+        check("html sim: the flame graphs of OUT inlined", frames == svgs,
+              "%r in the page, %r in OUT" % (frames, svgs))
+
+
 def hand_report(start_us):
     """A report.json as `report` writes it, with hostile text in every string."""
     h = KERNEL_NAMES[0]
@@ -303,6 +355,18 @@ def driver_page(work):
         check("html driver: kernel name as text in the table", KERNEL_NAMES[1] in kname, repr(kname))
         check("html driver: four utilisation charts",
               b.eval("document.querySelectorAll('#utilisation .chart polyline').length") == 8)
+        # Hover on a chart: the values report.json has for that bin (bin 10
+        # of 40: rank 0 (10 * 7) % 100, rank 1 (10 * 7 + 20) % 100).
+        b.eval("document.getElementById('utilisation').scrollIntoView()")
+        r = b.eval("(function(){var s=document.querySelector('#chart-gpu_busy_pct svg'),"
+                   "r=s.getBoundingClientRect();return [r.left,r.top,r.width,r.height,"
+                   "+s.getAttribute('data-x0'),+s.getAttribute('data-x1')];})()")
+        x = r[0] + (r[4] + (r[5] - r[4]) * 10.5 / 40) / 600 * r[2]
+        b.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": r[1] + r[3] / 2},
+               session=True)
+        tip = b.eval("document.getElementById('tip').textContent").split("\n")
+        check("html driver: chart hover shows each rank's value in that bin",
+              tip[1:] == ["rank 0: 70.0 %", "rank 1: 90.0 %"], repr(tip))
         check("html driver: flame graph inlined",
               b.eval("document.querySelectorAll('#flames iframe.flame').length") == 1)
         b.eval("document.getElementById('flames').scrollIntoView()")
@@ -318,6 +382,32 @@ def driver_page(work):
         b.screenshot(os.path.join(SHOTS, "html-driver-full.png"), full_page=True)
 
 
+def many_page(work):
+    """One process with 400000 GPU ops (the driver's --many): each lane is
+    thinned to at most 4000 rectangles and still accounts for every op."""
+    n = 400000
+    rj = os.path.join(work, "many.json")
+    with open(rj, "w") as f:
+        json.dump({"job": "many"}, f)
+    html = os.path.join(work, "many.html")
+    p = run([DRIVER, html, rj, "--many", str(n)])
+    if not check("html many: page written", p.returncode == 0, p.stderr.decode()[-300:]):
+        return
+    check("html many: page under 2 MB", os.path.getsize(html) < 2 << 20,
+          "%d bytes" % os.path.getsize(html))
+    with headless.Browser() as b:
+        b.open(html)
+        report_problems("html many: no console errors", b.problems())
+        got = b.eval("""(function(){var o={};document.querySelectorAll('#tl g').forEach(function(g){
+            var k=0,r=g.querySelectorAll('rect');r.forEach(function(x){
+              k+=+(x.getAttribute('data-k')||1);});
+            o[g.getAttribute('data-lane')]=[r.length,k];});return o;})()""")
+        for lane in ("rank 9 compute", "rank 9 communication"):
+            v = got.get(lane, [0, 0])
+            check("html many: %s at most 4000 rectangles" % lane, 0 < v[0] <= 4000, repr(v))
+            check("html many: %s holds all %d ops" % (lane, n // 2), v[1] == n // 2, repr(v))
+
+
 def main():
     if not headless.find_chromium():
         skip("html", "no chromium (Debian package chromium; tools/deps.sh installs it)")
@@ -329,10 +419,12 @@ def main():
     try:
         report_page(work)
         driver_page(work)
+        sim_page(work)
+        many_page(work)
     finally:
         cleanup(work)
     print("screenshots: " + ", ".join(os.path.join(SHOTS, n) for n in
-                                       ("html-report-io.png", "html-driver.png",
+                                       ("html-report-io.png", "html-sim.png", "html-driver.png",
                                         "html-driver-full.png", "html-driver-flames.png")))
     finish()
 

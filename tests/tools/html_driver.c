@@ -2,7 +2,8 @@
  * by hand and GPU timelines loaded from Kineto traces, plus (--hostile) a
  * process whose kernel names are HTML and script, so the tests can open the
  * page in a browser before `ringside report` carries timelines itself.
- * usage: html_driver OUT.html REPORT.json [--hostile] [--flame SVG]... [TRACE.json.gz]... */
+ * usage: html_driver OUT.html REPORT.json [--hostile] [--many N] [--flame SVG]...
+ *        [TRACE.json.gz]... */
 #include "reporter/html.h"
 #include "reporter/kineto.h"
 #include "formats/trace.h"
@@ -65,6 +66,28 @@ static int add_hostile(struct rsr_model *m, int64_t t)
     return rsr_model_finish(m);
 }
 
+/* n ops on one process (rank 9) from t: op i lasts 1 + i % 7 us and starts
+ * 2 us after op i - 1; every 1000th lasts 3 ms. Even i compute, odd i
+ * communication: a lane of n / 2 ops, to check the thinning's bound. */
+static int add_many(struct rsr_model *m, int64_t t, long n)
+{
+    m->rank = 9;
+    m->pid = 9999;
+    uint32_t name;
+    if (rsr_model_intern(m, "many_kernel", 11, &name) != 0)
+        return -1;
+    for (long i = 0; i < n; i++) {
+        struct rsr_gpu_op *op = rsr_model_add_op(m);
+        if (!op)
+            return -1;
+        op->name = name;
+        op->start_ns = t + i * 2000;
+        op->end_ns = op->start_ns + (i % 1000 == 0 ? 3000000 : 1000 * (1 + i % 7));
+        op->cls = i % 2 ? RSR_GPU_COMM : RSR_GPU_COMPUTE;
+    }
+    return rsr_model_finish(m);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -84,9 +107,14 @@ int main(int argc, char **argv)
     const char *flames[16];
     size_t n = 0, nflames = 0;
     int with_hostile = 0;
+    long many = 0;
     for (int i = 3; i < argc && n < 63; i++) {
         if (strcmp(argv[i], "--flame") == 0 && i + 1 < argc && nflames < 16) {
             flames[nflames++] = argv[++i];
+            continue;
+        }
+        if (strcmp(argv[i], "--many") == 0 && i + 1 < argc) {
+            many = atol(argv[++i]);
             continue;
         }
         if (strcmp(argv[i], "--hostile") == 0) {
@@ -113,6 +141,16 @@ int main(int argc, char **argv)
         int64_t t = n && models[0]->n_ops ? models[0]->ops[0].start_ns : 1000000;
         models[n++] = m;
         if (add_hostile(m, t) != 0)
+            return 1;
+    }
+    if (many > 0) {
+        struct rsr_model *m = malloc(sizeof *m);
+        if (!m)
+            return 1;
+        rsr_model_init(m);
+        int64_t t = n && models[0]->n_ops ? models[0]->ops[0].start_ns : 1000000;
+        models[n++] = m;
+        if (add_many(m, t, many) != 0)
             return 1;
     }
     FILE *out = fopen(argv[1], "w");

@@ -4,6 +4,8 @@
  * factors, clock alignment of skewed ranks, collective waits and the
  * straggler, checkpoints. Every expected figure is the input's own. */
 #include "reporter/align.h"
+#include "reporter/analyse.h"
+#include "reporter/timeline.h"
 #include "reporter/collectives.h"
 #include "reporter/load.h"
 #include "reporter/storage.h"
@@ -342,6 +344,77 @@ START_TEST(checkpoint_bursts)
 }
 END_TEST
 
+START_TEST(timeline_bins)
+{
+    struct rsr_model m;
+    rsr_model_init(&m);
+    m.rank = 3;
+    /* 200 ms: bins of 1 ms. GPU busy [10, 12.5) ms and [12, 13) ms; a
+     * collective of 4 MB over [20, 22) ms; a 3 MB write over [50, 51) ms */
+    int64_t ms = (int64_t)MS;
+    struct rsr_gpu_op *op = rsr_model_add_op(&m);
+    op->start_ns = 10 * ms, op->end_ns = 12 * ms + ms / 2;
+    op = rsr_model_add_op(&m);
+    op->start_ns = 12 * ms, op->end_ns = 13 * ms;
+    struct rsr_coll *c = rsr_model_add_coll(&m);
+    c->bytes = 4000000, c->start_ns = 20 * ms, c->end_ns = 22 * ms, c->comm_id = 1;
+    struct rsr_io *io = rsr_model_add_io(&m);
+    io->start_ns = 50 * ms, io->end_ns = 51 * ms, io->bytes = 3000000, io->dir = RSF_DIR_WRITE;
+    rsr_model_finish(&m);
+    struct rsr_model *mp = &m;
+    struct rsr_timeline t;
+    ck_assert_int_eq(rsr_timeline_build(&mp, 1, 0, 200 * ms, &t), 0);
+    ck_assert_int_eq(t.bin_ns, ms);
+    ck_assert_uint_eq(t.nbins, 200);
+    ck_assert_uint_eq(t.n_ranks, 1);
+    ck_assert_int_eq(t.ranks[0].rank, 3);
+    const struct rsr_timeline_rank *r = &t.ranks[0];
+    ck_assert(fabs(r->gpu_busy_pct[9]) < 1e-9);
+    ck_assert(fabs(r->gpu_busy_pct[10] - 100) < 1e-9);
+    ck_assert(fabs(r->gpu_busy_pct[12] - 100) < 1e-9); /* the two ops overlap: counted once */
+    ck_assert(fabs(r->gpu_busy_pct[13]) < 1e-9);
+    /* 2 MB in each of two 1 ms bins: 2 GB/s */
+    ck_assert(fabs(r->comm_gbs[20] - 2.0) < 1e-9 && fabs(r->comm_gbs[21] - 2.0) < 1e-9);
+    ck_assert(fabs(r->write_mbs[50] - 3000.0) < 1e-9);
+    ck_assert(fabs(r->read_mbs[50]) < 1e-9);
+    rsr_timeline_free(&t);
+    rsr_model_free(&m);
+}
+END_TEST
+
+/* A whole job through rsr_job_analyse: the straggler of the hand-made
+ * job is named in a finding, and a job without the pattern has none. */
+START_TEST(findings_name_the_straggler)
+{
+    struct job_spec s = { .n = 4, .ncoll = 50, .bytes = 100000000, .step = 2 * (int64_t)MS, .dur = 500000,
+                          .arrive = { 0, 0, 600000, 0 },
+                          .mono_off = { 0, 0, 0, 0 }, .real_off = { 0, 0, 0, 0 } };
+    struct rsr_model m[4];
+    make_job(&s, m);
+    struct rsr_model *mp[4] = { &m[0], &m[1], &m[2], &m[3] };
+    struct rsr_job job;
+    ck_assert_int_eq(rsr_job_analyse(mp, 4, &job), 0);
+    const struct rsr_finding *f = NULL;
+    for (size_t i = 0; i < job.n_findings; i++)
+        if (strcmp(job.findings[i].id, "straggler_rank") == 0)
+            f = &job.findings[i];
+    ck_assert_msg(f != NULL, "no straggler finding");
+    ck_assert_msg(strncmp(f->evidence, "rank 2 ", 7) == 0, "%s", f->evidence);
+    rsr_job_free(&job);
+    for (int r = 0; r < 4; r++)
+        rsr_model_free(&m[r]);
+
+    s.arrive[2] = 0;
+    make_job(&s, m);
+    ck_assert_int_eq(rsr_job_analyse(mp, 4, &job), 0);
+    for (size_t i = 0; i < job.n_findings; i++)
+        ck_assert_msg(strcmp(job.findings[i].id, "straggler_rank") != 0, "%s", job.findings[i].evidence);
+    rsr_job_free(&job);
+    for (int r = 0; r < 4; r++)
+        rsr_model_free(&m[r]);
+}
+END_TEST
+
 static Suite *analyses_suite(void)
 {
     Suite *s = suite_create("analyses");
@@ -352,6 +425,8 @@ static Suite *analyses_suite(void)
         { "analyses_align_skewed_ranks", align_skewed_ranks },
         { "analyses_collectives_waits_and_straggler", collectives_waits_and_straggler },
         { "analyses_checkpoint_bursts", checkpoint_bursts },
+        { "analyses_timeline_bins", timeline_bins },
+        { "analyses_findings_name_the_straggler", findings_name_the_straggler },
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         TCase *tc = tcase_create(tests[i].name);
