@@ -387,8 +387,25 @@ void rsr_model_loader_finish(struct rsr_model_loader *L)
             }
     }
     rsr_model_finish(m);
+    size_t before = m->n_ops;
     link_colls(L);
-    rsr_model_finish(m);
+    if (m->n_ops != before)
+        rsr_model_finish(m);
+    /* give back what the arrays' doubling left unused */
+#define RSR_SHRINK(arr, n, cap) \
+    if ((n) && (n) < (cap)) { \
+        void *p_ = realloc((arr), (n) * sizeof *(arr)); \
+        if (p_) { \
+            (arr) = p_; \
+            (cap) = (n); \
+        } \
+    }
+    RSR_SHRINK(m->ops, m->n_ops, m->cap_ops);
+    RSR_SHRINK(m->launches, m->n_launches, m->cap_launches);
+    RSR_SHRINK(m->colls, m->n_colls, m->cap_colls);
+    RSR_SHRINK(m->io, m->n_io, m->cap_io);
+    RSR_SHRINK(m->syncs, m->n_syncs, m->cap_syncs);
+#undef RSR_SHRINK
     free(L->smap);
     free(L->fmap);
     free(L->comms);
