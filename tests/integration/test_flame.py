@@ -337,6 +337,19 @@ def main():
     p, got, _ = flame(["--kind", "wait", "--rank", "0"], out)
     same("flame wait folded", got, {fold_expect([stack_names(stacks[2])]): 777})
 
+    def stack_lines(pcs):
+        names = []
+        for i, (elf, base, pc) in reversed(list(enumerate(pcs))):
+            a = pc - base - (0 if i == 0 else 1)
+            names += ["%s (%s:%d)" % lv if lv[1] != "??" else lv[0]
+                      for lv in reversed(addr2line(elf, [a])[a])]
+        return names
+
+    p, got, _ = flame(["--rank", "0", "--lines"], out)
+    want = {fold_expect([stack_lines(stacks[sid])]): weights[sid] for sid in (1, 2, 3)}
+    same("flame --lines: file:line of every level as addr2line says",
+         {k: v for k, v in got.items() if "main (" in k and "(flame_hot.c:" in k.split(";")[-1]}, want)
+
     p, got, _ = flame(["--rank", "0", "--threads"], out)
     check("flame --threads roots", got and all(k.startswith("[thread trainer main];") for k in got), str(got)[:300])
 
