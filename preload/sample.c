@@ -46,6 +46,7 @@ struct sthread {
     int slot;                   /* index in timers + 1, 0: no timer */
     uint64_t pend_ts, pend_weight;
     uint64_t rnd;               /* xorshift state for the next expiry */
+    uint64_t carry;             /* weight of expiries taken during blocking calls */
     uint64_t pending[RS_STACK_MAX];
     uint64_t scratch[RS_STACK_MAX];
 };
@@ -109,6 +110,8 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
         goto out;
     uint64_t ts = rs_ticks();
     uint64_t weight = interval_ns * (uint64_t)(1 + (si->si_overrun > 0 ? si->si_overrun : 0));
+    weight += t->carry;
+    t->carry = 0;
     rearm_jittered(t);
     ucontext_t *uc = ucv;
     if (rs_pc_in_loader((uint64_t)uc->uc_mcontext.gregs[REG_RIP])) {
@@ -422,10 +425,25 @@ static inline int block_ours(sigset_t *old)
     return pthread_sigmask(SIG_BLOCK, &s, old) == 0;
 }
 
+/* An expiry that came during the call is taken here rather than handled
+ * at wake-up: the CPU time it stands for was spent before the call, and a
+ * handler right at wake-up would delay the thread when it has just become
+ * ready. Its weight goes to the thread's next sample. */
 static inline void unblock_ours(int blocked, const sigset_t *old)
 {
     if (blocked) {
         int e = errno;
+        sigset_t pend;
+        if (sigpending(&pend) == 0 && sigismember(&pend, rs_sample_sig)) {
+            sigset_t ours;
+            siginfo_t si;
+            struct timespec zero = { 0, 0 };
+            sigemptyset(&ours);
+            sigaddset(&ours, rs_sample_sig);
+            if (syscall(SYS_rt_sigtimedwait, &ours, &si, &zero, _NSIG / 8) == rs_sample_sig &&
+                si.si_code == SI_TIMER)
+                me.carry += interval_ns * (uint64_t)(1 + (si.si_overrun > 0 ? si.si_overrun : 0));
+        }
         pthread_sigmask(SIG_SETMASK, old, NULL);
         errno = e;
     }
