@@ -46,6 +46,7 @@ struct sthread {
     int slot;                   /* index in timers + 1, 0: no timer */
     uint64_t pend_ts, pend_weight;
     uint64_t rnd;               /* xorshift state for the next expiry */
+    uint64_t last_cpu;          /* the thread's CPU time at its last sample */
     uint64_t pending[RS_STACK_MAX];
     uint64_t scratch[RS_STACK_MAX];
 };
@@ -78,10 +79,16 @@ static void put_sample(int kind, uint64_t ts, uint64_t weight, const uint64_t *f
     rs_commit(size);
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* The next expiry at a random point of [period/2, 3 period/2): a program
  * whose work repeats with the period (or with the kernel's tick, which
- * paces CPU-time timers) is not sampled at the same phase each time. The
- * mean stays the period, which is each sample's weight. */
+ * paces CPU-time timers) is not sampled at the same phase each time. */
 static void rearm_jittered(struct sthread *t)
 {
     int v = atomic_load_explicit(&timers[t->slot - 1], memory_order_relaxed);
@@ -108,7 +115,12 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
         !atomic_load_explicit(&rs_on, memory_order_relaxed))
         goto out;
     uint64_t ts = rs_ticks();
-    uint64_t weight = interval_ns * (uint64_t)(1 + (si->si_overrun > 0 ? si->si_overrun : 0));
+    /* The weight is the CPU time since the last sample, read from the same
+     * clock: expiries come late by up to a kernel tick, are jittered, and
+     * may have been taken during a blocking call without a sample. */
+    uint64_t cpu = thread_cpu_ns();
+    uint64_t weight = cpu - t->last_cpu;
+    t->last_cpu = cpu;
     rearm_jittered(t);
     ucontext_t *uc = ucv;
     if (rs_pc_in_loader((uint64_t)uc->uc_mcontext.gregs[REG_RIP])) {
@@ -168,6 +180,7 @@ static void thread_arm(void)
         int expect = 0;
         if (atomic_compare_exchange_strong(&timers[i], &expect, id + 1)) {
             me.slot = i + 1;
+            me.last_cpu = thread_cpu_ns();
             me.rnd = ((uint64_t)sev._sigev_un._tid << 32) ^ rs_ticks() ^ 0x9e3779b97f4a7c15ull;
             struct itimerspec its = {
                 { (time_t)(interval_ns / 1000000000u), (long)(interval_ns % 1000000000u) },
@@ -422,10 +435,23 @@ static inline int block_ours(sigset_t *old)
     return pthread_sigmask(SIG_BLOCK, &s, old) == 0;
 }
 
+/* An expiry that came during the call is taken here rather than handled
+ * at wake-up: the CPU time it stands for was spent before the call, and a
+ * handler right at wake-up would delay the thread when it has just become
+ * ready. That time weighs on the thread's next sample. */
 static inline void unblock_ours(int blocked, const sigset_t *old)
 {
     if (blocked) {
         int e = errno;
+        sigset_t pend;
+        if (sigpending(&pend) == 0 && sigismember(&pend, rs_sample_sig)) {
+            sigset_t ours;
+            siginfo_t si;
+            struct timespec zero = { 0, 0 };
+            sigemptyset(&ours);
+            sigaddset(&ours, rs_sample_sig);
+            syscall(SYS_rt_sigtimedwait, &ours, &si, &zero, _NSIG / 8);
+        }
         pthread_sigmask(SIG_SETMASK, old, NULL);
         errno = e;
     }
