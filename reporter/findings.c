@@ -104,9 +104,15 @@ static struct worst worst_gpu(const struct rsr_job *j, double (*f)(const struct 
 
 static double g_exposed(const struct rsr_gpu_breakdown *b) { return b->exposed_comm_pct; }
 static double g_idle(const struct rsr_gpu_breakdown *b) { return b->idle_pct; }
+/* Host wait on the stream that ran the most work (summed over streams it
+ * would count a stream with a few operations, idle for most of the span). */
 static double g_host_wait(const struct rsr_gpu_breakdown *b)
 {
-    return b->span_ns ? 100.0 * (double)b->host_wait_ns / (double)b->span_ns : 0;
+    const struct rsr_stream_idle *main = NULL;
+    for (size_t i = 0; i < b->n_streams; i++)
+        if (!main || b->streams[i].ops > main->ops)
+            main = &b->streams[i];
+    return main && b->span_ns ? 100.0 * (double)main->host_wait_ns / (double)b->span_ns : 0;
 }
 
 int rsr_findings_make(struct rsr_job *j)
@@ -175,7 +181,8 @@ int rsr_findings_make(struct rsr_job *j)
         add(&l, "host_bound_launches", RSR_SEV_WARNING, w.v, "The GPU waits for the host to launch work",
             "The CPU cannot launch kernels fast enough: use CUDA graphs or torch.compile "
             "(mode=\"reduce-overhead\"), larger batches, fewer host syncs; look at the CPU flame graph.",
-            "%s: the GPU sat idle %.1f%% of its span waiting for launches; mean over ranks %.1f%%",
+            "%s: its busiest stream sat idle %.1f%% of the GPU span waiting for launches; mean over "
+            "ranks %.1f%%",
             rank_text(who, sizeof who, j->models[w.i]), w.v, w.mean);
     }
     if (j->colls.n_stragglers) {

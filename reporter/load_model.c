@@ -312,6 +312,8 @@ static void link_colls(struct rsr_model_loader *L)
     size_t *idx = malloc((m->n_ops ? m->n_ops : 1) * sizeof *idx);
     if (!idx) {
         L->failed = 1;
+        for (size_t k = 0; k < m->n_colls; k++)
+            m->colls[k].members = 0;
         return;
     }
     for (size_t i = 0; i < m->n_ops; i++)

@@ -430,7 +430,7 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
     fputc('\n', f);
     double idle = 0, comp = 0, comm = 0, copy = 0, exposed = 0, overlap = 0;
     int ng = 0;
-    for (size_t i = 0; i < j->n; i++) {
+    for (size_t i = 0; j->gpu && i < j->n; i++) {
         const struct rsr_gpu_breakdown *b = &j->gpu[i];
         if (!b->span_ns)
             continue;
