@@ -13,7 +13,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
 
@@ -245,6 +244,7 @@ struct page {
     int have_ck_origin;
     double ck_origin_us;
     int have_gpu;   /* some process has GPU figures */
+    int have_io;    /* some process read or wrote a byte */
     size_t tl_bins;
 };
 
@@ -483,9 +483,11 @@ static void summary_cards(struct page *p)
             snprintf(d, sizeof d, "no GPU work running");
         card_pct(f, "GPU idle", g.idle, g.idle >= 20, d);
     }
+    /* Checkpoints and storage only where file I/O was traced (a PyTorch
+     * profiler trace has none). */
     double ck_pct;
     yajl_val cks = jkey(p->root, "checkpoints");
-    if (knum(p->root, "checkpoint_pct", &ck_pct) || alen(cks)) {
+    if (alen(cks) || (p->have_io && knum(p->root, "checkpoint_pct", &ck_pct))) {
         if (!knum(p->root, "checkpoint_pct", &ck_pct))
             ck_pct = 0;
         double stall = 0, bytes = 0;
@@ -524,7 +526,18 @@ static void summary_cards(struct page *p)
         card_open(f, skew > 100);
         fprintf(f, "%.1f \xc2\xb5s", skew);
         card_close(f, "Clock skew (residual)");
-        fputs("after aligning the ranks' clocks</div></div>\n", f);
+        yajl_val al = jkey(p->root, "alignment");
+        const char *how = kstr(al, "method");
+        double matched;
+        if (how) {
+            fputs("aligned by ", f);
+            put_html(f, how);
+            if (knum(al, "matched_collectives", &matched) && matched > 0)
+                fprintf(f, " (%.0f collectives)", matched);
+        } else {
+            fputs("after aligning the ranks' clocks", f);
+        }
+        fputs("</div></div>\n", f);
     }
     double rb = 0, wb = 0, rs = 0, ws = 0, dropped = 0;
     int have_io = 0;
@@ -539,7 +552,7 @@ static void summary_cards(struct page *p)
         rs += knum_or(io, "read_s", 0);
         ws += knum_or(io, "write_s", 0);
     }
-    if (have_io) {
+    if (have_io && p->have_io) {
         char r[32], w[32];
         fmt_bytes(r, sizeof r, rb);
         fmt_bytes(w, sizeof w, wb);
@@ -858,6 +871,48 @@ static void free_rows(struct row *rows, size_t n)
     free(rows);
 }
 
+static void widen(int64_t *origin, int64_t *end, int64_t s, int64_t e)
+{
+    if (s < *origin)
+        *origin = s;
+    if (e > *end)
+        *end = e;
+}
+
+/* Gathers the intervals of a row's model lanes (r->n[] counted them), in
+ * start order as the finished model keeps them. -1 when out of memory. */
+static int fill_row(struct row *r)
+{
+    const struct rsr_model *m = r->m;
+    size_t k[TL_NLANES] = { 0 };
+    for (int l = 0; l < TL_NLANES; l++)
+        if (l != TL_CKPT && r->n[l] && !(r->lane[l] = malloc(r->n[l] * sizeof *r->lane[l])))
+            return -1;
+    for (size_t i = 0; i < m->n_ops; i++) {
+        const struct rsr_gpu_op *op = &m->ops[i];
+        int l = lane_of(op->cls);
+        if (l >= 0 && op->end_ns > op->start_ns)
+            r->lane[l][k[l]++] = (struct iv){ op->start_ns, op->end_ns, op->name, -1 };
+    }
+    for (size_t i = 0; i < m->n_syncs; i++)
+        if (m->syncs[i].end_ns > m->syncs[i].start_ns)
+            r->lane[TL_WAIT][k[TL_WAIT]++] =
+                (struct iv){ m->syncs[i].start_ns, m->syncs[i].end_ns, 0, m->syncs[i].kind };
+    for (size_t i = 0; i < m->n_io; i++)
+        if (m->io[i].end_ns > m->io[i].start_ns)
+            r->lane[TL_IO][k[TL_IO]++] =
+                (struct iv){ m->io[i].start_ns, m->io[i].end_ns, m->io[i].path, m->io[i].op };
+    return 0;
+}
+
+static void drop_row(struct row *r)
+{
+    for (int l = 0; l < TL_NLANES; l++) {
+        free(r->lane[l]);
+        r->lane[l] = NULL;
+    }
+}
+
 /* Fills rows with one per model plus one per checkpointing rank that has
  * no model; *origin and *end become the time span of everything drawn. */
 static int build_rows(const struct page *p, struct row **out, size_t *nout, int64_t *origin,
@@ -877,44 +932,20 @@ static int build_rows(const struct page *p, struct row **out, size_t *nout, int6
         r->m = m;
         r->mi = mi;
         r->rank = m->rank >= 0 ? m->rank : -1;
-        size_t cnt[TL_NLANES] = { 0 };
-        for (size_t i = 0; i < m->n_ops; i++) {
-            int l = lane_of(m->ops[i].cls);
-            if (l >= 0 && m->ops[i].end_ns > m->ops[i].start_ns)
-                cnt[l]++;
-        }
-        cnt[TL_WAIT] = m->n_syncs;
-        cnt[TL_IO] = m->n_io;
-        for (int l = 0; l < TL_NLANES; l++)
-            if (cnt[l] && !(r->lane[l] = malloc(cnt[l] * sizeof *r->lane[l]))) {
-                *out = rows, *nout = n;
-                return -1;
-            }
+        /* Counts and the span only: the intervals are gathered one row at
+         * a time while drawing, so memory does not grow with the ranks. */
         for (size_t i = 0; i < m->n_ops; i++) {
             const struct rsr_gpu_op *op = &m->ops[i];
             int l = lane_of(op->cls);
-            if (l < 0 || op->end_ns <= op->start_ns)
-                continue;
-            r->lane[l][r->n[l]++] = (struct iv){ op->start_ns, op->end_ns, op->name, -1 };
+            if (l >= 0 && op->end_ns > op->start_ns)
+                r->n[l]++, widen(origin, end, op->start_ns, op->end_ns);
         }
-        /* Syncs and I/O are in start order in a finished model, as ops. */
         for (size_t i = 0; i < m->n_syncs; i++)
             if (m->syncs[i].end_ns > m->syncs[i].start_ns)
-                r->lane[TL_WAIT][r->n[TL_WAIT]++] =
-                    (struct iv){ m->syncs[i].start_ns, m->syncs[i].end_ns, 0, m->syncs[i].kind };
+                r->n[TL_WAIT]++, widen(origin, end, m->syncs[i].start_ns, m->syncs[i].end_ns);
         for (size_t i = 0; i < m->n_io; i++)
             if (m->io[i].end_ns > m->io[i].start_ns)
-                r->lane[TL_IO][r->n[TL_IO]++] =
-                    (struct iv){ m->io[i].start_ns, m->io[i].end_ns, m->io[i].path, m->io[i].op };
-        for (int l = 0; l < TL_NLANES; l++) {
-            if (!r->n[l])
-                continue;
-            if (r->lane[l][0].s < *origin)
-                *origin = r->lane[l][0].s;
-            for (size_t i = 0; i < r->n[l]; i++)
-                if (r->lane[l][i].e > *end)
-                    *end = r->lane[l][i].e;
-        }
+                r->n[TL_IO]++, widen(origin, end, m->io[i].start_ns, m->io[i].end_ns);
     }
     /* Checkpoints: a lane of their own on their rank's row. Where there are
      * other lanes, only those that overlap them: a checkpoint outside means
@@ -943,10 +974,7 @@ static int build_rows(const struct page *p, struct row **out, size_t *nout, int6
         }
         r->lane[TL_CKPT] = grown;
         grown[r->n[TL_CKPT]++] = (struct iv){ s, e, (uint32_t)i, -1 };
-        if (s < *origin)
-            *origin = s;
-        if (e > *end)
-            *end = e;
+        widen(origin, end, s, e);
     }
     for (size_t k = 0; k < n; k++)
         if (rows[k].n[TL_CKPT] > 1)
@@ -1002,7 +1030,8 @@ static int timeline(struct page *p)
                 lane_text[l]);
     fprintf(f, "</div>\n<p class=\"note\">Wheel or buttons to zoom, drag to pan, hover for "
                "name and duration. %s in all; operations narrower than a pixel at full view are "
-               "merged into one shaded block per pixel (at most %zu blocks per lane).</p>\n",
+               "merged into one shaded block per pixel (at most %zu blocks per lane); every "
+               "single operation is in trace.json, which Perfetto opens.</p>\n",
             s, cap);
     fprintf(f, "<div class=\"tl\"><svg class=\"tl-lab\" width=\"150\" height=\"%d\">", height);
     int y = 0;
@@ -1052,6 +1081,11 @@ static int timeline(struct page *p)
     y = 0;
     for (size_t r = 0; r < nrows; r++) {
         int any = 0;
+        if (rows[r].m && fill_row(&rows[r]) != 0) {
+            free_rows(rows, nrows);
+            errno = ENOMEM;
+            return -1;
+        }
         for (int l = 0; l < TL_NLANES; l++) {
             if (!rows[r].n[l])
                 continue;
@@ -1082,6 +1116,7 @@ static int timeline(struct page *p)
             fputs("</g>\n", f);
             y += TL_LANE_STEP;
         }
+        drop_row(&rows[r]);
         if (any)
             y += TL_ROW_GAP;
     }
@@ -1225,8 +1260,10 @@ static void charts(struct page *p)
         n += chart(p, ranks, "gpu_busy_pct", "GPU busy", "%", 100);
         n += chart(p, ranks, "comm_gbs", "Communication bandwidth", "GB/s", 0);
     }
-    n += chart(p, ranks, "read_mbs", "Storage read", "MB/s", 0);
-    n += chart(p, ranks, "write_mbs", "Storage write", "MB/s", 0);
+    if (p->have_io) {
+        n += chart(p, ranks, "read_mbs", "Storage read", "MB/s", 0);
+        n += chart(p, ranks, "write_mbs", "Storage write", "MB/s", 0);
+    }
     fputs("</div>\n", f);
     if (!n)
         fputs("<p class=\"note\">The timeline has no series.</p>\n", f);
@@ -1282,7 +1319,9 @@ static void table_ranks(struct page *p)
     fputs("<h3>Processes</h3><table class=\"sort\" id=\"table-processes\"><thead><tr>", f);
     th(f, "process", 0), th(f, "role", 0), th(f, "host", 0), th(f, "wall", 1);
     th(f, "GPU span", 1), th(f, "compute %", 1), th(f, "comm %", 1), th(f, "copies %", 1);
-    th(f, "idle %", 1), th(f, "exposed comm %", 1), th(f, "overlap %", 1), th(f, "dropped", 1);
+    th(f, "idle %", 1), th(f, "exposed comm %", 1), th(f, "overlap %", 1);
+    th(f, "waited in collectives", 1), th(f, "GPU syncs", 1), th(f, "blocked in syncs", 1);
+    th(f, "allocs / frees", 1), th(f, "data loading %", 1), th(f, "dropped", 1), th(f, "trace", 0);
     fputs("</tr></thead><tbody>\n", f);
     for (size_t i = 0; i < alen(procs); i++) {
         yajl_val proc = aget(procs, i), gpu = jkey(proc, "gpu");
@@ -1307,10 +1346,76 @@ static void table_ranks(struct page *p)
             else
                 fputs("<td></td>", f);
         }
+        if (knum(proc, "collective_wait_us", &v))
+            td_us(f, v);
+        else
+            fputs("<td></td>", f);
+        yajl_val sy = jkey(proc, "syncs"), mem = jkey(proc, "memory");
+        if (knum(sy, "count", &v)) {
+            td_fmt(f, v, 0);
+            td_us(f, knum_or(sy, "blocked_s", 0) * 1e6);
+        } else {
+            fputs("<td></td><td></td>", f);
+        }
+        /* Memory churn: cuMemAlloc and cuMemFree calls. */
+        if (knum(mem, "allocs", &v))
+            fprintf(f, "<td class=\"n\" data-v=\"%.0f\">%.0f / %.0f</td>", v, v,
+                    knum_or(mem, "frees", 0));
+        else
+            fputs("<td></td>", f);
+        if (knum(jkey(proc, "data_loading"), "pct", &v))
+            td_fmt(f, v, 1);
+        else
+            fputs("<td></td>", f);
         td_fmt(f, knum_or(proc, "dropped", 0), 0);
-        fputs("</tr>\n", f);
+        yajl_val tr = jkey(proc, "trace");
+        fputs("<td>", f);
+        if (YAJL_IS_TRUE(jkey(tr, "cut_short")))
+            fprintf(f, "cut short: %.0f bytes unread", knum_or(tr, "unread_bytes", 0));
+        else if (YAJL_IS_TRUE(jkey(tr, "complete")))
+            fputs("complete", f);
+        else if (tr)
+            fputs("no end mark", f);
+        fputs("</td></tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
+}
+
+/* Kernel names that run short (below the threshold report.json names) many
+ * times: candidates for fusion or CUDA graphs. */
+static void table_short_kernels(struct page *p)
+{
+    FILE *f = p->f;
+    yajl_val procs = jkey(p->root, "processes");
+    size_t n = 0;
+    for (size_t i = 0; i < alen(procs); i++)
+        n += alen(jkey(jkey(aget(procs, i), "short_kernels"), "fusion_candidates"));
+    if (!n)
+        return;
+    fputs("<h3>Short kernels (fusion or CUDA graph candidates)</h3>"
+          "<table class=\"sort\" id=\"table-short-kernels\"><thead><tr>", f);
+    th(f, "process", 0), th(f, "kernel", 0), th(f, "short runs", 1), th(f, "their time", 1);
+    th(f, "threshold", 1);
+    fputs("</tr></thead><tbody>\n", f);
+    size_t shown = 0;
+    for (size_t i = 0; i < alen(procs) && shown < TABLE_ROWS; i++) {
+        yajl_val proc = aget(procs, i), sk = jkey(proc, "short_kernels");
+        yajl_val fc = jkey(sk, "fusion_candidates");
+        for (size_t j = 0; j < alen(fc) && shown < TABLE_ROWS; j++, shown++) {
+            yajl_val c = aget(fc, j);
+            fputs("<tr><td>", f);
+            put_proc(f, proc);
+            fputs("</td><td class=\"name\">", f);
+            put_html(f, kstr(c, "name"));
+            fputs("</td>", f);
+            td_fmt(f, knum_or(c, "short_count", 0), 0);
+            td_us(f, knum_or(c, "short_us", 0));
+            td_us(f, knum_or(sk, "threshold_us", 0));
+            fputs("</tr>\n", f);
+        }
+    }
+    fputs("</tbody></table>\n", f);
+    table_more(f, shown, n);
 }
 
 static void table_collectives(struct page *p)
@@ -1562,7 +1667,10 @@ static int tables(struct page *p)
     table_stragglers(p);
     table_collectives(p);
     table_checkpoints(p);
-    if (table_kernels(p) != 0 || table_io(p) != 0)
+    if (table_kernels(p) != 0)
+        return -1;
+    table_short_kernels(p);
+    if (table_io(p) != 0)
         return -1;
     table_ranks(p);
     fputs("</section>\n", p->f);
@@ -1701,6 +1809,11 @@ int rsr_html_write_flames(FILE *f, const char *report_json, size_t len,
         p.tl_start_us = knum_or(tl, "start_us", 0);
     }
     p.have_ck_origin = knum(root, "start_us", &p.ck_origin_us) || knum(tl, "start_us", &p.ck_origin_us);
+    for (size_t i = 0; i < alen(jkey(root, "processes")); i++) {
+        yajl_val io = jkey(aget(jkey(root, "processes"), i), "io");
+        if (knum_or(io, "read_bytes", 0) > 0 || knum_or(io, "write_bytes", 0) > 0)
+            p.have_io = 1;
+    }
     const char *job = kstr(root, "job");
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
           "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n"

@@ -160,7 +160,8 @@ class Browser:
         return r["result"].get("value")
 
     def screenshot(self, path, full_page=False):
-        params = {"format": "png"}
+        # Fast encoding: every row "Up"-filtered, which png_pixels undoes quickly.
+        params = {"format": "png", "optimizeForSpeed": True}
         if full_page:
             params["captureBeyondViewport"] = True
             h = self.eval("document.documentElement.scrollHeight")
@@ -194,8 +195,29 @@ class Browser:
         return out
 
 
+def _add_bytes(x, y):
+    """(x[i] + y[i]) & 255 for equal-length byte strings, at C speed: each
+    byte in a 16-bit lane of a big integer, so sums cannot carry over."""
+    n = len(x)
+    a, b = bytearray(2 * n), bytearray(2 * n)
+    a[1::2], b[1::2] = x, y
+    s = int.from_bytes(a, "big") + int.from_bytes(b, "big")
+    return bytearray(s.to_bytes(2 * n, "big")[1::2])
+
+
+class Image:
+    """A decoded 8-bit RGB or RGBA PNG: width, height, rows of raw bytes."""
+
+    def __init__(self, w, h, bpp, rows):
+        self.width, self.height, self.bpp, self.rows = w, h, bpp, rows
+
+    def pixel(self, x, y):
+        o = x * self.bpp
+        return tuple(self.rows[y][o:o + 3])
+
+
 def png_pixels(path):
-    """(width, height, rows) of an 8-bit RGB or RGBA PNG; rows of (r, g, b)."""
+    """Decodes an 8-bit RGB or RGBA PNG (what Chromium writes) into an Image."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:8] != b"\x89PNG\r\n\x1a\n":
@@ -219,21 +241,22 @@ def png_pixels(path):
     for _ in range(h):
         ft, line = raw[pos], bytearray(raw[pos + 1:pos + 1 + stride])
         pos += 1 + stride
-        for i in range(stride):
-            a = line[i - bpp] if i >= bpp else 0
-            b = prev[i]
-            c = prev[i - bpp] if i >= bpp else 0
-            if ft == 1:
-                line[i] = (line[i] + a) & 255
-            elif ft == 2:
-                line[i] = (line[i] + b) & 255
-            elif ft == 3:
-                line[i] = (line[i] + (a + b) // 2) & 255
-            elif ft == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                pred = a if pa <= pb and pa <= pc else b if pb <= pc else c
-                line[i] = (line[i] + pred) & 255
-        rows.append([tuple(line[i:i + 3]) for i in range(0, stride, bpp)])
+        if ft == 2:
+            line = _add_bytes(line, prev)
+        elif ft != 0:
+            for i in range(stride):
+                a = line[i - bpp] if i >= bpp else 0
+                b = prev[i]
+                c = prev[i - bpp] if i >= bpp else 0
+                if ft == 1:
+                    line[i] = (line[i] + a) & 255
+                elif ft == 3:
+                    line[i] = (line[i] + (a + b) // 2) & 255
+                elif ft == 4:
+                    p = a + b - c
+                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                    pred = a if pa <= pb and pa <= pc else b if pb <= pc else c
+                    line[i] = (line[i] + pred) & 255
+        rows.append(bytes(line))
         prev = line
-    return w, h, rows
+    return Image(w, h, bpp, rows)

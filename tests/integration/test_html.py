@@ -45,13 +45,15 @@ VISIBLE = """(function(id){var e=document.getElementById(id);if(!e)return 'missi
   return 'ok';})"""
 
 
-def colour_pixels(rows, box, colour, tol=40):
-    """Pixels within box (x0, y0, x1, y1) close to colour."""
-    x0, y0, x1, y1 = box
+def colour_pixels(img, box, colour, tol=40):
+    """Pixels of img within box (x0, y0, x1, y1) close to colour."""
+    x0, y0, x1, y1 = max(0, box[0]), max(0, box[1]), min(img.width, box[2]), min(img.height, box[3])
     n = 0
-    for row in rows[max(0, y0):y1]:
-        for p in row[max(0, x0):x1]:
-            if all(abs(p[i] - colour[i]) <= tol for i in range(3)):
+    for y in range(y0, y1):
+        row, bpp = img.rows[y], img.bpp
+        for o in range(x0 * bpp, x1 * bpp, bpp):
+            if abs(row[o] - colour[0]) <= tol and abs(row[o + 1] - colour[1]) <= tol and \
+               abs(row[o + 2] - colour[2]) <= tol:
                 n += 1
     return n
 
@@ -69,18 +71,16 @@ def box_of(b, sel):
 def check_screenshot(name, b, path):
     b.screenshot(path)
     check(name + " screenshot written", os.path.getsize(path) > 1000, path)
-    w, h, rows = headless.png_pixels(path)
-    colours = set()
-    for row in rows[::7]:
-        colours.update(row[::7])
+    img = headless.png_pixels(path)
+    colours = {img.pixel(x, y) for y in range(0, img.height, 7) for x in range(0, img.width, 7)}
     check(name + " screenshot not blank", len(colours) > 40,
-          "%d distinct colours in %dx%d" % (len(colours), w, h))
+          "%d distinct colours in %dx%d" % (len(colours), img.width, img.height))
     # The summary's text: dark pixels inside the summary box.
     sb = box_of(b, "#summary")
-    dark = colour_pixels(rows, sb, (31, 35, 40), 60)
+    dark = colour_pixels(img, sb, (31, 35, 40), 60)
     check(name + " screenshot shows the summary", dark > 800,
           "%d dark pixels in the summary box %s" % (dark, sb))
-    return rows
+    return img
 
 
 def page_text_checks(name, b, html, names):
@@ -183,6 +183,15 @@ def sim_page(work):
               ck_rects == len(rj.get("checkpoints", [])) > 0,
               "%d drawn, %d in report.json" % (ck_rects, len(rj.get("checkpoints", []))))
         check_screenshot("html sim:", b, os.path.join(SHOTS, "html-sim.png"))
+        # The processes table carries report.json's per-process figures.
+        col = b.eval("Array.prototype.map.call(document.querySelectorAll('#table-processes th'),"
+                     "function(h){return h.textContent;}).indexOf('GPU syncs')")
+        cells = b.eval("Array.prototype.map.call(document.querySelectorAll("
+                       "'#table-processes tbody tr'),function(r){return r.cells[%d].textContent;})"
+                       % col)
+        want = [str(q["syncs"]["count"]) if "syncs" in q else "" for q in rj["processes"]]
+        check("html sim: GPU syncs per process as in report.json", cells == want,
+              "%r != %r" % (cells, want))
         # Every flame graph ringside report wrote into OUT is in the page.
         svgs = sorted(f for f in os.listdir(rep) if f.startswith("flame-") and f.endswith(".svg"))
         frames = b.eval("Array.prototype.map.call(document.querySelectorAll('#flames iframe'),"
@@ -316,10 +325,10 @@ def driver_page(work):
             check("html driver: hover shows the name as text",
                   any(tip.startswith(n + "\n") for n in KERNEL_NAMES), repr(tip))
             check("html driver: hover shows the duration", "2.00 ms" in tip, repr(tip))
-        rows = check_screenshot("html driver:", b, os.path.join(SHOTS, "html-driver.png"))
+        img = check_screenshot("html driver:", b, os.path.join(SHOTS, "html-driver.png"))
         tb = box_of(b, "#tl")
         for lane, col in (("compute", "#43a047"), ("communication", "#e53935")):
-            n = colour_pixels(rows, tb, hexrgb(col), 30)
+            n = colour_pixels(img, tb, hexrgb(col), 30)
             check("html driver: screenshot shows the %s lanes" % lane, n > 300,
                   "%d pixels of %s in the timeline box %s" % (n, col, tb))
 
@@ -373,13 +382,63 @@ def driver_page(work):
         b.settle(0.5)
         shot = os.path.join(SHOTS, "html-driver-flames.png")
         b.screenshot(shot)
-        n = colour_pixels(headless.png_pixels(shot)[2], box_of(b, "#flames iframe"),
+        n = colour_pixels(headless.png_pixels(shot), box_of(b, "#flames iframe"),
                           (0xe8, 0x74, 0x3b), 20)
         check("html driver: the flame graph SVG renders in its frame", n > 3000,
               "%d pixels of its bar colour" % n)
         b.settle(0.5)
         report_problems("html driver: still no errors after the interaction", b.problems())
         b.screenshot(os.path.join(SHOTS, "html-driver-full.png"), full_page=True)
+
+
+def kineto_page(work):
+    """Real PyTorch profiler traces of a 2-rank job through import-kineto and
+    ringside report -o: a compute and a communication lane per rank, and the
+    templated kernel names of the files (full of < and >) as text."""
+    import gzip
+    traces = [os.path.join(KINETO, "sampled-2rank", "sampled_rank-%d.json.gz" % r) for r in (0, 1)]
+    if not all(os.path.exists(t) for t in traces):
+        skip("html kineto", "no traces in " + os.path.join(KINETO, "sampled-2rank"))
+        return
+    imp, rep = os.path.join(work, "kin"), os.path.join(work, "kin-rep")
+    p = run([RINGSIDE, "import-kineto"] + traces + ["-o", imp])
+    if not check("html kineto: import-kineto", p.returncode == 0, p.stderr.decode()[-300:]):
+        return
+    p = run([RINGSIDE, "report", imp, "-o", rep, "-q"])
+    html = os.path.join(rep, "index.html")
+    if not check("html kineto: ringside report writes index.html",
+                 p.returncode == 0 and os.path.exists(html), p.stderr.decode()[-300:]):
+        return
+    ranks, kernels, gpu_ops = [], set(), set()
+    for t in traces:
+        with gzip.open(t, "rt") as f:
+            d = json.load(f)
+        ranks.append(d["distributedInfo"]["rank"])
+        kernels |= {e["name"] for e in d["traceEvents"] if e.get("cat") == "kernel"}
+        gpu_ops |= {e["name"] for e in d["traceEvents"]
+                    if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")}
+    angled = {k for k in kernels if "<" in k or ">" in k or "&" in k}
+    raw = open(html, encoding="utf-8").read()
+    with headless.Browser() as b:
+        b.open(html)
+        report_problems("html kineto: no console errors, exceptions, dialogs or requests",
+                        b.problems())
+        lanes = b.eval("Array.prototype.map.call(document.querySelectorAll('#tl g'),"
+                       "function(g){return g.getAttribute('data-lane');})")
+        for r in ranks:
+            for lane in ("compute", "communication"):
+                check("html kineto: rank %d %s lane" % (r, lane), "rank %d %s" % (r, lane) in lanes,
+                      repr(lanes))
+        names = set(sum(b.eval("JSON.parse(document.getElementById('tl-names').textContent)"), []))
+        shown = angled & names
+        check("html kineto: kernel names with < > & come back whole", len(shown) > 5,
+              "%d of %d such names in the page's names table" % (len(shown), len(angled)))
+        check("html kineto: none of them raw in the file", not [k for k in angled if k in raw])
+        table = set(b.eval("Array.prototype.map.call(document.querySelectorAll("
+                           "'#table-kernels td.name'),function(c){return c.textContent;})"))
+        check("html kineto: kernel table names are the files' names", table and table <= gpu_ops,
+              repr(sorted(table - gpu_ops)[:3]))
+        check_screenshot("html kineto:", b, os.path.join(SHOTS, "html-kineto.png"))
 
 
 def many_page(work):
@@ -420,11 +479,12 @@ def main():
         report_page(work)
         driver_page(work)
         sim_page(work)
+        kineto_page(work)
         many_page(work)
     finally:
         cleanup(work)
     print("screenshots: " + ", ".join(os.path.join(SHOTS, n) for n in
-                                       ("html-report-io.png", "html-sim.png", "html-driver.png",
+                                       ("html-report-io.png", "html-sim.png", "html-kineto.png", "html-driver.png",
                                         "html-driver-full.png", "html-driver-flames.png")))
     finish()
 

@@ -158,7 +158,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "html_driver: %s: %s\n", argv[1], strerror(errno));
         return 1;
     }
-    int rc = rsr_html_write_flames(out, json, len, models, n, flames, nflames);
+    int rc = nflames ? rsr_html_write_flames(out, json, len, models, n, flames, nflames)
+                     : rsr_html_write(out, json, len, models, n);
     if (rc != 0)
         fprintf(stderr, "html_driver: %s: %s\n", argv[1], strerror(errno));
     if (fclose(out) != 0)
