@@ -5,6 +5,7 @@
  * on a libcuda handle (Triton). Every wrapper exists in the legacy and, where
  * the driver has one, the per-thread default stream (_ptsz/_ptds) variant. */
 #include "preload/gpu.h"
+#include "preload/sample.h"
 #include "formats/trace.h"
 
 #include <dlfcn.h>
@@ -376,10 +377,14 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         pair_ = rs_gpu_end(pair_, STREAM, PTSZ, r_ == CUDA_SUCCESS);                           \
         uint64_t t1_ = rs_now(); /* the end event is on the stream by now */                   \
         if (r_ == CUDA_SUCCESS) {                                                              \
+            if ((KIND) == RSF_GPU_KERNEL && pair_)                                             \
+                rs_gpu_stack_sample(t0_);                                                      \
             gpu_record(KIND, t0_, t1_, STREAM, PTSZ, BYTES, NAME, DIR, fl_, pair_, anchor_);    \
             if ((SYNC_KIND) >= 0)                                                              \
                 sync_record(SYNC_KIND, t0_, t1_, rs_stream_id(STREAM, PTSZ));                  \
         }                                                                                      \
+        if ((SYNC_KIND) >= 0)                                                                  \
+            rs_wait_sample_ns(t0_, t1_);                                                       \
         rs_guard = 0;                                                                          \
         errno = saved_;                                                                        \
         return r_;                                                                             \
@@ -396,6 +401,7 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         uint64_t t1_ = rs_now();                                                               \
         int saved_ = errno;                                                                    \
         sync_record(KIND, t0_, t1_, TARGET);                                                   \
+        rs_wait_sample_ns(t0_, t1_);                                                           \
         rs_guard = 0;                                                                          \
         errno = saved_;                                                                        \
         return r_;                                                                             \

@@ -95,6 +95,7 @@ static int mode_needed(int flags)
         int e_ = errno;                                                             \
         if (fd_ >= 0)                                                               \
             rs_file_opened(OP, DIRFD, PATH, FLAGS, fd_, t0_, t1_);                  \
+        rs_wait_sample(t0_, t1_);                                                   \
         errno = e_;                                                                 \
         rs_guard = 0;                                                               \
         return fd_;                                                                 \
@@ -246,6 +247,7 @@ RS_EXPORT int close(int fd)
     int e = errno;
     rs_fd_set(fd, 0);
     rs_io_record(RSF_IO_CLOSE, file, t0, t1, -1, r < 0 ? -(int64_t)e : r);
+    rs_wait_sample(t0, t1);
     errno = e;
     rs_guard = 0;
     return r;
@@ -546,6 +548,7 @@ static ssize_t two_sided(int op_in, int in, int64_t off_in, int op_out, int out,
         rs_io_record(op_in, fin, t0, t1, off_in, res);
     if (fout)
         rs_io_record(op_out, fout, t0, t1, off_out, res);
+    rs_wait_sample(t0, t1);
     errno = e;
     rs_guard = 0;
     return r;
@@ -640,6 +643,7 @@ static FILE *fopen_common(__typeof__(fopen) *real, const char *path, const char 
     int e = errno;
     if (fp && stream_fd(fp) >= 0)
         rs_file_opened(RSF_IO_FOPEN, AT_FDCWD, path, fopen_flags(mode), stream_fd(fp), t0, t1);
+    rs_wait_sample(t0, t1);
     errno = e;
     rs_guard = 0;
     return fp;
@@ -698,6 +702,7 @@ RS_EXPORT int fclose(FILE *fp)
     int e = errno;
     rs_fd_set(fd, 0);
     rs_io_record(RSF_IO_FCLOSE, file, t0, t1, -1, r == EOF ? -(int64_t)e : 0);
+    rs_wait_sample(t0, t1);
     errno = e;
     rs_guard = 0;
     return r;

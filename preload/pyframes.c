@@ -43,6 +43,7 @@ static size_t frame_span;
 static uint64_t eval_lo, eval_hi;
 static uint64_t code_type, unicode_type;
 static void *(*p_this_tstate)(void);
+static int (*p_initialized)(void);
 static pid_t self_pid;
 static int given_up;
 
@@ -98,9 +99,12 @@ int rs_py_try_init(void)
 {
     if (atomic_load(&rs_py_ready) || given_up)
         return atomic_load(&rs_py_ready);
+    /* Everything but the thread state can be found before the interpreter
+     * starts (the version string and _PyRuntime's offsets are static data),
+     * so this runs at start; Py_IsInitialized, a plain load, gates reads. */
     const char *(*version)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
-    int (*initialized)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
-    if (!version || !initialized || !initialized())
+    p_initialized = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    if (!version || !p_initialized)
         return 0;
     given_up = 1; /* from here on, one decision */
     unsigned major = 0, minor = 0;
@@ -204,6 +208,8 @@ int rs_py_splice(uint64_t *pcs, int n, int max)
         if (pcs[i] >= eval_lo && pcs[i] < eval_hi)
             first = i;
     if (first < 0)
+        return n;
+    if (!p_initialized())
         return n;
     uint64_t ts = (uint64_t)p_this_tstate(), frame = 0;
     if (!ts || safe_read(ts + off.tstate_frame, &frame, 8) != 0)

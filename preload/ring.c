@@ -29,8 +29,7 @@ static uint8_t *pool;                 /* block data, nblocks x RS_BLOCK_SIZE */
 static struct rs_thread *threads;     /* RS_MAX_THREADS slots */
 static _Atomic uint64_t free_head;    /* low 32 bits: index; high: ABA tag */
 static _Atomic uint32_t full_head;
-static _Atomic uint64_t dropped_all, dropped_io, dropped_samples;
-static _Atomic uint64_t dropped_all, dropped_io, dropped_gpu, dropped_nccl;
+static _Atomic uint64_t dropped_all, dropped_io, dropped_gpu, dropped_nccl, dropped_samples;
 static pthread_key_t thread_key;
 static int key_made;
 
@@ -39,19 +38,19 @@ static void count_drop(int kind)
     atomic_fetch_add_explicit(&dropped_all, 1, memory_order_relaxed);
     if (kind == RS_REC_IO || kind == RS_REC_OPEN)
         atomic_fetch_add_explicit(&dropped_io, 1, memory_order_relaxed);
-    else if (kind >= 48 && kind < 80)
-        atomic_fetch_add_explicit(&dropped_samples, 1, memory_order_relaxed);
     else if (kind == RS_REC_GPU || kind == RS_REC_SYNC || kind == RS_REC_MEM)
         atomic_fetch_add_explicit(&dropped_gpu, 1, memory_order_relaxed);
     else if (kind == RS_REC_COLL || kind == RS_REC_COMM)
         atomic_fetch_add_explicit(&dropped_nccl, 1, memory_order_relaxed);
+    else if (kind >= 48 && kind < 80)
+        atomic_fetch_add_explicit(&dropped_samples, 1, memory_order_relaxed);
 }
 
 uint64_t rs_ring_dropped(void) { return atomic_load(&dropped_all); }
 uint64_t rs_ring_dropped_io(void) { return atomic_load(&dropped_io); }
-uint64_t rs_ring_dropped_samples(void) { return atomic_load(&dropped_samples); }
 uint64_t rs_ring_dropped_gpu(void) { return atomic_load(&dropped_gpu); }
 uint64_t rs_ring_dropped_nccl(void) { return atomic_load(&dropped_nccl); }
+uint64_t rs_ring_dropped_samples(void) { return atomic_load(&dropped_samples); }
 
 static uint32_t free_pop(void)
 {
@@ -222,9 +221,9 @@ void rs_ring_reset(void)
     rs_self = NULL;
     atomic_store(&dropped_all, 0);
     atomic_store(&dropped_io, 0);
-    atomic_store(&dropped_samples, 0);
     atomic_store(&dropped_gpu, 0);
     atomic_store(&dropped_nccl, 0);
+    atomic_store(&dropped_samples, 0);
     pool_fill();
 }
 

@@ -30,8 +30,12 @@ int rs_sample_sig;
 uint64_t rs_wait_ticks = UINT64_MAX;
 static _Atomic int sampler_on;
 static uint64_t interval_ns;
-static uint64_t wait_ns = 1000000;
+uint64_t rs_wait_ns = 1000000;
+static uint32_t gpu_stack_every = 10;
 static _Atomic uint64_t dropped;
+/* Handler cost, in ticks, for RINGSIDE_LOG=2's line at exit (make bench). */
+static _Atomic uint64_t handled, unwind_ticks, handler_ticks;
+static double ns_per_tick = 1.0;
 /* Kernel timer ids of live threads (id + 1, 0 free): whoever swaps a slot
  * to 0 deletes that timer, so none is deleted twice (a reused id could be
  * the program's own timer by then). */
@@ -40,12 +44,15 @@ static _Atomic int timers[RS_MAX_TIMERS];
 /* Per-thread sampler state, in static TLS (no allocation in the handler). */
 struct sthread {
     int slot;                   /* index in timers + 1, 0: no timer */
-    int npending;               /* a sample taken while the agent ran */
     uint64_t pend_ts, pend_weight;
+    uint64_t rnd;               /* xorshift state for the next expiry */
+    uint64_t last_cpu;          /* the thread's CPU time at its last sample */
     uint64_t pending[RS_STACK_MAX];
     uint64_t scratch[RS_STACK_MAX];
 };
 static __thread struct sthread me RS_TLS;
+/* A sample taken while the agent ran (its frame count), kept in me.pending. */
+__thread int rs_sample_npending RS_TLS;
 
 uint64_t rs_sample_dropped(void)
 {
@@ -72,6 +79,32 @@ static void put_sample(int kind, uint64_t ts, uint64_t weight, const uint64_t *f
     rs_commit(size);
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The next expiry at a random point of [period/2, 3 period/2): a program
+ * whose work repeats with the period (or with the kernel's tick, which
+ * paces CPU-time timers) is not sampled at the same phase each time. */
+static void rearm_jittered(struct sthread *t)
+{
+    int v = atomic_load_explicit(&timers[t->slot - 1], memory_order_relaxed);
+    if (!v)
+        return;
+    t->rnd ^= t->rnd << 13;
+    t->rnd ^= t->rnd >> 7;
+    t->rnd ^= t->rnd << 17;
+    uint64_t next = interval_ns / 2 + t->rnd % (interval_ns ? interval_ns : 1);
+    struct itimerspec its = {
+        { (time_t)(interval_ns / 1000000000u), (long)(interval_ns % 1000000000u) },
+        { (time_t)(next / 1000000000u), (long)(next % 1000000000u) },
+    };
+    syscall(SYS_timer_settime, v - 1, 0, &its, NULL);
+}
+
 static void on_sample(int sig, siginfo_t *si, void *ucv)
 {
     (void)sig;
@@ -82,7 +115,13 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
         !atomic_load_explicit(&rs_on, memory_order_relaxed))
         goto out;
     uint64_t ts = rs_ticks();
-    uint64_t weight = interval_ns * (uint64_t)(1 + (si->si_overrun > 0 ? si->si_overrun : 0));
+    /* The weight is the CPU time since the last sample, read from the same
+     * clock: expiries come late by up to a kernel tick, are jittered, and
+     * may have been taken during a blocking call without a sample. */
+    uint64_t cpu = thread_cpu_ns();
+    uint64_t weight = cpu - t->last_cpu;
+    t->last_cpu = cpu;
+    rearm_jittered(t);
     ucontext_t *uc = ucv;
     if (rs_pc_in_loader((uint64_t)uc->uc_mcontext.gregs[REG_RIP])) {
         drop(); /* the loader may be changing the object list the unwinder reads */
@@ -90,26 +129,30 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     }
     int n = rs_unwind(uc, t->scratch, RS_STACK_MAX);
     n = rs_py_splice(t->scratch, n, RS_STACK_MAX);
+    uint64_t unwound = rs_ticks();
     if (rs_guard) {
         /* The thread is inside the agent, maybe between reserving and
          * committing a record: keep the sample for the next handler. */
-        if (t->npending) {
+        if (rs_sample_npending) {
             drop();
         } else {
             memcpy(t->pending, t->scratch, (size_t)n * sizeof *t->scratch);
-            t->npending = n;
+            rs_sample_npending = n;
             t->pend_ts = ts;
             t->pend_weight = weight;
         }
         goto out;
     }
     rs_guard = 1;
-    if (t->npending) {
-        put_sample(RSF_SAMPLE_CPU, t->pend_ts, t->pend_weight, t->pending, t->npending);
-        t->npending = 0;
+    if (rs_sample_npending) {
+        put_sample(RSF_SAMPLE_CPU, t->pend_ts, t->pend_weight, t->pending, rs_sample_npending);
+        rs_sample_npending = 0;
     }
     put_sample(RSF_SAMPLE_CPU, ts, weight, t->scratch, n);
     rs_guard = 0;
+    atomic_fetch_add_explicit(&handled, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&unwind_ticks, unwound - ts, memory_order_relaxed);
+    atomic_fetch_add_explicit(&handler_ticks, rs_ticks() - ts, memory_order_relaxed);
 out:
     errno = saved;
 }
@@ -137,6 +180,8 @@ static void thread_arm(void)
         int expect = 0;
         if (atomic_compare_exchange_strong(&timers[i], &expect, id + 1)) {
             me.slot = i + 1;
+            me.last_cpu = thread_cpu_ns();
+            me.rnd = ((uint64_t)sev._sigev_un._tid << 32) ^ rs_ticks() ^ 0x9e3779b97f4a7c15ull;
             struct itimerspec its = {
                 { (time_t)(interval_ns / 1000000000u), (long)(interval_ns % 1000000000u) },
                 { (time_t)(interval_ns / 1000000000u), (long)(interval_ns % 1000000000u) },
@@ -159,9 +204,9 @@ static void thread_disarm(void)
     me.slot = 0;
     if (v)
         syscall(SYS_timer_delete, v - 1);
-    if (me.npending)
+    if (rs_sample_npending)
         drop();
-    me.npending = 0;
+    rs_sample_npending = 0;
     errno = saved;
 }
 
@@ -240,9 +285,13 @@ void rs_sample_init(void)
 {
     const char *w = getenv("RINGSIDE_WAIT_US");
     if (w && *w)
-        wait_ns = strtoull(w, NULL, 10) * 1000u;
-    rs_wait_ticks = wait_ns; /* until the writer knows the tick rate */
+        rs_wait_ns = strtoull(w, NULL, 10) * 1000u;
+    rs_wait_ticks = rs_wait_ns; /* until the writer knows the tick rate */
+    const char *g = getenv("RINGSIDE_GPU_STACK_EVERY");
+    if (g && *g)
+        gpu_stack_every = (uint32_t)strtoul(g, NULL, 10);
     rs_modules_init();
+    rs_py_try_init();
     if (rs_cfg.sample_hz <= 0 || rs_unwind_init() != 0)
         return;
     interval_ns = 1000000000u / (uint64_t)rs_cfg.sample_hz;
@@ -271,7 +320,7 @@ void rs_sample_forked(void)
     for (int i = 0; i < RS_MAX_TIMERS; i++)
         atomic_store(&timers[i], 0);
     me.slot = 0;
-    me.npending = 0;
+    rs_sample_npending = 0;
     rs_py_forked();
     thread_arm();
 }
@@ -303,8 +352,19 @@ void rs_sample_after_exec_failed(void)
 void rs_sample_writer_tick(const struct rs_tick_map *map)
 {
     if (map->ns_per_tick > 0)
-        rs_wait_ticks = (uint64_t)((double)wait_ns / map->ns_per_tick);
+        ns_per_tick = map->ns_per_tick;
+    if (map->ns_per_tick > 0)
+        rs_wait_ticks = (uint64_t)((double)rs_wait_ns / map->ns_per_tick);
     rs_py_try_init();
+}
+
+__attribute__((destructor)) static void sample_stats(void)
+{
+    uint64_t n = atomic_load(&handled);
+    if (n)
+        rs_debug("sampler: %llu samples, %.0f ns per sample in the handler, %.0f ns of it unwinding",
+                 (unsigned long long)n, (double)atomic_load(&handler_ticks) * ns_per_tick / (double)n,
+                 (double)atomic_load(&unwind_ticks) * ns_per_tick / (double)n);
 }
 
 /* ---- stacks from ordinary code: wait samples ---- */
@@ -317,6 +377,37 @@ int rs_stack_capture(uint64_t *buf, int max)
         skip++;
     memmove(buf, buf + skip, (size_t)(n - skip) * sizeof *buf);
     return rs_py_splice(buf, n - skip, max);
+}
+
+void rs_sample_flush_pending(void)
+{
+    /* A handler that runs meanwhile sees the slot taken and drops its
+     * sample rather than overwrite this one. */
+    uint64_t buf[RS_STACK_MAX];
+    int n = rs_sample_npending;
+    memcpy(buf, me.pending, (size_t)n * sizeof *buf);
+    put_sample(RSF_SAMPLE_CPU, me.pend_ts, me.pend_weight, buf, n);
+    rs_sample_npending = 0;
+}
+
+static __thread uint32_t launches RS_TLS;
+
+void rs_gpu_stack_sample(uint64_t t0)
+{
+    if (!gpu_stack_every || launches++ % gpu_stack_every || !rs_unwind_ready())
+        return;
+    uint64_t buf[RS_STACK_MAX];
+    int n = rs_stack_capture(buf, RS_STACK_MAX);
+    put_sample(RSF_SAMPLE_GPU | RS_SAMPLE_NS, t0, 0, buf, n);
+}
+
+void rs_wait_sample_ns_slow(uint64_t t0, uint64_t t1)
+{
+    if (!atomic_load_explicit(&rs_on, memory_order_relaxed) || !rs_unwind_ready())
+        return;
+    uint64_t buf[RS_STACK_MAX];
+    int n = rs_stack_capture(buf, RS_STACK_MAX);
+    put_sample(RSF_SAMPLE_WAIT | RS_SAMPLE_NS, t0, t1 - t0, buf, n);
 }
 
 void rs_wait_sample_slow(uint64_t t0, uint64_t t1)
@@ -344,10 +435,23 @@ static inline int block_ours(sigset_t *old)
     return pthread_sigmask(SIG_BLOCK, &s, old) == 0;
 }
 
+/* An expiry that came during the call is taken here rather than handled
+ * at wake-up: the CPU time it stands for was spent before the call, and a
+ * handler right at wake-up would delay the thread when it has just become
+ * ready. That time weighs on the thread's next sample. */
 static inline void unblock_ours(int blocked, const sigset_t *old)
 {
     if (blocked) {
         int e = errno;
+        sigset_t pend;
+        if (sigpending(&pend) == 0 && sigismember(&pend, rs_sample_sig)) {
+            sigset_t ours;
+            siginfo_t si;
+            struct timespec zero = { 0, 0 };
+            sigemptyset(&ours);
+            sigaddset(&ours, rs_sample_sig);
+            syscall(SYS_rt_sigtimedwait, &ours, &si, &zero, _NSIG / 8);
+        }
         pthread_sigmask(SIG_SETMASK, old, NULL);
         errno = e;
     }

@@ -20,9 +20,11 @@ enum { RS_REC_SAMPLE = 48 };
 /* In a sample record, a Python frame: bit 63 set, the code object's address
  * in the low bits (the writer turns it into a string id). */
 #define RS_PYFRAME_BIT (1ull << 63)
+#define RS_SAMPLE_NS 0x80
 
-/* h.op = enum rsf_sample_kind, h.file = number of frames. ts in ticks;
- * weight in ns for cpu samples, in ticks for wait samples. Frames innermost
+/* h.op = enum rsf_sample_kind, | RS_SAMPLE_NS when ts and weight are ns
+ * (else ts is in ticks and a wait sample's weight too); h.file = number of
+ * frames. A cpu sample's weight is always ns. Frames innermost
  * first: native addresses, or RS_PYFRAME_BIT | code object address. */
 struct rs_rec_sample {
     struct rs_rec_hdr h;
@@ -65,10 +67,31 @@ int rs_stack_capture(uint64_t *buf, int max);
  * the caller's stack weighted by the time blocked. Call with rs_guard set. */
 extern uint64_t rs_wait_ticks;
 void rs_wait_sample_slow(uint64_t t0, uint64_t t1);
+/* A CPU sample the handler had to keep because the thread was inside the
+ * agent (frame count, 0: none); hooks write it out after their record. */
+extern __thread int rs_sample_npending RS_TLS;
+void rs_sample_flush_pending(void);
+/* The same for calls timed with rs_now() (ns), as the CUDA hooks are. */
+extern uint64_t rs_wait_ns;
+void rs_wait_sample_ns_slow(uint64_t t0, uint64_t t1);
+static inline void rs_wait_sample_ns(uint64_t t0, uint64_t t1)
+{
+    if (RS_UNLIKELY(t1 - t0 >= rs_wait_ns))
+        rs_wait_sample_ns_slow(t0, t1);
+    if (RS_UNLIKELY(rs_sample_npending))
+        rs_sample_flush_pending();
+}
+/* A timed kernel launch at t0 (ns), right before its GPU record: one in
+ * RINGSIDE_GPU_STACK_EVERY (default 10) per thread records the stack as a
+ * gpu sample of weight 0, which the writer weights with that kernel's GPU
+ * time once it is known. Call with rs_guard set. */
+void rs_gpu_stack_sample(uint64_t t0);
 static inline void rs_wait_sample(uint64_t t0, uint64_t t1)
 {
     if (RS_UNLIKELY(t1 - t0 >= rs_wait_ticks))
         rs_wait_sample_slow(t0, t1);
+    if (RS_UNLIKELY(rs_sample_npending))
+        rs_sample_flush_pending();
 }
 
 /* ---- unwind.c: libunwind, loaded privately ---- */
@@ -135,5 +158,9 @@ void rs_stackw_chunk_done(void);
 /* A new file (forked child): stacks, code names and modules start over. */
 void rs_stackw_new_file(void);
 int rs_stackw_full(void);
+/* A gpu sample record: its stack's id (0: none), held by the writer until
+ * the kernel's GPU time is known; then rs_stackw_gpu_sample adds it. */
+uint32_t rs_stackw_gpu_stack(const struct rs_rec_hdr *h, rs_intern_fn intern);
+void rs_stackw_gpu_sample(uint64_t ts, uint64_t weight, uint32_t tid, uint32_t stack);
 
 #endif

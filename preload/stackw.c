@@ -159,6 +159,35 @@ int rs_stackw_full(void)
     return s.nsamples >= SAMPLE_CAP;
 }
 
+/* Frames of a sample record, Python code objects turned into strings. */
+static uint32_t record_stack(const struct rs_rec_hdr *h, rs_intern_fn intern)
+{
+    const struct rs_rec_sample *r = (const void *)h;
+    uint32_t n = h->file > RS_STACK_MAX ? RS_STACK_MAX : h->file;
+    uint64_t f[RS_STACK_MAX];
+    for (uint32_t i = 0; i < n; i++) {
+        f[i] = r->frames[i];
+        if (f[i] & RS_PYFRAME_BIT)
+            f[i] = RS_PYFRAME_BIT | code_string(f[i] & ~RS_PYFRAME_BIT, intern);
+    }
+    return stack_id(f, n);
+}
+
+uint32_t rs_stackw_gpu_stack(const struct rs_rec_hdr *h, rs_intern_fn intern)
+{
+    return record_stack(h, intern);
+}
+
+void rs_stackw_gpu_sample(uint64_t ts, uint64_t weight, uint32_t tid, uint32_t stack)
+{
+    if (!s.samples && !(s.samples = malloc(SAMPLE_CAP * sizeof *s.samples)))
+        return;
+    if (s.nsamples >= SAMPLE_CAP)
+        return;
+    s.samples[s.nsamples++] = (struct rsf_sample){
+        .ts_ns = ts, .weight_ns = weight, .tid = tid, .stack = stack, .kind = RSF_SAMPLE_GPU };
+}
+
 int rs_stackw_take(const struct rs_rec_hdr *h, uint32_t tid, const struct rs_tick_map *map,
                    rs_intern_fn intern)
 {
@@ -169,20 +198,15 @@ int rs_stackw_take(const struct rs_rec_hdr *h, uint32_t tid, const struct rs_tic
     if (s.nsamples >= SAMPLE_CAP)
         return 1;
     const struct rs_rec_sample *r = (const void *)h;
-    uint32_t n = h->file > RS_STACK_MAX ? RS_STACK_MAX : h->file;
-    uint64_t f[RS_STACK_MAX];
-    for (uint32_t i = 0; i < n; i++) {
-        f[i] = r->frames[i];
-        if (f[i] & RS_PYFRAME_BIT)
-            f[i] = RS_PYFRAME_BIT | code_string(f[i] & ~RS_PYFRAME_BIT, intern);
-    }
-    uint32_t id = stack_id(f, n);
+    uint32_t id = record_stack(h, intern);
     if (!id)
         return rs_stackw_full();
+    int ns = (h->op & RS_SAMPLE_NS) != 0;
+    uint8_t kind = h->op & (uint8_t)~RS_SAMPLE_NS;
     s.samples[s.nsamples++] = (struct rsf_sample){
-        .ts_ns = rs_tick_ns(map, r->ts),
-        .weight_ns = h->op == RSF_SAMPLE_CPU ? r->weight : rs_tick_dur(map, r->weight),
-        .tid = tid, .stack = id, .kind = h->op,
+        .ts_ns = ns ? r->ts : rs_tick_ns(map, r->ts),
+        .weight_ns = ns || kind == RSF_SAMPLE_CPU ? r->weight : rs_tick_dur(map, r->weight),
+        .tid = tid, .stack = id, .kind = kind,
     };
     return rs_stackw_full();
 }

@@ -30,7 +30,24 @@
 struct held_gpu {
     struct rsf_gpu_event e;
     uint32_t pair, anchor;
+    uint32_t stack;              /* gpu sample's stack, weighted once timed */
 };
+
+/* The stack of the last gpu sample record per thread, for the GPU record
+ * that follows it on that thread. */
+#define GPU_STACK_SLOTS 64
+struct gpu_stack {
+    uint32_t tid, stack;
+};
+static struct gpu_stack gpu_stacks[GPU_STACK_SLOTS];
+
+static uint32_t take_gpu_stack(uint32_t tid)
+{
+    struct gpu_stack *e = &gpu_stacks[tid % GPU_STACK_SLOTS];
+    uint32_t st = e->tid == tid ? e->stack : 0;
+    e->tid = e->stack = 0;
+    return st;
+}
 struct held_coll {
     struct rsf_coll_event e;
     uint32_t pair, anchor;
@@ -370,8 +387,7 @@ static void emit(int end)
     if (w.broken)
         goto reset;
     int events = w.nio || w.ngpu || w.nsyncs || w.ncolls || w.ncomms || w.nmems;
-    int empty = !events && !w.nfiles && !w.nthreads && w.nstr + 1 == w.chunk_str_base &&
-                !rs_stackw_any();
+    int empty = !events && !rs_stackw_any() && !w.nfiles && !w.nthreads && w.nstr + 1 == w.chunk_str_base;
     if (empty && !end && w.seq > 0)
         return;
     /* No file until there is an event: a process that only inherited some
@@ -455,8 +471,8 @@ static void emit(int end)
     w.seq++;
 reset:
     w.nio = w.nfiles = w.nthreads = 0;
-    rs_stackw_chunk_done();
     w.ngpu = w.nsyncs = w.ncolls = w.ncomms = w.nmems = 0;
+    rs_stackw_chunk_done();
     w.chunk_str_base = w.nstr + 1;
     w.last_emit = rs_now();
 }
@@ -501,8 +517,9 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
             .call_ns = dur32(r->dur_ns), .tid = tid, .name = r->name ? intern(r->name) : 0,
             .device = r->device, .kind = h->op, .dir = r->dir, .flags = r->flags,
         };
+        uint32_t stack = take_gpu_stack(tid);
         if (h->file && !grow((void **)&w.held_gpu, &w.held_gpu_cap, w.nheld_gpu + 1, sizeof *w.held_gpu))
-            w.held_gpu[w.nheld_gpu++] = (struct held_gpu){ e, h->file, r->anchor };
+            w.held_gpu[w.nheld_gpu++] = (struct held_gpu){ e, h->file, r->anchor, stack };
         else
             put_gpu(&e);
         return;
@@ -604,6 +621,10 @@ static uint32_t settle_pass(int give_up_now)
          * stream is before the launch call: the work starts after both. */
         if (r > 0 && g->e.gpu_start_ns < g->e.launch_ns)
             g->e.gpu_start_ns = g->e.launch_ns < g->e.gpu_end_ns ? g->e.launch_ns : g->e.gpu_end_ns;
+        if (r > 0 && g->stack && g->e.gpu_end_ns > g->e.gpu_start_ns) {
+            rs_stackw_gpu_sample(g->e.launch_ns, g->e.gpu_end_ns - g->e.gpu_start_ns, g->e.tid, g->stack);
+            w.recorded++;
+        }
         put_gpu(&g->e);
     }
     w.nheld_gpu = k;
@@ -653,6 +674,12 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
     if (w.broken)
         return;
     name_thread(tid);
+    if (h->kind == RS_REC_SAMPLE && (h->op & (uint8_t)~RS_SAMPLE_NS) == RSF_SAMPLE_GPU) {
+        uint32_t st = rs_stackw_gpu_stack(h, intern);
+        gpu_stacks[tid % GPU_STACK_SLOTS].tid = tid;
+        gpu_stacks[tid % GPU_STACK_SLOTS].stack = st;
+        return;
+    }
     if (h->kind >= RS_REC_SAMPLE && h->kind < RS_REC_SAMPLE + 32) {
         if (rs_stackw_take(h, tid, &w.map, intern))
             emit(0);

@@ -11,9 +11,12 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void rsr_flame_init(struct rsr_flame *fl, int kind)
 {
@@ -207,12 +210,14 @@ struct agg {
     uint32_t tid, stack;
     uint64_t map_ts;            /* latest module record time <= the samples' */
     uint64_t weight, count;
+    uint8_t kind;               /* enum rsf_sample_kind */
 };
 
 struct proc {
     const char *file;
     const struct rsr_flame_opts *opts;
     int rank, skip;
+    int read_errno;             /* the file could not be read */
     char **strings;
     uint32_t nstrings;
     struct stack_def *stacks;   /* sorted by id after the walk */
@@ -250,13 +255,15 @@ static uint64_t map_time(const struct proc *p, uint64_t ts)
     return lo ? p->mod_ts[lo - 1] : 0;
 }
 
-static uint32_t agg_slot(const struct proc *p, uint32_t tid, uint32_t stack, uint64_t map_ts)
+static uint32_t agg_slot(const struct proc *p, uint32_t tid, uint32_t stack, uint64_t map_ts,
+                         uint8_t kind)
 {
-    uint64_t h = rsr_hash_u64(((uint64_t)tid << 32 | stack) ^ rsr_hash_u64(map_ts));
+    uint64_t h = rsr_hash_u64(((uint64_t)tid << 32 | stack) ^ rsr_hash_u64(map_ts + kind));
     return (uint32_t)h & (p->capaggs - 1);
 }
 
-static void agg_add(struct proc *p, uint32_t tid, uint32_t stack, uint64_t map_ts, uint64_t w)
+static void agg_add(struct proc *p, uint32_t tid, uint32_t stack, uint64_t map_ts, uint8_t kind,
+                    uint64_t w)
 {
     if ((p->naggs + 1) * 2 > p->capaggs) {
         struct agg *old = p->aggs;
@@ -266,24 +273,24 @@ static void agg_add(struct proc *p, uint32_t tid, uint32_t stack, uint64_t map_t
         for (uint32_t i = 0; i < nold; i++) {
             if (!old[i].count)
                 continue;
-            uint32_t j = agg_slot(p, old[i].tid, old[i].stack, old[i].map_ts);
+            uint32_t j = agg_slot(p, old[i].tid, old[i].stack, old[i].map_ts, old[i].kind);
             while (p->aggs[j].count)
                 j = (j + 1) & (p->capaggs - 1);
             p->aggs[j] = old[i];
         }
         free(old);
     }
-    uint32_t i = agg_slot(p, tid, stack, map_ts);
+    uint32_t i = agg_slot(p, tid, stack, map_ts, kind);
     while (p->aggs[i].count) {
         struct agg *a = &p->aggs[i];
-        if (a->tid == tid && a->stack == stack && a->map_ts == map_ts) {
+        if (a->tid == tid && a->stack == stack && a->map_ts == map_ts && a->kind == kind) {
             a->weight += w;
             a->count++;
             return;
         }
         i = (i + 1) & (p->capaggs - 1);
     }
-    p->aggs[i] = (struct agg){ tid, stack, map_ts, w, 1 };
+    p->aggs[i] = (struct agg){ tid, stack, map_ts, w, 1, kind };
     p->naggs++;
 }
 
@@ -338,9 +345,9 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
     }
     for (uint32_t i = 0; i < c->nsamples; i++) {
         const struct rsf_sample *s = &c->samples[i];
-        if (s->kind != p->opts->kind)
+        if (s->kind >= RSF_SAMPLE_NKINDS || (p->opts->kind >= 0 && s->kind != p->opts->kind))
             continue;
-        agg_add(p, s->tid, s->stack, map_time(p, s->ts_ns), s->weight_ns);
+        agg_add(p, s->tid, s->stack, map_time(p, s->ts_ns), s->kind, s->weight_ns);
     }
     return 0;
 }
@@ -436,7 +443,8 @@ static const char *basename_of(const char *path)
 
 /* Per-load state: the symboliser and a cache of module lookups. */
 struct loader {
-    struct rsr_flame *fl;
+    struct rsr_flame *fl;                       /* the one being filled */
+    struct rsr_flame *const *fls;               /* per kind; NULL: not wanted */
     const struct rsr_flame_opts *opts;
     struct rsr_sym *sym;
     uint32_t *frames;
@@ -464,7 +472,9 @@ static void push_native(struct loader *L, struct proc *p, uint64_t pc, int exact
     const char *base = basename_of(path);
     if (m->file == -2) {
         const char *bid = str_of(p, m->m.build_id);
-        m->file = path[0] == '/' ? rsr_sym_file(L->sym, path, bid) : -1;
+        /* Not the vDSO or other names without a file; a relative path is
+         * tried from here (the build id check catches a different file). */
+        m->file = strchr(path, '/') && path[0] != '[' ? rsr_sym_file(L->sym, path, bid) : -1;
         m->have_bias = m->file >= 0 &&
                        rsr_sym_bias(L->sym, m->file, m->m.start, m->m.file_off, &m->bias) == 0;
     }
@@ -505,14 +515,17 @@ static const char *thread_name(const struct proc *p, uint32_t tid, char *buf, si
     return buf;
 }
 
-static uint64_t add_proc(struct loader *L, struct proc *p)
+static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples)
 {
-    uint64_t nsamples = 0;
+    int seen[RSF_SAMPLE_NKINDS] = { 0 };
     qsort(p->stacks, p->nstacks, sizeof *p->stacks, by_stack_id);
     for (uint32_t i = 0; i < p->capaggs; i++) {
         struct agg *a = &p->aggs[i];
-        if (!a->count)
+        if (!a->count || !L->fls[a->kind])
             continue;
+        L->fl = L->fls[a->kind];
+        if (!seen[a->kind]++)
+            L->fl->nprocs++;
         L->nframes = 0;
         if (L->opts->threads) {
             char buf[300];
@@ -535,67 +548,124 @@ static uint64_t add_proc(struct loader *L, struct proc *p)
             }
         }
         rsr_flame_add(L->fl, L->frames, L->nframes, a->weight, a->count);
-        nsamples += a->count;
+        nsamples[a->kind] += a->count;
     }
-    return nsamples;
 }
 
-uint64_t rsr_flame_load(struct rsr_flame *fl, char **files, int nfiles,
-                        const struct rsr_flame_opts *opts)
+/* Fills fls[kind] (where not NULL) from the files: the symboliser is shared
+ * by the kinds, so each address is looked up once. opts->kind -1: all. */
+/* Files are read and their samples added up in parallel; symbolisation,
+ * which shares one symboliser, follows in file order. */
+struct pool {
+    struct proc *procs;
+    struct rsr_walk *walks;
+    char **files;
+    int n;
+    _Atomic int next;
+};
+
+static void *read_worker(void *arg)
 {
-    struct loader L = { .fl = fl, .opts = opts };
+    struct pool *pl = arg;
+    int i;
+    while ((i = atomic_fetch_add(&pl->next, 1)) < pl->n) {
+        struct proc *p = &pl->procs[i];
+        if (rsr_walk_file(pl->files[i], take_chunk, p, &pl->walks[i]) != 0)
+            p->read_errno = errno ? errno : EIO;
+    }
+    return NULL;
+}
+
+static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
+                       const struct rsr_flame_opts *opts, uint64_t *nsamples)
+{
+    struct loader L = { .fls = fls, .opts = opts };
     L.sym = rsr_sym_new(opts->quiet);
     if (!L.sym) {
         fputs("ringside: out of memory\n", stderr);
         exit(1);
     }
-    uint64_t total = 0;
+    struct pool pl = { .files = files, .n = nfiles };
+    pl.procs = rsr_xcalloc((size_t)nfiles, sizeof *pl.procs);
+    pl.walks = rsr_xcalloc((size_t)nfiles, sizeof *pl.walks);
+    for (int i = 0; i < nfiles; i++)
+        pl.procs[i] = (struct proc){ .file = files[i], .opts = opts, .rank = -1 };
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int nthreads = cpus > 1 ? (int)(cpus < 16 ? cpus : 16) : 1;
+    if (nthreads > nfiles)
+        nthreads = nfiles;
+    pthread_t tids[16];
+    int started = 0;
+    for (int t = 1; t < nthreads; t++)
+        if (pthread_create(&tids[started], NULL, read_worker, &pl) == 0)
+            started++;
+    read_worker(&pl);
+    for (int t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
+
     for (int i = 0; i < nfiles; i++) {
-        struct proc p = { .file = files[i], .opts = opts, .rank = -1 };
-        struct rsr_walk walk;
-        if (rsr_walk_file(files[i], take_chunk, &p, &walk) != 0) {
-            fprintf(stderr, "ringside: %s: %s\n", files[i], strerror(errno));
+        struct proc *p = &pl.procs[i];
+        if (p->read_errno) {
+            fprintf(stderr, "ringside: %s: %s\n", files[i], strerror(p->read_errno));
         } else {
             if (!opts->quiet)
-                for (uint32_t k = 0; k < walk.nproblems && k < RSR_MAX_PROBLEMS; k++)
-                    rsr_problem_print(stderr, files[i], &walk.problems[k]);
-            if (!p.skip && p.naggs) {
-                total += add_proc(&L, &p);
-                fl->nprocs++;
-            }
+                for (uint32_t k = 0; k < pl.walks[i].nproblems && k < RSR_MAX_PROBLEMS; k++)
+                    rsr_problem_print(stderr, files[i], &pl.walks[i].problems[k]);
+            if (!p->skip && p->naggs)
+                add_proc(&L, p, nsamples);
         }
-        proc_free(&p);
+        proc_free(p);
     }
+    free(pl.procs);
+    free(pl.walks);
     free(L.frames);
     rsr_sym_free(L.sym);
-    return total;
+}
+
+uint64_t rsr_flame_load(struct rsr_flame *fl, char **files, int nfiles,
+                        const struct rsr_flame_opts *opts)
+{
+    struct rsr_flame *fls[RSF_SAMPLE_NKINDS] = { NULL };
+    uint64_t nsamples[RSF_SAMPLE_NKINDS] = { 0 };
+    struct rsr_flame_opts o = *opts;
+    if (fl->kind < 0 || fl->kind >= RSF_SAMPLE_NKINDS)
+        return 0;
+    fls[fl->kind] = fl;
+    o.kind = fl->kind;
+    load_kinds(fls, files, nfiles, &o, nsamples);
+    return nsamples[fl->kind];
 }
 
 int rsr_flame_write_all(char **files, int nfiles, const char *out_dir, int quiet)
 {
+    struct rsr_flame fl[RSF_SAMPLE_NKINDS], *fls[RSF_SAMPLE_NKINDS];
+    uint64_t nsamples[RSF_SAMPLE_NKINDS] = { 0 };
+    struct rsr_flame_opts o = { .kind = -1, .rank = -1, .quiet = quiet };
+    for (int k = 0; k < RSF_SAMPLE_NKINDS; k++) {
+        rsr_flame_init(&fl[k], k);
+        fls[k] = &fl[k];
+    }
+    load_kinds(fls, files, nfiles, &o, nsamples);
     int written = 0;
-    for (int kind = 0; kind < RSF_SAMPLE_NKINDS; kind++) {
-        struct rsr_flame fl;
-        struct rsr_flame_opts o = { .kind = kind, .rank = -1, .quiet = quiet || kind > 0 };
-        rsr_flame_init(&fl, kind);
-        if (rsr_flame_load(&fl, files, nfiles, &o) > 0) {
-            size_t n = strlen(out_dir) + 32;
-            char *path = rsr_xmalloc(n);
-            snprintf(path, n, "%s/flame-%s.svg", out_dir, rsf_sample_kind_name((unsigned)kind));
-            FILE *f = fopen(path, "w");
-            int err = !f || rsr_flame_write_svg(f, &fl, NULL) != 0;
-            if (f && fclose(f) != 0)
-                err = 1;
-            if (err) {
-                fprintf(stderr, "ringside: %s: %s\n", path, strerror(errno ? errno : EIO));
-                free(path);
-                rsr_flame_free(&fl);
-                return -1;
-            }
-            free(path);
+    for (int k = 0; k < RSF_SAMPLE_NKINDS && written >= 0; k++) {
+        if (!nsamples[k])
+            continue;
+        size_t n = strlen(out_dir) + 32;
+        char *path = rsr_xmalloc(n);
+        snprintf(path, n, "%s/flame-%s.svg", out_dir, rsf_sample_kind_name((unsigned)k));
+        FILE *f = fopen(path, "w");
+        int err = !f || rsr_flame_write_svg(f, &fl[k], NULL) != 0;
+        if (f && fclose(f) != 0)
+            err = 1;
+        if (err) {
+            fprintf(stderr, "ringside: %s: %s\n", path, strerror(errno ? errno : EIO));
+            written = -1;
+        } else {
             written++;
         }
-        rsr_flame_free(&fl);
+        free(path);
     }
+    for (int k = 0; k < RSF_SAMPLE_NKINDS; k++)
+        rsr_flame_free(&fl[k]);
     return written;
 }

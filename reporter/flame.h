@@ -45,7 +45,7 @@ struct rsr_flame {
 
 /* Options of the loader. */
 struct rsr_flame_opts {
-    int kind;       /* enum rsf_sample_kind */
+    int kind;       /* enum rsf_sample_kind (rsr_flame_load reads fl->kind) */
     int rank;       /* only processes of this rank; -1 all */
     int threads;    /* thread names as root frames */
     int lines;      /* "func (file.c:line)" instead of "func" */
@@ -66,10 +66,10 @@ uint32_t rsr_flame_frame(struct rsr_flame *fl, const char *name, enum rsr_frame_
 void rsr_flame_add(struct rsr_flame *fl, const uint32_t *frames, uint32_t n, uint64_t weight,
                    uint64_t count);
 
-/* Loads the samples of opts->kind from the trace files and symbolises their
- * stacks into fl (initialised by the caller with that kind). Files that
- * cannot be read are named on stderr and skipped. Returns the number of
- * samples added. */
+/* Loads the samples of fl->kind from the trace files (read in parallel) and
+ * symbolises their stacks into fl. Files that cannot be read, or only in
+ * part, are named on stderr (with the offset) and what can be read is used.
+ * Returns the number of samples added. */
 uint64_t rsr_flame_load(struct rsr_flame *fl, char **files, int nfiles,
                         const struct rsr_flame_opts *opts);
 

@@ -220,11 +220,12 @@ static const char script[] =
     "<script type=\"text/ecmascript\"><![CDATA[\n"
     "'use strict';\n"
     "var W = %d, PAD = %d, FONT = %d, total = 0, zx = 0, zw = 0, frames = [], details, matched,\n"
-    "    resetBtn, searchBtn, searching = null;\n"
+    "    resetBtn, clearBtn, term, searching = null;\n"
     "function nameOf(g) { return g.querySelector('title').textContent.split('\\n')[0]; }\n"
     "function init() {\n"
     "  details = document.getElementById('details'); matched = document.getElementById('matched');\n"
-    "  resetBtn = document.getElementById('reset'); searchBtn = document.getElementById('search');\n"
+    "  resetBtn = document.getElementById('reset'); clearBtn = document.getElementById('clear');\n"
+    "  term = document.getElementById('term');\n"
     "  var gs = document.querySelectorAll('g.f');\n"
     "  for (var i = 0; i < gs.length; i++) {\n"
     "    var g = gs[i];\n"
@@ -242,7 +243,10 @@ static const char script[] =
     "  }\n"
     "  zx = 0; zw = total;\n"
     "  resetBtn.addEventListener('click', function () { zoomTo(null); });\n"
-    "  searchBtn.addEventListener('click', function () { searching ? clearSearch() : askSearch(); });\n"
+    "  if (term) term.addEventListener('input', function () {\n"
+    "    if (term.value) doSearch(term.value); else clearSearch();\n"
+    "  });\n"
+    "  clearBtn.addEventListener('click', clearSearch);\n"
     "  document.addEventListener('keydown', function (e) {\n"
     "    if ((e.ctrlKey || e.metaKey) && e.key === 'f') { e.preventDefault(); askSearch(); }\n"
     "    else if (e.key === 'Escape') { zoomTo(null); clearSearch(); }\n"
@@ -270,8 +274,9 @@ static const char script[] =
     "  resetBtn.style.opacity = target ? '1' : '0.3';\n"
     "}\n"
     "function askSearch() {\n"
-    "  var term = window.prompt('Search frames (regular expression, or text)', searching || '');\n"
-    "  if (term) doSearch(term);\n"
+    "  if (term && term.getBoundingClientRect().width > 0) { term.focus(); term.select(); return; }\n"
+    "  var t = window.prompt('Search frames (regular expression, or text)', searching || '');\n"
+    "  if (t) doSearch(t);\n"
     "}\n"
     "function doSearch(term) {\n"
     "  var re = null;\n"
@@ -290,12 +295,13 @@ static const char script[] =
     "    if (spans[k][1] > s) { sum += spans[k][1] - s; end = spans[k][1]; }\n"
     "  }\n"
     "  searching = term;\n"
-    "  searchBtn.textContent = 'Clear search';\n"
+    "  clearBtn.style.display = '';\n"
     "  matched.textContent = 'Matched: ' + (total ? (100 * sum / total).toFixed(1) : '0') + '%%';\n"
     "}\n"
     "function clearSearch() {\n"
     "  for (var i = 0; i < frames.length; i++) frames[i].rect.setAttribute('fill', frames[i].fill);\n"
-    "  searching = null; searchBtn.textContent = 'Search'; matched.textContent = ' ';\n"
+    "  searching = null; clearBtn.style.display = 'none'; matched.textContent = ' ';\n"
+    "  if (term) term.value = '';\n"
     "}\n"
     "window.addEventListener('load', init);\n"
     "]]></script>\n";
@@ -336,8 +342,15 @@ int rsr_flame_write_svg(FILE *f, const struct rsr_flame *fl, const char *title)
             WIDTH / 2, t, units[k], fl->nodes[0].count, fl->nprocs, fl->nprocs == 1 ? "" : "es");
     fprintf(f, "<text id=\"reset\" class=\"btn\" x=\"%d\" y=\"56\" style=\"opacity:0.3\">Reset zoom</text>\n",
             PAD);
-    fprintf(f, "<text id=\"search\" class=\"btn\" x=\"%d\" y=\"56\" text-anchor=\"end\">Search</text>\n",
-            WIDTH - PAD);
+    /* the search box: an XHTML input, which works where prompt() does not
+     * (a sandboxed iframe); Ctrl-F focuses it */
+    fprintf(f, "<foreignObject x=\"%d\" y=\"42\" width=\"250\" height=\"20\">"
+            "<input xmlns=\"http://www.w3.org/1999/xhtml\" id=\"term\" type=\"text\" "
+            "placeholder=\"Search: regex or text (Ctrl-F)\" "
+            "style=\"box-sizing:border-box;width:250px;height:19px;font:12px Verdana,sans-serif\"/>"
+            "</foreignObject>\n", WIDTH - PAD - 250);
+    fprintf(f, "<text id=\"clear\" class=\"btn\" x=\"%d\" y=\"56\" text-anchor=\"end\" "
+            "style=\"display:none\">Clear search</text>\n", WIDTH - PAD - 258);
     fprintf(f, "<text id=\"matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\"> </text>\n", WIDTH - PAD,
             height - 10);
     fprintf(f, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", PAD, height - 10);

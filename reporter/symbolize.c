@@ -227,17 +227,51 @@ static int is_function(Dwarf_Die *die)
     return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine || tag == DW_TAG_entry_point;
 }
 
-/* Fills levels (innermost first into tmp) from the DWARF scopes at addr;
- * returns how many, 0 when there is no DWARF for addr. */
-static uint32_t dwarf_levels(struct rsr_sym *s, Dwfl_Module *mod, uint64_t addr,
-                             struct rsr_sym_level **out)
+enum { MAX_SCOPES = 256 };
+
+/* Appends to chain (outermost first, n so far) the DIEs under parent that
+ * hold pc, down to the innermost; namespaces are searched through. Returns
+ * the new length. Only the way down is read, not the whole unit, which is
+ * what makes this cheaper than dwarf_getscopes + dwarf_getscopes_die. */
+static int descend(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *chain, int n)
+{
+    Dwarf_Die child;
+    if (n >= MAX_SCOPES || dwarf_child(parent, &child) != 0)
+        return n;
+    do {
+        switch (dwarf_tag(&child)) {
+        case DW_TAG_subprogram:
+        case DW_TAG_inlined_subroutine:
+        case DW_TAG_entry_point:
+        case DW_TAG_lexical_block:
+        case DW_TAG_try_block:
+        case DW_TAG_catch_block:
+            if (dwarf_haspc(&child, pc) == 1) {
+                chain[n] = child;
+                return descend(&chain[n], pc, chain, n + 1);
+            }
+            break;
+        case DW_TAG_namespace:
+        case DW_TAG_module: {
+            int k = descend(&child, pc, chain, n);
+            if (k > n)
+                return k;
+            break;
+        }
+        default:
+            break;
+        }
+    } while (dwarf_siblingof(&child, &child) == 0);
+    return n;
+}
+
+/* The scopes holding pc, innermost first, through libdw's own search: for
+ * what descend does not find (units that import others). */
+static int scopes_by_libdw(Dwfl_Module *mod, Dwarf_Die *cudie, Dwarf_Addr pc, Dwarf_Die **out)
 {
     Dwarf_Addr bias;
-    Dwarf_Die *cudie = dwfl_module_addrdie(mod, addr, &bias);
-    if (!cudie)
-        return 0;
     Dwarf_Die *scopes = NULL;
-    int n = dwarf_getscopes(cudie, addr - bias, &scopes);
+    int n = dwarf_getscopes(cudie, pc, &scopes);
     if (n <= 0) {
         free(scopes);
         return 0;
@@ -255,6 +289,31 @@ static uint32_t dwarf_levels(struct rsr_sym *s, Dwfl_Module *mod, uint64_t addr,
     if (n <= 0) {
         free(scopes);
         return 0;
+    }
+    *out = scopes;
+    return n;
+}
+
+/* Fills levels (innermost first) from the DWARF scopes at addr; returns
+ * how many, 0 when there is no DWARF function there. */
+static uint32_t dwarf_levels(struct rsr_sym *s, Dwfl_Module *mod, uint64_t addr,
+                             struct rsr_sym_level **out)
+{
+    Dwarf_Addr bias;
+    Dwarf_Die *cudie = dwfl_module_addrdie(mod, addr, &bias);
+    if (!cudie)
+        return 0;
+    Dwarf_Die chain[MAX_SCOPES];
+    int n = descend(cudie, addr - bias, chain, 0);
+    Dwarf_Die *scopes;
+    if (n > 0) {
+        scopes = rsr_xmalloc((size_t)n * sizeof *scopes);
+        for (int i = 0; i < n; i++)
+            scopes[i] = chain[n - 1 - i];
+    } else {
+        n = scopes_by_libdw(mod, cudie, addr - bias, &scopes);
+        if (n <= 0)
+            return 0;
     }
     Dwarf_Files *files = NULL;
     size_t nfiles = 0;
@@ -301,6 +360,14 @@ static struct rsr_sym_result *resolve(struct rsr_sym *s, int file, uint64_t addr
     uint32_t n = 0;
     if (f->state == RSR_SYM_FILE_OK) {
         n = dwarf_levels(s, f->mod, addr, &inner_first);
+        if (n > 0 && strcmp(inner_first[n - 1].func, "??") == 0) {
+            /* a function DIE without a name: the symbol table's */
+            const char *name = dwfl_module_addrname(f->mod, addr);
+            char *d = name ? rsr_sym_demangle(name) : NULL;
+            if (name)
+                inner_first[n - 1].func = keep(s, d ? d : name);
+            free(d);
+        }
         if (n == 0) {
             /* No DWARF here: the symbol table, and the line table if any. */
             GElf_Off off;

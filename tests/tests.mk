@@ -33,12 +33,12 @@ test: deps
 	$(Q)BUILD=$(BUILD) sh tests/run.sh
 include tests/format.mk
 include tests/html.mk
+include tests/flame.mk
 
-# The flame graph tests' trace writer: hand-made stack records through formats/.
-$(BUILD)/tests/flame_mktrace: tests/flame_mktrace.c $(FORMAT_OBJ)
+# A shared library for the Python + ctypes sampler test.
+$(BUILD)/tests/prog/libspin.so: tests/programs/lib/spin.c
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(RS_CFLAGS) -o $@ $< $(FORMAT_OBJ) $(RS_LDFLAGS) -llz4
-TEST_EXTRA += $(BUILD)/tests/flame_mktrace
-test-build: $(BUILD)/tests/flame_mktrace
+	$(Q)$(CC) $(RS_CFLAGS) -shared -o $@ $< $(RS_LDFLAGS)
+test-build: $(BUILD)/tests/prog/libspin.so
 include tests/cudart/cudart.mk

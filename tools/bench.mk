@@ -3,6 +3,8 @@
 # (tools/bench_launch.c), and runs tools/bench.sh, which times them and
 # simtrain with and without the agent in alternating rounds and prints
 # Markdown tables of the ratios.
+# tools/bench_sample.sh then times the sampler on a CPU-bound program
+# ($(BUILD)/bench_run measures CPU time).
 # Included by the top Makefile after its own rules (needs BUILD, RS_CFLAGS).
 
 $(BUILD)/bench_io: $(BUILD)/obj/tools/bench_io.o
@@ -15,10 +17,16 @@ $(BUILD)/bench_launch: $(BUILD)/obj/tools/bench_launch.o
 	$(call say,LD,$@)
 	$(Q)$(CC) -o $@ $< $(RS_LDFLAGS)
 
+$(BUILD)/bench_run: $(BUILD)/obj/tools/bench_run.o
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $< $(RS_LDFLAGS)
+
 bench: $(BUILD)/libagent.so $(BUILD)/ringside $(BUILD)/bench_io $(BUILD)/bench_launch \
-       $(BUILD)/simtrain $(BUILD)/sim/libcuda.so.1 $(BUILD)/gen_job
+       $(BUILD)/simtrain $(BUILD)/sim/libcuda.so.1 $(BUILD)/gen_job $(BUILD)/bench_run \
+       $(BUILD)/tests/prog/hot3
 	$(Q)sh tools/bench.sh $(BUILD)
 	$(Q)python3 tools/bench_report.py $(BUILD)
+	$(Q)sh tools/bench_sample.sh $(BUILD)
 
 # The reporter's part: build/gen_job writes a synthetic job of ringside files
 # (tools/gen_job.c), and tools/bench_report.py times import + report on the
@@ -27,7 +35,7 @@ GEN_JOB_OBJ := $(BUILD)/obj/tools/gen_job.o $(FORMAT_OBJ) \
                $(filter-out $(BUILD)/obj/reporter/main.o,$(REPORTER_OBJ))
 $(BUILD)/gen_job: $(GEN_JOB_OBJ)
 	$(call say,LD,$@)
-	$(Q)$(CC) -o $@ $(GEN_JOB_OBJ) $(RS_LDFLAGS) -llz4 -lyajl -lz -lm
+	$(Q)$(CC) -o $@ $(GEN_JOB_OBJ) $(RS_LDFLAGS) -llz4 -lyajl -lz -lm -ldw -lelf -lstdc++
 
 # `make bench-report` runs this part alone.
 .PHONY: bench-report

@@ -96,6 +96,33 @@ def file_offset_to_vaddr(path, off):
     return None
 
 
+def folded(out, kind="cpu"):
+    """[(frames outermost first, weight)] from `ringside flame OUT --kind KIND -o -`
+    (folded text), or None when the command fails."""
+    from rstest import RINGSIDE, run
+    p = run([RINGSIDE, "flame", out, "--kind", kind, "-o", "-"])
+    if p.returncode != 0:
+        return None
+    rows = []
+    for line in p.stdout.decode().splitlines():
+        stack, _, w = line.rpartition(" ")
+        if stack:
+            rows.append((stack.split(";"), int(w)))
+    return rows
+
+
+def weighted_shares(rows, pick, wanted):
+    """Share (percent) of weight of each wanted name, pick(frames) giving a
+    row's name, among rows whose name is wanted; and that total weight."""
+    tot = {w: 0 for w in wanted}
+    for frames, weight in rows:
+        name = pick(frames)
+        if name in tot:
+            tot[name] += weight
+    n = sum(tot.values())
+    return {w: (100.0 * v / n if n else 0.0) for w, v in tot.items()}, n
+
+
 def shares(names, wanted):
     """Share (percent) of each wanted name among the samples in names that
     are one of them, and how many samples that was."""

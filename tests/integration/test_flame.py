@@ -7,9 +7,12 @@ hand-made Module/Stack/Sample records (written through formats/ by
 build/tests/flame_mktrace) whose addresses point into those real files must
 fold into the lines computed here from addr2line; the SVG must parse as XML
 with hostile names kept as text."""
+import glob
+import json
 import os
 import re
 import shutil
+import sys
 import xml.etree.ElementTree as ET
 
 from rstest import (BUILD, PROG, RINGSIDE, check, cleanup, finish, report_problems, run, skip, tempdir,
@@ -18,7 +21,7 @@ from rstest import (BUILD, PROG, RINGSIDE, check, cleanup, finish, report_proble
 HOT = os.path.join(PROG, "flame_hot")
 MKTRACE = os.path.join(BUILD, "tests", "flame_mktrace")
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
-HOSTILE = "</title><script>alert('x')</script>&\"; rm -rf"
+HOSTILE = "</title><script>alert('x')</script><img src=x onerror=\"window.pwned=1\">&; rm -rf"
 
 
 def groups(text):
@@ -334,6 +337,19 @@ def main():
     p, got, _ = flame(["--kind", "wait", "--rank", "0"], out)
     same("flame wait folded", got, {fold_expect([stack_names(stacks[2])]): 777})
 
+    def stack_lines(pcs):
+        names = []
+        for i, (elf, base, pc) in reversed(list(enumerate(pcs))):
+            a = pc - base - (0 if i == 0 else 1)
+            names += ["%s (%s:%d)" % lv if lv[1] != "??" else lv[0]
+                      for lv in reversed(addr2line(elf, [a])[a])]
+        return names
+
+    p, got, _ = flame(["--rank", "0", "--lines"], out)
+    want = {fold_expect([stack_lines(stacks[sid])]): weights[sid] for sid in (1, 2, 3)}
+    same("flame --lines: file:line of every level as addr2line says",
+         {k: v for k, v in got.items() if "main (" in k and "(flame_hot.c:" in k.split(";")[-1]}, want)
+
     p, got, _ = flame(["--rank", "0", "--threads"], out)
     check("flame --threads roots", got and all(k.startswith("[thread trainer main];") for k in got), str(got)[:300])
 
@@ -344,6 +360,25 @@ def main():
     check("flame no such rank: exit 1", p.returncode == 1 and b"rank 7" in p.stderr, p.stderr.decode())
     p = run([RINGSIDE, "flame", dir0, "--kind", "nope"])
     check("flame bad kind: usage exit 2", p.returncode == 2, "exit %d" % p.returncode)
+
+    # bad input: a file cut inside its last frame (the second chunk) and one of
+    # noise: both named with the offset, the first chunk's samples still drawn.
+    bad = os.path.join(work, "bad", "job")
+    os.makedirs(bad)
+    with open(f0, "rb") as src:
+        data = src.read()
+    with open(os.path.join(bad, "rank-0.testhost.100.trace.lz4"), "wb") as dst:
+        dst.write(data[:-20])
+    with open(os.path.join(bad, "rank-1.testhost.101.trace.lz4"), "wb") as dst:
+        dst.write(os.urandom(3000))
+    p = run([RINGSIDE, "flame", bad, "--kind", "cpu", "-o", out])
+    err = p.stderr.decode(errors="replace")
+    got, _ = folded_lines(out) if p.returncode == 0 else ({}, [])
+    first = {fold_expect([stack_names(stacks[1])]): weights[1],
+             fold_expect([stack_names(stacks[2])]): weights[2]}
+    check("flame damaged files named with offsets",
+          "rank-0.testhost.100.trace.lz4: offset" in err and "rank-1.testhost.101.trace.lz4: offset 0" in err, err)
+    same("flame damaged files: the whole chunk's samples", got, first)
 
     # 5. the SVG: well-formed, hostile names as text, widths add up.
     svg = os.path.join(work, "x.svg")
@@ -372,9 +407,135 @@ def main():
         want_names = set(n for k in exp0 for n in k.split(";"))
         check("flame svg frames == folded frames", want_names <= names | {py_name.replace(";", ":")},
               str(want_names - names)[:300])
+        in_browser(svg, exp0)
+
+    # 6. report -o OUT: a flame graph per kind of sample the traces hold.
+    rep = os.path.join(work, "report")
+    p = run([RINGSIDE, "report", dir0, "-o", rep, "-q"])
+    check("flame report runs", p.returncode == 0, p.stderr.decode(errors="replace")[-300:])
+    made = sorted(f for f in os.listdir(rep) if f.startswith("flame-")) if os.path.isdir(rep) else []
+    check("flame report writes flame-cpu.svg and flame-wait.svg only", made == ["flame-cpu.svg", "flame-wait.svg"],
+          str(made))
+    roots = {}
+    for f in made:
+        try:
+            frames = [g for g in ET.parse(os.path.join(rep, f)).getroot().iter("{http://www.w3.org/2000/svg}g")]
+            roots[f] = [int(g.get("data-w")) for g in frames if g.get("data-d") == "0"]
+        except ET.ParseError as e:
+            roots[f] = str(e)
+    check("flame report svgs hold all ranks' weights",
+          roots == {"flame-cpu.svg": [sum(merged.values())], "flame-wait.svg": [777]}, str(roots))
     cleanup(work)
     sampled_shares()
+    sim_flames()
     finish()
+
+
+def in_browser(svg, folded):
+    """7. The SVG in headless Chromium: no errors; hover, zoom, reset and
+    search do what they say; the matched share is the folded stacks' share."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import headless
+    if not headless.find_chromium():
+        skip("flame svg in chromium", "no chromium installed")
+        return
+    total = sum(folded.values())
+    want = sum(v for k, v in folded.items() if set(k.split(";")) & {"hot_a", "hot_b"})
+    with headless.Browser(width=1200, height=600) as b:
+        b.open(svg)
+        js = """(function () {
+          var gs = Array.prototype.slice.call(document.querySelectorAll('g.f'));
+          function named(n) { return gs.filter(function (g) {
+            return g.querySelector('title').textContent.split('\\n')[0] === n; })[0]; }
+          function w(g) { return +g.querySelector('rect').getAttribute('width'); }
+          var a = named('hot_a'), bb = named('hot_b'), all = named('all'), r = {};
+          r.before = w(a);
+          a.dispatchEvent(new MouseEvent('mouseover'));
+          r.details = document.getElementById('details').textContent;
+          a.dispatchEvent(new MouseEvent('click'));
+          r.zoomed = w(a); r.other = bb.style.display; r.all = w(all);
+          document.getElementById('reset').dispatchEvent(new MouseEvent('click'));
+          r.reset = w(a); r.other_back = bb.style.display;
+          var term = document.getElementById('term');
+          r.box = term.getBoundingClientRect().width;
+          term.value = '^hot_[ab]$';
+          term.dispatchEvent(new Event('input'));
+          r.matched = document.getElementById('matched').textContent;
+          r.purple = gs.filter(function (g) {
+            return g.querySelector('rect').getAttribute('fill') === 'rgb(230,0,230)'; }).length;
+          document.getElementById('clear').dispatchEvent(new MouseEvent('click'));
+          r.cleared = document.getElementById('matched').textContent.trim() === '' && term.value === '' &&
+            gs.every(function (g) { return g.querySelector('rect').getAttribute('fill') !== 'rgb(230,0,230)'; });
+          r.imgs = document.querySelectorAll('img').length; r.pwned = window.pwned === undefined;
+          r.scripts = document.querySelectorAll('script').length;
+          return r; })()"""
+        try:
+            r = b.eval(js)
+        except RuntimeError as e:
+            check("flame svg script runs in chromium", False, str(e)[:300])
+            return
+        report_problems("flame svg in chromium: no errors, dialogs or requests", b.problems())
+    check("flame svg hover shows name and share", r["details"].startswith("hot_a: ") and "%" in r["details"],
+          r["details"])
+    check("flame svg click zooms to full width", abs(r["zoomed"] - 1179.9) < 0.5 and r["before"] < 1000,
+          "%s -> %s" % (r["before"], r["zoomed"]))
+    check("flame svg zoom hides other branches", r["other"] == "none" and abs(r["all"] - 1179.9) < 0.5,
+          str(r))
+    check("flame svg reset zoom", abs(r["reset"] - r["before"]) < 0.05 and r["other_back"] == "", str(r))
+    m = re.match(r"Matched: ([\d.]+)%", r["matched"])
+    share = 100.0 * want / total
+    check("flame svg search (typed in the box) share == folded share", m and abs(float(m.group(1)) - share) <= 0.06,
+          "%s vs %.2f%%" % (r["matched"], share))
+    check("flame svg search box shown", r["box"] > 100, str(r["box"]))
+    check("flame svg search marks the matches, Clear unmarks", r["purple"] >= 2 and r["cleared"], str(r))
+    check("flame svg hostile name inert", r["imgs"] == 0 and r["pwned"] and r["scripts"] == 1, str(r))
+
+
+def sim_flames():
+    """8. simtrain on two simulated ranks, rank 1 a straggler: rank 0's wait
+    flame graph puts most of its blocked time under sim_train_step (the
+    function that calls cuStreamSynchronize), no more than the run time
+    simtrain reports; its GPU flame graph (every launch's stack) holds the
+    kernels' GPU time of the simulator's truth file under sim_train_kernel."""
+    out = tempdir("flame-sim")
+    env = traced_env(out, LD_LIBRARY_PATH=os.path.join(BUILD, "sim"), RINGSIDE_GPU_STACK_EVERY=1,
+                     SIMGPU_TRUTH=os.path.join(out, "truth.%p"))
+    p = run([os.path.join(BUILD, "simlaunch"), "-n", "2", "--", os.path.join(BUILD, "simtrain"),
+             "--steps", "20", "--straggler", "1:3"], env=env)
+    text = p.stderr.decode(errors="replace") + p.stdout.decode(errors="replace")
+    m = re.search(r"rank 0 of 2: \d+ steps in ([0-9.]+) s", text)
+    if not check("flame simtrain runs", p.returncode == 0 and m, text[-300:]):
+        cleanup(out)
+        return
+    run_ns = float(m.group(1)) * 1e9
+    truth = 0
+    for f in glob.glob(os.path.join(out, "truth.*")):
+        with open(f) as t:
+            for line in t:
+                r = json.loads(line)
+                if r["kind"] == "kernel" and r.get("rank") == 0 and not r["name"].startswith("nccl"):
+                    truth += r["end_ns"] - r["start_ns"]
+    job = [d for d in glob.glob(os.path.join(out, "*")) if os.path.isdir(d)]
+    flames = {}
+    for kind in ("wait", "gpu"):
+        path = os.path.join(out, kind + ".folded")
+        r = run([RINGSIDE, "flame"] + job + ["--kind", kind, "--rank", "0", "-o", path, "-q"])
+        flames[kind] = folded_lines(path)[0] if r.returncode == 0 else {}
+        check("flame simtrain %s flame graph" % kind, r.returncode == 0 and flames[kind],
+              r.stderr.decode(errors="replace"))
+    wait = flames["wait"]
+    total = sum(wait.values())
+    under = sum(v for k, v in wait.items() if "sim_train_step" in k.split(";"))
+    check("flame simtrain rank 0 blocked time under sim_train_step", total and under >= 0.8 * total,
+          "%d of %d ns" % (under, total))
+    check("flame simtrain rank 0 blocked time within its run time", 0 < total <= run_ns,
+          "%d ns blocked, run %d ns" % (total, run_ns))
+    gpu = sum(v for k, v in flames["gpu"].items() if "sim_train_kernel" in k.split(";"))
+    # within 3%: the agent times kernels with event pairs read back on the
+    # host, a few us off each on a loaded machine
+    check("flame simtrain rank 0 kernel GPU time == truth file (3%)", truth and abs(gpu - truth) <= 0.03 * truth,
+          "flame graph %d ns, truth %d ns" % (gpu, truth))
+    cleanup(out)
 
 
 def sampled_shares():

@@ -62,15 +62,19 @@ int main(int argc, char **argv)
 {
     double seconds = argc > 1 ? atof(argv[1]) : 2.0;
     double spent[3] = { 0, 0, 0 };
-    uint64_t x = 1;
+    uint64_t x = 1, lcg = 12345;
     double start = cpu_now();
     while (cpu_now() - start < seconds) {
+        /* rounds of random length, so that periodic sampling (the kernel's
+         * tick) does not keep falling on the same phase of the loop */
+        lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+        int k = 1 + (int)((lcg >> 33) % 16);
         double t0 = cpu_now();
-        x = hot_a(x, 60);
+        x = hot_a(x, 6 * k);
         double t1 = cpu_now();
-        x = hot_b(x, 30);
+        x = hot_b(x, 3 * k);
         double t2 = cpu_now();
-        x = hot_c(x, 10);
+        x = hot_c(x, k);
         double t3 = cpu_now();
         spent[0] += t1 - t0;
         spent[1] += t2 - t1;

@@ -27,10 +27,15 @@ int main(int argc, char **argv)
 {
     long rounds = argc > 1 ? atol(argv[1]) : 100;
     unsigned long unit = argc > 2 ? strtoul(argv[2], NULL, 10) : 100000;
+    unsigned long seed = 12345;
     for (long r = 0; r < rounds; r++) {
-        hot_a(unit);
-        hot_b(unit);
-        hot_c(unit);
+        seed = seed * 6364136223846793005ul + 1442695040888963407ul;
+        unsigned long u = unit / 2 + (seed >> 33) % (unit + 1);
+        switch ((seed >> 20) % 3) {
+        case 0: hot_a(u); hot_b(u); hot_c(u); break;
+        case 1: hot_c(u); hot_a(u); hot_b(u); break;
+        default: hot_b(u); hot_c(u); hot_a(u); break;
+        }
     }
     printf("%lu\n", (unsigned long)sink);
     return 0;

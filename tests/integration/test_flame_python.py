@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Python in the flame graph, through `ringside flame` (folded output), under
+CPython 3.10 to 3.13 (pyenv's installs): tests/programs/py_hot3.py's three
+functions doing 60/30/10 of the work by construction appear by qualified
+name with shares of the CPU time within 5 points, under their Python
+callers; and in its ctypes mode, the C function spin_c sits under the Python
+function that called it, with no other Python frame between them."""
+import glob
+import os
+
+from rstest import PROG, RINGSIDE, ROOT, check, cleanup, finish, run, skip, tempdir, traced_env
+
+SCRIPT = os.path.join(ROOT, "tests", "programs", "py_hot3.py")
+LIB = os.path.join(PROG, "libspin.so")
+
+
+def interpreter(minor):
+    roots = [os.environ.get("PYENV_ROOT", ""), os.path.expanduser("~/.pyenv"), "/root/.pyenv"]
+    for r in roots:
+        found = sorted(glob.glob(os.path.join(r, "versions", "3.%d.*" % minor, "bin", "python3.%d" % minor)))
+        if found:
+            return found[-1]
+    return None
+
+
+def folded(out, label):
+    """{stack: weight} of the CPU flame graph of the traces under out."""
+    path = os.path.join(out, "cpu.folded")
+    p = run([RINGSIDE, "flame", out, "--kind", "cpu", "-o", path, "-q"])
+    if not check(label + ": ringside flame runs", p.returncode == 0, p.stderr.decode(errors="replace")):
+        return {}
+    got = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            stack, _, w = line.rstrip("\n").rpartition(" ")
+            got[stack] = got.get(stack, 0) + int(w)
+    return got
+
+
+def hot3(py, minor):
+    label = "flame 3.%d" % minor
+    alpha = "py_hot3.py:Work.alpha" if minor >= 11 else "py_hot3.py:alpha"
+    truth = {alpha: 60.0, "py_hot3.py:beta": 30.0, "py_hot3.py:gamma": 10.0}
+    out = tempdir("flame-py")
+    p = run([py, SCRIPT, "hot3", "150", "20000"], env=traced_env(out, RINGSIDE_SAMPLE_HZ=999))
+    if check(label + ": script runs", p.returncode == 0, p.stderr.decode()[-300:]):
+        got = folded(out, label)
+        frames = [k.split(";") for k in got]
+        ws = list(got.values())
+        in_hot = sum(w for f, w in zip(frames, ws) if set(f) & set(truth))
+        total = sum(ws)
+        check(label + ": the three functions hold most CPU time", total and in_hot >= 0.9 * total,
+              "%d of %d ns; frames seen: %s" % (in_hot, total, sorted(set(n for f in frames for n in f
+                                                                         if ".py:" in n))[:10]))
+        for fn, want in truth.items():
+            w = sum(w for f, w in zip(frames, ws) if fn in f)
+            share = 100.0 * w / in_hot if in_hot else 0
+            check("%s: %s share %.0f%% within 5 points" % (label, fn, want), abs(share - want) <= 5,
+                  "%.1f%%" % share)
+        under = sum(w for f, w in zip(frames, ws)
+                    if set(f) & set(truth) and "py_hot3.py:main" in f and "py_hot3.py:<module>" in f
+                    and f.index("py_hot3.py:<module>") < f.index("py_hot3.py:main") <
+                    min(f.index(n) for n in truth if n in f))
+        check(label + ": under <module> and main", in_hot and under >= 0.9 * in_hot,
+              "%d of %d ns" % (under, in_hot))
+    cleanup(out)
+
+
+def mixed(py, minor):
+    label = "flame 3.%d ctypes" % minor
+    out = tempdir("flame-pyc")
+    p = run([py, SCRIPT, "ctypes", LIB, "120", "3000000"], env=traced_env(out, RINGSIDE_SAMPLE_HZ=999))
+    if check(label + ": script runs", p.returncode == 0, p.stderr.decode()[-300:]):
+        got = folded(out, label)
+        in_c = under = 0
+        for stack, w in got.items():
+            f = stack.split(";")
+            if "spin_c" not in f:
+                continue
+            in_c += w
+            i = f.index("spin_c")
+            py_above = [k for k, n in enumerate(f[:i]) if ".py:" in n]
+            if py_above and f[py_above[-1]] == "py_hot3.py:c_caller":
+                under += w
+        check(label + ": spin_c in the flame graph", in_c > 0, "no spin_c frame")
+        check(label + ": spin_c under its Python caller c_caller", in_c and under >= 0.95 * in_c,
+              "%d of %d ns" % (under, in_c))
+    cleanup(out)
+
+
+def main():
+    for minor in (10, 11, 12, 13):
+        py = interpreter(minor)
+        if not py:
+            skip("flame python 3.%d" % minor, "no CPython 3.%d installed (pyenv)" % minor)
+            continue
+        hot3(py, minor)
+        mixed(py, minor)
+    finish()
+
+
+main()

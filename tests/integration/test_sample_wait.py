@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""Wait stacks of blocking file I/O: tests/programs/wait_read blocks in
+read() on a FIFO for a known time, measured by its own clock; the trace has
+one wait sample weighted by that time (within 2%), whose stack, symbolised
+with addr2line through the trace's module map, starts at the caller
+slow_reader (the agent's own frames left out) and goes on to main."""
+import os
+
+from rstest import PROG, check, cleanup, finish, run, tempdir, trace_files, traced_env
+from samples import Trace
+
+
+def main():
+    out, work = tempdir("sample-wait"), tempdir("wait")
+    p = run([os.path.join(PROG, "wait_read"), os.path.join(work, "fifo"), "300"], env=traced_env(out))
+    check("wait_read runs", p.returncode == 0, p.stderr.decode()[-300:])
+    blocked = int(p.stdout.decode().split("blocked_ns=")[1]) if b"blocked_ns=" in p.stdout else 0
+    waits = []
+    t = None
+    for f in trace_files(out):
+        tr = Trace(f)
+        if tr.of_kind("wait"):
+            t, waits = tr, tr.of_kind("wait")
+    long_waits = [s for s in waits if s["weight_ns"] >= 100000000]
+    if check("one long wait sample", len(long_waits) == 1, "%d wait samples" % len(waits)):
+        s = long_waits[0]
+        check("weight is the time blocked (within 2%)", abs(s["weight_ns"] - blocked) <= 0.02 * blocked,
+              "%d ns vs the program's %d ns" % (s["weight_ns"], blocked))
+        names = t.names(s)
+        check("stack starts at the caller slow_reader", names[:1] == ["slow_reader"], str(names[:4]))
+        check("stack goes on to main", "main" in names, str(names))
+    cleanup(out, work)
+    finish()
+
+
+main()
