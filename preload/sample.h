@@ -46,6 +46,10 @@ extern int rs_sample_sig;
 /* The program installs a handler for rs_sample_sig: the sampler steps aside
  * (all timers deleted, one notice) and the signal is the program's. */
 void rs_sample_yield(void);
+/* The program sets act for sig (agent.c's sigaction and signal hooks): the
+ * sampler keeps count of the signals the program handles. */
+struct sigaction;
+void rs_sample_note_handler(int sig, const struct sigaction *act);
 /* Around an exec: this thread's timer goes and no signal of it stays
  * pending (its default action would kill the new image); returns 1 when it
  * had one, to be re-armed by rs_sample_after_exec_failed if exec returns. */
