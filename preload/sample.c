@@ -125,8 +125,8 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     t->last_cpu = cpu;
     rearm_jittered(t);
     ucontext_t *uc = ucv;
-    if (rs_pc_in_loader((uint64_t)uc->uc_mcontext.gregs[REG_RIP])) {
-        drop(); /* the loader may be changing the object list the unwinder reads */
+    if (rs_loader_busy()) {
+        drop(); /* the loader is changing the object list the unwinder reads */
         goto out;
     }
     int n = rs_unwind(uc, t->scratch, RS_STACK_MAX);
