@@ -92,6 +92,7 @@ RS_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 {
     if (RS_UNLIKELY(sig == rs_sample_sig) && act && sig)
         rs_sample_yield();
+    rs_sample_note_handler(sig, act);
     int i = sig_index(sig);
     if (i < 0 || !sig_virtual)
         return RS_REAL(sigaction)(sig, act, old);
@@ -111,8 +112,11 @@ RS_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
     if (RS_UNLIKELY(sig == rs_sample_sig) && sig)
         rs_sample_yield();
     int i = sig_index(sig);
-    if (i < 0 || !sig_virtual)
+    if (i < 0 || !sig_virtual) {
+        struct sigaction note = { .sa_handler = handler };
+        rs_sample_note_handler(sig, &note);
         return RS_REAL(signal)(sig, handler);
+    }
     struct sigaction act = { .sa_handler = handler, .sa_flags = SA_RESTART };
     sigemptyset(&act.sa_mask);
     struct sigaction old;

@@ -10,12 +10,13 @@
 #include <elf.h>
 #include <link.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <unistd.h>
 
 static unsigned long long seen_adds, seen_subs;
 static int polled;
-static uint64_t loader_lo, loader_hi;
+/* The loader's own record for debuggers: r_state is RT_ADD or RT_DELETE
+ * while it changes the list of loaded objects. */
+static struct r_debug *loader_state;
 
 struct counts {
     unsigned long long adds, subs;
@@ -108,32 +109,14 @@ void rs_modules_reset(void)
     polled = 0;
 }
 
-static int find_loader(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size;
-    if (info->dlpi_addr != (ElfW(Addr))arg)
-        return 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-            loader_lo = info->dlpi_addr + ph->p_vaddr;
-            loader_hi = loader_lo + ph->p_memsz;
-        }
-    }
-    return 1;
-}
-
 void rs_modules_init(void)
 {
-    /* The kernel tells where it mapped the program's interpreter (ld.so). */
-    unsigned long base = getauxval(AT_BASE);
-    if (base)
-        dl_iterate_phdr(find_loader, (void *)base);
+    loader_state = dlsym(RTLD_DEFAULT, "_r_debug");
 }
 
-int rs_pc_in_loader(uint64_t pc)
+int rs_loader_busy(void)
 {
-    return pc >= loader_lo && pc < loader_hi;
+    return loader_state && loader_state->r_state != RT_CONSISTENT;
 }
 
 RS_REAL_DECL(dlclose);

@@ -47,6 +47,7 @@ struct sthread {
     uint64_t pend_ts, pend_weight;
     uint64_t rnd;               /* xorshift state for the next expiry */
     uint64_t last_cpu;          /* the thread's CPU time at its last sample */
+    uint32_t hits;              /* handler runs, to tell its EINTR from others' */
     uint64_t pending[RS_STACK_MAX];
     uint64_t scratch[RS_STACK_MAX];
 };
@@ -110,6 +111,7 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     (void)sig;
     int saved = errno;
     struct sthread *t = &me;
+    t->hits++; /* whatever sent it, the signal is ours: a call it cut short is retried */
     /* Only our timer's signals, on a thread that has one. */
     if (si->si_code != SI_TIMER || !t->slot || !atomic_load_explicit(&sampler_on, memory_order_relaxed) ||
         !atomic_load_explicit(&rs_on, memory_order_relaxed))
@@ -123,8 +125,8 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     t->last_cpu = cpu;
     rearm_jittered(t);
     ucontext_t *uc = ucv;
-    if (rs_pc_in_loader((uint64_t)uc->uc_mcontext.gregs[REG_RIP])) {
-        drop(); /* the loader may be changing the object list the unwinder reads */
+    if (rs_loader_busy()) {
+        drop(); /* the loader is changing the object list the unwinder reads */
         goto out;
     }
     int n = rs_unwind(uc, t->scratch, RS_STACK_MAX);
@@ -504,14 +506,72 @@ RS_REAL_DECL(sigwaitinfo);
 RS_REAL_DECL(sigtimedwait);
 RS_REAL_DECL(signalfd);
 
+/* Signals the program has handlers for (set through sigaction/signal):
+ * while there are none, an EINTR can only come from the sampling signal. */
+static _Atomic uint64_t app_handlers[2];
+
+void rs_sample_note_handler(int sig, const struct sigaction *act)
+{
+    if (!act || sig <= 0 || sig >= 128 || sig == rs_sample_sig)
+        return;
+    uint64_t bit = 1ull << (sig & 63);
+    if ((act->sa_flags & SA_SIGINFO) || (act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN))
+        atomic_fetch_or(&app_handlers[sig >> 6], bit);
+    else
+        atomic_fetch_and(&app_handlers[sig >> 6], ~bit);
+}
+
+/* 1: sleep and, if the sampling signal (and nothing else can have)
+ * interrupted it, sleep on; 2: keep the signal out meanwhile (the program
+ * has handlers that may interrupt the call too); 0: plain call. Retrying
+ * costs no system call, which matters to programs that sleep to keep time. */
+static inline int sleep_mode(void)
+{
+    if (!me.slot || !atomic_load_explicit(&sampler_on, memory_order_relaxed))
+        return 0;
+    return atomic_load_explicit(&app_handlers[0], memory_order_relaxed) ||
+           atomic_load_explicit(&app_handlers[1], memory_order_relaxed) ? 2 : 1;
+}
+
 RS_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
 {
-    RS_QUIET(int, RS_REAL(nanosleep)(req, rem));
+    int mode = req ? sleep_mode() : 0;
+    if (mode == 2)
+        RS_QUIET(int, RS_REAL(nanosleep)(req, rem));
+    if (mode == 0)
+        return RS_REAL(nanosleep)(req, rem);
+    struct timespec left = *req, r2;
+    for (;;) {
+        uint32_t h = me.hits;
+        int r = RS_REAL(nanosleep)(&left, &r2);
+        if (r == 0 || errno != EINTR || me.hits == h) {
+            if (r != 0 && errno == EINTR && rem)
+                *rem = r2;
+            return r;
+        }
+        left = r2;
+    }
 }
 
 RS_EXPORT int clock_nanosleep(clockid_t c, int flags, const struct timespec *req, struct timespec *rem)
 {
-    RS_QUIET(int, RS_REAL(clock_nanosleep)(c, flags, req, rem));
+    int mode = req ? sleep_mode() : 0;
+    if (mode == 2)
+        RS_QUIET(int, RS_REAL(clock_nanosleep)(c, flags, req, rem));
+    if (mode == 0)
+        return RS_REAL(clock_nanosleep)(c, flags, req, rem);
+    struct timespec left = *req, r2;
+    for (;;) {
+        uint32_t h = me.hits;
+        int r = RS_REAL(clock_nanosleep)(c, flags, &left, &r2);
+        if (r != EINTR || me.hits == h) {
+            if (r == EINTR && rem && !(flags & TIMER_ABSTIME))
+                *rem = r2;
+            return r;
+        }
+        if (!(flags & TIMER_ABSTIME))
+            left = r2;
+    }
 }
 
 RS_EXPORT int usleep(useconds_t us)

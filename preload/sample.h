@@ -46,6 +46,10 @@ extern int rs_sample_sig;
 /* The program installs a handler for rs_sample_sig: the sampler steps aside
  * (all timers deleted, one notice) and the signal is the program's. */
 void rs_sample_yield(void);
+/* The program sets act for sig (agent.c's sigaction and signal hooks): the
+ * sampler keeps count of the signals the program handles. */
+struct sigaction;
+void rs_sample_note_handler(int sig, const struct sigaction *act);
 /* Around an exec: this thread's timer goes and no signal of it stays
  * pending (its default action would kill the new image); returns 1 when it
  * had one, to be re-armed by rs_sample_after_exec_failed if exec returns. */
@@ -132,10 +136,10 @@ typedef void (*rs_module_fn)(uint64_t start, uint64_t end, uint64_t file_off, co
 void rs_modules_poll(rs_module_fn fn, void *arg);
 /* The next poll reports every object again (a new file). */
 void rs_modules_reset(void);
-/* Whether pc lies in the dynamic loader (ld.so), where the list of loaded
- * objects that the unwinder walks may be half-changed: no unwinding then. */
-int rs_pc_in_loader(uint64_t pc);
-/* Finds the loader's text range; at start. */
+/* Whether the dynamic loader is changing the list of loaded objects (that
+ * the unwinder walks) right now: no unwinding then. Async-signal-safe. */
+int rs_loader_busy(void);
+/* Finds the loader's state; at start. */
 void rs_modules_init(void);
 
 /* ---- stackw.c: the writer's side ---- */

@@ -38,13 +38,14 @@ def main():
     check("rt_all: every signal once", p.returncode == 0 and b"wrong 0" in p.stdout, p.stdout.decode())
     cleanup(out)
 
-    out, p = same("no_eintr", [os.path.join(PROG, "no_eintr"), "2000"], hz=999)
-    err = p.stderr.decode()
-    sent = int(err.split("sent ")[1].split()[0]) if "sent " in err else 0
-    check("no_eintr: the sampling signal was sent at the calls", sent > 1000, err[-200:])
-    check("no_eintr: no EINTR", b"eintr nanosleep 0 clock_nanosleep 0 usleep 0 poll 0 select 0 "
-          b"epoll_wait 0 sigtimedwait 0 read 0" in p.stdout, p.stdout.decode())
-    cleanup(out)
+    for label, extra in (("no_eintr", []), ("no_eintr with a handler", ["handler"])):
+        out, p = same(label, [os.path.join(PROG, "no_eintr"), "2000"] + extra, hz=999)
+        err = p.stderr.decode()
+        sent = int(err.split("sent ")[1].split()[0]) if "sent " in err else 0
+        check(label + ": the sampling signal was sent at the calls", sent > 1000, err[-200:])
+        check(label + ": no EINTR", b"eintr nanosleep 0 clock_nanosleep 0 usleep 0 poll 0 select 0 "
+              b"epoll_wait 0 sigtimedwait 0 read 0" in p.stdout, p.stdout.decode())
+        cleanup(out)
     finish()
 
 

@@ -6,7 +6,8 @@
  * the main thread, over and over, any real-time signal that has a handler
  * the program did not install (an agent's sampling signal), as a timer
  * firing at the worst moment would; the count goes to stderr.
- * Usage: no_eintr ROUNDS */
+ * Usage: no_eintr ROUNDS [handler]: with "handler", a SIGUSR1 handler is
+ * installed first (never called), as programs with handlers of their own. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -38,6 +39,11 @@ static void *pester(void *arg)
     return NULL;
 }
 
+static void on_usr1(int sig)
+{
+    (void)sig;
+}
+
 static void spin(void)
 {
     volatile unsigned long x = 0;
@@ -61,6 +67,8 @@ static void *feeder(void *arg)
 int main(int argc, char **argv)
 {
     rounds = argc > 1 ? atol(argv[1]) : 2000;
+    if (argc > 2)
+        signal(SIGUSR1, on_usr1);
     if (pipe(pipefd) != 0)
         return 1;
     int ep = epoll_create1(0);
