@@ -226,3 +226,16 @@ int rsf_reader_resync(struct rsf_reader *r)
         }
     }
 }
+
+int rsf_buf_reserve(uint8_t **buf, size_t *cap, size_t n)
+{
+    if (n <= *cap)
+        return 0;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, n))
+        return -1;
+    free(*buf);
+    *buf = p;
+    *cap = n;
+    return 0;
+}

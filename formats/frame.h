@@ -17,6 +17,12 @@ size_t rsf_frame_bound(size_t n);
  * allocation here). Returns the frame's size, or 0 on failure. */
 size_t rsf_frame_compress(LZ4F_cctx *cctx, const void *src, size_t n, void *dst, size_t cap);
 
+/* Makes *buf (64-byte aligned, *cap bytes, owned by the caller) hold at
+ * least n bytes; its contents are not kept. Returns 0, or -1 when out of
+ * memory (*buf is then unchanged). For the encode and frame buffers of
+ * writers of trace chunks (the agent, import-kineto). */
+int rsf_buf_reserve(uint8_t **buf, size_t *cap, size_t n);
+
 /* Reads a trace file frame by frame with bounded memory. */
 struct rsf_reader {
     int fd;

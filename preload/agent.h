@@ -272,6 +272,11 @@ void rs_writer_kick(void);
 
 /* ---- writer thread (writer.c) ---- */
 
+/* Grows a zero-filled array (writer thread only: it allocates) to hold at
+ * least n elements of elem bytes, doubling from 64. Returns 0, or -1 when
+ * out of memory (the array is unchanged). */
+int rs_grow(void **arr, uint32_t *cap, uint32_t n, size_t elem);
+
 /* Starts the writer thread. Returns 0 or -1. */
 int rs_writer_start(void);
 /* Asks the writer to write out everything recorded so far and waits for it

@@ -42,22 +42,6 @@ static struct {
     uint32_t nmods, mods_cap;
 } s;
 
-static int grow(void **arr, uint32_t *cap, uint32_t n, size_t elem)
-{
-    if (n <= *cap)
-        return 0;
-    uint32_t c = *cap ? *cap : 64;
-    while (c < n)
-        c *= 2;
-    void *p = realloc(*arr, (size_t)c * elem);
-    if (!p)
-        return -1;
-    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);
-    *arr = p;
-    *cap = c;
-    return 0;
-}
-
 static uint64_t hash_frames(const uint64_t *f, uint32_t n)
 {
     uint64_t h = 1469598103934665603ull ^ n;
@@ -138,7 +122,7 @@ static uint32_t stack_id(const uint64_t *f, uint32_t n)
         s.all_frames = p;
         s.all_cap = cap;
     }
-    if (grow((void **)&s.cstacks, &s.cstack_cap, s.ncstacks + 1, sizeof *s.cstacks))
+    if (rs_grow((void **)&s.cstacks, &s.cstack_cap, s.ncstacks + 1, sizeof *s.cstacks))
         return 0;
     uint32_t cap_at = s.cstack_cap;
     size_t *at = realloc(s.cstack_at, cap_at * sizeof *at);
@@ -227,8 +211,8 @@ static void one_module(uint64_t start, uint64_t end, uint64_t file_off, const ch
             return;
     }
     struct rsf_module m = { a->ts, start, end, file_off, p, build_id[0] ? a->intern(build_id) : 0 };
-    if (grow((void **)&s.mods_seen, &s.seen_cap, s.nseen + 1, sizeof m) ||
-        grow((void **)&s.mods, &s.mods_cap, s.nmods + 1, sizeof m))
+    if (rs_grow((void **)&s.mods_seen, &s.seen_cap, s.nseen + 1, sizeof m) ||
+        rs_grow((void **)&s.mods, &s.mods_cap, s.nmods + 1, sizeof m))
         return;
     s.mods_seen[s.nseen++] = m;
     s.mods[s.nmods++] = m;

@@ -170,8 +170,7 @@ static void futex_wake_all(_Atomic uint32_t *word)
     syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
-/* Grows an array to hold at least n elements; 0 on success. */
-static int grow(void **arr, uint32_t *cap, uint32_t n, size_t elem)
+int rs_grow(void **arr, uint32_t *cap, uint32_t n, size_t elem)
 {
     if (n <= *cap)
         return 0;
@@ -219,7 +218,7 @@ static uint32_t intern(const char *s)
         if (strcmp(w.str[w.hash[i]], s) == 0)
             return w.hash[i];
     char *copy = strdup(s);
-    if (!copy || grow((void **)&w.str, &w.str_cap, w.nstr + 2, sizeof *w.str)) {
+    if (!copy || rs_grow((void **)&w.str, &w.str_cap, w.nstr + 2, sizeof *w.str)) {
         free(copy);
         return 0;
     }
@@ -234,8 +233,8 @@ static void name_thread(uint32_t tid)
     for (uint32_t i = 0; i < w.ntids; i++)
         if (w.tids[i] == tid)
             return;
-    if (grow((void **)&w.tids, &w.tid_cap, w.ntids + 1, sizeof *w.tids) ||
-        grow((void **)&w.threads, &w.threads_cap, w.nthreads + 1, sizeof *w.threads))
+    if (rs_grow((void **)&w.tids, &w.tid_cap, w.ntids + 1, sizeof *w.tids) ||
+        rs_grow((void **)&w.threads, &w.threads_cap, w.nthreads + 1, sizeof *w.threads))
         return;
     w.tids[w.ntids++] = tid;
     char p[64], name[64] = "";
@@ -330,18 +329,6 @@ static int write_all(const uint8_t *p, size_t n)
     return err;
 }
 
-static int ensure(uint8_t **buf, size_t *cap, size_t n)
-{
-    if (n <= *cap)
-        return 0;
-    void *p = NULL;
-    if (posix_memalign(&p, 64, n))
-        return -1;
-    free(*buf);
-    *buf = p;
-    *cap = n;
-    return 0;
-}
 
 /* RINGSIDE_TEST_CLOCK_SKEW_US (tests only): every monotonic time in the
  * chunk moves by a large fixed offset and every realtime by the setting, as
@@ -448,8 +435,8 @@ static void emit(int end)
     if (rs_cfg.test_skew)
         test_skew(&c);
     size_t bound = rsf_chunk_bound(&c);
-    if (!bound || ensure(&w.enc, &w.enc_cap, bound) ||
-        ensure(&w.frame, &w.frame_cap, rsf_frame_bound(bound))) {
+    if (!bound || rsf_buf_reserve(&w.enc, &w.enc_cap, bound) ||
+        rsf_buf_reserve(&w.frame, &w.frame_cap, rsf_frame_bound(bound))) {
         give_up("out of memory writing", ENOMEM);
         goto reset;
     }
@@ -481,7 +468,7 @@ reset:
  * is full); 0 when out of memory (the event is lost). */
 #define ROOM(arr, n, cap)                                                               \
     ((w.n < EV_CAP || (emit(0), 1)) &&                                                 \
-     !grow((void **)&w.arr, &w.cap, w.n + 1, sizeof *w.arr))
+     !rs_grow((void **)&w.arr, &w.cap, w.n + 1, sizeof *w.arr))
 
 static void put_gpu(const struct rsf_gpu_event *e)
 {
@@ -518,7 +505,7 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
             .device = r->device, .kind = h->op, .dir = r->dir, .flags = r->flags,
         };
         uint32_t stack = take_gpu_stack(tid);
-        if (h->file && !grow((void **)&w.held_gpu, &w.held_gpu_cap, w.nheld_gpu + 1, sizeof *w.held_gpu))
+        if (h->file && !rs_grow((void **)&w.held_gpu, &w.held_gpu_cap, w.nheld_gpu + 1, sizeof *w.held_gpu))
             w.held_gpu[w.nheld_gpu++] = (struct held_gpu){ e, h->file, r->anchor, stack };
         else
             put_gpu(&e);
@@ -552,7 +539,7 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
             .seq = r->seq, .peer = r->peer, .op = h->op, .datatype = r->datatype,
             .redop = r->redop, .group = r->group, .flags = r->flags,
         };
-        if (h->file && !grow((void **)&w.held_coll, &w.held_coll_cap, w.nheld_coll + 1, sizeof *w.held_coll))
+        if (h->file && !rs_grow((void **)&w.held_coll, &w.held_coll_cap, w.nheld_coll + 1, sizeof *w.held_coll))
             w.held_coll[w.nheld_coll++] = (struct held_coll){ e, h->file, r->anchor };
         else
             put_coll(&e);
@@ -707,13 +694,13 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
         uint32_t id = dir_path == RS_FILE_EXCLUDED || (dir_path && rs_io_excluded(path))
                           ? RS_FILE_EXCLUDED : intern(path);
         if (id == RS_FILE_EXCLUDED) {
-            if (!grow((void **)&w.file_path, &w.file_cap, h->file + 1, sizeof *w.file_path))
+            if (!rs_grow((void **)&w.file_path, &w.file_cap, h->file + 1, sizeof *w.file_path))
                 w.file_path[h->file] = id;
             return;
         }
-        if (!grow((void **)&w.file_path, &w.file_cap, h->file + 1, sizeof *w.file_path))
+        if (!rs_grow((void **)&w.file_path, &w.file_cap, h->file + 1, sizeof *w.file_path))
             w.file_path[h->file] = id;
-        if (!grow((void **)&w.files, &w.files_cap, w.nfiles + 1, sizeof *w.files))
+        if (!rs_grow((void **)&w.files, &w.files_cap, w.nfiles + 1, sizeof *w.files))
             w.files[w.nfiles++] = (struct rsf_file_ref){ h->file, id, o->flags };
         if (h->kind == RS_REC_FILE)
             return;

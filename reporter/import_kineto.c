@@ -328,25 +328,12 @@ struct out {
     size_t enc_cap, frame_cap;
 };
 
-static int grow_aligned(uint8_t **buf, size_t *cap, size_t n)
-{
-    if (n <= *cap)
-        return 0;
-    void *p = NULL;
-    if (posix_memalign(&p, 64, n))
-        return -1;
-    free(*buf);
-    *buf = p;
-    *cap = n;
-    return 0;
-}
-
 /* Encodes, frames and writes one chunk. Returns 0, or an errno value. */
 static int emit(struct out *o, const struct rsf_chunk *c)
 {
     size_t bound = rsf_chunk_bound(c);
-    if (!bound || grow_aligned(&o->enc, &o->enc_cap, bound) ||
-        grow_aligned(&o->frame, &o->frame_cap, rsf_frame_bound(bound)))
+    if (!bound || rsf_buf_reserve(&o->enc, &o->enc_cap, bound) ||
+        rsf_buf_reserve(&o->frame, &o->frame_cap, rsf_frame_bound(bound)))
         return ENOMEM;
     struct rsf_buf b = { o->enc, 0, o->enc_cap };
     if (rsf_chunk_encode(c, &b) != RSF_ERR_OK)
