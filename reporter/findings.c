@@ -248,10 +248,12 @@ int rsr_findings_make(struct rsr_job *j)
         add(&l, "long_gpu_idle", w.v >= 50 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING, w.v, "The GPU is idle much of the time",
             "See the idle breakdown: host wait points at launch overhead or CPU work (data loading, "
             "Python), other idle at synchronisation, I/O or imbalance; the timeline shows when.",
-            "%s: idle %.1f%% of its GPU span (host wait %.1f ms, kernel wait %.1f ms, other %.1f ms); "
-            "mean over ranks %.1f%%",
-            rank_text(who, sizeof who, j->models[w.i]), w.v, (double)b->host_wait_ns / 1e6,
-            (double)b->kernel_wait_ns / 1e6, (double)b->other_idle_ns / 1e6, w.mean);
+            "%s: idle %.1f%% of its GPU span; its %zu stream%s sat idle waiting for the host "
+            "%.1f ms, between kernels %.1f ms, otherwise %.1f ms (summed over streams, as HTA "
+            "counts them); mean over ranks %.1f%%",
+            rank_text(who, sizeof who, j->models[w.i]), w.v, b->n_streams, b->n_streams == 1 ? "" : "s",
+            (double)b->host_wait_ns / 1e6, (double)b->kernel_wait_ns / 1e6,
+            (double)b->other_idle_ns / 1e6, w.mean);
     }
     if (j->storage.loading) {
         size_t wi = 0;
