@@ -314,6 +314,8 @@ static void after_fork_child(void)
     atomic_store(&finished, 0);
     rs_guard = 1; /* the new writer thread is the agent's, not sampled */
     rs_writer_forked();
+    if (rs_io_active)
+        rs_fdtab_forked();
     rs_guard = 0;
     rs_sample_forked();
 }

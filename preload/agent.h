@@ -335,6 +335,9 @@ uint32_t rs_file_opened(int op, int dirfd, const char *path, int flags, int fd,
 int rs_io_excluded(const char *path);
 /* Sets up the fd table and records the files already open. Returns 0 or -1. */
 int rs_fdtab_init(void);
+/* In a forked child (its writer started afresh): names the tracked files it
+ * inherited again, under the same ids, for its own trace file. */
+void rs_fdtab_forked(void);
 /* Set once the fd table is up: the I/O hooks record. */
 extern int rs_io_active;
 /* Whether fd is the agent's own trace file (the program may not close it). */

@@ -187,3 +187,33 @@ int rs_fdtab_init(void)
     return 0;
 }
 
+
+void rs_fdtab_forked(void)
+{
+    /* The child's new file must name the files it inherited under the ids
+     * its fd table still holds; the paths are read back from the kernel
+     * rather than from the parent's writer state, which fork may have caught
+     * mid-update. Names alone do not make the child write a file. */
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return;
+    int own = dirfd(d);
+    struct dirent *e;
+    uint64_t now = rs_ticks();
+    while ((e = readdir(d))) {
+        int fd = atoi(e->d_name);
+        if (e->d_name[0] == '.' || fd == own || rs_writer_owns_fd(fd))
+            continue;
+        uint32_t id = fd_raw(fd);
+        if (id == 0 || id == RS_FILE_EXCLUDED)
+            continue;
+        char link[64], target[PATH_MAX];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n <= 0 || target[0] != '/')
+            continue;
+        target[n] = 0;
+        record_path(RS_REC_FILE, RSF_IO_OPEN, id, 0, target, fcntl(fd, F_GETFL), fd, now, now);
+    }
+    closedir(d);
+}

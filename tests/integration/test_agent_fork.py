@@ -78,6 +78,31 @@ def main():
         check("bytes before and after exec", w.get(os.path.join(work, "before.out")) == 5000
               and w.get(os.path.join(work, "after.out")) == 7000, str(w))
     cleanup(out, work)
+
+    # A file opened before fork: the child's writes to it carry its path.
+    out, work = tempdir("trace-inherit"), tempdir("inherit")
+    code = ("import os\n"
+            "f = open('shared.out', 'wb', buffering=0)\n"
+            "f.write(b'p' * 1000)\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    f.write(b'c' * 3000)\n"
+            "    os._exit(0)\n"
+            "os.waitpid(pid, 0)\n"
+            "f.write(b'q' * 500)\n"
+            "f.close()\n")
+    p = run([PYTHON, "-c", code], env=traced_env(out), cwd=work)
+    if check("inherited file: program runs", p.returncode == 0, p.stderr.decode()[-500:]):
+        target = os.path.join(work, "shared.out")
+        got = report(out)
+        by_role = {pr["role"]: {f["path"]: f["write_bytes"] for f in pr["io"]["files"]}
+                   for pr in got["processes"]}
+        check("inherited file: the child's writes are named and counted",
+              by_role.get("child", {}).get(target) == 3000 and os.path.getsize(target) == 4500,
+              str(by_role))
+        check("inherited file: the parent's writes are counted",
+              by_role.get("rank", by_role.get("other", {})).get(target) == 1500, str(by_role))
+    cleanup(out, work)
     finish()
 
 
