@@ -1,6 +1,7 @@
 """Helpers for the integration tests: run a program under the agent, read
 the report and the dump, and print one "ok NAME" / "not ok NAME: why" line
 per check for tests/run.sh. Python standard library only."""
+import glob
 import json
 import os
 import shutil
@@ -115,3 +116,13 @@ def io_by_path(rep):
             t[0] += f["read_bytes"]
             t[1] += f["write_bytes"]
     return tot
+
+
+def cpython(minor):
+    """The newest pyenv-installed CPython 3.minor interpreter, or None."""
+    roots = [os.environ.get("PYENV_ROOT", ""), os.path.expanduser("~/.pyenv"), "/root/.pyenv"]
+    for r in roots:
+        found = sorted(glob.glob(os.path.join(r, "versions", "3.%d.*" % minor, "bin", "python3.%d" % minor)))
+        if found:
+            return found[-1]
+    return None

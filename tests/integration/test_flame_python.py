@@ -5,22 +5,13 @@ functions doing 60/30/10 of the work by construction appear by qualified
 name with shares of the CPU time within 5 points, under their Python
 callers; and in its ctypes mode, the C function spin_c sits under the Python
 function that called it, with no other Python frame between them."""
-import glob
 import os
 
-from rstest import PROG, RINGSIDE, ROOT, check, cleanup, finish, run, skip, tempdir, traced_env
+from rstest import cpython, PROG, RINGSIDE, ROOT, check, cleanup, finish, run, skip, tempdir, traced_env
 
 SCRIPT = os.path.join(ROOT, "tests", "programs", "py_hot3.py")
 LIB = os.path.join(PROG, "libspin.so")
 
-
-def interpreter(minor):
-    roots = [os.environ.get("PYENV_ROOT", ""), os.path.expanduser("~/.pyenv"), "/root/.pyenv"]
-    for r in roots:
-        found = sorted(glob.glob(os.path.join(r, "versions", "3.%d.*" % minor, "bin", "python3.%d" % minor)))
-        if found:
-            return found[-1]
-    return None
 
 
 def folded(out, label):
@@ -90,7 +81,7 @@ def mixed(py, minor):
 
 def main():
     for minor in (10, 11, 12, 13):
-        py = interpreter(minor)
+        py = cpython(minor)
         if not py:
             skip("flame python 3.%d" % minor, "no CPython 3.%d installed (pyenv)" % minor)
             continue

@@ -6,23 +6,14 @@ construction (tests/programs/py_hot3.py) appear by qualified name
 a script calling C through ctypes, the C function (symbolised with
 addr2line through the trace's module map) sits right under its Python
 caller."""
-import glob
 import os
 
-from rstest import PROG, ROOT, check, cleanup, finish, run, skip, tempdir, trace_files, traced_env
+from rstest import cpython, PROG, ROOT, check, cleanup, finish, run, skip, tempdir, trace_files, traced_env
 from samples import PYBIT, Trace, folded, shares, weighted_shares
 
 SCRIPT = os.path.join(ROOT, "tests", "programs", "py_hot3.py")
 LIB = os.path.join(PROG, "libspin.so")
 
-
-def interpreter(minor):
-    roots = [os.environ.get("PYENV_ROOT", ""), os.path.expanduser("~/.pyenv"), "/root/.pyenv"]
-    for r in roots:
-        found = sorted(glob.glob(os.path.join(r, "versions", "3.%d.*" % minor, "bin", "python3.%d" % minor)))
-        if found:
-            return found[-1]
-    return None
 
 
 def innermost_python(t, stack):
@@ -104,7 +95,7 @@ def mixed(py, minor):
 
 def main():
     for minor in (10, 11, 12, 13):
-        py = interpreter(minor)
+        py = cpython(minor)
         if not py:
             skip("python 3.%d" % minor, "no CPython 3.%d installed (pyenv)" % minor)
             continue
