@@ -32,6 +32,8 @@ struct rs_settings {
      * monotonic clock has another origin (see writer.c, test_skew). */
     int test_skew;
     long test_skew_us;
+    long wait_us;            /* RINGSIDE_WAIT_US: shortest blocking call with a wait stack */
+    long gpu_stack_every;    /* RINGSIDE_GPU_STACK_EVERY: 1 timed launch in N; 0 off */
 };
 
 /* Who this process is; lives while the process runs, goes to Meta. */

@@ -1,7 +1,7 @@
 /* Settings and identity, read once at start from the environment (design.md,
  * 'Environment' and 'Identity'): rank, local rank, world size and job from
- * the first launcher found (torchrun, Slurm, Open MPI, PMI, RINGSIDE_RANK),
- * and the job folder under RINGSIDE_OUT. */
+ * the launcher nearest the process (torchrun, Open MPI, PMI, Slurm in a job
+ * step, RINGSIDE_RANK), and the job folder under RINGSIDE_OUT. */
 #include "preload/agent.h"
 #include "formats/trace.h"
 
@@ -175,6 +175,8 @@ void rs_config_load(int argc, char **argv)
     rs_cfg.sample_hz = (int)env_long("RINGSIDE_SAMPLE_HZ", 99, 0, 100000);
     rs_cfg.buffer_bytes = (size_t)env_long("RINGSIDE_BUFFER_MB", 64, 1, 1 << 20) << 20;
     rs_cfg.flush_ms = (unsigned)env_long("RINGSIDE_FLUSH_MS", 1000, 10, 3600 * 1000);
+    rs_cfg.wait_us = env_long("RINGSIDE_WAIT_US", 1000, 0, 3600L * 1000000);
+    rs_cfg.gpu_stack_every = env_long("RINGSIDE_GPU_STACK_EVERY", 10, 0, 1000000000);
     rs_cfg.test_skew = env("RINGSIDE_TEST_CLOCK_SKEW_US") != NULL;
     rs_cfg.test_skew_us = env_long("RINGSIDE_TEST_CLOCK_SKEW_US", 0, -3600L * 1000000, 3600L * 1000000);
     const char *ex = getenv("RINGSIDE_IO_EXCLUDE"); /* set but empty: exclude nothing */
@@ -219,9 +221,10 @@ void rs_identity_forked(void)
 
 int rs_config_pairs(const char **keys, const char **values, int max)
 {
-    static char vals[9][64];
+    static char vals[11][64];
     static const char *const names[] = {
-        "io", "cuda", "nccl", "gpu_timing", "sample_hz", "buffer_mb", "flush_ms", "log", "io_exclude",
+        "io", "cuda", "nccl", "gpu_timing", "sample_hz", "buffer_mb", "flush_ms", "log",
+        "wait_us", "gpu_stack_every", "io_exclude",
     };
     snprintf(vals[0], 64, "%d", rs_cfg.io);
     snprintf(vals[1], 64, "%d", rs_cfg.cuda);
@@ -231,13 +234,15 @@ int rs_config_pairs(const char **keys, const char **values, int max)
     snprintf(vals[5], 64, "%zu", rs_cfg.buffer_bytes >> 20);
     snprintf(vals[6], 64, "%u", rs_cfg.flush_ms);
     snprintf(vals[7], 64, "%d", rs_cfg.log);
+    snprintf(vals[8], 64, "%ld", rs_cfg.wait_us);
+    snprintf(vals[9], 64, "%ld", rs_cfg.gpu_stack_every);
     int n = 0;
-    for (; n < 8 && n < max; n++) {
+    for (; n < 10 && n < max; n++) {
         keys[n] = names[n];
         values[n] = vals[n];
     }
     if (n < max) {
-        keys[n] = names[8];
+        keys[n] = names[10];
         values[n] = rs_cfg.exclude;
         n++;
     }

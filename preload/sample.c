@@ -285,13 +285,9 @@ static int pick_signal(void)
 
 void rs_sample_init(void)
 {
-    const char *w = getenv("RINGSIDE_WAIT_US");
-    if (w && *w)
-        rs_wait_ns = strtoull(w, NULL, 10) * 1000u;
+    rs_wait_ns = (uint64_t)rs_cfg.wait_us * 1000u;
     rs_wait_ticks = rs_wait_ns; /* until the writer knows the tick rate */
-    const char *g = getenv("RINGSIDE_GPU_STACK_EVERY");
-    if (g && *g)
-        gpu_stack_every = (uint32_t)strtoul(g, NULL, 10);
+    gpu_stack_every = (uint32_t)rs_cfg.gpu_stack_every;
     rs_modules_init();
     rs_py_try_init();
     if (rs_cfg.sample_hz <= 0 || rs_unwind_init() != 0)
