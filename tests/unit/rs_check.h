@@ -29,6 +29,27 @@ static inline int rs_check_run(Suite *s)
     return failed ? 1 : 0;
 }
 
+/* A suite of one test case per test, each named and with its own time
+ * limit (seconds), so a hung test fails alone. */
+struct rs_test {
+    const char *name;
+    const TTest *test;
+};
+
+static inline Suite *rs_suite(const char *name, const struct rs_test *tests, size_t n, int timeout_s)
+{
+    Suite *s = suite_create(name);
+    for (size_t i = 0; i < n; i++) {
+        TCase *tc = tcase_create(tests[i].name);
+        tcase_set_timeout(tc, timeout_s);
+        tcase_add_test(tc, tests[i].test);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+#define RS_SUITE(name, tests, timeout_s) rs_suite(name, tests, sizeof tests / sizeof tests[0], timeout_s)
+
 #define RS_CHECK_MAIN(suite_fn) \
     int main(void) { return rs_check_run(suite_fn()); }
 

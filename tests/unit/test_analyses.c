@@ -417,8 +417,7 @@ END_TEST
 
 static Suite *analyses_suite(void)
 {
-    Suite *s = suite_create("analyses");
-    struct { const char *name; const TTest *test; } tests[] = {
+    const struct rs_test tests[] = {
         { "analyses_loader_builds_model", loader_builds_model },
         { "analyses_loader_keeps_what_precedes_a_cut", loader_keeps_what_precedes_a_cut },
         { "analyses_busbw_factors", busbw_factors },
@@ -428,13 +427,7 @@ static Suite *analyses_suite(void)
         { "analyses_timeline_bins", timeline_bins },
         { "analyses_findings_name_the_straggler", findings_name_the_straggler },
     };
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        TCase *tc = tcase_create(tests[i].name);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, tests[i].test);
-        suite_add_tcase(s, tc);
-    }
-    return s;
+    return RS_SUITE("analyses", tests, 60);
 }
 
 RS_CHECK_MAIN(analyses_suite)

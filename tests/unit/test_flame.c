@@ -210,8 +210,7 @@ END_TEST
 
 static Suite *flame_suite(void)
 {
-    Suite *s = suite_create("flame");
-    struct { const char *name; const TTest *test; } tests[] = {
+    const struct rs_test tests[] = {
         { "flame_fold_merges_and_sorts", fold_merges_and_sorts },
         { "flame_fold_same_name_different_parents", fold_same_name_different_parents },
         { "flame_fold_names_that_break_lines", fold_names_that_break_lines },
@@ -221,13 +220,7 @@ static Suite *flame_suite(void)
         { "flame_demangle_cpp", demangle_cpp },
         { "flame_sym_missing_file", sym_missing_file },
     };
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        TCase *tc = tcase_create(tests[i].name);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, tests[i].test);
-        suite_add_tcase(s, tc);
-    }
-    return s;
+    return RS_SUITE("flame", tests, 60);
 }
 
 RS_CHECK_MAIN(flame_suite)

@@ -403,8 +403,7 @@ END_TEST
 
 static Suite *gpu_breakdown_suite(void)
 {
-    Suite *s = suite_create("gpu_breakdown");
-    struct { const char *name; const TTest *test; } tests[] = {
+    const struct rs_test tests[] = {
         { "gpu_breakdown_overlapping", overlapping },
         { "gpu_breakdown_nested", nested },
         { "gpu_breakdown_empty", empty },
@@ -415,13 +414,7 @@ static Suite *gpu_breakdown_suite(void)
         { "gpu_breakdown_agrees_with_hta_in_job", agrees_with_hta_in_job },
         { "gpu_breakdown_collective_table_real_trace", collective_table_real_trace },
     };
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        TCase *tc = tcase_create(tests[i].name);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, tests[i].test);
-        suite_add_tcase(s, tc);
-    }
-    return s;
+    return RS_SUITE("gpu_breakdown", tests, 60);
 }
 
 RS_CHECK_MAIN(gpu_breakdown_suite)

@@ -420,8 +420,7 @@ END_TEST
 
 static Suite *kineto_suite(void)
 {
-    Suite *s = suite_create("kineto");
-    struct { const char *name; const TTest *test; } tests[] = {
+    const struct rs_test tests[] = {
         { "kineto_basic_plain", basic_plain },
         { "kineto_basic_gzip", basic_gzip },
         { "kineto_bare_array", bare_array },
@@ -439,13 +438,7 @@ static Suite *kineto_suite(void)
         { "kineto_real_traces", real_traces },
         { "kineto_real_collectives", real_collectives },
     };
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        TCase *tc = tcase_create(tests[i].name);
-        tcase_set_timeout(tc, 30);
-        tcase_add_test(tc, tests[i].test);
-        suite_add_tcase(s, tc);
-    }
-    return s;
+    return RS_SUITE("kineto", tests, 30);
 }
 
 RS_CHECK_MAIN(kineto_suite)

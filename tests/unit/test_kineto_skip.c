@@ -287,19 +287,12 @@ END_TEST
 
 static Suite *skip_suite(void)
 {
-    Suite *s = suite_create("kineto_skip");
-    struct { const char *name; const TTest *test; } tests[] = {
+    const struct rs_test tests[] = {
         { "kineto_skip_mixed_events", mixed_events },
         { "kineto_skip_piece_boundaries", piece_boundaries },
         { "kineto_skip_mutations", mutations },
     };
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        TCase *tc = tcase_create(tests[i].name);
-        tcase_set_timeout(tc, 120);
-        tcase_add_test(tc, tests[i].test);
-        suite_add_tcase(s, tc);
-    }
-    return s;
+    return RS_SUITE("kineto_skip", tests, 120);
 }
 
 RS_CHECK_MAIN(skip_suite)
