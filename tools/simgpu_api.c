@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "tools/simgpu_internal.h"
 #include "tools/simgpu_errors.h"
@@ -33,6 +35,40 @@ static struct {
     uint64_t used_bytes;
     struct CUlib_st *libraries;
 } sim_drv;
+
+/* Like the real driver, which talks to the kernel through /dev/nvidiactl and
+ * friends, the stand-in opens a file of its own at cuInit (a memfd) and checks
+ * it in the calls a tracer makes from a thread of its own (events, streams):
+ * a thread whose fd table is not the program's (unshare, clone without
+ * CLONE_FILES) finds another file or none under that number there and gets
+ * CUDA_ERROR_OPERATING_SYSTEM, as it would from the real driver. */
+static struct {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+} sim_ctl = { -1, 0, 0 };
+
+static int sim_ctl_open(void)
+{
+    struct stat st;
+    int fd = memfd_create("simgpu-ctl", MFD_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) != 0)
+        return -1;
+    sim_ctl.fd = fd;
+    sim_ctl.dev = st.st_dev;
+    sim_ctl.ino = st.st_ino;
+    return 0;
+}
+
+CUresult sim_check_fds(void)
+{
+    struct stat st;
+    if (sim_ctl.fd < 0)
+        return CUDA_SUCCESS; /* before cuInit: sim_check_init answers */
+    if (fstat(sim_ctl.fd, &st) != 0 || st.st_dev != sim_ctl.dev || st.st_ino != sim_ctl.ino)
+        return CUDA_ERROR_OPERATING_SYSTEM;
+    return CUDA_SUCCESS;
+}
 
 static __thread struct CUctx_st *sim_ctx_stack[SIM_CTX_STACK];
 static __thread int sim_ctx_depth;
@@ -92,6 +128,8 @@ SIM_EXPORT CUresult cuInit(unsigned int flags)
             r = CUDA_ERROR_OUT_OF_MEMORY;
         for (int d = 0; r == CUDA_SUCCESS && d < sim_cfg.devices; d++)
             r = sim_ctx_init(&sim_drv.primary[d], d, 0);
+        if (r == CUDA_SUCCESS && sim_ctl_open() != 0)
+            r = CUDA_ERROR_OPERATING_SYSTEM;
         sim_drv.initialised = r == CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&sim_lock);

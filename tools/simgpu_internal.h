@@ -126,6 +126,7 @@ extern pthread_mutex_t sim_lock;
 
 /* Driver state (simgpu_api.c). */
 CUresult sim_check_init(void);           /* CUDA_ERROR_NOT_INITIALIZED before cuInit */
+CUresult sim_check_fds(void);            /* the caller's fd table holds the driver's file */
 struct CUctx_st *sim_current_ctx(void);  /* the calling thread's, or NULL */
 int sim_is_device_ptr(uintptr_t p);      /* 1 inside a cuMemAlloc block */
 

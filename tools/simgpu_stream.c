@@ -207,7 +207,7 @@ SIM_EXPORT CUresult cuEventCreate(CUevent *ph, unsigned int flags)
     CUresult r = sim_check_init();
     if (!ph)
         return CUDA_ERROR_INVALID_VALUE;
-    if (r != CUDA_SUCCESS)
+    if (r != CUDA_SUCCESS || (r = sim_check_fds()) != CUDA_SUCCESS)
         return r;
     if (!sim_current_ctx())
         return CUDA_ERROR_INVALID_CONTEXT;
@@ -287,6 +287,8 @@ SIM_EXPORT CUresult cuEventQuery(CUevent e)
 {
     if (!e || e->magic != SIM_MAGIC_EVENT)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (sim_check_fds() != CUDA_SUCCESS)
+        return CUDA_ERROR_OPERATING_SYSTEM;
     pthread_mutex_lock(&sim_lock);
     CUresult r = e->op ? sim_model_query(e->op) : CUDA_SUCCESS;
     pthread_mutex_unlock(&sim_lock);
@@ -313,6 +315,8 @@ SIM_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
         return CUDA_ERROR_INVALID_HANDLE;
     if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (sim_check_fds() != CUDA_SUCCESS)
+        return CUDA_ERROR_OPERATING_SYSTEM;
     pthread_mutex_lock(&sim_lock);
     CUresult r = start->op && end->op ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
     if (r == CUDA_SUCCESS)
