@@ -117,7 +117,7 @@ static inline uint64_t rs_tick_dur(const struct rs_tick_map *m, uint64_t d)
  * free the record is dropped and counted. */
 
 enum rs_rec_kind {
-    RS_REC_IO = 1, RS_REC_OPEN = 2, RS_REC_FILE = 3,
+    RS_REC_IO = 1, RS_REC_OPEN = 2, RS_REC_FILE = 3, RS_REC_IO_LONG = 4,
     /* CUDA and NCCL (hook_cuda.c, hook_nccl.c): 16..47 */
     RS_REC_GPU = 16, RS_REC_SYNC = 17, RS_REC_MEM = 18, RS_REC_COLL = 19, RS_REC_COMM = 20
 };
@@ -129,10 +129,22 @@ struct rs_rec_hdr {
     uint32_t file;           /* file id */
 };
 
-/* Times in records are ticks (rs_ticks); the writer converts them. */
+/* An I/O call. Times in records are ticks (rs_ticks); the writer converts
+ * them. Nearly every call fits the short form (kind IO, 32 bytes: fewer
+ * bytes for the hook to store and the writer to read); one that took 2^32
+ * ticks or more, or whose result does not fit 32 bits, takes the long form
+ * (kind IO_LONG). result: bytes, or -errno. */
 struct rs_rec_io {
     struct rs_rec_hdr h;
-    uint64_t start_ns, dur_ns;
+    uint64_t start;
+    int64_t offset;
+    uint32_t dur;
+    int32_t result;
+};
+
+struct rs_rec_io_long {
+    struct rs_rec_hdr h;
+    uint64_t start, dur;
     int64_t offset, result;
 };
 
@@ -149,8 +161,11 @@ struct rs_rec_open {
 
 #define RS_BLOCK_SIZE (64u << 10)
 
-/* A block of the pool; blocks are numbered from 1 (0 is "none"). */
-struct rs_block {
+/* A block of the pool; blocks are numbered from 1 (0 is "none"). One cache
+ * line each, as is a thread's slot: the owner stores to committed on every
+ * record, and must not share that line with what the writer or other threads
+ * write. */
+struct __attribute__((aligned(64))) rs_block {
     _Atomic uint32_t committed; /* bytes published by the owner */
     uint32_t consumed;          /* bytes the writer has encoded (writer only) */
     uint32_t tid;
@@ -158,7 +173,7 @@ struct rs_block {
     uint8_t *data;
 };
 
-struct rs_thread {
+struct __attribute__((aligned(64))) rs_thread {
     _Atomic(struct rs_block *) cur; /* written by the owner, read by the writer */
     uint32_t pos;                   /* owner's write position in cur */
     uint32_t tid;
@@ -229,14 +244,19 @@ struct rs_rec_comm {
 
 /* Space for a record of size bytes (multiple of 8) in this thread's buffer,
  * or NULL when it must be dropped (counted under kind). Inline: this is
- * every hook's hot path. */
+ * every hook's hot path. Leaves errno as it was. */
 static inline void *rs_reserve(size_t size, int kind)
 {
     struct rs_thread *t = rs_self;
     if (RS_LIKELY(t != NULL)) {
         struct rs_block *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
-        if (RS_LIKELY(b != NULL && t->pos + size <= RS_BLOCK_SIZE))
+        if (RS_LIKELY(b != NULL && t->pos + size <= RS_BLOCK_SIZE)) {
+            /* The writer thread read this memory last, on another core: ask
+             * for the line a dozen records on now, so that it is here when
+             * they are written (past the block's end it is a harmless hint). */
+            __builtin_prefetch(b->data + t->pos + 512, 1);
             return b->data + t->pos;
+        }
     }
     return rs_reserve_slow(size, kind);
 }
@@ -313,20 +333,32 @@ int rs_nccl_version(void);
 
 /* ---- files (fdtab.c) ---- */
 
+/* An fd's entry in the table: 0 (not a recorded file), RS_FILE_EXCLUDED, or
+ * a file id, with RS_FILE_PLAIN added when the fd is a regular file or a
+ * block device: a call on it never waits indefinitely (hook_io.c uses
+ * that). File ids stay below RS_FILE_PLAIN. */
 #define RS_FILE_EXCLUDED UINT32_MAX
+#define RS_FILE_PLAIN 0x80000000u
 
 extern _Atomic uint32_t *rs_fdtab;
 extern size_t rs_fdtab_n;
 
-/* File id of fd if its I/O is recorded, else 0. */
-static inline uint32_t rs_fd_file(int fd)
+/* fd's entry as it stands (0 for fds outside the table). */
+static inline uint32_t rs_fd_entry(int fd)
 {
     if (RS_UNLIKELY(fd < 0 || (size_t)fd >= rs_fdtab_n))
         return 0;
-    uint32_t f = atomic_load_explicit(&rs_fdtab[fd], memory_order_relaxed);
-    return f == RS_FILE_EXCLUDED ? 0 : f;
+    return atomic_load_explicit(&rs_fdtab[fd], memory_order_relaxed);
 }
-void rs_fd_set(int fd, uint32_t file);
+
+/* File id of fd if its I/O is recorded, else 0. */
+static inline uint32_t rs_fd_file(int fd)
+{
+    uint32_t f = rs_fd_entry(fd);
+    return f == RS_FILE_EXCLUDED ? 0 : f & ~RS_FILE_PLAIN;
+}
+/* Sets fd's entry (a value as rs_fd_entry returns). */
+void rs_fd_set(int fd, uint32_t entry);
 /* The current directory changed: remember it for relative paths. */
 void rs_cwd_changed(void);
 /* Records an opened path for fd (result of an open call), returns the file
@@ -350,21 +382,6 @@ int rs_writer_owns_fd(int fd);
 int rs_writer_fd_taken(int fd);
 /* The trace file's fd, -1 while there is none. */
 int rs_writer_fd(void);
-
-/* Records one I/O event for file (a tracked fd's id). */
-static inline void rs_io_record(int op, uint32_t file, uint64_t t0, uint64_t t1, int64_t offset,
-                                int64_t result)
-{
-    struct rs_rec_io *r = rs_reserve(sizeof *r, RS_REC_IO);
-    if (!r)
-        return;
-    r->h = (struct rs_rec_hdr){ sizeof *r, RS_REC_IO, (uint8_t)op, file };
-    r->start_ns = t0;
-    r->dur_ns = t1 - t0;
-    r->offset = offset;
-    r->result = result;
-    rs_commit(sizeof *r);
-}
 
 /* Resolves the next definition of a symbol (the real function). */
 void *rs_resolve(const char *name);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int rs_io_active;
@@ -24,17 +25,27 @@ static _Atomic uint32_t next_file = 1;
 static char cwd[PATH_MAX];
 static _Atomic unsigned cwd_gen;
 
-void rs_fd_set(int fd, uint32_t file)
+void rs_fd_set(int fd, uint32_t entry)
 {
     if (fd >= 0 && (size_t)fd < rs_fdtab_n)
-        atomic_store_explicit(&rs_fdtab[fd], file, memory_order_relaxed);
+        atomic_store_explicit(&rs_fdtab[fd], entry, memory_order_relaxed);
 }
 
-static uint32_t fd_raw(int fd)
+/* A new file id (0 once all below RS_FILE_PLAIN are given out). */
+static uint32_t new_id(void)
 {
-    if (fd < 0 || (size_t)fd >= rs_fdtab_n)
-        return 0;
-    return atomic_load_explicit(&rs_fdtab[fd], memory_order_relaxed);
+    uint32_t id = atomic_fetch_add_explicit(&next_file, 1, memory_order_relaxed);
+    return id < RS_FILE_PLAIN ? id : 0;
+}
+
+/* fd's table entry for file id: the id, marked RS_FILE_PLAIN for a regular
+ * file or a block device. */
+static uint32_t entry_for(int fd, uint32_t id)
+{
+    struct stat st;
+    if (fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
+        return id | RS_FILE_PLAIN;
+    return id;
 }
 
 void rs_cwd_changed(void)
@@ -125,19 +136,20 @@ uint32_t rs_file_opened(int op, int dirfd, const char *path, int flags, int fd, 
     uint32_t dir = 0;
     int is_abs = absolute(dirfd, path ? path : "", abs);
     if (!is_abs && dirfd != AT_FDCWD) {
-        dir = fd_raw(dirfd);
+        dir = rs_fd_entry(dirfd);
         if (dir == RS_FILE_EXCLUDED) {
             rs_fd_set(fd, RS_FILE_EXCLUDED);
             return 0;
         }
+        dir &= ~RS_FILE_PLAIN;
     }
-    if (is_abs && rs_io_excluded(abs)) {
+    uint32_t id = 0;
+    if ((is_abs && rs_io_excluded(abs)) || !(id = new_id())) {
         rs_fd_set(fd, RS_FILE_EXCLUDED);
         return 0;
     }
-    uint32_t id = atomic_fetch_add_explicit(&next_file, 1, memory_order_relaxed);
     record_path(RS_REC_OPEN, op, id, dir, abs, flags, fd, t0, t1);
-    rs_fd_set(fd, id);
+    rs_fd_set(fd, entry_for(fd, id));
     return id;
 }
 
@@ -173,15 +185,15 @@ int rs_fdtab_init(void)
         if (n <= 0 || target[0] != '/')
             continue;
         target[n] = 0;
-        if (rs_io_excluded(target)) {
+        uint32_t id = 0;
+        if (rs_io_excluded(target) || !(id = new_id())) {
             rs_fd_set(fd, RS_FILE_EXCLUDED);
             continue;
         }
-        uint32_t id = atomic_fetch_add_explicit(&next_file, 1, memory_order_relaxed);
         int fl = fcntl(fd, F_GETFL);
         uint64_t now = rs_ticks();
         record_path(RS_REC_FILE, RSF_IO_OPEN, id, 0, target, fl, fd, now, now);
-        rs_fd_set(fd, id);
+        rs_fd_set(fd, entry_for(fd, id));
     }
     closedir(d);
     return 0;
@@ -204,8 +216,8 @@ void rs_fdtab_forked(void)
         int fd = atoi(e->d_name);
         if (e->d_name[0] == '.' || fd == own || rs_writer_owns_fd(fd))
             continue;
-        uint32_t id = fd_raw(fd);
-        if (id == 0 || id == RS_FILE_EXCLUDED)
+        uint32_t id = rs_fd_file(fd);
+        if (id == 0)
             continue;
         char link[64], target[PATH_MAX];
         snprintf(link, sizeof link, "/proc/self/fd/%d", fd);

@@ -5,6 +5,7 @@
  * once per flush interval, and returns drained blocks to the free list. */
 #include "preload/agent.h"
 
+#include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <string.h>
@@ -36,7 +37,7 @@ static int key_made;
 static void count_drop(int kind)
 {
     atomic_fetch_add_explicit(&dropped_all, 1, memory_order_relaxed);
-    if (kind == RS_REC_IO || kind == RS_REC_OPEN)
+    if (kind == RS_REC_IO || kind == RS_REC_IO_LONG || kind == RS_REC_OPEN)
         atomic_fetch_add_explicit(&dropped_io, 1, memory_order_relaxed);
     else if (kind == RS_REC_GPU || kind == RS_REC_SYNC || kind == RS_REC_MEM)
         atomic_fetch_add_explicit(&dropped_gpu, 1, memory_order_relaxed);
@@ -152,7 +153,7 @@ static struct rs_thread *thread_register(void)
     return NULL;
 }
 
-void *rs_reserve_slow(size_t size, int kind)
+static void *reserve_slow(size_t size, int kind)
 {
     struct rs_thread *t = rs_self;
     if (!t && !(t = thread_register())) {
@@ -169,6 +170,17 @@ void *rs_reserve_slow(size_t size, int kind)
         }
     }
     return b->data + t->pos;
+}
+
+/* The hooks call this between the program's call and returning its result,
+ * without saving errno themselves: the writer's wake-up and a new thread's
+ * registration must not change it. */
+void *rs_reserve_slow(size_t size, int kind)
+{
+    int e = errno;
+    void *p = reserve_slow(size, kind);
+    errno = e;
+    return p;
 }
 
 static void pool_fill(void)

@@ -714,18 +714,26 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
         w.recorded++;
         return;
     }
-    if (h->kind != RS_REC_IO)
+    uint64_t start, dur;
+    int64_t offset, result;
+    if (h->kind == RS_REC_IO) {
+        const struct rs_rec_io *r = (const void *)h;
+        start = r->start, dur = r->dur, offset = r->offset, result = r->result;
+    } else if (h->kind == RS_REC_IO_LONG) {
+        const struct rs_rec_io_long *r = (const void *)h;
+        start = r->start, dur = r->dur, offset = r->offset, result = r->result;
+    } else {
         return;
-    const struct rs_rec_io *r = (const void *)h;
+    }
     if (h->file < w.file_cap && w.file_path[h->file] == RS_FILE_EXCLUDED)
         return;
     if (h->op != RSF_IO_CLOSE)
         w.touched = 1;
     if (w.nio == IO_CAP)
         emit(0);
-    w.io[w.nio++] = (struct rsf_io_event){ .start_ns = rs_tick_ns(&w.map, r->start_ns),
-                                           .dur_ns = rs_tick_dur(&w.map, r->dur_ns),
-                                           .offset = r->offset, .result = r->result,
+    w.io[w.nio++] = (struct rsf_io_event){ .start_ns = rs_tick_ns(&w.map, start),
+                                           .dur_ns = rs_tick_dur(&w.map, dur),
+                                           .offset = offset, .result = result,
                                            .file = h->file, .tid = tid, .op = h->op };
     w.recorded++;
 }
