@@ -34,6 +34,7 @@ struct rs_settings {
     long test_skew_us;
     long wait_us;            /* RINGSIDE_WAIT_US: shortest blocking call with a wait stack */
     long gpu_stack_every;    /* RINGSIDE_GPU_STACK_EVERY: 1 timed launch in N; 0 off */
+    int own_fds;             /* RINGSIDE_OWN_FDS: the writer keeps its own fd table (writer.c) */
 };
 
 /* Who this process is; lives while the process runs, goes to Meta. */
@@ -309,6 +310,11 @@ void rs_writer_flush(int final);
 void rs_writer_forked(void);
 /* Writer thread identity, so signal code can tell. */
 int rs_writer_is_self(void);
+/* Before the writer first calls the CUDA driver, whose fds are in the
+ * program's table only: makes the writer a thread that shares the program's
+ * fd table, if it is not one. Program threads only. Returns 0, or -1 (the
+ * writer could not be moved; it must not call the driver). */
+int rs_writer_share(void);
 
 /* ---- GPU timing, the writer's side (gputime.c) ---- */
 
@@ -357,8 +363,12 @@ static inline uint32_t rs_fd_file(int fd)
     uint32_t f = rs_fd_entry(fd);
     return f == RS_FILE_EXCLUDED ? 0 : f & ~RS_FILE_PLAIN;
 }
-/* Sets fd's entry (a value as rs_fd_entry returns). */
+/* Sets fd's entry (a value as rs_fd_entry returns). Does nothing on a
+ * thread with its own fd table (rs_own_fds): its numbers are not the
+ * program's. */
 void rs_fd_set(int fd, uint32_t entry);
+/* Set on the writer thread while its fd table is its own (writer.c). */
+extern __thread int rs_own_fds RS_TLS;
 /* The current directory changed: remember it for relative paths. */
 void rs_cwd_changed(void);
 /* Records an opened path for fd (result of an open call), returns the file

@@ -25,9 +25,11 @@ static _Atomic uint32_t next_file = 1;
 static char cwd[PATH_MAX];
 static _Atomic unsigned cwd_gen;
 
+__thread int rs_own_fds RS_TLS;
+
 void rs_fd_set(int fd, uint32_t entry)
 {
-    if (fd >= 0 && (size_t)fd < rs_fdtab_n)
+    if (fd >= 0 && (size_t)fd < rs_fdtab_n && !rs_own_fds)
         atomic_store_explicit(&rs_fdtab[fd], entry, memory_order_relaxed);
 }
 

@@ -138,6 +138,10 @@ static int pool_make(void)
         atomic_store(&pool_state, ctx || !rs_cu.ctx_get_current ? POOL_OFF : POOL_NONE);
         return -1;
     }
+    /* From here on the writer calls the driver, whose fds are in the
+     * program's fd table. */
+    if (rs_writer_share() != 0)
+        goto off;
     size_t bytes = (MAX_PAIRS + 1) * (2 * sizeof(CUevent) + sizeof(uint32_t));
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,14 +116,35 @@ static _Atomic int writer_running;
 static _Atomic uint32_t req_seq, done_seq;
 static _Atomic int req_final;
 
+/* ---- the writer's own fd table ----
+ * While more than one thread shares a process's fd table, the kernel takes
+ * and drops a reference on the file in every read and write (fdget), which
+ * it skips while the table has one user; the agent's writer thread would
+ * put that cost (about 20 ns) on every call of a single-threaded program.
+ * So the writer starts by giving itself its own copy of the table (unshare
+ * CLONE_FILES) and closing every fd in that copy, so that it holds nothing
+ * of the program's open (a pipe the program closes reads as closed at once);
+ * 0, 1 and 2 of its copy are /dev/null, and its notices reach the program's
+ * stderr through a pidfd (log.c). The trace file then lives where the
+ * program's fd games cannot reach it. The CUDA driver's fds are in the
+ * program's table only, so before the writer first calls the driver it is
+ * replaced by a thread that shares the table (rs_writer_share), which opens
+ * the trace file again. RINGSIDE_OWN_FDS=0: the writer always shares. */
+static _Atomic int table_own;      /* the running writer has its own fd table */
+static _Atomic int stop_req;       /* rs_writer_share: the writer is to end */
+static _Atomic uint32_t started;   /* the writer set its table up (futex word) */
+static _Atomic uint32_t ended;     /* a writer left at stop_req (futex word) */
+static int reopen;                 /* the trace file is to be opened again */
+static pthread_mutex_t share_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int rs_writer_owns_fd(int fd)
 {
-    return fd >= 0 && fd == w.fd;
+    return fd >= 0 && fd == w.fd && !atomic_load_explicit(&table_own, memory_order_relaxed);
 }
 
 int rs_writer_fd(void)
 {
-    return w.fd;
+    return atomic_load_explicit(&table_own, memory_order_relaxed) ? -1 : w.fd;
 }
 
 /* Held while the trace fd is written or renumbered, so a write never lands
@@ -133,7 +155,7 @@ int rs_writer_fd_taken(int fd)
 {
     /* A vfork child shares our memory but not our fd table: it must not
      * renumber the parent's trace file. Its copy goes at exec (O_CLOEXEC). */
-    if (getpid() != rs_id.pid)
+    if (getpid() != rs_id.pid || atomic_load(&table_own))
         return 0;
     pthread_mutex_lock(&fd_lock);
     int moved = 0;
@@ -738,15 +760,73 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
     w.recorded++;
 }
 
+/* Gives the calling thread (the writer, starting) its own copy of the fd
+ * table and empties it, with 0, 1 and 2 on /dev/null so that nothing the
+ * writer opens takes a standard stream's number. Returns 0, or -1 with the
+ * table still shared. */
+static int own_table(void)
+{
+#ifdef SYS_close_range
+    /* close_range must work (Linux 5.9) before the table is split: the copy
+     * must not keep the program's files open. An empty range tests it. */
+    if (syscall(SYS_close_range, ~0u, ~0u, 0) != 0 || unshare(CLONE_FILES) != 0)
+        return -1;
+    rs_own_fds = 1;
+    syscall(SYS_close_range, 0u, ~0u, 0);
+    for (int i = 0; i < 3; i++)
+        if (open("/dev/null", O_RDWR) != i)
+            rs_debug("writer: /dev/null did not take fd %d", i);
+    return 0;
+#else
+    return -1;
+#endif
+}
+
+/* On a writer that shares the table, where the file was open before the
+ * writer's own-table predecessor ended: opens it again, appending after
+ * the last whole frame. */
+static void reopen_file(void)
+{
+    reopen = 0;
+    w.fd = open(w.path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (w.fd < 0 || lseek(w.fd, w.good_size, SEEK_SET) != w.good_size) {
+        rs_notice("cannot open %s again: %s; tracing is off", w.path, strerror(errno));
+        if (w.fd >= 0)
+            close(w.fd);
+        w.fd = -1;
+        w.broken = 1;
+        atomic_store(&rs_on, 0);
+    }
+}
+
 static void *writer_main(void *arg)
 {
-    (void)arg;
     rs_guard = 1; /* the writer's own I/O is never recorded */
+    if (arg && own_table() == 0)
+        atomic_store(&table_own, 1);
+    atomic_store(&started, 1);
+    futex_wake_all(&started);
+    if (reopen)
+        reopen_file();
     uint64_t period = (uint64_t)rs_cfg.flush_ms * 1000000u / 2;
     /* done_seq, not req_seq: a flush asked for before this thread got to
      * run (a forked child that execs at once) is still pending. */
     uint32_t served = atomic_load(&done_seq);
     for (;;) {
+        if (atomic_load(&stop_req)) {
+            /* rs_writer_share: leave between passes, the state whole. */
+            if (w.fd >= 0) {
+                close(w.fd);
+                w.fd = -1;
+                reopen = 1;
+            }
+            atomic_store(&table_own, 0);
+            atomic_store(&writer_running, 0);
+            atomic_store(&stop_req, 0);
+            atomic_store(&ended, 1);
+            futex_wake_all(&ended);
+            return NULL;
+        }
         uint32_t wake = atomic_load(&rs_writer_wake);
         uint64_t now = rs_now();
         uint64_t due = w.last_emit + period;
@@ -791,10 +871,23 @@ static int state_init(void)
     return 0;
 }
 
-int rs_writer_start(void)
+/* Waits (up to 5 s) for *word to leave 0. Returns 0, or -1 on time out. */
+static int await_set(_Atomic uint32_t *word)
 {
-    if (state_init() != 0)
-        return -1;
+    uint64_t deadline = rs_now() + 5000000000u;
+    while (!atomic_load(word)) {
+        uint64_t now = rs_now();
+        if (now >= deadline)
+            return -1;
+        futex_wait(word, 0, deadline - now < 10000000u ? deadline - now : 10000000u);
+    }
+    return 0;
+}
+
+/* Starts a writer thread on the state in w, with its own fd table when
+ * own, and waits until it has set the table up. Returns 0 or -1. */
+static int start_thread(int own)
+{
     /* The writer never runs the program's signal handlers: it starts with
      * every signal blocked. */
     sigset_t all, old;
@@ -804,13 +897,53 @@ int rs_writer_start(void)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 << 10);
-    int err = pthread_create(&writer_thread, &attr, writer_main, NULL);
+    atomic_store(&started, 0);
+    int err = pthread_create(&writer_thread, &attr, writer_main, own ? (void *)1 : NULL);
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (err)
         return -1;
     atomic_store(&writer_running, 1);
+    /* Nothing of the program's runs while the writer holds its copy of
+     * the table; the wait is tens of microseconds. */
+    if (await_set(&started) != 0)
+        rs_debug("the writer took more than 5 s to start");
     return 0;
+}
+
+int rs_writer_start(void)
+{
+    if (state_init() != 0)
+        return -1;
+    return start_thread(rs_cfg.own_fds);
+}
+
+int rs_writer_share(void)
+{
+    if (!atomic_load(&table_own))
+        return 0;
+    pthread_mutex_lock(&share_lock);
+    int r = 0;
+    if (atomic_load(&table_own)) {
+        atomic_store(&ended, 0);
+        atomic_store(&stop_req, 1);
+        rs_writer_kick();
+        if (await_set(&ended) != 0) {
+            /* Still busy: take the request back unless it was just taken. */
+            int one = 1;
+            if (atomic_compare_exchange_strong(&stop_req, &one, 0) || await_set(&ended) != 0) {
+                rs_notice("the writer did not stop to take up the CUDA driver's files in 5 s");
+                r = -1;
+            }
+        }
+        if (r == 0 && start_thread(0) != 0) {
+            rs_notice("cannot start the writer thread again; tracing is off");
+            atomic_store(&rs_on, 0);
+            r = -1;
+        }
+    }
+    pthread_mutex_unlock(&share_lock);
+    return r;
 }
 
 void rs_writer_flush(int final)
@@ -841,8 +974,13 @@ void rs_writer_forked(void)
      * leave the parent's file and allocations alone. */
     atomic_store(&writer_running, 0);
     pthread_mutex_init(&fd_lock, NULL);
-    if (w.fd >= 0)
+    pthread_mutex_init(&share_lock, NULL);
+    /* The parent's trace fd is in this table only if its writer shared it. */
+    if (w.fd >= 0 && !atomic_load(&table_own))
         close(w.fd);
+    atomic_store(&table_own, 0);
+    atomic_store(&stop_req, 0);
+    reopen = 0;
     rs_stackw_new_file();
     atomic_store(&req_seq, 0);
     atomic_store(&done_seq, 0);

@@ -1,7 +1,10 @@
 /* Plays the fd games programs play with the agent's trace file around:
  * dup2 onto it, close_range over it, closefrom, freopen of stdout. Each
  * target file gets a known number of bytes; the test holds the trace and
- * the files against those numbers. Usage: fd_games DIR */
+ * the files against those numbers. The trace file is looked for in the
+ * program's own fd table for up to WAIT_MS (default 5000); when it is not
+ * there (the writer keeps its own table), b.dat is not written.
+ * Usage: fd_games DIR [WAIT_MS] */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -59,15 +62,16 @@ static int create(const char *dir, const char *name)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: fd_games DIR\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: fd_games DIR [WAIT_MS]\n");
         return 2;
     }
     const char *dir = argv[1];
+    int wait_ms = argc == 3 ? atoi(argv[2]) : 5000;
     put(create(dir, "a.dat"), 1000, "a");
     /* The agent creates its file at its first flush. */
     int t = -1;
-    for (int i = 0; i < 500 && (t = trace_fd()) < 0; i++)
+    for (int i = 0; i < wait_ms / 10 && (t = trace_fd()) < 0; i++)
         usleep(10000);
     printf("trace fd %d\n", t);
     if (t >= 0) {
