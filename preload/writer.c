@@ -813,6 +813,8 @@ static void *writer_main(void *arg)
      * run (a forked child that execs at once) is still pending. */
     uint32_t served = atomic_load(&done_seq);
     for (;;) {
+        /* Read before stop_req: a kick after this read ends the wait below. */
+        uint32_t wake = atomic_load(&rs_writer_wake);
         if (atomic_load(&stop_req)) {
             /* rs_writer_share: leave between passes, the state whole. */
             if (w.fd >= 0) {
@@ -827,7 +829,6 @@ static void *writer_main(void *arg)
             futex_wake_all(&ended);
             return NULL;
         }
-        uint32_t wake = atomic_load(&rs_writer_wake);
         uint64_t now = rs_now();
         uint64_t due = w.last_emit + period;
         if (atomic_load(&req_seq) == served && now < due) {
