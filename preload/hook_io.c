@@ -68,12 +68,20 @@ static inline void rs_io_record(int op, uint32_t file, uint64_t t0, uint64_t t1,
     rs_commit(sizeof *r);
 }
 
-/* Whether a call on fd is recorded; its file id in *file. */
-static inline int tracked(int fd, uint32_t *file)
+/* fd's table entry (file id, maybe with RS_FILE_PLAIN) when a call on it
+ * is recorded, else 0. */
+static inline uint32_t tracked_entry(int fd)
 {
     if (RS_UNLIKELY(rs_guard) || !atomic_load_explicit(&rs_on, memory_order_relaxed))
         return 0;
-    return (*file = rs_fd_file(fd)) != 0;
+    uint32_t e = rs_fd_entry(fd);
+    return e == RS_FILE_EXCLUDED ? 0 : e;
+}
+
+/* Whether a call on fd is recorded; its file id in *file. */
+static inline int tracked(int fd, uint32_t *file)
+{
+    return (*file = tracked_entry(fd) & ~RS_FILE_PLAIN) != 0;
 }
 
 static inline int opens_tracked(void)
@@ -157,9 +165,8 @@ static inline long kernel_call(long nr, long a, long b, long c, long d)
  * directly when allowed (above), else through glibc's REAL call. */
 #define RS_IO_KERNEL(OP, FD, OFF, REAL, NR, A, B, C, D)                             \
     do {                                                                            \
-        uint32_t e_;                                                                \
-        if (RS_UNLIKELY(rs_guard) || !atomic_load_explicit(&rs_on, memory_order_relaxed) \
-            || !(e_ = rs_fd_entry(FD)) || e_ == RS_FILE_EXCLUDED)                   \
+        uint32_t e_ = tracked_entry(FD);                                            \
+        if (!e_)                                                                    \
             return REAL;                                                            \
         if (RS_UNLIKELY(!(e_ & RS_FILE_PLAIN) || atomic_load_explicit(&cancel_seen, memory_order_relaxed))) \
             RS_IO_SYS(ssize_t, OP, FD, OFF, REAL);                                  \
