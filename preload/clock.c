@@ -25,14 +25,23 @@ void rs_clock_init(void)
 #endif
 }
 
-/* A (tick, ns) pair read back to back; the tick is the midpoint of two reads. */
+/* A (tick, ns) pair: the ns read between two tick reads, the tick their
+ * midpoint. The narrowest of a few tries is kept: the thread can be
+ * interrupted between the reads, or its vCPU descheduled for milliseconds,
+ * and a wide pair would misplace every record converted through it. */
 static void pair_now(struct rs_tick_map *m)
 {
-    uint64_t a = rs_ticks();
-    uint64_t ns = rs_now();
-    uint64_t b = rs_ticks();
-    m->tick = a + (b - a) / 2;
-    m->ns = ns;
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 5; i++) {
+        uint64_t a = rs_ticks();
+        uint64_t ns = rs_now();
+        uint64_t b = rs_ticks();
+        if (b - a < best) {
+            best = b - a;
+            m->tick = a + (b - a) / 2;
+            m->ns = ns;
+        }
+    }
 }
 
 void rs_tick_map_start(struct rs_tick_map *m)
