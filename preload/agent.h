@@ -176,7 +176,6 @@ struct __attribute__((aligned(64))) rs_block {
 
 struct __attribute__((aligned(64))) rs_thread {
     _Atomic(struct rs_block *) cur; /* written by the owner, read by the writer */
-    uint32_t pos;                   /* owner's write position in cur */
     uint32_t tid;
     _Atomic int state;              /* RS_THREAD_FREE / LIVE */
 };
@@ -243,32 +242,38 @@ struct rs_rec_comm {
     int32_t rank, nranks, device, pad_;
 };
 
+/* This thread's write cursor: where its next record goes in the block it
+ * holds, the block's end, and the block's committed count; all NULL while it
+ * holds none. In TLS, not in its rs_thread, so that the hot path reads no
+ * more than these. Only the owner uses them. */
+extern __thread uint8_t *rs_wp RS_TLS;
+extern __thread uint8_t *rs_wend RS_TLS;
+extern __thread _Atomic uint32_t *rs_wcommitted RS_TLS;
+
 /* Space for a record of size bytes (multiple of 8) in this thread's buffer,
  * or NULL when it must be dropped (counted under kind). Inline: this is
  * every hook's hot path. Leaves errno as it was. */
 static inline void *rs_reserve(size_t size, int kind)
 {
-    struct rs_thread *t = rs_self;
-    if (RS_LIKELY(t != NULL)) {
-        struct rs_block *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
-        if (RS_LIKELY(b != NULL && t->pos + size <= RS_BLOCK_SIZE)) {
-            /* The writer thread read this memory last, on another core: ask
-             * for the line a dozen records on now, so that it is here when
-             * they are written (past the block's end it is a harmless hint). */
-            __builtin_prefetch(b->data + t->pos + 512, 1);
-            return b->data + t->pos;
-        }
-    }
+    uint8_t *p = rs_wp;
+    if (RS_LIKELY((size_t)(rs_wend - p) >= size))
+        return p;
     return rs_reserve_slow(size, kind);
+}
+
+/* Publishes this thread's records up to end (in its block) to the writer. */
+static inline void rs_publish(uint8_t *end)
+{
+    atomic_store_explicit(rs_wcommitted, (uint32_t)(end - (rs_wend - RS_BLOCK_SIZE)),
+                          memory_order_release);
 }
 
 /* Publishes the record last reserved on this thread. */
 static inline void rs_commit(size_t size)
 {
-    struct rs_thread *t = rs_self;
-    struct rs_block *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
-    t->pos += (uint32_t)size;
-    atomic_store_explicit(&b->committed, t->pos, memory_order_release);
+    uint8_t *end = rs_wp + size;
+    rs_wp = end;
+    rs_publish(end);
 }
 
 /* Sets up the block pool of rs_cfg.buffer_bytes. Returns 0, or -1 (no memory). */

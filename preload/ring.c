@@ -19,6 +19,17 @@
 
 __thread int rs_guard RS_TLS;
 __thread struct rs_thread *rs_self RS_TLS;
+__thread uint8_t *rs_wp RS_TLS;
+__thread uint8_t *rs_wend RS_TLS;
+__thread _Atomic uint32_t *rs_wcommitted RS_TLS;
+
+/* Points this thread's write cursor at the start of b (NULL: no block). */
+static void cursor_set(struct rs_block *b)
+{
+    rs_wp = b ? b->data : NULL;
+    rs_wend = b ? b->data + RS_BLOCK_SIZE : NULL;
+    rs_wcommitted = b ? &b->committed : NULL;
+}
 
 _Atomic int rs_on;
 _Atomic uint32_t rs_writer_wake;
@@ -111,12 +122,14 @@ static struct rs_block *rotate(struct rs_thread *t)
         rs_writer_kick();
     }
     uint32_t idx = free_pop();
-    if (idx == RS_NIL)
+    if (idx == RS_NIL) {
+        cursor_set(NULL);
         return NULL;
+    }
     struct rs_block *b = &blocks[idx];
     b->tid = t->tid;
     atomic_store_explicit(&b->committed, 0, memory_order_relaxed);
-    t->pos = 0;
+    cursor_set(b);
     atomic_store_explicit(&t->cur, b, memory_order_release);
     return b;
 }
@@ -132,6 +145,7 @@ static void thread_gone(void *arg)
     }
     atomic_store_explicit(&t->state, RS_THREAD_FREE, memory_order_release);
     rs_self = NULL;
+    cursor_set(NULL);
 }
 
 static struct rs_thread *thread_register(void)
@@ -143,7 +157,7 @@ static struct rs_thread *thread_register(void)
             !atomic_compare_exchange_strong(&t->state, &expect, RS_THREAD_LIVE))
             continue;
         t->tid = (uint32_t)syscall(SYS_gettid);
-        t->pos = 0;
+        cursor_set(NULL);
         atomic_store_explicit(&t->cur, NULL, memory_order_relaxed);
         if (key_made)
             pthread_setspecific(thread_key, t);
@@ -161,7 +175,7 @@ static void *reserve_slow(size_t size, int kind)
         return NULL;
     }
     struct rs_block *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
-    if (!b || t->pos + size > RS_BLOCK_SIZE) {
+    if (!b || (size_t)(rs_wend - rs_wp) < size) {
         /* A full block goes to the writer; a thread without a block tries
          * the free list again. */
         if (size > RS_BLOCK_SIZE || !(b = rotate(t))) {
@@ -169,7 +183,7 @@ static void *reserve_slow(size_t size, int kind)
             return NULL;
         }
     }
-    return b->data + t->pos;
+    return rs_wp;
 }
 
 /* The hooks call this between the program's call and returning its result,
@@ -231,6 +245,7 @@ void rs_ring_reset(void)
     if (rs_self && key_made)
         pthread_setspecific(thread_key, NULL);
     rs_self = NULL;
+    cursor_set(NULL);
     atomic_store(&dropped_all, 0);
     atomic_store(&dropped_io, 0);
     atomic_store(&dropped_gpu, 0);
