@@ -184,6 +184,89 @@ static inline long kernel_call(long nr, long a, long b, long c, long d)
         return r_;                                                                  \
     } while (0)
 
+/* The common case of RS_IO_KERNEL, written to make no calls, so that it
+ * saves no registers: a recorded regular file or block device, no
+ * pthread_cancel seen, TSC timestamps, room in the thread's block. The record
+ * is reserved and filled in before the call (rs_guard keeps the sampler's
+ * handler from reserving in between), so that after it only the times and
+ * the result are left to store. Anything else goes to GENERAL (the full
+ * RS_IO_KERNEL path) before the call; a duration or result that needs the
+ * long form, a wait sample, a pending CPU sample or a failure go to
+ * io_finish after it. */
+#if defined(__x86_64__) && !defined(__ILP32__)
+#define RS_IO_FAST(OP, FD, OFF, GENERAL, NR, A, B, C, D)                            \
+    do {                                                                            \
+        uint32_t e_ = tracked_entry(FD);                                            \
+        if (RS_UNLIKELY(!(e_ & RS_FILE_PLAIN) || !rs_tsc_on ||                      \
+                        atomic_load_explicit(&cancel_seen, memory_order_relaxed)))  \
+            return GENERAL;                                                         \
+        rs_guard = 1;                                                               \
+        atomic_signal_fence(memory_order_seq_cst);                                  \
+        struct rs_rec_io *rec_ = (struct rs_rec_io *)rs_wp;                         \
+        if (RS_UNLIKELY((size_t)(rs_wend - rs_wp) < sizeof *rec_)) {                \
+            rs_guard = 0;                                                           \
+            return GENERAL;                                                         \
+        }                                                                           \
+        rec_->h = (struct rs_rec_hdr){ sizeof *rec_, RS_REC_IO, (uint8_t)(OP),      \
+                                       e_ & ~RS_FILE_PLAIN };                       \
+        rec_->offset = (OFF);                                                       \
+        rs_wp = (uint8_t *)(rec_ + 1);                                              \
+        rec_->start = __builtin_ia32_rdtsc();                                       \
+        long r_ = kernel_call(NR, (long)(A), (long)(B), (long)(C), (long)(D));      \
+        uint64_t d_ = __builtin_ia32_rdtsc() - rec_->start;                         \
+        if (RS_UNLIKELY(d_ >= io_fast_ticks() || r_ != (int32_t)r_ || r_ < 0 ||     \
+                        rs_sample_npending))                                        \
+            return io_finish(rec_, rec_->start + d_, r_);                           \
+        rec_->dur = (uint32_t)d_;                                                   \
+        rec_->result = (int32_t)r_;                                                 \
+        rs_publish((uint8_t *)(rec_ + 1));                                          \
+        atomic_signal_fence(memory_order_seq_cst);                                  \
+        rs_guard = 0;                                                               \
+        return r_;                                                                  \
+    } while (0)
+#else
+#define RS_IO_FAST(OP, FD, OFF, GENERAL, NR, A, B, C, D) return GENERAL
+#endif
+
+/* Durations from this many ticks on leave RS_IO_FAST's path: those that need
+ * the long record, and those that make a wait sample. */
+static inline uint64_t io_fast_ticks(void)
+{
+    return rs_wait_ticks < UINT32_MAX ? rs_wait_ticks : UINT32_MAX;
+}
+
+/* RS_IO_FAST's way out after the call, which ended at t1 ticks with result
+ * r (or -errno): its reservation rec (op, file, offset and start filled in)
+ * is given back and the call recorded as any other, in whichever form fits,
+ * then a sample written when one is due. Returns what the hook returns, with
+ * errno set on failure. */
+static __attribute__((noinline, cold)) long io_finish(struct rs_rec_io *rec, uint64_t t1, long r)
+{
+    uint64_t t0 = rec->start;
+    rs_wp = (uint8_t *)rec;
+    rs_io_record(rec->h.op, rec->h.file, t0, t1, rec->offset, r);
+    after_call(t0, t1);
+    rs_guard = 0;
+    if (r < 0) {
+        errno = (int)-r;
+        return -1;
+    }
+    return r;
+}
+
+/* Defines hook NAME(PARAMS) for system call NR(A, B, C, D) on fd, recorded as
+ * OP at offset OFF: RS_IO_FAST in front of NAME##_general, the out-of-line
+ * RS_IO_KERNEL path for everything else. */
+#define RS_IO_HOOK(NAME, PARAMS, ARGS, OP, OFF, NR, A, B, C, D)                     \
+    static __attribute__((noinline)) ssize_t NAME##_general PARAMS                  \
+    {                                                                               \
+        RS_IO_KERNEL(OP, fd, OFF, RS_REAL(NAME) ARGS, NR, A, B, C, D);              \
+    }                                                                               \
+    RS_EXPORT ssize_t NAME PARAMS                                                   \
+    {                                                                               \
+        RS_IO_FAST(OP, fd, OFF, NAME##_general ARGS, NR, A, B, C, D);               \
+    }
+
 /* ---- opens ---- */
 
 static int mode_needed(int flags)
@@ -518,30 +601,18 @@ RS_REAL_DECL(__read_chk);
 RS_REAL_DECL(__pread_chk);
 RS_REAL_DECL(__pread64_chk);
 
-RS_EXPORT ssize_t read(int fd, void *buf, size_t n)
-{
-    RS_IO_KERNEL(RSF_IO_READ, fd, -1, RS_REAL(read)(fd, buf, n), SYS_read, fd, buf, n, 0);
-}
+RS_IO_HOOK(read, (int fd, void *buf, size_t n), (fd, buf, n), RSF_IO_READ, -1, SYS_read, fd, buf, n, 0)
 
 RS_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
     RS_IO_SYS(ssize_t, RSF_IO_READ, fd, -1, RS_REAL(__read_chk)(fd, buf, n, buflen));
 }
 
-RS_EXPORT ssize_t write(int fd, const void *buf, size_t n)
-{
-    RS_IO_KERNEL(RSF_IO_WRITE, fd, -1, RS_REAL(write)(fd, buf, n), SYS_write, fd, buf, n, 0);
-}
+RS_IO_HOOK(write, (int fd, const void *buf, size_t n), (fd, buf, n), RSF_IO_WRITE, -1, SYS_write, fd, buf, n, 0)
 
-RS_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
-{
-    RS_IO_KERNEL(RSF_IO_PREAD, fd, off, RS_REAL(pread)(fd, buf, n, off), SYS_pread64, fd, buf, n, off);
-}
+RS_IO_HOOK(pread, (int fd, void *buf, size_t n, off_t off), (fd, buf, n, off), RSF_IO_PREAD, off, SYS_pread64, fd, buf, n, off)
 
-RS_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
-{
-    RS_IO_KERNEL(RSF_IO_PREAD, fd, off, RS_REAL(pread64)(fd, buf, n, off), SYS_pread64, fd, buf, n, off);
-}
+RS_IO_HOOK(pread64, (int fd, void *buf, size_t n, off64_t off), (fd, buf, n, off), RSF_IO_PREAD, off, SYS_pread64, fd, buf, n, off)
 
 RS_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
 {
@@ -553,25 +624,13 @@ RS_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t
     RS_IO_SYS(ssize_t, RSF_IO_PREAD, fd, off, RS_REAL(__pread64_chk)(fd, buf, n, off, buflen));
 }
 
-RS_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
-{
-    RS_IO_KERNEL(RSF_IO_PWRITE, fd, off, RS_REAL(pwrite)(fd, buf, n, off), SYS_pwrite64, fd, buf, n, off);
-}
+RS_IO_HOOK(pwrite, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off), RSF_IO_PWRITE, off, SYS_pwrite64, fd, buf, n, off)
 
-RS_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
-{
-    RS_IO_KERNEL(RSF_IO_PWRITE, fd, off, RS_REAL(pwrite64)(fd, buf, n, off), SYS_pwrite64, fd, buf, n, off);
-}
+RS_IO_HOOK(pwrite64, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off), RSF_IO_PWRITE, off, SYS_pwrite64, fd, buf, n, off)
 
-RS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
-{
-    RS_IO_KERNEL(RSF_IO_READV, fd, -1, RS_REAL(readv)(fd, iov, cnt), SYS_readv, fd, iov, cnt, 0);
-}
+RS_IO_HOOK(readv, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt), RSF_IO_READV, -1, SYS_readv, fd, iov, cnt, 0)
 
-RS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
-{
-    RS_IO_KERNEL(RSF_IO_WRITEV, fd, -1, RS_REAL(writev)(fd, iov, cnt), SYS_writev, fd, iov, cnt, 0);
-}
+RS_IO_HOOK(writev, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt), RSF_IO_WRITEV, -1, SYS_writev, fd, iov, cnt, 0)
 
 RS_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
 {

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""A read of a regular file that blocks for 3 s (tests/programs/uffd_read:
+the page it reads into is supplied through userfaultfd 3 s after the fault).
+3 s is more than 2^32 TSC ticks on any counter from 1.5 GHz up, so the
+record needs the long form, and it is past the wait threshold, so it makes
+a wait sample: both ways out of the hooks' common path. The recorded
+duration must lie within the time the program measured around the call
+(its own clock), and so must the wait sample's weight."""
+import os
+
+from rstest import PROG, check, cleanup, dump, finish, run, skip, tempdir, trace_files, traced_env
+
+HOLD_MS = 3000
+
+
+def main():
+    out, work = tempdir("trace-long"), tempdir("long")
+    data = os.path.join(work, "long.dat")
+    p = run([os.path.join(PROG, "uffd_read"), data, str(HOLD_MS)], env=traced_env(out), timeout=60)
+    text = p.stdout.decode()
+    if p.returncode == 3 and text.startswith("unavailable"):
+        skip("a 3 s read of a regular file", text.strip())
+        cleanup(out, work)
+        return finish()
+    check("uffd_read runs under the agent", p.returncode == 0, text + p.stderr.decode()[-300:])
+    fields = dict(f.split("=") for f in text.split() if "=" in f)
+    blocked = int(fields.get("blocked_ns", 0))
+    check("the read blocked for the hold time", blocked >= HOLD_MS * 1000000, text)
+    files = trace_files(out)
+    if check("one trace", len(files) == 1, str(files)):
+        recs, rc, err = dump(files[0])
+        reads = [r for r in recs if r.get("type") == "io" and r.get("path") == data and r["op"] == "pread"]
+        if check("the pread is recorded once", len(reads) == 1, str(reads)):
+            r = reads[0]
+            check("its result is the program's", r["result"] == int(fields.get("result", -1)), str(r))
+            check("its duration lies within the program's measure of the call, and not 1 ms short of it",
+                  blocked - 1000000 <= r["dur_ns"] <= blocked, "%d ns recorded, %d ns measured" % (r["dur_ns"], blocked))
+            waits = [s for s in recs if s.get("type") == "sample" and s.get("kind") == "wait"]
+            if check("one wait sample", len(waits) == 1, str(waits)):
+                check("the wait sample is at the call, weighted by the time the program measured",
+                      waits[0]["ts_ns"] == r["start_ns"] and blocked - 1000000 <= waits[0]["weight_ns"] <= blocked,
+                      "%s; the read at %d, %d ns measured" % (waits[0], r["start_ns"], blocked))
+    cleanup(out, work)
+    return finish()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
