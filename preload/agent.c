@@ -35,9 +35,10 @@ void *rs_resolve(const char *name)
 static void finish(void)
 {
     int first = !atomic_exchange(&finished, 1);
-    int saved = errno;
+    int saved = errno, cs = rs_nocancel();
     rs_writer_flush(first);
     atomic_store(&rs_on, 0);
+    rs_cancel_restore(cs);
     errno = saved;
 }
 
@@ -199,10 +200,11 @@ RS_EXPORT void _Exit(int status)
  * the exec fails, recording goes on in the same file. */
 static int before_exec(void)
 {
-    int saved = errno;
+    int saved = errno, cs = rs_nocancel();
     int rearm = rs_sample_before_exec();
     if (atomic_load(&rs_on) && !rs_guard)
         rs_writer_flush(1);
+    rs_cancel_restore(cs);
     errno = saved;
     return rearm;
 }
@@ -308,6 +310,7 @@ static void after_fork_child(void)
 {
     if (!atomic_load(&rs_on))
         return;
+    int cs = rs_nocancel();
     rs_identity_forked();
     rs_gpu_forked();
     rs_ring_reset();
@@ -318,6 +321,7 @@ static void after_fork_child(void)
         rs_fdtab_forked();
     rs_guard = 0;
     rs_sample_forked();
+    rs_cancel_restore(cs);
 }
 
 /* ---- start and end ---- */

@@ -6,6 +6,7 @@
 #define RS_AGENT_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -63,6 +64,27 @@ int rs_config_pairs(const char **keys, const char **values, int max);
 
 __attribute__((format(printf, 1, 2))) void rs_notice(const char *fmt, ...);
 __attribute__((format(printf, 1, 2))) void rs_debug(const char *fmt, ...);
+
+/* ---- cancellation ----
+ * Agent code that runs on a program thread (stack unwinding, notices, the
+ * exit, exec and fork paths) calls glibc functions that are cancellation
+ * points: libunwind reads a pipe to test addresses, a notice writes. A
+ * pthread_cancel pending on the thread must not end it in there, with a lock
+ * held or a record half made; it acts at the program's next cancellation
+ * point instead. */
+
+static inline int rs_nocancel(void)
+{
+    int old = PTHREAD_CANCEL_ENABLE;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    return old;
+}
+
+static inline void rs_cancel_restore(int old)
+{
+    if (old == PTHREAD_CANCEL_ENABLE)
+        pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+}
 
 /* ---- time ---- */
 
@@ -345,9 +367,9 @@ int rs_nccl_version(void);
 /* ---- files (fdtab.c) ---- */
 
 /* An fd's entry in the table: 0 (not a recorded file), RS_FILE_EXCLUDED, or
- * a file id, with RS_FILE_PLAIN added when the fd is a regular file or a
- * block device: a call on it never waits indefinitely (hook_io.c uses
- * that). File ids stay below RS_FILE_PLAIN. */
+ * a file id, with RS_FILE_PLAIN added when the fd is a block device or a
+ * regular file on a local file system: a call on it never waits
+ * indefinitely (hook_io.c uses that). File ids stay below RS_FILE_PLAIN. */
 #define RS_FILE_EXCLUDED UINT32_MAX
 #define RS_FILE_PLAIN 0x80000000u
 

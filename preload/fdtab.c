@@ -6,6 +6,7 @@
 #include "formats/trace.h"
 
 #include <dirent.h>
+#include <linux/magic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 int rs_io_active;
@@ -40,12 +42,42 @@ static uint32_t new_id(void)
     return id < RS_FILE_PLAIN ? id : 0;
 }
 
-/* fd's table entry for file id: the id, marked RS_FILE_PLAIN for a regular
- * file or a block device. */
+#ifndef ZFS_SUPER_MAGIC
+#define ZFS_SUPER_MAGIC 0x2fc12fc1 /* OpenZFS's, not in the kernel's headers */
+#endif
+
+/* Whether fd is a regular file on a file system whose reads and writes
+ * wait for nothing but local storage or memory. Network file systems, FUSE
+ * (a user-space server), /proc, /sys and the like can block a call for as
+ * long as something else decides, which a cancellation must be able to
+ * interrupt. */
+static int on_local_fs(int fd)
+{
+    struct statfs sf;
+    if (fstatfs(fd, &sf) != 0)
+        return 0;
+    switch ((uint32_t)sf.f_type) {
+    case EXT4_SUPER_MAGIC: /* also ext2 and ext3 */
+    case XFS_SUPER_MAGIC:
+    case BTRFS_SUPER_MAGIC:
+    case F2FS_SUPER_MAGIC:
+    case ZFS_SUPER_MAGIC:
+    case TMPFS_MAGIC:
+    case RAMFS_MAGIC:
+    case OVERLAYFS_SUPER_MAGIC:
+    case SQUASHFS_MAGIC:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* fd's table entry for file id: the id, marked RS_FILE_PLAIN for a block
+ * device or a regular file on a local file system (on_local_fs). */
 static uint32_t entry_for(int fd, uint32_t id)
 {
     struct stat st;
-    if (fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
+    if (fstat(fd, &st) == 0 && (S_ISBLK(st.st_mode) || (S_ISREG(st.st_mode) && on_local_fs(fd))))
         return id | RS_FILE_PLAIN;
     return id;
 }

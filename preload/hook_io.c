@@ -127,12 +127,15 @@ static inline void after_call(uint64_t t0, uint64_t t1)
  * call turns asynchronous cancellation on and off around the system call:
  * two atomic operations, about 30 ns, as much as the rest of the hook. So
  * these hooks make the system call themselves when that cannot change what
- * the program sees: the fd is a regular file or a block device
- * (RS_FILE_PLAIN), on which a call never waits indefinitely and so cannot
- * hold up a cancellation; and the program has not called pthread_cancel, so
- * no cancellation can be pending. Otherwise they call glibc's. The system
- * call is the one glibc makes, with the same arguments, and errno is set as
- * glibc sets it. */
+ * the program sees: the fd is a block device or a regular file on a local
+ * file system (RS_FILE_PLAIN), on which a call never waits indefinitely and
+ * so cannot hold up a cancellation; and the program has not called
+ * pthread_cancel, so no cancellation can be pending. Otherwise they call
+ * glibc's. The system call is the one glibc makes, with the same arguments,
+ * and errno is set as glibc sets it. (A call that waits on its buffer, which
+ * userfaultfd or a mapping of a FUSE file can hold back, is the exception:
+ * a pthread_cancel that comes during it acts at the thread's next
+ * cancellation point.) */
 
 static _Atomic int cancel_seen;
 
@@ -185,7 +188,7 @@ static inline long kernel_call(long nr, long a, long b, long c, long d)
     } while (0)
 
 /* The common case of RS_IO_KERNEL, written to make no calls, so that it
- * saves no registers: a recorded regular file or block device, no
+ * saves no registers: a recorded RS_FILE_PLAIN file, no
  * pthread_cancel seen, TSC timestamps, room in the thread's block. The record
  * is reserved and filled in before the call (rs_guard keeps the sampler's
  * handler from reserving in between), so that after it only the times and

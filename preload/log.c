@@ -38,7 +38,7 @@ static void emit(const char *fmt, va_list ap)
     if ((size_t)n > sizeof line - 2)
         n = (int)sizeof line - 2;
     line[n++] = '\n';
-    int saved = rs_guard, e = errno;
+    int saved = rs_guard, e = errno, cs = rs_nocancel();
     rs_guard = 1;
     int fd = rs_own_fds ? program_stderr() : 2;
     if (fd >= 0) {
@@ -48,6 +48,7 @@ static void emit(const char *fmt, va_list ap)
             close(fd);
     }
     rs_guard = saved;
+    rs_cancel_restore(cs);
     errno = e;
 }
 

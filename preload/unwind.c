@@ -91,14 +91,16 @@ int rs_unwind(void *uc, uint64_t *pcs, int max)
         uc = &here;
         flags = 0;
     }
-    if (p_init_local2(&cur, uc, flags) != 0)
-        return 0;
+    int cs = rs_nocancel(); /* libunwind tests addresses through a pipe */
     int n = 0;
-    do {
-        unw_word_t ip;
-        if (p_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0)
-            break;
-        pcs[n++] = ip;
-    } while (n < max && p_step(&cur) > 0);
+    if (p_init_local2(&cur, uc, flags) == 0) {
+        do {
+            unw_word_t ip;
+            if (p_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0)
+                break;
+            pcs[n++] = ip;
+        } while (n < max && p_step(&cur) > 0);
+    }
+    rs_cancel_restore(cs);
     return n;
 }

@@ -6,11 +6,23 @@ sees: cancel_io's errors, its thread blocked on a FIFO being cancelled, and
 its thread with a cancellation pending being cancelled at pwrite before the
 write, all as without the agent (truth: the same program run without it).
 The trace holds the calls with their results (truth: the program's own
-output: -EBADF, -EFAULT, 0 and 2 bytes)."""
+output: -EBADF, -EFAULT, 0 and 2 bytes).
+
+Two reads that wait on their buffer (a page userfaultfd holds back), each in
+a process of its own, before any pthread_cancel:
+- /proc/self/stat, recorded here (RINGSIDE_IO_EXCLUDE empty): a regular
+  file, but not on a local file system, so the agent leaves it to glibc and
+  the thread is cancelled in the read, as without the agent.
+- a file in the test's folder, which the agent reads with its own system
+  call: the thread is cancelled at its next cancellation point after the
+  read (the documented exception), and not inside the agent: the read's
+  wait sample, whose stack unwinding makes glibc calls that are cancellation
+  points, is in the trace, weighted by the 100 ms the page was held.
+Both are skipped where userfaultfd cannot be used."""
 import errno
 import os
 
-from rstest import PROG, check, cleanup, dump, finish, run, tempdir, trace_files, traced_env
+from rstest import PROG, check, cleanup, dump, finish, run, skip, tempdir, trace_files, traced_env
 
 
 def main():
@@ -40,7 +52,41 @@ def main():
                   str(got))
     finally:
         cleanup(out, plain_dir, traced_dir)
+    held_cases(prog, env)
     return finish()
+
+
+def held_cases(prog, env):
+    for case, want in (("procfs", None), ("held", "held: cancelled after the read")):
+        out, plain_dir, traced_dir = tempdir("trace-" + case), tempdir(case + "-plain"), tempdir(case + "-traced")
+        try:
+            plain = run([prog, plain_dir, case], env=env, timeout=60)
+            traced = run([prog, traced_dir, case], env=traced_env(out, RINGSIDE_IO_EXCLUDE=""), timeout=60)
+            p, t = plain.stdout.decode().strip(), traced.stdout.decode().strip()
+            if p.endswith("no userfaultfd"):
+                skip("cancel_io " + case, p)
+                continue
+            check("cancel_io %s runs with and without the agent" % case,
+                  plain.returncode == 0 and traced.returncode == 0,
+                  "%s / %s" % (plain.stderr.decode(), traced.stderr.decode()))
+            check("cancel_io %s: without the agent, %s" % (case, case + ": cancelled in the read"),
+                  p == case + ": cancelled in the read", p)
+            check("cancel_io %s: with the agent, %s" % (case, want or "as without"), t == (want or p), t)
+            if case != "held":
+                continue
+            files = trace_files(out)
+            if not check("cancel_io held: one trace", len(files) == 1, str(files)):
+                continue
+            recs, rc, err = dump(files[0])
+            path = os.path.join(traced_dir, "held.dat")
+            reads = [r for r in recs if r.get("type") == "io" and r.get("path") == path and r["op"] == "read"]
+            waits = [r for r in recs if r.get("type") == "sample" and r.get("kind") == "wait"]
+            if check("cancel_io held: the read is recorded, 100 ms or more", len(reads) == 1 and
+                     reads[0]["dur_ns"] >= 100000000, str(reads)):
+                check("cancel_io held: its wait sample is in the trace (the thread was not cancelled in the agent)",
+                      [w["tid"] for w in waits if w["weight_ns"] >= 100000000] == [reads[0]["tid"]], str(waits))
+        finally:
+            cleanup(out, plain_dir, traced_dir)
 
 
 if __name__ == "__main__":
