@@ -132,6 +132,18 @@ static int join_said(pthread_t t, const char *what)
     return 0;
 }
 
+/* Writes text to a new file at path. Returns 0, or 1 (said on stderr). */
+static int make_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
+        perror(path);
+        return 1;
+    }
+    close(fd);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2 && argc != 3) {
@@ -146,13 +158,7 @@ int main(int argc, char **argv)
         return held_case("procfs", "/proc/self/stat");
     if (argc == 3 && strcmp(argv[2], "held") == 0) {
         snprintf(path, sizeof path, "%s/held.dat", argv[1]);
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0 || write(fd, "held", 4) != 4) {
-            perror(path);
-            return 1;
-        }
-        close(fd);
-        return held_case("held", path);
+        return make_file(path, "held") || held_case("held", path);
     }
     if (argc == 3) {
         fprintf(stderr, "cancel_io: unknown case %s\n", argv[2]);
@@ -164,13 +170,9 @@ int main(int argc, char **argv)
     /* Errors and the FIFO first: before any pthread_cancel, the agent makes
      * its own system calls on regular files. */
     snprintf(path, sizeof path, "%s/ro.dat", argv[1]);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0 || write(fd, "0123456789", 10) != 10) {
-        perror(path);
+    if (make_file(path, "0123456789"))
         return 1;
-    }
-    close(fd);
-    fd = open(path, O_RDONLY);
+    int fd = open(path, O_RDONLY);
     errno = 0;
     ssize_t r = pwrite(fd, "x", 1, 0);
     printf("errors: pwrite on a read-only fd: %zd %s\n", r, strerror(errno));
