@@ -3,11 +3,11 @@
 # agent (LD_PRELOAD=BUILD/libagent.so) in alternating order, ROUNDS times
 # per case, and prints a Markdown table of the best times and their ratios,
 # and the bytes the trace takes on disk per recorded event.
-# Usage: tools/bench.sh [BUILD]   (env: ROUNDS, default 60)
+# Usage: tools/bench.sh [BUILD]   (env: ROUNDS, default 30)
 set -eu
 
 build=${1:-build}
-rounds=${ROUNDS:-60}
+rounds=${ROUNDS:-30}
 agent=$(cd "$build" && pwd)/libagent.so
 driver=$build/bench_io
 ringside=$build/ringside
@@ -53,9 +53,10 @@ per_event() {
         awk -v s="$size" '{ if ($1 > 0) printf "%.1f %d\n", s / $1, $2; else print "n/a", $2 }'
 }
 
-# Calls per run: about 50 ms each, shorter than most of this VM's phases.
-calls_pwrite=100000
-calls_devnull=300000
+# Calls per run: a few hundred ms each, so that the agent's start (its writer
+# thread's set-up runs beside the first calls) weighs little.
+calls_pwrite=600000
+calls_devnull=2000000
 
 i=0
 while [ $i -lt "$rounds" ]; do
