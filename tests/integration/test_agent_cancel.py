@@ -56,10 +56,25 @@ def main():
     return finish()
 
 
+# statfs magic numbers of the file systems the agent calls local
+# (preload/fdtab.c), from the kernel's linux/magic.h.
+LOCAL_FS = {0xEF53, 0x58465342, 0x9123683E, 0xF2F52010, 0x2FC12FC1, 0x01021994, 0x858458F6,
+            0x794C7630, 0x73717368}
+
+
+def fs_magic(path):
+    p = run(["stat", "-f", "-c", "%t", path])
+    return int(p.stdout.decode().strip() or "0", 16)
+
+
 def held_cases(prog, env):
     for case, want in (("procfs", None), ("held", "held: cancelled after the read")):
         out, plain_dir, traced_dir = tempdir("trace-" + case), tempdir(case + "-plain"), tempdir(case + "-traced")
         try:
+            if case == "held" and fs_magic(traced_dir) not in LOCAL_FS:
+                skip("cancel_io held", "%s is not on a local file system (statfs type %#x): the agent leaves "
+                     "its reads to glibc" % (traced_dir, fs_magic(traced_dir)))
+                continue
             plain = run([prog, plain_dir, case], env=env, timeout=60)
             traced = run([prog, traced_dir, case], env=traced_env(out, RINGSIDE_IO_EXCLUDE=""), timeout=60)
             p, t = plain.stdout.decode().strip(), traced.stdout.decode().strip()
