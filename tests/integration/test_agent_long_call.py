@@ -4,13 +4,18 @@ the page it reads into is supplied through userfaultfd 3 s after the fault).
 3 s is more than 2^32 TSC ticks on any counter from 1.5 GHz up, so the
 record needs the long form, and it is past the wait threshold, so it makes
 a wait sample: both ways out of the hooks' common path. The recorded
-duration must lie within the time the program measured around the call
-(its own clock), and so must the wait sample's weight."""
+duration must be the time the program measured around the call (its own
+clock; within 1 ms under, 10 us over), and so must the wait sample's
+weight."""
 import os
 
 from rstest import PROG, check, cleanup, dump, finish, run, skip, tempdir, trace_files, traced_env
 
 HOLD_MS = 3000
+# Ticks become ns on a line through clock pairs the writer takes every
+# 500 ms; 3 s back from the last pair, a pair's jitter of ~100 ns moves a
+# time by a few hundred ns.
+SLACK_NS = 10000
 
 
 def main():
@@ -33,13 +38,13 @@ def main():
         if check("the pread is recorded once", len(reads) == 1, str(reads)):
             r = reads[0]
             check("its result is the program's", r["result"] == int(fields.get("result", -1)), str(r))
-            check("its duration lies within the program's measure of the call, and not 1 ms short of it",
-                  blocked - 1000000 <= r["dur_ns"] <= blocked, "%d ns recorded, %d ns measured" % (r["dur_ns"], blocked))
+            check("its duration is the program's measure of the call: not 1 ms short of it, not 10 us over",
+                  blocked - 1000000 <= r["dur_ns"] <= blocked + SLACK_NS, "%d ns recorded, %d ns measured" % (r["dur_ns"], blocked))
             waits = [s for s in recs if s.get("type") == "sample" and s.get("kind") == "wait"]
             if check("one wait sample", len(waits) == 1, str(waits)):
                 check("the wait sample is at the call (within 1 ms), weighted by the time the program measured",
                       abs(waits[0]["ts_ns"] - r["start_ns"]) <= 1000000 and
-                      blocked - 1000000 <= waits[0]["weight_ns"] <= blocked,
+                      blocked - 1000000 <= waits[0]["weight_ns"] <= blocked + SLACK_NS,
                       "%s; the read at %d, %d ns measured" % (waits[0], r["start_ns"], blocked))
     cleanup(out, work)
     return finish()
