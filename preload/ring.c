@@ -39,6 +39,7 @@ static struct rs_block *blocks;       /* blocks[1..nblocks] */
 static uint32_t nblocks;
 static uint8_t *pool;                 /* block data, nblocks x RS_BLOCK_SIZE */
 static struct rs_thread *threads;     /* RS_MAX_THREADS slots */
+static _Atomic unsigned threads_used; /* slots [0, threads_used) have been taken */
 static _Atomic uint64_t free_head;    /* low 32 bits: index; high: ABA tag */
 static _Atomic uint32_t full_head;
 static _Atomic uint64_t dropped_all, dropped_io, dropped_gpu, dropped_nccl, dropped_samples;
@@ -156,6 +157,9 @@ static struct rs_thread *thread_register(void)
         if (atomic_load_explicit(&t->state, memory_order_relaxed) != RS_THREAD_FREE ||
             !atomic_compare_exchange_strong(&t->state, &expect, RS_THREAD_LIVE))
             continue;
+        unsigned used = atomic_load_explicit(&threads_used, memory_order_relaxed);
+        while (used <= i && !atomic_compare_exchange_weak(&threads_used, &used, i + 1))
+            ;
         t->tid = (uint32_t)syscall(SYS_gettid);
         cursor_set(NULL);
         atomic_store_explicit(&t->cur, NULL, memory_order_relaxed);
@@ -238,10 +242,12 @@ int rs_ring_init(void)
 
 void rs_ring_reset(void)
 {
-    for (unsigned i = 0; i < RS_MAX_THREADS; i++) {
+    unsigned used = atomic_load(&threads_used);
+    for (unsigned i = 0; i < used; i++) {
         atomic_store(&threads[i].state, RS_THREAD_FREE);
         atomic_store(&threads[i].cur, NULL);
     }
+    atomic_store(&threads_used, 0);
     if (rs_self && key_made)
         pthread_setspecific(thread_key, NULL);
     rs_self = NULL;
@@ -282,8 +288,11 @@ void rs_ring_drain(rs_rec_fn fn, void *arg)
         free_push(idx);
         idx = next;
     }
-    /* Then what live threads have committed in the blocks they still hold. */
-    for (unsigned i = 0; i < RS_MAX_THREADS; i++) {
+    /* Then what live threads have committed in the blocks they still hold
+     * (slots past threads_used were never taken: not read at all, so that a
+     * pass costs what the threads in use cost). */
+    unsigned used = atomic_load_explicit(&threads_used, memory_order_acquire);
+    for (unsigned i = 0; i < used; i++) {
         struct rs_thread *t = &threads[i];
         if (atomic_load_explicit(&t->state, memory_order_acquire) != RS_THREAD_LIVE)
             continue;
