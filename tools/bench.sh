@@ -37,6 +37,19 @@ run() {
                                           END{print w, t}' >>"$work/$1.$3"
 }
 
+# One pwrite-pairs run (bench_io): MODE none|agent; appends "call bare diff"
+# (ns per call) to $work/pairs.MODE.
+pairs_run() {
+    if [ "$1" = none ]; then
+        line=$("$driver" pwrite-pairs "$calls_pairs" "$work")
+    else
+        rm -rf "$work/out/pairs"
+        line=$(RINGSIDE_OUT="$work/out/pairs" LD_PRELOAD="$agent" "$driver" pwrite-pairs "$calls_pairs" "$work")
+    fi
+    echo "$line" | tr ' ' '\n' | awk -F= '$1=="call_ns"{c=$2} $1=="bare_ns"{b=$2} $1=="diff_ns"{d=$2}
+                                          END{print c, b, d}' >>"$work/pairs.$1"
+}
+
 median() { # column $2 of file $1
     sort -n -k"$2","$2" "$1" | awk -v c="$2" '{v[NR]=$c} END{
         print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'
@@ -57,6 +70,8 @@ per_event() {
 # thread's set-up runs beside the first calls) weighs little.
 calls_pwrite=600000
 calls_devnull=2000000
+# Batches of 200 + 200 calls per pwrite-pairs run.
+calls_pairs=1000
 
 i=0
 while [ $i -lt "$rounds" ]; do
@@ -67,6 +82,8 @@ while [ $i -lt "$rounds" ]; do
         run $c "$n" $first
         run $c "$n" $second
     done
+    pairs_run $first
+    pairs_run $second
     i=$((i + 1))
 done
 
@@ -108,13 +125,29 @@ size_row() { # CASE LABEL TARGET
                (b != "n/a" && b <= t + 0 && d == 0) ? "yes" : "no" }'
 }
 
+# Inside one process: each side's pwrite against bare pwrite64 system calls
+# in alternating batches (bench_io pwrite-pairs), the median over rounds of
+# each run's median difference; the ratio puts both on the bare call.
+pairs_row() {
+    bare=$(cat "$work/pairs.none" "$work/pairs.agent" | sort -g -k2,2 |
+           awk '{ v[NR] = $2 } END{ print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2 }')
+    dn=$(median "$work/pairs.none" 3); da=$(median "$work/pairs.agent" 3)
+    awk -v b="$bare" -v dn="$dn" -v da="$da" 'BEGIN{
+        printf "| (a) the same inside one process: bare system call %.0f ns, glibc +%.1f ns, agent +%.1f ns | %.0f ns | %.0f ns | %.2fx | - | - | - |\n",
+               b, dn, da, b + dn, b + da, (b + da) / (b + dn) }'
+}
+
 echo "I/O hooks, agent vs. none: $rounds rounds, each one run of each in alternating order; the"
 echo "best run of each (least time per call: wall, and CPU of the calling thread, which leaves"
-echo "out the writer thread) and their ratio."
+echo "out the writer thread) and their ratio. The second (a) row measures inside one process,"
+echo "where the machine's phases fall out: batches of 200 pwrite calls (glibc's, or the agent's"
+echo "hook) alternate with 200 bare pwrite64 system calls; medians over rounds of each run's"
+echo "median difference, and the ratio of the two on the bare call."
 echo
 echo "| case | none | agent | wall ratio | thread CPU ratio | target | met |"
 echo "|---|---:|---:|---:|---:|---|---|"
 time_row pwrite "(a) 64-byte pwrite, page-cache file" 1.10
+pairs_row
 time_row devnull "(b) 64-byte write, /dev/null (recorded)" ""
 size_row pwrite "(c) trace bytes per event, pwrite trace" 16
 size_row devnull "(c) trace bytes per event, /dev/null trace" 16
