@@ -42,6 +42,8 @@ static struct rs_thread *threads;     /* RS_MAX_THREADS slots */
 static _Atomic unsigned threads_used; /* slots [0, threads_used) have been taken */
 static _Atomic uint64_t free_head;    /* low 32 bits: index; high: ABA tag */
 static _Atomic uint32_t full_head;
+static _Atomic uint32_t full_pending; /* blocks handed over since the writer's last pass */
+static uint32_t kick_at;              /* wake the writer at this many: nblocks / 16 */
 static _Atomic uint64_t dropped_all, dropped_io, dropped_gpu, dropped_nccl, dropped_samples;
 static pthread_key_t thread_key;
 static int key_made;
@@ -120,10 +122,12 @@ static struct rs_block *rotate(struct rs_thread *t)
     if (old) {
         atomic_store_explicit(&t->cur, NULL, memory_order_release);
         full_push(block_index(old));
-        rs_writer_kick();
+        if (atomic_fetch_add_explicit(&full_pending, 1, memory_order_relaxed) + 1 >= kick_at)
+            rs_writer_kick();
     }
     uint32_t idx = free_pop();
     if (idx == RS_NIL) {
+        rs_writer_kick();
         cursor_set(NULL);
         return NULL;
     }
@@ -217,6 +221,7 @@ int rs_ring_init(void)
     nblocks = (uint32_t)(rs_cfg.buffer_bytes / RS_BLOCK_SIZE);
     if (nblocks < 4)
         nblocks = 4;
+    kick_at = nblocks / 16 ? nblocks / 16 : 1;
     /* Reserved, not touched: untouched pages cost a process nothing. */
     size_t meta = (nblocks + 1) * sizeof *blocks + RS_MAX_THREADS * sizeof *threads;
     void *m = mmap(NULL, meta, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -272,6 +277,7 @@ static void drain_block(struct rs_block *b, uint32_t upto, rs_rec_fn fn, void *a
 void rs_ring_drain(rs_rec_fn fn, void *arg)
 {
     /* Full blocks first, oldest first (the list is last-in first-out). */
+    atomic_store_explicit(&full_pending, 0, memory_order_relaxed);
     uint32_t idx = atomic_exchange_explicit(&full_head, RS_NIL, memory_order_acquire);
     uint32_t rev = RS_NIL;
     while (idx != RS_NIL) {
