@@ -9,6 +9,7 @@
 #include "preload/gpu.h"
 #include "formats/trace.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -196,6 +197,13 @@ uint32_t rs_gpu_begin(CUstream s, int ptsz, uint32_t *anchor, uint8_t *flags)
     if (atomic_load_explicit(&closed, memory_order_relaxed))
         return 0;
     uint32_t pair = pair_pop();
+    if (RS_UNLIKELY(atomic_load_explicit(&nfree, memory_order_relaxed) < LOW_PAIRS)) {
+        /* The writer reads pairs back and grows the pool on its passes,
+         * which full record blocks alone start only now and then. */
+        int e = errno;
+        rs_writer_kick();
+        errno = e;
+    }
     if (!pair)
         return 0;
     *anchor = atomic_load_explicit(&anchor_gen, memory_order_acquire);
