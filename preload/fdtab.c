@@ -187,6 +187,20 @@ uint32_t rs_file_opened(int op, int dirfd, const char *path, int flags, int fd, 
     return id;
 }
 
+/* The path fd names, read back from the kernel into target (PATH_MAX
+ * bytes). Returns 1, or 0 when it is not a file with an absolute path (a
+ * pipe, a socket, a deleted or unreadable link). */
+static int fd_path(int fd, char *target)
+{
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, PATH_MAX - 1);
+    if (n <= 0 || target[0] != '/')
+        return 0;
+    target[n] = 0;
+    return 1;
+}
+
 int rs_fdtab_init(void)
 {
     struct rlimit rl;
@@ -213,12 +227,9 @@ int rs_fdtab_init(void)
         int fd = atoi(e->d_name);
         if (e->d_name[0] == '.' || fd == own)
             continue;
-        char link[64], target[PATH_MAX];
-        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-        ssize_t n = readlink(link, target, sizeof target - 1);
-        if (n <= 0 || target[0] != '/')
+        char target[PATH_MAX];
+        if (!fd_path(fd, target))
             continue;
-        target[n] = 0;
         uint32_t id = 0;
         if (rs_io_excluded(target) || !(id = new_id())) {
             rs_fd_set(fd, RS_FILE_EXCLUDED);
@@ -232,7 +243,6 @@ int rs_fdtab_init(void)
     closedir(d);
     return 0;
 }
-
 
 void rs_fdtab_forked(void)
 {
@@ -253,12 +263,9 @@ void rs_fdtab_forked(void)
         uint32_t id = rs_fd_file(fd);
         if (id == 0)
             continue;
-        char link[64], target[PATH_MAX];
-        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-        ssize_t n = readlink(link, target, sizeof target - 1);
-        if (n <= 0 || target[0] != '/')
+        char target[PATH_MAX];
+        if (!fd_path(fd, target))
             continue;
-        target[n] = 0;
         record_path(RS_REC_FILE, RSF_IO_OPEN, id, 0, target, fcntl(fd, F_GETFL), fd, now, now);
     }
     closedir(d);

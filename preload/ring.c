@@ -182,14 +182,11 @@ static void *reserve_slow(size_t size, int kind)
         count_drop(kind);
         return NULL;
     }
-    struct rs_block *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
-    if (!b || (size_t)(rs_wend - rs_wp) < size) {
-        /* A full block goes to the writer; a thread without a block tries
-         * the free list again. */
-        if (size > RS_BLOCK_SIZE || !(b = rotate(t))) {
-            count_drop(kind);
-            return NULL;
-        }
+    /* A full block goes to the writer; a thread without a block (its
+     * cursor is NULL) tries the free list again. */
+    if ((size_t)(rs_wend - rs_wp) < size && (size > RS_BLOCK_SIZE || !rotate(t))) {
+        count_drop(kind);
+        return NULL;
     }
     return rs_wp;
 }

@@ -351,7 +351,6 @@ static int write_all(const uint8_t *p, size_t n)
     return err;
 }
 
-
 /* RINGSIDE_TEST_CLOCK_SKEW_US (tests only): every monotonic time in the
  * chunk moves by a large fixed offset and every realtime by the setting, as
  * if the file came from another host with its own clocks. Only the writer's
