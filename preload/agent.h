@@ -112,10 +112,12 @@ static inline uint64_t rs_ticks(void)
 }
 
 /* Ticks to ns: ns = ns + (t - tick) x ns_per_tick, anchored at a pair read
- * at one drain with the slope measured up to the next. */
+ * at one drain with the slope measured up to the next, from the pair
+ * (base_tick, base_ns). */
 struct rs_tick_map {
     uint64_t tick, ns;
     double ns_per_tick;
+    uint64_t base_tick, base_ns;
 };
 
 void rs_tick_map_start(struct rs_tick_map *m);

@@ -48,20 +48,36 @@ void rs_tick_map_start(struct rs_tick_map *m)
 {
     pair_now(m);
     m->ns_per_tick = 1.0;
+    m->base_tick = m->tick;
+    m->base_ns = m->ns;
 }
+
+/* Slopes are measured over at least this long where the process has lived
+ * that long. */
+#define SLOPE_MIN_NS 1000000u
 
 void rs_tick_map_update(struct rs_tick_map *m, struct rs_tick_map *prev)
 {
     if (!rs_tsc_on) {
-        *m = (struct rs_tick_map){ 0, 0, 1.0 };
+        *m = (struct rs_tick_map){ 0, 0, 1.0, 0, 0 };
         return;
     }
-    /* A slope over less than 1 ms would be noisy; the writer thread waits
-     * for that much once rather than guess a rate. */
     pair_now(m);
-    while (m->ns - prev->ns < 1000000u) {
-        usleep(200);
-        pair_now(m);
+    /* The slope runs from prev, or, when prev is less than SLOPE_MIN_NS
+     * back, from prev's own base: over a shorter span the pairs' width would
+     * make it noisy, and a record made long before its drain (a long call's
+     * start) is placed through it. That base is at least SLOPE_MIN_NS back
+     * unless it is the first pair; a process that ends sooner has every
+     * record between its first pair and this one, where the pairs' width
+     * bounds the error whatever the slope. */
+    if (m->ns - prev->ns >= SLOPE_MIN_NS) {
+        m->base_tick = prev->tick;
+        m->base_ns = prev->ns;
+    } else {
+        m->base_tick = prev->base_tick;
+        m->base_ns = prev->base_ns;
     }
-    m->ns_per_tick = (double)(m->ns - prev->ns) / (double)(m->tick - prev->tick);
+    m->ns_per_tick = m->tick > m->base_tick
+        ? (double)(m->ns - m->base_ns) / (double)(m->tick - m->base_tick)
+        : prev->ns_per_tick;
 }
