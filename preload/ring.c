@@ -35,6 +35,8 @@ _Atomic int rs_on;
 _Atomic uint32_t rs_writer_wake;
 _Atomic int rs_writer_sleeping;
 
+#define KICK_BLOCKS 8u /* see rs_ring_init */
+
 static struct rs_block *blocks;       /* blocks[1..nblocks] */
 static uint32_t nblocks;
 static uint8_t *pool;                 /* block data, nblocks x RS_BLOCK_SIZE */
@@ -43,7 +45,7 @@ static _Atomic unsigned threads_used; /* slots [0, threads_used) have been taken
 static _Atomic uint64_t free_head;    /* low 32 bits: index; high: ABA tag */
 static _Atomic uint32_t full_head;
 static _Atomic uint32_t full_pending; /* blocks handed over since the writer's last pass */
-static uint32_t kick_at;              /* wake the writer at this many: nblocks / 16 */
+static uint32_t kick_at;              /* wake the writer at this many handed over */
 static _Atomic uint64_t dropped_all, dropped_io, dropped_gpu, dropped_nccl, dropped_samples;
 static pthread_key_t thread_key;
 static int key_made;
@@ -218,7 +220,16 @@ int rs_ring_init(void)
     nblocks = (uint32_t)(rs_cfg.buffer_bytes / RS_BLOCK_SIZE);
     if (nblocks < 4)
         nblocks = 4;
-    kick_at = nblocks / 16 ? nblocks / 16 : 1;
+    /* The writer is woken once KICK_BLOCKS blocks wait (fewer in a small
+     * pool), or none is free. Blocks are reused last-freed first, so the
+     * memory the threads write to is about the blocks in flight: waking it
+     * at 8 (512 KiB) rather than at a sixteenth of the default pool (4 MiB)
+     * touches fewer new pages, which cost a page fault each (200k pwrites:
+     * 12 ns a call less) and stay resident, for about 10 ns more writer CPU
+     * per record at 2.5 M records/s. */
+    kick_at = nblocks / 16 < KICK_BLOCKS ? nblocks / 16 : KICK_BLOCKS;
+    if (kick_at == 0)
+        kick_at = 1;
     /* Reserved, not touched: untouched pages cost a process nothing. */
     size_t meta = (nblocks + 1) * sizeof *blocks + RS_MAX_THREADS * sizeof *threads;
     void *m = mmap(NULL, meta, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
