@@ -847,8 +847,12 @@ static void *writer_main(void *arg)
         rs_ring_drain(take_record, NULL);
         w.map = next;
         settle(final);
-        if (req != served || final || rs_now() >= w.last_emit + period)
+        if (req != served || final || rs_now() >= w.last_emit + period) {
             emit(final);
+            /* Also when emit found nothing to write, or no file yet: the
+             * next timed pass is a period from now, not at once. */
+            w.last_emit = rs_now();
+        }
         if (req != served) {
             served = req;
             atomic_store(&done_seq, req);
