@@ -318,8 +318,9 @@ uint64_t rs_ring_dropped_samples(void);
 uint64_t rs_ring_dropped_gpu(void);
 uint64_t rs_ring_dropped_nccl(void);
 /* Futex word the writer sleeps on. A hook that fills a block wakes it once
- * a sixteenth of the pool waits (or none is free): a wake-up per block cost
- * the program's threads more than the writer's batches gain. */
+ * 8 full blocks wait, fewer in a small pool (or none is free; ring.c,
+ * rs_ring_init): a wake-up per block cost the program's threads more than
+ * the writer's batches gain. */
 extern _Atomic uint32_t rs_writer_wake;
 extern _Atomic int rs_writer_sleeping;
 void rs_writer_kick(void);
