@@ -285,11 +285,22 @@ static inline void *rs_reserve(size_t size, int kind)
     return rs_reserve_slow(size, kind);
 }
 
+/* How far past its last record a thread asks for its block's memory to be
+ * made ready for writing (a prefetch, which never faults, even past the
+ * block's end). The blocks come back from the writer thread, which ran on
+ * another core; a record's store that misses holds up the next locked
+ * instruction, as in the system call that follows a hook. On a busy host, a
+ * 64-byte pwrite in one process: hook over the bare call 69.6 ns -> 51.4 ns
+ * (medians of 11 interleaved runs; 256-1024 bytes ahead about alike, 2048
+ * and more worse); on a quiet one, no difference. */
+#define RS_PREFETCH_AHEAD 1024
+
 /* Publishes this thread's records up to end (in its block) to the writer. */
 static inline void rs_publish(uint8_t *end)
 {
     atomic_store_explicit(rs_wcommitted, (uint32_t)(end - (rs_wend - RS_BLOCK_SIZE)),
                           memory_order_release);
+    __builtin_prefetch((const void *)((uintptr_t)end + RS_PREFETCH_AHEAD), 1, 3);
 }
 
 /* Publishes the record last reserved on this thread. */
