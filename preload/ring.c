@@ -137,6 +137,9 @@ static struct rs_block *rotate(struct rs_thread *t)
     b->tid = t->tid;
     atomic_store_explicit(&b->committed, 0, memory_order_relaxed);
     cursor_set(b);
+    /* The start of the block, which no earlier record prefetched (rs_publish). */
+    for (uint32_t off = 0; off < RS_PREFETCH_AHEAD; off += 64)
+        __builtin_prefetch(b->data + off, 1, 3);
     atomic_store_explicit(&t->cur, b, memory_order_release);
     return b;
 }
