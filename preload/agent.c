@@ -37,7 +37,7 @@ static void finish(void)
     int first = !atomic_exchange(&finished, 1);
     int saved = errno, cs = rs_nocancel();
     rs_writer_flush(first);
-    atomic_store(&rs_on, 0);
+    atomic_store(&rs_hot.on, 0);
     rs_cancel_restore(cs);
     errno = saved;
 }
@@ -202,7 +202,7 @@ static int before_exec(void)
 {
     int saved = errno, cs = rs_nocancel();
     int rearm = rs_sample_before_exec();
-    if (atomic_load(&rs_on) && !rs_guard)
+    if (atomic_load(&rs_hot.on) && !rs_guard)
         rs_writer_flush(1);
     rs_cancel_restore(cs);
     errno = saved;
@@ -308,7 +308,7 @@ RS_EXPORT int execle(const char *path, const char *arg, ...)
 
 static void after_fork_child(void)
 {
-    if (!atomic_load(&rs_on))
+    if (!atomic_load(&rs_hot.on))
         return;
     int cs = rs_nocancel();
     rs_identity_forked();
@@ -317,7 +317,7 @@ static void after_fork_child(void)
     atomic_store(&finished, 0);
     rs_guard = 1; /* the new writer thread is the agent's, not sampled */
     rs_writer_forked();
-    if (rs_io_active)
+    if (rs_hot.io_active)
         rs_fdtab_forked();
     rs_guard = 0;
     rs_sample_forked();
@@ -354,13 +354,13 @@ __attribute__((constructor)) static void rs_start(int argc, char **argv, char **
     }
     pthread_atfork(NULL, NULL, after_fork_child);
     signals_init();
-    atomic_store(&rs_on, 1);
+    atomic_store(&rs_hot.on, 1);
     rs_sample_init();
     rs_guard = 0;
 }
 
 __attribute__((destructor)) static void rs_stop(void)
 {
-    if (atomic_load(&rs_on))
+    if (atomic_load(&rs_hot.on))
         finish();
 }

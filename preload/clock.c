@@ -9,8 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int rs_tsc_on;
-
 void rs_clock_init(void)
 {
 #if defined(__x86_64__)
@@ -21,7 +19,7 @@ void rs_clock_init(void)
         close(fd);
         buf[n > 0 ? n : 0] = 0;
     }
-    rs_tsc_on = strcmp(buf, "tsc\n") == 0;
+    rs_hot.tsc_on = strcmp(buf, "tsc\n") == 0;
 #endif
 }
 
@@ -58,7 +56,7 @@ void rs_tick_map_start(struct rs_tick_map *m)
 
 void rs_tick_map_update(struct rs_tick_map *m, struct rs_tick_map *prev)
 {
-    if (!rs_tsc_on) {
+    if (!rs_hot.tsc_on) {
         *m = (struct rs_tick_map){ 0, 0, 1.0, 0, 0 };
         return;
     }

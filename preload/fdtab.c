@@ -17,9 +17,6 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-int rs_io_active;
-_Atomic uint32_t *rs_fdtab;
-size_t rs_fdtab_n;
 static _Atomic uint32_t next_file = 1;
 
 /* The current directory, for relative paths; a generation count lets a
@@ -31,8 +28,8 @@ __thread int rs_own_fds RS_TLS;
 
 void rs_fd_set(int fd, uint32_t entry)
 {
-    if (fd >= 0 && (size_t)fd < rs_fdtab_n && !rs_own_fds)
-        atomic_store_explicit(&rs_fdtab[fd], entry, memory_order_relaxed);
+    if (fd >= 0 && (size_t)fd < rs_hot.fdtab_n && !rs_own_fds)
+        atomic_store_explicit(&rs_hot.fdtab[fd], entry, memory_order_relaxed);
 }
 
 /* A new file id (0 once all below RS_FILE_PLAIN are given out). */
@@ -204,18 +201,18 @@ static int fd_path(int fd, char *target)
 int rs_fdtab_init(void)
 {
     struct rlimit rl;
-    rs_fdtab_n = 1u << 16;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > rs_fdtab_n)
-        rs_fdtab_n = rl.rlim_max < (1u << 22) ? rl.rlim_max : (1u << 22);
-    void *p = mmap(NULL, rs_fdtab_n * sizeof *rs_fdtab, PROT_READ | PROT_WRITE,
+    rs_hot.fdtab_n = 1u << 16;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > rs_hot.fdtab_n)
+        rs_hot.fdtab_n = rl.rlim_max < (1u << 22) ? rl.rlim_max : (1u << 22);
+    void *p = mmap(NULL, rs_hot.fdtab_n * sizeof *rs_hot.fdtab, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
-        rs_fdtab_n = 0;
+        rs_hot.fdtab_n = 0;
         return -1;
     }
-    rs_fdtab = p;
+    rs_hot.fdtab = p;
     rs_cwd_changed();
-    rs_io_active = 1;
+    rs_hot.io_active = 1;
 
     /* Files the program was started with (a shell's redirections). */
     DIR *d = opendir("/proc/self/fd");

@@ -124,7 +124,7 @@ int rs_cuda_version(void)
 /* Whether this call is recorded: tracing on, CUDA capture on, not the agent. */
 static inline int cu_on(void)
 {
-    if (RS_UNLIKELY(!atomic_load_explicit(&rs_on, memory_order_relaxed) || rs_guard || !rs_cfg.cuda))
+    if (RS_UNLIKELY(!atomic_load_explicit(&rs_hot.on, memory_order_relaxed) || rs_guard || !rs_cfg.cuda))
         return 0;
     int st = atomic_load_explicit(&cu_state, memory_order_relaxed);
     if (RS_LIKELY(st == CU_READY))

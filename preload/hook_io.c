@@ -72,7 +72,7 @@ static inline void rs_io_record(int op, uint32_t file, uint64_t t0, uint64_t t1,
  * is recorded, else 0. */
 static inline uint32_t tracked_entry(int fd)
 {
-    if (RS_UNLIKELY(rs_guard) || !atomic_load_explicit(&rs_on, memory_order_relaxed))
+    if (RS_UNLIKELY(rs_guard) || !atomic_load_explicit(&rs_hot.on, memory_order_relaxed))
         return 0;
     uint32_t e = rs_fd_entry(fd);
     return e == RS_FILE_EXCLUDED ? 0 : e;
@@ -86,14 +86,14 @@ static inline int tracked(int fd, uint32_t *file)
 
 static inline int opens_tracked(void)
 {
-    return !rs_guard && rs_io_active && atomic_load_explicit(&rs_on, memory_order_relaxed);
+    return !rs_guard && rs_hot.io_active && atomic_load_explicit(&rs_hot.on, memory_order_relaxed);
 }
 
 /* After a timed call's record: a wait sample when the call blocked long
  * enough, or a CPU sample the signal handler left pending; errno kept. */
 static inline void after_call(uint64_t t0, uint64_t t1)
 {
-    if (RS_UNLIKELY(t1 - t0 >= rs_wait_ticks || rs_sample_npending)) {
+    if (RS_UNLIKELY(t1 - t0 >= rs_hot.wait_ticks || rs_sample_npending)) {
         int e = errno;
         rs_wait_sample(t0, t1);
         errno = e;
@@ -137,13 +137,11 @@ static inline void after_call(uint64_t t0, uint64_t t1)
  * a pthread_cancel that comes during it acts at the thread's next
  * cancellation point.) */
 
-static _Atomic int cancel_seen;
-
 RS_REAL_DECL(pthread_cancel);
 
 RS_EXPORT int pthread_cancel(pthread_t th)
 {
-    atomic_store_explicit(&cancel_seen, 1, memory_order_seq_cst);
+    atomic_store_explicit(&rs_hot.cancel_seen, 1, memory_order_seq_cst);
     return RS_REAL(pthread_cancel)(th);
 }
 
@@ -171,7 +169,8 @@ static inline long kernel_call(long nr, long a, long b, long c, long d)
         uint32_t e_ = tracked_entry(FD);                                            \
         if (!e_)                                                                    \
             return REAL;                                                            \
-        if (RS_UNLIKELY(!(e_ & RS_FILE_PLAIN) || atomic_load_explicit(&cancel_seen, memory_order_relaxed))) \
+        if (RS_UNLIKELY(!(e_ & RS_FILE_PLAIN) ||                                    \
+                        atomic_load_explicit(&rs_hot.cancel_seen, memory_order_relaxed))) \
             RS_IO_SYS(ssize_t, OP, FD, OFF, REAL);                                  \
         rs_guard = 1;                                                               \
         uint64_t t0_ = rs_ticks();                                                  \
@@ -233,8 +232,8 @@ static inline long timed_call(long nr, long a, long b, long c, long d, uint64_t 
 #define RS_IO_FAST(OP, FD, OFF, GENERAL, NR, A, B, C, D)                            \
     do {                                                                            \
         uint32_t e_ = tracked_entry(FD);                                            \
-        if (RS_UNLIKELY(!(e_ & RS_FILE_PLAIN) || !rs_tsc_on ||                      \
-                        atomic_load_explicit(&cancel_seen, memory_order_relaxed)))  \
+        if (RS_UNLIKELY(!(e_ & RS_FILE_PLAIN) || !rs_hot.tsc_on ||                  \
+                        atomic_load_explicit(&rs_hot.cancel_seen, memory_order_relaxed))) \
             return GENERAL;                                                         \
         rs_guard = 1;                                                               \
         atomic_signal_fence(memory_order_seq_cst);                                  \
@@ -268,7 +267,7 @@ static inline long timed_call(long nr, long a, long b, long c, long d, uint64_t 
  * the long record, and those that make a wait sample. */
 static inline uint64_t io_fast_ticks(void)
 {
-    return rs_wait_ticks < UINT32_MAX ? rs_wait_ticks : UINT32_MAX;
+    return rs_hot.wait_ticks < UINT32_MAX ? rs_hot.wait_ticks : UINT32_MAX;
 }
 
 /* RS_IO_FAST's way out after the call, which ended at t1 ticks with result
@@ -472,7 +471,7 @@ RS_EXPORT int close(int fd)
         return 0;
     uint32_t file;
     if (!tracked(fd, &file)) {
-        if (rs_io_active)
+        if (rs_hot.io_active)
             rs_fd_set(fd, 0);
         return RS_REAL(close)(fd);
     }
@@ -492,7 +491,7 @@ RS_EXPORT int close(int fd)
 /* The new fd names the same file as the old one. */
 static int copied(int oldfd, int newfd)
 {
-    if (newfd >= 0 && newfd != oldfd && rs_io_active) {
+    if (newfd >= 0 && newfd != oldfd && rs_hot.io_active) {
         int e = errno;
         rs_fd_set(newfd, 0);
         if (oldfd >= 0) {
@@ -534,9 +533,9 @@ RS_REAL_DECL(closefrom);
 /* The fd table forgets fds [first, last] (closed by a range call). */
 static void forget_range(unsigned first, unsigned last)
 {
-    if (!rs_io_active)
+    if (!rs_hot.io_active)
         return;
-    for (size_t fd = first; fd < rs_fdtab_n && fd <= last; fd++)
+    for (size_t fd = first; fd < rs_hot.fdtab_n && fd <= last; fd++)
         rs_fd_set((int)fd, 0);
 }
 
@@ -1012,7 +1011,7 @@ RS_REAL_DECL(fchdir);
 RS_EXPORT int chdir(const char *path)
 {
     int r = RS_REAL(chdir)(path);
-    if (r == 0 && rs_io_active) {
+    if (r == 0 && rs_hot.io_active) {
         int e = errno;
         rs_cwd_changed();
         errno = e;
@@ -1023,7 +1022,7 @@ RS_EXPORT int chdir(const char *path)
 RS_EXPORT int fchdir(int fd)
 {
     int r = RS_REAL(fchdir)(fd);
-    if (r == 0 && rs_io_active) {
+    if (r == 0 && rs_hot.io_active) {
         int e = errno;
         rs_cwd_changed();
         errno = e;

@@ -62,7 +62,7 @@ static void *nccl_sym(const char *name)
 
 static inline int nccl_on(void)
 {
-    return RS_LIKELY(atomic_load_explicit(&rs_on, memory_order_relaxed)) && !rs_guard && rs_cfg.nccl;
+    return RS_LIKELY(atomic_load_explicit(&rs_hot.on, memory_order_relaxed)) && !rs_guard && rs_cfg.nccl;
 }
 
 REAL_DECL(ncclGetVersion);

@@ -31,7 +31,7 @@ static void cursor_set(struct rs_block *b)
     rs_wcommitted = b ? &b->committed : NULL;
 }
 
-_Atomic int rs_on;
+struct rs_hot rs_hot = { .wait_ticks = UINT64_MAX };
 _Atomic uint32_t rs_writer_wake;
 _Atomic int rs_writer_sleeping;
 

@@ -27,7 +27,6 @@
 #define RS_MAX_TIMERS 4096
 
 int rs_sample_sig;
-uint64_t rs_wait_ticks = UINT64_MAX;
 static _Atomic int sampler_on;
 static uint64_t interval_ns;
 uint64_t rs_wait_ns = 1000000;
@@ -114,7 +113,7 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     t->hits++; /* whatever sent it, the signal is ours: a call it cut short is retried */
     /* Only our timer's signals, on a thread that has one. */
     if (si->si_code != SI_TIMER || !t->slot || !atomic_load_explicit(&sampler_on, memory_order_relaxed) ||
-        !atomic_load_explicit(&rs_on, memory_order_relaxed))
+        !atomic_load_explicit(&rs_hot.on, memory_order_relaxed))
         goto out;
     uint64_t ts = rs_ticks();
     /* The weight is the CPU time since the last sample, read from the same
@@ -286,7 +285,7 @@ static int pick_signal(void)
 void rs_sample_init(void)
 {
     rs_wait_ns = (uint64_t)rs_cfg.wait_us * 1000u;
-    rs_wait_ticks = rs_wait_ns; /* until the writer knows the tick rate */
+    rs_hot.wait_ticks = rs_wait_ns; /* until the writer knows the tick rate */
     gpu_stack_every = (uint32_t)rs_cfg.gpu_stack_every;
     rs_modules_init();
     rs_py_try_init();
@@ -352,7 +351,7 @@ void rs_sample_writer_tick(const struct rs_tick_map *map)
     if (map->ns_per_tick > 0)
         ns_per_tick = map->ns_per_tick;
     if (map->ns_per_tick > 0)
-        rs_wait_ticks = (uint64_t)((double)rs_wait_ns / map->ns_per_tick);
+        rs_hot.wait_ticks = (uint64_t)((double)rs_wait_ns / map->ns_per_tick);
     rs_py_try_init();
 }
 
@@ -401,7 +400,7 @@ void rs_gpu_stack_sample(uint64_t t0)
 
 void rs_wait_sample_ns_slow(uint64_t t0, uint64_t t1)
 {
-    if (!atomic_load_explicit(&rs_on, memory_order_relaxed) || !rs_unwind_ready())
+    if (!atomic_load_explicit(&rs_hot.on, memory_order_relaxed) || !rs_unwind_ready())
         return;
     uint64_t buf[RS_STACK_MAX];
     int n = rs_stack_capture(buf, RS_STACK_MAX);
@@ -410,7 +409,7 @@ void rs_wait_sample_ns_slow(uint64_t t0, uint64_t t1)
 
 void rs_wait_sample_slow(uint64_t t0, uint64_t t1)
 {
-    if (!atomic_load_explicit(&rs_on, memory_order_relaxed) || !rs_unwind_ready())
+    if (!atomic_load_explicit(&rs_hot.on, memory_order_relaxed) || !rs_unwind_ready())
         return;
     uint64_t buf[RS_STACK_MAX];
     int n = rs_stack_capture(buf, RS_STACK_MAX);

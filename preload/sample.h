@@ -68,8 +68,8 @@ int rs_stack_capture(uint64_t *buf, int max);
 
 /* A blocking call on this thread took t1 - t0 ticks: when that is over the
  * wait threshold (RINGSIDE_WAIT_US, default 1000), records a wait sample with
- * the caller's stack weighted by the time blocked. Call with rs_guard set. */
-extern uint64_t rs_wait_ticks;
+ * the caller's stack weighted by the time blocked (the threshold in ticks:
+ * rs_hot.wait_ticks). Call with rs_guard set. */
 void rs_wait_sample_slow(uint64_t t0, uint64_t t1);
 /* A CPU sample the handler had to keep because the thread was inside the
  * agent (frame count, 0: none); hooks write it out after their record. */
@@ -92,7 +92,7 @@ static inline void rs_wait_sample_ns(uint64_t t0, uint64_t t1)
 void rs_gpu_stack_sample(uint64_t t0);
 static inline void rs_wait_sample(uint64_t t0, uint64_t t1)
 {
-    if (RS_UNLIKELY(t1 - t0 >= rs_wait_ticks))
+    if (RS_UNLIKELY(t1 - t0 >= rs_hot.wait_ticks))
         rs_wait_sample_slow(t0, t1);
     if (RS_UNLIKELY(rs_sample_npending))
         rs_sample_flush_pending();

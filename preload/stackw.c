@@ -220,7 +220,7 @@ static void one_module(uint64_t start, uint64_t end, uint64_t file_off, const ch
 
 void rs_stackw_modules(rs_intern_fn intern)
 {
-    if (!rs_sample_sig && rs_wait_ticks == UINT64_MAX)
+    if (!rs_sample_sig && rs_hot.wait_ticks == UINT64_MAX)
         return;
     struct mod_arg a = { intern, rs_now() };
     rs_modules_poll(one_module, &a);

@@ -165,7 +165,7 @@ int rs_writer_fd_taken(int fd)
             rs_notice("the program reuses fd %d of %s and no other fd is free: %s; tracing is off",
                       fd, w.path, strerror(errno));
             w.broken = 1;
-            atomic_store(&rs_on, 0);
+            atomic_store(&rs_hot.on, 0);
             w.fd = -1;
         } else {
             w.fd = nfd;
@@ -329,7 +329,7 @@ static void give_up(const char *what, int err)
         rs_debug("cannot trim %s: %s", w.path, strerror(errno));
     pthread_mutex_unlock(&fd_lock);
     w.broken = 1;
-    atomic_store(&rs_on, 0);
+    atomic_store(&rs_hot.on, 0);
 }
 
 static int write_all(const uint8_t *p, size_t n)
@@ -410,7 +410,7 @@ static void emit(int end)
     }
     if (w.fd < 0 && open_file() != 0) {
         w.broken = 1;
-        atomic_store(&rs_on, 0);
+        atomic_store(&rs_hot.on, 0);
         goto reset;
     }
 
@@ -468,7 +468,7 @@ static void emit(int end)
         rs_notice("cannot encode a chunk for %s: %s; tracing is off", w.path,
                   err ? rsf_strerror(err) : "LZ4 error");
         w.broken = 1;
-        atomic_store(&rs_on, 0);
+        atomic_store(&rs_hot.on, 0);
         goto reset;
     }
     if ((err = write_all(w.frame, n)) != 0) {
@@ -794,7 +794,7 @@ static void reopen_file(void)
             close(w.fd);
         w.fd = -1;
         w.broken = 1;
-        atomic_store(&rs_on, 0);
+        atomic_store(&rs_hot.on, 0);
     }
 }
 
@@ -942,7 +942,7 @@ int rs_writer_share(void)
         }
         if (r == 0 && start_thread(0) != 0) {
             rs_notice("cannot start the writer thread again; tracing is off");
-            atomic_store(&rs_on, 0);
+            atomic_store(&rs_hot.on, 0);
             r = -1;
         }
     }
@@ -991,6 +991,6 @@ void rs_writer_forked(void)
     atomic_store(&req_final, 0);
     if (rs_writer_start() != 0) {
         rs_notice("cannot start the writer in child %d; tracing is off", getpid());
-        atomic_store(&rs_on, 0);
+        atomic_store(&rs_hot.on, 0);
     }
 }
