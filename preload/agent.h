@@ -21,7 +21,8 @@
  * Together in one cache line, so that a hook loads one line of the agent's
  * globals rather than five: a 64-byte pwrite in one process, hook over the
  * bare call about 2 ns less (medians of 25-41 interleaved runs, five runs,
- * quiet and busy host alike). Written at start-up and seldom after. */
+ * quiet and busy host alike). Written at start-up, then wait_ticks once per
+ * writer pass (as when it had a line of its own) and the rest seldom. */
 struct __attribute__((aligned(64))) rs_hot {
     _Atomic int on;           /* recording: cleared when the agent disables itself or has finished */
     int tsc_on;               /* ticks are TSC counts (clock.c) */

@@ -348,10 +348,10 @@ void rs_sample_after_exec_failed(void)
 
 void rs_sample_writer_tick(const struct rs_tick_map *map)
 {
-    if (map->ns_per_tick > 0)
+    if (map->ns_per_tick > 0) {
         ns_per_tick = map->ns_per_tick;
-    if (map->ns_per_tick > 0)
         rs_hot.wait_ticks = (uint64_t)((double)rs_wait_ns / map->ns_per_tick);
+    }
     rs_py_try_init();
 }
 
