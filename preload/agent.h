@@ -50,6 +50,9 @@ struct rs_settings {
      * monotonic clock has another origin (see writer.c, test_skew). */
     int test_skew;
     long test_skew_us;
+    /* RINGSIDE_TEST_NO_TSC, for tests only: hooks time with CLOCK_MONOTONIC,
+     * as on a host whose clocksource is not the TSC (clock.c). */
+    int test_no_tsc;
     long wait_us;            /* RINGSIDE_WAIT_US: shortest blocking call with a wait stack */
     long gpu_stack_every;    /* RINGSIDE_GPU_STACK_EVERY: 1 timed launch in N; 0 off */
     int own_fds;             /* RINGSIDE_OWN_FDS: the writer keeps its own fd table (writer.c) */

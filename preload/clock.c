@@ -2,7 +2,9 @@
  * (its clocksource is "tsc", so the counter is invariant and synchronised),
  * hooks read the TSC directly, which costs a fraction of clock_gettime; the
  * writer turns ticks into CLOCK_MONOTONIC ns by interpolating between
- * (tick, monotonic) pairs it takes at each drain. Elsewhere ticks are ns. */
+ * (tick, monotonic) pairs it takes at each drain. Elsewhere ticks are ns.
+ * RINGSIDE_TEST_NO_TSC=1 takes the second way on any host, so that the tests
+ * cover it where the clocksource is the TSC. */
 #include "preload/agent.h"
 
 #include <fcntl.h>
@@ -19,7 +21,13 @@ void rs_clock_init(void)
         close(fd);
         buf[n > 0 ? n : 0] = 0;
     }
-    rs_hot.tsc_on = strcmp(buf, "tsc\n") == 0;
+    rs_hot.tsc_on = strcmp(buf, "tsc\n") == 0 && !rs_cfg.test_no_tsc;
+    buf[strcspn(buf, "\n")] = 0;
+    rs_debug("clocksource %s: hooks read %s%s", buf[0] ? buf : "unknown",
+             rs_hot.tsc_on ? "the TSC" : "CLOCK_MONOTONIC",
+             rs_cfg.test_no_tsc ? " (RINGSIDE_TEST_NO_TSC)" : "");
+#else
+    rs_debug("hooks read CLOCK_MONOTONIC%s", rs_cfg.test_no_tsc ? " (RINGSIDE_TEST_NO_TSC)" : "");
 #endif
 }
 

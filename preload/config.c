@@ -180,6 +180,7 @@ void rs_config_load(int argc, char **argv)
     rs_cfg.own_fds = env_flag("RINGSIDE_OWN_FDS", 1);
     rs_cfg.test_skew = env("RINGSIDE_TEST_CLOCK_SKEW_US") != NULL;
     rs_cfg.test_skew_us = env_long("RINGSIDE_TEST_CLOCK_SKEW_US", 0, -3600L * 1000000, 3600L * 1000000);
+    rs_cfg.test_no_tsc = env_flag("RINGSIDE_TEST_NO_TSC", 0);
     const char *ex = getenv("RINGSIDE_IO_EXCLUDE"); /* set but empty: exclude nothing */
     snprintf(rs_cfg.exclude, sizeof rs_cfg.exclude, "%s", ex ? ex : "/proc:/sys:/dev");
 

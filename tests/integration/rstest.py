@@ -45,6 +45,19 @@ def failures():
     return _failed
 
 
+def relay(line, prefix):
+    """Prints another test's result line ("ok ...", "not ok ...", "skip ...")
+    with prefix put before its name, counting a failure as this test's own.
+    Returns "ok", "not ok" or "skip", or None for any other line."""
+    global _failed
+    for word in ("not ok", "ok", "skip"):
+        if line.startswith(word + " "):
+            print("%s %s%s" % (word, prefix, line[len(word) + 1:]), flush=True)
+            _failed += word == "not ok"
+            return word
+    return None
+
+
 def skip(name, why):
     print("skip %s: %s" % (name, why), flush=True)
 
