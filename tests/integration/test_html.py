@@ -175,9 +175,13 @@ def sim_page(work):
         names = [l[0] for l in lanes]
         for r in range(4):
             check("html sim: rank %d has an I/O lane" % r, "rank %d I/O" % r in names, repr(names))
-            if any(q.get("rank") == r and "gpu" in q for q in rj["processes"]):
-                check("html sim: rank %d has a compute lane" % r, "rank %d compute" % r in names,
-                      repr(names))
+            # simtrain launches kernels on every rank: each has GPU work in
+            # report.json, and a compute lane on the page.
+            check("html sim: rank %d has GPU work in report.json and a compute lane" % r,
+                  any(q.get("rank") == r and "gpu" in q for q in rj["processes"]) and
+                  "rank %d compute" % r in names,
+                  "GPU work in report.json for ranks %s; lanes %r" %
+                  (sorted(q.get("rank") for q in rj["processes"] if "gpu" in q), names))
         ck_rects = sum(l[1] for l in lanes if l[0].endswith(" checkpoints"))
         check("html sim: every checkpoint of report.json drawn",
               ck_rects == len(rj.get("checkpoints", [])) > 0,
