@@ -4,7 +4,8 @@
 # simtrain with and without the agent in alternating rounds and prints
 # Markdown tables of the ratios.
 # tools/bench_sample.sh then times the sampler on a CPU-bound program
-# ($(BUILD)/bench_run measures CPU time).
+# ($(BUILD)/bench_run measures CPU time), and tools/bench_start.sh the fixed
+# cost of a process that does nothing.
 # Included by the top Makefile after its own rules (needs BUILD, RS_CFLAGS).
 
 $(BUILD)/bench_io: $(BUILD)/obj/tools/bench_io.o
@@ -27,6 +28,7 @@ bench: $(BUILD)/libagent.so $(BUILD)/ringside $(BUILD)/bench_io $(BUILD)/bench_l
 	$(Q)sh tools/bench.sh $(BUILD)
 	$(Q)python3 tools/bench_report.py $(BUILD)
 	$(Q)sh tools/bench_sample.sh $(BUILD)
+	$(Q)sh tools/bench_start.sh $(BUILD)
 
 # The reporter's part: build/gen_job writes a synthetic job of ringside files
 # (tools/gen_job.c), and tools/bench_report.py times import + report on the
