@@ -47,6 +47,12 @@ static int (*p_initialized)(void);
 static pid_t self_pid;
 static int given_up;
 
+/* Code objects seen in samples, by a hash of their address: a slot holds
+ * the last one that hashed there, so a sample of many alternating code
+ * objects that collide wakes the writer more often, never less. */
+#define SEEN_SLOTS 4096u
+static _Atomic uint64_t seen[SEEN_SLOTS];
+
 static int safe_read(uint64_t addr, void *dst, size_t n)
 {
     struct iovec l = { dst, n }, r = { (void *)addr, n };
@@ -158,6 +164,8 @@ int rs_py_try_init(void)
 void rs_py_forked(void)
 {
     self_pid = getpid();
+    for (unsigned i = 0; i < SEEN_SLOTS; i++) /* the child's file names its code objects anew */
+        atomic_store_explicit(&seen[i], 0, memory_order_relaxed);
 }
 
 /* One frame: its predecessor, code object and entry byte. */
@@ -229,6 +237,22 @@ int rs_py_splice(uint64_t *pcs, int n, int max)
     }
     memcpy(pcs, out, (size_t)m * sizeof *pcs);
     return m;
+}
+
+int rs_py_new_code(const uint64_t *f, int n)
+{
+    int fresh = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(f[i] & RS_PYFRAME_BIT))
+            continue;
+        uint64_t code = f[i] & ~RS_PYFRAME_BIT;
+        _Atomic uint64_t *slot = &seen[(code >> 4) * 0x9E3779B97F4A7C15ull >> 52];
+        if (atomic_load_explicit(slot, memory_order_relaxed) != code) {
+            atomic_store_explicit(slot, code, memory_order_relaxed);
+            fresh = 1;
+        }
+    }
+    return fresh;
 }
 
 /* A str object as UTF-8 into out (bounded); 0, or -1 when it is not one. */

@@ -77,6 +77,8 @@ static void put_sample(int kind, uint64_t ts, uint64_t weight, const uint64_t *f
     for (int i = 0; i < n; i++)
         r->frames[i] = f[i];
     rs_commit(size);
+    if (rs_py_new_code(f, n))
+        rs_writer_kick();
 }
 
 static uint64_t thread_cpu_ns(void)

@@ -124,6 +124,13 @@ int rs_py_splice(uint64_t *pcs, int n, int max);
 /* Writer side: "file.py:qualname" of the code object at code into out.
  * Returns 0, or -1 when it cannot be read as a code object. */
 int rs_py_code_name(uint64_t code, char *out, size_t cap);
+/* Whether frames f[0..n) of a sample just committed hold a Python code
+ * object not seen before (remembered from now on, in a small table where a
+ * newcomer may push out an old one). The writer names code objects when it
+ * drains the sample, and the object may be gone by the next timed pass (a
+ * script's own functions are freed as the interpreter ends, before the
+ * agent's last flush): a new one is worth waking it for. Async-signal-safe. */
+int rs_py_new_code(const uint64_t *f, int n);
 /* In a forked child: process_vm_readv reads the new pid. */
 void rs_py_forked(void);
 

@@ -1,8 +1,16 @@
-"""Sampler test workload. `hot3 ROUNDS UNIT`: Work.alpha, beta and gamma run
-the same loop for 6, 3 and 1 units per round (60/30/10 of the work).
-`ctypes LIB ROUNDS N`: c_caller calls the C function spin_c through ctypes,
-py_spin spins in Python, for about equal time."""
+"""Sampler test workload. Work is measured in this process's CPU time, so
+that a run gives the sampler as many ticks on a fast machine as on a slow
+one, and what it prints does not depend on how many rounds that took.
+`hot3 SECONDS UNIT`: Work.alpha, beta and gamma run the same loop for 6, 3
+and 1 units per round (60/30/10 of the work), rounds until SECONDS of CPU.
+`ctypes LIB SECONDS N`: c_caller calls the C function spin_c through
+ctypes, py_spin spins in Python, for about equal time, rounds until SECONDS.
+`short SECONDS`: short_hot, compiled from source at run time (its code object
+is the only one of its kind), spins for SECONDS; then it is deleted and new
+code objects are made until its memory is reused, as an interpreter's end
+frees a script's code objects before a profiler's last flush."""
 import sys
+import time
 
 
 class Work:
@@ -41,23 +49,49 @@ def py_spin(u):
     return x
 
 
+SHORT = '''
+def short_hot(seconds):
+    end = time.process_time() + seconds
+    x = 0
+    while time.process_time() < end:
+        for i in range(1000):
+            x += i * i
+    return x > 0
+'''
+
+
+def short(seconds):
+    ns = {"time": time}
+    exec(compile(SHORT, "py_hot3.py", "exec"), ns)
+    ok = ns["short_hot"](seconds)
+    del ns
+    # New code objects of the same size take the freed memory.
+    keep = [compile(SHORT.replace("short_hot", "churn_%05d" % i), "churn.py", "exec") for i in range(3000)]
+    return ok and len(keep) == 3000
+
+
 def main():
-    if sys.argv[1] == "hot3":
-        rounds, u = int(sys.argv[2]), int(sys.argv[3])
-        w, t = Work(), 0
-        for _ in range(rounds):
+    mode, seconds = sys.argv[1], float(sys.argv[2] if sys.argv[1] != "ctypes" else sys.argv[3])
+    end = time.process_time() + seconds
+    if mode == "hot3":
+        u = int(sys.argv[3])
+        w, t, rounds = Work(), 0, 0
+        while not rounds or time.process_time() < end:
             t += w.alpha(u) + beta(u) + gamma(u)
-        print(t)
-    else:
+            rounds += 1
+        print(t // rounds)
+    elif mode == "ctypes":
         import ctypes
         lib = ctypes.CDLL(sys.argv[2])
         lib.spin_c.restype = ctypes.c_uint64
         lib.spin_c.argtypes = [ctypes.c_uint64]
-        rounds, n = int(sys.argv[3]), int(sys.argv[4])
-        t = 0
-        for _ in range(rounds):
+        n, t, rounds = int(sys.argv[4]), 0, 0
+        while not rounds or time.process_time() < end:
             t += c_caller(lib, n) + py_spin(n // 100)
-        print(t % 1000)
+            rounds += 1
+        print((t // rounds) % 1000)
+    else:
+        print(short(seconds))
 
 
 main()
