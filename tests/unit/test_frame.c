@@ -296,8 +296,9 @@ START_TEST(refuses_frames_without_usable_size)
 }
 END_TEST
 
-/* The writer's frames are what liblz4 (and so `lz4 -dc`) reads, and they
- * announce their content size, which the reader needs. */
+/* The writer's frames are what liblz4 (and so `lz4 -dc`) reads, they
+ * announce their content size, which the reader needs, and each block
+ * carries its checksum. */
 START_TEST(writer_frames_read_by_liblz4)
 {
     const size_t ns[] = { 1, 4096, (4u << 20) + 17 }; /* the last spans two blocks */
@@ -318,7 +319,7 @@ START_TEST(writer_frames_read_by_liblz4)
         size_t hlen = len;
         ck_assert(!LZ4F_isError(LZ4F_getFrameInfo(dctx, &info, frame, &hlen)));
         ck_assert_uint_eq(info.contentSize, ns[k]);
-        ck_assert_int_eq(info.contentChecksumFlag, LZ4F_contentChecksumEnabled);
+        ck_assert_int_eq(info.blockChecksumFlag, LZ4F_blockChecksumEnabled);
         size_t in = len - hlen, got = ns[k];
         size_t rest = LZ4F_decompress(dctx, out, &got, frame + hlen, &in, NULL);
         ck_assert_uint_eq(rest, 0);
