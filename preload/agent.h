@@ -28,6 +28,7 @@ struct __attribute__((aligned(64))) rs_hot {
     int tsc_on;               /* ticks are TSC counts (clock.c) */
     int io_active;            /* the fd table is up: the I/O hooks record (fdtab.c) */
     _Atomic int cancel_seen;  /* the program has called pthread_cancel (hook_io.c) */
+    int prefetchw;            /* the CPU has PREFETCHW (ring.c, rs_prefetch_write) */
     uint64_t wait_ticks;      /* wait-sample threshold in ticks (sample.h); UINT64_MAX: none */
     _Atomic uint32_t *fdtab;  /* fd -> file entry (fdtab.c) */
     size_t fdtab_n;           /* entries in fdtab */
@@ -313,12 +314,29 @@ static inline void *rs_reserve(size_t size, int kind)
  * 2048 and more worse); on a quiet host, the same 30-32 ns as without. */
 #define RS_PREFETCH_AHEAD 1024
 
+/* Asks for the cache line at p to be owned by this core, ready for a store
+ * (never faults). PREFETCHW takes the line from the writer's core at once,
+ * where an ordinary prefetch only reads it and the store still has to ask
+ * for it: a 64-byte pwrite in one process, hook over the bare call 20.1 ->
+ * 18.3 ns (medians of 6 interleaved runs, no overlap). Older Intel CPUs
+ * fault on it (rs_hot.prefetchw is CPUID's word), so they get the other. */
+static inline void rs_prefetch_write(const void *p)
+{
+#if defined(__x86_64__)
+    if (RS_LIKELY(rs_hot.prefetchw)) {
+        __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+        return;
+    }
+#endif
+    __builtin_prefetch(p, 1, 3);
+}
+
 /* Publishes this thread's records up to end (in its block) to the writer. */
 static inline void rs_publish(uint8_t *end)
 {
     atomic_store_explicit(rs_wcommitted, (uint32_t)(end - (rs_wend - RS_BLOCK_SIZE)),
                           memory_order_release);
-    __builtin_prefetch((const void *)((uintptr_t)end + RS_PREFETCH_AHEAD), 1, 3);
+    rs_prefetch_write((const void *)((uintptr_t)end + RS_PREFETCH_AHEAD));
 }
 
 /* Publishes the record last reserved on this thread. */

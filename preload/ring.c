@@ -6,6 +6,9 @@
 #include "preload/agent.h"
 
 #include <errno.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <linux/futex.h>
 #include <pthread.h>
 #include <string.h>
@@ -139,7 +142,7 @@ static struct rs_block *rotate(struct rs_thread *t)
     cursor_set(b);
     /* The start of the block, which no earlier record prefetched (rs_publish). */
     for (uint32_t off = 0; off < RS_PREFETCH_AHEAD; off += 64)
-        __builtin_prefetch(b->data + off, 1, 3);
+        rs_prefetch_write(b->data + off);
     atomic_store_explicit(&t->cur, b, memory_order_release);
     return b;
 }
@@ -220,6 +223,10 @@ static void pool_fill(void)
 
 int rs_ring_init(void)
 {
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    rs_hot.prefetchw = __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & bit_PRFCHW);
+#endif
     nblocks = (uint32_t)(rs_cfg.buffer_bytes / RS_BLOCK_SIZE);
     if (nblocks < 4)
         nblocks = 4;
