@@ -202,7 +202,7 @@ static int before_exec(void)
 {
     int saved = errno, cs = rs_nocancel();
     int rearm = rs_sample_before_exec();
-    if (atomic_load(&rs_hot.on) && !rs_guard)
+    if (atomic_load(&rs_hot.on) && !rs_th.guard)
         rs_writer_flush(1);
     rs_cancel_restore(cs);
     errno = saved;
@@ -315,11 +315,11 @@ static void after_fork_child(void)
     rs_gpu_forked();
     rs_ring_reset();
     atomic_store(&finished, 0);
-    rs_guard = 1; /* the new writer thread is the agent's, not sampled */
+    rs_th.guard = 1; /* the new writer thread is the agent's, not sampled */
     rs_writer_forked();
     if (rs_hot.io_active)
         rs_fdtab_forked();
-    rs_guard = 0;
+    rs_th.guard = 0;
     rs_sample_forked();
     rs_cancel_restore(cs);
 }
@@ -329,11 +329,11 @@ static void after_fork_child(void)
 __attribute__((constructor)) static void rs_start(int argc, char **argv, char **envp)
 {
     (void)envp;
-    rs_guard = 1;
+    rs_th.guard = 1;
     rs_config_load(argc, argv);
     rs_clock_init();
     if (rs_cfg.disable) {
-        rs_guard = 0;
+        rs_th.guard = 0;
         return;
     }
     struct timespec real;
@@ -342,21 +342,21 @@ __attribute__((constructor)) static void rs_start(int argc, char **argv, char **
     rs_id.start_real = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
     if (rs_ring_init() != 0) {
         rs_notice("cannot reserve %zu MiB for buffers; tracing is off", rs_cfg.buffer_bytes >> 20);
-        rs_guard = 0;
+        rs_th.guard = 0;
         return;
     }
     if (rs_cfg.io && rs_fdtab_init() != 0)
         rs_notice("cannot set up the fd table; file I/O is not recorded");
     if (rs_writer_start() != 0) {
         rs_notice("cannot start the writer thread; tracing is off");
-        rs_guard = 0;
+        rs_th.guard = 0;
         return;
     }
     pthread_atfork(NULL, NULL, after_fork_child);
     signals_init();
     atomic_store(&rs_hot.on, 1);
     rs_sample_init();
-    rs_guard = 0;
+    rs_th.guard = 0;
 }
 
 __attribute__((destructor)) static void rs_stop(void)

@@ -226,13 +226,35 @@ struct __attribute__((aligned(64))) rs_thread {
 
 enum { RS_THREAD_FREE = 0, RS_THREAD_LIVE = 1 };
 
-/* Re-entrancy guard: set while the agent itself runs on this thread (and
- * forever on the writer thread), so its own calls are not recorded. A hook
- * must hold it from rs_reserve to rs_commit: the sampling signal handler
- * writes its record only when it finds rs_guard clear. */
-extern __thread int rs_guard RS_TLS;
-/* This thread's slot, NULL until its first record. */
-extern __thread struct rs_thread *rs_self RS_TLS;
+/* What a hook reads of this thread's agent state, in one thread-local
+ * struct: a hook finds all of it through one TLS offset (one load from the
+ * GOT, where separate variables took one each) in one cache line. A 64-byte
+ * pwrite in one process, hook over the bare call: 18.2 -> 16.9 ns (medians
+ * of 6 interleaved runs). Only the owning thread (and its signal handler)
+ * touches it. */
+struct __attribute__((aligned(64))) rs_thread_hot {
+    /* Re-entrancy guard: set while the agent itself runs on this thread
+     * (and forever on the writer thread), so its own calls are not
+     * recorded. A hook must hold it from rs_reserve to rs_commit: the
+     * sampling signal handler writes its record only when it finds guard
+     * clear. */
+    int guard;
+    /* A CPU sample the handler had to keep because the thread was inside
+     * the agent (frame count, 0: none; the frames are in the sampler's
+     * per-thread buffer); hooks write it out after their record
+     * (sample.h). */
+    int sample_npending;
+    /* The write cursor: where the thread's next record goes in the block it
+     * holds, the block's end, and the block's committed count; all NULL
+     * while it holds none. Here rather than in its rs_thread, so that the
+     * hot path reads no more than this struct. */
+    uint8_t *wp;
+    uint8_t *wend;
+    _Atomic uint32_t *wcommitted;
+    /* This thread's slot, NULL until its first record. */
+    struct rs_thread *self;
+};
+extern __thread struct rs_thread_hot rs_th RS_TLS;
 
 /* The slow path of rs_reserve: a first record on this thread, or a full
  * block. Returns space, or NULL when the record is dropped (counted). */
@@ -284,21 +306,14 @@ struct rs_rec_comm {
     int32_t rank, nranks, device, pad_;
 };
 
-/* This thread's write cursor: where its next record goes in the block it
- * holds, the block's end, and the block's committed count; all NULL while it
- * holds none. In TLS, not in its rs_thread, so that the hot path reads no
- * more than these. Only the owner uses them. */
-extern __thread uint8_t *rs_wp RS_TLS;
-extern __thread uint8_t *rs_wend RS_TLS;
-extern __thread _Atomic uint32_t *rs_wcommitted RS_TLS;
 
 /* Space for a record of size bytes (multiple of 8) in this thread's buffer,
  * or NULL when it must be dropped (counted under kind). Inline: this is
  * every hook's hot path. Leaves errno as it was. */
 static inline void *rs_reserve(size_t size, int kind)
 {
-    uint8_t *p = rs_wp;
-    if (RS_LIKELY((size_t)(rs_wend - p) >= size))
+    uint8_t *p = rs_th.wp;
+    if (RS_LIKELY((size_t)(rs_th.wend - p) >= size))
         return p;
     return rs_reserve_slow(size, kind);
 }
@@ -334,7 +349,7 @@ static inline void rs_prefetch_write(const void *p)
 /* Publishes this thread's records up to end (in its block) to the writer. */
 static inline void rs_publish(uint8_t *end)
 {
-    atomic_store_explicit(rs_wcommitted, (uint32_t)(end - (rs_wend - RS_BLOCK_SIZE)),
+    atomic_store_explicit(rs_th.wcommitted, (uint32_t)(end - (rs_th.wend - RS_BLOCK_SIZE)),
                           memory_order_release);
     rs_prefetch_write((const void *)((uintptr_t)end + RS_PREFETCH_AHEAD));
 }
@@ -342,8 +357,8 @@ static inline void rs_publish(uint8_t *end)
 /* Publishes the record last reserved on this thread. */
 static inline void rs_commit(size_t size)
 {
-    uint8_t *end = rs_wp + size;
-    rs_wp = end;
+    uint8_t *end = rs_th.wp + size;
+    rs_th.wp = end;
     rs_publish(end);
 }
 

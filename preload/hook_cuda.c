@@ -124,7 +124,7 @@ int rs_cuda_version(void)
 /* Whether this call is recorded: tracing on, CUDA capture on, not the agent. */
 static inline int cu_on(void)
 {
-    if (RS_UNLIKELY(!atomic_load_explicit(&rs_hot.on, memory_order_relaxed) || rs_guard || !rs_cfg.cuda))
+    if (RS_UNLIKELY(!atomic_load_explicit(&rs_hot.on, memory_order_relaxed) || rs_th.guard || !rs_cfg.cuda))
         return 0;
     int st = atomic_load_explicit(&cu_state, memory_order_relaxed);
     if (RS_LIKELY(st == CU_READY))
@@ -365,7 +365,7 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
     do {                                                                                       \
         if (!cu_on())                                                                          \
             return CALL;                                                                       \
-        rs_guard = 1;                                                                          \
+        rs_th.guard = 1;                                                                          \
         int saved_ = errno;                                                                    \
         uint32_t anchor_ = 0;                                                                  \
         uint8_t fl_ = (uint8_t)((FLAGS) | ((PTSZ) ? RSF_GPUF_PTSZ : 0));                       \
@@ -385,7 +385,7 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         }                                                                                      \
         if ((SYNC_KIND) >= 0)                                                                  \
             rs_wait_sample_ns(t0_, t1_);                                                       \
-        rs_guard = 0;                                                                          \
+        rs_th.guard = 0;                                                                          \
         errno = saved_;                                                                        \
         return r_;                                                                             \
     } while (0)
@@ -395,14 +395,14 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
     do {                                                                                       \
         if (!cu_on())                                                                          \
             return CALL;                                                                       \
-        rs_guard = 1;                                                                          \
+        rs_th.guard = 1;                                                                          \
         uint64_t t0_ = rs_now();                                                               \
         CUresult r_ = CALL;                                                                    \
         uint64_t t1_ = rs_now();                                                               \
         int saved_ = errno;                                                                    \
         sync_record(KIND, t0_, t1_, TARGET);                                                   \
         rs_wait_sample_ns(t0_, t1_);                                                           \
-        rs_guard = 0;                                                                          \
+        rs_th.guard = 0;                                                                          \
         errno = saved_;                                                                        \
         return r_;                                                                             \
     } while (0)
@@ -412,14 +412,14 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
     do {                                                                                       \
         if (!cu_on())                                                                          \
             return CALL;                                                                       \
-        rs_guard = 1;                                                                          \
+        rs_th.guard = 1;                                                                          \
         uint64_t t0_ = rs_now();                                                               \
         CUresult r_ = CALL;                                                                    \
         uint64_t t1_ = rs_now();                                                               \
         int saved_ = errno;                                                                    \
         if (r_ == CUDA_SUCCESS)                                                                \
             mem_record(KIND, t0_, t1_, (uint64_t)(PTR), (uint64_t)(BYTES));                    \
-        rs_guard = 0;                                                                          \
+        rs_th.guard = 0;                                                                          \
         errno = saved_;                                                                        \
         return r_;                                                                             \
     } while (0)
@@ -430,12 +430,12 @@ REAL_DECL(cuInit);
 RS_EXPORT CUresult cuInit(unsigned int flags)
 {
     CUresult r = CALL(cuInit, flags);
-    if (r == CUDA_SUCCESS && !atomic_exchange(&cu_inited, 1) && rs_cfg.cuda && !rs_guard) {
+    if (r == CUDA_SUCCESS && !atomic_exchange(&cu_inited, 1) && rs_cfg.cuda && !rs_th.guard) {
         int saved = errno, v = 0;
-        rs_guard = 1;
+        rs_th.guard = 1;
         if (cuda_setup() && rs_cu.driver_version && rs_cu.driver_version(&v) == CUDA_SUCCESS)
             atomic_store(&cuda_version, v);
-        rs_guard = 0;
+        rs_th.guard = 0;
         errno = saved;
     }
     return r;
@@ -600,7 +600,7 @@ static int on_device(CUdeviceptr p)
 }
 
 /* The direction of a cuMemcpy / cuMemcpyAsync (unified addressing). Called
- * inside GPU_WORK, where capture is known to be on (and rs_guard set). */
+ * inside GPU_WORK, where capture is known to be on (and rs_th.guard set). */
 static int copy_dir(CUdeviceptr dst, CUdeviceptr src)
 {
     int d = on_device(dst), s = on_device(src);
@@ -1313,7 +1313,7 @@ RS_EXPORT void *dlsym(void *handle, const char *name)
     if (handle == RTLD_NEXT || ((name[0] != 'c' || name[1] != 'u') && !nccl))
         return real_dlsym(handle, name);
     void *p = real_dlsym(handle, name);
-    if (!p || rs_guard)
+    if (!p || rs_th.guard)
         return p;
     int saved = errno;
     if (nccl) {

@@ -1,7 +1,7 @@
 /* File I/O hooks: each wrapper times only the real call, then appends one
  * record with the bytes, offset and result; the path is known from the fd
  * table (fdtab.c). Calls on fds that are not recorded files, calls made
- * while the agent itself runs (rs_guard) and calls after tracing stopped go
+ * while the agent itself runs (rs_th.guard) and calls after tracing stopped go
  * straight to the real function. errno is always left as the call set it. */
 #include "preload/agent.h"
 #include "preload/sample.h"
@@ -72,7 +72,7 @@ static inline void rs_io_record(int op, uint32_t file, uint64_t t0, uint64_t t1,
  * is recorded, else 0. */
 static inline uint32_t tracked_entry(int fd)
 {
-    if (RS_UNLIKELY(rs_guard) || !atomic_load_explicit(&rs_hot.on, memory_order_relaxed))
+    if (RS_UNLIKELY(rs_th.guard) || !atomic_load_explicit(&rs_hot.on, memory_order_relaxed))
         return 0;
     uint32_t e = rs_fd_entry(fd);
     return e == RS_FILE_EXCLUDED ? 0 : e;
@@ -86,14 +86,14 @@ static inline int tracked(int fd, uint32_t *file)
 
 static inline int opens_tracked(void)
 {
-    return !rs_guard && rs_hot.io_active && atomic_load_explicit(&rs_hot.on, memory_order_relaxed);
+    return !rs_th.guard && rs_hot.io_active && atomic_load_explicit(&rs_hot.on, memory_order_relaxed);
 }
 
 /* After a timed call's record: a wait sample when the call blocked long
  * enough, or a CPU sample the signal handler left pending; errno kept. */
 static inline void after_call(uint64_t t0, uint64_t t1)
 {
-    if (RS_UNLIKELY(t1 - t0 >= rs_hot.wait_ticks || rs_sample_npending)) {
+    if (RS_UNLIKELY(t1 - t0 >= rs_hot.wait_ticks || rs_th.sample_npending)) {
         int e = errno;
         rs_wait_sample(t0, t1);
         errno = e;
@@ -108,13 +108,13 @@ static inline void after_call(uint64_t t0, uint64_t t1)
         uint32_t file_;                                                             \
         if (!tracked(FD, &file_))                                                   \
             return CALL;                                                            \
-        rs_guard = 1;                                                               \
+        rs_th.guard = 1;                                                               \
         uint64_t t0_ = rs_ticks();                                                  \
         T r = CALL;                                                                 \
         uint64_t t1_ = rs_ticks();                                                  \
         rs_io_record(OP, file_, t0_, t1_, OFF, (FAILED) ? -(int64_t)errno : (int64_t)(BYTES)); \
         after_call(t0_, t1_);                                                       \
-        rs_guard = 0;                                                               \
+        rs_th.guard = 0;                                                               \
         return r;                                                                   \
     } while (0)
 
@@ -172,13 +172,13 @@ static inline long kernel_call(long nr, long a, long b, long c, long d)
         if (RS_UNLIKELY(!(e_ & RS_FILE_PLAIN) ||                                    \
                         atomic_load_explicit(&rs_hot.cancel_seen, memory_order_relaxed))) \
             RS_IO_SYS(ssize_t, OP, FD, OFF, REAL);                                  \
-        rs_guard = 1;                                                               \
+        rs_th.guard = 1;                                                               \
         uint64_t t0_ = rs_ticks();                                                  \
         long r_ = kernel_call(NR, (long)(A), (long)(B), (long)(C), (long)(D));      \
         uint64_t t1_ = rs_ticks();                                                  \
         rs_io_record(OP, e_ & ~RS_FILE_PLAIN, t0_, t1_, OFF, r_);                   \
         after_call(t0_, t1_);                                                       \
-        rs_guard = 0;                                                               \
+        rs_th.guard = 0;                                                               \
         if (RS_UNLIKELY(r_ < 0)) {                                                  \
             errno = (int)-r_;                                                       \
             return -1;                                                              \
@@ -222,7 +222,7 @@ static inline long timed_call(long nr, long a, long b, long c, long d, uint64_t 
 /* The common case of RS_IO_KERNEL, written to make no calls, so that it
  * saves no registers: a recorded RS_FILE_PLAIN file, no
  * pthread_cancel seen, TSC timestamps, room in the thread's block. The record
- * is reserved and filled in before the call (rs_guard keeps the sampler's
+ * is reserved and filled in before the call (rs_th.guard keeps the sampler's
  * handler from reserving in between), so that after it only the times and
  * the result are left to store. Anything else goes to GENERAL (the full
  * RS_IO_KERNEL path) before the call; a duration or result that needs the
@@ -235,28 +235,28 @@ static inline long timed_call(long nr, long a, long b, long c, long d, uint64_t 
         if (RS_UNLIKELY(!(e_ & RS_FILE_PLAIN) || !rs_hot.tsc_on ||                  \
                         atomic_load_explicit(&rs_hot.cancel_seen, memory_order_relaxed))) \
             return GENERAL;                                                         \
-        rs_guard = 1;                                                               \
+        rs_th.guard = 1;                                                               \
         atomic_signal_fence(memory_order_seq_cst);                                  \
-        struct rs_rec_io *rec_ = (struct rs_rec_io *)rs_wp;                         \
-        if (RS_UNLIKELY((size_t)(rs_wend - rs_wp) < sizeof *rec_)) {                \
-            rs_guard = 0;                                                           \
+        struct rs_rec_io *rec_ = (struct rs_rec_io *)rs_th.wp;                         \
+        if (RS_UNLIKELY((size_t)(rs_th.wend - rs_th.wp) < sizeof *rec_)) {                \
+            rs_th.guard = 0;                                                           \
             return GENERAL;                                                         \
         }                                                                           \
         rec_->h = (struct rs_rec_hdr){ sizeof *rec_, RS_REC_IO, (uint8_t)(OP),      \
                                        e_ & ~RS_FILE_PLAIN };                       \
         rec_->offset = (OFF);                                                       \
-        rs_wp = (uint8_t *)(rec_ + 1);                                              \
+        rs_th.wp = (uint8_t *)(rec_ + 1);                                              \
         uint64_t d_;                                                                \
         long r_ = timed_call(NR, (long)(A), (long)(B), (long)(C), (long)(D),        \
                              &rec_->start, &d_);                                    \
         if (RS_UNLIKELY(d_ >= io_fast_ticks() || r_ != (int32_t)r_ || r_ < 0 ||     \
-                        rs_sample_npending))                                        \
+                        rs_th.sample_npending))                                        \
             return io_finish(rec_, rec_->start + d_, r_);                           \
         rec_->dur = (uint32_t)d_;                                                   \
         rec_->result = (int32_t)r_;                                                 \
         rs_publish((uint8_t *)(rec_ + 1));                                          \
         atomic_signal_fence(memory_order_seq_cst);                                  \
-        rs_guard = 0;                                                               \
+        rs_th.guard = 0;                                                               \
         return r_;                                                                  \
     } while (0)
 #else
@@ -278,10 +278,10 @@ static inline uint64_t io_fast_ticks(void)
 static __attribute__((noinline, cold)) long io_finish(struct rs_rec_io *rec, uint64_t t1, long r)
 {
     uint64_t t0 = rec->start;
-    rs_wp = (uint8_t *)rec;
+    rs_th.wp = (uint8_t *)rec;
     rs_io_record(rec->h.op, rec->h.file, t0, t1, rec->offset, r);
     after_call(t0, t1);
-    rs_guard = 0;
+    rs_th.guard = 0;
     if (r < 0) {
         errno = (int)-r;
         return -1;
@@ -323,7 +323,7 @@ static int mode_needed(int flags)
     do {                                                                            \
         if (!opens_tracked())                                                       \
             return CALL;                                                            \
-        rs_guard = 1;                                                               \
+        rs_th.guard = 1;                                                               \
         uint64_t t0_ = rs_ticks();                                                    \
         int fd_ = CALL;                                                             \
         uint64_t t1_ = rs_ticks();                                                    \
@@ -332,7 +332,7 @@ static int mode_needed(int flags)
             rs_file_opened(OP, DIRFD, PATH, FLAGS, fd_, t0_, t1_);                  \
         rs_wait_sample(t0_, t1_);                                                   \
         errno = e_;                                                                 \
-        rs_guard = 0;                                                               \
+        rs_th.guard = 0;                                                               \
         return fd_;                                                                 \
     } while (0)
 
@@ -467,7 +467,7 @@ RS_EXPORT int close(int fd)
 {
     /* The program closing every fd (a daemon's start-up) must not take the
      * trace file with it. */
-    if (RS_UNLIKELY(rs_writer_owns_fd(fd)) && !rs_guard)
+    if (RS_UNLIKELY(rs_writer_owns_fd(fd)) && !rs_th.guard)
         return 0;
     uint32_t file;
     if (!tracked(fd, &file)) {
@@ -475,7 +475,7 @@ RS_EXPORT int close(int fd)
             rs_fd_set(fd, 0);
         return RS_REAL(close)(fd);
     }
-    rs_guard = 1;
+    rs_th.guard = 1;
     uint64_t t0 = rs_ticks();
     int r = RS_REAL(close)(fd);
     uint64_t t1 = rs_ticks();
@@ -484,7 +484,7 @@ RS_EXPORT int close(int fd)
     rs_io_record(RSF_IO_CLOSE, file, t0, t1, -1, r < 0 ? -(int64_t)e : r);
     rs_wait_sample(t0, t1);
     errno = e;
-    rs_guard = 0;
+    rs_th.guard = 0;
     return r;
 }
 
@@ -509,7 +509,7 @@ RS_EXPORT int dup(int fd) { return copied(fd, RS_REAL(dup)(fd)); }
  * so the program gets the number and the trace goes on. */
 RS_EXPORT int dup2(int fd, int fd2)
 {
-    if (RS_UNLIKELY(rs_writer_owns_fd(fd2)) && fd != fd2 && !rs_guard) {
+    if (RS_UNLIKELY(rs_writer_owns_fd(fd2)) && fd != fd2 && !rs_th.guard) {
         int e = errno;
         rs_writer_fd_taken(fd2);
         errno = e;
@@ -519,7 +519,7 @@ RS_EXPORT int dup2(int fd, int fd2)
 
 RS_EXPORT int dup3(int fd, int fd2, int flags)
 {
-    if (RS_UNLIKELY(rs_writer_owns_fd(fd2)) && fd != fd2 && !rs_guard) {
+    if (RS_UNLIKELY(rs_writer_owns_fd(fd2)) && fd != fd2 && !rs_th.guard) {
         int e = errno;
         rs_writer_fd_taken(fd2);
         errno = e;
@@ -543,7 +543,7 @@ static void forget_range(unsigned first, unsigned last)
 static int trace_fd_in(unsigned first, unsigned last)
 {
     int fd = rs_writer_fd();
-    if (fd < 0 || (unsigned)fd < first || (unsigned)fd > last || rs_guard || getpid() != rs_id.pid)
+    if (fd < 0 || (unsigned)fd < first || (unsigned)fd > last || rs_th.guard || getpid() != rs_id.pid)
         return -1;
     return fd;
 }
@@ -761,7 +761,7 @@ static ssize_t two_sided(int op_in, int in, int64_t off_in, int op_out, int out,
         rs_io_record(op_out, fout, t0, t1, off_out, res);
     rs_wait_sample(t0, t1);
     errno = e;
-    rs_guard = 0;
+    rs_th.guard = 0;
     return r;
 }
 
@@ -777,7 +777,7 @@ RS_EXPORT ssize_t copy_file_range(int in, off64_t *off_in, int out, off64_t *off
     if (!either_tracked(in, out))
         return RS_REAL(copy_file_range)(in, off_in, out, off_out, len, flags);
     int64_t oi = off_in ? *off_in : -1, oo = off_out ? *off_out : -1;
-    rs_guard = 1;
+    rs_th.guard = 1;
     uint64_t t0 = rs_ticks();
     ssize_t r = RS_REAL(copy_file_range)(in, off_in, out, off_out, len, flags);
     return two_sided(RSF_IO_COPY_IN, in, oi, RSF_IO_COPY_OUT, out, oo, t0, r);
@@ -788,7 +788,7 @@ RS_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
     if (!either_tracked(in, out))
         return RS_REAL(sendfile)(out, in, off, count);
     int64_t oi = off ? *off : -1;
-    rs_guard = 1;
+    rs_th.guard = 1;
     uint64_t t0 = rs_ticks();
     ssize_t r = RS_REAL(sendfile)(out, in, off, count);
     return two_sided(RSF_IO_SENDFILE_IN, in, oi, RSF_IO_SENDFILE_OUT, out, -1, t0, r);
@@ -799,7 +799,7 @@ RS_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
     if (!either_tracked(in, out))
         return RS_REAL(sendfile64)(out, in, off, count);
     int64_t oi = off ? *off : -1;
-    rs_guard = 1;
+    rs_th.guard = 1;
     uint64_t t0 = rs_ticks();
     ssize_t r = RS_REAL(sendfile64)(out, in, off, count);
     return two_sided(RSF_IO_SENDFILE_IN, in, oi, RSF_IO_SENDFILE_OUT, out, -1, t0, r);
@@ -847,7 +847,7 @@ static FILE *fopen_common(__typeof__(fopen) *real, const char *path, const char 
 {
     if (!opens_tracked())
         return real(path, mode);
-    rs_guard = 1;
+    rs_th.guard = 1;
     uint64_t t0 = rs_ticks();
     FILE *fp = real(path, mode);
     uint64_t t1 = rs_ticks();
@@ -856,7 +856,7 @@ static FILE *fopen_common(__typeof__(fopen) *real, const char *path, const char 
         rs_file_opened(RSF_IO_FOPEN, AT_FDCWD, path, fopen_flags(mode), stream_fd(fp), t0, t1);
     rs_wait_sample(t0, t1);
     errno = e;
-    rs_guard = 0;
+    rs_th.guard = 0;
     return fp;
 }
 
@@ -870,7 +870,7 @@ static FILE *freopen_common(__typeof__(freopen) *real, const char *path, const c
     if (!opens_tracked() || path == NULL)
         return real(path, mode, fp);
     int oldfd = stream_fd(fp);
-    rs_guard = 1;
+    rs_th.guard = 1;
     uint64_t t0 = rs_ticks();
     FILE *r = real(path, mode, fp);
     uint64_t t1 = rs_ticks();
@@ -880,7 +880,7 @@ static FILE *freopen_common(__typeof__(freopen) *real, const char *path, const c
     if (r && stream_fd(r) >= 0)
         rs_file_opened(RSF_IO_FOPEN, AT_FDCWD, path, fopen_flags(mode), stream_fd(r), t0, t1);
     errno = e;
-    rs_guard = 0;
+    rs_th.guard = 0;
     return r;
 }
 
@@ -906,7 +906,7 @@ RS_EXPORT int fclose(FILE *fp)
     uint32_t file;
     if (!tracked(fd, &file))
         return RS_REAL(fclose)(fp);
-    rs_guard = 1;
+    rs_th.guard = 1;
     uint64_t t0 = rs_ticks();
     int r = RS_REAL(fclose)(fp);
     uint64_t t1 = rs_ticks();
@@ -915,7 +915,7 @@ RS_EXPORT int fclose(FILE *fp)
     rs_io_record(RSF_IO_FCLOSE, file, t0, t1, -1, r == EOF ? -(int64_t)e : 0);
     rs_wait_sample(t0, t1);
     errno = e;
-    rs_guard = 0;
+    rs_th.guard = 0;
     return r;
 }
 

@@ -62,7 +62,7 @@ static void *nccl_sym(const char *name)
 
 static inline int nccl_on(void)
 {
-    return RS_LIKELY(atomic_load_explicit(&rs_hot.on, memory_order_relaxed)) && !rs_guard && rs_cfg.nccl;
+    return RS_LIKELY(atomic_load_explicit(&rs_hot.on, memory_order_relaxed)) && !rs_th.guard && rs_cfg.nccl;
 }
 
 REAL_DECL(ncclGetVersion);
@@ -405,10 +405,10 @@ static void coll_commit(const struct rs_rec_coll *c)
         int timed_ = rs_cuda_ready() > 0;                                                      \
         uint8_t fl_ = 0;                                                                       \
         if (timed_) {                                                                          \
-            rs_guard = 1;                                                                      \
+            rs_th.guard = 1;                                                                      \
             c_.h.file = rs_gpu_begin((CUstream)(STREAM), 0, &c_.anchor, &fl_);                 \
             c_.stream = rs_stream_id((CUstream)(STREAM), 0);                                   \
-            rs_guard = 0;                                                                      \
+            rs_th.guard = 0;                                                                      \
         } else {                                                                               \
             c_.stream = (uint64_t)(uintptr_t)(STREAM);                                         \
         }                                                                                      \
@@ -432,10 +432,10 @@ static void coll_commit(const struct rs_rec_coll *c)
             pending[npending++].stream = (CUstream)(STREAM);                                   \
         } else {                                                                               \
             if (c_.h.file) {                                                                   \
-                rs_guard = 1;                                                                  \
+                rs_th.guard = 1;                                                                  \
                 c_.h.file = rs_gpu_end(c_.h.file, (CUstream)(STREAM), 0,                       \
                                        r_ == ncclSuccess && group_depth == 0);                 \
-                rs_guard = 0;                                                                  \
+                rs_th.guard = 0;                                                                  \
             }                                                                                  \
             /* the end event is on the stream by now */                                        \
             c_.dur_ns = rs_now() - c_.start_ns;                                                \
@@ -552,13 +552,13 @@ RS_EXPORT ncclResult_t ncclGroupEnd(void)
         group_depth--;
     if (group_depth == 0 && npending > 0) {
         int saved = errno;
-        rs_guard = 1;
+        rs_th.guard = 1;
         for (int i = 0; i < npending; i++) {
             struct pending *p = &pending[i];
             if (p->rec.h.file)
                 p->rec.h.file = rs_gpu_end(p->rec.h.file, p->stream, 0, r == ncclSuccess || r == ncclInProgress);
         }
-        rs_guard = 0;
+        rs_th.guard = 0;
         /* A grouped call's work is launched here: its call lasts until now. */
         uint64_t t1 = rs_now();
         for (int i = 0; i < npending; i++) {

@@ -38,8 +38,8 @@ static void emit(const char *fmt, va_list ap)
     if ((size_t)n > sizeof line - 2)
         n = (int)sizeof line - 2;
     line[n++] = '\n';
-    int saved = rs_guard, e = errno, cs = rs_nocancel();
-    rs_guard = 1;
+    int saved = rs_th.guard, e = errno, cs = rs_nocancel();
+    rs_th.guard = 1;
     int fd = rs_own_fds ? program_stderr() : 2;
     if (fd >= 0) {
         ssize_t w = write(fd, line, (size_t)n);
@@ -47,7 +47,7 @@ static void emit(const char *fmt, va_list ap)
         if (fd != 2)
             close(fd);
     }
-    rs_guard = saved;
+    rs_th.guard = saved;
     rs_cancel_restore(cs);
     errno = e;
 }

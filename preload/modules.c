@@ -125,7 +125,7 @@ RS_REAL_DECL(dlclose);
  * module map that explains them. */
 RS_EXPORT int dlclose(void *handle)
 {
-    if (rs_sample_sig && !rs_guard && atomic_load_explicit(&rs_hot.on, memory_order_relaxed)) {
+    if (rs_sample_sig && !rs_th.guard && atomic_load_explicit(&rs_hot.on, memory_order_relaxed)) {
         int saved = errno;
         rs_writer_flush(0);
         errno = saved;

@@ -20,18 +20,14 @@
 #define RS_NIL 0u /* block index 0 means "none"; blocks are numbered from 1 */
 
 
-__thread int rs_guard RS_TLS;
-__thread struct rs_thread *rs_self RS_TLS;
-__thread uint8_t *rs_wp RS_TLS;
-__thread uint8_t *rs_wend RS_TLS;
-__thread _Atomic uint32_t *rs_wcommitted RS_TLS;
+__thread struct rs_thread_hot rs_th RS_TLS;
 
 /* Points this thread's write cursor at the start of b (NULL: no block). */
 static void cursor_set(struct rs_block *b)
 {
-    rs_wp = b ? b->data : NULL;
-    rs_wend = b ? b->data + RS_BLOCK_SIZE : NULL;
-    rs_wcommitted = b ? &b->committed : NULL;
+    rs_th.wp = b ? b->data : NULL;
+    rs_th.wend = b ? b->data + RS_BLOCK_SIZE : NULL;
+    rs_th.wcommitted = b ? &b->committed : NULL;
 }
 
 struct rs_hot rs_hot = { .wait_ticks = UINT64_MAX };
@@ -157,7 +153,7 @@ static void thread_gone(void *arg)
         full_push(block_index(b));
     }
     atomic_store_explicit(&t->state, RS_THREAD_FREE, memory_order_release);
-    rs_self = NULL;
+    rs_th.self = NULL;
     cursor_set(NULL);
 }
 
@@ -177,7 +173,7 @@ static struct rs_thread *thread_register(void)
         atomic_store_explicit(&t->cur, NULL, memory_order_relaxed);
         if (key_made)
             pthread_setspecific(thread_key, t);
-        rs_self = t;
+        rs_th.self = t;
         return t;
     }
     return NULL;
@@ -185,18 +181,18 @@ static struct rs_thread *thread_register(void)
 
 static void *reserve_slow(size_t size, int kind)
 {
-    struct rs_thread *t = rs_self;
+    struct rs_thread *t = rs_th.self;
     if (!t && !(t = thread_register())) {
         count_drop(kind);
         return NULL;
     }
     /* A full block goes to the writer; a thread without a block (its
      * cursor is NULL) tries the free list again. */
-    if ((size_t)(rs_wend - rs_wp) < size && (size > RS_BLOCK_SIZE || !rotate(t))) {
+    if ((size_t)(rs_th.wend - rs_th.wp) < size && (size > RS_BLOCK_SIZE || !rotate(t))) {
         count_drop(kind);
         return NULL;
     }
-    return rs_wp;
+    return rs_th.wp;
 }
 
 /* The hooks call this between the program's call and returning its result,
@@ -271,9 +267,9 @@ void rs_ring_reset(void)
         atomic_store(&threads[i].cur, NULL);
     }
     atomic_store(&threads_used, 0);
-    if (rs_self && key_made)
+    if (rs_th.self && key_made)
         pthread_setspecific(thread_key, NULL);
-    rs_self = NULL;
+    rs_th.self = NULL;
     cursor_set(NULL);
     atomic_store(&dropped_all, 0);
     atomic_store(&dropped_io, 0);

@@ -51,8 +51,6 @@ struct sthread {
     uint64_t scratch[RS_STACK_MAX];
 };
 static __thread struct sthread me RS_TLS;
-/* A sample taken while the agent ran (its frame count), kept in me.pending. */
-__thread int rs_sample_npending RS_TLS;
 
 uint64_t rs_sample_dropped(void)
 {
@@ -133,26 +131,26 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     int n = rs_unwind(uc, t->scratch, RS_STACK_MAX);
     n = rs_py_splice(t->scratch, n, RS_STACK_MAX);
     uint64_t unwound = rs_ticks();
-    if (rs_guard) {
+    if (rs_th.guard) {
         /* The thread is inside the agent, maybe between reserving and
          * committing a record: keep the sample for the next handler. */
-        if (rs_sample_npending) {
+        if (rs_th.sample_npending) {
             drop();
         } else {
             memcpy(t->pending, t->scratch, (size_t)n * sizeof *t->scratch);
-            rs_sample_npending = n;
+            rs_th.sample_npending = n;
             t->pend_ts = ts;
             t->pend_weight = weight;
         }
         goto out;
     }
-    rs_guard = 1;
-    if (rs_sample_npending) {
-        put_sample(RSF_SAMPLE_CPU, t->pend_ts, t->pend_weight, t->pending, rs_sample_npending);
-        rs_sample_npending = 0;
+    rs_th.guard = 1;
+    if (rs_th.sample_npending) {
+        put_sample(RSF_SAMPLE_CPU, t->pend_ts, t->pend_weight, t->pending, rs_th.sample_npending);
+        rs_th.sample_npending = 0;
     }
     put_sample(RSF_SAMPLE_CPU, ts, weight, t->scratch, n);
-    rs_guard = 0;
+    rs_th.guard = 0;
     atomic_fetch_add_explicit(&handled, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&unwind_ticks, unwound - ts, memory_order_relaxed);
     atomic_fetch_add_explicit(&handler_ticks, rs_ticks() - ts, memory_order_relaxed);
@@ -207,9 +205,9 @@ static void thread_disarm(void)
     me.slot = 0;
     if (v)
         syscall(SYS_timer_delete, v - 1);
-    if (rs_sample_npending)
+    if (rs_th.sample_npending)
         drop();
-    rs_sample_npending = 0;
+    rs_th.sample_npending = 0;
     errno = saved;
 }
 
@@ -257,7 +255,7 @@ RS_REAL_DECL(pthread_create);
  * the agent's) have none and are not sampled. */
 RS_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
-    if (rs_guard || !atomic_load_explicit(&sampler_on, memory_order_relaxed))
+    if (rs_th.guard || !atomic_load_explicit(&sampler_on, memory_order_relaxed))
         return RS_REAL(pthread_create)(th, attr, fn, arg);
     struct start *s = malloc(sizeof *s);
     if (!s)
@@ -319,7 +317,7 @@ void rs_sample_forked(void)
     for (int i = 0; i < RS_MAX_TIMERS; i++)
         atomic_store(&timers[i], 0);
     me.slot = 0;
-    rs_sample_npending = 0;
+    rs_th.sample_npending = 0;
     rs_py_forked();
     thread_arm();
 }
@@ -383,10 +381,10 @@ void rs_sample_flush_pending(void)
     /* A handler that runs meanwhile sees the slot taken and drops its
      * sample rather than overwrite this one. */
     uint64_t buf[RS_STACK_MAX];
-    int n = rs_sample_npending;
+    int n = rs_th.sample_npending;
     memcpy(buf, me.pending, (size_t)n * sizeof *buf);
     put_sample(RSF_SAMPLE_CPU, me.pend_ts, me.pend_weight, buf, n);
-    rs_sample_npending = 0;
+    rs_th.sample_npending = 0;
 }
 
 static __thread uint32_t launches RS_TLS;

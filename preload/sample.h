@@ -69,11 +69,10 @@ int rs_stack_capture(uint64_t *buf, int max);
 /* A blocking call on this thread took t1 - t0 ticks: when that is over the
  * wait threshold (RINGSIDE_WAIT_US, default 1000), records a wait sample with
  * the caller's stack weighted by the time blocked (the threshold in ticks:
- * rs_hot.wait_ticks). Call with rs_guard set. */
+ * rs_hot.wait_ticks). Call with rs_th.guard set. */
 void rs_wait_sample_slow(uint64_t t0, uint64_t t1);
-/* A CPU sample the handler had to keep because the thread was inside the
- * agent (frame count, 0: none); hooks write it out after their record. */
-extern __thread int rs_sample_npending RS_TLS;
+/* rs_th.sample_npending (agent.h): a CPU sample kept for the hook to
+ * write out. */
 void rs_sample_flush_pending(void);
 /* The same for calls timed with rs_now() (ns), as the CUDA hooks are. */
 extern uint64_t rs_wait_ns;
@@ -82,19 +81,19 @@ static inline void rs_wait_sample_ns(uint64_t t0, uint64_t t1)
 {
     if (RS_UNLIKELY(t1 - t0 >= rs_wait_ns))
         rs_wait_sample_ns_slow(t0, t1);
-    if (RS_UNLIKELY(rs_sample_npending))
+    if (RS_UNLIKELY(rs_th.sample_npending))
         rs_sample_flush_pending();
 }
 /* A timed kernel launch at t0 (ns), right before its GPU record: one in
  * RINGSIDE_GPU_STACK_EVERY (default 10) per thread records the stack as a
  * gpu sample of weight 0, which the writer weights with that kernel's GPU
- * time once it is known. Call with rs_guard set. */
+ * time once it is known. Call with rs_th.guard set. */
 void rs_gpu_stack_sample(uint64_t t0);
 static inline void rs_wait_sample(uint64_t t0, uint64_t t1)
 {
     if (RS_UNLIKELY(t1 - t0 >= rs_hot.wait_ticks))
         rs_wait_sample_slow(t0, t1);
-    if (RS_UNLIKELY(rs_sample_npending))
+    if (RS_UNLIKELY(rs_th.sample_npending))
         rs_sample_flush_pending();
 }
 

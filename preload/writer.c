@@ -808,7 +808,7 @@ static void reopen_file(void)
 
 static void *writer_main(void *arg)
 {
-    rs_guard = 1; /* the writer's own I/O is never recorded */
+    rs_th.guard = 1; /* the writer's own I/O is never recorded */
     if (arg && own_table() == 0)
         atomic_store(&table_own, 1);
     atomic_store(&started, 1);
