@@ -120,9 +120,17 @@ extern _Atomic int rs_py_ready;
  * calling thread's frame chain. Returns the new count. Async-signal-safe:
  * every read of interpreter memory goes through process_vm_readv. */
 int rs_py_splice(uint64_t *pcs, int n, int max);
-/* Writer side: "file.py:qualname" of the code object at code into out.
- * Returns 0, or -1 when it cannot be read as a code object. */
-int rs_py_code_name(uint64_t code, char *out, size_t cap);
+/* What tells one code object from another made later at the same address:
+ * its filename and qualname objects. */
+struct rs_py_ident {
+    uint64_t file, name;
+};
+/* Writer side: "file.py:qualname" of the code object at code into out, and
+ * its identity into *id. Returns 0, or -1 when it cannot be read as a code
+ * object. */
+int rs_py_code_name(uint64_t code, char *out, size_t cap, struct rs_py_ident *id);
+/* The identity alone (one read of the object). 0, or -1 as above. */
+int rs_py_code_ident(uint64_t code, struct rs_py_ident *id);
 /* Whether frames f[0..n) of a sample just committed hold a Python code
  * object not seen before (remembered from now on, in a small table where a
  * newcomer may push out an old one). The writer names code objects when it
@@ -155,7 +163,8 @@ typedef uint32_t (*rs_intern_fn)(const char *s);
  * (the writer should emit before the next record). */
 int rs_stackw_take(const struct rs_rec_hdr *h, uint32_t tid, const struct rs_tick_map *map,
                    rs_intern_fn intern);
-/* Module changes since the last call, as Module records of the chunk. */
+/* Once per writer pass, before its records: module changes since the last
+ * pass, as Module records of the chunk. */
 void rs_stackw_modules(rs_intern_fn intern);
 /* Whether the chunk being assembled has sampler tables. */
 int rs_stackw_pending(void);

@@ -20,6 +20,8 @@ struct stack_slot {
 struct code_slot {
     uint64_t code;
     uint32_t str;
+    uint32_t pass;            /* the writer pass that last found it there */
+    struct rs_py_ident id;
 };
 
 static struct {
@@ -30,6 +32,7 @@ static struct {
     size_t nall, all_cap;
     struct code_slot *codes;
     uint32_t code_cap, ncodes;
+    uint32_t pass;            /* writer passes so far (rs_stackw_modules) */
     struct rsf_module *mods_seen;
     uint32_t nseen, seen_cap;
     /* per chunk */
@@ -50,7 +53,12 @@ static uint64_t hash_frames(const uint64_t *f, uint32_t n)
     return h ? h : 1;
 }
 
-/* String id of the code object at code ("file.py:qualname"), cached. */
+/* String id of the code object at code ("file.py:qualname"), cached by
+ * address. A cached name is checked once per pass against the object now
+ * at that address: a function freed and followed by another there (code
+ * made at run time) gets its own name, from the first pass that sees it
+ * on. An address that holds no code object any more keeps its name: its
+ * samples were taken while it did. */
 static uint32_t code_string(uint64_t code, rs_intern_fn intern)
 {
     if (s.ncodes + 1 >= s.code_cap / 2) {
@@ -73,14 +81,24 @@ static uint32_t code_string(uint64_t code, rs_intern_fn intern)
     uint32_t j = (uint32_t)(code >> 4) & (s.code_cap - 1);
     for (; s.codes[j].code; j = (j + 1) & (s.code_cap - 1))
         if (s.codes[j].code == code)
-            return s.codes[j].str;
+            break;
+    struct code_slot *c = &s.codes[j];
+    struct rs_py_ident now;
+    if (c->code) {
+        if (c->pass == s.pass)
+            return c->str;
+        c->pass = s.pass;
+        if (rs_py_code_ident(code, &now) != 0 || (now.file == c->id.file && now.name == c->id.name))
+            return c->str;
+    }
     char name[2048];
-    if (rs_py_code_name(code, name, sizeof name) != 0)
-        return intern("[python]");
+    if (rs_py_code_name(code, name, sizeof name, &now) != 0)
+        return c->code ? c->str : intern("[python]");
     uint32_t id = intern(name);
     if (id) {
-        s.codes[j] = (struct code_slot){ code, id };
-        s.ncodes++;
+        if (!c->code)
+            s.ncodes++;
+        *c = (struct code_slot){ code, id, s.pass, now };
     }
     return id;
 }
@@ -220,6 +238,7 @@ static void one_module(uint64_t start, uint64_t end, uint64_t file_off, const ch
 
 void rs_stackw_modules(rs_intern_fn intern)
 {
+    s.pass++;
     if (!rs_sample_sig && rs_hot.wait_ticks == UINT64_MAX)
         return;
     struct mod_arg a = { intern, rs_now() };

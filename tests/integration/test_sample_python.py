@@ -5,9 +5,12 @@ construction (tests/programs/py_hot3.py) appear by qualified name
 (co_qualname from 3.11, co_name in 3.10) with shares within 5 points; in
 a script calling C through ctypes, the C function (symbolised with
 addr2line through the trace's module map) sits right under its Python
-caller; and a function whose code object is freed, its memory taken by new
+caller; a function whose code object is freed, its memory taken by new
 code objects, before the agent's first timed flush keeps its own name (the
-new ones never run, so no sample may name them)."""
+new ones never run, so no sample may name them); and a function whose code
+object lands where a freed one was, after the agent has named that one, has
+samples under its own name, about as many as the first (both spin for the
+same CPU time)."""
 import os
 
 from rstest import cpython, PROG, ROOT, check, cleanup, finish, run, skip, tempdir, trace_files, traced_env
@@ -122,6 +125,30 @@ def freed(py, minor):
     cleanup(out)
 
 
+def reused(py, minor):
+    label = "3.%d reused address" % minor
+    out = tempdir("sample-pyr")
+    p = run([py, SCRIPT, "reuse", "0.8"], env=traced_env(out, RINGSIDE_SAMPLE_HZ=999))
+    later = p.stdout.decode().strip()
+    if not check(label + ": script runs", p.returncode == 0, p.stderr.decode()[-300:]):
+        return
+    if later == "no reuse":
+        skip(label, "no code object landed where the freed one was (20000 tries)")
+        return
+    files = trace_files(out)
+    if not check(label + ": trace written", len(files) == 1, "%d files" % len(files)):
+        return
+    t = Trace(files[0])
+    names = [innermost_python(t, s["stack"]) for s in t.of_kind("cpu")]
+    first, second = names.count("py_hot3.py:first_hot"), names.count("py_hot3.py:" + later)
+    # 0.8 s of CPU each: 80 samples or more from a 100 Hz tick on
+    check(label + ": the first function's samples", first >= 40, "%d" % first)
+    check(label + ": the second function's samples under its own name",
+          second >= 40 and second >= 0.7 * first,
+          "%d as %s, %d as first_hot" % (second, later, first))
+    cleanup(out)
+
+
 def main():
     for minor in (10, 11, 12, 13):
         py = cpython(minor)
@@ -131,6 +158,7 @@ def main():
         hot3(py, minor)
         mixed(py, minor)
         freed(py, minor)
+        reused(py, minor)
     finish()
 
 

@@ -8,7 +8,12 @@ ctypes, py_spin spins in Python, for about equal time, rounds until SECONDS.
 `short SECONDS`: short_hot, compiled from source at run time (its code object
 is the only one of its kind), spins for SECONDS; then it is deleted and new
 code objects are made until its memory is reused, as an interpreter's end
-frees a script's code objects before a profiler's last flush."""
+frees a script's code objects before a profiler's last flush.
+`reuse SECONDS`: first_hot, compiled at run time, spins for SECONDS and is
+deleted; functions are compiled until one's code object lands where
+first_hot's was; after a pause longer than the agent's writer takes to
+come by (1.5 s), that one spins for SECONDS, and its name is printed (or
+"no reuse" when none landed there)."""
 import sys
 import time
 
@@ -49,8 +54,8 @@ def py_spin(u):
     return x
 
 
-SHORT = '''
-def short_hot(seconds):
+HOT = '''
+def NAME(seconds):
     end = time.process_time() + seconds
     x = 0
     while time.process_time() < end:
@@ -60,14 +65,34 @@ def short_hot(seconds):
 '''
 
 
-def short(seconds):
+def compiled(name, filename="py_hot3.py"):
+    """A new function NAME from HOT, with a code object of its own."""
     ns = {"time": time}
-    exec(compile(SHORT, "py_hot3.py", "exec"), ns)
-    ok = ns["short_hot"](seconds)
-    del ns
+    exec(compile(HOT.replace("NAME", name), filename, "exec"), ns)
+    return ns[name]
+
+
+def short(seconds):
+    ok = compiled("short_hot")(seconds)
     # New code objects of the same size take the freed memory.
-    keep = [compile(SHORT.replace("short_hot", "churn_%05d" % i), "churn.py", "exec") for i in range(3000)]
+    keep = [compiled("churn_%05d" % i, "churn.py") for i in range(3000)]
     return ok and len(keep) == 3000
+
+
+def reuse(seconds):
+    first = compiled("first_hot")
+    at = id(first.__code__)
+    first(seconds)
+    del first
+    keep = []
+    for i in range(20000):
+        later = compiled("later_%05d" % i)
+        if id(later.__code__) == at:
+            time.sleep(1.5)
+            later(seconds)
+            return later.__name__
+        keep.append(later)
+    return "no reuse"
 
 
 def main():
@@ -90,8 +115,10 @@ def main():
             t += c_caller(lib, n) + py_spin(n // 100)
             rounds += 1
         print((t // rounds) % 1000)
-    else:
+    elif mode == "short":
         print(short(seconds))
+    else:
+        print(reuse(seconds))
 
 
 main()
