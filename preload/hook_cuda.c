@@ -361,11 +361,11 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
 
 /* GPU work enqueued on STREAM by CALL: timed with a pair, recorded. The
  * synchronous forms (SYNC_KIND >= 0) also record the time blocked. */
-#define GPU_WORK(KIND, STREAM, PTSZ, FLAGS, NAME, BYTES, DIR, SYNC_KIND, CALL)                  \
+#define GPU_WORK(KIND, STREAM, PTSZ, FLAGS, NAME, BYTES, DIR, SYNC_KIND, CALL)                 \
     do {                                                                                       \
         if (!cu_on())                                                                          \
             return CALL;                                                                       \
-        rs_th.guard = 1;                                                                          \
+        rs_th.guard = 1;                                                                       \
         int saved_ = errno;                                                                    \
         uint32_t anchor_ = 0;                                                                  \
         uint8_t fl_ = (uint8_t)((FLAGS) | ((PTSZ) ? RSF_GPUF_PTSZ : 0));                       \
@@ -379,13 +379,13 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         if (r_ == CUDA_SUCCESS) {                                                              \
             if ((KIND) == RSF_GPU_KERNEL && pair_)                                             \
                 rs_gpu_stack_sample(t0_);                                                      \
-            gpu_record(KIND, t0_, t1_, STREAM, PTSZ, BYTES, NAME, DIR, fl_, pair_, anchor_);    \
+            gpu_record(KIND, t0_, t1_, STREAM, PTSZ, BYTES, NAME, DIR, fl_, pair_, anchor_);   \
             if ((SYNC_KIND) >= 0)                                                              \
                 sync_record(SYNC_KIND, t0_, t1_, rs_stream_id(STREAM, PTSZ));                  \
         }                                                                                      \
         if ((SYNC_KIND) >= 0)                                                                  \
             rs_wait_sample_ns(t0_, t1_);                                                       \
-        rs_th.guard = 0;                                                                          \
+        rs_th.guard = 0;                                                                       \
         errno = saved_;                                                                        \
         return r_;                                                                             \
     } while (0)
@@ -395,14 +395,14 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
     do {                                                                                       \
         if (!cu_on())                                                                          \
             return CALL;                                                                       \
-        rs_th.guard = 1;                                                                          \
+        rs_th.guard = 1;                                                                       \
         uint64_t t0_ = rs_now();                                                               \
         CUresult r_ = CALL;                                                                    \
         uint64_t t1_ = rs_now();                                                               \
         int saved_ = errno;                                                                    \
         sync_record(KIND, t0_, t1_, TARGET);                                                   \
         rs_wait_sample_ns(t0_, t1_);                                                           \
-        rs_th.guard = 0;                                                                          \
+        rs_th.guard = 0;                                                                       \
         errno = saved_;                                                                        \
         return r_;                                                                             \
     } while (0)
@@ -412,14 +412,14 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
     do {                                                                                       \
         if (!cu_on())                                                                          \
             return CALL;                                                                       \
-        rs_th.guard = 1;                                                                          \
+        rs_th.guard = 1;                                                                       \
         uint64_t t0_ = rs_now();                                                               \
         CUresult r_ = CALL;                                                                    \
         uint64_t t1_ = rs_now();                                                               \
         int saved_ = errno;                                                                    \
         if (r_ == CUDA_SUCCESS)                                                                \
             mem_record(KIND, t0_, t1_, (uint64_t)(PTR), (uint64_t)(BYTES));                    \
-        rs_th.guard = 0;                                                                          \
+        rs_th.guard = 0;                                                                       \
         errno = saved_;                                                                        \
         return r_;                                                                             \
     } while (0)
@@ -614,7 +614,7 @@ static int copy_dir(CUdeviceptr dst, CUdeviceptr src)
     REAL_DECL(name);                                                                           \
     RS_EXPORT CUresult name args                                                               \
     {                                                                                          \
-        GPU_WORK(RSF_GPU_MEMCPY, NULL, ptsz, RSF_GPUF_SYNC, NULL, bytes, dir, RSF_SYNC_MEMCPY,  \
+        GPU_WORK(RSF_GPU_MEMCPY, NULL, ptsz, RSF_GPUF_SYNC, NULL, bytes, dir, RSF_SYNC_MEMCPY, \
                  CALL(name, UNPAREN pass));                                                    \
     }
 #define COPY_ASYNC(name, ptsz, dir, args, pass, bytes)                                         \

@@ -108,13 +108,13 @@ static inline void after_call(uint64_t t0, uint64_t t1)
         uint32_t file_;                                                             \
         if (!tracked(FD, &file_))                                                   \
             return CALL;                                                            \
-        rs_th.guard = 1;                                                               \
+        rs_th.guard = 1;                                                            \
         uint64_t t0_ = rs_ticks();                                                  \
         T r = CALL;                                                                 \
         uint64_t t1_ = rs_ticks();                                                  \
         rs_io_record(OP, file_, t0_, t1_, OFF, (FAILED) ? -(int64_t)errno : (int64_t)(BYTES)); \
         after_call(t0_, t1_);                                                       \
-        rs_th.guard = 0;                                                               \
+        rs_th.guard = 0;                                                            \
         return r;                                                                   \
     } while (0)
 
@@ -172,13 +172,13 @@ static inline long kernel_call(long nr, long a, long b, long c, long d)
         if (RS_UNLIKELY(!(e_ & RS_FILE_PLAIN) ||                                    \
                         atomic_load_explicit(&rs_hot.cancel_seen, memory_order_relaxed))) \
             RS_IO_SYS(ssize_t, OP, FD, OFF, REAL);                                  \
-        rs_th.guard = 1;                                                               \
+        rs_th.guard = 1;                                                            \
         uint64_t t0_ = rs_ticks();                                                  \
         long r_ = kernel_call(NR, (long)(A), (long)(B), (long)(C), (long)(D));      \
         uint64_t t1_ = rs_ticks();                                                  \
         rs_io_record(OP, e_ & ~RS_FILE_PLAIN, t0_, t1_, OFF, r_);                   \
         after_call(t0_, t1_);                                                       \
-        rs_th.guard = 0;                                                               \
+        rs_th.guard = 0;                                                            \
         if (RS_UNLIKELY(r_ < 0)) {                                                  \
             errno = (int)-r_;                                                       \
             return -1;                                                              \
@@ -235,28 +235,28 @@ static inline long timed_call(long nr, long a, long b, long c, long d, uint64_t 
         if (RS_UNLIKELY(!(e_ & RS_FILE_PLAIN) || !rs_hot.tsc_on ||                  \
                         atomic_load_explicit(&rs_hot.cancel_seen, memory_order_relaxed))) \
             return GENERAL;                                                         \
-        rs_th.guard = 1;                                                               \
+        rs_th.guard = 1;                                                            \
         atomic_signal_fence(memory_order_seq_cst);                                  \
-        struct rs_rec_io *rec_ = (struct rs_rec_io *)rs_th.wp;                         \
-        if (RS_UNLIKELY((size_t)(rs_th.wend - rs_th.wp) < sizeof *rec_)) {                \
-            rs_th.guard = 0;                                                           \
+        struct rs_rec_io *rec_ = (struct rs_rec_io *)rs_th.wp;                      \
+        if (RS_UNLIKELY((size_t)(rs_th.wend - rs_th.wp) < sizeof *rec_)) {          \
+            rs_th.guard = 0;                                                        \
             return GENERAL;                                                         \
         }                                                                           \
         rec_->h = (struct rs_rec_hdr){ sizeof *rec_, RS_REC_IO, (uint8_t)(OP),      \
                                        e_ & ~RS_FILE_PLAIN };                       \
         rec_->offset = (OFF);                                                       \
-        rs_th.wp = (uint8_t *)(rec_ + 1);                                              \
+        rs_th.wp = (uint8_t *)(rec_ + 1);                                           \
         uint64_t d_;                                                                \
         long r_ = timed_call(NR, (long)(A), (long)(B), (long)(C), (long)(D),        \
                              &rec_->start, &d_);                                    \
         if (RS_UNLIKELY(d_ >= io_fast_ticks() || r_ != (int32_t)r_ || r_ < 0 ||     \
-                        rs_th.sample_npending))                                        \
+                        rs_th.sample_npending))                                     \
             return io_finish(rec_, rec_->start + d_, r_);                           \
         rec_->dur = (uint32_t)d_;                                                   \
         rec_->result = (int32_t)r_;                                                 \
         rs_publish((uint8_t *)(rec_ + 1));                                          \
         atomic_signal_fence(memory_order_seq_cst);                                  \
-        rs_th.guard = 0;                                                               \
+        rs_th.guard = 0;                                                            \
         return r_;                                                                  \
     } while (0)
 #else
@@ -323,16 +323,16 @@ static int mode_needed(int flags)
     do {                                                                            \
         if (!opens_tracked())                                                       \
             return CALL;                                                            \
-        rs_th.guard = 1;                                                               \
-        uint64_t t0_ = rs_ticks();                                                    \
+        rs_th.guard = 1;                                                            \
+        uint64_t t0_ = rs_ticks();                                                  \
         int fd_ = CALL;                                                             \
-        uint64_t t1_ = rs_ticks();                                                    \
+        uint64_t t1_ = rs_ticks();                                                  \
         int e_ = errno;                                                             \
         if (fd_ >= 0)                                                               \
             rs_file_opened(OP, DIRFD, PATH, FLAGS, fd_, t0_, t1_);                  \
         rs_wait_sample(t0_, t1_);                                                   \
         errno = e_;                                                                 \
-        rs_th.guard = 0;                                                               \
+        rs_th.guard = 0;                                                            \
         return fd_;                                                                 \
     } while (0)
 

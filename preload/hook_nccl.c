@@ -284,7 +284,7 @@ RS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
 /* Set while a communicator ends: a finalize that destroy makes is not a call of its own. */
 static __thread int in_comm_end RS_TLS;
 
-#define COMM_END(name, kind)                                                                  \
+#define COMM_END(name, kind)                                                                   \
     RS_EXPORT ncclResult_t name(ncclComm_t comm)                                               \
     {                                                                                          \
         if (!nccl_on() || in_comm_end)                                                         \
@@ -395,7 +395,7 @@ static void coll_commit(const struct rs_rec_coll *c)
 }
 
 /* Records one call: times_n: bytes count x nranks (nccl-tests). */
-#define COLL(OP, NAME, COUNT, TYPE, REDOP, PEER, TIMES_N, COMM, STREAM, ...)                    \
+#define COLL(OP, NAME, COUNT, TYPE, REDOP, PEER, TIMES_N, COMM, STREAM, ...)                   \
     do {                                                                                       \
         if (!nccl_on())                                                                        \
             return CALL(NAME, __VA_ARGS__);                                                    \
@@ -405,10 +405,10 @@ static void coll_commit(const struct rs_rec_coll *c)
         int timed_ = rs_cuda_ready() > 0;                                                      \
         uint8_t fl_ = 0;                                                                       \
         if (timed_) {                                                                          \
-            rs_th.guard = 1;                                                                      \
+            rs_th.guard = 1;                                                                   \
             c_.h.file = rs_gpu_begin((CUstream)(STREAM), 0, &c_.anchor, &fl_);                 \
             c_.stream = rs_stream_id((CUstream)(STREAM), 0);                                   \
-            rs_th.guard = 0;                                                                      \
+            rs_th.guard = 0;                                                                   \
         } else {                                                                               \
             c_.stream = (uint64_t)(uintptr_t)(STREAM);                                         \
         }                                                                                      \
@@ -432,10 +432,10 @@ static void coll_commit(const struct rs_rec_coll *c)
             pending[npending++].stream = (CUstream)(STREAM);                                   \
         } else {                                                                               \
             if (c_.h.file) {                                                                   \
-                rs_th.guard = 1;                                                                  \
+                rs_th.guard = 1;                                                               \
                 c_.h.file = rs_gpu_end(c_.h.file, (CUstream)(STREAM), 0,                       \
                                        r_ == ncclSuccess && group_depth == 0);                 \
-                rs_th.guard = 0;                                                                  \
+                rs_th.guard = 0;                                                               \
             }                                                                                  \
             /* the end event is on the stream by now */                                        \
             c_.dur_ns = rs_now() - c_.start_ns;                                                \

@@ -496,7 +496,7 @@ reset:
 /* Room for one more event in a chunk vector (emitting the chunk when it
  * is full); 0 when out of memory (the event is lost). */
 #define ROOM(arr, n, cap)                                                               \
-    ((w.n < EV_CAP || (emit(0), 1)) &&                                                 \
+    ((w.n < EV_CAP || (emit(0), 1)) &&                                                  \
      !rs_grow((void **)&w.arr, &w.cap, w.n + 1, sizeof *w.arr))
 
 static void put_gpu(const struct rsf_gpu_event *e)
