@@ -19,9 +19,13 @@ struct stack_slot {
 
 struct code_slot {
     uint64_t code;
-    uint32_t str;
-    uint32_t pass;            /* the writer pass that last found it there */
-    struct rs_py_ident id;
+    uint32_t str;             /* the name samples get */
+    uint32_t pass;            /* the writer pass that last checked it */
+    uint32_t used_pass;       /* the last pass a sample showed it in */
+    uint32_t listed;          /* pass + 1 of the used list it is on */
+    uint32_t next_str;        /* 0, or another object's name, from the next pass on */
+    struct rs_py_ident id;    /* the code object str names */
+    struct rs_py_ident next_id;
 };
 
 static struct {
@@ -33,6 +37,8 @@ static struct {
     struct code_slot *codes;
     uint32_t code_cap, ncodes;
     uint32_t pass;            /* writer passes so far (rs_stackw_modules) */
+    uint64_t *used, *used_prev; /* code objects to check next pass, and this one's */
+    uint32_t nused, used_cap, nused_prev, used_prev_cap;
     struct rsf_module *mods_seen;
     uint32_t nseen, seen_cap;
     /* per chunk */
@@ -53,12 +59,81 @@ static uint64_t hash_frames(const uint64_t *f, uint32_t n)
     return h ? h : 1;
 }
 
-/* String id of the code object at code ("file.py:qualname"), cached by
- * address. A cached name is checked once per pass against the object now
- * at that address: a function freed and followed by another there (code
- * made at run time) gets its own name, from the first pass that sees it
- * on. An address that holds no code object any more keeps its name: its
- * samples were taken while it did. */
+/* Python code objects' names are cached by address and checked once per
+ * writer pass against the object then at that address: a function made at
+ * run time can take a freed one's place. A pass that finds another code
+ * object there keeps the old name for the samples it drains, taken before
+ * it came by (an interpreter frees a script's functions as it ends, before
+ * the last pass), and the new object's name holds from the next pass on. A
+ * code object samples showed is checked again at the start of each of the
+ * next RECHECK_PASSES passes, so that a change is found before the new
+ * object's samples come in when passes fall between. An address that holds
+ * no code object any more keeps its name. */
+#define RECHECK_PASSES 8u
+
+/* The slot of code, or the empty slot where it would go. */
+static struct code_slot *code_slot(uint64_t code)
+{
+    uint32_t j = (uint32_t)(code >> 4) & (s.code_cap - 1);
+    while (s.codes[j].code && s.codes[j].code != code)
+        j = (j + 1) & (s.code_cap - 1);
+    return &s.codes[j];
+}
+
+/* The once-a-pass check of a cached name (above). */
+static void code_check(struct code_slot *c, rs_intern_fn intern)
+{
+    if (c->pass == s.pass)
+        return;
+    c->pass = s.pass;
+    if (c->next_str) {
+        c->str = c->next_str;
+        c->id = c->next_id;
+        c->next_str = 0;
+    }
+    struct rs_py_ident now;
+    char name[2048];
+    if (rs_py_code_ident(c->code, &now) == 0 && (now.file != c->id.file || now.name != c->id.name) &&
+        rs_py_code_name(c->code, name, sizeof name, &now) == 0) {
+        c->next_str = intern(name);
+        c->next_id = now;
+    }
+}
+
+/* Puts c on the list of code objects to check at the next pass's start. */
+static void code_list(struct code_slot *c)
+{
+    if (c->listed == s.pass + 1) /* pass + 1: 0 is "never" */
+        return;
+    c->listed = s.pass + 1;
+    if (!rs_grow((void **)&s.used, &s.used_cap, s.nused + 1, sizeof *s.used))
+        s.used[s.nused++] = c->code;
+}
+
+/* A new pass: the code objects samples showed in the last RECHECK_PASSES
+ * passes are checked. */
+static void code_pass(rs_intern_fn intern)
+{
+    s.pass++;
+    uint64_t *t = s.used_prev;
+    uint32_t cap = s.used_prev_cap;
+    s.used_prev = s.used;
+    s.used_prev_cap = s.used_cap;
+    s.nused_prev = s.nused;
+    s.used = t;
+    s.used_cap = cap;
+    s.nused = 0;
+    for (uint32_t i = 0; i < s.nused_prev; i++) {
+        struct code_slot *c = code_slot(s.used_prev[i]);
+        if (!c->code)
+            continue;
+        code_check(c, intern);
+        if (s.pass - c->used_pass < RECHECK_PASSES)
+            code_list(c);
+    }
+}
+
+/* String id of the code object at code ("file.py:qualname"). */
 static uint32_t code_string(uint64_t code, rs_intern_fn intern)
 {
     if (s.ncodes + 1 >= s.code_cap / 2) {
@@ -78,29 +153,22 @@ static uint32_t code_string(uint64_t code, rs_intern_fn intern)
         s.codes = t;
         s.code_cap = cap;
     }
-    uint32_t j = (uint32_t)(code >> 4) & (s.code_cap - 1);
-    for (; s.codes[j].code; j = (j + 1) & (s.code_cap - 1))
-        if (s.codes[j].code == code)
-            break;
-    struct code_slot *c = &s.codes[j];
-    struct rs_py_ident now;
-    if (c->code) {
-        if (c->pass == s.pass)
-            return c->str;
-        c->pass = s.pass;
-        if (rs_py_code_ident(code, &now) != 0 || (now.file == c->id.file && now.name == c->id.name))
-            return c->str;
+    struct code_slot *c = code_slot(code);
+    if (!c->code) {
+        struct rs_py_ident id;
+        char name[2048];
+        if (rs_py_code_name(code, name, sizeof name, &id) != 0)
+            return intern("[python]");
+        uint32_t str = intern(name);
+        if (!str)
+            return 0;
+        s.ncodes++;
+        *c = (struct code_slot){ .code = code, .str = str, .pass = s.pass, .id = id };
     }
-    char name[2048];
-    if (rs_py_code_name(code, name, sizeof name, &now) != 0)
-        return c->code ? c->str : intern("[python]");
-    uint32_t id = intern(name);
-    if (id) {
-        if (!c->code)
-            s.ncodes++;
-        *c = (struct code_slot){ code, id, s.pass, now };
-    }
-    return id;
+    code_check(c, intern);
+    c->used_pass = s.pass;
+    code_list(c);
+    return c->str;
 }
 
 /* The file's id of stack f[0..n), defining it in this chunk if new. */
@@ -238,7 +306,7 @@ static void one_module(uint64_t start, uint64_t end, uint64_t file_off, const ch
 
 void rs_stackw_modules(rs_intern_fn intern)
 {
-    s.pass++;
+    code_pass(intern);
     if (!rs_sample_sig && rs_hot.wait_ticks == UINT64_MAX)
         return;
     struct mod_arg a = { intern, rs_now() };
