@@ -333,8 +333,8 @@ static inline void *rs_reserve(size_t size, int kind)
  * (never faults). PREFETCHW takes the line from the writer's core at once,
  * where an ordinary prefetch only reads it and the store still has to ask
  * for it: a 64-byte pwrite in one process, hook over the bare call 20.1 ->
- * 18.3 ns (medians of 6 interleaved runs, no overlap). Older Intel CPUs
- * fault on it (rs_hot.prefetchw is CPUID's word), so they get the other. */
+ * 18.3 ns (medians of 6 interleaved runs, no overlap). A CPU without it
+ * may fault on it (rs_hot.prefetchw is CPUID's word): those get the other. */
 static inline void rs_prefetch_write(const void *p)
 {
 #if defined(__x86_64__)
