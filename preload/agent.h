@@ -306,7 +306,6 @@ struct rs_rec_comm {
     int32_t rank, nranks, device, pad_;
 };
 
-
 /* Space for a record of size bytes (multiple of 8) in this thread's buffer,
  * or NULL when it must be dropped (counted under kind). Inline: this is
  * every hook's hot path. Leaves errno as it was. */

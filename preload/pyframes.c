@@ -297,9 +297,7 @@ static int read_str(uint64_t s, char *out, size_t cap)
     return 0;
 }
 
-/* The code object at code: its filename and qualname objects. 0, or -1
- * when it cannot be read as a code object. */
-static int read_code(uint64_t code, uint64_t *file, uint64_t *name)
+int rs_py_code_ident(uint64_t code, struct rs_py_ident *id)
 {
     uint8_t buf[512];
     size_t span = max3(off.code_filename, off.code_name, 16) + 8;
@@ -307,20 +305,15 @@ static int read_code(uint64_t code, uint64_t *file, uint64_t *name)
     if (!atomic_load(&rs_py_ready) || span > sizeof buf || safe_read(code, buf, span) != 0)
         return -1;
     memcpy(&type, buf + 8, 8);
-    memcpy(file, buf + off.code_filename, 8);
-    memcpy(name, buf + off.code_name, 8);
+    memcpy(&id->file, buf + off.code_filename, 8);
+    memcpy(&id->name, buf + off.code_name, 8);
     return type == code_type ? 0 : -1;
-}
-
-int rs_py_code_ident(uint64_t code, struct rs_py_ident *id)
-{
-    return read_code(code, &id->file, &id->name);
 }
 
 int rs_py_code_name(uint64_t code, char *out, size_t cap, struct rs_py_ident *id)
 {
     char f[1024], q[1024];
-    if (read_code(code, &id->file, &id->name) != 0 || read_str(id->file, f, sizeof f) != 0 ||
+    if (rs_py_code_ident(code, id) != 0 || read_str(id->file, f, sizeof f) != 0 ||
         read_str(id->name, q, sizeof q) != 0)
         return -1;
     const char *base = strrchr(f, '/');

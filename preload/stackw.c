@@ -37,8 +37,8 @@ static struct {
     struct code_slot *codes;
     uint32_t code_cap, ncodes;
     uint32_t pass;            /* writer passes so far (rs_stackw_modules) */
-    uint64_t *used, *used_prev; /* code objects to check next pass, and this one's */
-    uint32_t nused, used_cap, nused_prev, used_prev_cap;
+    uint64_t *used;           /* code objects to check at the next pass's start */
+    uint32_t nused, used_cap;
     struct rsf_module *mods_seen;
     uint32_t nseen, seen_cap;
     /* per chunk */
@@ -115,22 +115,18 @@ static void code_list(struct code_slot *c)
 static void code_pass(rs_intern_fn intern)
 {
     s.pass++;
-    uint64_t *t = s.used_prev;
-    uint32_t cap = s.used_prev_cap;
-    s.used_prev = s.used;
-    s.used_prev_cap = s.used_cap;
-    s.nused_prev = s.nused;
-    s.used = t;
-    s.used_cap = cap;
-    s.nused = 0;
-    for (uint32_t i = 0; i < s.nused_prev; i++) {
-        struct code_slot *c = code_slot(s.used_prev[i]);
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < s.nused; i++) {
+        struct code_slot *c = code_slot(s.used[i]);
         if (!c->code)
             continue;
         code_check(c, intern);
-        if (s.pass - c->used_pass < RECHECK_PASSES)
-            code_list(c);
+        if (s.pass - c->used_pass < RECHECK_PASSES) {
+            c->listed = s.pass + 1;
+            s.used[kept++] = c->code;
+        }
     }
+    s.nused = kept;
 }
 
 /* String id of the code object at code ("file.py:qualname"). */
