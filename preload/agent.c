@@ -32,7 +32,7 @@ void *rs_resolve(const char *name)
  * (SIGTERM arriving during _exit's flush) must not return before the first
  * one's flush is on disk, or the process dies mid-write: it asks for a
  * flush of its own, which the writer serves after the first. */
-static void finish(void)
+void rs_finish(void)
 {
     int first = !atomic_exchange(&finished, 1);
     int saved = errno, cs = rs_nocancel();
@@ -62,7 +62,7 @@ static int sig_index(int sig)
 static void on_fatal(int sig)
 {
     int saved = errno;
-    finish();
+    rs_finish();
     struct sigaction dfl = { .sa_handler = SIG_DFL };
     RS_REAL(sigaction)(sig, &dfl, NULL);
     raise(sig); /* blocked while we run; delivered with the default action on return */
@@ -91,6 +91,8 @@ static void signals_init(void)
 
 RS_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
+    if (rs_in_vchild())
+        return RS_REAL(sigaction)(sig, act, old);
     if (RS_UNLIKELY(sig == rs_sample_sig) && act && sig)
         rs_sample_yield();
     rs_sample_note_handler(sig, act);
@@ -110,6 +112,8 @@ RS_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 
 RS_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
 {
+    if (rs_in_vchild())
+        return RS_REAL(signal)(sig, handler);
     if (RS_UNLIKELY(sig == rs_sample_sig) && sig)
         rs_sample_yield();
     int i = sig_index(sig);
@@ -139,14 +143,14 @@ RS_REAL_DECL(sigset);
 
 RS_EXPORT __sighandler_t bsd_signal(int sig, __sighandler_t handler)
 {
-    if (sig_index(sig) < 0 || !sig_virtual)
+    if (sig_index(sig) < 0 || !sig_virtual || rs_in_vchild())
         return RS_REAL(bsd_signal)(sig, handler);
     return signal(sig, handler);
 }
 
 RS_EXPORT __sighandler_t sysv_signal(int sig, __sighandler_t handler)
 {
-    if (sig_index(sig) < 0 || !sig_virtual)
+    if (sig_index(sig) < 0 || !sig_virtual || rs_in_vchild())
         return RS_REAL(sysv_signal)(sig, handler);
     struct sigaction act = { .sa_handler = handler, .sa_flags = SA_RESETHAND | SA_NODEFER };
     sigemptyset(&act.sa_mask);
@@ -158,7 +162,7 @@ RS_EXPORT __sighandler_t sysv_signal(int sig, __sighandler_t handler)
 
 RS_EXPORT __sighandler_t sigset(int sig, __sighandler_t disp)
 {
-    if (sig_index(sig) < 0 || !sig_virtual)
+    if (sig_index(sig) < 0 || !sig_virtual || rs_in_vchild())
         return RS_REAL(sigset)(sig, disp);
     sigset_t one, was;
     sigemptyset(&one);
@@ -184,14 +188,16 @@ RS_REAL_DECL(_Exit);
 
 RS_EXPORT void _exit(int status)
 {
-    finish();
+    if (!rs_in_vchild())
+        rs_finish();
     RS_REAL(_exit)(status);
     __builtin_unreachable();
 }
 
 RS_EXPORT void _Exit(int status)
 {
-    finish();
+    if (!rs_in_vchild())
+        rs_finish();
     RS_REAL(_Exit)(status);
     __builtin_unreachable();
 }
@@ -200,6 +206,8 @@ RS_EXPORT void _Exit(int status)
  * the exec fails, recording goes on in the same file. */
 static int before_exec(void)
 {
+    if (rs_in_vchild())
+        return 0;
     int saved = errno, cs = rs_nocancel();
     int rearm = rs_sample_before_exec();
     if (atomic_load(&rs_hot.on) && !rs_th.guard)
@@ -306,6 +314,20 @@ RS_EXPORT int execle(const char *path, const char *arg, ...)
     return execve(path, argv, envp);
 }
 
+/* The real functions a vfork child calls past hook_io.c's, looked up now
+ * for the same reason (vfork.c). */
+static void resolve_early(void)
+{
+    rs_io_resolve_early();
+    (void)RS_REAL(signal);
+    (void)RS_REAL(_exit);
+    (void)RS_REAL(_Exit);
+    (void)RS_REAL(execve);
+    (void)RS_REAL(execv);
+    (void)RS_REAL(execvp);
+    (void)RS_REAL(execvpe);
+}
+
 static void after_fork_child(void)
 {
     if (!atomic_load(&rs_hot.on))
@@ -354,6 +376,7 @@ __attribute__((constructor)) static void rs_start(int argc, char **argv, char **
     }
     pthread_atfork(NULL, NULL, after_fork_child);
     signals_init();
+    resolve_early();
     atomic_store(&rs_hot.on, 1);
     rs_sample_init();
     rs_th.guard = 0;
@@ -361,6 +384,7 @@ __attribute__((constructor)) static void rs_start(int argc, char **argv, char **
 
 __attribute__((destructor)) static void rs_stop(void)
 {
-    if (atomic_load(&rs_hot.on))
-        finish();
+    /* exit() in a vfork child runs the parent's destructors. */
+    if (atomic_load(&rs_hot.on) && !rs_in_vchild())
+        rs_finish();
 }

@@ -74,6 +74,10 @@ struct rs_identity {
 extern struct rs_settings rs_cfg;
 extern struct rs_identity rs_id;
 
+/* Writes out everything recorded and the end mark; recording stops (exit,
+ * _exit, a fatal signal, or a part of the program the agent cannot follow). */
+void rs_finish(void);
+
 /* Reads settings, identity and the output folder name. */
 void rs_config_load(int argc, char **argv);
 /* After fork in the child: new pid, role child, parent's rank kept. */
@@ -253,8 +257,22 @@ struct __attribute__((aligned(64))) rs_thread_hot {
     _Atomic uint32_t *wcommitted;
     /* This thread's slot, NULL until its first record. */
     struct rs_thread *self;
+    /* Set while a child that shares this thread's memory runs in its place
+     * (vfork, clone(CLONE_VM) without a TLS of its own: vfork.c). Such a
+     * child sees this very struct and the agent's globals, so every hook
+     * then calls the real function and changes no agent state; guard is
+     * set with it, which the recording paths already honour. */
+    int vchild;
 };
 extern __thread struct rs_thread_hot rs_th RS_TLS;
+
+/* Whether this thread is a child that shares the parent's memory (above):
+ * hooks that change agent state whatever guard says (the fd table, signal
+ * dispositions, exit and exec) return the real call at once when it is. */
+static inline int rs_in_vchild(void)
+{
+    return RS_UNLIKELY(rs_th.vchild);
+}
 
 /* The slow path of rs_reserve: a first record on this thread, or a full
  * block. Returns space, or NULL when the record is dropped (counted). */
@@ -467,6 +485,9 @@ uint32_t rs_file_opened(int op, int dirfd, const char *path, int flags, int fd,
                         uint64_t t0, uint64_t t1);
 /* Whether path (absolute) lies under one of the RINGSIDE_IO_EXCLUDE prefixes. */
 int rs_io_excluded(const char *path);
+/* Looks up the real functions a vfork child calls (close, dup2, chdir...)
+ * now, so that such a child never does (hook_io.c). */
+void rs_io_resolve_early(void);
 /* Sets up the fd table and records the files already open. Returns 0 or -1. */
 int rs_fdtab_init(void);
 /* In a forked child (its writer started afresh): names the tracked files it

@@ -471,7 +471,7 @@ RS_EXPORT int close(int fd)
         return 0;
     uint32_t file;
     if (!tracked(fd, &file)) {
-        if (rs_hot.io_active)
+        if (rs_hot.io_active && !rs_in_vchild())
             rs_fd_set(fd, 0);
         return RS_REAL(close)(fd);
     }
@@ -491,7 +491,7 @@ RS_EXPORT int close(int fd)
 /* The new fd names the same file as the old one. */
 static int copied(int oldfd, int newfd)
 {
-    if (newfd >= 0 && newfd != oldfd && rs_hot.io_active) {
+    if (newfd >= 0 && newfd != oldfd && rs_hot.io_active && !rs_in_vchild()) {
         int e = errno;
         rs_fd_set(newfd, 0);
         if (oldfd >= 0) {
@@ -533,7 +533,7 @@ RS_REAL_DECL(closefrom);
 /* The fd table forgets fds [first, last] (closed by a range call). */
 static void forget_range(unsigned first, unsigned last)
 {
-    if (!rs_hot.io_active)
+    if (!rs_hot.io_active || rs_in_vchild())
         return;
     for (size_t fd = first; fd < rs_hot.fdtab_n && fd <= last; fd++)
         rs_fd_set((int)fd, 0);
@@ -1003,15 +1003,35 @@ RS_EXPORT int fprintf(FILE *fp, const char *fmt, ...)
     return r;
 }
 
-/* ---- the current directory, for relative paths ---- */
+/* ---- calls a vfork child makes ----
+ * Resolved at start-up: a child that shares our memory (vfork.c) must not
+ * be the first to look a real function up, which takes the loader's lock
+ * and may allocate, in the parent's memory. */
 
 RS_REAL_DECL(chdir);
 RS_REAL_DECL(fchdir);
 
+void rs_io_resolve_early(void)
+{
+    (void)RS_REAL(close);
+    (void)RS_REAL(dup);
+    (void)RS_REAL(dup2);
+    (void)RS_REAL(dup3);
+    (void)RS_REAL(fcntl);
+    (void)RS_REAL(close_range);
+    (void)RS_REAL(closefrom);
+    (void)RS_REAL(chdir);
+    (void)RS_REAL(fchdir);
+    (void)RS_REAL(read);
+    (void)RS_REAL(write);
+}
+
+/* ---- the current directory, for relative paths ---- */
+
 RS_EXPORT int chdir(const char *path)
 {
     int r = RS_REAL(chdir)(path);
-    if (r == 0 && rs_hot.io_active) {
+    if (r == 0 && rs_hot.io_active && !rs_in_vchild()) {
         int e = errno;
         rs_cwd_changed();
         errno = e;
@@ -1022,7 +1042,7 @@ RS_EXPORT int chdir(const char *path)
 RS_EXPORT int fchdir(int fd)
 {
     int r = RS_REAL(fchdir)(fd);
-    if (r == 0 && rs_hot.io_active) {
+    if (r == 0 && rs_hot.io_active && !rs_in_vchild()) {
         int e = errno;
         rs_cwd_changed();
         errno = e;

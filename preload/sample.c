@@ -113,7 +113,7 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     t->hits++; /* whatever sent it, the signal is ours: a call it cut short is retried */
     /* Only our timer's signals, on a thread that has one. */
     if (si->si_code != SI_TIMER || !t->slot || !atomic_load_explicit(&sampler_on, memory_order_relaxed) ||
-        !atomic_load_explicit(&rs_hot.on, memory_order_relaxed))
+        !atomic_load_explicit(&rs_hot.on, memory_order_relaxed) || rs_in_vchild())
         goto out;
     uint64_t ts = rs_ticks();
     /* The weight is the CPU time since the last sample, read from the same
@@ -424,7 +424,7 @@ void rs_wait_sample_slow(uint64_t t0, uint64_t t1)
 
 static inline int block_ours(sigset_t *old)
 {
-    if (!me.slot || !atomic_load_explicit(&sampler_on, memory_order_relaxed))
+    if (!me.slot || !atomic_load_explicit(&sampler_on, memory_order_relaxed) || rs_in_vchild())
         return 0;
     sigset_t s;
     sigemptyset(&s);
@@ -458,7 +458,7 @@ static inline void unblock_ours(int blocked, const sigset_t *old)
  * ppoll, pselect, epoll_pwait, sigsuspend replace the thread's mask). */
 static const sigset_t *with_ours(const sigset_t *m, sigset_t *copy)
 {
-    if (!m || !me.slot || !atomic_load_explicit(&sampler_on, memory_order_relaxed))
+    if (!m || !me.slot || !atomic_load_explicit(&sampler_on, memory_order_relaxed) || rs_in_vchild())
         return m;
     *copy = *m;
     sigaddset(copy, rs_sample_sig);
@@ -522,7 +522,7 @@ void rs_sample_note_handler(int sig, const struct sigaction *act)
  * costs no system call, which matters to programs that sleep to keep time. */
 static inline int sleep_mode(void)
 {
-    if (!me.slot || !atomic_load_explicit(&sampler_on, memory_order_relaxed))
+    if (!me.slot || !atomic_load_explicit(&sampler_on, memory_order_relaxed) || rs_in_vchild())
         return 0;
     return atomic_load_explicit(&app_handlers[0], memory_order_relaxed) ||
            atomic_load_explicit(&app_handlers[1], memory_order_relaxed) ? 2 : 1;
