@@ -1,9 +1,11 @@
 /* Collectives across ranks (see collectives.h): every timed rsr_coll of
  * every model is sorted by (communicator, sequence number); each run is one
  * call seen on several ranks, from which its time, the waits, and who came
- * last follow. Rows are then summed per (op, communicator, bytes). */
+ * last follow. Rows are then summed per (op, communicator, bytes), and the
+ * calls, in time order, are cut into parts to tell stragglers from chance. */
 #include "reporter/collectives.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,91 @@ static int cmp_straggler(const void *pa, const void *pb)
     return (a->rank > b->rank) - (a->rank < b->rank);
 }
 
+/* A call seen on two ranks or more, kept for the straggler test. */
+struct seen {
+    int64_t first;              /* the earliest arrival */
+    int64_t end;                /* the latest end */
+    double wait_us;             /* the others' mean wait for the last; 0 when none came last by 1 us */
+    uint32_t last;              /* the model that came last (with wait_us > 0) */
+    size_t a, b;                /* its entries in the sorted entries */
+};
+
+static int cmp_seen(const void *pa, const void *pb)
+{
+    const struct seen *a = pa, *b = pb;
+    if (a->first != b->first)
+        return a->first < b->first ? -1 : 1;
+    return (a->a > b->a) - (a->a < b->a);
+}
+
+static int cmp_double(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+/* Each model's excess (collectives.h): the waiting charged to it beyond its
+ * fair share, as % of each part's time, its median over the parts into
+ * excess[0..n) (NAN for all when the calls are too few to cut). Sorts s.
+ * Returns the number of parts (0: too few calls), or -1 when out of memory. */
+static int excess_by_part(const struct entry *e, struct seen *s, size_t ns, size_t n, double *excess)
+{
+    for (size_t i = 0; i < n; i++)
+        excess[i] = NAN;
+    size_t parts = ns / 2 < RSR_STRAGGLER_PARTS ? ns / 2 : RSR_STRAGGLER_PARTS;
+    if (parts < RSR_STRAGGLER_MIN_PARTS)
+        return 0;
+    qsort(s, ns, sizeof *s, cmp_seen);
+    double *pct = calloc(n * parts, sizeof *pct);
+    unsigned char *timed = calloc(parts, 1);
+    if (!pct || !timed) {
+        free(pct), free(timed);
+        return -1;
+    }
+    for (size_t p = 0; p < parts; p++) {
+        size_t lo = p * ns / parts, hi = (p + 1) * ns / parts;
+        /* a part lasts from its first call's first arrival to the next
+         * part's, the last one to its calls' end */
+        int64_t to = s[lo].end;
+        if (hi < ns)
+            to = s[hi].first;
+        else
+            for (size_t k = lo; k < hi; k++)
+                if (s[k].end > to)
+                    to = s[k].end;
+        if (to <= s[lo].first)
+            continue;
+        timed[p] = 1;
+        for (size_t k = lo; k < hi; k++) {
+            if (s[k].wait_us <= 0)
+                continue;
+            pct[s[k].last * parts + p] += s[k].wait_us;
+            size_t members = 0;
+            for (size_t j = s[k].a; j < s[k].b; j++)
+                members += j == s[k].a || e[j].model != e[j - 1].model;
+            for (size_t j = s[k].a; j < s[k].b; j++)
+                if (j == s[k].a || e[j].model != e[j - 1].model)
+                    pct[e[j].model * parts + p] -= s[k].wait_us / (double)members;
+        }
+        double us = (double)(to - s[lo].first) / 1e3;
+        for (size_t i = 0; i < n; i++)
+            pct[i * parts + p] *= 100.0 / us;
+    }
+    double v[RSR_STRAGGLER_PARTS];
+    for (size_t i = 0; i < n; i++) {
+        size_t nv = 0;
+        for (size_t p = 0; p < parts; p++)
+            if (timed[p])
+                v[nv++] = pct[i * parts + p];
+        if (!nv)
+            continue;
+        qsort(v, nv, sizeof *v, cmp_double);
+        excess[i] = nv % 2 ? v[nv / 2] : (v[nv / 2 - 1] + v[nv / 2]) / 2;
+    }
+    free(pct), free(timed);
+    return (int)parts;
+}
+
 void rsr_coll_analysis_free(struct rsr_coll_analysis *a)
 {
     free(a->rows);
@@ -82,10 +169,13 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
     double *caused = calloc(n ? n : 1, sizeof *caused);
     double *caused_op = calloc((n ? n : 1) * RSR_COLL_NOPS, sizeof *caused_op);
     uint64_t *last = calloc(n ? n : 1, sizeof *last), *calls = calloc(n ? n : 1, sizeof *calls);
+    struct seen *seen = malloc((ne ? ne : 1) * sizeof *seen);
+    double *excess = calloc(n ? n : 1, sizeof *excess);
+    size_t nseen = 0;
     out->wait_us = calloc(n ? n : 1, sizeof *out->wait_us);
     out->coll_us = calloc(n ? n : 1, sizeof *out->coll_us);
     out->n_models = n;
-    if (!e || !caused || !caused_op || !last || !calls || !out->wait_us || !out->coll_us)
+    if (!e || !caused || !caused_op || !last || !calls || !seen || !excess || !out->wait_us || !out->coll_us)
         goto oom;
     ne = 0;
     for (size_t i = 0; i < n; i++)
@@ -104,7 +194,7 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
                e[b].c->op != RSR_COLL_SEND && e[b].c->op != RSR_COLL_RECV)
             b++;
         const struct rsr_coll *c0 = e[a].c;
-        int64_t arrive = e[a].c->start_ns, end_min = e[a].c->end_ns, end_max = e[a].c->end_ns;
+        int64_t arrive = e[a].c->start_ns, first = arrive, end_min = e[a].c->end_ns, end_max = e[a].c->end_ns;
         size_t last_j = a, members = 0;
         for (size_t j = a; j < b; j++) {
             if (j > a && e[j].model == e[j - 1].model)
@@ -113,6 +203,8 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
             const struct rsr_coll *c = e[j].c;
             if (c->start_ns > arrive)
                 arrive = c->start_ns, last_j = j;
+            if (c->start_ns < first)
+                first = c->start_ns;
             if (c->end_ns < end_min)
                 end_min = c->end_ns;
             if (c->end_ns > end_max)
@@ -143,11 +235,14 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
             for (size_t j = a; j < b; j++)
                 if (j != last_j && e[j].c->start_ns > second)
                     second = e[j].c->start_ns;
+            struct seen *sn = &seen[nseen++];
+            *sn = (struct seen){ first, end_max, 0, e[last_j].model, a, b };
             if (arrive - second > 1000) {
                 uint32_t lm = e[last_j].model;
                 last[lm]++;
                 caused[lm] += mean_wait;
                 caused_op[lm * RSR_COLL_NOPS + (c0->op < RSR_COLL_NOPS ? c0->op : 0)] += mean_wait;
+                sn->wait_us = mean_wait;
             }
         }
         /* row: (op, comm, bytes) */
@@ -195,11 +290,18 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
     for (size_t r = 0; r < nrows; r++)
         out->rows[r] = rows[r].r;
     out->n_rows = nrows;
+    int parts = excess_by_part(e, seen, nseen, n, excess);
+    if (parts < 0)
+        goto oom;
+    out->straggler_parts = parts;
     double total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += caused[i];
     for (size_t i = 0; i < n; i++) {
-        if (caused[i] <= 0)
+        total += caused[i];
+        if (!isnan(excess[i]) && excess[i] > out->max_excess_pct)
+            out->max_excess_pct = excess[i];
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (caused[i] <= 0 || isnan(excess[i]) || excess[i] < RSR_STRAGGLER_MIN_PCT)
             continue;
         struct rsr_straggler *s = &out->stragglers[out->n_stragglers++];
         s->rank = models[i]->rank;
@@ -208,6 +310,7 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
         s->score = total > 0 ? caused[i] / total : 0;
         s->last = last[i];
         s->calls = calls[i];
+        s->excess_pct = excess[i];
         int worst = 0;
         for (int op = 0; op < RSR_COLL_NOPS; op++)
             if (caused_op[i * RSR_COLL_NOPS + op] > caused_op[i * RSR_COLL_NOPS + worst])
@@ -215,16 +318,17 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
         s->worst_op = (uint8_t)worst;
         snprintf(s->evidence, sizeof s->evidence,
                  "arrived last in %llu of %llu collectives; the other ranks waited %.3f ms for it "
-                 "(%.1f us per call it was last), mostly in %s",
+                 "(%.1f us per call it was last), mostly in %s; beyond an equal rank's share, "
+                 "%.1f%% of their time (median of %d parts of the job)",
                  (unsigned long long)s->last, (unsigned long long)s->calls, s->caused_us / 1e3,
-                 s->last ? s->caused_us / (double)s->last : 0, rsr_coll_op_name(worst));
+                 s->last ? s->caused_us / (double)s->last : 0, rsr_coll_op_name(worst), s->excess_pct, parts);
     }
     if (out->n_stragglers > 1)
         qsort(out->stragglers, out->n_stragglers, sizeof *out->stragglers, cmp_straggler);
-    free(e), free(rows), free(caused), free(caused_op), free(last), free(calls);
+    free(e), free(rows), free(caused), free(caused_op), free(last), free(calls), free(seen), free(excess);
     return 0;
 oom:
-    free(e), free(rows), free(caused), free(caused_op), free(last), free(calls);
+    free(e), free(rows), free(caused), free(caused_op), free(last), free(calls), free(seen), free(excess);
     rsr_coll_analysis_free(out);
     return -1;
 }

@@ -14,8 +14,7 @@
 #define CKPT_PCT 5.0              /* checkpoint share of wall time */
 #define SHORT_KERNEL_SHARE 0.5    /* short runs among compute kernel runs */
 #define HOST_WAIT_PCT 20.0        /* GPU idle waiting for launches, % of span */
-#define STRAGGLER_SCORE 0.5       /* share of all waiting caused by one rank */
-#define STRAGGLER_WAIT_PCT 2.0    /* ... and the others' wait, % of their wall */
+#define STRAGGLER_CRITICAL_PCT 20.0 /* a named straggler's excess (collectives.h), % of time */
 #define SYNCS_PER_S 200.0
 #define MEM_CALLS_PER_S 100.0
 #define IDLE_PCT 30.0
@@ -185,26 +184,16 @@ int rsr_findings_make(struct rsr_job *j)
             "ranks %.1f%%",
             rank_text(who, sizeof who, j->models[w.i]), w.v, w.mean);
     }
+    /* only a rank whose waiting is significant is named (collectives.h) */
     if (j->colls.n_stragglers) {
         const struct rsr_straggler *s = &j->colls.stragglers[0];
-        /* the others' wait against their wall time */
-        double wait = 0, wall = 0;
-        for (size_t i = 0; i < j->n; i++) {
-            if (i == s->model || !j->colls.wait_us)
-                continue;
-            wait += j->colls.wait_us[i];
-            wall += (double)(j->models[i]->wall_end_ns - j->models[i]->wall_start_ns) / 1e3;
-        }
-        double pct = wall > 0 ? 100.0 * wait / wall : 0;
-        if (s->score >= STRAGGLER_SCORE && pct >= STRAGGLER_WAIT_PCT)
-            add(&l, "straggler_rank", pct >= 10 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING, pct,
-                "One rank holds the others back",
-                "Look at what is different on that rank: its kernels' durations (the kernel table by "
-                "rank), its host (thermal throttling, a slow or shared GPU, other processes), its data "
-                "loading and its share of the work.",
-                "%s caused %.0f%% of all waiting in collectives: %s; the other ranks spent %.1f%% of "
-                "their time waiting",
-                rank_text(who, sizeof who, j->models[s->model]), 100 * s->score, s->evidence, pct);
+        add(&l, "straggler_rank", s->excess_pct >= STRAGGLER_CRITICAL_PCT ? RSR_SEV_CRITICAL : RSR_SEV_WARNING,
+            s->excess_pct, "One rank holds the others back",
+            "Look at what is different on that rank: its kernels' durations (the kernel table by "
+            "rank), its host (thermal throttling, a slow or shared GPU, other processes), its data "
+            "loading and its share of the work.",
+            "%s caused %.0f%% of all waiting in collectives: %s",
+            rank_text(who, sizeof who, j->models[s->model]), 100 * s->score, s->evidence);
     }
     for (size_t i = 0; i < j->n; i++) {
         const struct rsr_model *m = j->models[i];

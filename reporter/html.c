@@ -505,20 +505,33 @@ static void summary_cards(struct page *p)
             snprintf(d, sizeof d, "no burst of large writes found");
         card_pct(f, "Checkpoints, of wall time", ck_pct, ck_pct >= 5, d);
     }
+    /* report.json lists only the ranks whose waiting is significant
+     * (collectives.h); with none, the card says so and how far the most
+     * waited-for rank was from the bar */
     yajl_val strag = jkey(p->root, "stragglers");
     if (strag) {
         yajl_val w = aget(strag, 0);
         card_open(f, w != NULL);
-        double r;
-        if (knum(w, "rank", &r))
+        double r, v, bar;
+        if (w && knum(w, "rank", &r))
             fprintf(f, "rank %.0f", r);
         else
             fputs("none", f);
         card_close(f, "Worst straggler");
-        double score;
-        if (knum(w, "score", &score))
-            fprintf(f, "score %.3g; ", score);
-        put_value(f, jkey(w, "evidence"));
+        yajl_val chk = jkey(p->root, "straggler_check");
+        if (w) {
+            /* the evidence says by how much (excess_pct); a report without
+             * that figure has the score */
+            if (!knum(w, "excess_pct", &v) && knum(w, "score", &v))
+                fprintf(f, "score %.3g; ", v);
+            put_value(f, jkey(w, "evidence"));
+        } else if (knum(chk, "min_excess_pct", &bar) && knum(chk, "max_excess_pct", &v) &&
+                   knum_or(chk, "parts", 0) > 0) {
+            fprintf(f, "none stands out: no rank made the others wait %.0f%% of their time beyond an equal "
+                       "rank's share (the most %.1f%%)", bar, v);
+        } else {
+            fputs("none stands out", f);
+        }
         fputs("</div></div>\n", f);
     }
     double skew;
@@ -1638,8 +1651,8 @@ static void table_stragglers(struct page *p)
     if (!alen(st))
         return;
     fputs("<h3>Stragglers</h3><table class=\"sort\" id=\"table-stragglers\"><thead><tr>", f);
-    th(f, "rank", 1), th(f, "score", 1), th(f, "others waited", 1), th(f, "worst in", 0);
-    th(f, "evidence", 0);
+    th(f, "rank", 1), th(f, "score", 1), th(f, "others waited", 1), th(f, "beyond share, % of time", 1);
+    th(f, "worst in", 0), th(f, "evidence", 0);
     fputs("</tr></thead><tbody>\n", f);
     for (size_t i = 0; i < alen(st) && i < TABLE_ROWS; i++) {
         yajl_val s = aget(st, i);
@@ -1649,6 +1662,11 @@ static void table_stragglers(struct page *p)
         double caused;
         if (knum(s, "caused_wait_us", &caused))
             td_us(f, caused);
+        else
+            fputs("<td></td>", f);
+        double excess;
+        if (knum(s, "excess_pct", &excess))
+            td_fmt(f, excess, 1);
         else
             fputs("<td></td>", f);
         fputs("<td>", f);

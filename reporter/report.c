@@ -324,12 +324,18 @@ static void job_json(FILE *f, const struct rsr_job *j)
         json_int_or_null(f, s->rank);
         num_key(f, "score", s->score);
         num_key(f, "caused_wait_us", s->caused_us);
+        num_key(f, "excess_pct", s->excess_pct);
         fprintf(f, ",\"last\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"phase\":\"%s\",\"evidence\":", s->last, s->calls,
                 rsr_coll_op_name(s->worst_op));
         rsr_json_str(f, s->evidence);
         putc('}', f);
     }
-    fputs("],\n\"findings\":[", f);
+    /* the test behind the list (collectives.h), so that an empty list reads
+     * as "none stands out" and says by how far */
+    fprintf(f, "],\n\"straggler_check\":{\"parts\":%d", j->colls.straggler_parts);
+    num_key(f, "min_excess_pct", RSR_STRAGGLER_MIN_PCT);
+    num_key(f, "max_excess_pct", j->colls.max_excess_pct);
+    fputs("},\n\"findings\":[", f);
     for (size_t i = 0; i < j->n_findings; i++) {
         const struct rsr_finding *x = &j->findings[i];
         fprintf(f, "%s{\"id\":\"%s\",\"severity\":\"%s\",\"title\":", i ? ",\n" : "\n", x->id,
@@ -461,9 +467,18 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
         fprintf(f, "  checkpoints: %zu, %.1f%% of wall time; GPU idle during them %.3f s\n", j->storage.n_ckpts,
                 j->storage.checkpoint_pct, (double)stall / 1e9);
     }
-    if (j->colls.n_stragglers && j->colls.stragglers[0].score >= 0.5) {
+    if (j->colls.n_stragglers) {
         const struct rsr_straggler *s = &j->colls.stragglers[0];
-        fprintf(f, "  slowest rank: %d (caused %.0f%% of the waiting in collectives)\n", s->rank, 100 * s->score);
+        fprintf(f, "  slowest rank: %d (the others waited for it %.1f%% of their time beyond an equal rank's "
+                   "share; it caused %.0f%% of the waiting in collectives)\n",
+                s->rank, s->excess_pct, 100 * s->score);
+    } else if (j->colls.straggler_parts) {
+        fprintf(f, "  slowest rank: none stands out (no rank made the others wait %.0f%% of their time beyond an "
+                   "equal rank's share; the most %.1f%%)\n",
+                RSR_STRAGGLER_MIN_PCT, j->colls.max_excess_pct);
+    } else if (j->colls.matched) {
+        fprintf(f, "  slowest rank: too few collectives to tell (%" PRIu64 " seen on several ranks)\n",
+                j->colls.matched);
     }
     if (j->align.groups)
         fprintf(f, "  clocks: aligned on %" PRIu64 " collectives; skew corrected %.1f us, residual %.1f us\n",

@@ -6,3 +6,7 @@ $(BUILD)/tests/html_driver: tests/tools/html_driver.c $(FORMAT_OBJ) $(REPORTER_L
 	$(Q)$(CC) $(RS_CFLAGS) -o $@ $< $(FORMAT_OBJ) $(REPORTER_LIB_OBJ) $(RS_LDFLAGS) -llz4 -lyajl -lz -lm -ldw -lelf -lstdc++
 
 test-build: $(BUILD)/tests/html_driver
+
+# A generated job with no straggler (tools/gen_job.c, built by tools/bench.mk)
+# for test_html and test_report_sim.
+test-build: $(BUILD)/gen_job

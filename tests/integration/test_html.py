@@ -6,7 +6,9 @@ hover and sorting work; names from traces with < > & and quotes show as
 text and run nothing. Two pages: `ringside report -o OUT` of a program that
 writes files with such names (file I/O only), and the html_driver page from
 a hand-written report.json, a real Kineto trace and a process whose kernel
-names are HTML. The screenshots are kept in build/tests/ to be looked at."""
+names are HTML. Jobs without a straggler (simtrain's equal ranks, gen_job's)
+show none, not in red. The screenshots are kept in build/tests/ to be looked
+at."""
 import json
 import os
 import sys
@@ -187,6 +189,8 @@ def sim_page(work):
               ck_rects == len(rj.get("checkpoints", [])) > 0,
               "%d drawn, %d in report.json" % (ck_rects, len(rj.get("checkpoints", []))))
         check_screenshot("html sim:", b, os.path.join(SHOTS, "html-sim.png"))
+        # four equal ranks: no straggler
+        no_straggler_card("html sim:", b)
         # The processes table carries report.json's per-process figures.
         col = b.eval("Array.prototype.map.call(document.querySelectorAll('#table-processes th'),"
                      "function(h){return h.textContent;}).indexOf('GPU syncs')")
@@ -202,6 +206,42 @@ def sim_page(work):
                         "function(f){return f.title;})")
         check("html sim: the flame graphs of OUT inlined", frames == svgs,
               "%r in the page, %r in OUT" % (frames, svgs))
+
+
+STRAGGLER_CARD = """(function(){var r=null;document.querySelectorAll('.card').forEach(function(c){
+  var k=c.querySelector('.k');if(k&&k.textContent==='Worst straggler')
+  r=[c.classList.contains('warn'),c.querySelector('.v').textContent,c.querySelector('.d').textContent];});
+  return r;})()"""
+
+
+def no_straggler_card(name, b):
+    """The straggler card of a job without one: "none", not in red."""
+    card = b.eval(STRAGGLER_CARD)
+    check(name + " straggler card says none stands out, not in red",
+          card is not None and not card[0] and card[1] == "none" and "none stands out" in card[2],
+          "card (red, value, detail): %r" % (card,))
+
+
+def gen_job_page(work):
+    """ringside report -o of gen_job's 8 equal ranks (every rank leaves each
+    collective at the same time): no straggler on the page."""
+    gen = os.path.join(BUILD, "gen_job")
+    if not os.path.exists(gen):
+        check("html gen_job: gen_job built", False, gen + " missing (make test-build)")
+        return
+    out, rep = os.path.join(work, "gen-trace"), os.path.join(work, "gen-rep")
+    p = run([gen, "-n", "8", "-e", "20000", "-o", os.path.join(out, "job")])
+    if not check("html gen_job: gen_job ran", p.returncode == 0, p.stderr.decode()[-300:]):
+        return
+    p = run([RINGSIDE, "report", out, "-o", rep, "-q"])
+    html = os.path.join(rep, "index.html")
+    if not check("html gen_job: ringside report writes index.html",
+                 p.returncode == 0 and os.path.exists(html), p.stderr.decode()[-300:]):
+        return
+    with headless.Browser() as b:
+        b.open(html)
+        report_problems("html gen_job: no console errors, exceptions, dialogs or requests", b.problems())
+        no_straggler_card("html gen_job:", b)
 
 
 def hand_report(start_us):
@@ -483,6 +523,7 @@ def main():
         report_page(work)
         driver_page(work)
         sim_page(work)
+        gen_job_page(work)
         kineto_page(work)
         many_page(work)
     finally:

@@ -2,7 +2,8 @@
  * written by the format encoder and read back into models (collective
  * linking, communicator ranks, I/O, a file cut short), nccl-tests' busbw
  * factors, clock alignment of skewed ranks, collective waits and the
- * straggler, checkpoints. Every expected figure is the input's own. */
+ * straggler (named only when significant), checkpoints. Every expected
+ * figure is the input's own. */
 #include "reporter/align.h"
 #include "reporter/analyse.h"
 #include "reporter/timeline.h"
@@ -271,8 +272,9 @@ END_TEST
 
 START_TEST(collectives_waits_and_straggler)
 {
+    /* rank 2 arrives 1 ms late in every 5 ms step: significant */
     struct job_spec s = { .n = 4, .ncoll = 20, .bytes = 100000000, .step = 5 * (int64_t)MS, .dur = 1500000,
-                          .arrive = { 0, 40000, 300000, 20000 },
+                          .arrive = { 0, 40000, 1000000, 20000 },
                           .mono_off = { 0, 0, 0, 0 }, .real_off = { 0, 0, 0, 0 } };
     struct rsr_model m[4];
     make_job(&s, m);
@@ -287,14 +289,140 @@ START_TEST(collectives_waits_and_straggler)
     ck_assert(fabs(a.rows[0].algbw_gbs - 1e8 / 1.5e-3 / 1e9) < 1e-6);
     ck_assert(fabs(a.rows[0].busbw_gbs - 1e8 / 1.5e-3 / 1e9 * 1.5) < 1e-6);
     for (int r = 0; r < 4; r++)
-        ck_assert(fabs(a.wait_us[r] - 20 * (300000 - s.arrive[r]) / 1e3) < 1e-6);
-    ck_assert_uint_ge(a.n_stragglers, 1);
+        ck_assert(fabs(a.wait_us[r] - 20 * (s.arrive[2] - s.arrive[r]) / 1e3) < 1e-6);
+    ck_assert_uint_eq(a.n_stragglers, 1);
     ck_assert_int_eq(a.stragglers[0].rank, 2);
     ck_assert_uint_eq(a.stragglers[0].last, 20);
     ck_assert(a.stragglers[0].score > 0.99);
+    /* per call the others wait (1000 + 960 + 980) / 3 = 980 us for it, of
+     * which an equal rank's share is a quarter: 735 us beyond it; ten
+     * parts of two calls, each two steps long but the last (one step and
+     * the call: 5 + 1 + 1.5 ms), so the median part has 1470 us in 10 ms */
+    ck_assert_int_eq(a.straggler_parts, 10);
+    ck_assert_msg(fabs(a.stragglers[0].excess_pct - 14.7) < 1e-6, "%g", a.stragglers[0].excess_pct);
     rsr_coll_analysis_free(&a);
     for (int r = 0; r < 4; r++)
         rsr_model_free(&m[r]);
+}
+END_TEST
+
+/* n ranks (8 at most), ncoll AllReduces one step apart, all leaving each
+ * call together dur after the last arrival. In call k rank r arrives at
+ * k*step + a pseudo-random time in [0, spread) (a fixed xorshift sequence)
+ * + late[r], and + first[r] more in call 0 (start-up skew). */
+struct jitter_spec {
+    int n, ncoll;
+    int64_t step, dur, spread;
+    int64_t late[8], first[8];
+};
+
+static void make_jitter_job(const struct jitter_spec *s, struct rsr_model *m)
+{
+    const int64_t t0 = 1000 * (int64_t)MS;
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int r = 0; r < s->n; r++) {
+        rsr_model_init(&m[r]);
+        m[r].rank = r;
+        m[r].wall_start_ns = t0;
+        m[r].wall_end_ns = t0 + s->ncoll * s->step;
+    }
+    for (int k = 0; k < s->ncoll; k++) {
+        int64_t arrive[8], last = 0;
+        for (int r = 0; r < s->n; r++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            arrive[r] = t0 + k * s->step + (s->spread ? (int64_t)(x % (uint64_t)s->spread) : 0) + s->late[r] +
+                        (k == 0 ? s->first[r] : 0);
+            last = arrive[r] > last ? arrive[r] : last;
+        }
+        for (int r = 0; r < s->n; r++) {
+            struct rsr_coll *c = rsr_model_add_coll(&m[r]);
+            c->op = RSR_COLL_ALLREDUCE;
+            c->bytes = 1 << 26;
+            c->comm_id = 78;
+            c->seq = (uint32_t)k;
+            c->group_size = s->n;
+            c->rank_in_group = r;
+            c->start_ns = arrive[r];
+            c->end_ns = last + s->dur;
+        }
+    }
+    for (int r = 0; r < s->n; r++)
+        rsr_model_finish(&m[r]);
+}
+
+/* Runs the collectives analysis on a jitter job; *a is the caller's to free. */
+static void analyse_jitter_job(const struct jitter_spec *s, struct rsr_coll_analysis *a)
+{
+    struct rsr_model m[8], *mp[8];
+    make_jitter_job(s, m);
+    for (int r = 0; r < s->n; r++)
+        mp[r] = &m[r];
+    ck_assert_int_eq(rsr_collectives_analyse(mp, (size_t)s->n, a), 0);
+    for (int r = 0; r < s->n; r++)
+        rsr_model_free(&m[r]);
+}
+
+/* Waiting that equal ranks cause among themselves, a start-up skew in the
+ * first call, and a rank late in every call by too little to matter: none
+ * is named (each used to be, as the rank that caused most waiting). */
+START_TEST(stragglers_not_among_equal_ranks)
+{
+    /* as gen_job: 8 ranks arrive scattered over 200 us of a 4 ms step */
+    struct jitter_spec s = { .n = 8, .ncoll = 200, .step = 4 * (int64_t)MS, .dur = 400000, .spread = 200000 };
+    struct rsr_coll_analysis a;
+    analyse_jitter_job(&s, &a);
+    double wait = 0;
+    for (int r = 0; r < s.n; r++)
+        wait += a.wait_us[r];
+    /* the ranks do wait: the last of 8 comes 178 us into the 200 us on
+     * average, 78 us after the mean rank, 2% of a step */
+    ck_assert_msg(wait / s.n / (s.ncoll * s.step / 1e3) > 0.015, "%g us", wait);
+    ck_assert_int_eq(a.straggler_parts, 10);
+    ck_assert_msg(a.n_stragglers == 0, "rank %d named: %s", a.stragglers[0].rank, a.stragglers[0].evidence);
+    ck_assert(a.max_excess_pct < RSR_STRAGGLER_MIN_PCT);
+    rsr_coll_analysis_free(&a);
+
+    /* rank 5 starts 50 ms late: the others wait for it 50 ms in the first
+     * call, 6% of the 0.8 s job, and no more */
+    s.first[5] = 50 * (int64_t)MS;
+    analyse_jitter_job(&s, &a);
+    ck_assert_msg(a.n_stragglers == 0, "rank %d named: %s", a.stragglers[0].rank, a.stragglers[0].evidence);
+    rsr_coll_analysis_free(&a);
+
+    /* rank 3 is last in every call, by 100 us of a 4 ms step: the others
+     * lose 2.5% of their time to it, 2.2% beyond an equal rank's share */
+    s.first[5] = 0;
+    s.spread = 0;
+    s.late[3] = 100000;
+    analyse_jitter_job(&s, &a);
+    ck_assert_msg(a.n_stragglers == 0, "rank %d named: %s", a.stragglers[0].rank, a.stragglers[0].evidence);
+    ck_assert_msg(fabs(a.max_excess_pct - 100.0 * 87.5 / 4000) < 1e-6, "%g", a.max_excess_pct);
+    rsr_coll_analysis_free(&a);
+}
+END_TEST
+
+/* A rank late by 0.8 ms in every 4 ms step among scattered equal ranks is
+ * named, alone; with five calls there are too few to tell. */
+START_TEST(stragglers_named_when_significant)
+{
+    struct jitter_spec s = { .n = 8, .ncoll = 200, .step = 4 * (int64_t)MS, .dur = 400000, .spread = 200000 };
+    s.late[6] = 800000;
+    struct rsr_coll_analysis a;
+    analyse_jitter_job(&s, &a);
+    ck_assert_uint_eq(a.n_stragglers, 1);
+    ck_assert_int_eq(a.stragglers[0].rank, 6);
+    ck_assert_uint_eq(a.stragglers[0].last, 200);
+    /* per call the others wait 800 us less their scatter against its own
+     * (600 to 1000 us), 7/8 of that beyond an equal rank's share, in 4 ms */
+    ck_assert_msg(a.stragglers[0].excess_pct > 100.0 * 525 / 4000 &&
+                  a.stragglers[0].excess_pct < 100.0 * 875 / 4000, "%g", a.stragglers[0].excess_pct);
+    rsr_coll_analysis_free(&a);
+
+    s.ncoll = 5;
+    analyse_jitter_job(&s, &a);
+    ck_assert_int_eq(a.straggler_parts, 0);
+    ck_assert_uint_eq(a.n_stragglers, 0);
+    rsr_coll_analysis_free(&a);
 }
 END_TEST
 
@@ -423,6 +551,8 @@ static Suite *analyses_suite(void)
         { "analyses_busbw_factors", busbw_factors },
         { "analyses_align_skewed_ranks", align_skewed_ranks },
         { "analyses_collectives_waits_and_straggler", collectives_waits_and_straggler },
+        { "analyses_stragglers_not_among_equal_ranks", stragglers_not_among_equal_ranks },
+        { "analyses_stragglers_named_when_significant", stragglers_named_when_significant },
         { "analyses_checkpoint_bursts", checkpoint_bursts },
         { "analyses_timeline_bins", timeline_bins },
         { "analyses_findings_name_the_straggler", findings_name_the_straggler },
