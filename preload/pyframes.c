@@ -2,10 +2,11 @@
  * sampled thread's own frame chain (the thread is stopped in the handler,
  * but a frame may be half pushed or torn down, so every read goes through
  * process_vm_readv on this process, which fails cleanly on a bad address)
- * and puts each frame's code object address where the interpreter's
- * _PyEval_EvalFrameDefault frames were; the writer turns code objects into
- * "file.py:qualname" strings later. Offsets: _Py_DebugOffsets in 3.13, the
- * generated table pyoffsets.h (tools/pyoffsets.sh) for 3.10-3.12. */
+ * and puts each frame's code object address and instruction index where the
+ * interpreter's _PyEval_EvalFrameDefault frames were; the writer turns them
+ * into "pkg/mod.py:qualname:line" strings later (pynames.c). Offsets:
+ * _Py_DebugOffsets in 3.13, the generated table pyoffsets.h
+ * (tools/pyoffsets.sh) for 3.10-3.12. */
 #include "preload/sample.h"
 
 #include <dlfcn.h>
@@ -30,8 +31,15 @@ struct rs_pyoffsets {
     size_t cframe_current;   /* 3.11/3.12: cframe->current_frame */
     size_t frame_previous, frame_code, frame_entry;
     int entry_mode, cstack_owner;
-    size_t code_filename, code_name;
+    /* The frame's instruction at frame_instr: an int index in code units
+     * when instr_index is set (3.10's f_lasti), else a pointer into the
+     * code object, whose code units start at code_units. */
+    size_t frame_instr;
+    int instr_index;
+    size_t code_units;
+    size_t code_filename, code_name, code_linetable, code_firstlineno;
     size_t ascii_size, compact_size;
+    size_t bytes_size, bytes_data;
 };
 
 #include "preload/pyoffsets.h"
@@ -41,7 +49,7 @@ static struct rs_pyoffsets off;
 static int via_cframe;
 static size_t frame_span;
 static uint64_t eval_lo, eval_hi;
-static uint64_t code_type, unicode_type;
+static uint64_t code_type, unicode_type, bytes_type;
 static void *(*p_this_tstate)(void);
 static int (*p_initialized)(void);
 static pid_t self_pid;
@@ -87,7 +95,10 @@ static int offsets_313(void)
         .frame_previous = d.interpreter_frame.previous,
         .frame_code = d.interpreter_frame.executable, .frame_entry = d.interpreter_frame.owner,
         .entry_mode = RS_PY_ENTRY_SHIM, .cstack_owner = 3,
+        .frame_instr = d.interpreter_frame.instr_ptr, .code_units = d.code_object.co_code_adaptive,
         .code_filename = d.code_object.filename, .code_name = d.code_object.qualname,
+        .code_linetable = d.code_object.linetable, .code_firstlineno = d.code_object.firstlineno,
+        .bytes_size = d.bytes_object[1], .bytes_data = d.bytes_object[2],
         .ascii_size = d.unicode_object.asciiobject_size,
         /* PyCompactUnicodeObject adds utf8_length and utf8 in 3.12+. */
         .compact_size = d.unicode_object.asciiobject_size + 16,
@@ -95,10 +106,10 @@ static int offsets_313(void)
     return 0;
 }
 
-static size_t max3(size_t a, size_t b, size_t c)
+static size_t max4(size_t a, size_t b, size_t c, size_t d)
 {
-    size_t m = a > b ? a : b;
-    return m > c ? m : c;
+    size_t m = a > b ? a : b, n = c > d ? c : d;
+    return m > n ? m : n;
 }
 
 int rs_py_try_init(void)
@@ -132,7 +143,7 @@ int rs_py_try_init(void)
         return 0;
     }
     via_cframe = minor == 11 || minor == 12;
-    frame_span = max3(off.frame_previous, off.frame_code, off.frame_entry) + 8;
+    frame_span = max4(off.frame_previous, off.frame_code, off.frame_entry, off.frame_instr) + 8;
     void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
     Dl_info info;
     const ElfW(Sym) *sym = NULL;
@@ -144,10 +155,12 @@ int rs_py_try_init(void)
     eval_hi = eval_lo + sym->st_size;
     code_type = (uint64_t)dlsym(RTLD_DEFAULT, "PyCode_Type");
     unicode_type = (uint64_t)dlsym(RTLD_DEFAULT, "PyUnicode_Type");
+    bytes_type = (uint64_t)dlsym(RTLD_DEFAULT, "PyBytes_Type");
     p_this_tstate = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
     uint64_t probe = 0;
-    if (!code_type || !unicode_type || !p_this_tstate) {
-        rs_notice("Python %u.%u lacks PyCode_Type/PyGILState_GetThisThreadState; Python frames are not recorded",
+    if (!code_type || !unicode_type || !bytes_type || !p_this_tstate) {
+        rs_notice("Python %u.%u lacks PyCode_Type, PyBytes_Type or PyGILState_GetThisThreadState; "
+                  "Python frames are not recorded",
                   major, minor);
         return 0;
     }
@@ -164,12 +177,14 @@ int rs_py_try_init(void)
 void rs_py_forked(void)
 {
     self_pid = getpid();
+    rs_py_names_reset();
     for (unsigned i = 0; i < SEEN_SLOTS; i++) /* the child's file names its code objects anew */
         atomic_store_explicit(&seen[i], 0, memory_order_relaxed);
 }
 
-/* One frame: its predecessor, code object and entry byte. */
-static int read_frame(uint64_t frame, uint64_t *prev, uint64_t *code, uint8_t *entry)
+/* One frame: its predecessor, code object, entry byte and position (the
+ * instruction index + 1, 0 when not known; RS_PY_POS_SHIFT). */
+static int read_frame(uint64_t frame, uint64_t *prev, uint64_t *code, uint8_t *entry, uint64_t *pos)
 {
     uint8_t buf[256];
     if (frame_span > sizeof buf || safe_read(frame, buf, frame_span) != 0)
@@ -177,6 +192,18 @@ static int read_frame(uint64_t frame, uint64_t *prev, uint64_t *code, uint8_t *e
     memcpy(prev, buf + off.frame_previous, 8);
     memcpy(code, buf + off.frame_code, 8);
     *entry = off.entry_mode == RS_PY_ENTRY_EACH ? 0 : buf[off.frame_entry];
+    int64_t unit;
+    if (off.instr_index) {
+        int32_t lasti;
+        memcpy(&lasti, buf + off.frame_instr, 4);
+        unit = lasti;
+    } else {
+        uint64_t instr;
+        memcpy(&instr, buf + off.frame_instr, 8);
+        unit = (int64_t)(instr - (*code + off.code_units)) / 2;
+    }
+    /* -1 is a frame that has not started yet */
+    *pos = unit >= 0 && unit < RS_PY_POS_MAX ? (uint64_t)unit + 1 : 0;
     return 0;
 }
 
@@ -186,9 +213,9 @@ static int eval_frames(uint64_t *frame, uint64_t *out, int room)
 {
     int got = 0, guard = 0;
     while (*frame && got < room && guard++ < 4096) {
-        uint64_t prev, code;
+        uint64_t prev, code, pos;
         uint8_t entry;
-        if (read_frame(*frame, &prev, &code, &entry) != 0) {
+        if (read_frame(*frame, &prev, &code, &entry, &pos) != 0) {
             *frame = 0;
             break;
         }
@@ -198,8 +225,8 @@ static int eval_frames(uint64_t *frame, uint64_t *out, int room)
                 break;
             continue;
         }
-        if (code)
-            out[got++] = RS_PYFRAME_BIT | (code & ~RS_PYFRAME_BIT);
+        if (code && code <= RS_PY_CODE_MASK)
+            out[got++] = RS_PYFRAME_BIT | pos << RS_PY_POS_SHIFT | code;
         *frame = prev;
         if (off.entry_mode == RS_PY_ENTRY_EACH || (off.entry_mode == RS_PY_ENTRY_FLAG && entry))
             break;
@@ -245,7 +272,7 @@ int rs_py_new_code(const uint64_t *f, int n)
     for (int i = 0; i < n; i++) {
         if (!(f[i] & RS_PYFRAME_BIT))
             continue;
-        uint64_t code = f[i] & ~RS_PYFRAME_BIT;
+        uint64_t code = f[i] & RS_PY_CODE_MASK;
         _Atomic uint64_t *slot = &seen[(code >> 4) * 0x9E3779B97F4A7C15ull >> 52];
         if (atomic_load_explicit(slot, memory_order_relaxed) != code) {
             atomic_store_explicit(slot, code, memory_order_relaxed);
@@ -297,26 +324,56 @@ static int read_str(uint64_t s, char *out, size_t cap)
     return 0;
 }
 
-int rs_py_code_ident(uint64_t code, struct rs_py_ident *id)
+/* The identity of the code object at code and its co_firstlineno. */
+static int read_code(uint64_t code, struct rs_py_ident *id, int32_t *first)
 {
     uint8_t buf[512];
-    size_t span = max3(off.code_filename, off.code_name, 16) + 8;
+    size_t span = max4(off.code_filename, off.code_name, off.code_linetable, off.code_firstlineno) + 8;
     uint64_t type;
     if (!atomic_load(&rs_py_ready) || span > sizeof buf || safe_read(code, buf, span) != 0)
         return -1;
     memcpy(&type, buf + 8, 8);
     memcpy(&id->file, buf + off.code_filename, 8);
     memcpy(&id->name, buf + off.code_name, 8);
+    memcpy(&id->lines, buf + off.code_linetable, 8);
+    memcpy(first, buf + off.code_firstlineno, 4);
     return type == code_type ? 0 : -1;
 }
 
-int rs_py_code_name(uint64_t code, char *out, size_t cap, struct rs_py_ident *id)
+int rs_py_code_ident(uint64_t code, struct rs_py_ident *id)
+{
+    int32_t first;
+    return read_code(code, id, &first);
+}
+
+/* The line of instruction unit in a code object whose co_linetable is the
+ * bytes object at table; -1 when not known. Writer only (one buffer). */
+static int code_line(uint64_t table, int32_t first, uint32_t unit)
+{
+    static uint8_t data[65536];
+    uint8_t hdr[64];
+    uint64_t type;
+    int64_t n;
+    if (off.bytes_size + 8 > sizeof hdr || safe_read(table, hdr, off.bytes_size + 8) != 0)
+        return -1;
+    memcpy(&type, hdr + 8, 8);
+    memcpy(&n, hdr + off.bytes_size, 8);
+    if (type != bytes_type || n <= 0 || n > (int64_t)sizeof data ||
+        safe_read(table + off.bytes_data, data, (size_t)n) != 0)
+        return -1;
+    return rs_py_line(data, (size_t)n, first, unit, off.minor);
+}
+
+int rs_py_code_name(uint64_t code, unsigned pos, char *out, size_t cap, struct rs_py_ident *id)
 {
     char f[1024], q[1024];
-    if (rs_py_code_ident(code, id) != 0 || read_str(id->file, f, sizeof f) != 0 ||
+    int32_t first;
+    if (read_code(code, id, &first) != 0 || read_str(id->file, f, sizeof f) != 0 ||
         read_str(id->name, q, sizeof q) != 0)
         return -1;
-    const char *base = strrchr(f, '/');
-    snprintf(out, cap, "%s:%s", base ? base + 1 : f, q);
+    int n = snprintf(out, cap, "%s:%s", rs_py_relpath(f), q);
+    int line = pos ? code_line(id->lines, first, pos - 1) : -1;
+    if (line >= 0 && n > 0 && (size_t)n < cap)
+        snprintf(out + n, cap - (size_t)n, ":%d", line);
     return 0;
 }

@@ -18,14 +18,15 @@ enum { RS_REC_SAMPLE = 48 };
 
 #define RS_STACK_MAX 128
 /* In a sample record, a Python frame: bit 63 set, the code object's address
- * in the low bits (the writer turns it into a string id). */
+ * and the frame's position in the low bits (RS_PY_POS_SHIFT; the writer
+ * turns them into a string id). */
 #define RS_PYFRAME_BIT (1ull << 63)
 #define RS_SAMPLE_NS 0x80
 
 /* h.op = enum rsf_sample_kind, | RS_SAMPLE_NS when ts and weight are ns
  * (else ts is in ticks and a wait sample's weight too); h.file = number of
  * frames. A cpu sample's weight is always ns. Frames innermost
- * first: native addresses, or RS_PYFRAME_BIT | code object address. */
+ * first: native addresses, or Python frames (RS_PYFRAME_BIT). */
 struct rs_rec_sample {
     struct rs_rec_hdr h;
     uint64_t ts;
@@ -112,6 +113,15 @@ int rs_unwind_is_agent(uint64_t pc);
 
 /* ---- pyframes.c: CPython 3.10-3.13 frames ---- */
 
+/* A Python frame's word: RS_PYFRAME_BIT; in bits 47-62 the index (in code
+ * units) of the instruction the frame is at, plus one (0: not known, or past
+ * RS_PY_POS_MAX); in bits 0-46 the code object's address (user space on
+ * x86-64 and arm64 without a high-address mmap hint; a code object above it
+ * is left out of the stack). */
+#define RS_PY_POS_SHIFT 47
+#define RS_PY_POS_MAX 0xFFFFu
+#define RS_PY_CODE_MASK ((1ull << RS_PY_POS_SHIFT) - 1)
+
 /* Finds the interpreter (once it has started); 1 when Python frames are on. */
 int rs_py_try_init(void);
 extern _Atomic int rs_py_ready;
@@ -121,14 +131,16 @@ extern _Atomic int rs_py_ready;
  * every read of interpreter memory goes through process_vm_readv. */
 int rs_py_splice(uint64_t *pcs, int n, int max);
 /* What tells one code object from another made later at the same address:
- * its filename and qualname objects. */
+ * its filename, qualname and line table objects. */
 struct rs_py_ident {
-    uint64_t file, name;
+    uint64_t file, name, lines;
 };
-/* Writer side: "file.py:qualname" of the code object at code into out, and
- * its identity into *id. Returns 0, or -1 when it cannot be read as a code
- * object. */
-int rs_py_code_name(uint64_t code, char *out, size_t cap, struct rs_py_ident *id);
+/* Writer side: the name of the code object at code into out,
+ * "path/below/sys/path/entry.py:qualname" (rs_py_relpath), with ":LINE"
+ * added when pos (a frame word's position field) is not 0 and the line
+ * table has a line there; its identity into *id. Returns 0, or -1 when it
+ * cannot be read as a code object. */
+int rs_py_code_name(uint64_t code, unsigned pos, char *out, size_t cap, struct rs_py_ident *id);
 /* The identity alone (one read of the object). 0, or -1 as above. */
 int rs_py_code_ident(uint64_t code, struct rs_py_ident *id);
 /* Whether frames f[0..n) of a sample just committed hold a Python code
@@ -140,6 +152,20 @@ int rs_py_code_ident(uint64_t code, struct rs_py_ident *id);
 int rs_py_new_code(const uint64_t *f, int n);
 /* In a forked child: process_vm_readv reads the new pid. */
 void rs_py_forked(void);
+
+/* ---- pynames.c: how the writer names Python frames ---- */
+
+/* The part of an absolute co_filename below the sys.path entry its module
+ * was imported from (a suffix of file), as the file system tells it (the
+ * rule is in pynames.c); other names as they are. Each folder is looked at
+ * once. Not async-signal-safe: stats and mallocs. */
+const char *rs_py_relpath(const char *file);
+/* The line of the instruction at index unit (code units) of a code object
+ * whose co_linetable is table[0..n) and co_firstlineno first, in the format
+ * of CPython 3.minor; -1 when the table gives it none. */
+int rs_py_line(const uint8_t *table, size_t n, int first, uint32_t unit, unsigned minor);
+/* In a forked child: folders are looked at anew. */
+void rs_py_names_reset(void);
 
 /* ---- modules.c ---- */
 

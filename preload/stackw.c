@@ -1,7 +1,8 @@
 /* The writer's side of the sampler: sample records become the chunk's
  * Sample table, each distinct stack a Stack table defined once per file
- * (found again by hash), Python code objects "file.py:qualname" strings
- * (frame addr = bit 63 | string id), and module changes Module records. */
+ * (found again by hash), Python frames "pkg/mod.py:qualname:LINE" strings
+ * (frame addr = bit 63 | string id; the reporter drops ":LINE" unless asked
+ * for lines), and module changes Module records. */
 #include "preload/sample.h"
 #include "formats/chunk.h"
 
@@ -28,6 +29,12 @@ struct code_slot {
     struct rs_py_ident next_id;
 };
 
+struct line_slot {
+    uint64_t word;            /* code object | position (RS_PY_POS_SHIFT); 0: empty */
+    uint32_t str;             /* its name with the line */
+    struct rs_py_ident id;    /* the code object the line was found in */
+};
+
 static struct {
     /* per file */
     struct stack_slot *stacks;
@@ -39,6 +46,8 @@ static struct {
     uint32_t pass;            /* writer passes so far (rs_stackw_modules) */
     uint64_t *used;           /* code objects to check at the next pass's start */
     uint32_t nused, used_cap;
+    struct line_slot *lines;
+    uint32_t line_cap, nlines;
     struct rsf_module *mods_seen;
     uint32_t nseen, seen_cap;
     /* per chunk */
@@ -80,6 +89,11 @@ static struct code_slot *code_slot(uint64_t code)
     return &s.codes[j];
 }
 
+static int same_ident(const struct rs_py_ident *a, const struct rs_py_ident *b)
+{
+    return a->file == b->file && a->name == b->name && a->lines == b->lines;
+}
+
 /* The once-a-pass check of a cached name (above). */
 static void code_check(struct code_slot *c, rs_intern_fn intern)
 {
@@ -93,8 +107,8 @@ static void code_check(struct code_slot *c, rs_intern_fn intern)
     }
     struct rs_py_ident now;
     char name[2048];
-    if (rs_py_code_ident(c->code, &now) == 0 && (now.file != c->id.file || now.name != c->id.name) &&
-        rs_py_code_name(c->code, name, sizeof name, &now) == 0) {
+    if (rs_py_code_ident(c->code, &now) == 0 && !same_ident(&now, &c->id) &&
+        rs_py_code_name(c->code, 0, name, sizeof name, &now) == 0) {
         c->next_str = intern(name);
         c->next_id = now;
     }
@@ -129,7 +143,7 @@ static void code_pass(rs_intern_fn intern)
     s.nused = kept;
 }
 
-/* String id of the code object at code ("file.py:qualname"). */
+/* String id of the code object at code ("pkg/mod.py:qualname"). */
 static uint32_t code_string(uint64_t code, rs_intern_fn intern)
 {
     if (s.ncodes + 1 >= s.code_cap / 2) {
@@ -153,7 +167,7 @@ static uint32_t code_string(uint64_t code, rs_intern_fn intern)
     if (!c->code) {
         struct rs_py_ident id;
         char name[2048];
-        if (rs_py_code_name(code, name, sizeof name, &id) != 0)
+        if (rs_py_code_name(code, 0, name, sizeof name, &id) != 0)
             return intern("[python]");
         uint32_t str = intern(name);
         if (!str)
@@ -165,6 +179,58 @@ static uint32_t code_string(uint64_t code, rs_intern_fn intern)
     c->used_pass = s.pass;
     code_list(c);
     return c->str;
+}
+
+/* The slot of a Python frame word, or the empty slot where it would go. */
+static struct line_slot *line_slot(uint64_t word)
+{
+    uint32_t j = (uint32_t)((word >> 4) * 0x9E3779B97F4A7C15ull >> 40) & (s.line_cap - 1);
+    while (s.lines[j].word && s.lines[j].word != word)
+        j = (j + 1) & (s.line_cap - 1);
+    return &s.lines[j];
+}
+
+/* String id of a Python frame word: its code object's name with the line
+ * of its position ("pkg/mod.py:qualname:LINE"), found once per word and
+ * kept while the code object at that address is the one the cached name
+ * belongs to; the name alone when the line is not known. */
+static uint32_t frame_string(uint64_t word, rs_intern_fn intern)
+{
+    uint64_t code = word & RS_PY_CODE_MASK;
+    unsigned pos = (unsigned)(word >> RS_PY_POS_SHIFT) & RS_PY_POS_MAX;
+    uint32_t name = code_string(code, intern);
+    if (!pos || !name || !code_slot(code)->code) /* no table, or a code object not read */
+        return name;
+    if (s.nlines + 1 >= s.line_cap / 2) {
+        uint32_t cap = s.line_cap ? s.line_cap * 2 : 1024;
+        struct line_slot *t = calloc(cap, sizeof *t), *old = s.lines;
+        if (!t)
+            return name;
+        uint32_t oldcap = s.line_cap;
+        s.lines = t;
+        s.line_cap = cap;
+        for (uint32_t i = 0; i < oldcap; i++)
+            if (old[i].word)
+                *line_slot(old[i].word) = old[i];
+        free(old);
+    }
+    const struct code_slot *c = code_slot(code);
+    struct line_slot *l = line_slot(word);
+    if (l->word && same_ident(&l->id, &c->id))
+        return l->str;
+    struct rs_py_ident now;
+    char text[2048];
+    uint32_t str = name;
+    /* Another object at the address since the name was taken: its line
+     * table says nothing of the samples the old name is kept for. */
+    if (rs_py_code_name(code, pos, text, sizeof text, &now) == 0 && same_ident(&now, &c->id))
+        str = intern(text);
+    if (!str)
+        return name;
+    if (!l->word)
+        s.nlines++;
+    *l = (struct line_slot){ word, str, c->id };
+    return str;
 }
 
 /* The file's id of stack f[0..n), defining it in this chunk if new. */
@@ -234,7 +300,7 @@ static uint32_t record_stack(const struct rs_rec_hdr *h, rs_intern_fn intern)
     for (uint32_t i = 0; i < n; i++) {
         f[i] = r->frames[i];
         if (f[i] & RS_PYFRAME_BIT)
-            f[i] = RS_PYFRAME_BIT | code_string(f[i] & ~RS_PYFRAME_BIT, intern);
+            f[i] = RS_PYFRAME_BIT | frame_string(f[i] & ~RS_PYFRAME_BIT, intern);
     }
     return stack_id(f, n);
 }

@@ -502,6 +502,24 @@ static void push_native(struct loader *L, struct proc *p, uint64_t pc, int exact
     }
 }
 
+/* A Python frame's name as the agent wrote it, "pkg/mod.py:qualname:LINE"
+ * (agents before lines wrote "mod.py:qualname", which is kept as it is):
+ * the line goes unless lines are wanted. A qualname is never all digits,
+ * so only a line can be the third part. */
+static const char *python_name(const char *s, int lines, char *buf, size_t cap)
+{
+    const char *c = strrchr(s, ':');
+    if (lines || !c || c == s || !c[1] || !memchr(s, ':', (size_t)(c - s)))
+        return s;
+    for (const char *d = c + 1; *d; d++)
+        if (*d < '0' || *d > '9')
+            return s;
+    size_t n = (size_t)(c - s) < cap ? (size_t)(c - s) : cap - 1;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    return buf;
+}
+
 static const char *thread_name(const struct proc *p, uint32_t tid, char *buf, size_t cap)
 {
     const char *name = NULL;
@@ -539,9 +557,10 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples)
             for (uint32_t k = s->nframes; k-- > 0;) {
                 uint64_t addr = s->frames[k];
                 if (addr & RSF_FRAME_PYTHON) {
+                    char buf[1024];
                     const char *name = str_of(p, (uint32_t)addr);
-                    push(L, rsr_flame_frame(L->fl, name ? name : "[python ?]", RSR_FRAME_PYTHON,
-                                            "python"));
+                    name = name ? python_name(name, L->opts->lines, buf, sizeof buf) : "[python ?]";
+                    push(L, rsr_flame_frame(L->fl, name, RSR_FRAME_PYTHON, "python"));
                 } else {
                     push_native(L, p, addr, k == 0, a->map_ts);
                 }
@@ -636,11 +655,11 @@ uint64_t rsr_flame_load(struct rsr_flame *fl, char **files, int nfiles,
     return nsamples[fl->kind];
 }
 
-int rsr_flame_write_all(char **files, int nfiles, const char *out_dir, int quiet)
+int rsr_flame_write_all(char **files, int nfiles, const char *out_dir, int quiet, int lines)
 {
     struct rsr_flame fl[RSF_SAMPLE_NKINDS], *fls[RSF_SAMPLE_NKINDS];
     uint64_t nsamples[RSF_SAMPLE_NKINDS] = { 0 };
-    struct rsr_flame_opts o = { .kind = -1, .rank = -1, .quiet = quiet };
+    struct rsr_flame_opts o = { .kind = -1, .rank = -1, .quiet = quiet, .lines = lines };
     for (int k = 0; k < RSF_SAMPLE_NKINDS; k++) {
         rsr_flame_init(&fl[k], k);
         fls[k] = &fl[k];

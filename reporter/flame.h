@@ -14,7 +14,7 @@
 enum rsr_frame_class {
     RSR_FRAME_NATIVE,     /* a function found in an ELF file */
     RSR_FRAME_INLINE,     /* a function inlined into its caller */
-    RSR_FRAME_PYTHON,     /* "file.py:qualname" */
+    RSR_FRAME_PYTHON,     /* "pkg/mod.py:qualname", ":LINE" added with lines */
     RSR_FRAME_UNKNOWN,    /* "[module+0xoff]" or [unknown] */
     RSR_FRAME_THREAD      /* a thread's name as a root frame (--threads) */
 };
@@ -48,7 +48,7 @@ struct rsr_flame_opts {
     int kind;       /* enum rsf_sample_kind (rsr_flame_load reads fl->kind) */
     int rank;       /* only processes of this rank; -1 all */
     int threads;    /* thread names as root frames */
-    int lines;      /* "func (file.c:line)" instead of "func" */
+    int lines;      /* "func (file.c:line)" instead of "func", "mod.py:func:line" */
     int quiet;      /* no notices on stderr */
 };
 
@@ -84,8 +84,8 @@ int rsr_flame_write_folded(FILE *f, const struct rsr_flame *fl);
 uint32_t *rsr_flame_children(const struct rsr_flame *fl, uint32_t node, uint32_t *n);
 
 /* Writes flame-<kind>.svg into out_dir for each kind of sample the files
- * hold (all ranks). Returns the number of files written, or -1 on error
- * (said on stderr). */
-int rsr_flame_write_all(char **files, int nfiles, const char *out_dir, int quiet);
+ * hold (all ranks), with source lines in frame names when lines is set.
+ * Returns the number of files written, or -1 on error (said on stderr). */
+int rsr_flame_write_all(char **files, int nfiles, const char *out_dir, int quiet, int lines);
 
 #endif

@@ -20,12 +20,13 @@
 static const char usage[] =
     "usage: ringside COMMAND [ARGS]\n"
     "\n"
-    "  report DIR... [-o OUT] [--json FILE] [-q]\n"
+    "  report DIR... [-o OUT] [--json FILE] [--lines] [-q]\n"
     "        merge the trace files of a job (a job folder, a folder of job\n"
     "        folders, or trace files) into OUT/report.json, OUT/index.html\n"
     "        (a page that opens offline) and OUT/trace.json (for Perfetto and\n"
     "        HTA); OUT defaults to ringside-report; --json FILE writes the JSON\n"
-    "        there too, - for stdout\n"
+    "        there too, - for stdout; --lines: source lines in the flame\n"
+    "        graphs' frame names\n"
     "  import-kineto IN... -o DIR [-q]\n"
     "        PyTorch profiler traces (.json, .json.gz) into ringside trace files\n"
     "        in DIR, one per process (a trace.json of ringside report holds\n"
@@ -38,7 +39,8 @@ static const char usage[] =
     "        default flame-KIND.svg. Weights are ns: CPU time (cpu), time\n"
     "        blocked in CUDA calls and file I/O (wait), GPU time of the kernels\n"
     "        launched there (gpu). --threads: thread names as root frames;\n"
-    "        --lines: source file:line in frame names\n"
+    "        --lines: source file:line in frame names (mod.py:func:line for\n"
+    "        Python)\n"
     "  symbolize FILE ADDR...\n"
     "        function, inlined callers and file:line of addresses of an ELF file\n"
     "        (innermost first, as addr2line -a -f -i prints them)\n"
@@ -78,6 +80,8 @@ static int cmd_report(int argc, char **argv)
             o.json_path = argv[i];
         } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
             o.quiet = 1;
+        } else if (strcmp(argv[i], "--lines") == 0) {
+            o.lines = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "ringside: report: unknown option %s\n", argv[i]);
             free(paths);

@@ -614,7 +614,7 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
             snprintf(p, sizeof p, "%s/report.json", o->out_dir);
             rc = write_file(p, json, len);
             /* The flame graphs first: index.html inlines OUT/flame-*.svg. */
-            if (!rc && rsr_flame_write_all(files, n, o->out_dir, o->quiet) < 0)
+            if (!rc && rsr_flame_write_all(files, n, o->out_dir, o->quiet, o->lines) < 0)
                 rc = 1;
             const char *bad;
             if (!rc && rsr_html_write_dir(o->out_dir, models, (size_t)n, &bad) != 0)

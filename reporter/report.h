@@ -11,6 +11,7 @@ struct rsr_report_opts {
     const char *out_dir;   /* OUT/report.json; NULL: none */
     const char *json_path; /* --json FILE; NULL: none */
     int quiet;
+    int lines;             /* --lines: source lines in the flame graphs' frame names */
 };
 
 /* Collects the *.trace.lz4 files under each of paths (a file, a job folder,

@@ -3,11 +3,20 @@ through `ringside dump`, and symbolise native frames independently of
 ringside, with binutils (readelf for the segment table, addr2line for the
 function), using only the module map the trace recorded."""
 import bisect
+import re
 import subprocess
 
 from rstest import dump
 
 PYBIT = 1 << 63
+_PY_LINE = re.compile(r"^(.*:.*):([0-9]+)$")
+
+
+def py_split(text):
+    """(name, line) of a Python frame's string as the agent writes it,
+    "pkg/mod.py:qualname:LINE"; line is None where there is none."""
+    m = _PY_LINE.match(text or "")
+    return (m.group(1), int(m.group(2))) if m else (text, None)
 
 
 class Trace:
@@ -48,11 +57,15 @@ class Trace:
                 break
         return None
 
+    def py_frames(self, stack):
+        """[(name, line)] of the Python frames of a stack, innermost first."""
+        return [py_split(self.strings.get(a & 0xFFFFFFFF)) for a in self.stacks.get(stack, []) if a & PYBIT]
+
     def frame_name(self, addr, innermost):
-        """Function name of a frame: Python "file.py:qualname", a native
-        function from addr2line, or None when it cannot be placed."""
+        """Function name of a frame: Python "pkg/mod.py:qualname" (no line),
+        a native function from addr2line, or None when it cannot be placed."""
         if addr & PYBIT:
-            return self.strings.get(addr & 0xFFFFFFFF)
+            return py_split(self.strings.get(addr & 0xFFFFFFFF))[0]
         key = (addr, innermost)
         if key not in self._cache:
             self._cache[key] = self._symbolise(addr if innermost else addr - 1)
@@ -96,11 +109,11 @@ def file_offset_to_vaddr(path, off):
     return None
 
 
-def folded(out, kind="cpu"):
+def folded(out, kind="cpu", lines=False):
     """[(frames outermost first, weight)] from `ringside flame OUT --kind KIND -o -`
-    (folded text), or None when the command fails."""
+    (folded text; with --lines when lines), or None when the command fails."""
     from rstest import RINGSIDE, run
-    p = run([RINGSIDE, "flame", out, "--kind", kind, "-o", "-"])
+    p = run([RINGSIDE, "flame", out, "--kind", kind, "-o", "-"] + (["--lines"] if lines else []))
     if p.returncode != 0:
         return None
     rows = []

@@ -4,20 +4,23 @@ CPython 3.10 to 3.13 (pyenv's installs): tests/programs/py_hot3.py's three
 functions doing 60/30/10 of the work by construction appear by qualified
 name with shares of the CPU time within 5 points, under their Python
 callers; and in its ctypes mode, the C function spin_c sits under the Python
-function that called it, with no other Python frame between them."""
+function that called it, with no other Python frame between them. Frame
+names from a hand-made trace: the agent's "pkg/mod.py:qualname:LINE" lose
+the line in `ringside flame` and `ringside report`'s SVG unless --lines is
+given, and names written before lines were recorded stay as they are."""
 import os
 
-from rstest import cpython, PROG, RINGSIDE, ROOT, check, cleanup, finish, run, skip, tempdir, traced_env
+from rstest import BUILD, cpython, PROG, RINGSIDE, ROOT, check, cleanup, finish, run, skip, tempdir, traced_env
 
 SCRIPT = os.path.join(ROOT, "tests", "programs", "py_hot3.py")
 LIB = os.path.join(PROG, "libspin.so")
 
 
 
-def folded(out, label):
+def folded(out, label, extra=()):
     """{stack: weight} of the CPU flame graph of the traces under out."""
     path = os.path.join(out, "cpu.folded")
-    p = run([RINGSIDE, "flame", out, "--kind", "cpu", "-o", path, "-q"])
+    p = run([RINGSIDE, "flame", out, "--kind", "cpu", "-o", path, "-q"] + list(extra))
     if not check(label + ": ringside flame runs", p.returncode == 0, p.stderr.decode(errors="replace")):
         return {}
     got = {}
@@ -79,7 +82,46 @@ def mixed(py, minor):
     cleanup(out)
 
 
+def lines_or_not():
+    label = "flame python names"
+    work = tempdir("flame-pynames")
+    job = os.path.join(work, "job")
+    os.makedirs(job)
+    spec = ["meta 0 100",
+            "stack 1 py:pkg/sub/mod.py:func:8 py:work.py:main:17",
+            "stack 2 py:pkg/sub/mod.py:func:9 py:work.py:main:17",
+            # as agents before lines wrote them; a qualname ending in digits
+            "stack 3 py:old.py:f2 py:old.py:%3Cmodule%3E",
+            "sample cpu 100 1 3000 10", "sample cpu 100 2 1000 20", "sample cpu 100 3 500 30"]
+    trace = os.path.join(job, "rank-0.testhost.100.trace.lz4")
+    p = run([os.path.join(BUILD, "tests", "flame_mktrace"), trace], input="\n".join(spec).encode())
+    if not check(label + ": hand-made trace written", p.returncode == 0, p.stderr.decode()):
+        cleanup(work)
+        return
+    old = {"old.py:<module>;old.py:f2": 500}
+    want = {False: dict(old, **{"work.py:main;pkg/sub/mod.py:func": 4000}),
+            True: dict(old, **{"work.py:main:17;pkg/sub/mod.py:func:8": 3000,
+                               "work.py:main:17;pkg/sub/mod.py:func:9": 1000})}
+    for lines in (False, True):
+        got = folded(job, label + (" --lines" if lines else ""), ["--lines"] if lines else [])
+        check("%s: flame%s" % (label, " --lines" if lines else ""), got == want[lines],
+              "got %s, want %s" % (got, want[lines]))
+        out = os.path.join(work, "report-%d" % lines)
+        p = run([RINGSIDE, "report", job, "-o", out, "-q"] + (["--lines"] if lines else []))
+        svg = ""
+        if p.returncode == 0 and os.path.exists(os.path.join(out, "flame-cpu.svg")):
+            with open(os.path.join(out, "flame-cpu.svg"), encoding="utf-8") as f:
+                svg = f.read()
+        has_line = "pkg/sub/mod.py:func:8" in svg
+        check("%s: report%s: flame-cpu.svg %s the line" % (label, " --lines" if lines else "",
+                                                          "has" if lines else "lacks"),
+              "pkg/sub/mod.py:func" in svg and has_line == lines,
+              "report exit %d, %s" % (p.returncode, p.stderr.decode(errors="replace")[-200:]))
+    cleanup(work)
+
+
 def main():
+    lines_or_not()
     for minor in (10, 11, 12, 13):
         py = cpython(minor)
         if not py:

@@ -10,11 +10,22 @@ code objects, before the agent's first timed flush keeps its own name (the
 new ones never run, so no sample may name them); and a function whose code
 object lands where a freed one was, after the agent has named that one, has
 samples under its own name, about as many as the first (both spin for the
-same CPU time)."""
+same CPU time).
+
+Names and lines (also under Debian's /usr/bin/python3): a package this test
+writes to a folder on PYTHONPATH is named by its path below that folder
+(pkg/sub/mod.py:func), the script by its path below its own folder
+(work.py:main), a standard library function by its path below the sys.path
+entry Python itself says it came from (json/decoder.py:...); with --lines
+the spinning function's line is the line of its loop in the file written
+here, and its caller's the line of the call. With Debian's torch, an
+nn.Linear forward/backward loop shows torch/nn/modules/linear.py:Linear.forward
+and torch/autograd/__init__.py:backward (as Python's inspect names the
+files below the sys.path entry)."""
 import os
 
 from rstest import cpython, PROG, ROOT, check, cleanup, finish, run, skip, tempdir, trace_files, traced_env
-from samples import PYBIT, Trace, folded, shares, weighted_shares
+from samples import PYBIT, Trace, folded, py_split, shares, weighted_shares
 
 SCRIPT = os.path.join(ROOT, "tests", "programs", "py_hot3.py")
 LIB = os.path.join(PROG, "libspin.so")
@@ -22,10 +33,8 @@ LIB = os.path.join(PROG, "libspin.so")
 
 
 def innermost_python(t, stack):
-    for a in t.stacks.get(stack, []):
-        if a & PYBIT:
-            return t.strings.get(a & 0xFFFFFFFF)
-    return None
+    frames = t.py_frames(stack)
+    return frames[0][0] if frames else None
 
 
 def hot3(py, minor):
@@ -55,7 +64,7 @@ def hot3(py, minor):
                   abs(got[fn] - want) <= 5.0, "%.1f%% of %d samples" % (got[fn], n))
         callers = 0
         for s in cpu:
-            frames = [t.strings.get(a & 0xFFFFFFFF) for a in t.stacks.get(s["stack"], []) if a & PYBIT]
+            frames = [name for name, _ in t.py_frames(s["stack"])]
             if frames and frames[0] in truth and "py_hot3.py:main" in frames and "py_hot3.py:<module>" in frames:
                 callers += 1
         check(label + ": Python callers under them (main, <module>)", callers >= 0.9 * n,
@@ -86,7 +95,7 @@ def mixed(py, minor):
         if not frames or frames[0] & PYBIT or t.frame_name(frames[0], True) != "spin_c":
             continue
         in_c += 1
-        py_frames = [t.strings.get(a & 0xFFFFFFFF) for a in frames if a & PYBIT]
+        py_frames = [name for name, _ in t.py_frames(s["stack"])]
         if py_frames[:2] == ["py_hot3.py:c_caller", "py_hot3.py:main"]:
             under += 1
     # about half of 2 s of CPU: 100 samples or more from a 100 Hz tick on
@@ -150,6 +159,182 @@ def reused(py, minor):
     cleanup(out)
 
 
+MOD = """import time
+
+
+def func(seconds):
+    end = time.process_time() + seconds
+    n = 0
+    while True:
+        for i in range(20000): n += i & 1  # the spin loop
+        if time.process_time() > end:
+            return n
+"""
+
+WORK = """import json
+import os
+import sys
+import time
+
+from pkg.sub import mod
+
+
+def decode(seconds):
+    text = json.dumps([{"k": i, "v": [i, str(i)]} for i in range(2000)])
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        json.loads(text)
+
+
+def main():
+    mod.func(float(sys.argv[1]))  # the call
+    decode(float(sys.argv[2]))
+    # what Python says: json.decoder's file below the sys.path entry it
+    # came from, and the qualified name of the function decode spends in
+    f = os.path.realpath(json.decoder.__file__)
+    entry = max((os.path.realpath(p) for p in sys.path if p and f.startswith(os.path.realpath(p) + os.sep)),
+                key=len)
+    code = json.decoder.JSONDecoder.raw_decode.__code__
+    print(os.path.relpath(f, entry) + ":" + getattr(code, "co_qualname", code.co_name))
+
+
+main()
+"""
+
+
+def line_of(text, marker):
+    """The 1-based line of text that holds marker."""
+    return next(i + 1 for i, l in enumerate(text.splitlines()) if marker in l)
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def package(py, label):
+    label += " names"
+    """Names below the sys.path entry, and lines, for a package and a script
+    written here and a standard library module."""
+    work = tempdir("sample-pkg")
+    lib, app = os.path.join(work, "lib"), os.path.join(work, "app")
+    for init in ("pkg/__init__.py", "pkg/sub/__init__.py"):
+        write(os.path.join(lib, init), "")
+    mod_path, script = os.path.join(lib, "pkg", "sub", "mod.py"), os.path.join(app, "work.py")
+    write(mod_path, MOD)
+    write(script, WORK)
+    func = os.path.relpath(mod_path, lib).replace(os.sep, "/") + ":func"
+    main = os.path.relpath(script, app) + ":main"
+    loop, call = line_of(MOD, "# the spin loop"), line_of(WORK, "# the call")
+    out = os.path.join(work, "out")
+    env = traced_env(out, RINGSIDE_SAMPLE_HZ=999, PYTHONPATH=lib)
+    p = run([py, script, "1.2", "0.8"], env=env)
+    if not check(label + ": package workload runs", p.returncode == 0, p.stderr.decode()[-300:]):
+        cleanup(work)
+        return
+    stdlib = p.stdout.decode().split()[-1]
+    files = trace_files(out)
+    if not check(label + ": one trace file", len(files) == 1, "%d files" % len(files)):
+        cleanup(work)
+        return
+    t = Trace(files[0])
+    cpu = t.of_kind("cpu")
+    inner = [t.py_frames(s["stack"]) for s in cpu]
+    seen = sorted(set(n for f in inner for n, _ in f))
+    in_func = [f for f in inner if f and f[0][0] == func]
+    # 1.2 s of CPU in func: 120 samples or more from a 100 Hz tick on
+    check(label + ": %s (its path below the PYTHONPATH folder)" % func, len(in_func) >= 60,
+          "%d samples; Python names seen: %s" % (len(in_func), seen[:12]))
+    under = sum(1 for f in in_func if main in [n for n, _ in f])
+    check(label + ": %s (the script below its own folder) calls it" % main,
+          in_func and under >= 0.9 * len(in_func), "%d of %d; names seen: %s" % (under, len(in_func), seen[:12]))
+    in_json = sum(1 for f in inner if stdlib in [n for n, _ in f])
+    check(label + ": %s (below the standard library's sys.path entry)" % stdlib, in_json >= 30,
+          "%d samples; names seen: %s" % (in_json, [n for n in seen if "json" in n][:8]))
+    rows = folded(out)
+    if check(label + ": ringside flame folded output", rows, "ringside flame failed"):
+        names = set(n for fr, _ in rows for n in fr)
+        lined = sorted(n for n in names if ".py:" in n and py_split(n)[1] is not None)
+        check(label + ": flame: no line in Python frame names without --lines",
+              func in names and not lined, "%s in names: %s; with a line: %s" % (func, func in names, lined[:5]))
+    rows = folded(out, lines=True)
+    if check(label + ": ringside flame --lines folded output", rows, "ringside flame --lines failed"):
+        at, callers = {}, {}
+        for fr, w in rows:
+            py = [py_split(n) for n in fr if ".py:" in n]
+            if not py or py[-1][0] != func:
+                continue
+            at[py[-1][1]] = at.get(py[-1][1], 0) + w
+            caller = [ln for n, ln in py if n == main]
+            callers[caller[-1] if caller else None] = callers.get(caller[-1] if caller else None, 0) + w
+        total = sum(at.values())
+        check(label + ": --lines: func at its loop's line %d" % loop, total and at.get(loop, 0) >= 0.9 * total,
+              "lines by weight: %s" % sorted(at.items(), key=lambda x: -x[1])[:5])
+        check(label + ": --lines: main at the line of its call, %d" % call,
+              total and callers.get(call, 0) >= 0.9 * total,
+              "lines by weight: %s" % sorted(callers.items(), key=lambda x: -x[1] if x[1] else 0)[:5])
+    cleanup(work)
+
+
+TORCH = """import inspect
+import os
+import sys
+import time
+
+import torch
+
+torch.manual_seed(0)
+torch.set_num_threads(1)
+m = torch.nn.Linear(256, 256)
+x = torch.randn(64, 256)
+end = time.process_time() + float(sys.argv[1])
+while time.process_time() < end:
+    m(x).square().sum().backward()
+
+
+def name(fn):
+    # fn's file below the sys.path entry it came from, as Python sees it
+    f = os.path.realpath(inspect.getsourcefile(fn))
+    entry = max((os.path.realpath(p) for p in sys.path if p and f.startswith(os.path.realpath(p) + os.sep)),
+                key=len)
+    return os.path.relpath(f, entry) + ":" + fn.__code__.co_qualname
+
+
+print(name(torch.nn.Linear.forward), name(torch.autograd.backward))
+"""
+
+
+def torch_frames(py):
+    label = "torch"
+    if run([py, "-c", "import torch"]).returncode != 0:
+        skip(label, "%s cannot import torch" % py)
+        return
+    work = tempdir("sample-torch")
+    script = os.path.join(work, "linear_loop.py")
+    write(script, TORCH)
+    out = os.path.join(work, "out")
+    p = run([py, script, "2"], env=traced_env(out, RINGSIDE_SAMPLE_HZ=999))
+    if not check(label + ": nn.Linear loop runs", p.returncode == 0, p.stderr.decode()[-300:]):
+        cleanup(work)
+        return
+    truth = p.stdout.decode().split()
+    check(label + ": Python names torch's files below dist-packages",
+          truth == ["torch/nn/modules/linear.py:Linear.forward", "torch/autograd/__init__.py:backward"],
+          str(truth))
+    files = trace_files(out)
+    if check(label + ": trace written", len(files) == 1, "%d files" % len(files)):
+        t = Trace(files[0])
+        stacks = [set(n for n, _ in t.py_frames(s["stack"])) for s in t.of_kind("cpu")]
+        seen = sorted(set(n for f in stacks for n in f if "torch/" in n))
+        for want in truth:
+            n = sum(1 for f in stacks if want in f)
+            # the forward and the backward each hold a third or more of 2 s
+            check(label + ": %s in the samples" % want, n >= 40,
+                  "%d samples; torch names seen: %s" % (n, seen[:10]))
+    cleanup(work)
+
+
 def main():
     for minor in (10, 11, 12, 13):
         py = cpython(minor)
@@ -160,6 +345,13 @@ def main():
         mixed(py, minor)
         freed(py, minor)
         reused(py, minor)
+        package(py, "3.%d" % minor)
+    debian = "/usr/bin/python3"
+    if os.path.exists(debian):
+        package(debian, "debian python3")
+        torch_frames(debian)
+    else:
+        skip("debian python3", "no /usr/bin/python3")
     finish()
 
 
