@@ -85,9 +85,12 @@ clean:
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # The demo: a simulated 4-rank training job (data loading and checkpoints
-# included) under the agent, then the report.
+# included) under the agent, then the report. Like `test`, it installs what
+# is missing first, and builds only after that (a prerequisite would be
+# built beside deps under -j).
 DEMO := $(BUILD)/demo
-demo: all
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)/ckpt
 	@echo "demo: 4 simulated ranks under the agent, traces in $(DEMO)/trace"
 	$(Q)LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/sim RINGSIDE_OUT=$(CURDIR)/$(DEMO)/trace \

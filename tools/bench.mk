@@ -4,8 +4,10 @@
 # simtrain with and without the agent in alternating rounds and prints
 # Markdown tables of the ratios.
 # tools/bench_sample.sh then times the sampler on a CPU-bound program
-# ($(BUILD)/bench_run measures CPU time), and tools/bench_start.sh the fixed
-# cost of a process that does nothing.
+# ($(BUILD)/bench_run measures CPU time), tools/bench_start.sh the fixed
+# cost of a process that does nothing, and tools/bench_torch.py the agent
+# against the PyTorch profiler on a real training loop (Debian's
+# python3-torch).
 # Included by the top Makefile after its own rules (needs BUILD, RS_CFLAGS).
 
 $(BUILD)/bench_io: $(BUILD)/obj/tools/bench_io.o
@@ -29,6 +31,7 @@ bench: $(BUILD)/libagent.so $(BUILD)/ringside $(BUILD)/bench_io $(BUILD)/bench_l
 	$(Q)python3 tools/bench_report.py $(BUILD)
 	$(Q)sh tools/bench_sample.sh $(BUILD)
 	$(Q)sh tools/bench_start.sh $(BUILD)
+	$(Q)python3 tools/bench_torch.py $(BUILD)
 
 # The reporter's part: build/gen_job writes a synthetic job of ringside files
 # (tools/gen_job.c), and tools/bench_report.py times import + report on the
@@ -43,3 +46,8 @@ $(BUILD)/gen_job: $(GEN_JOB_OBJ)
 .PHONY: bench-report
 bench-report: $(BUILD)/ringside $(BUILD)/gen_job
 	$(Q)python3 tools/bench_report.py $(BUILD)
+
+# `make bench-torch` runs the PyTorch part alone.
+.PHONY: bench-torch
+bench-torch: $(BUILD)/libagent.so
+	$(Q)python3 tools/bench_torch.py $(BUILD)
