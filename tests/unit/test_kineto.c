@@ -1,13 +1,15 @@
 /* Unit tests of the Kineto trace reader (reporter/kineto.c): small traces
  * written here, whose every field is worked out by hand, in plain and gzip
- * form; broken inputs (cut short, corrupt, malformed, empty, not a trace)
- * that must give one clear error naming the file; and the real A100 traces
+ * form (one member or several, across the reader's piece boundaries);
+ * broken inputs (cut short, corrupt, a wrong trailer, malformed, empty, not
+ * a trace) that must give one clear error naming the file; and the real A100 traces
  * in ../shared/data/kineto, whose ranks and sizes the files themselves say. */
 /* rs_check.h calls free() without including stdlib.h. */
 #include <stdlib.h>
 
 #include "tests/unit/rs_check.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,6 +37,34 @@ static const char *write_trace(const char *text, int gz)
         ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
         close(fd);
     }
+    return tmp_path;
+}
+
+/* The gzip form of text[0..len) as one member at zlib's level (0: stored,
+ * as long as the text and a few bytes more), into out (cap bytes). */
+static size_t gzip_member(const char *text, size_t len, int level, unsigned char *out, size_t cap)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    ck_assert_int_eq(deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    z.next_in = (unsigned char *)(uintptr_t)text;
+    z.avail_in = (unsigned)len;
+    z.next_out = out;
+    z.avail_out = (unsigned)cap;
+    ck_assert_int_eq(deflate(&z, Z_FINISH), Z_STREAM_END);
+    size_t n = z.total_out;
+    deflateEnd(&z);
+    return n;
+}
+
+/* Writes data to a fresh temporary .json.gz file and returns its path. */
+static const char *write_bytes(const unsigned char *data, size_t len)
+{
+    snprintf(tmp_path, sizeof tmp_path, "/tmp/rsr-kineto-XXXXXX.json.gz");
+    int fd = mkstemps(tmp_path, 8);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+    close(fd);
     return tmp_path;
 }
 
@@ -120,6 +150,94 @@ START_TEST(basic_gzip)
 {
     check_basic(write_trace(basic_trace, 1));
     unlink(tmp_path);
+}
+END_TEST
+
+/* A gzip file may hold several members, one after the other (`cat a.gz
+ * b.gz`, or a writer that flushes in members), read as one text; bytes
+ * after a member that do not begin another are ignored, as zlib and gzip
+ * do. Split into two or three members at each of these points, with and
+ * without zero bytes at the end, the basic trace must read as it does whole. */
+START_TEST(gzip_members)
+{
+    size_t len = strlen(basic_trace);
+    const size_t cuts[][2] = { { 1, 0 }, { 100, 0 }, { len / 2, 0 }, { len - 1, 0 }, { 200, 900 } };
+    static unsigned char gz[3 * sizeof basic_trace + 256];
+    for (size_t i = 0; i < 2 * sizeof cuts / sizeof cuts[0]; i++) {
+        const size_t *cut = cuts[i / 2];
+        size_t at[4] = { 0, cut[0], cut[1] ? cut[1] : len, len }, n = 0;
+        for (size_t k = 0; k < 3 && at[k] < len; k++)
+            n += gzip_member(basic_trace + at[k], at[k + 1] - at[k], 6, gz + n, sizeof gz - n);
+        if (i % 2) {
+            memset(gz + n, 0, 7);
+            n += 7;
+        }
+        check_basic(write_bytes(gz, n));
+        unlink(tmp_path);
+    }
+}
+END_TEST
+
+/* The reader takes the file 256 KiB at a time: a second member whose first
+ * bytes (the gzip magic it is known by) lie just before, across or just
+ * after such a boundary is read all the same. The first member is stored
+ * (level 0), so that its length can be set to the byte. */
+START_TEST(gzip_member_at_piece_end)
+{
+    const size_t piece = 256 * 1024, nev = 6000;
+    size_t cap = nev * 128 + 64, len = 0;
+    char *text = malloc(cap);
+    unsigned char *gz = malloc(2 * cap);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_ptr_nonnull(gz);
+    len += (size_t)snprintf(text, cap, "{\"traceEvents\": [");
+    for (size_t i = 0; i < nev; i++)
+        len += (size_t)snprintf(text + len, cap - len,
+                                "%s{\"cat\": \"kernel\", \"name\": \"k%zu\", \"ts\": %zu, \"dur\": 3,"
+                                " \"args\": {\"stream\": 7}}", i ? "," : "", i % 37, 10 * i);
+    len += (size_t)snprintf(text + len, cap - len, "]}");
+    ck_assert_uint_gt(len, piece + 4096);
+    for (size_t want = piece - 3; want <= piece + 2; want++) {
+        /* The first member's text, grown or shrunk until it is want bytes. */
+        size_t first = want, n = 0;
+        for (int tries = 0; tries < 8 && (n = gzip_member(text, first, 0, gz, 2 * cap)) != want; tries++)
+            first = n < want ? first + (want - n) : first - (n - want);
+        ck_assert_uint_eq(n, want);
+        n += gzip_member(text + first, len - first, 6, gz + n, 2 * cap - n);
+        struct rsr_model m;
+        char msg[512];
+        ck_assert_msg(load(write_bytes(gz, n), &m, msg, sizeof msg) == RSR_KINETO_ERR_OK, "%s", msg);
+        ck_assert_uint_eq(m.n_ops, nev);
+        ck_assert_int_eq(m.ops[nev - 1].start_ns, (int64_t)(10 * (nev - 1)) * 1000);
+        rsr_model_free(&m);
+        unlink(tmp_path);
+    }
+    free(text);
+    free(gz);
+}
+END_TEST
+
+/* The trailer is checked: a file whose trailer gives a size one byte more or
+ * less than its text, none, or one far too large, is an error naming the
+ * file, however the text reads. */
+START_TEST(gzip_trailer_checked)
+{
+    size_t len = strlen(basic_trace);
+    static unsigned char gz[sizeof basic_trace + 256];
+    const uint32_t sizes[] = { (uint32_t)len + 1, (uint32_t)len - 1, 0, 0xffffffffu };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t n = gzip_member(basic_trace, len, 6, gz, sizeof gz);
+        for (int b = 0; b < 4; b++)
+            gz[n - 4 + (size_t)b] = (unsigned char)(sizes[i] >> (8 * b));
+        const char *path = write_bytes(gz, n);
+        struct rsr_model m;
+        char msg[512];
+        int err = load(path, &m, msg, sizeof msg);
+        ck_assert_msg(err == RSR_KINETO_ERR_GZIP, "size %u: %d %s", sizes[i], err, msg);
+        ck_assert_msg(strncmp(msg, path, strlen(path)) == 0, "message does not name the file: %s", msg);
+        rsr_model_free(&m);
+        unlink(path);
+    }
 }
 END_TEST
 
@@ -269,21 +387,24 @@ START_TEST(malformed_json)
 {
     /* The comma missing at byte 40 is found on reading the key after it,
      * which ends at byte 42. */
-    expect_error("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"k\" \"name\": \"k\"}]}", 0,
-                 RSR_KINETO_ERR_JSON, "byte 42:");
+    for (int gz = 0; gz < 2; gz++)
+        expect_error("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"k\" \"name\": \"k\"}]}", gz,
+                     RSR_KINETO_ERR_JSON, "byte 42:");
 }
 END_TEST
 
 START_TEST(json_cut_short)
 {
-    expect_error("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\"", 0,
-                 RSR_KINETO_ERR_TRUNCATED, "cut short");
+    for (int gz = 0; gz < 2; gz++)
+        expect_error("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\"", gz,
+                     RSR_KINETO_ERR_TRUNCATED, "byte 44: cut short");
 }
 END_TEST
 
 START_TEST(empty_file)
 {
     expect_error("", 0, RSR_KINETO_ERR_NOT_TRACE, "empty");
+    expect_error("", 1, RSR_KINETO_ERR_NOT_TRACE, "empty");
 }
 END_TEST
 
@@ -435,6 +556,9 @@ static Suite *kineto_suite(void)
         { "kineto_missing_file", missing_file },
         { "kineto_gzip_truncated", gzip_truncated },
         { "kineto_gzip_corrupt", gzip_corrupt },
+        { "kineto_gzip_members", gzip_members },
+        { "kineto_gzip_member_at_piece_end", gzip_member_at_piece_end },
+        { "kineto_gzip_trailer_checked", gzip_trailer_checked },
         { "kineto_real_traces", real_traces },
         { "kineto_real_collectives", real_collectives },
     };
