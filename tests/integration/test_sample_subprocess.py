@@ -21,7 +21,7 @@ import subprocess
 
 from rstest import (ROOT, check, cleanup, cpython, finish, report, skip, tempdir, trace_files,
                     traced_env)
-from samples import PYBIT, Trace
+from samples import PYBIT, Trace, py_split
 
 SCRIPT = os.path.join(ROOT, "tests", "programs", "py_subproc.py")
 MODES = ("run", "system", "posix_spawn", "mp_fork", "mp_spawn", "mp_forkserver")
@@ -53,9 +53,7 @@ def innermost_function(t, stack):
     number a frame's name may end with."""
     for a in t.stacks.get(stack, []):
         if a & PYBIT:
-            name = t.strings.get(a & 0xFFFFFFFF) or ""
-            head, _, tail = name.rpartition(":")
-            return head if tail.isdigit() and head.count(":") else name
+            return py_split(t.strings.get(a & 0xFFFFFFFF))[0]
     return None
 
 

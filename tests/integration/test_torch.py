@@ -406,20 +406,29 @@ def by_torchrun(work, data, names, ref):
         folder = {os.path.basename(os.path.dirname(m[0]["file"])) for pid, m in ms.items() if pid != launcher}
         check(label + ": the ranks' traces in one folder named by the run id", folder == {run_id}, str(folder))
         job = os.path.join(out, run_id)
-        rep_dir = os.path.join(work, "report-torchrun")
-        r = run([RINGSIDE, "report", job, "-o", rep_dir, "-q"])
-        if not check(label + ": ringside report", r.returncode == 0 and
-                     os.path.exists(os.path.join(rep_dir, "index.html")), r.stderr.decode()[-300:]):
+        rep = job_report(label, job, os.path.join(work, "report-torchrun"), page=True)
+        if rep is None:
             return
-        with open(os.path.join(rep_dir, "report.json")) as f:
-            rep = json.load(f)
-        check(label + ": every trace complete", all(pr["trace"]["complete"] for pr in rep["processes"]),
-              str([pr["trace"]["file"] for pr in rep["processes"] if not pr["trace"]["complete"]]))
         check_bytes(label, rep, data, o, 0, hashers)
         for rank in (0, 1):
             check_flame(label, flame_rows(job, rank), rank, o.ends[rank], names)
     finally:
         cleanup(out)
+
+
+def job_report(label, job, rep_dir, page=False):
+    """report.json of `ringside report JOB -o REP_DIR` as a dict, with the
+    checks that it ran (and wrote its page, with page) and read every trace
+    whole; None when it failed."""
+    r = run([RINGSIDE, "report", job, "-o", rep_dir, "-q"])
+    if not check(label + ": ringside report", r.returncode == 0 and
+                 (not page or os.path.exists(os.path.join(rep_dir, "index.html"))), r.stderr.decode()[-300:]):
+        return None
+    with open(os.path.join(rep_dir, "report.json")) as f:
+        rep = json.load(f)
+    check(label + ": every trace complete", all(pr["trace"]["complete"] for pr in rep["processes"]),
+          str([pr["trace"]["file"] for pr in rep["processes"] if not pr["trace"]["complete"]]))
+    return rep
 
 
 def by_hand(work, data, names, ref):
@@ -462,14 +471,9 @@ def by_hand(work, data, names, ref):
         check_processes(label, out, exp)
         # No launcher names the job: each rank's folder is its own; report
         # and flame take the folder of job folders.
-        rep_dir = os.path.join(work, "report-env")
-        r = run([RINGSIDE, "report", out, "-o", rep_dir, "-q"])
-        if not check(label + ": ringside report", r.returncode == 0, r.stderr.decode()[-300:]):
+        rep = job_report(label, out, os.path.join(work, "report-env"))
+        if rep is None:
             return
-        with open(os.path.join(rep_dir, "report.json")) as f:
-            rep = json.load(f)
-        check(label + ": every trace complete", all(pr["trace"]["complete"] for pr in rep["processes"]),
-              str([pr["trace"]["file"] for pr in rep["processes"] if not pr["trace"]["complete"]]))
         check_bytes(label, rep, data, o, 0, hashers)
         for rank in (0, 1):
             check_flame(label, flame_rows(out, rank), rank, o.ends[rank], names)
@@ -504,14 +508,9 @@ def by_mp_spawn(work, data, names, ref):
         for t in helpers(ms, main, "multiprocessing.resource_tracker"):
             exp[t] = ("resource tracker", -1, "other", -1, main)
         ms = check_processes(label, out, exp)
-        rep_dir = os.path.join(work, "report-spawn")
-        r = run([RINGSIDE, "report", out, "-o", rep_dir, "-q"])
-        if not check(label + ": ringside report", r.returncode == 0, r.stderr.decode()[-300:]):
+        rep = job_report(label, out, os.path.join(work, "report-spawn"))
+        if rep is None:
             return
-        with open(os.path.join(rep_dir, "report.json")) as f:
-            rep = json.load(f)
-        check(label + ": every trace complete", all(pr["trace"]["complete"] for pr in rep["processes"]),
-              str([pr["trace"]["file"] for pr in rep["processes"] if not pr["trace"]["complete"]]))
         check_bytes(label, rep, data, o, None, hashers)
         # No rank is known to ringside here: each process's own trace.
         for rank, e in sorted(o.ends.items()):
