@@ -4,6 +4,7 @@
  * Gauss-Seidel passes: each process takes the median, over its matched
  * collectives, of (the other ranks' mean end - its own end). */
 #include "reporter/align.h"
+#include "reporter/summary.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -102,10 +103,12 @@ int rsr_align(struct rsr_model *const *models, size_t n, struct rsr_alignment *o
     out->n = n;
     size_t nends = 0;
     for (size_t i = 0; i < n; i++) {
+        const struct rsr_summary *sm = rsr_model_summary(models[i]);
+        if (!sm)
+            return -1;
         out->models[i].pair_offset_ns = pair_offset(models[i]);
         rsr_model_shift(models[i], out->models[i].pair_offset_ns);
-        for (size_t k = 0; k < models[i]->n_colls; k++)
-            nends += models[i]->colls[k].end_ns != 0;
+        nends += sm->n_colls;
     }
     struct end *e = malloc((nends ? nends : 1) * sizeof *e);
     size_t *by_model = malloc((nends ? nends : 1) * sizeof *by_model);
@@ -117,13 +120,16 @@ int rsr_align(struct rsr_model *const *models, size_t n, struct rsr_alignment *o
         return -1;
     }
     size_t ne = 0;
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < models[i]->n_colls; k++) {
-            const struct rsr_coll *c = &models[i]->colls[k];
+    for (size_t i = 0; i < n; i++) {
+        const struct rsr_summary *sm = models[i]->sum;
+        for (size_t k = 0; k < sm->n_colls; k++) {
+            const struct rsr_coll_tuple *c = &sm->colls[k];
+            const struct rsr_coll_key *key = &sm->keys[c->key];
             /* sends and receives end when their pair is done, not together */
-            if (c->end_ns && c->op != RSR_COLL_SEND && c->op != RSR_COLL_RECV)
-                e[ne++] = (struct end){ c->comm_id, c->seq, (uint32_t)i, c->end_ns, 0, 0 };
+            if (key->op != RSR_COLL_SEND && key->op != RSR_COLL_RECV)
+                e[ne++] = (struct end){ key->comm_id, c->seq, (uint32_t)i, c->end_ns, 0, 0 };
         }
+    }
     qsort(e, ne, sizeof *e, cmp_end);
     /* groups with two models or more; others drop out */
     size_t kept = 0;

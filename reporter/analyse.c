@@ -1,5 +1,6 @@
 /* Runs the analyses of a job in order (see analyse.h). */
 #include "reporter/analyse.h"
+#include "reporter/summary.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -16,14 +17,15 @@ int rsr_job_analyse(struct rsr_model *const *models, size_t n, struct rsr_job *j
     job->kernels = calloc(n ? n : 1, sizeof *job->kernels);
     if (!job->gpu || !job->kernels)
         return -1;
+    /* the summaries own what these point to */
     for (size_t i = 0; i < n; i++) {
-        if (!models[i]->n_ops)
+        const struct rsr_summary *sm = rsr_model_summary(models[i]);
+        if (!sm) {
+            rc = -1;
             continue;
-        if (rsr_gpu_breakdown_compute(models[i], RSR_KERNEL_WAIT_NS, &job->gpu[i]) != 0)
-            rc = -1;
-        if (rsr_kernels_summarize(models[i], RSR_SHORT_KERNEL_NS, RSR_SHORT_KERNEL_MIN_COUNT,
-                                  &job->kernels[i]) != 0)
-            rc = -1;
+        }
+        job->gpu[i] = sm->gpu;
+        job->kernels[i] = sm->kernels;
     }
     if (rsr_collectives_analyse(models, n, &job->colls) != 0)
         rc = -1;
@@ -39,10 +41,6 @@ int rsr_job_analyse(struct rsr_model *const *models, size_t n, struct rsr_job *j
 void rsr_job_free(struct rsr_job *job)
 {
     rsr_alignment_free(&job->align);
-    for (size_t i = 0; job->gpu && i < job->n; i++)
-        rsr_gpu_breakdown_free(&job->gpu[i]);
-    for (size_t i = 0; job->kernels && i < job->n; i++)
-        rsr_kernel_summary_free(&job->kernels[i]);
     free(job->gpu);
     free(job->kernels);
     rsr_coll_analysis_free(&job->colls);

@@ -20,8 +20,8 @@ struct rsr_job {
     struct rsr_model *const *models;    /* the caller's, aligned in place */
     size_t n;
     struct rsr_alignment align;
-    struct rsr_gpu_breakdown *gpu;      /* per model (zeroed when it has no GPU work) */
-    struct rsr_kernel_summary *kernels; /* per model */
+    struct rsr_gpu_breakdown *gpu;      /* per model (zeroed when it has no GPU work); */
+    struct rsr_kernel_summary *kernels; /* per model; both copies of the models' summaries' */
     struct rsr_coll_analysis colls;
     struct rsr_storage storage;
     struct rsr_timeline timeline;

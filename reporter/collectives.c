@@ -4,6 +4,7 @@
  * last follow. Rows are then summed per (op, communicator, bytes), and the
  * calls, in time order, are cut into parts to tell stragglers from chance. */
 #include "reporter/collectives.h"
+#include "reporter/summary.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -27,7 +28,8 @@ struct entry {
     uint64_t comm;
     uint32_t seq;
     uint32_t model;
-    const struct rsr_coll *c;
+    const struct rsr_coll_tuple *c;
+    const struct rsr_coll_key *k;
 };
 
 static int cmp_entry(const void *pa, const void *pb)
@@ -160,9 +162,12 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
 {
     memset(out, 0, sizeof *out);
     size_t ne = 0;
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < models[i]->n_colls; k++)
-            ne += models[i]->colls[k].end_ns != 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct rsr_summary *sm = rsr_model_summary(models[i]);
+        if (!sm)
+            return -1;
+        ne += sm->n_colls;
+    }
     struct entry *e = malloc((ne ? ne : 1) * sizeof *e);
     struct row_acc *rows = NULL;
     size_t nrows = 0, caprows = 0;
@@ -178,29 +183,30 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
     if (!e || !caused || !caused_op || !last || !calls || !seen || !excess || !out->wait_us || !out->coll_us)
         goto oom;
     ne = 0;
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < models[i]->n_colls; k++) {
-            const struct rsr_coll *c = &models[i]->colls[k];
-            if (c->end_ns)
-                e[ne++] = (struct entry){ c->comm_id, c->seq, (uint32_t)i, c };
+    for (size_t i = 0; i < n; i++) {
+        const struct rsr_summary *sm = models[i]->sum;
+        for (size_t k = 0; k < sm->n_colls; k++) {
+            const struct rsr_coll_tuple *c = &sm->colls[k];
+            e[ne++] = (struct entry){ sm->keys[c->key].comm_id, c->seq, (uint32_t)i, c, &sm->keys[c->key] };
         }
+    }
     qsort(e, ne, sizeof *e, cmp_entry);
     for (size_t a = 0; a < ne;) {
         size_t b = a + 1;
         /* a send or receive is a call of its own: its peers are not the
          * communicator's other ranks at the same sequence number */
-        int p2p = e[a].c->op == RSR_COLL_SEND || e[a].c->op == RSR_COLL_RECV;
+        int p2p = e[a].k->op == RSR_COLL_SEND || e[a].k->op == RSR_COLL_RECV;
         while (!p2p && b < ne && e[b].comm == e[a].comm && e[b].seq == e[a].seq &&
-               e[b].c->op != RSR_COLL_SEND && e[b].c->op != RSR_COLL_RECV)
+               e[b].k->op != RSR_COLL_SEND && e[b].k->op != RSR_COLL_RECV)
             b++;
-        const struct rsr_coll *c0 = e[a].c;
+        const struct rsr_coll_key *c0 = e[a].k;
         int64_t arrive = e[a].c->start_ns, first = arrive, end_min = e[a].c->end_ns, end_max = e[a].c->end_ns;
         size_t last_j = a, members = 0;
         for (size_t j = a; j < b; j++) {
             if (j > a && e[j].model == e[j - 1].model)
                 continue;
             members++;
-            const struct rsr_coll *c = e[j].c;
+            const struct rsr_coll_tuple *c = e[j].c;
             if (c->start_ns > arrive)
                 arrive = c->start_ns, last_j = j;
             if (c->start_ns < first)

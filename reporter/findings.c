@@ -2,6 +2,7 @@
  * and when its pattern is there, writes the evidence with the worst rank
  * and the job-wide figure. Ordered by severity, then by time at stake. */
 #include "reporter/findings.h"
+#include "reporter/summary.h"
 #include "reporter/analyse.h"
 
 #include <stdarg.h>
@@ -134,7 +135,7 @@ int rsr_findings_make(struct rsr_job *j)
     }
     int gpu = 0;
     for (size_t i = 0; i < j->n; i++)
-        gpu |= j->models[i]->n_ops > 0;
+        gpu |= j->models[i]->sum && j->models[i]->sum->n_ops > 0;
     /* without GPU work, large writes are just what the program does */
     if (gpu && j->storage.n_ckpts && j->storage.checkpoint_pct >= CKPT_PCT) {
         int64_t stall = 0;
@@ -200,18 +201,17 @@ int rsr_findings_make(struct rsr_job *j)
         double wall_s = (double)(m->wall_end_ns - m->wall_start_ns) / 1e9;
         if (wall_s <= 0)
             continue;
-        double rate = (double)m->n_syncs / wall_s;
-        if (m->n_syncs >= 1000 && rate >= SYNCS_PER_S) {
-            int64_t blocked = 0;
-            for (size_t k = 0; k < m->n_syncs; k++)
-                blocked += m->syncs[k].end_ns - m->syncs[k].start_ns;
+        uint64_t syncs = m->sum ? m->sum->n_syncs : 0;
+        double rate = (double)syncs / wall_s;
+        if (syncs >= 1000 && rate >= SYNCS_PER_S) {
+            int64_t blocked = m->sum->sync_blocked_ns;
             add(&l, "too_many_syncs", RSR_SEV_WARNING, 100.0 * (double)blocked / 1e9 / wall_s,
                 "Too many GPU-to-CPU synchronisations",
                 "Each .item(), .cpu(), print of a tensor or torch.cuda.synchronize() stops the host "
                 "until the GPU is done; keep values on the GPU, batch them, or use non_blocking copies. "
                 "The wait flame graph shows where they come from.",
                 "%s: %zu synchronisations (%.0f per second), %.3f s blocked",
-                rank_text(who, sizeof who, m), m->n_syncs, rate, (double)blocked / 1e9);
+                rank_text(who, sizeof who, m), (size_t)syncs, rate, (double)blocked / 1e9);
             break;
         }
     }

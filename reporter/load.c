@@ -215,7 +215,8 @@ static void finish(struct rsr_input *in)
     in->nfiles = m;
 }
 
-void rsr_input_load(struct rsr_input *in, const char *path)
+static void input_load_as(struct rsr_input *in, const char *path, int stream, int windowed, int64_t from,
+                          int64_t to)
 {
     memset(in, 0, sizeof *in);
     in->file = strdup(path);
@@ -225,6 +226,10 @@ void rsr_input_load(struct rsr_input *in, const char *path)
     if (in->model) {
         rsr_model_init(in->model);
         rsr_model_loader_init(&in->loader, in->model);
+        if (stream)
+            rsr_model_loader_stream(&in->loader);
+        if (windowed)
+            rsr_model_loader_window(&in->loader, from, to);
     }
     if (rsr_walk_file(path, take_chunk, in, &in->walk) != 0)
         in->open_failed = errno ? errno : EIO;
@@ -233,6 +238,26 @@ void rsr_input_load(struct rsr_input *in, const char *path)
         rsr_model_loader_finish(&in->loader);
         in->model_incomplete |= in->loader.failed;
     }
+}
+
+static void input_load(struct rsr_input *in, const char *path, int stream)
+{
+    input_load_as(in, path, stream, 0, 0, 0);
+}
+
+void rsr_input_load(struct rsr_input *in, const char *path)
+{
+    input_load(in, path, 0);
+}
+
+void rsr_input_load_window(struct rsr_input *in, const char *path, int64_t from_ns, int64_t to_ns)
+{
+    input_load_as(in, path, 0, 1, from_ns, to_ns);
+}
+
+void rsr_input_stream(struct rsr_input *in, const char *path)
+{
+    input_load(in, path, 1);
 }
 
 void rsr_input_free(struct rsr_input *in)
@@ -259,6 +284,7 @@ struct pool {
     _Atomic int next;
     _Atomic int done;
     int progress;
+    int stream;
 };
 
 static void *load_worker(void *arg)
@@ -266,7 +292,7 @@ static void *load_worker(void *arg)
     struct pool *p = arg;
     int i;
     while ((i = atomic_fetch_add(&p->next, 1)) < p->n) {
-        rsr_input_load(&p->ins[i], p->files[i]);
+        input_load(&p->ins[i], p->files[i], p->stream);
         int d = atomic_fetch_add(&p->done, 1) + 1;
         if (p->progress)
             fprintf(stderr, "\rringside: read %d of %d trace files", d, p->n);
@@ -274,9 +300,9 @@ static void *load_worker(void *arg)
     return NULL;
 }
 
-void rsr_inputs_load(struct rsr_input *ins, char **files, int n, int nthreads, int progress)
+void rsr_inputs_load(struct rsr_input *ins, char **files, int n, int nthreads, int progress, int stream)
 {
-    struct pool p = { ins, files, n, 0, 0, progress };
+    struct pool p = { ins, files, n, 0, 0, progress, stream };
     if (nthreads > n)
         nthreads = n;
     if (nthreads > 64)

@@ -82,8 +82,19 @@ struct rsr_input {
 void rsr_input_load(struct rsr_input *in, const char *path);
 void rsr_input_free(struct rsr_input *in);
 
-/* Loads files[0..n) with up to nthreads threads. With progress set, a
- * line on stderr counts the files read (for terminals). */
-void rsr_inputs_load(struct rsr_input *ins, char **files, int n, int nthreads, int progress);
+/* The same, summarising as it reads (rsr_model_loader_stream): in->model
+ * then holds the process's identity, strings, clocks and summary, and no
+ * records; memory does not grow with the file. */
+void rsr_input_stream(struct rsr_input *in, const char *path);
+
+/* The same as rsr_input_load with only the records that overlap [from_ns,
+ * to_ns] on the file's own clock kept in in->model (in->loader.left_out
+ * counts the others). */
+void rsr_input_load_window(struct rsr_input *in, const char *path, int64_t from_ns, int64_t to_ns);
+
+/* Loads files[0..n) with up to nthreads threads, streamed when stream is
+ * set. With progress set, a line on stderr counts the files read (for
+ * terminals). */
+void rsr_inputs_load(struct rsr_input *ins, char **files, int n, int nthreads, int progress, int stream);
 
 #endif

@@ -3,6 +3,7 @@
  * CollEvent an rsr_coll, linked at the end to the communication kernel that
  * ran it, matched by stream and GPU start. */
 #include "reporter/load_model.h"
+#include "reporter/summary.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,49 @@ void rsr_model_loader_init(struct rsr_model_loader *L, struct rsr_model *m)
 {
     memset(L, 0, sizeof *L);
     L->m = m;
+}
+
+void rsr_model_loader_stream(struct rsr_model_loader *L)
+{
+    L->stream = 1;
+    L->lateness_ns = RSR_STREAM_LATENESS_NS;
+}
+
+void rsr_model_loader_window(struct rsr_model_loader *L, int64_t from_ns, int64_t to_ns)
+{
+    L->windowed = 1;
+    L->win_from = from_ns;
+    L->win_to = to_ns;
+}
+
+/* Outside the window: counted, not kept. */
+static int outside(struct rsr_model_loader *L, int64_t start, int64_t end)
+{
+    if (!L->windowed || (end >= L->win_from && start <= L->win_to))
+        return 0;
+    L->left_out++;
+    return 1;
+}
+
+/* A two-microsecond window links a collective to its kernel (link_colls). */
+#define RSR_LINK_TOL_NS 2000
+
+static void drain(struct rsr_model_loader *L, int final);
+
+/* Notes a record's start for the streaming cut; one that starts before
+ * what was settled already is late (summary.h): the lateness allowed
+ * grows so that the next such record is not. */
+static void see_start(struct rsr_model_loader *L, int64_t start)
+{
+    if (!L->stream || !start)
+        return;
+    if (start > L->max_start)
+        L->max_start = start;
+    if (L->settled && start < L->cut - RSR_LINK_TOL_NS) {
+        int64_t behind = 2 * (L->max_start - start);
+        if (behind > L->lateness_ns)
+            L->lateness_ns = behind < 60000000000ll ? behind : 60000000000ll;
+    }
 }
 
 static int grow_u32(uint32_t **arr, uint32_t *n, uint32_t need)
@@ -105,19 +149,25 @@ static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, c
                     uint32_t nstrings)
 {
     struct rsr_model *m = L->m;
-    uint64_t corr = ++L->next_corr;
-    struct rsr_launch *l = rsr_model_add_launch(m);
-    if (!l)
-        return -1;
-    l->start_ns = (int64_t)e->launch_ns;
-    l->end_ns = (int64_t)e->launch_ns + e->call_ns;
-    l->correlation = corr;
-    unsigned k = e->kind < RSF_GPU_NKINDS ? e->kind : RSF_GPU_NKINDS;
-    if (!L->launch_names[k])
-        L->launch_names[k] = intern(m, launch_name(e->kind)) + 1;
-    l->name = L->launch_names[k] - 1;
-    l->tid = e->tid;
-    see_time(m, l->start_ns, l->end_ns);
+    uint64_t corr = 0;
+    see_time(m, (int64_t)e->launch_ns, (int64_t)e->launch_ns + e->call_ns);
+    int64_t last = (int64_t)(e->gpu_end_ns > e->launch_ns + e->call_ns ? e->gpu_end_ns : e->launch_ns + e->call_ns);
+    if (outside(L, (int64_t)e->launch_ns, last))
+        return 0;
+    if (!L->stream) {
+        corr = ++L->next_corr;
+        struct rsr_launch *l = rsr_model_add_launch(m);
+        if (!l)
+            return -1;
+        l->start_ns = (int64_t)e->launch_ns;
+        l->end_ns = (int64_t)e->launch_ns + e->call_ns;
+        l->correlation = corr;
+        unsigned k = e->kind < RSF_GPU_NKINDS ? e->kind : RSF_GPU_NKINDS;
+        if (!L->launch_names[k])
+            L->launch_names[k] = intern(m, launch_name(e->kind)) + 1;
+        l->name = L->launch_names[k] - 1;
+        l->tid = e->tid;
+    }
     if (!e->gpu_start_ns || e->gpu_end_ns < e->gpu_start_ns)
         return 0; /* not timed */
     struct rsr_gpu_op *op = rsr_model_add_op(m);
@@ -126,6 +176,8 @@ static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, c
     op->start_ns = (int64_t)e->gpu_start_ns;
     op->end_ns = (int64_t)e->gpu_end_ns;
     op->correlation = corr;
+    op->launch_ns = L->stream ? (int64_t)e->launch_ns : 0;
+    see_start(L, op->start_ns);
     op->bytes = e->bytes;
     op->name = str_id(L, e->name, strings, nstrings);
     if (!op->name && e->kind == RSF_GPU_MEMCPY) {
@@ -151,6 +203,9 @@ static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, c
 static int take_coll(struct rsr_model_loader *L, const struct rsf_coll_event *e)
 {
     struct rsr_model *m = L->m;
+    if (L->windowed && ((int64_t)(e->gpu_end_ns > e->launch_ns ? e->gpu_end_ns : e->launch_ns) < L->win_from ||
+                        (int64_t)e->launch_ns > L->win_to))
+        return 0;
     struct rsr_coll *c = rsr_model_add_coll(m);
     if (!c)
         return -1;
@@ -173,6 +228,7 @@ static int take_coll(struct rsr_model_loader *L, const struct rsf_coll_event *e)
     }
     /* the stream rides in members' place until the link (see link_colls) */
     c->members = (uint32_t)stream_id(e->stream);
+    see_start(L, c->start_ns);
     see_time(m, c->launch_ns, c->call_end_ns);
     see_time(m, c->start_ns, c->end_ns);
     return 0;
@@ -240,6 +296,8 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
     }
     for (uint32_t i = 0; i < c->nio; i++) {
         const struct rsf_io_event *e = &c->io[i];
+        if (outside(L, (int64_t)e->start_ns, (int64_t)(e->start_ns + e->dur_ns)))
+            continue;
         struct rsr_io *io = rsr_model_add_io(m);
         if (!io)
             goto oom;
@@ -251,12 +309,15 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
         io->tid = e->tid;
         io->path = e->file < L->nfmap ? str_id(L, L->fmap[e->file], strings, nstrings) : 0;
         see_time(m, io->start_ns, io->end_ns);
+        see_start(L, io->start_ns);
     }
     for (uint32_t i = 0; i < c->ngpu; i++)
         if (take_gpu(L, &c->gpu[i], strings, nstrings) != 0)
             goto oom;
     for (uint32_t i = 0; i < c->nsyncs; i++) {
         const struct rsf_sync_event *e = &c->syncs[i];
+        if (outside(L, (int64_t)e->start_ns, (int64_t)(e->start_ns + e->dur_ns)))
+            continue;
         struct rsr_sync *s = rsr_model_add_sync(m);
         if (!s)
             goto oom;
@@ -266,6 +327,7 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
         s->tid = e->tid;
         s->kind = e->kind;
         see_time(m, s->start_ns, s->end_ns);
+        see_start(L, s->start_ns);
     }
     for (uint32_t i = 0; i < c->ncomms; i++)
         if (take_comm(L, &c->comms[i]) != 0)
@@ -287,7 +349,9 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
     }
     if (c->counters)
         m->dropped = c->counters->dropped;
-    return 0;
+    if (L->stream && m->n_ops + m->n_io + m->n_syncs + m->n_colls >= RSR_STREAM_WINDOW)
+        drain(L, 0);
+    return L->failed ? -1 : 0;
 oom:
     L->failed = 1;
     return -1;
@@ -305,7 +369,7 @@ static int cmp_i64p(const void *a, const void *b, void *arg)
  * stream whose start is nearest to its own, within 2 us (the op's events
  * and the collective's are taken around the same launch); a collective with
  * none gets an op of its own, so its GPU time is counted once either way. */
-static void link_colls(struct rsr_model_loader *L)
+static void link_colls(struct rsr_model_loader *L, int64_t cut)
 {
     struct rsr_model *m = L->m;
     size_t nidx = 0;
@@ -313,17 +377,20 @@ static void link_colls(struct rsr_model_loader *L)
     if (!idx) {
         L->failed = 1;
         for (size_t k = 0; k < m->n_colls; k++)
-            m->colls[k].members = 0;
+            if (m->colls[k].start_ns < cut)
+                m->colls[k].members = 0;
         return;
     }
     for (size_t i = 0; i < m->n_ops; i++)
         if (m->ops[i].cls == RSR_GPU_COMM)
             idx[nidx++] = i;
     qsort_r(idx, nidx, sizeof *idx, cmp_i64p, m->ops);
-    const int64_t tol = 2000;
+    const int64_t tol = RSR_LINK_TOL_NS;
     size_t n_colls = m->n_colls;
     for (size_t k = 0; k < n_colls; k++) {
         struct rsr_coll *c = &m->colls[k];
+        if (c->start_ns >= cut)
+            continue; /* streaming: its kernel may not be in yet */
         int32_t stream = (int32_t)c->members;
         c->members = 0;
         if (!c->start_ns)
@@ -354,17 +421,21 @@ static void link_colls(struct rsr_model_loader *L)
         }
         char name[64];
         snprintf(name, sizeof name, "nccl%s", rsr_coll_op_name(c->op));
-        uint64_t corr = ++L->next_corr;
-        struct rsr_launch *l = rsr_model_add_launch(m);
-        if (!l)
-            break;
-        l->start_ns = c->launch_ns;
-        l->end_ns = c->call_end_ns;
-        l->correlation = corr;
-        l->name = intern(m, name);
+        uint64_t corr = 0;
+        if (!L->stream) {
+            corr = ++L->next_corr;
+            struct rsr_launch *l = rsr_model_add_launch(m);
+            if (!l)
+                break;
+            l->start_ns = c->launch_ns;
+            l->end_ns = c->call_end_ns;
+            l->correlation = corr;
+            l->name = intern(m, name);
+        }
         struct rsr_gpu_op *op = rsr_model_add_op(m);
         if (!op)
             break;
+        op->launch_ns = L->stream ? c->launch_ns : 0;
         op->start_ns = c->start_ns;
         op->end_ns = c->end_ns;
         op->correlation = corr;
@@ -376,21 +447,152 @@ static void link_colls(struct rsr_model_loader *L)
     free(idx);
 }
 
+
+static int cmp_op_start(const void *pa, const void *pb)
+{
+    const struct rsr_gpu_op *a = pa, *b = pb;
+    return (a->start_ns > b->start_ns) - (a->start_ns < b->start_ns);
+}
+
+static int cmp_io_start(const void *pa, const void *pb)
+{
+    const struct rsr_io *a = pa, *b = pb;
+    return (a->start_ns > b->start_ns) - (a->start_ns < b->start_ns);
+}
+
+static int cmp_sync_start(const void *pa, const void *pb)
+{
+    const struct rsr_sync *a = pa, *b = pb;
+    return (a->start_ns > b->start_ns) - (a->start_ns < b->start_ns);
+}
+
+/* Gives collectives their communicator's size and this rank in it. */
+static void comm_sizes(struct rsr_model_loader *L, struct rsr_coll *c)
+{
+    for (uint32_t i = 0; i < L->ncomms; i++)
+        if (L->comms[i].comm == c->comm_id) {
+            c->group_size = L->comms[i].nranks;
+            c->rank_in_group = L->comms[i].rank;
+            return;
+        }
+}
+
+/* Streaming: settles into the summary builder the collectives that start
+ * before the cut and the other records that start before the cut less the
+ * link tolerance (so that a collective still in the window finds its
+ * kernel), in start order, and keeps the rest. final: all of them. */
+static void drain(struct rsr_model_loader *L, int final)
+{
+    struct rsr_model *m = L->m;
+    size_t n = m->n_ops + m->n_io + m->n_syncs + m->n_colls;
+    int64_t cut = final ? INT64_MAX : L->max_start - L->lateness_ns;
+    if (!final && n >= 4 * RSR_STREAM_WINDOW)
+        cut = L->max_start; /* a window this full: settle it, whatever comes late */
+    if (!final && L->settled && cut <= L->cut)
+        return;
+    int64_t ops_cut = final ? INT64_MAX : cut - RSR_LINK_TOL_NS;
+    if (!L->acc) {
+        int64_t origin = m->n_clocks ? m->clocks[0].mono_ns : INT64_MAX;
+        for (size_t i = 0; i < m->n_ops; i++)
+            if (m->ops[i].start_ns < origin)
+                origin = m->ops[i].start_ns;
+        for (size_t i = 0; i < m->n_io; i++)
+            if (m->io[i].start_ns < origin)
+                origin = m->io[i].start_ns;
+        L->acc = rsr_acc_new(origin == INT64_MAX ? 0 : origin);
+        if (!L->acc) {
+            L->failed = 1;
+            return;
+        }
+    }
+    for (size_t k = 0; k < m->n_colls; k++)
+        if (m->colls[k].start_ns < cut)
+            comm_sizes(L, &m->colls[k]);
+    link_colls(L, cut);
+    size_t w = 0;
+    for (size_t k = 0; k < m->n_colls; k++) {
+        struct rsr_coll *c = &m->colls[k];
+        if (c->start_ns >= cut && c->start_ns) {
+            m->colls[w++] = *c;
+            continue;
+        }
+        rsr_acc_coll(L->acc, c, c->group_size);
+    }
+    m->n_colls = w;
+    if (m->n_ops > 1)
+        qsort(m->ops, m->n_ops, sizeof *m->ops, cmp_op_start);
+    if (m->n_io > 1)
+        qsort(m->io, m->n_io, sizeof *m->io, cmp_io_start);
+    if (m->n_syncs > 1)
+        qsort(m->syncs, m->n_syncs, sizeof *m->syncs, cmp_sync_start);
+    size_t i = 0, j = 0, k = 0;
+    for (;;) {
+        int64_t t_op = i < m->n_ops && m->ops[i].start_ns < ops_cut ? m->ops[i].start_ns : INT64_MAX;
+        int64_t t_io = j < m->n_io && m->io[j].start_ns < ops_cut ? m->io[j].start_ns : INT64_MAX;
+        int64_t t_sy = k < m->n_syncs && m->syncs[k].start_ns < ops_cut ? m->syncs[k].start_ns : INT64_MAX;
+        if (t_op == INT64_MAX && t_io == INT64_MAX && t_sy == INT64_MAX)
+            break;
+        if (t_op <= t_io && t_op <= t_sy) {
+            const struct rsr_gpu_op *op = &m->ops[i++];
+            struct rsr_acc_op x = { op->start_ns, op->end_ns, op->launch_ns, op->name, op->stream, op->device, op->cls };
+            rsr_acc_op(L->acc, &x);
+        } else if (t_io <= t_sy) {
+            rsr_acc_io(L->acc, &m->io[j++]);
+        } else {
+            rsr_acc_sync(L->acc, m->syncs[k].start_ns, m->syncs[k].end_ns);
+            k++;
+        }
+    }
+    /* keep what is past the cut (arrays may be NULL when empty) */
+    if (i && m->n_ops > i)
+        memmove(m->ops, m->ops + i, (m->n_ops - i) * sizeof *m->ops);
+    m->n_ops -= i;
+    if (j && m->n_io > j)
+        memmove(m->io, m->io + j, (m->n_io - j) * sizeof *m->io);
+    m->n_io -= j;
+    if (k && m->n_syncs > k)
+        memmove(m->syncs, m->syncs + k, (m->n_syncs - k) * sizeof *m->syncs);
+    m->n_syncs -= k;
+    L->cut = cut;
+    L->settled = 1;
+}
+
+/* Streaming: the last records settled, the summary made. */
+static void finish_stream(struct rsr_model_loader *L)
+{
+    struct rsr_model *m = L->m;
+    if (!L->failed)
+        drain(L, 1);
+    struct rsr_summary *sum = calloc(1, sizeof *sum);
+    if (!sum || !L->acc) {
+        L->failed = 1;
+        free(sum);
+        sum = NULL;
+    }
+    if (L->acc && rsr_acc_finish(L->acc, sum ? sum : &(struct rsr_summary){ 0 }) != 0)
+        L->failed = 1;
+    L->acc = NULL;
+    m->sum = sum;
+    if (sum)
+        m->late = sum->late;
+    free(m->ops), free(m->io), free(m->syncs), free(m->colls), free(m->launches);
+    m->ops = NULL, m->io = NULL, m->syncs = NULL, m->colls = NULL, m->launches = NULL;
+    m->n_ops = m->n_io = m->n_syncs = m->n_colls = m->n_launches = 0;
+    m->cap_ops = m->cap_io = m->cap_syncs = m->cap_colls = m->cap_launches = 0;
+}
+
 void rsr_model_loader_finish(struct rsr_model_loader *L)
 {
     struct rsr_model *m = L->m;
-    for (size_t k = 0; k < m->n_colls; k++) {
-        struct rsr_coll *c = &m->colls[k];
-        for (uint32_t i = 0; i < L->ncomms; i++)
-            if (L->comms[i].comm == c->comm_id) {
-                c->group_size = L->comms[i].nranks;
-                c->rank_in_group = L->comms[i].rank;
-                break;
-            }
+    if (L->stream) {
+        finish_stream(L);
+        goto done;
     }
+    for (size_t k = 0; k < m->n_colls; k++)
+        comm_sizes(L, &m->colls[k]);
     rsr_model_finish(m);
     size_t before = m->n_ops;
-    link_colls(L);
+    link_colls(L, INT64_MAX);
     if (m->n_ops != before)
         rsr_model_finish(m);
     /* give back what the arrays' doubling left unused */
@@ -408,6 +610,7 @@ void rsr_model_loader_finish(struct rsr_model_loader *L)
     RSR_SHRINK(m->io, m->n_io, m->cap_io);
     RSR_SHRINK(m->syncs, m->n_syncs, m->cap_syncs);
 #undef RSR_SHRINK
+done:
     free(L->smap);
     free(L->fmap);
     free(L->comms);

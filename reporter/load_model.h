@@ -26,10 +26,43 @@ struct rsr_model_loader {
     uint64_t next_corr;
     uint32_t launch_names[RSF_GPU_NKINDS + 1];  /* string id + 1 per GpuKind (0: not yet) */
     int failed;                 /* out of memory: the model is incomplete */
+
+    /* Streaming (rsr_model_loader_stream): the model's record arrays are a
+     * window, settled into the summary builder up to a cut that trails the
+     * latest start seen by lateness_ns (chunks come in time order, but a
+     * record can reach the file later than records that started after it:
+     * the agent flushes each thread's buffer on its own). */
+    int stream;
+    struct rsr_acc *acc;
+    int64_t max_start;          /* latest start seen */
+    int64_t lateness_ns;        /* how far behind max_start the cut trails */
+    int64_t cut;                /* collectives settled before it, other records before cut - link tolerance */
+    int settled;                /* cut is set */
+
+    /* A window (rsr_model_loader_window): records wholly outside
+     * [win_from, win_to] (the file's own clock) are not kept. */
+    int windowed;
+    int64_t win_from, win_to;
+    uint64_t left_out;          /* GPU ops, syncs and I/O calls outside it */
 };
+
+/* Records behind the cut are settled when the window holds this many. */
+#define RSR_STREAM_WINDOW 65536
+/* The first lateness allowed; it grows to twice any lateness seen. */
+#define RSR_STREAM_LATENESS_NS 3000000000ll
 
 /* Starts loading into m (initialised by the caller, who owns it). */
 void rsr_model_loader_init(struct rsr_model_loader *L, struct rsr_model *m);
+
+/* Makes L (just initialised) summarise as it loads: the model then keeps
+ * only a window of records and ends with no ops, launches, io or syncs but
+ * with m->sum (summary.h). Memory no longer grows with the file. */
+void rsr_model_loader_stream(struct rsr_model_loader *L);
+
+/* Makes L (just initialised) keep only the records that overlap
+ * [from_ns, to_ns] on the file's own clock: a full model of a stretch of
+ * the file, in memory that grows with the stretch. */
+void rsr_model_loader_window(struct rsr_model_loader *L, int64_t from_ns, int64_t to_ns);
 
 /* Takes one verified chunk; strings[0..nstrings) are the file's strings by
  * id as far as read (the chunk's own included). Returns 0, or -1 when out

@@ -20,13 +20,23 @@
 static const char usage[] =
     "usage: ringside COMMAND [ARGS]\n"
     "\n"
-    "  report DIR... [-o OUT] [--json FILE] [--lines] [-q]\n"
+    "  report DIR... [-o OUT] [--json FILE] [--ranks LIST] [--lines] [-q]\n"
     "        merge the trace files of a job (a job folder, a folder of job\n"
     "        folders, or trace files) into OUT/report.json, OUT/index.html\n"
     "        (a page that opens offline) and OUT/trace.json (for Perfetto and\n"
     "        HTA); OUT defaults to ringside-report; --json FILE writes the JSON\n"
     "        there too, - for stdout; --lines: source lines in the flame\n"
-    "        graphs' frame names\n"
+    "        graphs' frame names. Each file is summarised as it streams past:\n"
+    "        memory grows with the processes, not the length of the job. The\n"
+    "        timeline lanes and trace.json hold up to 8 processes in full (all\n"
+    "        of a small job; else the stragglers, the slowest, fastest and\n"
+    "        first ranks, or those of --ranks, e.g. 0,3,8-9), over the whole\n"
+    "        job or, past 250k GPU events, a stretch of it (report.json lanes)\n"
+    "  export perfetto DIR... -o FILE [--ranks LIST] [--from S] [--to S] [-q]\n"
+    "        the chosen ranks (default every process, at most 64) over the\n"
+    "        chosen stretch (seconds from the job's start; default all of it),\n"
+    "        in full, as report's trace.json: what its bounded trace.json\n"
+    "        left out\n"
     "  import-kineto IN... -o DIR [-q]\n"
     "        PyTorch profiler traces (.json, .json.gz) into ringside trace files\n"
     "        in DIR, one per process (a trace.json of ringside report holds\n"
@@ -57,9 +67,40 @@ static int bad_usage(const char *what)
     return 2;
 }
 
+/* "0,3,8-9" into r[0..*n) (at most max); -1 when it is not such a list. */
+static int parse_ranks(const char *s, int *r, int max, int *n)
+{
+    *n = 0;
+    while (*s) {
+        char *end;
+        errno = 0;
+        long a = strtol(s, &end, 10), b = a;
+        if (errno || end == s || a < 0 || a > 0x7fffffff)
+            return -1;
+        s = end;
+        if (*s == '-') {
+            b = strtol(++s, &end, 10);
+            if (errno || end == s || b < a || b > 0x7fffffff)
+                return -1;
+            s = end;
+        }
+        for (long x = a; x <= b; x++) {
+            if (*n == max)
+                return -1;
+            r[(*n)++] = (int)x;
+        }
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return -1;
+    }
+    return *n ? 0 : -1;
+}
+
 static int cmd_report(int argc, char **argv)
 {
     struct rsr_report_opts o = { .out_dir = "ringside-report" };
+    static int ranks[RSR_LANES_MAX];
     char **paths = calloc((size_t)argc + 1, sizeof *paths);
     if (!paths)
         return 1;
@@ -82,6 +123,12 @@ static int cmd_report(int argc, char **argv)
             o.quiet = 1;
         } else if (strcmp(argv[i], "--lines") == 0) {
             o.lines = 1;
+        } else if (strcmp(argv[i], "--ranks") == 0) {
+            if (++i == argc || parse_ranks(argv[i], ranks, RSR_LANES_MAX, &o.nranks) != 0) {
+                free(paths);
+                return bad_usage("--ranks needs a list of ranks such as 0,3,8-9 (at most 8)");
+            }
+            o.ranks = ranks;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "ringside: report: unknown option %s\n", argv[i]);
             free(paths);
@@ -99,6 +146,60 @@ static int cmd_report(int argc, char **argv)
             o.out_dir = NULL;
         rc = rsr_report_main(paths, n, &o);
     }
+    free(paths);
+    return rc;
+}
+
+static int cmd_export(int argc, char **argv)
+{
+    struct rsr_export_opts o = { 0 };
+    static int ranks[RSR_EXPORT_MAX];
+    if (argc < 1 || strcmp(argv[0], "perfetto") != 0)
+        return bad_usage("export knows one format: export perfetto DIR... -o FILE");
+    char **paths = calloc((size_t)argc + 1, sizeof *paths);
+    if (!paths)
+        return 1;
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if ((strcmp(a, "-o") == 0 || strcmp(a, "--out") == 0) && i + 1 < argc) {
+            o.out = argv[++i];
+        } else if (strcmp(a, "--ranks") == 0 && i + 1 < argc) {
+            if (parse_ranks(argv[++i], ranks, RSR_EXPORT_MAX, &o.nranks) != 0) {
+                free(paths);
+                return bad_usage("--ranks needs a list of ranks such as 0,3,8-9 (at most 64)");
+            }
+            o.ranks = ranks;
+        } else if ((strcmp(a, "--from") == 0 || strcmp(a, "--to") == 0) && i + 1 < argc) {
+            char *end;
+            double v = strtod(argv[++i], &end);
+            if (*end || end == argv[i] || v < 0) {
+                free(paths);
+                return bad_usage("--from and --to take seconds from the job's start");
+            }
+            if (a[2] == 'f')
+                o.has_from = 1, o.from_s = v;
+            else
+                o.has_to = 1, o.to_s = v;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            o.quiet = 1;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "ringside: export: unknown option or missing value: %s\n", a);
+            free(paths);
+            return 2;
+        } else {
+            paths[n++] = argv[i];
+        }
+    }
+    int rc;
+    if (!n)
+        rc = bad_usage("export perfetto needs a trace folder");
+    else if (!o.out)
+        rc = bad_usage("export perfetto needs -o FILE");
+    else if (o.has_from && o.has_to && o.to_s <= o.from_s)
+        rc = bad_usage("--to must come after --from");
+    else
+        rc = rsr_export_main(paths, n, &o);
     free(paths);
     return rc;
 }
@@ -296,6 +397,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "report") == 0)
         return cmd_report(argc - 2, argv + 2);
+    if (strcmp(cmd, "export") == 0)
+        return cmd_export(argc - 2, argv + 2);
     if (strcmp(cmd, "import-kineto") == 0)
         return cmd_import_kineto(argc - 2, argv + 2);
     if (strcmp(cmd, "flame") == 0)

@@ -2,6 +2,7 @@
  * string intern table, the ordering the analyses rely on, and the naming of
  * kernel classes and collectives shared by every loader. */
 #include "reporter/model.h"
+#include "reporter/summary.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,10 @@ void rsr_model_free(struct rsr_model *m)
     free(m->io);
     free(m->syncs);
     free(m->clocks);
+    if (m->sum) {
+        rsr_summary_free(m->sum);
+        free(m->sum);
+    }
     strtab_free(&m->strings);
     rsr_model_init(m);
 }
@@ -257,6 +262,8 @@ void rsr_model_shift(struct rsr_model *m, int64_t d)
         m->wall_end_ns += d;
     }
     m->clock_offset_ns += d;
+    if (m->sum)
+        rsr_summary_shift(m->sum, d);
 }
 
 static int cmp_io_start(const void *pa, const void *pb)

@@ -53,6 +53,9 @@ struct rsr_gpu_op {
     int64_t start_ns;
     int64_t end_ns;
     uint64_t correlation;   /* the launching rsr_launch's correlation; 0: none */
+    int64_t launch_ns;      /* its launch call's start when the loader knows it
+                               without a launch record (streamed files); 0: look
+                               the launch up by correlation */
     uint64_t bytes;         /* copies and sets; 0 for kernels */
     uint32_t name;          /* string id */
     int32_t stream;
@@ -129,6 +132,8 @@ struct rsr_strtab {
     size_t block_used, block_size;
 };
 
+struct rsr_summary;
+
 struct rsr_model {
     /* Identity; -1 or 0 where the source does not say. */
     int32_t rank, local_rank, world_size;
@@ -159,6 +164,11 @@ struct rsr_model {
      * times are on the job's time line (ns, about CLOCK_REALTIME) and
      * local = job - clock_offset_ns. */
     int64_t clock_offset_ns;
+    /* What the analyses read (summary.h), owned: made by the streaming
+     * loader, whose model then holds no ops, launches, io or syncs, or by
+     * rsr_model_summarize from the records. */
+    struct rsr_summary *sum;
+    uint64_t late;          /* records the streaming loader got out of order */
 };
 
 /* Makes an empty model (no rank, role other). Cannot fail. */
@@ -188,7 +198,7 @@ struct rsr_sync *rsr_model_add_sync(struct rsr_model *m);
 struct rsr_clock *rsr_model_add_clock(struct rsr_model *m);
 
 /* Adds delta_ns to every time in m (ops, launches, colls, io, syncs,
- * wall_start/end; not clocks) and to m->clock_offset_ns. */
+ * wall_start/end, its summary; not clocks) and to m->clock_offset_ns. */
 void rsr_model_shift(struct rsr_model *m, int64_t delta_ns);
 
 /* Puts the ops in start order and the launches in correlation order, which

@@ -4,6 +4,7 @@
 #include "reporter/report.h"
 #include "reporter/flame.h"
 #include "reporter/analyse.h"
+#include "reporter/summary.h"
 #include "reporter/html.h"
 #include "reporter/perfetto.h"
 #include "reporter/json.h"
@@ -238,7 +239,8 @@ static void process_analysis_json(FILE *f, const struct rsr_job *j, size_t i)
         putc(',', f);
         gpu_json(f, &j->gpu[i]);
     }
-    if (j->kernels && m->n_ops) {
+    const struct rsr_summary *sm = m->sum;
+    if (j->kernels && sm && sm->n_ops) {
         putc(',', f);
         kernels_json(f, m, &j->kernels[i]);
     }
@@ -255,11 +257,8 @@ static void process_analysis_json(FILE *f, const struct rsr_job *j, size_t i)
         num_key(f, "pct", d->pct);
         putc('}', f);
     }
-    int64_t blocked = 0;
-    for (size_t k = 0; k < m->n_syncs; k++)
-        blocked += m->syncs[k].end_ns - m->syncs[k].start_ns;
-    fprintf(f, ",\"syncs\":{\"count\":%zu,\"blocked_s\":", m->n_syncs);
-    rsr_json_num(f, (double)blocked / 1e9);
+    fprintf(f, ",\"syncs\":{\"count\":%" PRIu64 ",\"blocked_s\":", sm ? sm->n_syncs : 0);
+    rsr_json_num(f, sm ? (double)sm->sync_blocked_ns / 1e9 : 0);
     fprintf(f, "},\"memory\":{\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64 "}",
             m->mem_allocs, m->mem_frees, m->mem_alloc_bytes);
     if (j->align.models && i < j->align.n) {
@@ -365,7 +364,7 @@ static void job_json(FILE *f, const struct rsr_job *j)
     fputs("]}", f);
 }
 
-void rsr_report_json(FILE *f, struct rsr_input *ins, int n, const struct rsr_job *job)
+void rsr_report_json(FILE *f, struct rsr_input *ins, int n, const struct rsr_job *job, const char *extra)
 {
     const char *job_name = NULL;
     int world = -1;
@@ -381,6 +380,8 @@ void rsr_report_json(FILE *f, struct rsr_input *ins, int n, const struct rsr_job
     json_int_or_null(f, world);
     if (job)
         job_json(f, job);
+    if (extra)
+        fprintf(f, ",\n%s", extra);
     fputs(",\n\"processes\":[", f);
     for (int i = 0; i < n; i++) {
         const struct rsr_input *in = &ins[i];
@@ -528,6 +529,144 @@ static int write_file(const char *path, const char *data, size_t len)
     return 0;
 }
 
+/* The processes drawn in full and the stretch of the job they cover. */
+struct lanes {
+    size_t model[RSR_EXPORT_MAX];
+    const char *why[RSR_EXPORT_MAX];
+    size_t max;                     /* processes it may hold */
+    size_t n;
+    int64_t from_ns, to_ns;         /* job time line */
+    uint64_t events, kept;          /* GPU ops and syncs of those processes: in all, in the window */
+    struct rsr_input ins[RSR_EXPORT_MAX];
+    struct rsr_model *models[RSR_EXPORT_MAX];
+};
+
+static void lane_add(struct lanes *l, size_t mi, const char *why)
+{
+    for (size_t k = 0; k < l->n; k++)
+        if (l->model[k] == mi)
+            return;
+    if (l->n < l->max)
+        l->model[l->n] = mi, l->why[l->n++] = why;
+}
+
+/* Which processes: every one in a small job; else those asked for, the
+ * stragglers, the rank that waited least in collectives (the one the others
+ * wait for: the slowest) and the one that waited most (the fastest), or by
+ * GPU idle without collectives, and the lowest rank. */
+static void lanes_pick(struct lanes *l, struct rsr_input *ins, int n, const struct rsr_job *j,
+                       const struct rsr_report_opts *o)
+{
+    memset(l, 0, sizeof *l);
+    l->max = RSR_LANES_MAX;
+    if (n <= RSR_LANES_MAX && !o->nranks) {
+        for (int i = 0; i < n; i++)
+            lane_add(l, (size_t)i, "all");
+        return;
+    }
+    for (int k = 0; k < o->nranks; k++)
+        for (int i = 0; i < n; i++)
+            if (ins[i].rank == o->ranks[k])
+                lane_add(l, (size_t)i, "chosen");
+    for (size_t k = 0; k < j->colls.n_stragglers; k++)
+        lane_add(l, j->colls.stragglers[k].model, "straggler");
+    size_t lo = SIZE_MAX, hi = SIZE_MAX, first = SIZE_MAX;
+    for (int i = 0; i < n; i++) {
+        if (ins[i].rank < 0 || !j->gpu[i].span_ns)
+            continue;
+        double v = j->colls.matched && j->colls.wait_us ? j->colls.wait_us[i] : -j->gpu[i].idle_pct;
+        double vlo = lo == SIZE_MAX ? 0 : j->colls.matched && j->colls.wait_us ? j->colls.wait_us[lo] : -j->gpu[lo].idle_pct;
+        double vhi = hi == SIZE_MAX ? 0 : j->colls.matched && j->colls.wait_us ? j->colls.wait_us[hi] : -j->gpu[hi].idle_pct;
+        if (lo == SIZE_MAX || v < vlo)
+            lo = (size_t)i;
+        if (hi == SIZE_MAX || v > vhi)
+            hi = (size_t)i;
+        if (first == SIZE_MAX || ins[i].rank < ins[first].rank)
+            first = (size_t)i;
+    }
+    if (lo != SIZE_MAX)
+        lane_add(l, lo, "slowest");
+    if (hi != SIZE_MAX)
+        lane_add(l, hi, "fastest");
+    if (first != SIZE_MAX)
+        lane_add(l, first, "first");
+}
+
+/* Loads the lanes' processes in full over the window [from_ns, to_ns] (set
+ * by the caller), cut to a stretch in its middle as long as fits when their
+ * events exceed budget (0: no limit). The models are moved onto the job's
+ * time line. */
+static void lanes_load(struct lanes *l, struct rsr_input *ins, struct rsr_model *const *models, uint64_t budget)
+{
+    for (size_t k = 0; k < l->n; k++) {
+        const struct rsr_model *m = models[l->model[k]];
+        if (m->sum)
+            l->events += m->sum->n_ops + m->sum->n_syncs;
+    }
+    if (budget && l->events > budget && l->to_ns > l->from_ns) {
+        int64_t len = (int64_t)((double)(l->to_ns - l->from_ns) * (double)budget / (double)l->events);
+        int64_t mid = l->from_ns + (l->to_ns - l->from_ns) / 2;
+        l->from_ns = mid - len / 2;
+        l->to_ns = l->from_ns + len;
+    }
+    for (size_t k = 0; k < l->n; k++) {
+        const struct rsr_model *m = models[l->model[k]];
+        int64_t off = m->clock_offset_ns;
+        rsr_input_load_window(&l->ins[k], ins[l->model[k]].file, l->from_ns - off, l->to_ns - off);
+        if (!l->ins[k].model) {
+            static struct rsr_model empty;
+            l->models[k] = &empty;
+            continue;
+        }
+        rsr_model_shift(l->ins[k].model, off);
+        l->models[k] = l->ins[k].model;
+        l->kept += l->models[k]->n_ops + l->models[k]->n_syncs;
+    }
+}
+
+static void lanes_free(struct lanes *l)
+{
+    for (size_t k = 0; k < l->n; k++)
+        rsr_input_free(&l->ins[k]);
+}
+
+/* report.json's "lanes": which processes, why, the window, what was left
+ * out and the command that exports the rest. */
+static char *lanes_json(const struct lanes *l, struct rsr_input *ins, const struct rsr_job *j, char **paths,
+                        int npaths)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    fputs("\"lanes\":{\"ranks\":[", f);
+    for (size_t k = 0; k < l->n; k++) {
+        fputs(k ? ",{\"rank\":" : "{\"rank\":", f);
+        json_int_or_null(f, ins[l->model[k]].rank);
+        fprintf(f, ",\"pid\":%d,\"why\":\"%s\"}", ins[l->model[k]].pid, l->why[k]);
+    }
+    fputs("]", f);
+    num_key(f, "from_s", (double)(l->from_ns - j->storage.job_start_ns) / 1e9);
+    num_key(f, "to_s", (double)(l->to_ns - j->storage.job_start_ns) / 1e9);
+    fprintf(f, ",\"events_in_job\":%" PRIu64 ",\"events_in_window\":%" PRIu64, l->events, l->kept);
+    int whole = l->from_ns <= j->storage.job_start_ns && l->to_ns >= j->storage.job_end_ns;
+    fprintf(f, ",\"whole_job\":%s,\"perfetto\":\"trace.json\",\"export\":", whole ? "true" : "false");
+    char cmd[1024];
+    int at = snprintf(cmd, sizeof cmd, "ringside export perfetto");
+    for (int i = 0; i < npaths && at < (int)sizeof cmd; i++)
+        at += snprintf(cmd + at, sizeof cmd - (size_t)at, " %s", paths[i]);
+    if (at < (int)sizeof cmd)
+        snprintf(cmd + at, sizeof cmd - (size_t)at, " --ranks RANKS [--from S --to S] -o FILE.json");
+    rsr_json_str(f, cmd);
+    putc('}', f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
 /* Writes OUT/name through rsr_perfetto_write; 0 or 1. */
 static int write_output(const char *dir, const char *name, struct rsr_model *const *models, size_t n)
 {
@@ -567,7 +706,7 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
         return 1;
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    rsr_inputs_load(ins, files, n, cpus > 0 ? (int)cpus : 1, isatty(STDERR_FILENO) && n > 1);
+    rsr_inputs_load(ins, files, n, cpus > 0 ? (int)cpus : 1, isatty(STDERR_FILENO) && n > 1, 1);
     int readable = 0;
     for (int i = 0; i < n; i++) {
         readable += !ins[i].open_failed && ins[i].walk.nchunks > 0;
@@ -589,14 +728,24 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
         fputs("\r\033[K", stderr);
     if (arc != 0)
         fprintf(stderr, "ringside: out of memory: some analyses are missing from the report\n");
+    struct lanes *lanes = calloc(1, sizeof *lanes);
+    char *extra = NULL;
+    if (lanes && o->out_dir) {
+        lanes_pick(lanes, ins, n, &job, o);
+        lanes->from_ns = job.storage.job_start_ns;
+        lanes->to_ns = job.storage.job_end_ns;
+        lanes_load(lanes, ins, models, RSR_LANES_EVENTS);
+        extra = lanes_json(lanes, ins, &job, paths, npaths);
+    }
     char *json = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&json, &len);
-    if (!mem) {
+    if (!mem || !lanes) {
         fprintf(stderr, "ringside: out of memory\n");
         return 1;
     }
-    rsr_report_json(mem, ins, n, &job);
+    rsr_report_json(mem, ins, n, &job, extra);
+    free(extra);
     if (fclose(mem) != 0) {
         fprintf(stderr, "ringside: out of memory\n");
         return 1;
@@ -617,10 +766,10 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
             if (!rc && rsr_flame_write_all(files, n, o->out_dir, o->quiet, o->lines) < 0)
                 rc = 1;
             const char *bad;
-            if (!rc && rsr_html_write_dir(o->out_dir, models, (size_t)n, &bad) != 0)
+            if (!rc && rsr_html_write_dir(o->out_dir, lanes->models, lanes->n, &bad) != 0)
                 rc = (fprintf(stderr, "ringside: %s: %s\n", bad, strerror(errno)), 1);
             if (!rc)
-                rc = write_output(o->out_dir, "trace.json", models, (size_t)n);
+                rc = write_output(o->out_dir, "trace.json", lanes->models, lanes->n);
         }
     }
     if (!rc && o->json_path) {
@@ -632,7 +781,90 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
     if (!rc && !o->quiet)
         summary(o->json_path && strcmp(o->json_path, "-") == 0 ? stderr : stdout, ins, n, &job);
     rsr_job_free(&job);
+    lanes_free(lanes);
+    free(lanes);
     free(json);
+    for (int i = 0; i < n; i++) {
+        rsr_input_free(&ins[i]);
+        free(files[i]);
+    }
+    free(models);
+    free(ins);
+    free(files);
+    return rc;
+}
+
+int rsr_export_main(char **paths, int npaths, const struct rsr_export_opts *o)
+{
+    char **files;
+    int n = rsr_find_traces(paths, npaths, &files);
+    if (n < 0)
+        return 1;
+    if (n == 0) {
+        fprintf(stderr, "ringside: no trace files (*.trace.lz4) in %s\n", paths[0]);
+        return 1;
+    }
+    struct rsr_input *ins = calloc((size_t)n, sizeof *ins);
+    struct rsr_model **models = calloc((size_t)n, sizeof *models);
+    struct lanes *l = calloc(1, sizeof *l);
+    static struct rsr_model empty;
+    if (!ins || !models || !l) {
+        fprintf(stderr, "ringside: out of memory\n");
+        return 1;
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    rsr_inputs_load(ins, files, n, cpus > 0 ? (int)cpus : 1, isatty(STDERR_FILENO) && n > 1, 1);
+    for (int i = 0; i < n; i++)
+        warn_damage(&ins[i]);
+    qsort(ins, (size_t)n, sizeof *ins, cmp_input);
+    rsr_model_init(&empty);
+    for (int i = 0; i < n; i++)
+        models[i] = ins[i].model ? ins[i].model : &empty;
+    struct rsr_job job;
+    int rc = 0;
+    if (rsr_job_analyse(models, (size_t)n, &job) != 0)
+        fprintf(stderr, "ringside: out of memory: the clocks may be aligned less well\n");
+    l->max = RSR_EXPORT_MAX;
+    for (int i = 0; i < n; i++) {
+        int want = !o->nranks;
+        for (int k = 0; k < o->nranks; k++)
+            want |= ins[i].rank == o->ranks[k];
+        if (want && l->n == l->max) {
+            fprintf(stderr, "ringside: export: more than %d processes: choose ranks with --ranks\n", RSR_EXPORT_MAX);
+            rc = 2;
+            break;
+        }
+        if (want)
+            lane_add(l, (size_t)i, "chosen");
+    }
+    if (!rc && !l->n) {
+        fprintf(stderr, "ringside: export: none of the ranks asked for is in %s\n", paths[0]);
+        rc = 1;
+    }
+    l->from_ns = job.storage.job_start_ns + (o->has_from ? (int64_t)(o->from_s * 1e9) : 0);
+    l->to_ns = o->has_to ? job.storage.job_start_ns + (int64_t)(o->to_s * 1e9) : job.storage.job_end_ns;
+    if (!rc) {
+        lanes_load(l, ins, models, 0);
+        FILE *f = fopen(o->out, "w");
+        if (!f) {
+            fprintf(stderr, "ringside: %s: %s\n", o->out, strerror(errno));
+            rc = 1;
+        } else {
+            int wrc = rsr_perfetto_write(f, l->models, l->n);
+            if (fclose(f) != 0 || wrc != 0) {
+                fprintf(stderr, "ringside: writing %s: %s\n", o->out, strerror(errno ? errno : EIO));
+                rc = 1;
+            } else if (!o->quiet) {
+                printf("ringside: %s: %zu process%s, %" PRIu64 " GPU ops and syncs, %.3f s to %.3f s of the job\n",
+                       o->out, l->n, l->n == 1 ? "" : "es", l->kept,
+                       (double)(l->from_ns - job.storage.job_start_ns) / 1e9,
+                       (double)(l->to_ns - job.storage.job_start_ns) / 1e9);
+            }
+        }
+    }
+    rsr_job_free(&job);
+    lanes_free(l);
+    free(l);
     for (int i = 0; i < n; i++) {
         rsr_input_free(&ins[i]);
         free(files[i]);

@@ -12,7 +12,32 @@ struct rsr_report_opts {
     const char *json_path; /* --json FILE; NULL: none */
     int quiet;
     int lines;             /* --lines: source lines in the flame graphs' frame names */
+    const int *ranks;      /* --ranks: ranks drawn in full (lanes, trace.json) */
+    int nranks;
 };
+
+/* Processes drawn in full (timeline lanes, trace.json) at most, and GPU ops
+ * and syncs in them at most, all lanes together: beyond that the lanes
+ * cover a window of the job (report.json "lanes" says which and how to
+ * export the rest). */
+#define RSR_LANES_MAX 8
+#define RSR_LANES_EVENTS 250000
+/* Processes `ringside export perfetto` writes at most. */
+#define RSR_EXPORT_MAX 64
+
+struct rsr_export_opts {
+    const char *out;       /* -o FILE */
+    const int *ranks;      /* --ranks; none: every process */
+    int nranks;
+    int has_from, has_to;  /* --from S, --to S: seconds from the job's start */
+    double from_s, to_s;
+    int quiet;
+};
+
+/* `ringside export perfetto`: summarises every file (for the clocks), then
+ * writes the chosen processes over the chosen stretch, in full, to o->out
+ * as report's trace.json. Returns the exit status. */
+int rsr_export_main(char **paths, int npaths, const struct rsr_export_opts *o);
 
 /* Collects the *.trace.lz4 files under each of paths (a file, a job folder,
  * or a folder of job folders) into a sorted, malloc'd list. Returns the
@@ -22,8 +47,9 @@ int rsr_find_traces(char **paths, int npaths, char ***files);
 struct rsr_job;
 
 /* Writes report.json for the loaded inputs to f, with the figures of the
- * analyses in job (models in the inputs' order) when job is not NULL. */
-void rsr_report_json(FILE *f, struct rsr_input *ins, int n, const struct rsr_job *job);
+ * analyses in job (models in the inputs' order) when job is not NULL, and
+ * extra (keys and values, without braces) when not NULL. */
+void rsr_report_json(FILE *f, struct rsr_input *ins, int n, const struct rsr_job *job, const char *extra);
 
 /* Runs the whole command; returns the exit status. */
 int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o);

@@ -41,14 +41,6 @@ struct rsr_storage {
     size_t n_models;
 };
 
-/* The merged busy intervals of m's GPU work (start order, disjoint) into
- * *out (malloc'd) and their count; -1 when out of memory. */
-int rsr_gpu_busy(const struct rsr_model *m, int64_t (**out)[2], size_t *n);
-
-/* Length of [s, e) not covered by busy intervals b[0..n), clipped to
- * [lo, hi) (the GPU span). */
-int64_t rsr_idle_within(int64_t (*b)[2], size_t n, int64_t s, int64_t e, int64_t lo, int64_t hi);
-
 /* Analyses models[0..n) into *out (which owns its arrays). Returns 0, or
  * -1 when out of memory (then *out holds nothing to free). */
 int rsr_storage_analyse(struct rsr_model *const *models, size_t n, struct rsr_storage *out);

@@ -1,7 +1,8 @@
-/* Utilisation bins (see timeline.h): each interval adds its overlap with
- * every bin it touches, so busy time and bytes are spread in proportion. */
+/* Utilisation bins (see timeline.h): each process's fine bins (summary.c,
+ * where every interval was spread over the bins it touches in proportion)
+ * are shifted onto the job's time line and re-binned the same way. */
 #include "reporter/timeline.h"
-#include "formats/trace.h"
+#include "reporter/summary.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,26 +19,6 @@ static int64_t pick_bin(int64_t span)
             if (i == 2)
                 step *= 10;
         }
-}
-
-/* Adds weight x (the fraction of [s, e) in each bin) times amount to v. */
-static void spread(const struct rsr_timeline *t, double *v, int64_t s, int64_t e, double amount)
-{
-    if (e <= s) {
-        int64_t k = (s - t->start_ns) / t->bin_ns;
-        if (s >= t->start_ns && k < (int64_t)t->nbins)
-            v[k] += amount;
-        return;
-    }
-    int64_t lo = s > t->start_ns ? s : t->start_ns;
-    int64_t hi_all = t->start_ns + t->bin_ns * (int64_t)t->nbins;
-    int64_t hi = e < hi_all ? e : hi_all;
-    for (int64_t k = (lo - t->start_ns) / t->bin_ns; lo < hi; k++) {
-        int64_t be = t->start_ns + (k + 1) * t->bin_ns;
-        int64_t x = hi < be ? hi : be;
-        v[k] += amount * (double)(x - lo) / (double)(e - s);
-        lo = x;
-    }
 }
 
 void rsr_timeline_free(struct rsr_timeline *t)
@@ -82,34 +63,15 @@ int rsr_timeline_build(struct rsr_model *const *models, size_t n, int64_t start_
             rsr_timeline_free(out);
             return -1;
         }
-        /* GPU busy: the union of ops, so overlapping streams count once */
-        int64_t s = 0, e = 0;
-        int open = 0;
-        for (size_t k = 0; k <= m->n_ops; k++) {
-            const struct rsr_gpu_op *op = k < m->n_ops ? &m->ops[k] : NULL;
-            if (op && open && op->start_ns <= e) {
-                if (op->end_ns > e)
-                    e = op->end_ns;
-                continue;
-            }
-            if (open)
-                spread(out, r->gpu_busy_pct, s, e, (double)(e - s));
-            if (!op)
-                break;
-            s = op->start_ns, e = op->end_ns, open = 1;
+        const struct rsr_summary *sm = rsr_model_summary(models[i]);
+        if (!sm) {
+            rsr_timeline_free(out);
+            return -1;
         }
-        for (size_t k = 0; k < m->n_colls; k++) {
-            const struct rsr_coll *c = &m->colls[k];
-            if (c->end_ns)
-                spread(out, r->comm_gbs, c->start_ns, c->end_ns, (double)c->bytes);
-        }
-        for (size_t k = 0; k < m->n_io; k++) {
-            const struct rsr_io *io = &m->io[k];
-            if (io->dir == RSF_DIR_READ)
-                spread(out, r->read_mbs, io->start_ns, io->end_ns, (double)io->bytes);
-            else if (io->dir == RSF_DIR_WRITE)
-                spread(out, r->write_mbs, io->start_ns, io->end_ns, (double)io->bytes);
-        }
+        rsr_summary_rebin(sm, RSR_FINE_BUSY, r->gpu_busy_pct, out->start_ns, out->bin_ns, out->nbins);
+        rsr_summary_rebin(sm, RSR_FINE_COMM, r->comm_gbs, out->start_ns, out->bin_ns, out->nbins);
+        rsr_summary_rebin(sm, RSR_FINE_READ, r->read_mbs, out->start_ns, out->bin_ns, out->nbins);
+        rsr_summary_rebin(sm, RSR_FINE_WRITE, r->write_mbs, out->start_ns, out->bin_ns, out->nbins);
         double bin_s = (double)out->bin_ns / 1e9;
         for (size_t b = 0; b < out->nbins; b++) {
             r->gpu_busy_pct[b] = 100.0 * r->gpu_busy_pct[b] / (double)out->bin_ns;

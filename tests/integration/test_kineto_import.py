@@ -66,10 +66,11 @@ def hta_problems(rep, want_ranks, label):
 
 
 def differences(a, b, path=""):
-    """Where two reports differ, leaving out what names the files read and
-    the clock offsets: trace.json is on the job's time line already, so the
-    files imported from it need no offset to be put there."""
-    if path.endswith("/trace") or path.endswith("/clock") or path in ("/job",):
+    """Where two reports differ, leaving out what names the files read (the
+    export command names the trace folder) and the clock offsets: trace.json
+    is on the job's time line already, so the files imported from it need no
+    offset to be put there."""
+    if path.endswith("/trace") or path.endswith("/clock") or path in ("/job", "/lanes/export"):
         return []
     if isinstance(a, dict) and isinstance(b, dict):
         out = []

@@ -1,0 +1,891 @@
+/* The streaming summary of one process (see summary.h). Records come in
+ * start order, so every union of intervals (GPU busy, per class, reads) is
+ * one open interval and a running total; the idle time inside a read or a
+ * write burst is B(end) - B(start), where B(t) is the GPU busy time before
+ * t, taken at the moment the stream passes t (before any op that starts
+ * later is added). */
+#include "reporter/summary.h"
+#include "formats/trace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* One running union of intervals given in start order. Touching intervals
+ * merge, as in HTA. */
+struct uni {
+    int open;
+    int64_t s, e;
+    int64_t total;          /* closed intervals */
+};
+
+/* Adds [s, e); returns 1 when that closed the open interval (then *cs, *ce
+ * are the closed one). */
+static int uni_add(struct uni *u, int64_t s, int64_t e, int64_t *cs, int64_t *ce)
+{
+    if (u->open && s <= u->e) {
+        if (e > u->e)
+            u->e = e;
+        return 0;
+    }
+    int closed = u->open;
+    if (closed) {
+        *cs = u->s, *ce = u->e;
+        u->total += u->e - u->s;
+    }
+    u->open = 1, u->s = s, u->e = e;
+    return closed;
+}
+
+static int64_t uni_len(const struct uni *u)
+{
+    return u->total + (u->open ? u->e - u->s : 0);
+}
+
+struct stream_state {
+    struct rsr_stream_idle idle;
+    int64_t prev_end;
+};
+
+/* A written path's totals and its open burst. */
+struct path_state {
+    uint32_t path;          /* 0: empty slot */
+    int have_burst;
+    size_t burst;           /* index in bursts while have_burst */
+    uint64_t rd, wr;
+};
+
+/* A pending look-up of B at a burst's end. */
+struct query {
+    int64_t t;
+    size_t burst;
+};
+
+struct rsr_acc {
+    int failed;
+    int64_t kernel_wait_ns, short_ns;   /* gpu_breakdown.h, kernels.h */
+    uint64_t min_count;
+    int64_t pos;                    /* start of the last record given */
+    uint64_t late;
+
+    /* GPU */
+    struct uni all, comp, comm, mem, cc;
+    int have_op;
+    int64_t lo, hi;                 /* first op start, last op end so far */
+    uint64_t n_ops;
+    struct stream_state *streams;
+    size_t n_streams, cap_streams, last_stream;
+    struct rsr_kernel_stat *stats;
+    size_t n_stats, cap_stats;
+    size_t *slot;                   /* name id -> 1 + index in stats */
+    size_t n_slot;
+    uint64_t n_compute, n_short;
+    int64_t short_sum_ns;
+
+    /* data loading: the open union of reads, its B at start */
+    struct uni reads;
+    int64_t reads_busy_start;
+    int64_t read_ns, read_idle_ns, tail_ns;
+    uint64_t read_bytes;
+
+    /* checkpoint bursts */
+    struct path_state *paths;
+    size_t n_paths, cap_paths;      /* cap: power of two */
+    struct rsr_burst *bursts;
+    unsigned char *closed;          /* per burst: closed and too small (dead) = 2, closed = 1 */
+    size_t n_bursts, cap_bursts, n_dead;
+    struct query *heap;
+    size_t n_heap, cap_heap;
+
+    /* fine bins */
+    int64_t fine_start, fine_bin;
+    double *fine[RSR_FINE_NSERIES];
+
+    uint64_t n_syncs;
+    int64_t sync_blocked;
+
+    struct rsr_summary out;         /* keys and colls, built as they come */
+    size_t *key_slots;              /* open addressing: 1 + key index */
+    size_t n_key_slots;
+};
+
+static void *grow(void *arr, size_t *cap, size_t need, size_t elem, int *failed)
+{
+    if (need <= *cap)
+        return arr;
+    size_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *p = realloc(arr, c * elem);
+    if (!p) {
+        *failed = 1;
+        return NULL;
+    }
+    *cap = c;
+    return p;
+}
+
+struct rsr_acc *rsr_acc_new(int64_t start_ns)
+{
+    struct rsr_acc *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->pos = INT64_MIN;
+    a->kernel_wait_ns = RSR_KERNEL_WAIT_NS;
+    a->short_ns = RSR_SHORT_KERNEL_NS;
+    a->min_count = RSR_SHORT_KERNEL_MIN_COUNT;
+    a->fine_start = start_ns;
+    a->fine_bin = 1024;
+    for (int k = 0; k < RSR_FINE_NSERIES; k++) {
+        a->fine[k] = calloc(RSR_FINE_BINS, sizeof(double));
+        if (!a->fine[k]) {
+            for (int j = 0; j < k; j++)
+                free(a->fine[j]);
+            free(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/* ---- fine bins ---- */
+
+/* Widens the bins (pairs merged) until t fits. */
+static void fine_reach(struct rsr_acc *a, int64_t t)
+{
+    while (t >= a->fine_start + a->fine_bin * RSR_FINE_BINS) {
+        for (int k = 0; k < RSR_FINE_NSERIES; k++) {
+            double *v = a->fine[k];
+            for (size_t i = 0; i < RSR_FINE_BINS / 2; i++)
+                v[i] = v[2 * i] + v[2 * i + 1];
+            memset(v + RSR_FINE_BINS / 2, 0, RSR_FINE_BINS / 2 * sizeof *v);
+        }
+        a->fine_bin *= 2;
+    }
+}
+
+/* Spreads amount over [s, e) in proportion; a point (e <= s) goes to s's bin. */
+static void fine_spread(struct rsr_acc *a, int series, int64_t s, int64_t e, double amount)
+{
+    if (s < a->fine_start)
+        s = a->fine_start;
+    if (e < s)
+        e = s;
+    fine_reach(a, e);
+    double *v = a->fine[series];
+    if (e == s) {
+        v[(s - a->fine_start) / a->fine_bin] += amount;
+        return;
+    }
+    int64_t k = (s - a->fine_start) / a->fine_bin;
+    for (int64_t lo = s; lo < e; k++) {
+        int64_t be = a->fine_start + (k + 1) * a->fine_bin;
+        int64_t x = e < be ? e : be;
+        v[k] += amount * (double)(x - lo) / (double)(e - s);
+        lo = x;
+    }
+}
+
+/* ---- the stream's position and B(t) ---- */
+
+/* GPU busy time before t, for t at or after the position. */
+static int64_t busy_before(const struct rsr_acc *a, int64_t t)
+{
+    int64_t b = a->all.total;
+    if (a->all.open && t > a->all.s)
+        b += (t < a->all.e ? t : a->all.e) - a->all.s;
+    return b;
+}
+
+static void heap_push(struct rsr_acc *a, int64_t t, size_t burst)
+{
+    struct query *h = grow(a->heap, &a->cap_heap, a->n_heap + 1, sizeof *h, &a->failed);
+    if (!h)
+        return;
+    a->heap = h;
+    size_t i = a->n_heap++;
+    while (i && h[(i - 1) / 2].t > t) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = (struct query){ t, burst };
+}
+
+static struct query heap_pop(struct rsr_acc *a)
+{
+    struct query *h = a->heap, top = h[0], last = h[--a->n_heap];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= a->n_heap)
+            break;
+        if (c + 1 < a->n_heap && h[c + 1].t < h[c].t)
+            c++;
+        if (h[c].t >= last.t)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (a->n_heap)
+        h[i] = last;
+    return top;
+}
+
+/* The open read union ends at reads.e: its idle share (see the file's
+ * comment) once the stream is past that end. */
+static void reads_close(struct rsr_acc *a)
+{
+    int64_t rs = a->reads.s, re = a->reads.e;
+    a->read_ns += re - rs;
+    if (!a->have_op || re <= a->lo)
+        return; /* before the GPU's span */
+    int64_t from = rs > a->lo ? rs : a->lo;
+    int64_t busy_from = rs > a->lo ? a->reads_busy_start : 0;
+    int64_t busy_to = busy_before(a, re);
+    int64_t to = re < a->hi ? re : a->hi;
+    if (to > from)
+        a->read_idle_ns += (to - from) - (busy_to - busy_from);
+    if (re > a->hi)
+        a->tail_ns += re - (from > a->hi ? from : a->hi);
+}
+
+/* Moves the stream to x: everything that ends before x is settled with the
+ * GPU busy time known so far (no op given yet starts after it). */
+static void advance(struct rsr_acc *a, int64_t x)
+{
+    if (a->reads.open && a->reads.e < x) {
+        reads_close(a);
+        a->reads.open = 0;
+    }
+    while (a->n_heap && a->heap[0].t < x) {
+        struct query q = heap_pop(a);
+        struct rsr_burst *b = &a->bursts[q.burst];
+        if (b->end_ns == q.t)
+            b->busy_end_ns = busy_before(a, q.t);
+    }
+}
+
+/* The record's start, moved to the position when it came late. */
+static int64_t enter(struct rsr_acc *a, int64_t start)
+{
+    if (start < a->pos) {
+        a->late++;
+        return a->pos;
+    }
+    advance(a, start);
+    a->pos = start;
+    return start;
+}
+
+/* ---- GPU ops ---- */
+
+static struct stream_state *stream_of(struct rsr_acc *a, int32_t device, int32_t stream)
+{
+    size_t k = a->last_stream;
+    if (k < a->n_streams && a->streams[k].idle.stream == stream && a->streams[k].idle.device == device)
+        return &a->streams[k];
+    for (k = 0; k < a->n_streams; k++)
+        if (a->streams[k].idle.stream == stream && a->streams[k].idle.device == device)
+            break;
+    if (k == a->n_streams) {
+        struct stream_state *s = grow(a->streams, &a->cap_streams, k + 1, sizeof *s, &a->failed);
+        if (!s)
+            return NULL;
+        a->streams = s;
+        memset(&s[k], 0, sizeof s[k]);
+        s[k].idle.device = device;
+        s[k].idle.stream = stream;
+        a->n_streams++;
+    }
+    a->last_stream = k;
+    return &a->streams[k];
+}
+
+static void kernel_stat(struct rsr_acc *a, const struct rsr_acc_op *op, int64_t dur)
+{
+    if (op->name >= a->n_slot) {
+        size_t old = a->n_slot;
+        size_t *p = grow(a->slot, &a->n_slot, (size_t)op->name + 1, sizeof *p, &a->failed);
+        if (!p)
+            return;
+        a->slot = p;
+        memset(p + old, 0, (a->n_slot - old) * sizeof *p);
+    }
+    if (!a->slot[op->name]) {
+        struct rsr_kernel_stat *st = grow(a->stats, &a->cap_stats, a->n_stats + 1, sizeof *st, &a->failed);
+        if (!st)
+            return;
+        a->stats = st;
+        memset(&st[a->n_stats], 0, sizeof st[a->n_stats]);
+        st[a->n_stats].name = op->name;
+        st[a->n_stats].cls = op->cls;
+        st[a->n_stats].min_ns = dur;
+        a->slot[op->name] = ++a->n_stats;
+    }
+    struct rsr_kernel_stat *s = &a->stats[a->slot[op->name] - 1];
+    s->count++;
+    s->total_ns += dur;
+    if (dur < s->min_ns)
+        s->min_ns = dur;
+    if (dur > s->max_ns)
+        s->max_ns = dur;
+    if (op->cls == RSR_GPU_COMPUTE) {
+        a->n_compute++;
+        if (dur < a->short_ns) {
+            s->short_count++;
+            s->short_ns += dur;
+            a->n_short++;
+            a->short_sum_ns += dur;
+        }
+    }
+}
+
+void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op)
+{
+    int64_t dur = op->end_ns - op->start_ns;
+    kernel_stat(a, op, dur);
+    int64_t s = enter(a, op->start_ns), e = op->end_ns > s ? op->end_ns : s;
+    a->n_ops++;
+    if (!a->have_op) {
+        a->have_op = 1;
+        a->lo = s;
+    }
+    /* reads settled in the GPU's trailing gap count: the span goes on */
+    a->read_idle_ns += a->tail_ns;
+    a->tail_ns = 0;
+    if (e > a->hi)
+        a->hi = e;
+    int64_t cs, ce;
+    if (uni_add(&a->all, s, e, &cs, &ce))
+        fine_spread(a, RSR_FINE_BUSY, cs, ce, (double)(ce - cs));
+    if (op->cls == RSR_GPU_COMPUTE)
+        uni_add(&a->comp, s, e, &cs, &ce);
+    else if (op->cls == RSR_GPU_COMM)
+        uni_add(&a->comm, s, e, &cs, &ce);
+    else
+        uni_add(&a->mem, s, e, &cs, &ce);
+    if (op->cls == RSR_GPU_COMPUTE || op->cls == RSR_GPU_COMM)
+        uni_add(&a->cc, s, e, &cs, &ce);
+
+    /* the gap before it on its stream, as HTA splits it */
+    struct stream_state *st = stream_of(a, op->device, op->stream);
+    if (!st)
+        return;
+    if (st->idle.ops) {
+        int64_t gap = s - st->prev_end;
+        /* work on one stream runs in order: an overlap is clock noise */
+        if (gap < 0)
+            gap = 0;
+        if (op->launch_ns && op->launch_ns > st->prev_end)
+            st->idle.host_wait_ns += gap;
+        else if (gap < a->kernel_wait_ns)
+            st->idle.kernel_wait_ns += gap;
+        else
+            st->idle.other_ns += gap;
+    }
+    st->idle.ops++;
+    st->prev_end = e;
+}
+
+/* ---- I/O ---- */
+
+static int is_open(uint8_t op)
+{
+    return op == RSF_IO_OPEN || op == RSF_IO_OPENAT || op == RSF_IO_CREAT || op == RSF_IO_FOPEN;
+}
+
+static struct path_state *path_of(struct rsr_acc *a, uint32_t path)
+{
+    if (2 * (a->n_paths + 1) > a->cap_paths) {
+        size_t nc = a->cap_paths ? a->cap_paths * 2 : 64;
+        struct path_state *np = calloc(nc, sizeof *np);
+        if (!np) {
+            a->failed = 1;
+            return NULL;
+        }
+        for (size_t i = 0; i < a->cap_paths; i++) {
+            if (!a->paths[i].path)
+                continue;
+            size_t h = (a->paths[i].path * 2654435761u) & (nc - 1);
+            while (np[h].path)
+                h = (h + 1) & (nc - 1);
+            np[h] = a->paths[i];
+        }
+        free(a->paths);
+        a->paths = np;
+        a->cap_paths = nc;
+    }
+    size_t h = (path * 2654435761u) & (a->cap_paths - 1);
+    while (a->paths[h].path && a->paths[h].path != path)
+        h = (h + 1) & (a->cap_paths - 1);
+    if (!a->paths[h].path) {
+        a->paths[h].path = path;
+        a->n_paths++;
+    }
+    return &a->paths[h];
+}
+
+/* Drops the bursts that closed too small, when they are most of the array:
+ * indices held by paths and queries are renumbered. */
+static void bursts_compact(struct rsr_acc *a)
+{
+    size_t *map = malloc(a->n_bursts * sizeof *map);
+    if (!map)
+        return;
+    size_t w = 0;
+    for (size_t i = 0; i < a->n_bursts; i++)
+        map[i] = a->closed[i] == 2 ? SIZE_MAX : w++;
+    for (size_t i = 0; i < a->cap_paths; i++)
+        if (a->paths[i].path && a->paths[i].have_burst)
+            a->paths[i].burst = map[a->paths[i].burst];
+    /* queries of dead bursts go; the others keep their times, so the heap
+     * is rebuilt from the survivors in place */
+    size_t q = 0;
+    for (size_t i = 0; i < a->n_heap; i++)
+        if (map[a->heap[i].burst] != SIZE_MAX)
+            a->heap[q++] = (struct query){ a->heap[i].t, map[a->heap[i].burst] };
+    a->n_heap = 0;
+    for (size_t i = 0; i < q; i++)
+        heap_push(a, a->heap[i].t, a->heap[i].burst);
+    for (size_t i = 0; i < a->n_bursts; i++)
+        if (map[i] != SIZE_MAX) {
+            a->bursts[map[i]] = a->bursts[i];
+            a->closed[map[i]] = a->closed[i];
+        }
+    a->n_bursts = w;
+    a->n_dead = 0;
+    free(map);
+}
+
+static void burst_close(struct rsr_acc *a, struct path_state *ps)
+{
+    size_t i = ps->burst;
+    ps->have_burst = 0;
+    a->closed[i] = a->bursts[i].bytes >= RSR_CKPT_MIN_BYTES ? 1 : 2;
+    a->n_dead += a->closed[i] == 2;
+}
+
+void rsr_acc_io(struct rsr_acc *a, const struct rsr_io *io)
+{
+    int64_t s = enter(a, io->start_ns), e = io->end_ns > s ? io->end_ns : s;
+    if (io->dir == RSF_DIR_READ) {
+        a->read_bytes += io->bytes;
+        fine_spread(a, RSR_FINE_READ, s, e, (double)io->bytes);
+        int64_t cs, ce;
+        /* advance() closed any union that ended before s: this read
+         * extends the open one or opens a new one */
+        int was_open = a->reads.open;
+        uni_add(&a->reads, s, e, &cs, &ce);
+        if (!was_open)
+            a->reads_busy_start = busy_before(a, s);
+    } else if (io->dir == RSF_DIR_WRITE) {
+        fine_spread(a, RSR_FINE_WRITE, s, e, (double)io->bytes);
+    }
+    if (!io->path)
+        return;
+    struct path_state *ps = path_of(a, io->path);
+    if (!ps)
+        return;
+    if (io->dir == RSF_DIR_READ)
+        ps->rd += io->bytes;
+    else if (io->dir == RSF_DIR_WRITE)
+        ps->wr += io->bytes;
+    if (ps->rd)
+        return; /* a file the process reads is no checkpoint */
+    if (ps->have_burst && is_open(io->op))
+        burst_close(a, ps);
+    if (!ps->have_burst) {
+        if (a->n_dead > 1024 && a->n_dead * 2 > a->n_bursts)
+            bursts_compact(a);
+        struct rsr_burst *b = grow(a->bursts, &a->cap_bursts, a->n_bursts + 1, sizeof *b, &a->failed);
+        if (!b)
+            return;
+        a->bursts = b;
+        size_t capc = a->cap_bursts;
+        unsigned char *c = realloc(a->closed, capc);
+        if (!c) {
+            a->failed = 1;
+            return;
+        }
+        a->closed = c;
+        size_t i = a->n_bursts++;
+        b[i] = (struct rsr_burst){ s, s, busy_before(a, s), 0, 0, io->path };
+        c[i] = 0;
+        ps->have_burst = 1;
+        ps->burst = i;
+    }
+    struct rsr_burst *b = &a->bursts[ps->burst];
+    if (io->dir == RSF_DIR_WRITE)
+        b->bytes += io->bytes;
+    if (e > b->end_ns || (e == b->end_ns && b->end_ns == b->start_ns)) {
+        b->end_ns = e;
+        heap_push(a, e, ps->burst);
+    }
+}
+
+void rsr_acc_sync(struct rsr_acc *a, int64_t start_ns, int64_t end_ns)
+{
+    enter(a, start_ns);
+    a->n_syncs++;
+    a->sync_blocked += end_ns - start_ns;
+}
+
+/* ---- collectives ---- */
+
+static uint32_t key_of(struct rsr_acc *a, const struct rsr_coll_key *k)
+{
+    struct rsr_summary *o = &a->out;
+    if (2 * (o->n_keys + 1) > a->n_key_slots) {
+        size_t nc = a->n_key_slots ? a->n_key_slots * 2 : 64;
+        size_t *ns = calloc(nc, sizeof *ns);
+        if (!ns) {
+            a->failed = 1;
+            return 0;
+        }
+        for (size_t i = 0; i < o->n_keys; i++) {
+            const struct rsr_coll_key *x = &o->keys[i];
+            size_t h = (x->comm_id ^ x->bytes * 31 ^ x->op) * 0x9e3779b97f4a7c15ull >> 20 & (nc - 1);
+            while (ns[h])
+                h = (h + 1) & (nc - 1);
+            ns[h] = i + 1;
+        }
+        free(a->key_slots);
+        a->key_slots = ns;
+        a->n_key_slots = nc;
+    }
+    size_t mask = a->n_key_slots - 1;
+    size_t h = (k->comm_id ^ k->bytes * 31 ^ k->op) * 0x9e3779b97f4a7c15ull >> 20 & mask;
+    for (; a->key_slots[h]; h = (h + 1) & mask) {
+        const struct rsr_coll_key *x = &o->keys[a->key_slots[h] - 1];
+        if (x->comm_id == k->comm_id && x->bytes == k->bytes && x->op == k->op && x->group_size == k->group_size)
+            return (uint32_t)(a->key_slots[h] - 1);
+    }
+    struct rsr_coll_key *keys = grow(o->keys, &o->cap_keys, o->n_keys + 1, sizeof *keys, &a->failed);
+    if (!keys)
+        return 0;
+    o->keys = keys;
+    keys[o->n_keys] = *k;
+    a->key_slots[h] = ++o->n_keys;
+    return (uint32_t)(o->n_keys - 1);
+}
+
+void rsr_acc_coll(struct rsr_acc *a, const struct rsr_coll *c, int32_t group_size)
+{
+    if (!c->end_ns)
+        return;
+    struct rsr_coll_key k = { c->comm_id, c->bytes, group_size, c->op };
+    uint32_t key = key_of(a, &k);
+    if (a->failed)
+        return;
+    struct rsr_summary *o = &a->out;
+    struct rsr_coll_tuple *t = grow(o->colls, &o->cap_colls, o->n_colls + 1, sizeof *t, &a->failed);
+    if (!t)
+        return;
+    o->colls = t;
+    t[o->n_colls++] = (struct rsr_coll_tuple){ c->start_ns, c->end_ns, c->seq, key };
+    fine_spread(a, RSR_FINE_COMM, c->start_ns, c->end_ns, (double)c->bytes);
+}
+
+/* ---- the end ---- */
+
+static double pct(int64_t part, int64_t whole)
+{
+    return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static int cmp_stream(const void *pa, const void *pb)
+{
+    const struct rsr_stream_idle *a = pa, *b = pb;
+    if (a->device != b->device)
+        return a->device < b->device ? -1 : 1;
+    return (a->stream > b->stream) - (a->stream < b->stream);
+}
+
+static void finish_gpu(struct rsr_acc *a, struct rsr_summary *o)
+{
+    struct rsr_gpu_breakdown *g = &o->gpu;
+    if (!a->n_ops)
+        return;
+    g->start_ns = a->lo;
+    g->end_ns = a->hi;
+    g->span_ns = a->hi - a->lo;
+    g->busy_ns = uni_len(&a->all);
+    g->idle_ns = g->span_ns - g->busy_ns;
+    g->compute_ns = uni_len(&a->comp);
+    g->non_compute_ns = g->span_ns - g->compute_ns - g->idle_ns;
+    g->comm_ns = uni_len(&a->comm);
+    g->memcpy_ns = uni_len(&a->mem);
+    /* |comm and compute| = |comm| + |compute| - |comm or compute| */
+    g->overlap_ns = g->comm_ns + g->compute_ns - uni_len(&a->cc);
+    g->exposed_comm_ns = g->comm_ns - g->overlap_ns;
+    g->idle_pct = pct(g->idle_ns, g->span_ns);
+    g->compute_pct = pct(g->compute_ns, g->span_ns);
+    g->non_compute_pct = pct(g->non_compute_ns, g->span_ns);
+    g->comm_pct = pct(g->comm_ns, g->span_ns);
+    g->memcpy_pct = pct(g->memcpy_ns, g->span_ns);
+    g->comm_comp_overlap_pct = pct(g->overlap_ns, g->comm_ns);
+    g->exposed_comm_pct = pct(g->exposed_comm_ns, g->span_ns);
+    g->streams = malloc((a->n_streams ? a->n_streams : 1) * sizeof *g->streams);
+    if (!g->streams) {
+        a->failed = 1;
+        return;
+    }
+    for (size_t k = 0; k < a->n_streams; k++) {
+        g->streams[k] = a->streams[k].idle;
+        g->host_wait_ns += a->streams[k].idle.host_wait_ns;
+        g->kernel_wait_ns += a->streams[k].idle.kernel_wait_ns;
+        g->other_idle_ns += a->streams[k].idle.other_ns;
+    }
+    g->n_streams = a->n_streams;
+    if (a->n_streams > 1)
+        qsort(g->streams, a->n_streams, sizeof *g->streams, cmp_stream);
+}
+
+static int cmp_total(const void *pa, const void *pb)
+{
+    const struct rsr_kernel_stat *a = pa, *b = pb;
+    if (a->total_ns != b->total_ns)
+        return a->total_ns > b->total_ns ? -1 : 1;
+    return (a->name > b->name) - (a->name < b->name);
+}
+
+static int cmp_short(const void *pa, const void *pb)
+{
+    const struct rsr_kernel_stat *a = *(const struct rsr_kernel_stat *const *)pa;
+    const struct rsr_kernel_stat *b = *(const struct rsr_kernel_stat *const *)pb;
+    if (a->short_count != b->short_count)
+        return a->short_count > b->short_count ? -1 : 1;
+    return (a->name > b->name) - (a->name < b->name);
+}
+
+static void finish_kernels(struct rsr_acc *a, struct rsr_summary *o)
+{
+    struct rsr_kernel_summary *k = &o->kernels;
+    size_t n = a->n_stats;
+    if (!n)
+        return;
+    struct rsr_kernel_stat *stats = a->stats;
+    a->stats = NULL;
+    for (size_t i = 0; i < n; i++)
+        stats[i].mean_ns = (double)stats[i].total_ns / (double)stats[i].count;
+    qsort(stats, n, sizeof *stats, cmp_total);
+    k->stats = stats;
+    k->n = n;
+    k->n_compute = a->n_compute;
+    k->n_short = a->n_short;
+    k->short_ns = a->short_sum_ns;
+    size_t ncand = 0;
+    for (size_t i = 0; i < n; i++)
+        ncand += stats[i].short_count >= a->min_count && stats[i].short_count > 0;
+    if (!ncand)
+        return;
+    k->short_names = malloc(ncand * sizeof *k->short_names);
+    if (!k->short_names) {
+        a->failed = 1;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (stats[i].short_count >= a->min_count && stats[i].short_count > 0)
+            k->short_names[k->n_short_names++] = &stats[i];
+    qsort(k->short_names, ncand, sizeof *k->short_names, cmp_short);
+}
+
+/* The bursts of paths written enough and never read, in start order. */
+static void finish_bursts(struct rsr_acc *a, struct rsr_summary *o)
+{
+    for (size_t i = 0; i < a->cap_paths; i++)
+        if (a->paths[i].path && a->paths[i].have_burst)
+            burst_close(a, &a->paths[i]);
+    size_t w = 0;
+    for (size_t i = 0; i < a->n_bursts; i++) {
+        if (a->closed[i] != 1)
+            continue;
+        const struct path_state *ps = path_of(a, a->bursts[i].path);
+        if (!ps || ps->rd || ps->wr < RSR_CKPT_MIN_BYTES)
+            continue;
+        a->bursts[w++] = a->bursts[i];
+    }
+    o->bursts = a->bursts;
+    o->n_bursts = w;
+    a->bursts = NULL;
+}
+
+int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
+{
+    /* everything still pending ends at or after the position: B is known */
+    while (a->n_heap) {
+        struct query q = heap_pop(a);
+        struct rsr_burst *b = &a->bursts[q.burst];
+        if (b->end_ns == q.t)
+            b->busy_end_ns = busy_before(a, q.t);
+    }
+    if (a->reads.open)
+        reads_close(a);
+    if (a->all.open)
+        fine_spread(a, RSR_FINE_BUSY, a->all.s, a->all.e, (double)(a->all.e - a->all.s));
+    *out = a->out;
+    memset(&a->out, 0, sizeof a->out);
+    finish_gpu(a, out);
+    finish_kernels(a, out);
+    out->n_ops = a->n_ops;
+    finish_bursts(a, out);
+    struct rsr_data_loading *dl = &out->loading;
+    dl->read_ns = a->read_ns;
+    dl->read_idle_ns = a->read_idle_ns;
+    dl->read_bytes = a->read_bytes;
+    dl->pct = out->gpu.span_ns > 0 ? 100.0 * (double)dl->read_idle_ns / (double)out->gpu.span_ns : 0;
+    out->fine_start_ns = a->fine_start;
+    out->fine_bin_ns = a->fine_bin;
+    for (int k = 0; k < RSR_FINE_NSERIES; k++) {
+        out->fine[k] = a->fine[k];
+        a->fine[k] = NULL;
+    }
+    out->n_syncs = a->n_syncs;
+    out->sync_blocked_ns = a->sync_blocked;
+    out->late = a->late;
+    int rc = a->failed ? -1 : 0;
+    free(a->streams);
+    free(a->stats);
+    free(a->slot);
+    free(a->paths);
+    free(a->bursts);
+    free(a->closed);
+    free(a->heap);
+    free(a->key_slots);
+    free(a);
+    return rc;
+}
+
+void rsr_summary_free(struct rsr_summary *s)
+{
+    rsr_gpu_breakdown_free(&s->gpu);
+    rsr_kernel_summary_free(&s->kernels);
+    free(s->keys);
+    free(s->colls);
+    free(s->bursts);
+    for (int k = 0; k < RSR_FINE_NSERIES; k++)
+        free(s->fine[k]);
+    memset(s, 0, sizeof *s);
+}
+
+void rsr_summary_shift(struct rsr_summary *s, int64_t d)
+{
+    if (s->gpu.span_ns || s->n_ops) {
+        s->gpu.start_ns += d;
+        s->gpu.end_ns += d;
+    }
+    for (size_t i = 0; i < s->n_colls; i++) {
+        s->colls[i].start_ns += d;
+        s->colls[i].end_ns += d;
+    }
+    for (size_t i = 0; i < s->n_bursts; i++) {
+        s->bursts[i].start_ns += d;
+        s->bursts[i].end_ns += d;
+    }
+    s->fine_start_ns += d;
+}
+
+int64_t rsr_summary_idle_within(const struct rsr_summary *s, const struct rsr_burst *b0, const struct rsr_burst *b1)
+{
+    int64_t lo = s->gpu.start_ns, hi = s->gpu.end_ns;
+    if (!s->n_ops)
+        return 0;
+    int64_t from = b0->start_ns > lo ? b0->start_ns : lo;
+    int64_t to = b1->end_ns < hi ? b1->end_ns : hi;
+    if (to <= from)
+        return 0;
+    int64_t busy_from = b0->start_ns > lo ? b0->busy_start_ns : 0;
+    int64_t busy_to = b1->end_ns < hi ? b1->busy_end_ns : s->gpu.busy_ns;
+    return (to - from) - (busy_to - busy_from);
+}
+
+void rsr_summary_rebin(const struct rsr_summary *s, int series, double *v, int64_t start_ns, int64_t bin_ns,
+                       size_t nbins)
+{
+    const double *f = s->fine[series];
+    if (!f || bin_ns <= 0)
+        return;
+    int64_t end_all = start_ns + bin_ns * (int64_t)nbins;
+    for (size_t i = 0; i < RSR_FINE_BINS; i++) {
+        if (f[i] == 0)
+            continue;
+        int64_t fs = s->fine_start_ns + (int64_t)i * s->fine_bin_ns, fe = fs + s->fine_bin_ns;
+        int64_t lo = fs > start_ns ? fs : start_ns, hi = fe < end_all ? fe : end_all;
+        for (int64_t k = (lo - start_ns) / bin_ns; lo < hi; k++) {
+            int64_t be = start_ns + (k + 1) * bin_ns;
+            int64_t x = hi < be ? hi : be;
+            v[k] += f[i] * (double)(x - lo) / (double)(fe - fs);
+            lo = x;
+        }
+    }
+}
+
+/* ---- a whole model ---- */
+
+int rsr_summary_of_records(const struct rsr_model *m, int64_t kernel_wait_ns, int64_t short_ns,
+                           uint64_t min_count, struct rsr_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    int64_t start = INT64_MAX;
+    if (m->n_ops && m->ops[0].start_ns < start)
+        start = m->ops[0].start_ns;
+    if (m->n_io && m->io[0].start_ns < start)
+        start = m->io[0].start_ns;
+    if (m->n_syncs && m->syncs[0].start_ns < start)
+        start = m->syncs[0].start_ns;
+    for (size_t k = 0; k < m->n_colls; k++)
+        if (m->colls[k].end_ns && m->colls[k].start_ns < start)
+            start = m->colls[k].start_ns;
+    if (start == INT64_MAX)
+        start = m->wall_start_ns;
+    struct rsr_acc *a = rsr_acc_new(start);
+    if (!a)
+        return -1;
+    a->kernel_wait_ns = kernel_wait_ns;
+    a->short_ns = short_ns;
+    a->min_count = min_count;
+    size_t i = 0, j = 0, k = 0;
+    for (;;) {
+        int64_t t_op = i < m->n_ops ? m->ops[i].start_ns : INT64_MAX;
+        int64_t t_io = j < m->n_io ? m->io[j].start_ns : INT64_MAX;
+        int64_t t_sy = k < m->n_syncs ? m->syncs[k].start_ns : INT64_MAX;
+        if (i >= m->n_ops && j >= m->n_io && k >= m->n_syncs)
+            break;
+        if (i < m->n_ops && t_op <= t_io && t_op <= t_sy) {
+            const struct rsr_gpu_op *op = &m->ops[i++];
+            const struct rsr_launch *l = op->launch_ns ? NULL : rsr_model_find_launch(m, op->correlation);
+            struct rsr_acc_op x = { op->start_ns, op->end_ns, op->launch_ns ? op->launch_ns : l ? l->start_ns : 0,
+                                    op->name, op->stream, op->device, op->cls };
+            rsr_acc_op(a, &x);
+        } else if (j < m->n_io && t_io <= t_sy) {
+            rsr_acc_io(a, &m->io[j++]);
+        } else {
+            rsr_acc_sync(a, m->syncs[k].start_ns, m->syncs[k].end_ns);
+            k++;
+        }
+    }
+    for (size_t c = 0; c < m->n_colls; c++)
+        rsr_acc_coll(a, &m->colls[c], m->colls[c].group_size);
+    return rsr_acc_finish(a, out);
+}
+
+int rsr_model_summarize(struct rsr_model *m)
+{
+    struct rsr_summary *s = malloc(sizeof *s);
+    if (!s)
+        return -1;
+    int rc = rsr_summary_of_records(m, RSR_KERNEL_WAIT_NS, RSR_SHORT_KERNEL_NS, RSR_SHORT_KERNEL_MIN_COUNT, s);
+    if (m->sum) {
+        rsr_summary_free(m->sum);
+        free(m->sum);
+    }
+    m->sum = s;
+    m->sum->late += m->late;
+    return rc;
+}
+
+struct rsr_summary *rsr_model_summary(struct rsr_model *m)
+{
+    if (!m->sum && rsr_model_summarize(m) != 0 && !m->sum)
+        return NULL;
+    return m->sum;
+}

@@ -1,0 +1,136 @@
+/* A process's summary: what the job's analyses need of one trace, built
+ * while its records stream past in start order and never holding them:
+ * GPU breakdown, kernel table, per-collective tuples, checkpoint bursts and
+ * data loading, fine utilisation bins, sync totals. load_model.c feeds it
+ * from a file through a reorder window; rsr_model_summarize from a whole
+ * model (Kineto imports, tests). Memory grows with names, streams, files
+ * written and collectives, not with kernels, copies or I/O calls. */
+#ifndef RSR_SUMMARY_H
+#define RSR_SUMMARY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reporter/gpu_breakdown.h"
+#include "reporter/kernels.h"
+#include "reporter/model.h"
+#include "reporter/storage.h"
+
+/* Fine bins per series: the job's timeline (at most RSR_TIMELINE_MAX_BINS
+ * bins over the whole job) is re-binned from these, so each of its bins
+ * draws on ten or more of them. */
+#define RSR_FINE_BINS 4096
+
+enum rsr_fine_series { RSR_FINE_BUSY, RSR_FINE_COMM, RSR_FINE_READ, RSR_FINE_WRITE, RSR_FINE_NSERIES };
+
+/* What a collective's call is, shared by all its calls with the same key. */
+struct rsr_coll_key {
+    uint64_t comm_id;
+    uint64_t bytes;
+    int32_t group_size;         /* -1: not known */
+    uint8_t op;                 /* enum rsr_coll_op */
+};
+
+/* One timed collective call: 24 bytes, the only per-call record kept. */
+struct rsr_coll_tuple {
+    int64_t start_ns, end_ns;   /* GPU start (this rank's arrival) and end */
+    uint32_t seq;               /* call number on its communicator */
+    uint32_t key;               /* index into rsr_summary.keys */
+};
+
+struct rsr_summary {
+    struct rsr_gpu_breakdown gpu;
+    struct rsr_kernel_summary kernels;  /* names are the model's string ids */
+    uint64_t n_ops;                     /* GPU ops summed */
+
+    struct rsr_coll_key *keys;
+    size_t n_keys, cap_keys;
+    struct rsr_coll_tuple *colls;       /* in the order they were added */
+    size_t n_colls, cap_colls;
+
+    /* Write bursts that may be checkpoints (storage.h): one per open of a
+     * path written with RSR_CKPT_MIN_BYTES or more and never read, each
+     * with the GPU busy time before its start and end, so that the idle
+     * time inside any window of them follows (rsr_summary_idle_within). */
+    struct rsr_burst {
+        int64_t start_ns, end_ns;
+        int64_t busy_start_ns, busy_end_ns; /* GPU busy time up to start, end */
+        uint64_t bytes;
+        uint32_t path;                  /* model string id */
+    } *bursts;
+    size_t n_bursts;
+    struct rsr_data_loading loading;
+
+    /* Utilisation in fine bins from fine_start_ns, fine_bin_ns wide: busy
+     * ns of the GPU (its union), collective bytes spread over their GPU
+     * time, bytes read and written spread over each call. */
+    int64_t fine_start_ns, fine_bin_ns;
+    double *fine[RSR_FINE_NSERIES];     /* RSR_FINE_BINS each, NULL: none */
+
+    uint64_t n_syncs;
+    int64_t sync_blocked_ns;
+    uint64_t late;      /* records that came after later ones had been summed (see load_model.c) */
+};
+
+/* The streaming builder (opaque). */
+struct rsr_acc;
+
+/* One record, as the builder takes it. */
+struct rsr_acc_op {
+    int64_t start_ns, end_ns;
+    int64_t launch_ns;          /* its launch call's start; 0: not known */
+    uint32_t name;
+    int32_t stream, device;
+    uint8_t cls;                /* enum rsr_gpu_class */
+};
+
+/* A new builder; times before start_ns (the process's first) go to the
+ * first fine bin. NULL when out of memory. */
+struct rsr_acc *rsr_acc_new(int64_t start_ns);
+
+/* Records in start order (ops, I/O, syncs interleaved): a record that
+ * starts before one already given is summed as if it started then, and
+ * counted in late. */
+void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op);
+void rsr_acc_io(struct rsr_acc *a, const struct rsr_io *io);
+void rsr_acc_sync(struct rsr_acc *a, int64_t start_ns, int64_t end_ns);
+
+/* A timed collective, in any order; group_size -1 when not known. */
+void rsr_acc_coll(struct rsr_acc *a, const struct rsr_coll *c, int32_t group_size);
+
+/* Ends the stream: fills *out (zeroed first; free with rsr_summary_free),
+ * frees a. Returns 0, or -1 when out of memory at any point (then *out
+ * lacks part of what it should hold). */
+int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out);
+
+/* Summarises a finished model's records (ops, io, syncs, colls) into *out
+ * (zeroed first) with the given thresholds (gpu_breakdown.h, kernels.h);
+ * 0, or -1 when out of memory. */
+int rsr_summary_of_records(const struct rsr_model *m, int64_t kernel_wait_ns, int64_t short_ns,
+                           uint64_t min_count, struct rsr_summary *out);
+
+/* Summarises a finished model's records (ops, io, syncs, colls) into a
+ * new m->sum, replacing any; 0, or -1 when out of memory. */
+int rsr_model_summarize(struct rsr_model *m);
+
+/* m's summary, made from its records when it has none yet (see above);
+ * NULL when out of memory. */
+struct rsr_summary *rsr_model_summary(struct rsr_model *m);
+
+/* Adds delta_ns to every time of s (not the busy times, which are sums). */
+void rsr_summary_shift(struct rsr_summary *s, int64_t delta_ns);
+
+/* GPU idle time inside [start, end), a window whose ends are those of
+ * bursts b0 (start) and b1 (end), clipped to the GPU span. */
+int64_t rsr_summary_idle_within(const struct rsr_summary *s, const struct rsr_burst *b0,
+                                const struct rsr_burst *b1);
+
+/* Adds the fine bins of s, shifted onto the job's time line, to the job's
+ * bins v[series][0..nbins) from start_ns, bin_ns wide (in proportion of
+ * each fine bin's overlap with them). */
+void rsr_summary_rebin(const struct rsr_summary *s, int series, double *v, int64_t start_ns, int64_t bin_ns,
+                       size_t nbins);
+
+void rsr_summary_free(struct rsr_summary *s);
+
+#endif
