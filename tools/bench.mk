@@ -35,14 +35,26 @@ bench: $(BUILD)/libagent.so $(BUILD)/ringside $(BUILD)/bench_io $(BUILD)/bench_l
 
 # The reporter's part: build/gen_job writes a synthetic job of ringside files
 # (tools/gen_job.c), and tools/bench_report.py times import + report on the
-# shared Kineto traces against HTA and decodes and analyses generated jobs.
+# shared Kineto traces against HTA, then runs the default command a user
+# types, `ringside report DIR -o OUT` (all outputs), on generated jobs beside
+# issue 16's targets: 64 ranks x 1M records (wall, CPU, records/s/core, peak
+# memory, size of each output); 64 x 250k, 1M, 4M (memory flat in the job's
+# length); 1,024 x 100k; and `mpirun -n 2` against one process where the
+# reporter is built with MPI. Each command runs under a memory limit
+# (MEM_LIMIT_GB, default 8). The jobs take up to about 7 GB in $BENCH_TMP
+# (/tmp) at once, plus one run's outputs (today's 64 x 1M OUT: 21 GB), and
+# are deleted after their rows. Knobs (environment):
+# ROUNDS, KINETO=0, RANKS, EVENTS, SCALE=0 (Kineto and the 64 x 1M row only),
+# WIDE_RANKS, WIDE_EVENTS, MPI=0|1, MPI_NP, SMALL=1 (small sizes, seconds),
+# MEM_LIMIT_GB, TIMEOUT, BENCH_TMP; see the script's header.
 GEN_JOB_OBJ := $(BUILD)/obj/tools/gen_job.o $(FORMAT_OBJ) \
                $(filter-out $(BUILD)/obj/reporter/main.o,$(REPORTER_OBJ))
 $(BUILD)/gen_job: $(GEN_JOB_OBJ)
 	$(call say,LD,$@)
 	$(Q)$(CC) -o $@ $(GEN_JOB_OBJ) $(RS_LDFLAGS) -llz4 -lyajl -lz -lm -ldw -lelf -lstdc++
 
-# `make bench-report` runs this part alone.
+# `make bench-report` runs this part alone (e.g. `make bench-report SMALL=1
+# KINETO=0`: make passes command-line variables to the script's environment).
 .PHONY: bench-report
 bench-report: $(BUILD)/ringside $(BUILD)/gen_job
 	$(Q)python3 tools/bench_report.py $(BUILD)
