@@ -492,7 +492,16 @@ static void drain(struct rsr_model_loader *L, int final)
         return;
     int64_t ops_cut = final ? INT64_MAX : cut - RSR_LINK_TOL_NS;
     if (!L->acc) {
-        int64_t origin = m->n_clocks ? m->clocks[0].mono_ns : INT64_MAX;
+        /* the first records, not the clock pairs: an imported file's
+         * pair can lie far from its records, and the fine bins would
+         * widen to span the gap */
+        int64_t origin = INT64_MAX;
+        for (size_t i = 0; i < m->n_syncs; i++)
+            if (m->syncs[i].start_ns < origin)
+                origin = m->syncs[i].start_ns;
+        for (size_t i = 0; i < m->n_colls; i++)
+            if (m->colls[i].start_ns && m->colls[i].start_ns < origin)
+                origin = m->colls[i].start_ns;
         for (size_t i = 0; i < m->n_ops; i++)
             if (m->ops[i].start_ns < origin)
                 origin = m->ops[i].start_ns;
