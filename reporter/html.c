@@ -1,9 +1,13 @@
-/* The HTML report: report.json (parsed with yajl's tree API) and the
- * per-process GPU timelines become one self-contained page: the summary and
- * findings first, then timeline lanes that zoom and pan, utilisation charts,
- * tables and flame graphs. Charts are SVG written here; the inline script
- * only changes a viewBox, sorts tables and shows tooltips. */
+/* The HTML report: report.json (parsed with yajl's tree API) and the GPU
+ * timelines of the processes that get lanes become one self-contained page:
+ * the summary and findings first, then timeline lanes that zoom and pan,
+ * utilisation charts, tables and flame graphs. Lanes and charts are SVG
+ * written here; the views of many ranks (strip plots, heatmaps) are drawn
+ * on <canvas> by the page's script from data html_ranks.c writes. */
 #include "reporter/html.h"
+#include "reporter/html_json.h"
+#include "reporter/html_ranks.h"
+#include "reporter/html_script.h"
 #include "formats/trace.h"
 
 #include <dirent.h>
@@ -25,10 +29,12 @@
 #define TL_LANE_STEP 17
 #define TL_ROW_GAP 8
 /* Rectangles per lane: at most TL_RECTS_MAX, fewer when there are many
- * lanes so that the page stays near TL_RECTS_TOTAL (never under MIN). */
+ * lanes so that the lanes stay near TL_RECTS_TOTAL rectangles (about 25
+ * bytes each: half a MB of the page whatever the job), never under MIN per
+ * lane (8 processes of 6 lanes fit the total). */
 #define TL_RECTS_MAX 4000
-#define TL_RECTS_MIN 500
-#define TL_RECTS_TOTAL 150000
+#define TL_RECTS_MIN 400
+#define TL_RECTS_TOTAL 20000
 #define TABLE_ROWS 200
 #define CHART_POINTS 1200
 
@@ -67,168 +73,6 @@ static const char *const palette[] = {
 };
 #define NPALETTE (sizeof palette / sizeof palette[0])
 
-/* ---- escaping: every text that came from a trace goes through these ---- */
-
-/* Text for HTML content or a quoted attribute value. C0 controls other
- * than tab and newline become U+FFFD (they are not allowed in HTML). */
-static void put_html(FILE *f, const char *s)
-{
-    if (!s)
-        return;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        switch (c) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        default:
-            if (c < 0x20 && c != '\t' && c != '\n')
-                fputs("&#xFFFD;", f);
-            else
-                putc(c, f);
-        }
-    }
-}
-
-/* A JSON string inside <script>: besides JSON's own escapes, <, >, & and
- * U+2028/2029 are written as \uXXXX so that no "</script>" or "<!--" can
- * appear and no line terminator breaks an older JavaScript parser. */
-static void put_js_str(FILE *f, const char *s)
-{
-    putc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        unsigned char c = *p;
-        if (c == '"' || c == '\\') {
-            putc('\\', f);
-            putc(c, f);
-        } else if (c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7f) {
-            fprintf(f, "\\u%04x", c);
-        } else if (c == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
-            fprintf(f, "\\u%04x", p[2] == 0xa8 ? 0x2028 : 0x2029);
-            p += 2;
-        } else {
-            putc(c, f);
-        }
-    }
-    putc('"', f);
-}
-
-/* ---- report.json access (yajl tree); every key may be missing ---- */
-
-static yajl_val jkey(yajl_val o, const char *k)
-{
-    if (!YAJL_IS_OBJECT(o))
-        return NULL;
-    for (size_t i = 0; i < o->u.object.len; i++)
-        if (strcmp(o->u.object.keys[i], k) == 0)
-            return o->u.object.values[i];
-    return NULL;
-}
-
-/* 1 and the value when v is a finite number. */
-static int jnum(yajl_val v, double *d)
-{
-    if (!YAJL_IS_NUMBER(v))
-        return 0;
-    double x = YAJL_IS_DOUBLE(v) ? v->u.number.d : (double)v->u.number.i;
-    if (!isfinite(x))
-        return 0;
-    *d = x;
-    return 1;
-}
-
-static int knum(yajl_val o, const char *k, double *d)
-{
-    return jnum(jkey(o, k), d);
-}
-
-static double knum_or(yajl_val o, const char *k, double dflt)
-{
-    double d;
-    return knum(o, k, &d) ? d : dflt;
-}
-
-static const char *kstr(yajl_val o, const char *k)
-{
-    return YAJL_GET_STRING(jkey(o, k));
-}
-
-static size_t alen(yajl_val a)
-{
-    return YAJL_IS_ARRAY(a) ? a->u.array.len : 0;
-}
-
-static yajl_val aget(yajl_val a, size_t i)
-{
-    return i < alen(a) ? a->u.array.values[i] : NULL;
-}
-
-/* Any JSON value as escaped text: strings as they are, numbers with %g,
- * arrays joined by ", ", objects as "key: value; ...". */
-static void put_value(FILE *f, yajl_val v)
-{
-    double d;
-    if (YAJL_IS_STRING(v)) {
-        put_html(f, v->u.string);
-    } else if (jnum(v, &d)) {
-        fprintf(f, "%g", d);
-    } else if (YAJL_IS_ARRAY(v)) {
-        for (size_t i = 0; i < v->u.array.len; i++) {
-            if (i)
-                fputs(", ", f);
-            put_value(f, v->u.array.values[i]);
-        }
-    } else if (YAJL_IS_OBJECT(v)) {
-        for (size_t i = 0; i < v->u.object.len; i++) {
-            if (i)
-                fputs("; ", f);
-            put_html(f, v->u.object.keys[i]);
-            fputs(": ", f);
-            put_value(f, v->u.object.values[i]);
-        }
-    } else if (YAJL_IS_TRUE(v) || YAJL_IS_FALSE(v)) {
-        fputs(YAJL_IS_TRUE(v) ? "yes" : "no", f);
-    }
-}
-
-/* A process's name: "rank R", or "pid P" when it has no rank. */
-static void put_proc(FILE *f, yajl_val proc)
-{
-    double r, pid;
-    if (knum(proc, "rank", &r))
-        fprintf(f, "rank %.0f", r);
-    else if (knum(proc, "pid", &pid))
-        fprintf(f, "pid %.0f", pid);
-    else
-        fputs("process", f);
-}
-
-/* ---- number formatting ---- */
-
-static void fmt_ns(char *b, size_t n, double ns)
-{
-    double a = fabs(ns);
-    if (a < 1e3)
-        snprintf(b, n, "%.0f ns", ns);
-    else if (a < 1e6)
-        snprintf(b, n, "%.1f \xc2\xb5s", ns / 1e3);
-    else if (a < 1e9)
-        snprintf(b, n, "%.2f ms", ns / 1e6);
-    else
-        snprintf(b, n, "%.2f s", ns / 1e9);
-}
-
-static void fmt_bytes(char *b, size_t n, double v)
-{
-    static const char *const unit[] = { "B", "kB", "MB", "GB", "TB", "PB" };
-    int i = 0;
-    while (fabs(v) >= 1000 && i < 5)
-        v /= 1000, i++;
-    snprintf(b, n, i ? "%.1f %s" : "%.0f %s", v, unit[i]);
-}
-
 /* ---- the page ---- */
 
 struct page {
@@ -245,149 +89,19 @@ struct page {
     double ck_origin_us;
     int have_gpu;   /* some process has GPU figures */
     int have_io;    /* some process read or wrote a byte */
-    size_t tl_bins;
+    /* The per-rank figures; many: more ranks than the per-rank look
+     * (lanes for all, a line per rank) can show. */
+    struct rsr_html_ranks *ranks;
+    int many;
+    /* The models that get lanes and why; all_lanes: every process has one
+     * (so a checkpointing rank without one gets a row of its own).
+     * have_win: the lanes show [win_s, win_e) ns of the job time line
+     * (report.json "lanes"). */
+    struct rsr_html_lane *picks;
+    size_t npicks;
+    int all_lanes, have_win;
+    int64_t win_s, win_e;
 };
-
-static const char page_css[] =
-    "*{box-sizing:border-box}"
-    "body{font:14px/1.4 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1f2328;"
-    "background:#f6f8fa}"
-    "header{background:#24292f;color:#fff;padding:10px 20px}"
-    "header h1{font-size:18px;margin:0}header p{margin:2px 0 0;color:#c9d1d9;font-size:12px}"
-    "main{padding:12px 20px}"
-    "section{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:10px 14px;"
-    "margin-bottom:14px}"
-    "h2{font-size:16px;margin:0 0 8px}h3{font-size:14px;margin:0}"
-    ".cards{display:flex;flex-wrap:wrap;gap:8px;margin-bottom:10px}"
-    ".top{display:flex;flex-wrap:wrap;gap:14px;margin-bottom:8px}"
-    ".top>div:first-child{flex:2 1 600px}#rank-bars{flex:1 1 340px}"
-    ".card{flex:1 1 140px;max-width:220px;border:1px solid #d0d7de;border-radius:6px;"
-    "padding:6px 10px;background:#fff}"
-    ".card .v{font-size:22px;font-weight:600}.card .k{font-size:12px;color:#57606a}"
-    ".card .d{font-size:11px;color:#57606a;display:-webkit-box;-webkit-line-clamp:3;"
-    "-webkit-box-orient:vertical;overflow:hidden}"
-    ".card.warn{border-color:#d1242f;background:#fff5f5}.card.warn .v{color:#d1242f}"
-    ".findings{margin:0;padding:0;list-style:none;display:grid;"
-    "grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:6px}"
-    ".findings li{border-left:4px solid #8c959f;padding:4px 10px;background:#f6f8fa}"
-    ".findings li.critical,.findings li.high{border-color:#d1242f}"
-    ".findings li.warning{border-color:#bf8700}.findings li.medium{border-color:#bf8700}"
-    ".findings li.low{border-color:#0969da}"
-    ".findings p{margin:2px 0;font-size:12px}.findings .adv{color:#1a7f37}"
-    ".sev{font-size:11px;text-transform:uppercase;color:#57606a;margin-left:6px}"
-    ".note{color:#57606a;font-size:12px}"
-    ".tl-bar{display:flex;gap:6px;align-items:center;margin-bottom:6px;font-size:12px}"
-    ".tl-bar button{font:inherit;padding:2px 10px}"
-    ".key{display:inline-block;width:10px;height:10px;margin:0 3px 0 10px;vertical-align:middle}"
-    ".tl{display:flex}.tl-lab{flex:none;font-size:11px}"
-    ".tl-main{flex:1;min-width:0;position:relative}"
-    "#tl{display:block;width:100%;cursor:grab;background:#fbfcfd}"
-    "#tl rect{vector-effect:non-scaling-stroke;stroke-width:1px}"
-    "#tl rect.ck{fill:#8e24aa;fill-opacity:.10;stroke:none}"
-    "#tl-axis{position:relative;height:18px;border-top:1px solid #d0d7de;font-size:11px;"
-    "color:#57606a}"
-    "#tl-axis span{position:absolute;top:2px;transform:translateX(-50%);white-space:nowrap}"
-    "#tip{position:fixed;display:none;pointer-events:none;background:#24292f;color:#fff;"
-    "font-size:12px;padding:4px 8px;border-radius:4px;max-width:600px;white-space:pre-wrap;"
-    "word-break:break-all;z-index:10}"
-    ".charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:10px}"
-    ".chart h3{font-size:13px;font-weight:600}"
-    ".chart svg{width:100%;height:auto;display:block}"
-    "table{border-collapse:collapse;font-size:12px;width:100%}"
-    "th,td{padding:3px 8px;border-bottom:1px solid #eaeef2;text-align:left;vertical-align:top}"
-    "td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
-    "th{cursor:pointer;background:#f6f8fa;user-select:none}"
-    "th.asc:after{content:' \\25B2'}th.desc:after{content:' \\25BC'}"
-    "td.name{word-break:break-all;font-family:ui-monospace,monospace}"
-    "iframe.flame{width:100%;height:520px;border:1px solid #d0d7de}"
-    "@media (max-width:900px){.findings{grid-template-columns:1fr}}";
-
-/* Zoom and pan change the lanes' viewBox; the axis and tooltip read the
- * span and the names table; tables sort on a header click. */
-static const char page_js[] =
-    "(function(){'use strict';\n"
-    "function fmt(ns){var a=Math.abs(ns);if(a<1e3)return ns.toFixed(0)+' ns';"
-    "if(a<1e6)return (ns/1e3).toFixed(1)+' \\u00b5s';if(a<1e9)return (ns/1e6).toFixed(2)+' ms';"
-    "return (ns/1e9).toFixed(3)+' s';}\n"
-    "var svg=document.getElementById('tl'),tip=document.getElementById('tip');\n"
-    "if(svg){\n"
-    " var W=+svg.getAttribute('data-w'),H=+svg.getAttribute('data-h'),"
-    "span=+svg.getAttribute('data-span');\n"
-    " var names=JSON.parse(document.getElementById('tl-names').textContent);\n"
-    " var ops=JSON.parse(document.getElementById('tl-ops').textContent);\n"
-    " var ax=document.getElementById('tl-axis'),rng=document.getElementById('tl-range');\n"
-    " var off=+svg.getAttribute('data-off'),vx=0,vw=W,drag=null;\n"
-    " var draw=function(){if(vw<W/1e5)vw=W/1e5;if(vw>W)vw=W;if(vx<0)vx=0;if(vx+vw>W)vx=W-vw;\n"
-    "  svg.setAttribute('viewBox',vx+' 0 '+vw+' '+H);\n"
-    "  var t0=vx/W*span+off,t1=(vx+vw)/W*span+off,r=(t1-t0)/8,"
-    "p=Math.pow(10,Math.floor(Math.log10(r)));\n"
-    "  var st=r/p<2?2*p:r/p<5?5*p:10*p;ax.textContent='';\n"
-    "  for(var t=Math.ceil(t0/st)*st;t<=t1;t+=st){var s=document.createElement('span');"
-    "s.style.left=((t-t0)/(t1-t0)*100)+'%';s.textContent=fmt(t);ax.appendChild(s);}\n"
-    "  rng.textContent=fmt(t0)+' \\u2013 '+fmt(t1)+' ('+fmt(t1-t0)+' shown)';};\n"
-    " var zoom=function(k,c){var at=vx+vw*c;vw*=k;if(vw<W/1e5)vw=W/1e5;if(vw>W)vw=W;"
-    "vx=at-vw*c;draw();};\n"
-    " svg.addEventListener('wheel',function(e){e.preventDefault();"
-    "var r=svg.getBoundingClientRect();zoom(e.deltaY<0?0.8:1.25,(e.clientX-r.left)/r.width);},"
-    "{passive:false});\n"
-    " svg.addEventListener('mousedown',function(e){drag={x:e.clientX,vx:vx};"
-    "svg.style.cursor='grabbing';e.preventDefault();});\n"
-    " window.addEventListener('mouseup',function(){drag=null;svg.style.cursor='';});\n"
-    " window.addEventListener('mousemove',function(e){if(!drag)return;"
-    "var r=svg.getBoundingClientRect();vx=drag.vx-(e.clientX-drag.x)/r.width*vw;draw();});\n"
-    " document.getElementById('tl-in').onclick=function(){zoom(0.5,0.5);};\n"
-    " document.getElementById('tl-out').onclick=function(){zoom(2,0.5);};\n"
-    " document.getElementById('tl-reset').onclick=function(){vx=0;vw=W;draw();};\n"
-    " document.getElementById('tl-left').onclick=function(){vx-=vw/4;draw();};\n"
-    " document.getElementById('tl-right').onclick=function(){vx+=vw/4;draw();};\n"
-    " svg.addEventListener('mousemove',function(e){var t=e.target,g=t.parentNode;\n"
-    "  if(drag||t.tagName!=='rect'||!g.hasAttribute('data-m')){tip.style.display='none';return;}\n"
-    "  var nm=names[+g.getAttribute('data-m')]||[],x=+t.getAttribute('x'),"
-    "w=+t.getAttribute('width'),txt,o=t.getAttribute('data-o'),ot=g.getAttribute('data-ot');\n"
-    "  var label=nm[+t.getAttribute('data-n')]||'';\n"
-    "  if(o!==null&&ops[ot])label=(ops[ot][+o]||'')+(label?' '+label:'');\n"
-    "  var at=' at '+fmt(x/W*span+off)+', '+g.getAttribute('data-lane');\n"
-    "  if(t.hasAttribute('data-t'))txt=t.getAttribute('data-t')+'\\n'+fmt(w/W*span)+at;\n"
-    "  else if(t.hasAttribute('data-k'))txt=t.getAttribute('data-k')+' operations merged"
-    " (each narrower than a pixel at full view)\\nbusy '+fmt(+t.getAttribute('data-b'))+' in '+"
-    "fmt(w/W*span)+at+'\\nlongest: '+label;\n"
-    "  else txt=label+'\\n'+fmt(w/W*span)+at;\n"
-    "  tip.textContent=txt;tip.style.display='block';"
-    "tip.style.left=Math.min(e.clientX+12,window.innerWidth-320)+'px';"
-    "tip.style.top=(e.clientY+14)+'px';});\n"
-    " svg.addEventListener('mouseleave',function(){tip.style.display='none';});\n"
-    " draw();\n"
-    "}\n"
-    "Array.prototype.forEach.call(document.querySelectorAll('.chart svg'),function(c){\n"
-    " var a=function(k){return +c.getAttribute('data-'+k);},x0=a('x0'),x1=a('x1'),y0=a('y0'),"
-    "y1=a('y1'),top=a('top');\n"
-    " c.addEventListener('mousemove',function(e){var r=c.getBoundingClientRect(),"
-    "x=(e.clientX-r.left)/r.width*600;\n"
-    "  if(x<x0||x>x1){tip.style.display='none';return;}\n"
-    "  var txt=fmt((x-x0)/(x1-x0)*a('span')+a('off'));\n"
-    "  Array.prototype.forEach.call(c.querySelectorAll('polyline'),function(pl){"
-    "var pts=pl.points,best=null;\n"
-    "   for(var i=0;i<pts.numberOfItems;i++){var q=pts.getItem(i);"
-    "if(!best||Math.abs(q.x-x)<Math.abs(best.x-x))best=q;}\n"
-    "   if(best)txt+='\\n'+pl.getAttribute('data-r')+': '+((y1-best.y)/(y1-y0)*top).toPrecision(3)+"
-    "' '+c.getAttribute('data-unit');});\n"
-    "  tip.textContent=txt;tip.style.display='block';"
-    "tip.style.left=Math.min(e.clientX+12,window.innerWidth-320)+'px';"
-    "tip.style.top=(e.clientY+14)+'px';});\n"
-    " c.addEventListener('mouseleave',function(){tip.style.display='none';});});\n"
-    "Array.prototype.forEach.call(document.querySelectorAll('table.sort th'),function(th,i){\n"
-    " th.addEventListener('click',function(){var tb=th.closest('table').tBodies[0];"
-    "var up=!th.classList.contains('asc');\n"
-    "  Array.prototype.forEach.call(th.parentNode.children,function(h){"
-    "h.classList.remove('asc','desc');});th.classList.add(up?'asc':'desc');\n"
-    "  var rows=Array.prototype.slice.call(tb.rows),num=th.classList.contains('n');\n"
-    "  var key=function(r){var c=r.cells[i];if(!c)return num?-Infinity:'';"
-    "return num?+(c.getAttribute('data-v')||'-Infinity'):c.textContent;};\n"
-    "  rows.sort(function(a,b){var x=key(a),y=key(b),c=num?x-y:String(x).localeCompare(y);"
-    "return up?c:-c;});\n"
-    "  rows.forEach(function(r){tb.appendChild(r);});});});\n"
-    "document.body.setAttribute('data-ready','1');\n"
-    "})();\n";
 
 /* ---- summary ---- */
 
@@ -403,25 +117,25 @@ static void gpu_means(yajl_val procs, struct gpu_mean *g)
     memset(g, 0, sizeof *g);
     g->min_compute = INFINITY;
     g->max_compute = -INFINITY;
-    for (size_t i = 0; i < alen(procs); i++) {
-        yajl_val gpu = jkey(aget(procs, i), "gpu");
+    for (size_t i = 0; i < rsr_jv_len(procs); i++) {
+        yajl_val gpu = rsr_jv_key(rsr_jv_at(procs, i), "gpu");
         double c;
-        if (!knum(gpu, "compute_pct", &c))
+        if (!rsr_jv_knum(gpu, "compute_pct", &c))
             continue;
         g->n++;
         g->compute += c;
         g->min_compute = fmin(g->min_compute, c);
         g->max_compute = fmax(g->max_compute, c);
-        g->comm += knum_or(gpu, "comm_pct", 0);
-        g->memcpy += knum_or(gpu, "memcpy_pct", 0);
-        g->idle += knum_or(gpu, "idle_pct", 0);
-        g->non_compute += knum_or(gpu, "non_compute_pct", 0);
-        g->exposed += knum_or(gpu, "exposed_comm_pct", 0);
-        g->overlap += knum_or(gpu, "comm_comp_overlap_pct", 0);
-        yajl_val idle = jkey(gpu, "idle");
-        g->host_wait_us += knum_or(idle, "host_wait_us", 0);
-        g->kernel_wait_us += knum_or(idle, "kernel_wait_us", 0);
-        g->other_us += knum_or(idle, "other_us", 0);
+        g->comm += rsr_jv_knum_or(gpu, "comm_pct", 0);
+        g->memcpy += rsr_jv_knum_or(gpu, "memcpy_pct", 0);
+        g->idle += rsr_jv_knum_or(gpu, "idle_pct", 0);
+        g->non_compute += rsr_jv_knum_or(gpu, "non_compute_pct", 0);
+        g->exposed += rsr_jv_knum_or(gpu, "exposed_comm_pct", 0);
+        g->overlap += rsr_jv_knum_or(gpu, "comm_comp_overlap_pct", 0);
+        yajl_val idle = rsr_jv_key(gpu, "idle");
+        g->host_wait_us += rsr_jv_knum_or(idle, "host_wait_us", 0);
+        g->kernel_wait_us += rsr_jv_knum_or(idle, "kernel_wait_us", 0);
+        g->other_us += rsr_jv_knum_or(idle, "other_us", 0);
     }
     if (g->n) {
         double n = (double)g->n;
@@ -453,7 +167,7 @@ static void card_pct(FILE *f, const char *key, double v, int warn, const char *d
 static void summary_cards(struct page *p)
 {
     FILE *f = p->f;
-    yajl_val procs = jkey(p->root, "processes");
+    yajl_val procs = rsr_jv_key(p->root, "processes");
     struct gpu_mean g;
     gpu_means(procs, &g);
     p->have_gpu = g.n > 0;
@@ -486,21 +200,21 @@ static void summary_cards(struct page *p)
     /* Checkpoints and storage only where file I/O was traced (a PyTorch
      * profiler trace has none). */
     double ck_pct;
-    yajl_val cks = jkey(p->root, "checkpoints");
-    if (alen(cks) || (p->have_io && knum(p->root, "checkpoint_pct", &ck_pct))) {
-        if (!knum(p->root, "checkpoint_pct", &ck_pct))
+    yajl_val cks = rsr_jv_key(p->root, "checkpoints");
+    if (rsr_jv_len(cks) || (p->have_io && rsr_jv_knum(p->root, "checkpoint_pct", &ck_pct))) {
+        if (!rsr_jv_knum(p->root, "checkpoint_pct", &ck_pct))
             ck_pct = 0;
         double stall = 0, bytes = 0;
-        for (size_t i = 0; i < alen(cks); i++) {
-            stall += knum_or(aget(cks, i), "gpu_stall_s", 0);
-            bytes += knum_or(aget(cks, i), "bytes", 0);
+        for (size_t i = 0; i < rsr_jv_len(cks); i++) {
+            stall += rsr_jv_knum_or(rsr_jv_at(cks, i), "gpu_stall_s", 0);
+            bytes += rsr_jv_knum_or(rsr_jv_at(cks, i), "bytes", 0);
         }
         char b[32], s[32];
-        fmt_bytes(b, sizeof b, bytes);
-        fmt_ns(s, sizeof s, stall * 1e9);
-        if (alen(cks))
-            snprintf(d, sizeof d, "%zu checkpoint%s, %s written, GPU stall %s", alen(cks),
-                     alen(cks) == 1 ? "" : "s", b, s);
+        rsr_html_fmt_bytes(b, sizeof b, bytes);
+        rsr_html_fmt_ns(s, sizeof s, stall * 1e9);
+        if (rsr_jv_len(cks))
+            snprintf(d, sizeof d, "%zu checkpoint%s, %s written, GPU stall %s", rsr_jv_len(cks),
+                     rsr_jv_len(cks) == 1 ? "" : "s", b, s);
         else
             snprintf(d, sizeof d, "no burst of large writes found");
         card_pct(f, "Checkpoints, of wall time", ck_pct, ck_pct >= 5, d);
@@ -508,25 +222,25 @@ static void summary_cards(struct page *p)
     /* report.json lists only the ranks whose waiting is significant
      * (collectives.h); with none, the card says so and how far the most
      * waited-for rank was from the bar */
-    yajl_val strag = jkey(p->root, "stragglers");
+    yajl_val strag = rsr_jv_key(p->root, "stragglers");
     if (strag) {
-        yajl_val w = aget(strag, 0);
+        yajl_val w = rsr_jv_at(strag, 0);
         card_open(f, w != NULL);
         double r, v, bar;
-        if (w && knum(w, "rank", &r))
+        if (w && rsr_jv_knum(w, "rank", &r))
             fprintf(f, "rank %.0f", r);
         else
             fputs("none", f);
         card_close(f, "Worst straggler");
-        yajl_val chk = jkey(p->root, "straggler_check");
+        yajl_val chk = rsr_jv_key(p->root, "straggler_check");
         if (w) {
             /* the evidence says by how much (excess_pct); a report without
              * that figure has the score */
-            if (!knum(w, "excess_pct", &v) && knum(w, "score", &v))
+            if (!rsr_jv_knum(w, "excess_pct", &v) && rsr_jv_knum(w, "score", &v))
                 fprintf(f, "score %.3g; ", v);
-            put_value(f, jkey(w, "evidence"));
-        } else if (knum(chk, "min_excess_pct", &bar) && knum(chk, "max_excess_pct", &v) &&
-                   knum_or(chk, "parts", 0) > 0) {
+            rsr_html_value(f, rsr_jv_key(w, "evidence"));
+        } else if (rsr_jv_knum(chk, "min_excess_pct", &bar) && rsr_jv_knum(chk, "max_excess_pct", &v) &&
+                   rsr_jv_knum_or(chk, "parts", 0) > 0) {
             fprintf(f, "none stands out: no rank made the others wait %.0f%% of their time beyond an equal "
                        "rank's share (the most %.1f%%)", bar, v);
         } else {
@@ -535,17 +249,17 @@ static void summary_cards(struct page *p)
         fputs("</div></div>\n", f);
     }
     double skew;
-    if (knum(p->root, "skew_us", &skew)) {
+    if (rsr_jv_knum(p->root, "skew_us", &skew)) {
         card_open(f, skew > 100);
         fprintf(f, "%.1f \xc2\xb5s", skew);
         card_close(f, "Clock skew (residual)");
-        yajl_val al = jkey(p->root, "alignment");
-        const char *how = kstr(al, "method");
+        yajl_val al = rsr_jv_key(p->root, "alignment");
+        const char *how = rsr_jv_kstr(al, "method");
         double matched;
         if (how) {
             fputs("aligned by ", f);
-            put_html(f, how);
-            if (knum(al, "matched_collectives", &matched) && matched > 0)
+            rsr_html_text(f, how);
+            if (rsr_jv_knum(al, "matched_collectives", &matched) && matched > 0)
                 fprintf(f, " (%.0f collectives)", matched);
         } else {
             fputs("after aligning the ranks' clocks", f);
@@ -554,26 +268,26 @@ static void summary_cards(struct page *p)
     }
     double rb = 0, wb = 0, rs = 0, ws = 0, dropped = 0;
     int have_io = 0;
-    for (size_t i = 0; i < alen(procs); i++) {
-        yajl_val proc = aget(procs, i), io = jkey(proc, "io");
-        dropped += knum_or(proc, "dropped", 0);
+    for (size_t i = 0; i < rsr_jv_len(procs); i++) {
+        yajl_val proc = rsr_jv_at(procs, i), io = rsr_jv_key(proc, "io");
+        dropped += rsr_jv_knum_or(proc, "dropped", 0);
         if (!io)
             continue;
         have_io = 1;
-        rb += knum_or(io, "read_bytes", 0);
-        wb += knum_or(io, "write_bytes", 0);
-        rs += knum_or(io, "read_s", 0);
-        ws += knum_or(io, "write_s", 0);
+        rb += rsr_jv_knum_or(io, "read_bytes", 0);
+        wb += rsr_jv_knum_or(io, "write_bytes", 0);
+        rs += rsr_jv_knum_or(io, "read_s", 0);
+        ws += rsr_jv_knum_or(io, "write_s", 0);
     }
     if (have_io && p->have_io) {
         char r[32], w[32];
-        fmt_bytes(r, sizeof r, rb);
-        fmt_bytes(w, sizeof w, wb);
+        rsr_html_fmt_bytes(r, sizeof r, rb);
+        rsr_html_fmt_bytes(w, sizeof w, wb);
         card_open(f, 0);
         fprintf(f, "%s / %s", r, w);
         card_close(f, "Storage read / written");
-        fmt_ns(r, sizeof r, rs * 1e9);
-        fmt_ns(w, sizeof w, ws * 1e9);
+        rsr_html_fmt_ns(r, sizeof r, rs * 1e9);
+        rsr_html_fmt_ns(w, sizeof w, ws * 1e9);
         fprintf(f, "%s reading, %s writing (all processes)</div></div>\n", r, w);
     }
     /* The process count is in the header; a card only when records were
@@ -593,36 +307,36 @@ static void summary_cards(struct page *p)
 static void findings(struct page *p)
 {
     FILE *f = p->f;
-    yajl_val fs = jkey(p->root, "findings");
+    yajl_val fs = rsr_jv_key(p->root, "findings");
     fputs("<div id=\"findings\"><h2>Findings</h2>\n", f);
     if (!fs) {
         fputs("<p class=\"note\">report.json has no findings.</p></div>\n", f);
         return;
     }
-    if (!alen(fs)) {
+    if (!rsr_jv_len(fs)) {
         fputs("<p class=\"note\">None: no known pattern matched.</p></div>\n", f);
         return;
     }
     fputs("<ol class=\"findings\">\n", f);
-    for (size_t i = 0; i < alen(fs); i++) {
-        yajl_val x = aget(fs, i);
-        const char *sev = kstr(x, "severity");
+    for (size_t i = 0; i < rsr_jv_len(fs); i++) {
+        yajl_val x = rsr_jv_at(fs, i);
+        const char *sev = rsr_jv_kstr(x, "severity");
         fputs("<li class=\"", f);
-        put_html(f, sev);
+        rsr_html_text(f, sev);
         fputs("\"><h3>", f);
-        if (kstr(x, "title"))
-            put_html(f, kstr(x, "title"));
+        if (rsr_jv_kstr(x, "title"))
+            rsr_html_text(f, rsr_jv_kstr(x, "title"));
         else
-            put_value(f, jkey(x, "id"));
+            rsr_html_value(f, rsr_jv_key(x, "id"));
         if (sev) {
             fputs("<span class=\"sev\">", f);
-            put_html(f, sev);
+            rsr_html_text(f, sev);
             fputs("</span>", f);
         }
         fputs("</h3><p class=\"ev\">", f);
-        put_value(f, jkey(x, "evidence"));
+        rsr_html_value(f, rsr_jv_key(x, "evidence"));
         fputs("</p><p class=\"adv\">", f);
-        put_value(f, jkey(x, "advice"));
+        rsr_html_value(f, rsr_jv_key(x, "advice"));
         fputs("</p></li>\n", f);
     }
     fputs("</ol></div>\n", f);
@@ -634,10 +348,10 @@ static void findings(struct page *p)
 static void rank_bars(struct page *p)
 {
     FILE *f = p->f;
-    yajl_val procs = jkey(p->root, "processes");
+    yajl_val procs = rsr_jv_key(p->root, "processes");
     size_t n = 0;
-    for (size_t i = 0; i < alen(procs); i++)
-        n += knum(jkey(aget(procs, i), "gpu"), "compute_pct", &(double){ 0 });
+    for (size_t i = 0; i < rsr_jv_len(procs); i++)
+        n += rsr_jv_knum(rsr_jv_key(rsr_jv_at(procs, i), "gpu"), "compute_pct", &(double){ 0 });
     if (!n)
         return;
     /* Rows shrink when there are many ranks, labels then thin out. */
@@ -650,25 +364,26 @@ static void rank_bars(struct page *p)
                                             "idle" };
     static const char *const seg_col[] = { "#43a047", "#e53935", "#1e88e5", "#c4c9cf" };
     size_t row = 0;
-    for (size_t i = 0; i < alen(procs); i++) {
-        yajl_val proc = aget(procs, i), gpu = jkey(proc, "gpu");
+    for (size_t i = 0; i < rsr_jv_len(procs); i++) {
+        yajl_val proc = rsr_jv_at(procs, i), gpu = rsr_jv_key(proc, "gpu");
         double c;
-        if (!knum(gpu, "compute_pct", &c))
+        if (!rsr_jv_knum(gpu, "compute_pct", &c))
             continue;
-        double ex = knum_or(gpu, "exposed_comm_pct", 0), nc = knum_or(gpu, "non_compute_pct", 0);
-        double idle = knum_or(gpu, "idle_pct", 0);
+        double ex = rsr_jv_knum_or(gpu, "exposed_comm_pct", 0);
+        double nc = rsr_jv_knum_or(gpu, "non_compute_pct", 0);
+        double idle = rsr_jv_knum_or(gpu, "idle_pct", 0);
         double seg[4] = { c, ex, fmax(0, nc - ex), idle };
         double y = (double)row * rh, x = x0;
         if (row++ % label_every == 0) {
             fprintf(f, "<text x=\"0\" y=\"%.1f\" font-size=\"11\">", y + fmin(12, rh));
-            put_proc(f, proc);
+            rsr_html_proc(f, proc);
             fputs("</text>", f);
         }
         for (int s = 0; s < 4; s++) {
             double w = fmax(0, fmin(seg[s], 100 - (x - x0) / bw * 100)) / 100 * bw;
             fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\">"
                        "<title>", x, y + rh / 8, w, rh * 0.75, seg_col[s]);
-            put_proc(f, proc);
+            rsr_html_proc(f, proc);
             fprintf(f, ": %s %.1f%%</title></rect>", seg_name[s], seg[s]);
             x += w;
         }
@@ -694,26 +409,37 @@ struct iv {
     int32_t op;     /* sync kind (waits), I/O op (I/O); -1 otherwise */
 };
 
-/* Maps ns on the job time line to lane x units. */
+/* Maps ns on the job time line to lane x units, and marks the names the
+ * drawn rectangles refer to (only those go into the page). ops: the lane's
+ * rectangles carry an op (waits, I/O). */
 struct geo {
-    int64_t origin;
+    int64_t origin, end;
     double scale;
-    int y;
+    unsigned char *used;
+    size_t nused;
+    int ops;
 };
 
-static void put_op(FILE *f, int32_t op)
+static void use_name(const struct geo *g, uint32_t name)
 {
-    if (op >= 0)
-        fprintf(f, " data-o=\"%d\"", (int)op);
+    if (name < g->nused)
+        g->used[name] = 1;
 }
 
+/* A lane's rectangles are written into its <g data-r="..."> as
+ * "x,width,name[,op];" and, for a merged block, "x,width,name[,op],count,
+ * busy ns,opacity;": the script makes the <rect>s at load (y from the
+ * group, height from the style sheet), from a third of the bytes the
+ * elements would take. x units of a tenth are a hundredth of the view at
+ * the deepest zoom. */
 static void put_rect(FILE *f, const struct geo *g, const struct iv *v)
 {
-    fprintf(f, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" data-n=\"%" PRIu32 "\"",
-            (double)(v->s - g->origin) * g->scale, g->y, (double)(v->e - v->s) * g->scale, TL_LANE_H,
-            v->name);
-    put_op(f, v->op);
-    fputs("/>", f);
+    fprintf(f, "%.1f,%.1f,%" PRIu32, (double)(v->s - g->origin) * g->scale,
+            (double)(v->e - v->s) * g->scale, v->name);
+    if (g->ops)
+        fprintf(f, ",%d", v->op >= 0 ? (int)v->op : 0);
+    putc(';', f);
+    use_name(g, v->name);
 }
 
 struct group {
@@ -728,14 +454,17 @@ static void put_group(FILE *f, const struct geo *g, const struct group *m, int64
         put_rect(f, g, &m->top);
         return;
     }
+    /* at least a pixel wide, but not past the end of what is drawn */
     int64_t e = m->e > m->s + px ? m->e : m->s + px;
+    if (e > g->end)
+        e = g->end > m->s ? g->end : m->s + 1;
     double fill = (double)m->busy / (double)(e - m->s);
-    fprintf(f, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill-opacity=\"%.2f\" "
-               "data-k=\"%zu\" data-b=\"%" PRId64 "\" data-n=\"%" PRIu32 "\"",
-            (double)(m->s - g->origin) * g->scale, g->y, (double)(e - m->s) * g->scale, TL_LANE_H,
-            fmin(1, fmax(0.3, fill)), m->k, m->busy, m->top.name);
-    put_op(f, m->top.op);
-    fputs("/>", f);
+    fprintf(f, "%.1f,%.1f,%" PRIu32, (double)(m->s - g->origin) * g->scale,
+            (double)(e - m->s) * g->scale, m->top.name);
+    if (g->ops)
+        fprintf(f, ",%d", m->top.op >= 0 ? (int)m->top.op : 0);
+    fprintf(f, ",%zu,%" PRId64 ",%.2f;", m->k, m->busy, fmin(1, fmax(0.3, fill)));
+    use_name(g, m->top.name);
 }
 
 /* The thinning. Intervals (in start order) at least px wide are drawn as
@@ -787,8 +516,10 @@ struct row {
     const struct rsr_model *m;
     size_t mi;          /* index into the models, for the names table */
     double rank;        /* -1: none */
+    const struct rsr_html_lane *pick;   /* why it was drawn; NULL: no model */
     struct iv *lane[TL_NLANES];
     size_t n[TL_NLANES];
+    unsigned char *used;                /* names drawn, by string id */
 };
 
 static int cmp_row(const void *a, const void *b)
@@ -813,11 +544,24 @@ static int lane_of(uint8_t cls)
     }
 }
 
+/* Whether [*s, *e) has a part inside the lanes' window (report.json
+ * "lanes"), cut to it; with no window, whether it is not empty. */
+static int in_window(const struct page *p, int64_t *s, int64_t *e)
+{
+    if (p->have_win) {
+        if (*s < p->win_s)
+            *s = p->win_s;
+        if (*e > p->win_e)
+            *e = p->win_e;
+    }
+    return *e > *s;
+}
+
 /* A checkpoint on the job time line, in ns, when report.json places it. */
 static int ckpt_span(const struct page *p, yajl_val ck, int64_t *s, int64_t *e)
 {
     double st, dur;
-    if (!p->have_ck_origin || !knum(ck, "start_s", &st) || !knum(ck, "dur_s", &dur))
+    if (!p->have_ck_origin || !rsr_jv_knum(ck, "start_s", &st) || !rsr_jv_knum(ck, "dur_s", &dur))
         return 0;
     /* Within a century of the clock's zero both ways, so that the casts
      * and the span stay inside int64 whatever the file says. */
@@ -835,33 +579,38 @@ static int cmp_iv(const void *a, const void *b)
     return (x->s > y->s) - (x->s < y->s);
 }
 
+/* The names the drawn rectangles refer to, per model: {"id": name}; a
+ * model with thousands of kernel names or file paths brings only those
+ * on its lanes. */
 static void put_names(FILE *f, const struct row *rows, size_t nrows, size_t nmodels)
 {
     fputs("<script type=\"application/json\" id=\"tl-names\">[", f);
     for (size_t mi = 0; mi < nmodels; mi++) {
-        const struct rsr_model *m = NULL;
+        const struct row *row = NULL;
         for (size_t r = 0; r < nrows; r++)
             if (rows[r].m && rows[r].mi == mi)
-                m = rows[r].m;
-        fputs(mi ? ",\n[" : "\n[", f);
-        for (size_t i = 0; m && i < m->strings.n; i++) {
-            if (i)
-                putc(',', f);
-            put_js_str(f, rsr_model_str(m, (uint32_t)i));
+                row = &rows[r];
+        fputs(mi ? ",{" : "{", f);
+        int any = 0;
+        for (size_t i = 0; row && row->used && i < row->m->strings.n; i++) {
+            if (!row->used[i])
+                continue;
+            fprintf(f, "%s\n\"%zu\":", any++ ? "," : "", i);
+            rsr_html_js_str(f, rsr_model_str(row->m, (uint32_t)i));
         }
-        putc(']', f);
+        putc('}', f);
     }
     fputs("]</script>\n", f);
     /* The names of the ops on the waits and I/O lanes (data-o). */
     fputs("<script type=\"application/json\" id=\"tl-ops\">{\"sync\":[", f);
     for (unsigned i = 0; i < RSF_SYNC_NKINDS; i++) {
         fputs(i ? "," : "", f);
-        put_js_str(f, rsf_sync_kind_name(i));
+        rsr_html_js_str(f, rsf_sync_kind_name(i));
     }
     fputs("],\"io\":[", f);
     for (unsigned i = 0; i < RSF_IO_NOPS; i++) {
         fputs(i ? "," : "", f);
-        put_js_str(f, rsf_io_op_name(i));
+        rsr_html_js_str(f, rsf_io_op_name(i));
     }
     fputs("]}</script>\n", f);
 }
@@ -876,11 +625,21 @@ static void row_label(FILE *f, const struct row *r)
         fputs("process", f);
 }
 
+static void put_whys(FILE *f, const struct rsr_html_lane *pick)
+{
+    for (int w = 0; pick && w < pick->nwhy; w++) {
+        fputs(w ? ", " : "", f);
+        rsr_html_text(f, pick->why[w]);
+    }
+}
+
 static void free_rows(struct row *rows, size_t n)
 {
-    for (size_t r = 0; r < n; r++)
+    for (size_t r = 0; r < n; r++) {
         for (int l = 0; l < TL_NLANES; l++)
             free(rows[r].lane[l]);
+        free(rows[r].used);
+    }
     free(rows);
 }
 
@@ -893,28 +652,34 @@ static void widen(int64_t *origin, int64_t *end, int64_t s, int64_t e)
 }
 
 /* Gathers the intervals of a row's model lanes (r->n[] counted them), in
- * start order as the finished model keeps them. -1 when out of memory. */
-static int fill_row(struct row *r)
+ * start order as the finished model keeps them, cut to the window. -1
+ * when out of memory. */
+static int fill_row(const struct page *p, struct row *r)
 {
     const struct rsr_model *m = r->m;
     size_t k[TL_NLANES] = { 0 };
     for (int l = 0; l < TL_NLANES; l++)
         if (l != TL_CKPT && r->n[l] && !(r->lane[l] = malloc(r->n[l] * sizeof *r->lane[l])))
             return -1;
+    if (!(r->used = calloc(m->strings.n + 1, 1)))
+        return -1;
     for (size_t i = 0; i < m->n_ops; i++) {
         const struct rsr_gpu_op *op = &m->ops[i];
+        int64_t s = op->start_ns, e = op->end_ns;
         int l = lane_of(op->cls);
-        if (l >= 0 && op->end_ns > op->start_ns)
-            r->lane[l][k[l]++] = (struct iv){ op->start_ns, op->end_ns, op->name, -1 };
+        if (l >= 0 && in_window(p, &s, &e))
+            r->lane[l][k[l]++] = (struct iv){ s, e, op->name, -1 };
     }
-    for (size_t i = 0; i < m->n_syncs; i++)
-        if (m->syncs[i].end_ns > m->syncs[i].start_ns)
-            r->lane[TL_WAIT][k[TL_WAIT]++] =
-                (struct iv){ m->syncs[i].start_ns, m->syncs[i].end_ns, 0, m->syncs[i].kind };
-    for (size_t i = 0; i < m->n_io; i++)
-        if (m->io[i].end_ns > m->io[i].start_ns)
-            r->lane[TL_IO][k[TL_IO]++] =
-                (struct iv){ m->io[i].start_ns, m->io[i].end_ns, m->io[i].path, m->io[i].op };
+    for (size_t i = 0; i < m->n_syncs; i++) {
+        int64_t s = m->syncs[i].start_ns, e = m->syncs[i].end_ns;
+        if (in_window(p, &s, &e))
+            r->lane[TL_WAIT][k[TL_WAIT]++] = (struct iv){ s, e, 0, m->syncs[i].kind };
+    }
+    for (size_t i = 0; i < m->n_io; i++) {
+        int64_t s = m->io[i].start_ns, e = m->io[i].end_ns;
+        if (in_window(p, &s, &e))
+            r->lane[TL_IO][k[TL_IO]++] = (struct iv){ s, e, m->io[i].path, m->io[i].op };
+    }
     return 0;
 }
 
@@ -926,55 +691,65 @@ static void drop_row(struct row *r)
     }
 }
 
-/* Fills rows with one per model plus one per checkpointing rank that has
- * no model; *origin and *end become the time span of everything drawn. */
+/* Fills rows with one per picked model, plus, when every process has
+ * lanes, one per checkpointing rank that has none; *origin and *end become the
+ * time span of everything drawn (the window, when there is one). */
 static int build_rows(const struct page *p, struct row **out, size_t *nout, int64_t *origin,
                       int64_t *end)
 {
-    yajl_val cks = jkey(p->root, "checkpoints");
-    size_t cap = p->nmodels + alen(cks);
+    yajl_val cks = rsr_jv_key(p->root, "checkpoints");
+    size_t cap = p->npicks + (p->all_lanes ? rsr_jv_len(cks) : 0);
     struct row *rows = calloc(cap ? cap : 1, sizeof *rows);
     if (!rows)
         return -1;
     size_t n = 0;
     *origin = INT64_MAX;
     *end = INT64_MIN;
-    for (size_t mi = 0; mi < p->nmodels; mi++) {
+    for (size_t k = 0; k < p->npicks; k++) {
+        size_t mi = p->picks[k].model;
         const struct rsr_model *m = p->models[mi];
         struct row *r = &rows[n++];
         r->m = m;
         r->mi = mi;
         r->rank = m->rank >= 0 ? m->rank : -1;
+        r->pick = &p->picks[k];
         /* Counts and the span only: the intervals are gathered one row at
          * a time while drawing, so memory does not grow with the ranks. */
         for (size_t i = 0; i < m->n_ops; i++) {
-            const struct rsr_gpu_op *op = &m->ops[i];
-            int l = lane_of(op->cls);
-            if (l >= 0 && op->end_ns > op->start_ns)
-                r->n[l]++, widen(origin, end, op->start_ns, op->end_ns);
+            int64_t s = m->ops[i].start_ns, e = m->ops[i].end_ns;
+            int l = lane_of(m->ops[i].cls);
+            if (l >= 0 && in_window(p, &s, &e))
+                r->n[l]++, widen(origin, end, s, e);
         }
-        for (size_t i = 0; i < m->n_syncs; i++)
-            if (m->syncs[i].end_ns > m->syncs[i].start_ns)
-                r->n[TL_WAIT]++, widen(origin, end, m->syncs[i].start_ns, m->syncs[i].end_ns);
-        for (size_t i = 0; i < m->n_io; i++)
-            if (m->io[i].end_ns > m->io[i].start_ns)
-                r->n[TL_IO]++, widen(origin, end, m->io[i].start_ns, m->io[i].end_ns);
+        for (size_t i = 0; i < m->n_syncs; i++) {
+            int64_t s = m->syncs[i].start_ns, e = m->syncs[i].end_ns;
+            if (in_window(p, &s, &e))
+                r->n[TL_WAIT]++, widen(origin, end, s, e);
+        }
+        for (size_t i = 0; i < m->n_io; i++) {
+            int64_t s = m->io[i].start_ns, e = m->io[i].end_ns;
+            if (in_window(p, &s, &e))
+                r->n[TL_IO]++, widen(origin, end, s, e);
+        }
     }
     /* Checkpoints: a lane of their own on their rank's row. Where there are
      * other lanes, only those that overlap them: a checkpoint outside means
      * the two sources do not share a clock, and the lanes would shrink to
      * nothing. */
     int64_t gpu_s = *origin, gpu_e = *end;
-    for (size_t i = 0; i < alen(cks); i++) {
-        yajl_val ck = aget(cks, i);
+    for (size_t i = 0; i < rsr_jv_len(cks); i++) {
+        yajl_val ck = rsr_jv_at(cks, i);
         int64_t s, e;
-        double rank = knum_or(ck, "rank", -1);
-        if (!ckpt_span(p, ck, &s, &e) || e <= s || (gpu_e > gpu_s && (e < gpu_s || s > gpu_e)))
+        double rank = rsr_jv_knum_or(ck, "rank", -1);
+        if (!ckpt_span(p, ck, &s, &e) || !in_window(p, &s, &e) ||
+            (gpu_e > gpu_s && (e < gpu_s || s > gpu_e)))
             continue;
         struct row *r = NULL;
         for (size_t k = 0; k < n && !r; k++)
             if (rows[k].rank == rank)
                 r = &rows[k];
+        if (!r && !p->all_lanes)
+            continue;
         if (!r) {
             r = &rows[n++];
             r->rank = rank;
@@ -993,9 +768,79 @@ static int build_rows(const struct page *p, struct row **out, size_t *nout, int6
         if (rows[k].n[TL_CKPT] > 1)
             qsort(rows[k].lane[TL_CKPT], rows[k].n[TL_CKPT], sizeof(struct iv), cmp_iv);
     qsort(rows, n, sizeof *rows, cmp_row);
+    if (p->have_win) {
+        *origin = p->win_s;
+        *end = p->win_e;
+    }
     *out = rows;
     *nout = n;
     return 0;
+}
+
+/* Checkpoints shaded across all lanes: their union, so that a thousand
+ * ranks checkpointing together shade once. */
+static int shade_checkpoints(const struct page *p, int64_t origin, int64_t end, double scale,
+                             int height)
+{
+    yajl_val cks = rsr_jv_key(p->root, "checkpoints");
+    size_t n = 0;
+    struct iv *v = malloc((rsr_jv_len(cks) + 1) * sizeof *v);
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < rsr_jv_len(cks); i++) {
+        int64_t s, e;
+        if (ckpt_span(p, rsr_jv_at(cks, i), &s, &e) && e > origin && s < end && e > s)
+            v[n++] = (struct iv){ s, e, 0, -1 };
+    }
+    qsort(v, n, sizeof *v, cmp_iv);
+    for (size_t i = 0; i < n;) {
+        int64_t s = v[i].s, e = v[i].e;
+        for (i++; i < n && v[i].s <= e; i++)
+            if (v[i].e > e)
+                e = v[i].e;
+        fprintf(p->f, "<rect class=\"ck\" x=\"%.2f\" y=\"0\" width=\"%.2f\" height=\"%d\"/>\n",
+                (double)(s - origin) * scale, (double)(e - s) * scale, height);
+    }
+    free(v);
+    return 0;
+}
+
+/* What the lanes show when they are not every process: which ranks and
+ * why, the window, and how to get the rest. */
+static void lanes_note(const struct page *p, const struct row *rows, size_t nrows)
+{
+    FILE *f = p->f;
+    yajl_val lanes = rsr_jv_key(p->root, "lanes");
+    size_t nprocs = rsr_jv_len(rsr_jv_key(p->root, "processes"));
+    if (p->npicks >= nprocs && !p->have_win)
+        return;
+    fprintf(f, "<p class=\"note\" id=\"lanes-note\">Lanes for %zu of %zu processes", p->npicks, nprocs);
+    const char *sep = ": ";
+    for (size_t r = 0; r < nrows; r++) {
+        if (!rows[r].pick)
+            continue;
+        fputs(sep, f);
+        sep = ", ";
+        row_label(f, &rows[r]);
+        if (rows[r].pick->nwhy) {
+            fputs(" (", f);
+            put_whys(f, rows[r].pick);
+            putc(')', f);
+        }
+    }
+    double from, to;
+    if (p->have_win && rsr_html_lanes_window(p->root, &from, &to))
+        fprintf(f, "; from %.3f s to %.3f s of the job, the stretch their operations fit in", from, to);
+    putc('.', f);
+    if (!lanes)
+        fputs(" Picked here: rank 0 (first), report.json's worst straggler, the rank that waited "
+              "least in collectives (slowest: the others waited for it) and the one that waited "
+              "most (fastest).", f);
+    fputs(" The heatmaps and the strip plots show every rank; for the operations of any other, or "
+          "outside the window: <code>", f);
+    const char *cmd = rsr_jv_kstr(lanes, "export");
+    rsr_html_text(f, cmd ? cmd : "ringside export perfetto DIR --ranks LIST --from S --to S -o FILE");
+    fputs("</code>.</p>\n", f);
 }
 
 static int timeline(struct page *p)
@@ -1015,24 +860,26 @@ static int timeline(struct page *p)
         for (int l = 0; l < TL_NLANES; l++)
             nlanes += rows[r].n[l] > 0;
     if (!nlanes || end <= origin) {
-        fputs("<p class=\"note\">No GPU work or checkpoints with times in these traces.</p>"
-              "</section>\n", f);
+        fputs("<p class=\"note\">No GPU work or checkpoints with times in these traces.</p>", f);
+        lanes_note(p, rows, nrows);
+        fputs("</section>\n", f);
         free_rows(rows, nrows);
         return 0;
     }
     int64_t span = end - origin;
     size_t cap = TL_RECTS_TOTAL / nlanes;
     cap = cap > TL_RECTS_MAX ? TL_RECTS_MAX : cap < TL_RECTS_MIN ? TL_RECTS_MIN : cap;
-    int height = 0;
+    int height = 0, whys = 0;
     for (size_t r = 0; r < nrows; r++) {
         int k = 0;
         for (int l = 0; l < TL_NLANES; l++)
             k += rows[r].n[l] > 0;
         if (k)
             height += k * TL_LANE_STEP + TL_ROW_GAP;
+        whys |= rows[r].pick && rows[r].pick->nwhy;
     }
     char s[32];
-    fmt_ns(s, sizeof s, (double)span);
+    rsr_html_fmt_ns(s, sizeof s, (double)span);
     fputs("<div class=\"tl-bar\"><button id=\"tl-in\" title=\"zoom in\">+</button>"
           "<button id=\"tl-out\" title=\"zoom out\">&minus;</button>"
           "<button id=\"tl-left\" title=\"pan left\">&larr;</button>"
@@ -1044,9 +891,12 @@ static int timeline(struct page *p)
     fprintf(f, "</div>\n<p class=\"note\">Wheel or buttons to zoom, drag to pan, hover for "
                "name and duration. %s in all; operations narrower than a pixel at full view are "
                "merged into one shaded block per pixel (at most %zu blocks per lane); every "
-               "single operation is in trace.json, which Perfetto opens.</p>\n",
+               "single operation is in the Perfetto export.</p>\n",
             s, cap);
-    fprintf(f, "<div class=\"tl\"><svg class=\"tl-lab\" width=\"150\" height=\"%d\">", height);
+    lanes_note(p, rows, nrows);
+    /* The reasons a lane was picked need room beside the lane names. */
+    int lab_w = whys ? 250 : 150;
+    fprintf(f, "<div class=\"tl\"><svg class=\"tl-lab\" width=\"%d\" height=\"%d\">", lab_w, height);
     int y = 0;
     for (size_t r = 0; r < nrows; r++) {
         int first = 1;
@@ -1056,75 +906,84 @@ static int timeline(struct page *p)
             if (first) {
                 fprintf(f, "<text x=\"2\" y=\"%d\" font-weight=\"600\">", y + 11);
                 row_label(f, &rows[r]);
+                if (rows[r].pick && rows[r].pick->nwhy) {
+                    fputs("<tspan class=\"tl-why\"> ", f);
+                    put_whys(f, rows[r].pick);
+                    fputs("</tspan>", f);
+                }
                 if (rows[r].m && rows[r].m->host) {
                     fputs("<title>", f);
-                    put_html(f, rsr_model_str(rows[r].m, rows[r].m->host));
+                    rsr_html_text(f, rsr_model_str(rows[r].m, rows[r].m->host));
                     fputs("</title>", f);
                 }
                 fputs("</text>", f);
                 first = 0;
             }
-            fprintf(f, "<text x=\"146\" y=\"%d\" text-anchor=\"end\" fill=\"#57606a\">%s</text>",
-                    y + 11, lane_text[l]);
+            fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#57606a\">%s</text>",
+                    lab_w - 4, y + 11, lane_text[l]);
             y += TL_LANE_STEP;
         }
         if (!first)
             y += TL_ROW_GAP;
     }
     /* Times read from the job's start (report.json "start_us") when it is
-     * not far before the first thing drawn, as the tables' times do. */
+     * not far before the first thing drawn (always for a window), as the
+     * tables' times do. */
     int64_t off = 0;
     if (p->have_ck_origin) {
         double t0 = p->ck_origin_us * 1e3;
-        if (t0 <= (double)origin && (double)origin - t0 <= (double)span)
+        if (t0 <= (double)origin && (p->have_win || (double)origin - t0 <= (double)span))
             off = origin - (int64_t)t0;
     }
     fprintf(f, "</svg>\n<div class=\"tl-main\"><svg id=\"tl\" viewBox=\"0 0 %.0f %d\" "
-               "preserveAspectRatio=\"none\" height=\"%d\" data-w=\"%.0f\" data-h=\"%d\" "
-               "data-span=\"%" PRId64 "\" data-off=\"%" PRId64 "\">\n",
-            TL_W, height, height, TL_W, height, span, off);
-    struct geo g = { origin, TL_W / (double)span, 0 };
-    yajl_val cks = jkey(p->root, "checkpoints");
-    for (size_t i = 0; i < alen(cks); i++) {
-        int64_t cs, ce;
-        if (ckpt_span(p, aget(cks, i), &cs, &ce) && ce > cs && ce > origin && cs < end)
-            fprintf(f, "<rect class=\"ck\" x=\"%.2f\" y=\"0\" width=\"%.2f\" height=\"%d\"/>\n",
-                    (double)(cs - origin) * g.scale, (double)(ce - cs) * g.scale, height);
+               "preserveAspectRatio=\"none\" height=\"%d\" style=\"--lane-h:%dpx\" data-w=\"%.0f\" "
+               "data-h=\"%d\" data-span=\"%" PRId64 "\" data-off=\"%" PRId64 "\">\n",
+            TL_W, height, height, TL_LANE_H, TL_W, height, span, off);
+    struct geo g = { origin, end, TL_W / (double)span, NULL, 0, 0 };
+    yajl_val cks = rsr_jv_key(p->root, "checkpoints");
+    if (shade_checkpoints(p, origin, end, g.scale, height) != 0) {
+        free_rows(rows, nrows);
+        errno = ENOMEM;
+        return -1;
     }
     y = 0;
     for (size_t r = 0; r < nrows; r++) {
         int any = 0;
-        if (rows[r].m && fill_row(&rows[r]) != 0) {
+        if (rows[r].m && fill_row(p, &rows[r]) != 0) {
             free_rows(rows, nrows);
             errno = ENOMEM;
             return -1;
         }
+        g.used = rows[r].used;
+        g.nused = rows[r].m ? rows[r].m->strings.n : 0;
         for (int l = 0; l < TL_NLANES; l++) {
             if (!rows[r].n[l])
                 continue;
             any = 1;
-            g.y = y + 1;
-            fprintf(f, "<g style=\"fill:%s;stroke:%s\" data-m=\"%zu\" data-lane=\"", lane_colour[l],
-                    lane_colour[l], rows[r].mi == SIZE_MAX ? (size_t)0 : rows[r].mi);
+            fprintf(f, "<g transform=\"translate(0 %d)\" style=\"fill:%s;stroke:%s\" data-m=\"%zu\" "
+                       "data-lane=\"", y + 1, lane_colour[l], lane_colour[l],
+                    rows[r].mi == SIZE_MAX ? (size_t)0 : rows[r].mi);
             row_label(f, &rows[r]);
-            fprintf(f, " %s\"%s>", lane_text[l],
+            g.ops = l == TL_WAIT || l == TL_IO;
+            fprintf(f, " %s\"%s", lane_text[l],
                     l == TL_WAIT ? " data-ot=\"sync\"" : l == TL_IO ? " data-ot=\"io\"" : "");
             if (l == TL_CKPT) {
+                putc('>', f);
                 /* Few and named from report.json: drawn one by one. */
                 for (size_t i = 0; i < rows[r].n[l]; i++) {
                     const struct iv *v = &rows[r].lane[l][i];
                     char b[32];
-                    fmt_bytes(b, sizeof b, knum_or(aget(cks, v->name), "bytes", 0));
-                    fprintf(f, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
-                               "data-t=\"checkpoint: %s written\"/>",
-                            (double)(v->s - origin) * g.scale, g.y, (double)(v->e - v->s) * g.scale,
-                            TL_LANE_H, b);
+                    rsr_html_fmt_bytes(b, sizeof b, rsr_jv_knum_or(rsr_jv_at(cks, v->name), "bytes", 0));
+                    fprintf(f, "<rect x=\"%.2f\" width=\"%.2f\" data-t=\"checkpoint: %s written\"/>",
+                            (double)(v->s - origin) * g.scale, (double)(v->e - v->s) * g.scale, b);
                 }
             } else {
                 int64_t px = span / TL_COLUMNS > 0 ? span / TL_COLUMNS : 1;
                 while (thin(NULL, &g, rows[r].lane[l], rows[r].n[l], px) > cap)
                     px *= 2;
+                fputs(" data-r=\"", f);
                 thin(f, &g, rows[r].lane[l], rows[r].n[l], px);
+                fputs("\">", f);
             }
             fputs("</g>\n", f);
             y += TL_LANE_STEP;
@@ -1135,7 +994,7 @@ static int timeline(struct page *p)
     }
     fputs("</svg>\n<div id=\"tl-axis\"></div></div></div>\n", f);
     put_names(f, rows, nrows, p->nmodels);
-    if (!jkey(p->root, "timeline") && alen(cks))
+    if (!rsr_jv_key(p->root, "timeline") && rsr_jv_len(cks))
         fputs("<p class=\"note\">report.json has no \"timeline\", so the checkpoints cannot be "
               "placed on the lanes.</p>\n", f);
     fputs("<p class=\"note\">Waits: host threads blocked on the GPU (stream, event, context "
@@ -1166,16 +1025,16 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
     double top = 0;
     size_t nbins = 0;
     int any = 0;
-    for (size_t r = 0; r < alen(ranks); r++) {
-        yajl_val s = jkey(aget(ranks, r), key);
+    for (size_t r = 0; r < rsr_jv_len(ranks); r++) {
+        yajl_val s = rsr_jv_key(rsr_jv_at(ranks, r), key);
         if (!YAJL_IS_ARRAY(s))
             continue;
         any = 1;
-        if (alen(s) > nbins)
-            nbins = alen(s);
-        for (size_t i = 0; i < alen(s); i++) {
+        if (rsr_jv_len(s) > nbins)
+            nbins = rsr_jv_len(s);
+        for (size_t i = 0; i < rsr_jv_len(s); i++) {
             double v;
-            if (jnum(aget(s, i), &v) && v > top)
+            if (rsr_jv_num(rsr_jv_at(s, i), &v) && v > top)
                 top = v;
         }
     }
@@ -1192,10 +1051,10 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
                "data-y0=\"%.0f\" data-y1=\"%.0f\" data-top=\"%g\" data-span=\"%.0f\" "
                "data-off=\"%.0f\" data-unit=\"%s\">\n",
             key, title, X0, X1, Y0, Y1, top, total_s * 1e9, -shift * 1e9, unit);
-    yajl_val cks = jkey(p->root, "checkpoints");
-    for (size_t i = 0; i < alen(cks) && total_s > 0; i++) {
+    yajl_val cks = rsr_jv_key(p->root, "checkpoints");
+    for (size_t i = 0; i < rsr_jv_len(cks) && total_s > 0; i++) {
         double st, dur;
-        if (!knum(aget(cks, i), "start_s", &st) || !knum(aget(cks, i), "dur_s", &dur))
+        if (!rsr_jv_knum(rsr_jv_at(cks, i), "start_s", &st) || !rsr_jv_knum(rsr_jv_at(cks, i), "dur_s", &dur))
             continue;
         st += shift;
         double a = fmax(0, st / total_s), b = fmin(1, (st + dur) / total_s);
@@ -1213,7 +1072,7 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
     }
     for (int k = 0; k <= 4; k++) {
         char t[32];
-        fmt_ns(t, sizeof t, (total_s * k / 4 - shift) * 1e9);
+        rsr_html_fmt_ns(t, sizeof t, (total_s * k / 4 - shift) * 1e9);
         fprintf(f, "<text x=\"%.1f\" y=\"188\" font-size=\"10\" text-anchor=\"%s\" "
                    "fill=\"#57606a\">%s</text>",
                 X0 + (X1 - X0) * k / 4, k == 0 ? "start" : k == 4 ? "end" : "middle", t);
@@ -1222,19 +1081,19 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
     /* At most CHART_POINTS points: each the largest value of its bins, so
      * that short peaks survive, as monitoring dashboards do. */
     size_t per = (nbins + CHART_POINTS - 1) / CHART_POINTS;
-    for (size_t r = 0; r < alen(ranks); r++) {
-        yajl_val rk = aget(ranks, r), s = jkey(rk, key);
-        if (!alen(s))
+    for (size_t r = 0; r < rsr_jv_len(ranks); r++) {
+        yajl_val rk = rsr_jv_at(ranks, r), s = rsr_jv_key(rk, key);
+        if (!rsr_jv_len(s))
             continue;
         fprintf(f, "<polyline fill=\"none\" stroke-width=\"1.3\" stroke=\"%s\" data-r=\"",
                 palette[r % NPALETTE]);
-        put_proc(f, rk);
+        rsr_html_proc(f, rk);
         fputs("\" points=\"", f);
         double peak = 0;
-        for (size_t i = 0; i < alen(s); i += per) {
+        for (size_t i = 0; i < rsr_jv_len(s); i += per) {
             double v = 0, x;
-            for (size_t j = i; j < i + per && j < alen(s); j++)
-                if (jnum(aget(s, j), &x) && x > v)
+            for (size_t j = i; j < i + per && j < rsr_jv_len(s); j++)
+                if (rsr_jv_num(rsr_jv_at(s, j), &x) && x > v)
                     v = x;
             peak = fmax(peak, v);
             double px = X0 + (X1 - X0) * ((double)i + per / 2.0) / (double)nbins;
@@ -1242,7 +1101,7 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
             fprintf(f, "%.1f,%.1f ", px, py);
         }
         fputs("\"><title>", f);
-        put_proc(f, rk);
+        rsr_html_proc(f, rk);
         fprintf(f, ": peak %.3g %s</title></polyline>\n", peak, unit);
     }
     fputs("</svg></div>\n", f);
@@ -1252,19 +1111,19 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
 static void charts(struct page *p)
 {
     FILE *f = p->f;
-    yajl_val tl = jkey(p->root, "timeline"), ranks = jkey(tl, "ranks");
+    yajl_val tl = rsr_jv_key(p->root, "timeline"), ranks = rsr_jv_key(tl, "ranks");
     fputs("<section id=\"utilisation\"><h2>Utilisation over time</h2>\n", f);
-    if (!p->have_timeline || !alen(ranks)) {
+    if (!p->have_timeline || !rsr_jv_len(ranks)) {
         fputs("<p class=\"note\">report.json has no \"timeline\" bins.</p></section>\n", f);
         return;
     }
     char b[32];
-    fmt_ns(b, sizeof b, p->tl_bin_us * 1e3);
+    rsr_html_fmt_ns(b, sizeof b, p->tl_bin_us * 1e3);
     fprintf(f, "<p class=\"note\">One point per %s bin (the busiest bin where several share a "
                "pixel); checkpoints shaded. Ranks:", b);
-    for (size_t r = 0; r < alen(ranks); r++) {
+    for (size_t r = 0; r < rsr_jv_len(ranks); r++) {
         fprintf(f, "<span class=\"key\" style=\"background:%s\"></span>", palette[r % NPALETTE]);
-        put_proc(f, aget(ranks, r));
+        rsr_html_proc(f, rsr_jv_at(ranks, r));
     }
     fputs("</p><div class=\"charts\">\n", f);
     /* Without GPU figures the GPU series are all zero: left out. */
@@ -1305,14 +1164,14 @@ static void td_fmt(FILE *f, double v, int prec)
 static void td_bytes(FILE *f, double v)
 {
     char b[32];
-    fmt_bytes(b, sizeof b, v);
+    rsr_html_fmt_bytes(b, sizeof b, v);
     td_num(f, v, b);
 }
 
 static void td_us(FILE *f, double us)
 {
     char b[32];
-    fmt_ns(b, sizeof b, us * 1e3);
+    rsr_html_fmt_ns(b, sizeof b, us * 1e3);
     td_num(f, us, b);
 }
 
@@ -1323,86 +1182,15 @@ static void table_more(FILE *f, size_t shown, size_t total)
                 shown, total);
 }
 
-static void table_ranks(struct page *p)
-{
-    FILE *f = p->f;
-    yajl_val procs = jkey(p->root, "processes");
-    if (!alen(procs))
-        return;
-    fputs("<h3>Processes</h3><table class=\"sort\" id=\"table-processes\"><thead><tr>", f);
-    th(f, "process", 0), th(f, "role", 0), th(f, "host", 0), th(f, "wall", 1);
-    th(f, "GPU span", 1), th(f, "compute %", 1), th(f, "comm %", 1), th(f, "copies %", 1);
-    th(f, "idle %", 1), th(f, "exposed comm %", 1), th(f, "overlap %", 1);
-    th(f, "waited in collectives", 1), th(f, "GPU syncs", 1), th(f, "blocked in syncs", 1);
-    th(f, "allocs / frees", 1), th(f, "data loading %", 1), th(f, "dropped", 1), th(f, "trace", 0);
-    fputs("</tr></thead><tbody>\n", f);
-    for (size_t i = 0; i < alen(procs); i++) {
-        yajl_val proc = aget(procs, i), gpu = jkey(proc, "gpu");
-        fputs("<tr><td>", f);
-        put_proc(f, proc);
-        fputs("</td><td>", f);
-        put_html(f, kstr(proc, "role"));
-        fputs("</td><td>", f);
-        put_html(f, kstr(proc, "host"));
-        fputs("</td>", f);
-        td_us(f, knum_or(proc, "wall_s", 0) * 1e6);
-        static const char *const keys[] = { "compute_pct", "comm_pct", "memcpy_pct", "idle_pct",
-                                            "exposed_comm_pct", "comm_comp_overlap_pct" };
-        double v;
-        if (knum(gpu, "span_us", &v))
-            td_us(f, v);
-        else
-            fputs("<td></td>", f);
-        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-            if (knum(gpu, keys[k], &v))
-                td_fmt(f, v, 1);
-            else
-                fputs("<td></td>", f);
-        }
-        if (knum(proc, "collective_wait_us", &v))
-            td_us(f, v);
-        else
-            fputs("<td></td>", f);
-        yajl_val sy = jkey(proc, "syncs"), mem = jkey(proc, "memory");
-        if (knum(sy, "count", &v)) {
-            td_fmt(f, v, 0);
-            td_us(f, knum_or(sy, "blocked_s", 0) * 1e6);
-        } else {
-            fputs("<td></td><td></td>", f);
-        }
-        /* Memory churn: cuMemAlloc and cuMemFree calls. */
-        if (knum(mem, "allocs", &v))
-            fprintf(f, "<td class=\"n\" data-v=\"%.0f\">%.0f / %.0f</td>", v, v,
-                    knum_or(mem, "frees", 0));
-        else
-            fputs("<td></td>", f);
-        if (knum(jkey(proc, "data_loading"), "pct", &v))
-            td_fmt(f, v, 1);
-        else
-            fputs("<td></td>", f);
-        td_fmt(f, knum_or(proc, "dropped", 0), 0);
-        yajl_val tr = jkey(proc, "trace");
-        fputs("<td>", f);
-        if (YAJL_IS_TRUE(jkey(tr, "cut_short")))
-            fprintf(f, "cut short: %.0f bytes unread", knum_or(tr, "unread_bytes", 0));
-        else if (YAJL_IS_TRUE(jkey(tr, "complete")))
-            fputs("complete", f);
-        else if (tr)
-            fputs("no end mark", f);
-        fputs("</td></tr>\n", f);
-    }
-    fputs("</tbody></table>\n", f);
-}
-
 /* Kernel names that run short (below the threshold report.json names) many
  * times: candidates for fusion or CUDA graphs. */
 static void table_short_kernels(struct page *p)
 {
     FILE *f = p->f;
-    yajl_val procs = jkey(p->root, "processes");
+    yajl_val procs = rsr_jv_key(p->root, "processes");
     size_t n = 0;
-    for (size_t i = 0; i < alen(procs); i++)
-        n += alen(jkey(jkey(aget(procs, i), "short_kernels"), "fusion_candidates"));
+    for (size_t i = 0; i < rsr_jv_len(procs); i++)
+        n += rsr_jv_len(rsr_jv_key(rsr_jv_key(rsr_jv_at(procs, i), "short_kernels"), "fusion_candidates"));
     if (!n)
         return;
     fputs("<h3>Short kernels (fusion or CUDA graph candidates)</h3>"
@@ -1411,19 +1199,19 @@ static void table_short_kernels(struct page *p)
     th(f, "threshold", 1);
     fputs("</tr></thead><tbody>\n", f);
     size_t shown = 0;
-    for (size_t i = 0; i < alen(procs) && shown < TABLE_ROWS; i++) {
-        yajl_val proc = aget(procs, i), sk = jkey(proc, "short_kernels");
-        yajl_val fc = jkey(sk, "fusion_candidates");
-        for (size_t j = 0; j < alen(fc) && shown < TABLE_ROWS; j++, shown++) {
-            yajl_val c = aget(fc, j);
+    for (size_t i = 0; i < rsr_jv_len(procs) && shown < TABLE_ROWS; i++) {
+        yajl_val proc = rsr_jv_at(procs, i), sk = rsr_jv_key(proc, "short_kernels");
+        yajl_val fc = rsr_jv_key(sk, "fusion_candidates");
+        for (size_t j = 0; j < rsr_jv_len(fc) && shown < TABLE_ROWS; j++, shown++) {
+            yajl_val c = rsr_jv_at(fc, j);
             fputs("<tr><td>", f);
-            put_proc(f, proc);
+            rsr_html_proc(f, proc);
             fputs("</td><td class=\"name\">", f);
-            put_html(f, kstr(c, "name"));
+            rsr_html_text(f, rsr_jv_kstr(c, "name"));
             fputs("</td>", f);
-            td_fmt(f, knum_or(c, "short_count", 0), 0);
-            td_us(f, knum_or(c, "short_us", 0));
-            td_us(f, knum_or(sk, "threshold_us", 0));
+            td_fmt(f, rsr_jv_knum_or(c, "short_count", 0), 0);
+            td_us(f, rsr_jv_knum_or(c, "short_us", 0));
+            td_us(f, rsr_jv_knum_or(sk, "threshold_us", 0));
             fputs("</tr>\n", f);
         }
     }
@@ -1434,11 +1222,11 @@ static void table_short_kernels(struct page *p)
 static void table_collectives(struct page *p)
 {
     FILE *f = p->f;
-    yajl_val cs = jkey(p->root, "collectives");
+    yajl_val cs = rsr_jv_key(p->root, "collectives");
     if (!cs)
         return;
     fputs("<h3>Collectives</h3>", f);
-    if (!alen(cs)) {
+    if (!rsr_jv_len(cs)) {
         fputs("<p class=\"note\">None recorded.</p>\n", f);
         return;
     }
@@ -1447,37 +1235,37 @@ static void table_collectives(struct page *p)
     th(f, "count", 1), th(f, "mean", 1), th(f, "mean wait for the last rank", 1);
     th(f, "algbw GB/s", 1), th(f, "busbw GB/s", 1);
     fputs("</tr></thead><tbody>\n", f);
-    size_t n = alen(cs) < TABLE_ROWS ? alen(cs) : TABLE_ROWS;
+    size_t n = rsr_jv_len(cs) < TABLE_ROWS ? rsr_jv_len(cs) : TABLE_ROWS;
     for (size_t i = 0; i < n; i++) {
-        yajl_val c = aget(cs, i);
+        yajl_val c = rsr_jv_at(cs, i);
         fputs("<tr><td>", f);
-        put_value(f, jkey(c, "op"));
+        rsr_html_value(f, rsr_jv_key(c, "op"));
         fputs("</td><td class=\"name\">", f);
-        put_value(f, jkey(c, "comm"));
+        rsr_html_value(f, rsr_jv_key(c, "comm"));
         fputs("</td>", f);
-        yajl_val rk = jkey(c, "ranks");
+        yajl_val rk = rsr_jv_key(c, "ranks");
         double v;
-        if (jnum(rk, &v)) {
+        if (rsr_jv_num(rk, &v)) {
             td_fmt(f, v, 0);
         } else {
-            fprintf(f, "<td class=\"n\" data-v=\"%zu\">", alen(rk));
-            put_value(f, rk);
+            fprintf(f, "<td class=\"n\" data-v=\"%zu\">", rsr_jv_len(rk));
+            rsr_html_value(f, rk);
             fputs("</td>", f);
         }
-        td_bytes(f, knum_or(c, "bytes", 0));
-        td_fmt(f, knum_or(c, "count", 0), 0);
-        td_us(f, knum_or(c, "mean_us", 0));
+        td_bytes(f, rsr_jv_knum_or(c, "bytes", 0));
+        td_fmt(f, rsr_jv_knum_or(c, "count", 0), 0);
+        td_us(f, rsr_jv_knum_or(c, "mean_us", 0));
         double wait;
-        if (knum(c, "mean_wait_us", &wait))
+        if (rsr_jv_knum(c, "mean_wait_us", &wait))
             td_us(f, wait);
         else
             fputs("<td></td>", f);
-        td_fmt(f, knum_or(c, "algbw_gbs", 0), 2);
-        td_fmt(f, knum_or(c, "busbw_gbs", 0), 2);
+        td_fmt(f, rsr_jv_knum_or(c, "algbw_gbs", 0), 2);
+        td_fmt(f, rsr_jv_knum_or(c, "busbw_gbs", 0), 2);
         fputs("</tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
-    table_more(f, n, alen(cs));
+    table_more(f, n, rsr_jv_len(cs));
 }
 
 struct kagg {
@@ -1497,14 +1285,15 @@ static int cmp_ktotal(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-/* Kernels summed over processes by name, most total time first. */
-static int table_kernels(struct page *p)
+/* Kernels summed over processes by name, most total time first: *nu of
+ * them in *out (NULL when none), *all the total time of every kernel.
+ * -1 with errno ENOMEM. */
+static int kernels_by_name(yajl_val procs, struct kagg **out, size_t *nu, double *all)
 {
-    FILE *f = p->f;
-    yajl_val procs = jkey(p->root, "processes");
     size_t n = 0;
-    for (size_t i = 0; i < alen(procs); i++)
-        n += alen(jkey(aget(procs, i), "kernels"));
+    *out = NULL, *nu = 0, *all = 0;
+    for (size_t i = 0; i < rsr_jv_len(procs); i++)
+        n += rsr_jv_len(rsr_jv_key(rsr_jv_at(procs, i), "kernels"));
     if (!n)
         return 0;
     struct kagg *k = malloc(n * sizeof *k);
@@ -1513,16 +1302,16 @@ static int table_kernels(struct page *p)
         return -1;
     }
     size_t m = 0;
-    double all = 0;
-    for (size_t i = 0; i < alen(procs); i++) {
-        yajl_val ks = jkey(aget(procs, i), "kernels");
-        for (size_t j = 0; j < alen(ks); j++) {
-            yajl_val x = aget(ks, j);
-            const char *name = kstr(x, "name");
+    for (size_t i = 0; i < rsr_jv_len(procs); i++) {
+        yajl_val ks = rsr_jv_key(rsr_jv_at(procs, i), "kernels");
+        for (size_t j = 0; j < rsr_jv_len(ks); j++) {
+            yajl_val x = rsr_jv_at(ks, j);
+            const char *name = rsr_jv_kstr(x, "name");
             if (!name)
                 continue;
-            k[m++] = (struct kagg){ name, knum_or(x, "count", 0), knum_or(x, "total_us", 0), 1 };
-            all += knum_or(x, "total_us", 0);
+            k[m++] = (struct kagg){ name, rsr_jv_knum_or(x, "count", 0),
+                                    rsr_jv_knum_or(x, "total_us", 0), 1 };
+            *all += rsr_jv_knum_or(x, "total_us", 0);
         }
     }
     if (m)
@@ -1539,6 +1328,21 @@ static int table_kernels(struct page *p)
     }
     if (u)
         qsort(k, u, sizeof *k, cmp_ktotal);
+    *out = k;
+    *nu = u;
+    return 0;
+}
+
+static int table_kernels(struct page *p)
+{
+    FILE *f = p->f;
+    struct kagg *k;
+    size_t u;
+    double all;
+    if (kernels_by_name(rsr_jv_key(p->root, "processes"), &k, &u, &all) != 0)
+        return -1;
+    if (!k)
+        return 0;
     fputs("<h3>Kernels (all processes)</h3><table class=\"sort\" id=\"table-kernels\"><thead><tr>", f);
     th(f, "kernel", 0), th(f, "processes", 1), th(f, "count", 1), th(f, "total", 1);
     th(f, "mean", 1), th(f, "% of kernel time", 1);
@@ -1546,7 +1350,7 @@ static int table_kernels(struct page *p)
     size_t shown = u < TABLE_ROWS ? u : TABLE_ROWS;
     for (size_t i = 0; i < shown; i++) {
         fputs("<tr><td class=\"name\">", f);
-        put_html(f, k[i].name);
+        rsr_html_text(f, k[i].name);
         fputs("</td>", f);
         td_fmt(f, (double)k[i].procs, 0);
         td_fmt(f, k[i].count, 0);
@@ -1576,10 +1380,10 @@ static int cmp_fbytes(const void *a, const void *b)
 static int table_io(struct page *p)
 {
     FILE *f = p->f;
-    yajl_val procs = jkey(p->root, "processes");
+    yajl_val procs = rsr_jv_key(p->root, "processes");
     size_t n = 0;
-    for (size_t i = 0; i < alen(procs); i++)
-        n += alen(jkey(jkey(aget(procs, i), "io"), "files"));
+    for (size_t i = 0; i < rsr_jv_len(procs); i++)
+        n += rsr_jv_len(rsr_jv_key(rsr_jv_key(rsr_jv_at(procs, i), "io"), "files"));
     if (!n)
         return 0;
     struct fagg *a = malloc(n * sizeof *a);
@@ -1588,12 +1392,13 @@ static int table_io(struct page *p)
         return -1;
     }
     size_t m = 0;
-    for (size_t i = 0; i < alen(procs); i++) {
-        yajl_val fs = jkey(jkey(aget(procs, i), "io"), "files");
-        for (size_t j = 0; j < alen(fs); j++) {
-            yajl_val x = aget(fs, j);
-            a[m++] = (struct fagg){ aget(procs, i), x,
-                                    knum_or(x, "read_bytes", 0) + knum_or(x, "write_bytes", 0) };
+    for (size_t i = 0; i < rsr_jv_len(procs); i++) {
+        yajl_val fs = rsr_jv_key(rsr_jv_key(rsr_jv_at(procs, i), "io"), "files");
+        for (size_t j = 0; j < rsr_jv_len(fs); j++) {
+            yajl_val x = rsr_jv_at(fs, j);
+            a[m++] = (struct fagg){ rsr_jv_at(procs, i), x,
+                                    rsr_jv_knum_or(x, "read_bytes", 0) +
+                                        rsr_jv_knum_or(x, "write_bytes", 0) };
         }
     }
     qsort(a, m, sizeof *a, cmp_fbytes);
@@ -1604,14 +1409,14 @@ static int table_io(struct page *p)
     size_t shown = m < TABLE_ROWS ? m : TABLE_ROWS;
     for (size_t i = 0; i < shown; i++) {
         fputs("<tr><td>", f);
-        put_proc(f, a[i].proc);
+        rsr_html_proc(f, a[i].proc);
         fputs("</td><td class=\"name\">", f);
-        put_html(f, kstr(a[i].file, "path"));
+        rsr_html_text(f, rsr_jv_kstr(a[i].file, "path"));
         fputs("</td>", f);
-        td_bytes(f, knum_or(a[i].file, "read_bytes", 0));
-        td_bytes(f, knum_or(a[i].file, "write_bytes", 0));
-        td_fmt(f, knum_or(a[i].file, "ops", 0), 0);
-        td_us(f, knum_or(a[i].file, "time_s", 0) * 1e6);
+        td_bytes(f, rsr_jv_knum_or(a[i].file, "read_bytes", 0));
+        td_bytes(f, rsr_jv_knum_or(a[i].file, "write_bytes", 0));
+        td_fmt(f, rsr_jv_knum_or(a[i].file, "ops", 0), 0);
+        td_us(f, rsr_jv_knum_or(a[i].file, "time_s", 0) * 1e6);
         fputs("</tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
@@ -1623,56 +1428,56 @@ static int table_io(struct page *p)
 static void table_checkpoints(struct page *p)
 {
     FILE *f = p->f;
-    yajl_val cks = jkey(p->root, "checkpoints");
-    if (!alen(cks))
+    yajl_val cks = rsr_jv_key(p->root, "checkpoints");
+    if (!rsr_jv_len(cks))
         return;
     fputs("<h3>Checkpoints</h3><table class=\"sort\" id=\"table-checkpoints\"><thead><tr>", f);
     th(f, "rank", 1), th(f, "start", 1), th(f, "duration", 1), th(f, "bytes", 1);
     th(f, "GPU stall", 1);
     fputs("</tr></thead><tbody>\n", f);
-    for (size_t i = 0; i < alen(cks) && i < TABLE_ROWS; i++) {
-        yajl_val c = aget(cks, i);
+    for (size_t i = 0; i < rsr_jv_len(cks) && i < TABLE_ROWS; i++) {
+        yajl_val c = rsr_jv_at(cks, i);
         fputs("<tr>", f);
-        td_fmt(f, knum_or(c, "rank", -1), 0);
-        td_us(f, knum_or(c, "start_s", 0) * 1e6);
-        td_us(f, knum_or(c, "dur_s", 0) * 1e6);
-        td_bytes(f, knum_or(c, "bytes", 0));
-        td_us(f, knum_or(c, "gpu_stall_s", 0) * 1e6);
+        td_fmt(f, rsr_jv_knum_or(c, "rank", -1), 0);
+        td_us(f, rsr_jv_knum_or(c, "start_s", 0) * 1e6);
+        td_us(f, rsr_jv_knum_or(c, "dur_s", 0) * 1e6);
+        td_bytes(f, rsr_jv_knum_or(c, "bytes", 0));
+        td_us(f, rsr_jv_knum_or(c, "gpu_stall_s", 0) * 1e6);
         fputs("</tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
-    table_more(f, alen(cks) < TABLE_ROWS ? alen(cks) : TABLE_ROWS, alen(cks));
+    table_more(f, rsr_jv_len(cks) < TABLE_ROWS ? rsr_jv_len(cks) : TABLE_ROWS, rsr_jv_len(cks));
 }
 
 static void table_stragglers(struct page *p)
 {
     FILE *f = p->f;
-    yajl_val st = jkey(p->root, "stragglers");
-    if (!alen(st))
+    yajl_val st = rsr_jv_key(p->root, "stragglers");
+    if (!rsr_jv_len(st))
         return;
     fputs("<h3>Stragglers</h3><table class=\"sort\" id=\"table-stragglers\"><thead><tr>", f);
     th(f, "rank", 1), th(f, "score", 1), th(f, "others waited", 1), th(f, "beyond share, % of time", 1);
     th(f, "worst in", 0), th(f, "evidence", 0);
     fputs("</tr></thead><tbody>\n", f);
-    for (size_t i = 0; i < alen(st) && i < TABLE_ROWS; i++) {
-        yajl_val s = aget(st, i);
+    for (size_t i = 0; i < rsr_jv_len(st) && i < TABLE_ROWS; i++) {
+        yajl_val s = rsr_jv_at(st, i);
         fputs("<tr>", f);
-        td_fmt(f, knum_or(s, "rank", -1), 0);
-        td_fmt(f, knum_or(s, "score", 0), 3);
+        td_fmt(f, rsr_jv_knum_or(s, "rank", -1), 0);
+        td_fmt(f, rsr_jv_knum_or(s, "score", 0), 3);
         double caused;
-        if (knum(s, "caused_wait_us", &caused))
+        if (rsr_jv_knum(s, "caused_wait_us", &caused))
             td_us(f, caused);
         else
             fputs("<td></td>", f);
         double excess;
-        if (knum(s, "excess_pct", &excess))
+        if (rsr_jv_knum(s, "excess_pct", &excess))
             td_fmt(f, excess, 1);
         else
             fputs("<td></td>", f);
         fputs("<td>", f);
-        put_html(f, kstr(s, "phase"));
+        rsr_html_text(f, rsr_jv_kstr(s, "phase"));
         fputs("</td><td>", f);
-        put_value(f, jkey(s, "evidence"));
+        rsr_html_value(f, rsr_jv_key(s, "evidence"));
         fputs("</td></tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
@@ -1690,7 +1495,7 @@ static int tables(struct page *p)
     table_short_kernels(p);
     if (table_io(p) != 0)
         return -1;
-    table_ranks(p);
+    rsr_html_table_processes(p->f, p->ranks);
     fputs("</section>\n", p->f);
     return 0;
 }
@@ -1774,11 +1579,11 @@ static void flames(struct page *p, const char *const *svgs, size_t n)
         size_t len;
         char *svg = slurp(svgs[i], &len);
         fputs("<h3>", f);
-        put_html(f, base);
+        rsr_html_text(f, base);
         fputs("</h3>\n", f);
         if (!svg) {
             fputs("<p class=\"note\">Could not read ", f);
-            put_html(f, svgs[i]);
+            rsr_html_text(f, svgs[i]);
             fprintf(f, ": %s</p>\n", strerror(errno));
             continue;
         }
@@ -1790,7 +1595,7 @@ static void flames(struct page *p, const char *const *svgs, size_t n)
         if (w > 0 && h > 0 && isfinite(w / h))
             fprintf(f, "style=\"height:auto;aspect-ratio:%.0f/%.0f\" ", w, h);
         fputs("title=\"", f);
-        put_html(f, base);
+        rsr_html_text(f, base);
         fputs("\" src=\"data:image/svg+xml;base64,", f);
         put_base64(f, (const unsigned char *)svg, len);
         fputs("\"></iframe>\n", f);
@@ -1799,7 +1604,167 @@ static void flames(struct page *p, const char *const *svgs, size_t n)
     fputs("</section>\n", f);
 }
 
+/* ---- what the page leaves out ---- */
+
+static size_t count_in_procs(yajl_val procs, const char *outer, const char *inner)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < rsr_jv_len(procs); i++) {
+        yajl_val o = rsr_jv_key(rsr_jv_at(procs, i), outer);
+        n += rsr_jv_len(inner ? rsr_jv_key(o, inner) : o);
+    }
+    return n;
+}
+
+/* One sentence near the top: the page is a digest of report.json, and
+ * here is what it leaves out. Nothing when it leaves nothing out. */
+static int cut_note(struct page *p)
+{
+    yajl_val procs = rsr_jv_key(p->root, "processes");
+    struct kagg *k;
+    size_t nk;
+    double all;
+    if (kernels_by_name(procs, &k, &nk, &all) != 0)
+        return -1;
+    free(k);
+    size_t rows[] = { nk, count_in_procs(procs, "io", "files"),
+                      count_in_procs(procs, "short_kernels", "fusion_candidates"),
+                      rsr_jv_len(rsr_jv_key(p->root, "collectives")),
+                      rsr_jv_len(rsr_jv_key(p->root, "checkpoints")) };
+    int long_tables = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        long_tables |= rows[i] > TABLE_ROWS;
+    size_t nprocs = rsr_jv_len(procs);
+    int few_lanes = p->npicks < nprocs;
+    if (!p->many && !few_lanes && !long_tables)
+        return 0;
+    FILE *f = p->f;
+    fputs("<p class=\"note\" id=\"page-cut\">This page is a digest of report.json, which has every "
+          "figure. Left out here:", f);
+    const char *sep = " ";
+    if (p->many) {
+        fprintf(f, "%sthe timeline bins of each rank, drawn in 64 steps of their scale", sep);
+        sep = "; ";
+    }
+    if (few_lanes) {
+        fprintf(f, "%stimeline lanes for all but %zu of %zu processes", sep, p->npicks, nprocs);
+        sep = "; ";
+    }
+    if (long_tables)
+        fprintf(f, "%stable rows beyond the first %d (kernels are summed over processes, %zu names; "
+                   "files %zu)", sep, TABLE_ROWS, nk, rows[1]);
+    fputs(".</p>\n", f);
+    return 0;
+}
+
 /* ---- entry points ---- */
+
+/* Reads what every part of the page needs from report.json and picks the
+ * lanes. -1 with errno ENOMEM. */
+static int page_setup(struct page *p)
+{
+    yajl_val root = p->root, tl = rsr_jv_key(root, "timeline"), procs = rsr_jv_key(root, "processes");
+    if (rsr_jv_knum(tl, "bin_us", &p->tl_bin_us) && p->tl_bin_us > 0) {
+        p->have_timeline = 1;
+        p->tl_start_us = rsr_jv_knum_or(tl, "start_us", 0);
+    }
+    p->have_ck_origin = rsr_jv_knum(root, "start_us", &p->ck_origin_us) ||
+                        rsr_jv_knum(tl, "start_us", &p->ck_origin_us);
+    size_t ranked = 0;
+    for (size_t i = 0; i < rsr_jv_len(procs); i++) {
+        yajl_val proc = rsr_jv_at(procs, i), io = rsr_jv_key(proc, "io");
+        if (rsr_jv_knum_or(io, "read_bytes", 0) > 0 || rsr_jv_knum_or(io, "write_bytes", 0) > 0)
+            p->have_io = 1;
+        ranked += rsr_jv_knum_or(proc, "rank", -1) >= 0;
+    }
+    p->many = ranked > RSR_HTML_FEW_RANKS || rsr_jv_len(rsr_jv_key(tl, "ranks")) > RSR_HTML_FEW_RANKS;
+    if (!(p->ranks = rsr_html_ranks_read(root)))
+        return -1;
+    if (!(p->picks = calloc(p->nmodels + 1, sizeof *p->picks))) {
+        errno = ENOMEM;
+        return -1;
+    }
+    p->npicks = rsr_html_pick_lanes(root, p->ranks, p->models, p->nmodels, p->picks);
+    p->all_lanes = p->npicks == p->nmodels && p->nmodels >= rsr_jv_len(procs);
+    double from, to;
+    if (p->have_ck_origin && rsr_html_lanes_window(root, &from, &to)) {
+        /* Within a century of the clock's zero, as for checkpoints. */
+        double a = p->ck_origin_us * 1e3 + from * 1e9, b = p->ck_origin_us * 1e3 + to * 1e9;
+        if (fabs(a) < 4e18 && fabs(b) < 4e18 && b - a >= 1) {
+            p->have_win = 1;
+            p->win_s = (int64_t)a;
+            p->win_e = (int64_t)b;
+        }
+    }
+    return 0;
+}
+
+/* The page, top to bottom. Up to RSR_HTML_FEW_RANKS ranks: summary with
+ * a bar per rank, lanes for every process, a line per rank over time,
+ * then the ranks side by side. More: summary with the ranks side by side,
+ * heatmaps, lanes for the few ranks picked. Then tables, flame graphs. */
+static int page_write(struct page *p, const char *const *flame_svgs, size_t nflames)
+{
+    FILE *f = p->f;
+    yajl_val root = p->root, procs = rsr_jv_key(root, "processes");
+    const char *job = rsr_jv_kstr(root, "job");
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+          "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n"
+          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+          "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
+          "frame-src data:\">\n<title>ringside: ", f);
+    rsr_html_text(f, job ? job : "report");
+    fprintf(f, "</title>\n<style>%s</style></head>\n<body>\n<header><h1>ringside report", rsr_html_css);
+    if (job) {
+        fputs(": ", f);
+        rsr_html_text(f, job);
+    }
+    fputs("</h1><p>", f);
+    double world;
+    if (rsr_jv_knum(root, "world_size", &world))
+        fprintf(f, "world size %.0f &middot; ", world);
+    double dropped = 0;
+    for (size_t i = 0; i < rsr_jv_len(procs); i++)
+        dropped += rsr_jv_knum_or(rsr_jv_at(procs, i), "dropped", 0);
+    fprintf(f, "%zu processes traced &middot; %zu timelines &middot; %.0f records dropped &middot; "
+               "ringside %s</p></header>\n<main>\n",
+            rsr_jv_len(procs), p->nmodels, dropped, RINGSIDE_VERSION);
+    fputs("<section id=\"summary\"><h2>Summary</h2>\n", f);
+    /* Many ranks: the strip plots are tall, the findings go beside them. */
+    fputs("<div class=\"top\"><div>", f);
+    summary_cards(p);
+    if (p->many)
+        findings(p);
+    fputs("</div>", f);
+    if (p->many)
+        rsr_html_rank_dist(f, p->ranks);
+    else
+        rank_bars(p);
+    fputs("</div>", f);
+    if (!p->many)
+        findings(p);
+    if (cut_note(p) != 0)
+        return -1;
+    fputs("</section>\n", f);
+    int heat = p->many && rsr_html_heatmaps(f, root, p->ranks, p->have_io);
+    if (timeline(p) != 0)
+        return -1;
+    if (!p->many) {
+        charts(p);
+        if (rsr_html_ranks_gpu(p->ranks) >= 3) {
+            fputs("<section id=\"ranks\">", f);
+            rsr_html_rank_dist(f, p->ranks);
+            fputs("</section>\n", f);
+        }
+    }
+    if (tables(p) != 0)
+        return -1;
+    flames(p, flame_svgs, nflames);
+    fputs("</main>\n<div id=\"tip\"></div>\n", f);
+    rsr_html_rank_data(f, root, p->ranks, heat, p->have_io);
+    fprintf(f, "<script>%s</script>\n</body></html>\n", rsr_html_js);
+    return 0;
+}
 
 int rsr_html_write_flames(FILE *f, const char *report_json, size_t len,
                           struct rsr_model *const *models, size_t nmodels,
@@ -1821,56 +1786,11 @@ int rsr_html_write_flames(FILE *f, const char *report_json, size_t len,
         return -1;
     }
     struct page p = { .f = f, .root = root, .models = models, .nmodels = nmodels };
-    yajl_val tl = jkey(root, "timeline");
-    if (knum(tl, "bin_us", &p.tl_bin_us) && p.tl_bin_us > 0) {
-        p.have_timeline = 1;
-        p.tl_start_us = knum_or(tl, "start_us", 0);
-    }
-    p.have_ck_origin = knum(root, "start_us", &p.ck_origin_us) || knum(tl, "start_us", &p.ck_origin_us);
-    for (size_t i = 0; i < alen(jkey(root, "processes")); i++) {
-        yajl_val io = jkey(aget(jkey(root, "processes"), i), "io");
-        if (knum_or(io, "read_bytes", 0) > 0 || knum_or(io, "write_bytes", 0) > 0)
-            p.have_io = 1;
-    }
-    const char *job = kstr(root, "job");
-    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-          "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n"
-          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-          "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
-          "frame-src data:\">\n<title>ringside: ", f);
-    put_html(f, job ? job : "report");
-    fprintf(f, "</title>\n<style>%s</style></head>\n<body>\n<header><h1>ringside report", page_css);
-    if (job) {
-        fputs(": ", f);
-        put_html(f, job);
-    }
-    fputs("</h1><p>", f);
-    double world;
-    if (knum(root, "world_size", &world))
-        fprintf(f, "world size %.0f &middot; ", world);
-    double dropped = 0;
-    for (size_t i = 0; i < alen(jkey(root, "processes")); i++)
-        dropped += knum_or(aget(jkey(root, "processes"), i), "dropped", 0);
-    fprintf(f, "%zu processes traced &middot; %zu timelines &middot; %.0f records dropped &middot; "
-               "ringside %s</p></header>\n<main>\n",
-            alen(jkey(root, "processes")), nmodels, dropped, RINGSIDE_VERSION);
-    fputs("<section id=\"summary\"><h2>Summary</h2>\n", f);
-    fputs("<div class=\"top\"><div>", f);
-    summary_cards(&p);
-    fputs("</div>", f);
-    rank_bars(&p);
-    fputs("</div>", f);
-    findings(&p);
-    fputs("</section>\n", f);
-    int rc = timeline(&p);
-    if (rc == 0) {
-        charts(&p);
-        rc = tables(&p);
-    }
-    if (rc == 0) {
-        flames(&p, flame_svgs, nflames);
-        fprintf(f, "</main>\n<div id=\"tip\"></div>\n<script>%s</script>\n</body></html>\n", page_js);
-    }
+    int rc = page_setup(&p);
+    if (rc == 0)
+        rc = page_write(&p, flame_svgs, nflames);
+    rsr_html_ranks_free(p.ranks);
+    free(p.picks);
     yajl_tree_free(root);
     if (rc != 0)
         return -1;

@@ -1,7 +1,11 @@
-/* The HTML report (OUT/index.html): one self-contained page, inline CSS, JS
- * and SVG, no network, that opens from file://. It is drawn from report.json
- * (the summary, findings, utilisation charts and tables) and from the
- * per-process GPU timelines (rsr_model) for the zoomable timeline lanes. */
+/* The HTML report (OUT/index.html): one self-contained page, inline CSS, JS,
+ * SVG and <canvas>, no network, that opens from file://. It is drawn from
+ * report.json (summary, findings, per-rank figures, heatmaps, charts and
+ * tables, embedded only as far as the page draws them) and from the GPU
+ * timelines (rsr_model) of the few processes that get zoomable lanes. Its
+ * size grows with the ranks by about half a kilobyte each (their timeline
+ * bins, figures and table row), not with the length of the job; the lanes
+ * are thinned to a bounded number of rectangles. */
 #ifndef RSR_HTML_H
 #define RSR_HTML_H
 
@@ -13,8 +17,12 @@
 /* Writes the page to f. report_json holds len bytes of report.json (need
  * not be NUL-terminated); any key may be missing, and the page shows what
  * there is (a job with only file I/O has no GPU figures and no lanes).
- * models are the finished GPU timelines, one per process, already on one
- * time line; nmodels may be 0. Every text from a trace is escaped, so a name
+ * models are the finished GPU timelines of the processes that get lanes,
+ * already on the job's time line; nmodels may be 0. Lanes are drawn for
+ * every model when report.json has "lanes" (labelled with their "why", cut
+ * to its window unless "whole_job") or when there are at most 8; more
+ * models and no "lanes": for rank 0, the straggler, the slowest and the
+ * fastest only. Every text from a trace is escaped, so a name
  * such as <img src=x onerror=...> shows as text and runs nothing.
  * Returns 0, or -1 with errno set: EINVAL when report_json is not a JSON
  * object, ENOMEM, or the errno of a failed write (EIO when stdio has none). */

@@ -3,15 +3,27 @@
 DevTools protocol: no console errors, exceptions, dialogs or requests off
 the machine; the summary and the timeline on the first screen; zoom, pan,
 hover and sorting work; names from traces with < > & and quotes show as
-text and run nothing. Two pages: `ringside report -o OUT` of a program that
+text and run nothing. Pages: `ringside report -o OUT` of a program that
 writes files with such names (file I/O only), and the html_driver page from
 a hand-written report.json, a real Kineto trace and a process whose kernel
 names are HTML. Jobs without a straggler (simtrain's equal ranks, gen_job's)
-show none, not in red. The screenshots are kept in build/tests/ to be looked
-at."""
+show none, not in red.
+
+At scale: gen_job's 64 ranks give a page under 1 MB, its 1,024 ranks one
+under 3 MB that loads in a few seconds with both heatmaps drawn (their
+columns' brightness, read from a screenshot, follows report.json's bins;
+hover gives report.json's value), no outlier named, lanes for a few ranks
+and a note on what was left out; simtrain's rank slowed by --straggler is
+named as the outlier; report.json's "lanes" label the lanes and cut them to
+its window; with more than 8 processes and no "lanes" the page picks rank
+0, the straggler, the slowest and the fastest. The screenshots are kept in
+build/tests/ (and the 1,024-rank page's first screen in /tmp/html1024.png)
+to be looked at."""
 import json
 import os
+import re
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rstest import BUILD, PYTHON, RINGSIDE, check, cleanup, finish, report_problems, run, skip, \
@@ -129,8 +141,9 @@ def report_page(work):
                        "function(g){return g.getAttribute('data-lane');})")
         check("html report: file I/O only, so one I/O lane", len(lanes) == 1 and
               lanes[0].endswith(" I/O"), repr(lanes))
-        # The path comes back whole from the names table embedded in <script>.
-        paths = b.eval("JSON.parse(document.getElementById('tl-names').textContent)[0]")
+        # The path comes back whole from the names table embedded in <script>
+        # (per model, the names its lanes draw, by string id).
+        paths = b.eval("Object.values(JSON.parse(document.getElementById('tl-names').textContent)[0])")
         for n in FILE_NAMES:
             check("html report: timeline names table holds %r" % n,
                   any(p.endswith("/" + n) for p in paths), "not among %d names" % len(paths))
@@ -473,7 +486,8 @@ def kineto_page(work):
             for lane in ("compute", "communication"):
                 check("html kineto: rank %d %s lane" % (r, lane), "rank %d %s" % (r, lane) in lanes,
                       repr(lanes))
-        names = set(sum(b.eval("JSON.parse(document.getElementById('tl-names').textContent)"), []))
+        names = set(sum(b.eval("JSON.parse(document.getElementById('tl-names').textContent)"
+                               ".map(Object.values)"), []))
         shown = angled & names
         check("html kineto: kernel names with < > & come back whole", len(shown) > 5,
               "%d of %d such names in the page's names table" % (len(shown), len(angled)))
@@ -511,6 +525,377 @@ def many_page(work):
             check("html many: %s holds all %d ops" % (lane, n // 2), v[1] == n // 2, repr(v))
 
 
+# ---- many ranks: sizes, heatmaps, outliers, lanes for a few ----
+
+MB = 1 << 20
+HEAT_BOX = """(function(sel){var c=document.querySelector(sel);if(!c)return null;
+  var r=c.getBoundingClientRect();return [r.left,r.top,r.right,r.bottom];})"""
+OUTLIERS = """Array.prototype.map.call(document.querySelectorAll('.dist'),function(d){
+  var o=d.querySelector('.outliers');return [d.id,o.classList.contains('none'),o.textContent];})"""
+
+
+def luminance(p):
+    return 0.2126 * p[0] + 0.7152 * p[1] + 0.0722 * p[2]
+
+
+def correlation(xs, ys):
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    return sxy / (sxx * syy) ** 0.5 if sxx > 0 and syy > 0 else 0.0
+
+
+def heatmap_columns(img, box, nbins):
+    """The brightness of a heatmap at each of nbins time bins, read from the
+    screenshot: the mean luminance, over the rows from 5% to 75% of box's
+    height (inside the plot whatever the ranks), of the column where the
+    bin's middle falls among the columns that are coloured (not the white
+    margins and labels); and the number of colours there. None for the
+    brightness when fewer than 20 columns are coloured."""
+    x0, y0, x1, y1 = box
+    rows = range(y0 + (y1 - y0) * 5 // 100, y0 + (y1 - y0) * 75 // 100)
+    plot = []
+    for x in range(max(0, x0), min(img.width, x1)):
+        px = [img.pixel(x, y) for y in rows]
+        if sum(1 for p in px if min(p) < 235) > 0.9 * len(px):
+            plot.append((x, sum(luminance(p) for p in px) / len(px)))
+    colours = len(set(img.pixel(x, y) for x in range(max(0, x0), min(img.width, x1), 3) for y in rows))
+    if len(plot) < 20:
+        return None, colours
+    first, last = plot[0][0], plot[-1][0]
+    lum = dict(plot)
+    return [lum.get(first + int((i + 0.5) * (last - first + 1) / nbins)) for i in range(nbins)], colours
+
+
+def parse_time_us(t):
+    """A time as the page prints it ("12.00 ms", "500.0 µs", "1.234 s")."""
+    v, unit = t.split()
+    return float(v) * {"ns": 1e-3, "\u00b5s": 1, "ms": 1e3, "s": 1e6}[unit]
+
+
+def gen_report(work, name, n, events):
+    """gen_job's n equal ranks reported with ringside report -o; the page,
+    report.json and the seconds the report took, or Nones."""
+    gen = os.path.join(BUILD, "gen_job")
+    if not check("html %s: gen_job built" % name, os.path.exists(gen), gen + " missing (make test-build)"):
+        return None, None
+    out, rep = os.path.join(work, name + "-trace"), os.path.join(work, name + "-rep")
+    p = run([gen, "-n", str(n), "-e", str(events), "-o", os.path.join(out, "job")], timeout=300)
+    if not check("html %s: gen_job ran" % name, p.returncode == 0, p.stderr.decode()[-300:]):
+        return None, None
+    p = run([RINGSIDE, "report", out, "-o", rep, "-q"], timeout=300)
+    html = os.path.join(rep, "index.html")
+    if not check("html %s: ringside report writes index.html" % name,
+                 p.returncode == 0 and os.path.exists(html), p.stderr.decode()[-300:]):
+        return None, None
+    with open(os.path.join(rep, "report.json")) as f:
+        rj = json.load(f)
+    # What the page does not need is not kept: the traces and the rest of OUT.
+    cleanup(out)
+    for f in os.listdir(rep):
+        if f not in ("index.html", "report.json"):
+            os.unlink(os.path.join(rep, f))
+    return html, rj
+
+
+def size_64(work):
+    """gen_job's 64 ranks: the page well under 1 MB (16 MB with a lane row
+    per rank)."""
+    html, rj = gen_report(work, "gen64", 64, 2000)
+    if html:
+        size = os.path.getsize(html)
+        check("html gen64: page under 1 MB", size < MB, "%d bytes" % size)
+        print("    html gen64: index.html %d bytes, report.json %d bytes" %
+              (size, len(json.dumps(rj))))
+
+
+def heatmap_checks(name, b, img, rj):
+    """Each heatmap drawn from every rank's bins: its columns' brightness
+    follows the mean over ranks of report.json's bins (viridis for GPU busy
+    gets brighter with the value; the communication map darker)."""
+    ranks = rj["timeline"]["ranks"]
+    for key, sign in (("gpu_busy_pct", 1), ("comm_gbs", -1)):
+        box = b.eval(HEAT_BOX + "('canvas[data-s=%s]')" % key)
+        if not check("%s %s heatmap in the page" % (name, key), box is not None):
+            continue
+        nb = len(ranks[0][key])
+        cols, colours = heatmap_columns(img, tuple(int(v) for v in box), nb)
+        check("%s %s heatmap drawn (coloured, not blank)" % (name, key),
+              cols is not None and colours > 10,
+              "%s coloured columns, %d colours in box %r" % ("too few" if cols is None else "enough",
+                                                            colours, box))
+        if cols is None:
+            continue
+        mean = [sum(r[key][i] for r in ranks) / len(ranks) for i in range(nb)]
+        pairs = [(m, c) for m, c in zip(mean, cols) if c is not None]
+        top = max(max(r[key]) for r in ranks)
+        if max(mean) - min(mean) <= 0.02 * max(top, 1e-9):
+            # the same in every bin: the map is as even
+            lum = [p[1] for p in pairs]
+            check("%s %s heatmap as even as report.json's bins" % (name, key), max(lum) - min(lum) < 8,
+                  "column brightness from %.1f to %.1f for bins within 2%% of each other" %
+                  (min(lum), max(lum)))
+            continue
+        corr = correlation([p[0] for p in pairs], [p[1] for p in pairs])
+        check("%s %s heatmap follows report.json's bins" % (name, key), sign * corr > 0.9,
+              "correlation of column brightness with the mean over ranks %.3f over %d bins" %
+              (corr, len(pairs)))
+
+
+def heatmap_hover(name, b, rj):
+    """Hover on the GPU busy heatmap: the rank, the bin's time and the value
+    report.json has for that rank and bin; lower on the map, higher ranks."""
+    tl = rj["timeline"]
+    box = b.eval(HEAT_BOX + "('canvas[data-s=gpu_busy_pct]')")
+    if not box:
+        return
+    named = []
+    for fy in (0.1, 0.6):
+        x, y = box[0] + (box[2] - box[0]) * 0.5, box[1] + (box[3] - box[1]) * fy
+        b.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y}, session=True)
+        tip = b.eval("document.getElementById('tip').textContent").split("\n")
+        ok = len(tip) >= 3 and tip[0].startswith("rank ") and " \u2013 " in tip[1] and "\u2248" in tip[2]
+        if not check("%s heatmap hover names rank, time and value" % name, ok, repr(tip)):
+            return
+        rank = int(tip[0].split()[1])
+        t0, t1 = (parse_time_us(t) for t in tip[1].split(" \u2013 "))
+        # report.json's bins in the time shown (one, or the few a column
+        # holds when there are more bins than columns), from the job's start
+        shift = rj.get("start_us", tl["start_us"]) - tl["start_us"]
+        b0, b1 = (int(round((t + shift) / tl["bin_us"])) for t in (t0, t1))
+        series = [r for r in tl["ranks"] if r["rank"] == rank][0]["gpu_busy_pct"][b0:b1]
+        want = sum(series) / len(series) if series else float("nan")
+        got = float(tip[2].split("\u2248")[1].split()[0])
+        # 64 steps of 0-100%: within half a step, and the three digits shown
+        check("%s heatmap hover value is report.json's" % name, abs(got - want) <= 100 / 63 / 2 + 0.06,
+              "rank %d bins %d-%d: shown %g, report.json %g" % (rank, b0, b1, got, want))
+        named.append(rank)
+    check("%s heatmap rows in rank order" % name, named[0] < named[1], repr(named))
+    b.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": 0, "y": 0}, session=True)
+
+
+def big_page(work):
+    """gen_job's 1,024 equal ranks (2,000 records each) reported by ringside
+    report -o: index.html under 3 MB, loads in headless Chromium with no
+    errors, draws both heatmaps from every rank's bins, names no outlier
+    and no straggler, draws lanes for a few ranks only and says where the
+    rest is; the processes table holds every rank. The screenshot at
+    1600x1200 goes to /tmp/html1024.png to be looked at."""
+    html, rj = gen_report(work, "gen1024", 1024, 2000)
+    if not html:
+        return
+    size = os.path.getsize(html)
+    check("html gen1024: page under 3 MB", size < 3 * MB, "%d bytes" % size)
+    print("    html gen1024: index.html %d bytes, report.json %d bytes" % (size, len(json.dumps(rj))))
+    with headless.Browser(1600, 1200) as b:
+        t = time.time()
+        b.open(html)
+        took = time.time() - t
+        check("html gen1024: loads in a few seconds", took < 15, "%.1f s" % took)
+        print("    html gen1024: loaded in %.1f s" % took)
+        report_problems("html gen1024: no console errors, exceptions, dialogs or requests", b.problems())
+        check("html gen1024: script ran", b.eval("document.body.getAttribute('data-ready')") == "1")
+        shot = "/tmp/html1024.png"
+        img = check_screenshot("html gen1024:", b, shot)
+        for sec in ("summary", "rank-dist", "heatmaps"):
+            v = b.eval(VISIBLE + "(%r)" % sec)
+            check("html gen1024: %s on the first screen" % sec, v == "ok", v)
+        dist = b.eval(OUTLIERS)
+        check("html gen1024: a strip plot per figure", [d[0] for d in dist] ==
+              ["dist-compute", "dist-exposed", "dist-idle", "dist-wait"], repr(dist))
+        check("html gen1024: equal ranks, no outlier named", all(d[1] for d in dist) and
+              not any(re.search(r"rank \d", d[2]) for d in dist), repr(dist))
+        no_straggler_card("html gen1024:", b)
+        b.eval("document.getElementById('heatmaps').scrollIntoView()")
+        b.settle(0.3)
+        hshot = os.path.join(SHOTS, "html-1024-heatmaps.png")
+        b.screenshot(hshot)
+        heatmap_checks("html gen1024:", b, headless.png_pixels(hshot), rj)
+        heatmap_hover("html gen1024:", b, rj)
+        rows = b.eval("""Array.prototype.map.call(document.querySelectorAll('#tl g'),function(g){
+          return g.getAttribute('data-lane').split(' ').slice(0,2).join(' ');})""")
+        rows = sorted(set(rows))
+        check("html gen1024: lanes for at most 8 ranks", 0 < len(rows) <= 8, repr(rows))
+        note = b.eval("(document.getElementById('lanes-note')||{}).textContent")
+        check("html gen1024: the page says which lanes and where the rest is",
+              note and ("of %d processes" % len(rj["processes"])) in note and "heatmaps" in note,
+              repr(note))
+        cut = b.eval("(document.getElementById('page-cut')||{}).textContent")
+        check("html gen1024: the page says what it left out and that report.json has it",
+              cut and "report.json" in cut and "64 steps" in cut, repr(cut))
+        names = b.eval("Array.prototype.map.call(document.querySelectorAll("
+                       "'#table-processes tbody tr'),function(r){return r.cells[0].textContent;})")
+        want = ["rank %d" % q["rank"] for q in rj["processes"]]
+        check("html gen1024: the processes table holds every rank", names == want,
+              "%d rows, %d processes" % (len(names), len(want)))
+        report_problems("html gen1024: still no errors after the interaction", b.problems())
+    print("    html gen1024: screenshot %s (%dx%d)" % (shot, img.width, img.height))
+
+
+def straggler_page(work):
+    """simtrain's 4 ranks with rank 2's kernels 1.5 times longer: the strip
+    plots name rank 2 as the GPU compute outlier, and no other rank there."""
+    launch, train = os.path.join(BUILD, "simlaunch"), os.path.join(BUILD, "simtrain")
+    if not check("html straggler: simulator built", os.path.exists(launch) and os.path.exists(train),
+                 "no %s or %s (make test-build)" % (launch, train)):
+        return
+    out, ck, rep = (os.path.join(work, d) for d in ("slow-trace", "slow-ckpt", "slow-rep"))
+    env = traced_env(out, LD_LIBRARY_PATH=os.path.join(BUILD, "sim"), SIMNCCL_TIMEOUT_S=30)
+    env.pop("LD_PRELOAD")
+    env["AGENT_SO"] = os.path.join(BUILD, "libagent.so")
+    p = run([launch, "-n", "4", "--", "sh", "-c", 'export LD_PRELOAD="$AGENT_SO"; exec "$@"', "sh",
+             train, "--steps", "10", "--ckpt-dir", ck, "--straggler", "2:1.5"], env=env, timeout=120)
+    if not check("html straggler: simtrain ran", p.returncode == 0, p.stderr.decode()[-300:]):
+        return
+    p = run([RINGSIDE, "report", out, "-o", rep, "-q"])
+    html = os.path.join(rep, "index.html")
+    if not check("html straggler: ringside report writes index.html",
+                 p.returncode == 0 and os.path.exists(html), p.stderr.decode()[-300:]):
+        return
+    with headless.Browser() as b:
+        b.open(html)
+        report_problems("html straggler: no console errors, exceptions, dialogs or requests",
+                        b.problems())
+        dist = {d[0]: d for d in b.eval(OUTLIERS)}
+        comp = dist.get("dist-compute")
+        named = re.findall(r"rank (\d+)", comp[2]) if comp else []
+        check("html straggler: rank 2 named as the GPU compute outlier, alone",
+              comp is not None and not comp[1] and named == ["2"], repr(comp))
+        b.eval("document.getElementById('ranks').scrollIntoView()")
+        b.settle(0.3)
+        shot = os.path.join(SHOTS, "html-straggler-ranks.png")
+        b.screenshot(shot)
+        box = b.eval(HEAT_BOX + "('#dist-compute canvas')")
+        red = colour_pixels(headless.png_pixels(shot), tuple(int(v) for v in box), (0xd1, 0x24, 0x2f), 40) \
+            if box else 0
+        check("html straggler: the outlier drawn in red on its strip plot", red > 10,
+              "%d red pixels in %r" % (red, box))
+
+
+def lanes_page(work):
+    """The lanes as report.json "lanes" picks them: one process (the
+    driver's --many rank 9) labelled with its reason, cut to the window
+    [0.1 s, 0.2 s] of the job, every operation inside it accounted for."""
+    n, t0_ns = 200000, 1000000          # the driver's --many ops start at 1 ms
+    rj = os.path.join(work, "lanes.json")
+    with open(rj, "w") as f:
+        json.dump({"job": "lanes", "start_us": t0_ns / 1e3,
+                   "processes": [{"rank": 9, "pid": 9999, "role": "rank"}],
+                   "lanes": {"ranks": [{"rank": 9, "why": "straggler"}], "from_s": 0.1, "to_s": 0.2,
+                             "whole_job": False}}, f)
+    html = os.path.join(work, "lanes.html")
+    p = run([DRIVER, html, rj, "--many", str(n)])
+    if not check("html lanes: page written", p.returncode == 0, p.stderr.decode()[-300:]):
+        return
+    lo, hi = t0_ns + 100000000, t0_ns + 200000000
+    want = {"compute": 0, "communication": 0}
+    for i in range(n):
+        s = t0_ns + i * 2000
+        e = s + (3000000 if i % 1000 == 0 else 1000 * (1 + i % 7))
+        if e > lo and s < hi:
+            want["communication" if i % 2 else "compute"] += 1
+    with headless.Browser() as b:
+        b.open(html)
+        report_problems("html lanes: no console errors", b.problems())
+        why = b.eval("Array.prototype.map.call(document.querySelectorAll('.tl-lab .tl-why'),"
+                     "function(t){return t.textContent.trim();})")
+        check("html lanes: the lane says why it was picked", why == ["straggler"], repr(why))
+        got = b.eval("""(function(){var o={},W=+document.getElementById('tl').getAttribute('data-w');
+          document.querySelectorAll('#tl g').forEach(function(g){var k=0,out=0;
+            g.querySelectorAll('rect').forEach(function(x){k+=+(x.getAttribute('data-k')||1);
+              var a=+x.getAttribute('x'),w=+x.getAttribute('width');if(a<-1e-6||a+w>W*1.000001)out++;});
+            o[g.getAttribute('data-lane')]=[k,out];});return o;})()""")
+        for lane in ("compute", "communication"):
+            v = got.get("rank 9 " + lane, [0, 0])
+            check("html lanes: every %s op in the window on its lane, none outside" % lane,
+                  v == [want[lane], 0], "%r drawn (ops, outside), %d in the window" % (v, want[lane]))
+        rng = b.eval("document.getElementById('tl-range').textContent")
+        check("html lanes: the axis shows the window", rng.startswith("100.00 ms \u2013 200.00 ms"),
+              repr(rng))
+        note = b.eval("(document.getElementById('lanes-note')||{}).textContent")
+        check("html lanes: the note gives the window", note and "from 0.100 s to 0.200 s" in note,
+              repr(note))
+
+
+def picked_page(work):
+    """More than 8 processes and no "lanes" in report.json (the reporter
+    before it picks): lanes for rank 0, the straggler, and the ranks that
+    waited least (slowest) and most (fastest) in collectives, each labelled."""
+    nr, slow, fast, strag = 12, 7, 4, 9
+    procs = []
+    for r in range(nr):
+        wait = 5.0 if r == slow else 15000.0 if r == fast else 5000.0 + 10 * r
+        procs.append({"rank": r, "pid": 1000 + r, "role": "rank", "collective_wait_us": wait,
+                      "gpu": {"span_us": 40000, "compute_pct": 50.0, "idle_pct": 30.0,
+                              "exposed_comm_pct": 10.0}})
+    rj = os.path.join(work, "picked.json")
+    with open(rj, "w") as f:
+        json.dump({"job": "picked", "start_us": 1000.0, "processes": procs,
+                   "stragglers": [{"rank": strag, "score": 0.5}]}, f)
+    html = os.path.join(work, "picked.html")
+    p = run([DRIVER, html, rj, "--ranks", str(nr)])
+    if not check("html picked: page written", p.returncode == 0, p.stderr.decode()[-300:]):
+        return
+    with headless.Browser() as b:
+        b.open(html)
+        report_problems("html picked: no console errors", b.problems())
+        rows = b.eval("""Array.prototype.map.call(document.querySelectorAll('.tl-lab text[font-weight]'),
+          function(t){return t.textContent;})""")
+        want = ["rank 0 first", "rank %d fastest" % fast, "rank %d slowest" % slow,
+                "rank %d straggler" % strag]
+        check("html picked: lanes for rank 0, the straggler, the slowest and the fastest",
+              rows == want, "%r != %r" % (rows, want))
+        dist = {d[0]: d for d in b.eval(OUTLIERS)}
+        wait = dist.get("dist-wait")
+        named = re.findall(r"rank (\d+)", wait[2]) if wait else []
+        check("html picked: the waits' outliers named, furthest first",
+              named == [str(fast), str(slow)], repr(wait))
+    # The same job with report.json's own picks (the 3 models given) over a
+    # window of its 40 ms, every rank checkpointing in it, and 1,000 bins,
+    # more than the heatmaps have columns: lanes for the 3 only, the window
+    # outlined in red on the heatmaps, hover values the mean of the bins a
+    # column holds.
+    bins = 1000
+    report = {"job": "picked", "start_us": 1000.0, "processes": procs,
+              "lanes": {"ranks": [{"rank": 1, "why": "slowest"}], "from_s": 0.01, "to_s": 0.02,
+                        "whole_job": False},
+              "checkpoints": [{"rank": r, "start_s": 0.012, "dur_s": 0.002, "bytes": 1e6}
+                              for r in range(nr)],
+              "timeline": {"bin_us": 40, "start_us": 1000.0,
+                           "ranks": [{"rank": r, "gpu_busy_pct": [float((i * 7 + r * 13) % 100)
+                                                                  for i in range(bins)],
+                                      "comm_gbs": [1.0] * bins} for r in range(nr)]}}
+    with open(rj, "w") as f:
+        json.dump(report, f)
+    p = run([DRIVER, html, rj, "--ranks", "3"])
+    if not check("html picked window: page written", p.returncode == 0, p.stderr.decode()[-300:]):
+        return
+    with headless.Browser() as b:
+        b.open(html)
+        report_problems("html picked window: no console errors", b.problems())
+        rows = b.eval("""Array.prototype.map.call(document.querySelectorAll('.tl-lab text[font-weight]'),
+          function(t){return t.textContent;})""")
+        check("html picked window: lanes for the models given, none for other checkpointing ranks",
+              rows == ["rank 0", "rank 1 slowest", "rank 2"], repr(rows))
+        b.eval("document.getElementById('heatmaps').scrollIntoView()")
+        b.settle(0.3)
+        shot = os.path.join(SHOTS, "html-picked-window.png")
+        b.screenshot(shot)
+        img = headless.png_pixels(shot)
+        box = [int(v) for v in b.eval(HEAT_BOX + "('canvas[data-s=gpu_busy_pct]')")]
+        reds = [x for x in range(box[0], box[2])
+                if colour_pixels(img, (x, box[1], x + 1, box[3]), (0xd1, 0x24, 0x2f), 40) > 20]
+        # the outline's two sides: a quarter and half way across the 40 bins
+        width = box[2] - box[0]
+        check("html picked window: the lanes' window outlined on the heatmap",
+              reds and abs((reds[0] - box[0]) / width - 0.25) < 0.1 and
+              abs((reds[-1] - box[0]) / width - 0.5) < 0.1,
+              "red columns %r in a box from %d to %d" % (reds[:3] + reds[-3:], box[0], box[2]))
+        heatmap_hover("html picked window:", b, report)
+
+
 def main():
     if not headless.find_chromium():
         skip("html", "no chromium (Debian package chromium; tools/deps.sh installs it)")
@@ -526,11 +911,18 @@ def main():
         gen_job_page(work)
         kineto_page(work)
         many_page(work)
+        lanes_page(work)
+        picked_page(work)
+        straggler_page(work)
+        size_64(work)
+        big_page(work)
     finally:
         cleanup(work)
     print("screenshots: " + ", ".join(os.path.join(SHOTS, n) for n in
                                        ("html-report-io.png", "html-sim.png", "html-kineto.png", "html-driver.png",
-                                        "html-driver-full.png", "html-driver-flames.png")))
+                                        "html-driver-full.png", "html-driver-flames.png",
+                                        "html-straggler-ranks.png", "html-1024-heatmaps.png")) +
+          ", /tmp/html1024.png")
     finish()
 
 

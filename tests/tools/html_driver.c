@@ -2,8 +2,8 @@
  * by hand and GPU timelines loaded from Kineto traces, plus (--hostile) a
  * process whose kernel names are HTML and script, so the tests can open the
  * page in a browser before `ringside report` carries timelines itself.
- * usage: html_driver OUT.html REPORT.json [--hostile] [--many N] [--flame SVG]...
- *        [TRACE.json.gz]... */
+ * usage: html_driver OUT.html REPORT.json [--hostile] [--many N] [--ranks N]
+ *        [--flame SVG]... [TRACE.json.gz]... */
 #include "reporter/html.h"
 #include "reporter/kineto.h"
 #include "formats/trace.h"
@@ -88,11 +88,33 @@ static int add_many(struct rsr_model *m, int64_t t, long n)
     return rsr_model_finish(m);
 }
 
+/* Rank r of a job of equal ranks (--ranks): 20 compute ops of 1 ms, one
+ * every 2 ms from t, and a communication op after each. */
+static int add_rank(struct rsr_model *m, int64_t t, int r)
+{
+    m->rank = r;
+    m->pid = 1000 + r;
+    m->role = RSR_ROLE_RANK;
+    uint32_t name[2];
+    if (rsr_model_intern(m, "gemm", 4, &name[0]) != 0 || rsr_model_intern(m, "ncclKernel", 10, &name[1]) != 0)
+        return -1;
+    for (int i = 0; i < 40; i++) {
+        struct rsr_gpu_op *op = rsr_model_add_op(m);
+        if (!op)
+            return -1;
+        op->name = name[i % 2];
+        op->start_ns = t + (i / 2) * 2000000 + (i % 2) * 1000000;
+        op->end_ns = op->start_ns + (i % 2 ? 500000 : 1000000);
+        op->cls = i % 2 ? RSR_GPU_COMM : RSR_GPU_COMPUTE;
+    }
+    return rsr_model_finish(m);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: html_driver OUT.html REPORT.json [--hostile] [--flame SVG]... "
-                        "[TRACE.json.gz]...\n");
+        fprintf(stderr, "usage: html_driver OUT.html REPORT.json [--hostile] [--many N] [--ranks N] "
+                        "[--flame SVG]... [TRACE.json.gz]...\n");
         return 2;
     }
     FILE *in = fopen(argv[2], "rb");
@@ -107,7 +129,7 @@ int main(int argc, char **argv)
     const char *flames[16];
     size_t n = 0, nflames = 0;
     int with_hostile = 0;
-    long many = 0;
+    long many = 0, ranks = 0;
     for (int i = 3; i < argc && n < 63; i++) {
         if (strcmp(argv[i], "--flame") == 0 && i + 1 < argc && nflames < 16) {
             flames[nflames++] = argv[++i];
@@ -115,6 +137,10 @@ int main(int argc, char **argv)
         }
         if (strcmp(argv[i], "--many") == 0 && i + 1 < argc) {
             many = atol(argv[++i]);
+            continue;
+        }
+        if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) {
+            ranks = atol(argv[++i]);
             continue;
         }
         if (strcmp(argv[i], "--hostile") == 0) {
@@ -151,6 +177,15 @@ int main(int argc, char **argv)
         int64_t t = n && models[0]->n_ops ? models[0]->ops[0].start_ns : 1000000;
         models[n++] = m;
         if (add_many(m, t, many) != 0)
+            return 1;
+    }
+    for (long r = 0; r < ranks && n < 63; r++) {
+        struct rsr_model *m = malloc(sizeof *m);
+        if (!m)
+            return 1;
+        rsr_model_init(m);
+        models[n++] = m;
+        if (add_rank(m, 1000000, (int)r) != 0)
             return 1;
     }
     FILE *out = fopen(argv[1], "w");

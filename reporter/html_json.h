@@ -1,0 +1,45 @@
+/* What the HTML page's writers share: report.json read through yajl's tree
+ * API (where any key may be missing or of the wrong type), and text written
+ * into the page escaped, as HTML content or as a JSON string inside a
+ * <script>. Every text that came from a trace goes through these. */
+#ifndef RSR_HTML_JSON_H
+#define RSR_HTML_JSON_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <yajl/yajl_tree.h>
+
+/* The value of key k in object o; NULL when o is not an object or has no k. */
+yajl_val rsr_jv_key(yajl_val o, const char *k);
+/* 1 and the value in *d when v is a finite number; 0 otherwise. */
+int rsr_jv_num(yajl_val v, double *d);
+/* rsr_jv_num of o's key k. */
+int rsr_jv_knum(yajl_val o, const char *k, double *d);
+/* o's key k as a finite number, or dflt. */
+double rsr_jv_knum_or(yajl_val o, const char *k, double dflt);
+/* o's key k as a string (owned by the tree), or NULL. */
+const char *rsr_jv_kstr(yajl_val o, const char *k);
+/* The length of array a; 0 when a is not an array. */
+size_t rsr_jv_len(yajl_val a);
+/* Element i of array a, or NULL. */
+yajl_val rsr_jv_at(yajl_val a, size_t i);
+
+/* s as HTML content or a quoted attribute value (NULL writes nothing). C0
+ * controls other than tab and newline become U+FFFD. */
+void rsr_html_text(FILE *f, const char *s);
+/* s as a JSON string for a <script>, quotes included (NULL as ""): besides
+ * JSON's escapes, <, >, & and U+2028/2029 as \uXXXX, so that no
+ * "</script>" or "<!--" can appear. */
+void rsr_html_js_str(FILE *f, const char *s);
+/* Any JSON value as escaped text: strings as they are, numbers with %g,
+ * arrays joined by ", ", objects as "key: value; ...". */
+void rsr_html_value(FILE *f, yajl_val v);
+/* A process of report.json by name: "rank R", else "pid P", else "process". */
+void rsr_html_proc(FILE *f, yajl_val proc);
+
+/* ns as "12 ns", "1.5 µs", "2.50 ms" or "1.20 s". */
+void rsr_html_fmt_ns(char *b, size_t n, double ns);
+/* Bytes in powers of 1000: "512 B", "1.5 kB", ... "2.0 PB". */
+void rsr_html_fmt_bytes(char *b, size_t n, double v);
+
+#endif
