@@ -11,10 +11,8 @@ int rsr_gpu_breakdown_compute(const struct rsr_model *m, int64_t kernel_wait_ns,
                               struct rsr_gpu_breakdown *out)
 {
     memset(out, 0, sizeof *out);
-    struct rsr_model ops_only = *m;
-    ops_only.n_io = ops_only.n_syncs = ops_only.n_colls = 0;
     struct rsr_summary s;
-    int rc = rsr_summary_of_records(&ops_only, kernel_wait_ns, RSR_SHORT_KERNEL_NS, RSR_SHORT_KERNEL_MIN_COUNT, &s);
+    int rc = rsr_summary_of_ops(m, kernel_wait_ns, RSR_SHORT_KERNEL_NS, RSR_SHORT_KERNEL_MIN_COUNT, &s);
     if (rc == 0) {
         *out = s.gpu;
         memset(&s.gpu, 0, sizeof s.gpu);

@@ -12,10 +12,8 @@ int rsr_kernels_summarize(const struct rsr_model *m, int64_t short_ns, uint64_t 
                           struct rsr_kernel_summary *out)
 {
     memset(out, 0, sizeof *out);
-    struct rsr_model ops_only = *m;
-    ops_only.n_io = ops_only.n_syncs = ops_only.n_colls = 0;
     struct rsr_summary s;
-    int rc = rsr_summary_of_records(&ops_only, RSR_KERNEL_WAIT_NS, short_ns, min_count, &s);
+    int rc = rsr_summary_of_ops(m, RSR_KERNEL_WAIT_NS, short_ns, min_count, &s);
     if (rc == 0) {
         *out = s.kernels;
         memset(&s.kernels, 0, sizeof s.kernels);

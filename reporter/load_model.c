@@ -448,24 +448,6 @@ static void link_colls(struct rsr_model_loader *L, int64_t cut)
 }
 
 
-static int cmp_op_start(const void *pa, const void *pb)
-{
-    const struct rsr_gpu_op *a = pa, *b = pb;
-    return (a->start_ns > b->start_ns) - (a->start_ns < b->start_ns);
-}
-
-static int cmp_io_start(const void *pa, const void *pb)
-{
-    const struct rsr_io *a = pa, *b = pb;
-    return (a->start_ns > b->start_ns) - (a->start_ns < b->start_ns);
-}
-
-static int cmp_sync_start(const void *pa, const void *pb)
-{
-    const struct rsr_sync *a = pa, *b = pb;
-    return (a->start_ns > b->start_ns) - (a->start_ns < b->start_ns);
-}
-
 /* Gives collectives their communicator's size and this rank in it. */
 static void comm_sizes(struct rsr_model_loader *L, struct rsr_coll *c)
 {
@@ -528,12 +510,7 @@ static void drain(struct rsr_model_loader *L, int final)
         rsr_acc_coll(L->acc, c, c->group_size);
     }
     m->n_colls = w;
-    if (m->n_ops > 1)
-        qsort(m->ops, m->n_ops, sizeof *m->ops, cmp_op_start);
-    if (m->n_io > 1)
-        qsort(m->io, m->n_io, sizeof *m->io, cmp_io_start);
-    if (m->n_syncs > 1)
-        qsort(m->syncs, m->n_syncs, sizeof *m->syncs, cmp_sync_start);
+    rsr_model_sort(m);
     size_t i = 0, j = 0, k = 0;
     for (;;) {
         int64_t t_op = i < m->n_ops && m->ops[i].start_ns < ops_cut ? m->ops[i].start_ns : INT64_MAX;

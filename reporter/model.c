@@ -375,12 +375,17 @@ static void sort_records(void *base, size_t n, size_t size, int (*cmp)(const voi
         qsort(base, n, size, cmp);
 }
 
-int rsr_model_finish(struct rsr_model *m)
+void rsr_model_sort(struct rsr_model *m)
 {
     sort_records(m->ops, m->n_ops, sizeof *m->ops, cmp_op_start);
     sort_records(m->launches, m->n_launches, sizeof *m->launches, cmp_launch_corr);
     sort_records(m->io, m->n_io, sizeof *m->io, cmp_io_start);
     sort_records(m->syncs, m->n_syncs, sizeof *m->syncs, cmp_sync_start);
+}
+
+int rsr_model_finish(struct rsr_model *m)
+{
+    rsr_model_sort(m);
     finish_colls(m);
     return 0;
 }

@@ -208,6 +208,11 @@ void rsr_model_shift(struct rsr_model *m, int64_t delta_ns);
  * it has added all records. Returns 0 (it allocates nothing). */
 int rsr_model_finish(struct rsr_model *m);
 
+/* The ordering part of rsr_model_finish alone: ops, io and syncs in start
+ * order, launches in correlation order (the streaming loader sorts its
+ * window with it). */
+void rsr_model_sort(struct rsr_model *m);
+
 /* The launch with this correlation in a finished model, or NULL. */
 const struct rsr_launch *rsr_model_find_launch(const struct rsr_model *m, uint64_t correlation);
 

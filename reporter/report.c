@@ -687,38 +687,74 @@ static int write_output(const char *dir, const char *name, struct rsr_model *con
     return rc ? 1 : 0;
 }
 
-int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
-{
+/* A job's files, streamed into summaries, in the order cmp_input gives;
+ * models[i] is ins[i]'s (an empty one where loading failed). */
+struct loaded {
     char **files;
-    int n = rsr_find_traces(paths, npaths, &files);
-    if (n < 0)
+    int n;
+    struct rsr_input *ins;
+    struct rsr_model **models;
+    int readable;               /* files with a chunk that could be read */
+};
+
+/* Finds and streams the trace files under paths, saying on stderr what was
+ * damaged or lost. Returns 0, or 1 with a message (no file, out of memory). */
+static int job_load(struct loaded *J, char **paths, int npaths)
+{
+    static struct rsr_model empty;
+    memset(J, 0, sizeof *J);
+    J->n = rsr_find_traces(paths, npaths, &J->files);
+    if (J->n < 0)
         return 1;
-    if (n == 0) {
+    if (J->n == 0) {
         fprintf(stderr, "ringside: no trace files (*.trace.lz4) in %s%s\n", paths[0],
                 npaths > 1 ? " or the other folders given" : "");
         return 1;
     }
-    struct rsr_input *ins = calloc((size_t)n, sizeof *ins);
-    struct rsr_model **models = calloc((size_t)n, sizeof *models);
-    static struct rsr_model empty;
-    if (!ins || !models) {
+    J->ins = calloc((size_t)J->n, sizeof *J->ins);
+    J->models = calloc((size_t)J->n, sizeof *J->models);
+    if (!J->ins || !J->models) {
         fprintf(stderr, "ringside: out of memory\n");
         return 1;
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    rsr_inputs_load(ins, files, n, cpus > 0 ? (int)cpus : 1, isatty(STDERR_FILENO) && n > 1, 1);
-    int readable = 0;
-    for (int i = 0; i < n; i++) {
-        readable += !ins[i].open_failed && ins[i].walk.nchunks > 0;
-        warn_damage(&ins[i]);
-        if (!ins[i].model || ins[i].model_incomplete)
-            fprintf(stderr, "ringside: %s: out of memory: the report lacks part of its events\n", ins[i].file);
+    rsr_inputs_load(J->ins, J->files, J->n, cpus > 0 ? (int)cpus : 1, isatty(STDERR_FILENO) && J->n > 1, 1);
+    for (int i = 0; i < J->n; i++) {
+        const struct rsr_input *in = &J->ins[i];
+        J->readable += !in->open_failed && in->walk.nchunks > 0;
+        warn_damage(in);
+        if (!in->model || in->model_incomplete)
+            fprintf(stderr, "ringside: %s: out of memory: the report lacks part of its events\n", in->file);
     }
-    qsort(ins, (size_t)n, sizeof *ins, cmp_input);
+    qsort(J->ins, (size_t)J->n, sizeof *J->ins, cmp_input);
     rsr_model_init(&empty);
-    for (int i = 0; i < n; i++)
-        models[i] = ins[i].model ? ins[i].model : &empty;
+    for (int i = 0; i < J->n; i++)
+        J->models[i] = J->ins[i].model ? J->ins[i].model : &empty;
+    return 0;
+}
 
+static void job_unload(struct loaded *J)
+{
+    for (int i = 0; i < J->n; i++) {
+        if (J->ins)
+            rsr_input_free(&J->ins[i]);
+        free(J->files[i]);
+    }
+    free(J->models);
+    free(J->ins);
+    free(J->files);
+}
+
+int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
+{
+    struct loaded J;
+    if (job_load(&J, paths, npaths) != 0) {
+        job_unload(&J);
+        return 1;
+    }
+    struct rsr_input *ins = J.ins;
+    struct rsr_model **models = J.models;
+    int n = J.n, readable = J.readable;
     struct rsr_job job;
     int tty = isatty(STDERR_FILENO);
     if (tty)
@@ -763,7 +799,7 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
             snprintf(p, sizeof p, "%s/report.json", o->out_dir);
             rc = write_file(p, json, len);
             /* The flame graphs first: index.html inlines OUT/flame-*.svg. */
-            if (!rc && rsr_flame_write_all(files, n, o->out_dir, o->quiet, o->lines) < 0)
+            if (!rc && rsr_flame_write_all(J.files, n, o->out_dir, o->quiet, o->lines) < 0)
                 rc = 1;
             const char *bad;
             if (!rc && rsr_html_write_dir(o->out_dir, lanes->models, lanes->n, &bad) != 0)
@@ -784,42 +820,25 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
     lanes_free(lanes);
     free(lanes);
     free(json);
-    for (int i = 0; i < n; i++) {
-        rsr_input_free(&ins[i]);
-        free(files[i]);
-    }
-    free(models);
-    free(ins);
-    free(files);
+    job_unload(&J);
     return rc;
 }
 
 int rsr_export_main(char **paths, int npaths, const struct rsr_export_opts *o)
 {
-    char **files;
-    int n = rsr_find_traces(paths, npaths, &files);
-    if (n < 0)
-        return 1;
-    if (n == 0) {
-        fprintf(stderr, "ringside: no trace files (*.trace.lz4) in %s\n", paths[0]);
-        return 1;
-    }
-    struct rsr_input *ins = calloc((size_t)n, sizeof *ins);
-    struct rsr_model **models = calloc((size_t)n, sizeof *models);
+    struct loaded J;
     struct lanes *l = calloc(1, sizeof *l);
-    static struct rsr_model empty;
-    if (!ins || !models || !l) {
-        fprintf(stderr, "ringside: out of memory\n");
+    if (!l || job_load(&J, paths, npaths) != 0) {
+        if (!l)
+            fprintf(stderr, "ringside: out of memory\n");
+        else
+            job_unload(&J);
+        free(l);
         return 1;
     }
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    rsr_inputs_load(ins, files, n, cpus > 0 ? (int)cpus : 1, isatty(STDERR_FILENO) && n > 1, 1);
-    for (int i = 0; i < n; i++)
-        warn_damage(&ins[i]);
-    qsort(ins, (size_t)n, sizeof *ins, cmp_input);
-    rsr_model_init(&empty);
-    for (int i = 0; i < n; i++)
-        models[i] = ins[i].model ? ins[i].model : &empty;
+    struct rsr_input *ins = J.ins;
+    struct rsr_model **models = J.models;
+    int n = J.n;
     struct rsr_job job;
     int rc = 0;
     if (rsr_job_analyse(models, (size_t)n, &job) != 0)
@@ -865,12 +884,6 @@ int rsr_export_main(char **paths, int npaths, const struct rsr_export_opts *o)
     rsr_job_free(&job);
     lanes_free(l);
     free(l);
-    for (int i = 0; i < n; i++) {
-        rsr_input_free(&ins[i]);
-        free(files[i]);
-    }
-    free(models);
-    free(ins);
-    free(files);
+    job_unload(&J);
     return rc;
 }

@@ -868,6 +868,14 @@ int rsr_summary_of_records(const struct rsr_model *m, int64_t kernel_wait_ns, in
     return rsr_acc_finish(a, out);
 }
 
+int rsr_summary_of_ops(const struct rsr_model *m, int64_t kernel_wait_ns, int64_t short_ns, uint64_t min_count,
+                       struct rsr_summary *out)
+{
+    struct rsr_model ops_only = *m;
+    ops_only.n_io = ops_only.n_syncs = ops_only.n_colls = 0;
+    return rsr_summary_of_records(&ops_only, kernel_wait_ns, short_ns, min_count, out);
+}
+
 int rsr_model_summarize(struct rsr_model *m)
 {
     struct rsr_summary *s = malloc(sizeof *s);

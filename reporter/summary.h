@@ -109,6 +109,11 @@ int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out);
 int rsr_summary_of_records(const struct rsr_model *m, int64_t kernel_wait_ns, int64_t short_ns,
                            uint64_t min_count, struct rsr_summary *out);
 
+/* The same over the ops alone (the GPU breakdown and kernel table of a
+ * model, for rsr_gpu_breakdown_compute and rsr_kernels_summarize). */
+int rsr_summary_of_ops(const struct rsr_model *m, int64_t kernel_wait_ns, int64_t short_ns, uint64_t min_count,
+                       struct rsr_summary *out);
+
 /* Summarises a finished model's records (ops, io, syncs, colls) into a
  * new m->sum, replacing any; 0, or -1 when out of memory. */
 int rsr_model_summarize(struct rsr_model *m);
