@@ -50,6 +50,24 @@ $(BUILD)/obj/preload/hook_io.o: RS_CFLAGS += -fomit-frame-pointer
 $(BUILD)/obj/preload/hook_cuda.o $(BUILD)/obj/preload/hook_nccl.o $(BUILD)/obj/preload/gputime.o: \
     RS_CFLAGS += -isystem $(CUDA_HOME)/include
 
+# MPI: `ringside report` runs as an MPI program when Open MPI's headers are
+# there (Debian libopenmpi-dev); MPI=0 builds it without, MPI=1 insists.
+MPI ?= auto
+ifneq ($(MPI),0)
+MPI_CFLAGS := $(shell pkg-config --cflags ompi-c 2>/dev/null)
+MPI_LIBS   := $(shell pkg-config --libs ompi-c 2>/dev/null)
+ifeq ($(MPI_LIBS),)
+ifeq ($(MPI),1)
+$(error MPI=1: no Open MPI found by pkg-config (ompi-c); install libopenmpi-dev)
+endif
+else
+$(BUILD)/obj/reporter/mpi.o: RS_CFLAGS += -DRSR_HAVE_MPI $(MPI_CFLAGS)
+endif
+endif
+
+# What the reporter's objects link with (ringside, and tests and tools built from them).
+REPORTER_LIBS = -llz4 -lyajl -lz -lm -ldw -lelf -lstdc++ $(MPI_LIBS)
+
 $(BUILD)/obj/%.o: %.c
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(@D)
@@ -64,7 +82,7 @@ $(BUILD)/libagent.so: $(AGENT_OBJ) $(FORMAT_OBJ) preload/agent.map
 
 $(BUILD)/ringside: $(REPORTER_OBJ) $(FORMAT_OBJ)
 	$(call say,LD,$@)
-	$(Q)$(CC) -o $@ $(REPORTER_OBJ) $(FORMAT_OBJ) $(RS_LDFLAGS) -llz4 -lyajl -lz -lm -ldw -lelf -lstdc++
+	$(Q)$(CC) -o $@ $(REPORTER_OBJ) $(FORMAT_OBJ) $(RS_LDFLAGS) $(REPORTER_LIBS)
 
 # Parts with their own rules: the simulator and workloads, tests, benchmarks.
 -include tools/tools.mk

@@ -655,25 +655,52 @@ uint64_t rsr_flame_load(struct rsr_flame *fl, char **files, int nfiles,
     return nsamples[fl->kind];
 }
 
-int rsr_flame_write_all(char **files, int nfiles, const char *out_dir, int quiet, int lines)
+void rsr_flame_merge(struct rsr_flame *dst, const struct rsr_flame *src)
 {
-    struct rsr_flame fl[RSF_SAMPLE_NKINDS], *fls[RSF_SAMPLE_NKINDS];
+    uint32_t *names = rsr_xmalloc((src->names.n ? src->names.n : 1) * sizeof *names);
+    uint32_t *nodes = rsr_xmalloc(src->nnodes * sizeof *nodes);
+    for (uint32_t i = 0; i < src->names.n; i++)
+        names[i] = rsr_flame_frame(dst, rsr_intern_str(&src->names, i), (enum rsr_frame_class)src->name_class[i],
+                                   rsr_intern_str(&src->modules, src->name_module[i]));
+    /* A node's parent comes before it (child_of appends), so each parent is
+     * mapped by the time its children are. */
+    nodes[0] = 0;
+    for (uint32_t i = 0; i < src->nnodes; i++) {
+        const struct rsr_flame_node *s = &src->nodes[i];
+        uint32_t d = i ? child_of(dst, nodes[s->parent], names[s->name]) : 0;
+        nodes[i] = d;
+        dst->nodes[d].total += s->total;
+        dst->nodes[d].self += s->self;
+        dst->nodes[d].count += s->count;
+    }
+    dst->nprocs += src->nprocs;
+    free(names);
+    free(nodes);
+}
+
+void rsr_flame_load_all(struct rsr_flame *fls, char **files, int nfiles, int quiet, int lines)
+{
+    struct rsr_flame *each[RSF_SAMPLE_NKINDS];
     uint64_t nsamples[RSF_SAMPLE_NKINDS] = { 0 };
     struct rsr_flame_opts o = { .kind = -1, .rank = -1, .quiet = quiet, .lines = lines };
     for (int k = 0; k < RSF_SAMPLE_NKINDS; k++) {
-        rsr_flame_init(&fl[k], k);
-        fls[k] = &fl[k];
+        rsr_flame_init(&fls[k], k);
+        each[k] = &fls[k];
     }
-    load_kinds(fls, files, nfiles, &o, nsamples);
+    load_kinds(each, files, nfiles, &o, nsamples);
+}
+
+int rsr_flame_write_svgs(const struct rsr_flame *fls, const char *out_dir)
+{
     int written = 0;
     for (int k = 0; k < RSF_SAMPLE_NKINDS && written >= 0; k++) {
-        if (!nsamples[k])
+        if (!fls[k].nodes[0].count)
             continue;
         size_t n = strlen(out_dir) + 32;
         char *path = rsr_xmalloc(n);
         snprintf(path, n, "%s/flame-%s.svg", out_dir, rsf_sample_kind_name((unsigned)k));
         FILE *f = fopen(path, "w");
-        int err = !f || rsr_flame_write_svg(f, &fl[k], NULL) != 0;
+        int err = !f || rsr_flame_write_svg(f, &fls[k], NULL) != 0;
         if (f && fclose(f) != 0)
             err = 1;
         if (err) {
@@ -684,6 +711,14 @@ int rsr_flame_write_all(char **files, int nfiles, const char *out_dir, int quiet
         }
         free(path);
     }
+    return written;
+}
+
+int rsr_flame_write_all(char **files, int nfiles, const char *out_dir, int quiet, int lines)
+{
+    struct rsr_flame fl[RSF_SAMPLE_NKINDS];
+    rsr_flame_load_all(fl, files, nfiles, quiet, lines);
+    int written = rsr_flame_write_svgs(fl, out_dir);
     for (int k = 0; k < RSF_SAMPLE_NKINDS; k++)
         rsr_flame_free(&fl[k]);
     return written;

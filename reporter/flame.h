@@ -83,6 +83,19 @@ int rsr_flame_write_folded(FILE *f, const struct rsr_flame *fl);
  * count. The array is malloc'd: the caller frees it. */
 uint32_t *rsr_flame_children(const struct rsr_flame *fl, uint32_t node, uint32_t *n);
 
+/* Adds every sample of src (a tree of the same kind) to dst. */
+void rsr_flame_merge(struct rsr_flame *dst, const struct rsr_flame *src);
+
+/* Fills fls[0..RSF_SAMPLE_NKINDS) (initialised here; free each with
+ * rsr_flame_free) with the samples of each kind in the files, all ranks,
+ * with source lines in frame names when lines is set. */
+void rsr_flame_load_all(struct rsr_flame *fls, char **files, int nfiles, int quiet, int lines);
+
+/* Writes flame-<kind>.svg into out_dir for each of fls[0..RSF_SAMPLE_NKINDS)
+ * that holds samples. Returns the number of files written, or -1 on error
+ * (said on stderr). */
+int rsr_flame_write_svgs(const struct rsr_flame *fls, const char *out_dir);
+
 /* Writes flame-<kind>.svg into out_dir for each kind of sample the files
  * hold (all ranks), with source lines in frame names when lines is set.
  * Returns the number of files written, or -1 on error (said on stderr). */

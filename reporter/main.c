@@ -5,6 +5,7 @@
 #include "reporter/import_kineto.h"
 #include "reporter/flame.h"
 #include "reporter/flame_svg.h"
+#include "reporter/mpi.h"
 #include "reporter/report.h"
 #include "reporter/symbolize.h"
 #include "formats/trace.h"
@@ -58,6 +59,10 @@ static const char usage[] =
     "        every record of one trace file as a JSON object per line\n"
     "  help, --help     this text;  --version   the version\n"
     "\n"
+    "Under mpirun, or srun --mpi=pmix, report and export run as one MPI program:\n"
+    "each process reads its share of the files and the first writes the outputs,\n"
+    "the same as one process would (report.json \"reporter\" says how it was\n"
+    "made); RINGSIDE_MPI=0 keeps each task on its own.\n"
     "Traces are written by the agent: LD_PRELOAD=/path/to/libagent.so PROGRAM...\n"
     "Exit status: 0 done, 1 bad input or failure, 2 usage.\n";
 
@@ -392,7 +397,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "--version") == 0) {
-        printf("ringside %s\n", RINGSIDE_VERSION);
+        printf("ringside %s (%s MPI)\n", RINGSIDE_VERSION, rsr_mpi_built() ? "with" : "without");
         return 0;
     }
     if (strcmp(cmd, "report") == 0)

@@ -8,6 +8,7 @@
 #include "reporter/html.h"
 #include "reporter/perfetto.h"
 #include "reporter/json.h"
+#include "reporter/mpi.h"
 #include "formats/rsf_error.h"
 
 #include <dirent.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 struct list {
@@ -695,30 +697,202 @@ struct loaded {
     struct rsr_input *ins;
     struct rsr_model **models;
     int readable;               /* files with a chunk that could be read */
+    struct rsr_flame *fls;      /* the flame trees by kind, when asked for */
+    double peak_rss_mb;         /* the largest of any reporter process's */
 };
 
+/* Which process reads which file: the largest files first, each to the
+ * process with the fewest bytes so far. */
+static void share_out(char **files, int n, int nprocs, int *owner)
+{
+    struct sized { off_t size; int i; } *v = calloc((size_t)n, sizeof *v);
+    off_t *load = calloc((size_t)nprocs, sizeof *load);
+    if (!v || !load) {
+        for (int i = 0; i < n; i++)
+            owner[i] = i % nprocs;
+        free(v), free(load);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        v[i] = (struct sized){ stat(files[i], &st) == 0 ? st.st_size : 0, i };
+    }
+    for (int i = 1; i < n; i++)     /* insertion sort, largest first, stable */
+        for (int k = i; k > 0 && v[k].size > v[k - 1].size; k--) {
+            struct sized t = v[k];
+            v[k] = v[k - 1], v[k - 1] = t;
+        }
+    for (int i = 0; i < n; i++) {
+        int best = 0;
+        for (int p = 1; p < nprocs; p++)
+            if (load[p] < load[best])
+                best = p;
+        owner[v[i].i] = best;
+        load[best] += v[i].size + 1;
+    }
+    free(v);
+    free(load);
+}
+
+/* Streams this process's share of the files (all of them when it is the
+ * only one) into ins[] at their places, and its flame trees into J->fls.
+ * Returns 0, or -1 when out of memory. */
+static int load_share(struct loaded *J, const struct rsr_mpi *mp, const int *owner, const struct rsr_report_opts *o)
+{
+    int mine = 0;
+    for (int i = 0; i < J->n; i++)
+        mine += owner[i] == mp->rank;
+    char **files = calloc((size_t)mine + 1, sizeof *files);
+    struct rsr_input *ins = calloc((size_t)mine + 1, sizeof *ins);
+    if (!files || !ins) {
+        free(files), free(ins);
+        return -1;
+    }
+    int k = 0;
+    for (int i = 0; i < J->n; i++)
+        if (owner[i] == mp->rank)
+            files[k++] = J->files[i];
+    rsr_inputs_load(ins, files, mine, mp->threads, mp->size == 1 && isatty(STDERR_FILENO) && J->n > 1, 1);
+    k = 0;
+    for (int i = 0; i < J->n; i++)
+        if (owner[i] == mp->rank)
+            J->ins[i] = ins[k++];
+    if (J->fls)
+        rsr_flame_load_all(J->fls, files, mine, o->quiet, o->lines);
+    free(files);
+    free(ins);
+    return 0;
+}
+
+/* The other processes' inputs and flame trees into J (on the first
+ * process). Returns 0, or 1 with a message. */
+static int gather_shares(struct loaded *J, const struct rsr_mpi *mp, const int *owner)
+{
+    struct rsr_pack b = { 0 };
+    for (int left = mp->size - 1; left > 0; left--) {
+        int from = -1;
+        if (rsr_mpi_recv(mp, &b, &from) != 0) {
+            fprintf(stderr, "ringside: out of memory, or MPI failed, receiving a reporter process's summaries\n");
+            rsr_pack_free(&b);
+            return 1;
+        }
+        struct rsr_unpack u = { b.p, b.p + b.n, 0 };
+        double rss;
+        uint64_t bits = rsr_unpack_u64(&u);
+        memcpy(&rss, &bits, sizeof rss);
+        if (rss > J->peak_rss_mb)
+            J->peak_rss_mb = rss;
+        uint64_t count = rsr_unpack_u64(&u);
+        for (uint64_t k = 0; k < count && !u.failed; k++) {
+            uint64_t i = rsr_unpack_u64(&u);
+            if (i >= (uint64_t)J->n || owner[i] != from || rsr_unpack_input(&u, &J->ins[i]) != 0)
+                u.failed = 1;
+        }
+        uint64_t nfl = rsr_unpack_u64(&u);
+        for (uint64_t k = 0; k < nfl && J->fls && !u.failed; k++)
+            if (rsr_unpack_flame(&u, &J->fls[k]) != 0)
+                u.failed = 1;
+        if (u.failed || u.p != u.end) {
+            fprintf(stderr, "ringside: reporter process %d sent summaries that do not read back "
+                            "(out of memory, or a different ringside build)\n", from);
+            rsr_pack_free(&b);
+            return 1;
+        }
+    }
+    rsr_pack_free(&b);
+    return 0;
+}
+
+/* On a process other than the first: sends what it loaded. 0, or 1 with a
+ * message. */
+static int send_share(const struct loaded *J, const struct rsr_mpi *mp, const int *owner)
+{
+    struct rsr_pack b = { 0 };
+    double rss = rsr_peak_rss_mb();
+    uint64_t bits, count = 0;
+    memcpy(&bits, &rss, sizeof bits);
+    rsr_pack_u64(&b, bits);
+    for (int i = 0; i < J->n; i++)
+        count += owner[i] == mp->rank;
+    rsr_pack_u64(&b, count);
+    for (int i = 0; i < J->n; i++)
+        if (owner[i] == mp->rank) {
+            rsr_pack_u64(&b, (uint64_t)i);
+            rsr_pack_input(&b, &J->ins[i]);
+        }
+    rsr_pack_u64(&b, J->fls ? RSF_SAMPLE_NKINDS : 0);
+    for (int k = 0; J->fls && k < RSF_SAMPLE_NKINDS; k++)
+        rsr_pack_flame(&b, &J->fls[k]);
+    int rc = 0;
+    if (b.failed) {
+        fprintf(stderr, "ringside: reporter process %d: out of memory packing its summaries\n", mp->rank);
+        /* An empty message still lets the first process go on and say so. */
+        b.n = 0;
+        b.failed = 0;
+        rc = 1;
+    }
+    if (rsr_mpi_send(mp, &b) != 0) {
+        fprintf(stderr, "ringside: reporter process %d: MPI failed sending its summaries\n", mp->rank);
+        rc = 1;
+    }
+    rsr_pack_free(&b);
+    return rc;
+}
+
 /* Finds and streams the trace files under paths, saying on stderr what was
- * damaged or lost. Returns 0, or 1 with a message (no file, out of memory). */
-static int job_load(struct loaded *J, char **paths, int npaths)
+ * damaged or lost; with flames set, loads the flame trees too. Over MPI,
+ * every process reads its share and the first gathers the rest. Returns 0
+ * (the first process: J holds the job), 1 with a message (no file, out of
+ * memory), or -1 on the other processes once their share is sent (*rc
+ * then holds their exit status). */
+static int job_load(struct loaded *J, char **paths, int npaths, const struct rsr_mpi *mp, int flames,
+                    const struct rsr_report_opts *o, int *rc)
 {
     static struct rsr_model empty;
     memset(J, 0, sizeof *J);
-    J->n = rsr_find_traces(paths, npaths, &J->files);
-    if (J->n < 0)
+    if (mp->rank == 0) {
+        J->n = rsr_find_traces(paths, npaths, &J->files);
+        if (J->n == 0)
+            fprintf(stderr, "ringside: no trace files (*.trace.lz4) in %s%s\n", paths[0],
+                    npaths > 1 ? " or the other folders given" : "");
+    }
+    if (rsr_mpi_share_files(mp, &J->files, &J->n) != 0) {
+        fprintf(stderr, "ringside: out of memory\n");
+        J->n = 0;
         return 1;
-    if (J->n == 0) {
-        fprintf(stderr, "ringside: no trace files (*.trace.lz4) in %s%s\n", paths[0],
-                npaths > 1 ? " or the other folders given" : "");
+    }
+    if (J->n <= 0) {
+        J->n = 0;
         return 1;
     }
     J->ins = calloc((size_t)J->n, sizeof *J->ins);
     J->models = calloc((size_t)J->n, sizeof *J->models);
-    if (!J->ins || !J->models) {
+    int *owner = calloc((size_t)J->n, sizeof *owner);
+    if (flames)
+        J->fls = calloc(RSF_SAMPLE_NKINDS, sizeof *J->fls);
+    if (!J->ins || !J->models || !owner || (flames && !J->fls)) {
         fprintf(stderr, "ringside: out of memory\n");
+        free(owner);
         return 1;
     }
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    rsr_inputs_load(J->ins, J->files, J->n, cpus > 0 ? (int)cpus : 1, isatty(STDERR_FILENO) && J->n > 1, 1);
+    if (mp->rank == 0)
+        share_out(J->files, J->n, mp->size, owner);
+    rsr_mpi_share_ints(mp, owner, J->n);
+    if (load_share(J, mp, owner, o) != 0) {
+        fprintf(stderr, "ringside: out of memory\n");
+        free(owner);
+        return 1;
+    }
+    if (mp->rank != 0) {
+        *rc = send_share(J, mp, owner);
+        free(owner);
+        return -1;
+    }
+    J->peak_rss_mb = rsr_peak_rss_mb();
+    int grc = mp->size > 1 ? gather_shares(J, mp, owner) : 0;
+    free(owner);
+    if (grc)
+        return 1;
     for (int i = 0; i < J->n; i++) {
         const struct rsr_input *in = &J->ins[i];
         J->readable += !in->open_failed && in->walk.nchunks > 0;
@@ -740,15 +914,46 @@ static void job_unload(struct loaded *J)
             rsr_input_free(&J->ins[i]);
         free(J->files[i]);
     }
+    for (int k = 0; J->fls && k < RSF_SAMPLE_NKINDS; k++)
+        rsr_flame_free(&J->fls[k]);
+    free(J->fls);
     free(J->models);
     free(J->ins);
     free(J->files);
 }
 
-int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* report.json's "reporter" key: how the report was made. */
+static char *reporter_json(const struct loaded *J, const struct rsr_mpi *mp, double t0)
+{
+    char *s = NULL;
+    double rss = rsr_peak_rss_mb();
+    if (rss < J->peak_rss_mb)
+        rss = J->peak_rss_mb;
+    if (asprintf(&s, "\"reporter\": {\"version\": \"%s\", \"mpi_processes\": %d, \"peak_rss_mb\": %.1f, "
+                     "\"wall_s\": %.3f}", RINGSIDE_VERSION, mp->size, rss, now_s() - t0) < 0)
+        return NULL;
+    return s;
+}
+
+static int report_run(char **paths, int npaths, const struct rsr_report_opts *o, const struct rsr_mpi *mp,
+                          double t0)
 {
     struct loaded J;
-    if (job_load(&J, paths, npaths) != 0) {
+    int lrc = 0;
+    switch (job_load(&J, paths, npaths, mp, o->out_dir != NULL, o, &lrc)) {
+    case 0:
+        break;
+    case -1:
+        job_unload(&J);
+        return lrc;
+    default:
         job_unload(&J);
         return 1;
     }
@@ -773,6 +978,14 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
         lanes_load(lanes, ins, models, RSR_LANES_EVENTS);
         extra = lanes_json(lanes, ins, &job, paths, npaths);
     }
+    char *how = reporter_json(&J, mp, t0), *keys = NULL;
+    if (!how || asprintf(&keys, "%s%s%s", extra ? extra : "", extra ? ", " : "", how) < 0) {
+        fprintf(stderr, "ringside: out of memory\n");
+        return 1;
+    }
+    free(how);
+    free(extra);
+    extra = keys;
     char *json = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&json, &len);
@@ -799,7 +1012,7 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
             snprintf(p, sizeof p, "%s/report.json", o->out_dir);
             rc = write_file(p, json, len);
             /* The flame graphs first: index.html inlines OUT/flame-*.svg. */
-            if (!rc && rsr_flame_write_all(J.files, n, o->out_dir, o->quiet, o->lines) < 0)
+            if (!rc && rsr_flame_write_svgs(J.fls, o->out_dir) < 0)
                 rc = 1;
             const char *bad;
             if (!rc && rsr_html_write_dir(o->out_dir, lanes->models, lanes->n, &bad) != 0)
@@ -824,17 +1037,19 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
     return rc;
 }
 
-int rsr_export_main(char **paths, int npaths, const struct rsr_export_opts *o)
+static int export_run(char **paths, int npaths, const struct rsr_export_opts *o, const struct rsr_mpi *mp)
 {
     struct loaded J;
+    struct rsr_report_opts ro = { .quiet = o->quiet };
     struct lanes *l = calloc(1, sizeof *l);
-    if (!l || job_load(&J, paths, npaths) != 0) {
+    int lrc = 0, jrc = l ? job_load(&J, paths, npaths, mp, 0, &ro, &lrc) : 1;
+    if (jrc != 0) {
         if (!l)
             fprintf(stderr, "ringside: out of memory\n");
         else
             job_unload(&J);
         free(l);
-        return 1;
+        return jrc < 0 ? lrc : 1;
     }
     struct rsr_input *ins = J.ins;
     struct rsr_model **models = J.models;
@@ -885,5 +1100,30 @@ int rsr_export_main(char **paths, int npaths, const struct rsr_export_opts *o)
     lanes_free(l);
     free(l);
     job_unload(&J);
+    return rc;
+}
+
+int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
+{
+    double t0 = now_s();
+    struct rsr_mpi mp;
+    if (rsr_mpi_start(&mp) != 0) {
+        rsr_mpi_end(&mp);
+        return 1;
+    }
+    int rc = report_run(paths, npaths, o, &mp, t0);
+    rsr_mpi_end(&mp);
+    return rc;
+}
+
+int rsr_export_main(char **paths, int npaths, const struct rsr_export_opts *o)
+{
+    struct rsr_mpi mp;
+    if (rsr_mpi_start(&mp) != 0) {
+        rsr_mpi_end(&mp);
+        return 1;
+    }
+    int rc = export_run(paths, npaths, o, &mp);
+    rsr_mpi_end(&mp);
     return rc;
 }

@@ -3,7 +3,7 @@
 $(BUILD)/tests/html_driver: tests/tools/html_driver.c $(FORMAT_OBJ) $(REPORTER_LIB_OBJ)
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(RS_CFLAGS) -o $@ $< $(FORMAT_OBJ) $(REPORTER_LIB_OBJ) $(RS_LDFLAGS) -llz4 -lyajl -lz -lm -ldw -lelf -lstdc++
+	$(Q)$(CC) $(RS_CFLAGS) -o $@ $< $(FORMAT_OBJ) $(REPORTER_LIB_OBJ) $(RS_LDFLAGS) $(REPORTER_LIBS)
 
 test-build: $(BUILD)/tests/html_driver
 

@@ -11,7 +11,7 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/rs_check.h $(FORMAT_OBJ) $(REPORTER_
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(RS_CFLAGS) -Wno-missing-prototypes -o $@ $< $(FORMAT_OBJ) $(REPORTER_LIB_OBJ) \
-	    $(RS_LDFLAGS) -lcheck -lsubunit -lrt -lm -llz4 -lyajl -lz -ldw -lelf -lstdc++
+	    $(RS_LDFLAGS) -lcheck -lsubunit -lrt $(REPORTER_LIBS)
 
 # Small programs the integration tests run under the agent.
 PROG_SRC := $(wildcard tests/programs/*.c)

@@ -51,7 +51,7 @@ GEN_JOB_OBJ := $(BUILD)/obj/tools/gen_job.o $(FORMAT_OBJ) \
                $(filter-out $(BUILD)/obj/reporter/main.o,$(REPORTER_OBJ))
 $(BUILD)/gen_job: $(GEN_JOB_OBJ)
 	$(call say,LD,$@)
-	$(Q)$(CC) -o $@ $(GEN_JOB_OBJ) $(RS_LDFLAGS) -llz4 -lyajl -lz -lm -ldw -lelf -lstdc++
+	$(Q)$(CC) -o $@ $(GEN_JOB_OBJ) $(RS_LDFLAGS) $(REPORTER_LIBS)
 
 # `make bench-report` runs this part alone (e.g. `make bench-report SMALL=1
 # KINETO=0`: make passes command-line variables to the script's environment).

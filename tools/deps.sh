@@ -4,7 +4,7 @@
 set -e
 PKGS="build-essential clang pkg-config liblz4-dev lz4 libunwind-dev libdw-dev zlib1g-dev libisal-dev
       libyajl-dev flatbuffers-compiler libflatbuffers-dev check fio python3 tar coreutils
-      openmpi-bin slurmctld slurmd slurm-client munge chromium python3-torch"
+      openmpi-bin libopenmpi-dev slurmctld slurmd slurm-client munge chromium python3-torch"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

@@ -21,7 +21,8 @@ import subprocess
 import time
 
 from launchcheck import check_launch, check_no_delay, launch, rank_io_cmd
-from rstest import AGENT, BUILD, check, cleanup, finish, run, skip, tempdir, traced_env
+from rstest import AGENT, BUILD, RINGSIDE, check, cleanup, finish, report_problems, run, skip, tempdir, traced_env
+from samereport import compare, reporter_key
 
 VARS = ("SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_JOB_ID", "SLURM_STEP_ID")
 MARK = "RS_SLURM_TEST"   # in every daemon's environment, to find what they left running
@@ -264,6 +265,37 @@ def run_nested(bins, cluster):
         cleanup(out, work)
 
 
+def run_report_srun(bins, cluster):
+    """ringside report as an MPI program under srun --mpi=pmix: the report
+    one process writes; plain srun (MpiDefault=none: MPI does not join the
+    tasks) is refused with a line that says what to give."""
+    d = tempdir("slurm-report")
+    env = dict(cluster.env)
+    for k in list(env):
+        if k.startswith(("SLURM_", "OMPI_", "PMIX_")) and k != "SLURM_CONF":
+            del env[k]
+    try:
+        traces, one, many = (os.path.join(d, x) for x in ("t", "one", "many"))
+        p = run([os.path.join(BUILD, "gen_job"), "-n", "4", "-e", "20000", "-o", traces])
+        p = run([RINGSIDE, "report", traces, "-o", one, "-q"])
+        if not check("report: one process", p.returncode == 0, p.stderr.decode()[-300:]):
+            return
+        p = run([bins["srun"], "--mpi=pmix", "-n", "2", "--time=1", RINGSIDE, "report", traces, "-o", many, "-q"],
+                env=env, timeout=120)
+        if check("srun --mpi=pmix -n 2 ringside report", p.returncode == 0, p.stderr.decode()[-600:]):
+            report_problems("srun --mpi=pmix -n 2 writes what one process writes", compare(one, many))
+            key = reporter_key(many)
+            check("srun --mpi=pmix -n 2: reporter key says 2 processes", key.get("mpi_processes") == 2, repr(key))
+        bad = os.path.join(d, "bad")
+        p = run([bins["srun"], "-n", "2", "--time=1", RINGSIDE, "report", traces, "-o", bad, "-q"], env=env,
+                timeout=120)
+        err = p.stderr.decode()
+        check("srun -n 2 without --mpi: refused, naming --mpi=pmix", p.returncode != 0 and "--mpi=pmix" in err and
+              not os.path.exists(bad), "%d %s" % (p.returncode, err[-500:]))
+    finally:
+        cleanup(d)
+
+
 def main():
     names = ("munged", "munge", "slurmctld", "slurmd", "srun", "sinfo", "sbatch")
     bins = {n: find(n) for n in names}
@@ -288,6 +320,7 @@ def main():
         if check("slurm: munged, slurmctld and slurmd up", why is None, why or ""):
             run_srun(bins["srun"], cluster, out, work)
             run_nested(bins, cluster)
+            run_report_srun(bins, cluster)
     finally:
         cluster.down()
         cleanup(out, work)

@@ -1,0 +1,332 @@
+/* Packing loaded inputs and flame trees into bytes and back (pack.h). A
+ * structure travels as its own bytes followed by the arrays it points to;
+ * the reader copies the bytes and then replaces every pointer with a copy of
+ * its array, so a plain field added to a structure travels with no change
+ * here, and a pointer field must be named below. */
+#include "reporter/pack.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "reporter/summary.h"
+
+static void put(struct rsr_pack *b, const void *p, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->cap - b->n < n) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap - b->n < n)
+            cap *= 2;
+        uint8_t *q = realloc(b->p, cap);
+        if (!q) {
+            b->failed = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    if (n)
+        memcpy(b->p + b->n, p, n);
+    b->n += n;
+}
+
+void rsr_pack_u64(struct rsr_pack *b, uint64_t v)
+{
+    put(b, &v, sizeof v);
+}
+
+/* An array of n elements of size elem: its count, then its bytes. */
+static void put_array(struct rsr_pack *b, const void *p, size_t n, size_t elem)
+{
+    rsr_pack_u64(b, n);
+    put(b, p, n * elem);
+}
+
+/* A string, or NULL (told apart from ""). */
+static void put_str(struct rsr_pack *b, const char *s)
+{
+    if (!s) {
+        rsr_pack_u64(b, UINT64_MAX);
+        return;
+    }
+    put_array(b, s, strlen(s), 1);
+}
+
+void rsr_pack_free(struct rsr_pack *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+static int get(struct rsr_unpack *u, void *p, size_t n)
+{
+    if (u->failed || (size_t)(u->end - u->p) < n) {
+        u->failed = 1;
+        memset(p, 0, n);
+        return -1;
+    }
+    if (n)
+        memcpy(p, u->p, n);
+    u->p += n;
+    return 0;
+}
+
+uint64_t rsr_unpack_u64(struct rsr_unpack *u)
+{
+    uint64_t v;
+    get(u, &v, sizeof v);
+    return v;
+}
+
+/* A copy of an array put_array wrote (NULL when empty, or on failure). */
+static void *get_array(struct rsr_unpack *u, size_t *n, size_t elem)
+{
+    uint64_t k = rsr_unpack_u64(u);
+    *n = 0;
+    if (u->failed || k > (uint64_t)(u->end - u->p) / elem) {
+        u->failed = 1;
+        return NULL;
+    }
+    if (!k)
+        return NULL;
+    void *p = malloc(k * elem);
+    if (!p) {
+        u->failed = 1;
+        return NULL;
+    }
+    get(u, p, k * elem);
+    *n = k;
+    return p;
+}
+
+static char *get_str(struct rsr_unpack *u)
+{
+    uint64_t k = rsr_unpack_u64(u);
+    if (k == UINT64_MAX || u->failed)
+        return NULL;
+    if (k > (uint64_t)(u->end - u->p)) {
+        u->failed = 1;
+        return NULL;
+    }
+    char *s = malloc(k + 1);
+    if (!s) {
+        u->failed = 1;
+        return NULL;
+    }
+    get(u, s, k);
+    s[k] = 0;
+    return s;
+}
+
+static void pack_summary(struct rsr_pack *b, const struct rsr_summary *s)
+{
+    put(b, s, sizeof *s);
+    put_array(b, s->gpu.streams, s->gpu.n_streams, sizeof *s->gpu.streams);
+    put_array(b, s->kernels.stats, s->kernels.n, sizeof *s->kernels.stats);
+    rsr_pack_u64(b, s->kernels.n_short_names);
+    for (size_t i = 0; i < s->kernels.n_short_names; i++)
+        rsr_pack_u64(b, (uint64_t)(s->kernels.short_names[i] - s->kernels.stats));
+    put_array(b, s->keys, s->n_keys, sizeof *s->keys);
+    put_array(b, s->colls, s->n_colls, sizeof *s->colls);
+    put_array(b, s->bursts, s->n_bursts, sizeof *s->bursts);
+    for (int k = 0; k < RSR_FINE_NSERIES; k++)
+        put_array(b, s->fine[k], s->fine[k] ? RSR_FINE_BINS : 0, sizeof *s->fine[k]);
+}
+
+static int unpack_summary(struct rsr_unpack *u, struct rsr_summary *s)
+{
+    size_t n;
+    get(u, s, sizeof *s);
+    s->gpu.streams = get_array(u, &s->gpu.n_streams, sizeof *s->gpu.streams);
+    s->kernels.stats = get_array(u, &s->kernels.n, sizeof *s->kernels.stats);
+    uint64_t nshort = rsr_unpack_u64(u);
+    s->kernels.short_names = NULL;
+    s->kernels.n_short_names = 0;
+    s->keys = NULL, s->colls = NULL, s->bursts = NULL;
+    s->n_keys = s->n_colls = s->n_bursts = 0;
+    for (int k = 0; k < RSR_FINE_NSERIES; k++)
+        s->fine[k] = NULL;
+    if (nshort > s->kernels.n)
+        u->failed = 1;
+    if (nshort && !u->failed) {
+        s->kernels.short_names = malloc(nshort * sizeof *s->kernels.short_names);
+        if (!s->kernels.short_names)
+            u->failed = 1;
+        for (uint64_t i = 0; i < nshort && !u->failed; i++) {
+            uint64_t k = rsr_unpack_u64(u);
+            if (k >= s->kernels.n)
+                u->failed = 1;
+            else
+                s->kernels.short_names[s->kernels.n_short_names++] = &s->kernels.stats[k];
+        }
+    }
+    s->keys = get_array(u, &s->n_keys, sizeof *s->keys);
+    s->cap_keys = s->n_keys;
+    s->colls = get_array(u, &s->n_colls, sizeof *s->colls);
+    s->cap_colls = s->n_colls;
+    s->bursts = get_array(u, &s->n_bursts, sizeof *s->bursts);
+    for (int k = 0; k < RSR_FINE_NSERIES; k++) {
+        s->fine[k] = get_array(u, &n, sizeof *s->fine[k]);
+        if (s->fine[k] && n != RSR_FINE_BINS)
+            u->failed = 1;
+    }
+    return u->failed ? -1 : 0;
+}
+
+/* A model as the streaming loader leaves it: identity, strings, clocks,
+ * counters and its summary; it has no records to send. */
+static void pack_model(struct rsr_pack *b, const struct rsr_model *m)
+{
+    const int64_t ints[] = { m->rank, m->local_rank, m->world_size, m->pid, m->host, m->job, m->role,
+                             m->wall_start_ns, m->wall_end_ns, (int64_t)m->dropped, (int64_t)m->mem_allocs,
+                             (int64_t)m->mem_frees, (int64_t)m->mem_alloc_bytes, m->clock_offset_ns,
+                             (int64_t)m->late };
+    put(b, ints, sizeof ints);
+    rsr_pack_u64(b, m->strings.n);
+    for (size_t i = 1; i < m->strings.n; i++)
+        put_array(b, m->strings.strs[i].s, m->strings.strs[i].len, 1);
+    put_array(b, m->clocks, m->n_clocks, sizeof *m->clocks);
+    rsr_pack_u64(b, m->sum != NULL);
+    if (m->sum)
+        pack_summary(b, m->sum);
+}
+
+static int unpack_model(struct rsr_unpack *u, struct rsr_model *m)
+{
+    int64_t v[15];
+    get(u, v, sizeof v);
+    m->rank = (int32_t)v[0], m->local_rank = (int32_t)v[1], m->world_size = (int32_t)v[2];
+    m->pid = v[3], m->host = (uint32_t)v[4], m->job = (uint32_t)v[5], m->role = (uint8_t)v[6];
+    m->wall_start_ns = v[7], m->wall_end_ns = v[8], m->dropped = (uint64_t)v[9];
+    m->mem_allocs = (uint64_t)v[10], m->mem_frees = (uint64_t)v[11], m->mem_alloc_bytes = (uint64_t)v[12];
+    m->clock_offset_ns = v[13], m->late = (uint64_t)v[14];
+    uint64_t nstr = rsr_unpack_u64(u);
+    for (uint64_t i = 1; i < nstr && !u->failed; i++) {
+        uint64_t len = rsr_unpack_u64(u);
+        uint32_t id;
+        if (len > (uint64_t)(u->end - u->p) || rsr_model_intern(m, (const char *)u->p, len, &id) != 0 ||
+            id != i) {
+            u->failed = 1;
+            break;
+        }
+        u->p += len;
+    }
+    m->clocks = get_array(u, &m->n_clocks, sizeof *m->clocks);
+    m->cap_clocks = m->n_clocks;
+    if (rsr_unpack_u64(u) && !u->failed) {
+        m->sum = calloc(1, sizeof *m->sum);
+        if (!m->sum || unpack_summary(u, m->sum) != 0)
+            u->failed = 1;
+    }
+    return u->failed ? -1 : 0;
+}
+
+void rsr_pack_input(struct rsr_pack *b, const struct rsr_input *in)
+{
+    put(b, in, sizeof *in);
+    put_str(b, in->file);
+    put_str(b, in->host);
+    put_str(b, in->job);
+    rsr_pack_u64(b, in->nfiles);
+    for (uint32_t i = 0; i < in->nfiles; i++) {
+        put(b, &in->files[i], sizeof in->files[i]);
+        put_str(b, in->files[i].path);
+    }
+    rsr_pack_u64(b, in->model != NULL);
+    if (in->model)
+        pack_model(b, in->model);
+}
+
+int rsr_unpack_input(struct rsr_unpack *u, struct rsr_input *in)
+{
+    get(u, in, sizeof *in);
+    /* Every pointer the bytes held is the sender's: replace each. The
+     * file's string table and the per-id totals stay behind; the paths of
+     * the per-path totals live in strings[], which rsr_input_free frees. */
+    in->file = in->host = in->job = NULL;
+    in->by_id = NULL, in->nids = 0;
+    in->strings = NULL, in->nstrings = 0;
+    in->files = NULL;
+    in->model = NULL;
+    memset(&in->loader, 0, sizeof in->loader);
+    uint32_t nfiles = in->nfiles;
+    in->nfiles = 0;
+    in->file = get_str(u);
+    in->host = get_str(u);
+    in->job = get_str(u);
+    if (rsr_unpack_u64(u) != nfiles)
+        u->failed = 1;
+    if (nfiles && !u->failed) {
+        in->files = calloc(nfiles, sizeof *in->files);
+        in->strings = calloc(nfiles, sizeof *in->strings);
+        if (!in->files || !in->strings)
+            u->failed = 1;
+        else
+            in->nstrings = nfiles;
+    }
+    for (uint32_t i = 0; i < nfiles && !u->failed; i++) {
+        get(u, &in->files[i], sizeof in->files[i]);
+        in->strings[i] = get_str(u);
+        in->files[i].path = in->strings[i] ? in->strings[i] : "(unknown)";
+        in->nfiles = i + 1;
+    }
+    if (rsr_unpack_u64(u) && !u->failed) {
+        in->model = malloc(sizeof *in->model);
+        if (!in->model) {
+            u->failed = 1;
+        } else {
+            rsr_model_init(in->model);
+            unpack_model(u, in->model);
+        }
+    }
+    return u->failed ? -1 : 0;
+}
+
+void rsr_pack_flame(struct rsr_pack *b, const struct rsr_flame *fl)
+{
+    rsr_pack_u64(b, (uint64_t)fl->kind);
+    rsr_pack_u64(b, fl->nprocs);
+    rsr_pack_u64(b, fl->names.n);
+    for (uint32_t i = 0; i < fl->names.n; i++) {
+        put_str(b, rsr_intern_str(&fl->names, i));
+        rsr_pack_u64(b, fl->name_class[i]);
+        put_str(b, rsr_intern_str(&fl->modules, fl->name_module[i]));
+    }
+    put_array(b, fl->nodes, fl->nnodes, sizeof *fl->nodes);
+}
+
+int rsr_unpack_flame(struct rsr_unpack *u, struct rsr_flame *dst)
+{
+    struct rsr_flame src;
+    rsr_flame_init(&src, (int)rsr_unpack_u64(u));
+    src.nprocs = (uint32_t)rsr_unpack_u64(u);
+    uint64_t nnames = rsr_unpack_u64(u);
+    for (uint64_t i = 0; i < nnames && !u->failed; i++) {
+        char *name = get_str(u);
+        uint64_t cls = rsr_unpack_u64(u);
+        char *module = get_str(u);
+        if (!name || cls > RSR_FRAME_THREAD || rsr_flame_frame(&src, name, (enum rsr_frame_class)cls, module) != i)
+            u->failed = 1;
+        free(name);
+        free(module);
+    }
+    size_t n;
+    struct rsr_flame_node *nodes = get_array(u, &n, sizeof *nodes);
+    for (size_t i = 1; i < n && !u->failed; i++)
+        if (nodes[i].parent >= i || nodes[i].name >= nnames)
+            u->failed = 1;
+    if (!u->failed && n) {
+        free(src.nodes);
+        src.nodes = nodes;
+        src.nnodes = src.capnodes = (uint32_t)n;
+        nodes = NULL;
+        if (src.kind == dst->kind)
+            rsr_flame_merge(dst, &src);
+        else
+            u->failed = 1;
+    }
+    free(nodes);
+    rsr_flame_free(&src);
+    return u->failed ? -1 : 0;
+}
