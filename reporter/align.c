@@ -2,35 +2,138 @@
  * from realtime; the collective refinement then solves for per-process
  * corrections that bring each collective's end times together, by repeated
  * Gauss-Seidel passes: each process takes the median, over its matched
- * collectives, of (the other ranks' mean end - its own end). */
+ * collectives, of (the other ranks' mean end - its own end). The ends are
+ * read from the summaries (a merge finds the collectives, then a pass reads
+ * one process's ends at a time), so memory grows with the calls and the
+ * largest process's, not with all ends of the job. */
 #include "reporter/align.h"
 #include "reporter/summary.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-struct end {
-    uint64_t comm;
-    uint32_t seq;
-    uint32_t model;
-    int64_t end_ns;
-    uint32_t group, group_len;  /* the run of ends of the same collective */
+/* The collectives seen on two ranks or more, in (communicator, seq)
+ * order: memory grows with the calls, not with the calls x the ranks. */
+struct groups {
+    uint64_t *comm;
+    uint32_t *seq;
+    int64_t *first;     /* end of its first member (lowest model) */
+    uint32_t *len;      /* members */
+    int64_t *sum;       /* sum of (end - first) over members, corrections included */
+    size_t n, cap;
 };
+
+static void groups_free(struct groups *g)
+{
+    free(g->comm), free(g->seq), free(g->first), free(g->len), free(g->sum);
+    memset(g, 0, sizeof *g);
+}
+
+static int groups_add(struct groups *g, uint64_t comm, uint32_t seq, int64_t first, uint32_t len, int64_t sum)
+{
+    if (g->n == g->cap) {
+        size_t nc = g->cap ? g->cap * 2 : 1024;
+        void *a = realloc(g->comm, nc * sizeof *g->comm);
+        if (a)
+            g->comm = a;
+        void *b = realloc(g->seq, nc * sizeof *g->seq);
+        if (b)
+            g->seq = b;
+        void *c = realloc(g->first, nc * sizeof *g->first);
+        if (c)
+            g->first = c;
+        void *d = realloc(g->len, nc * sizeof *g->len);
+        if (d)
+            g->len = d;
+        void *e = realloc(g->sum, nc * sizeof *g->sum);
+        if (e)
+            g->sum = e;
+        if (!a || !b || !c || !d || !e)
+            return -1;
+        g->cap = nc;
+    }
+    g->comm[g->n] = comm, g->seq[g->n] = seq, g->first[g->n] = first, g->len[g->n] = len, g->sum[g->n] = sum;
+    g->n++;
+    return 0;
+}
+
+/* Sends and receives end when their pair is done, not together. */
+static int p2p(const struct rsr_coll_key *k)
+{
+    return k->op == RSR_COLL_SEND || k->op == RSR_COLL_RECV;
+}
+
+/* Finds the groups (one end per model: a process repeating (comm, seq)
+ * keeps its first) and counts each model's ends in them into cnt[]. */
+static int find_groups(struct rsr_model *const *models, size_t n, struct groups *g, size_t *cnt)
+{
+    struct rsr_coll_merge mg;
+    if (rsr_coll_merge_open(&mg, models, n) != 0)
+        return -1;
+    const struct rsr_coll_entry *e;
+    long ng;
+    while ((ng = rsr_coll_merge_next(&mg, &e)) > 0) {
+        uint32_t members = 0, last = 0;
+        int64_t first = 0, sum = 0;
+        for (long j = 0; j < ng; j++) {
+            if (p2p(e[j].k) || (members && e[j].model == last))
+                continue;
+            if (!members)
+                first = e[j].t.end_ns;
+            sum += e[j].t.end_ns - first;
+            last = e[j].model;
+            members++;
+        }
+        if (members < 2)
+            continue;
+        if (groups_add(g, e[0].k->comm_id, e[0].t.seq, first, members, sum) != 0) {
+            ng = -1;
+            break;
+        }
+        members = 0;
+        for (long j = 0; j < ng; j++) {
+            if (p2p(e[j].k) || (members && e[j].model == last))
+                continue;
+            last = e[j].model;
+            members++;
+            cnt[last]++;
+        }
+    }
+    rsr_coll_merge_close(&mg);
+    return ng < 0 ? -1 : 0;
+}
+
+/* Model s's ends in groups, in order: rel[k] = end - its group's first,
+ * gi[k] its group; returns how many, or -1 when the spill file fails. */
+static long model_ends(const struct rsr_summary *s, const struct groups *g, int64_t *rel, size_t *gi)
+{
+    struct rsr_coll_cursor c;
+    struct rsr_coll_tuple t;
+    rsr_coll_cursor_open(&c, s);
+    size_t at = 0;
+    long k = 0, r;
+    int have_prev = 0;
+    uint64_t prev_comm = 0;
+    uint32_t prev_seq = 0;
+    while ((r = rsr_coll_cursor_next(&c, &t)) > 0) {
+        const struct rsr_coll_key *key = &s->keys[t.key];
+        if (p2p(key) || (have_prev && key->comm_id == prev_comm && t.seq == prev_seq))
+            continue;
+        have_prev = 1, prev_comm = key->comm_id, prev_seq = t.seq;
+        while (at < g->n && (g->comm[at] < key->comm_id || (g->comm[at] == key->comm_id && g->seq[at] < t.seq)))
+            at++;
+        if (at < g->n && g->comm[at] == key->comm_id && g->seq[at] == t.seq) {
+            rel[k] = t.end_ns - g->first[at];
+            gi[k++] = at;
+        }
+    }
+    return r < 0 ? -1 : k;
+}
 
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
-}
-
-static int cmp_end(const void *pa, const void *pb)
-{
-    const struct end *a = pa, *b = pb;
-    if (a->comm != b->comm)
-        return a->comm < b->comm ? -1 : 1;
-    if (a->seq != b->seq)
-        return a->seq < b->seq ? -1 : 1;
-    return (a->model > b->model) - (a->model < b->model);
 }
 
 /* The k-th smallest of v[0..n) (reorders v): quickselect. */
@@ -88,6 +191,75 @@ static int64_t pair_offset(const struct rsr_model *m)
     return r;
 }
 
+/* Model i's |end - the mean end of its collective| into v[], g's sums
+ * holding the final corrections; how many, or -1. */
+static long model_residuals(const struct rsr_summary *s, const struct groups *g, int64_t *v, size_t *gi)
+{
+    long k = model_ends(s, g, v, gi);
+    for (long j = 0; j < k; j++) {
+        int64_t d = g->sum[gi[j]] / (int64_t)g->len[gi[j]] - v[j];
+        v[j] = d < 0 ? -d : d;
+    }
+    return k;
+}
+
+/* Values left in range at most for the last pass, and buckets per pass. */
+#define SELECT_BUF 65536
+#define SELECT_BUCKETS 4096
+
+/* The k-th smallest residual of all ends into *out without holding them
+ * all: each pass over the models' ends counts them in buckets over a range
+ * of values and narrows the range to the bucket that holds the k-th, until
+ * what is left fits in a buffer (or is one value). 0, or -1. */
+static int residual(struct rsr_model *const *models, size_t n, const struct groups *g, const size_t *cnt,
+                    int64_t *v, size_t *gi, size_t k, int64_t *out)
+{
+    uint64_t *hist = malloc(SELECT_BUCKETS * sizeof *hist);
+    int64_t *buf = malloc(SELECT_BUF * sizeof *buf);
+    int rc = -1;
+    if (!hist || !buf)
+        goto done;
+    int64_t lo = 0, hi = INT64_MAX;
+    size_t left = 0;
+    for (size_t i = 0; i < n; i++)
+        left += cnt[i];
+    while (lo < hi && left > SELECT_BUF) {
+        uint64_t width = (uint64_t)(hi - lo) / SELECT_BUCKETS + 1;
+        memset(hist, 0, SELECT_BUCKETS * sizeof *hist);
+        for (size_t i = 0; i < n; i++) {
+            long m = cnt[i] ? model_residuals(models[i]->sum, g, v, gi) : 0;
+            if (m != (long)cnt[i])
+                goto done;
+            for (long j = 0; j < m; j++)
+                if (v[j] >= lo && v[j] <= hi)
+                    hist[(uint64_t)(v[j] - lo) / width]++;
+        }
+        size_t b = 0;
+        while (k >= hist[b])
+            k -= hist[b++];
+        left = hist[b];
+        lo += (int64_t)(b * width);
+        if ((uint64_t)(hi - lo) > width - 1)
+            hi = lo + (int64_t)(width - 1);
+    }
+    size_t nb = 0;
+    for (size_t i = 0; i < n && lo < hi; i++) {
+        long m = cnt[i] ? model_residuals(models[i]->sum, g, v, gi) : 0;
+        if (m != (long)cnt[i])
+            goto done;
+        for (long j = 0; j < m; j++)
+            if (v[j] >= lo && v[j] <= hi)
+                buf[nb++] = v[j];
+    }
+    if (lo < hi)
+        qsort(buf, nb, sizeof *buf, cmp_i64);
+    *out = lo < hi ? buf[k] : lo;
+    rc = 0;
+done:
+    free(hist), free(buf);
+    return rc;
+}
+
 void rsr_alignment_free(struct rsr_alignment *a)
 {
     free(a->models);
@@ -101,106 +273,54 @@ int rsr_align(struct rsr_model *const *models, size_t n, struct rsr_alignment *o
     if (!out->models)
         return -1;
     out->n = n;
-    size_t nends = 0;
     for (size_t i = 0; i < n; i++) {
-        const struct rsr_summary *sm = rsr_model_summary(models[i]);
-        if (!sm)
+        if (!rsr_model_summary(models[i]))
             return -1;
         out->models[i].pair_offset_ns = pair_offset(models[i]);
         rsr_model_shift(models[i], out->models[i].pair_offset_ns);
-        nends += sm->n_colls;
     }
-    struct end *e = malloc((nends ? nends : 1) * sizeof *e);
-    size_t *by_model = malloc((nends ? nends : 1) * sizeof *by_model);
-    size_t *first = calloc(n + 1, sizeof *first);
+    struct groups g = { 0 };
+    size_t *cnt = calloc(n ? n : 1, sizeof *cnt);
     int64_t *corr = calloc(n ? n : 1, sizeof *corr);
-    int64_t *tmp = malloc((nends ? nends : 1) * sizeof *tmp);
-    if (!e || !by_model || !first || !corr || !tmp) {
-        free(e), free(by_model), free(first), free(corr), free(tmp);
-        return -1;
-    }
-    size_t ne = 0;
+    int64_t *rel = NULL, *tmp = NULL;
+    size_t *gi = NULL;
+    int rc = -1;
+    if (!cnt || !corr || find_groups(models, n, &g, cnt) != 0)
+        goto done;
+    out->groups = g.n;
+    size_t most = 1, ne = 0, ref = n;
     for (size_t i = 0; i < n; i++) {
-        const struct rsr_summary *sm = models[i]->sum;
-        for (size_t k = 0; k < sm->n_colls; k++) {
-            const struct rsr_coll_tuple *c = &sm->colls[k];
-            const struct rsr_coll_key *key = &sm->keys[c->key];
-            /* sends and receives end when their pair is done, not together */
-            if (key->op != RSR_COLL_SEND && key->op != RSR_COLL_RECV)
-                e[ne++] = (struct end){ key->comm_id, c->seq, (uint32_t)i, c->end_ns, 0, 0 };
-        }
-    }
-    qsort(e, ne, sizeof *e, cmp_end);
-    /* groups with two models or more; others drop out */
-    size_t kept = 0;
-    for (size_t a = 0; a < ne;) {
-        size_t b = a + 1;
-        while (b < ne && e[b].comm == e[a].comm && e[b].seq == e[a].seq)
-            b++;
-        /* one end per model: a process repeating (comm, seq) keeps its first */
-        size_t start = kept;
-        for (size_t j = a; j < b; j++)
-            if (j == a || e[j].model != e[j - 1].model)
-                e[kept++] = e[j];
-        if (kept - start < 2)
-            kept = start;
-        else {
-            for (size_t j = start; j < kept; j++) {
-                e[j].group = (uint32_t)start;
-                e[j].group_len = (uint32_t)(kept - start);
-            }
-            out->groups++;
-        }
-        a = b;
-    }
-    ne = kept;
-    /* ends by model: first[i]..first[i+1] in by_model */
-    for (size_t j = 0; j < ne; j++)
-        first[e[j].model + 1]++;
-    for (size_t i = 0; i < n; i++)
-        first[i + 1] += first[i];
-    {
-        size_t *fill = calloc(n ? n : 1, sizeof *fill);
-        if (!fill) {
-            free(e), free(by_model), free(first), free(corr), free(tmp);
-            return -1;
-        }
-        for (size_t j = 0; j < ne; j++) {
-            uint32_t mi = e[j].model;
-            by_model[first[mi] + fill[mi]++] = j;
-        }
-        free(fill);
-    }
-    size_t ref = n;
-    for (size_t i = 0; i < n && ref == n; i++)
-        if (first[i + 1] > first[i])
+        most = cnt[i] > most ? cnt[i] : most;
+        ne += cnt[i];
+        if (cnt[i] && ref == n)
             ref = i;
-    /* Sums of (end - the group's first end) per group, kept up to date as
-     * corrections change (at the group's first entry), so that each pass
-     * is linear in the number of ends. Relative to the first end so that
-     * the sums stay far from overflow. */
-    int64_t *gsum = calloc(ne ? ne : 1, sizeof *gsum);
-    if (!gsum) {
-        free(e), free(by_model), free(first), free(corr), free(tmp);
-        return -1;
     }
-    for (size_t j = 0; j < ne; j++)
-        gsum[e[j].group] += e[j].end_ns - e[e[j].group].end_ns;
+    /* one model's ends at a time (the Gauss-Seidel pass moves one model) */
+    rel = malloc(most * sizeof *rel);
+    tmp = malloc(most * sizeof *tmp);
+    gi = malloc(most * sizeof *gi);
+    if (!rel || !tmp || !gi)
+        goto done;
+    /* The groups' sums of (end - first end) are kept up to date as
+     * corrections change, so that each pass is linear in the number of
+     * ends. Relative to the first end so that the sums stay far from
+     * overflow. */
     for (int iter = 0; iter < 200 && ref < n; iter++) {
         int64_t moved = 0;
         for (size_t i = 0; i < n; i++) {
-            size_t cnt = first[i + 1] - first[i];
-            if (!cnt)
+            if (!cnt[i])
                 continue;
-            for (size_t k = 0; k < cnt; k++) {
-                const struct end *x = &e[by_model[first[i] + k]];
-                int64_t mine = x->end_ns - e[x->group].end_ns + corr[i];
-                tmp[k] = (gsum[x->group] - mine) / (int64_t)(x->group_len - 1) - mine;
+            long k = model_ends(models[i]->sum, &g, rel, gi);
+            if (k != (long)cnt[i])
+                goto done;
+            for (long j = 0; j < k; j++) {
+                int64_t mine = rel[j] + corr[i];
+                tmp[j] = (g.sum[gi[j]] - mine) / (int64_t)(g.len[gi[j]] - 1) - mine;
             }
-            int64_t d = median(tmp, cnt);
+            int64_t d = median(tmp, (size_t)k);
             corr[i] += d;
-            for (size_t k = 0; k < cnt; k++)
-                gsum[e[by_model[first[i] + k]].group] += d;
+            for (long j = 0; j < k; j++)
+                g.sum[gi[j]] += d;
             moved = moved > (d < 0 ? -d : d) ? moved : (d < 0 ? -d : d);
         }
         if (moved < 50)
@@ -209,31 +329,30 @@ int rsr_align(struct rsr_model *const *models, size_t n, struct rsr_alignment *o
     int64_t base = ref < n ? corr[ref] : 0;
     for (size_t i = 0; i < n; i++) {
         struct rsr_align_model *am = &out->models[i];
-        am->matched = first[i + 1] - first[i];
+        am->matched = cnt[i];
         am->correction_ns = am->matched ? corr[i] - base : 0;
-        corr[i] = am->correction_ns;
         if (am->correction_ns)
             rsr_model_shift(models[i], am->correction_ns);
         int64_t a = am->correction_ns < 0 ? -am->correction_ns : am->correction_ns;
         if (a > out->max_correction_ns)
             out->max_correction_ns = a;
     }
-    /* residual: |end - mean end of its collective|, 95th percentile */
-    for (size_t j = 0; j < ne; j++)
-        gsum[j] = 0;
-    for (size_t j = 0; j < ne; j++)
-        gsum[e[j].group] += e[j].end_ns - e[e[j].group].end_ns + corr[e[j].model];
-    for (size_t j = 0; j < ne; j++) {
-        const struct end *x = &e[j];
-        int64_t mine = x->end_ns - e[x->group].end_ns + corr[x->model];
-        int64_t d = gsum[x->group] / (int64_t)x->group_len - mine;
-        tmp[j] = d < 0 ? -d : d;
+    /* residual: |end - mean end of its collective|, 95th percentile; the
+     * models now hold their corrections */
+    for (size_t j = 0; j < g.n; j++)
+        g.sum[j] = 0;
+    for (size_t i = 0; i < n; i++) {
+        long k = cnt[i] ? model_ends(models[i]->sum, &g, rel, gi) : 0;
+        if (k != (long)cnt[i])
+            goto done;
+        for (long j = 0; j < k; j++)
+            g.sum[gi[j]] += rel[j];
     }
-    if (ne) {
-        qsort(tmp, ne, sizeof *tmp, cmp_i64);
-        out->residual_ns = tmp[(ne - 1) * 95 / 100];
-    }
-    free(gsum);
-    free(e), free(by_model), free(first), free(corr), free(tmp);
-    return 0;
+    if (ne && residual(models, n, &g, cnt, rel, gi, (ne - 1) * 95 / 100, &out->residual_ns) != 0)
+        goto done;
+    rc = 0;
+done:
+    groups_free(&g);
+    free(cnt), free(corr), free(rel), free(tmp), free(gi);
+    return rc;
 }

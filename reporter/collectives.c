@@ -1,6 +1,6 @@
-/* Collectives across ranks (see collectives.h): every timed rsr_coll of
- * every model is sorted by (communicator, sequence number); each run is one
- * call seen on several ranks, from which its time, the waits, and who came
+/* Collectives across ranks (see collectives.h): the models' collective
+ * tuples are merged in (communicator, sequence number) order (summary.h),
+ * never gathered into one array; each run is one call seen on several ranks, from which its time, the waits, and who came
  * last follow. Rows are then summed per (op, communicator, bytes), and the
  * calls, in time order, are cut into parts to tell stragglers from chance. */
 #include "reporter/collectives.h"
@@ -24,22 +24,70 @@ double rsr_busbw_factor(int op, int n)
     }
 }
 
-struct entry {
-    uint64_t comm;
-    uint32_t seq;
-    uint32_t model;
-    const struct rsr_coll_tuple *c;
-    const struct rsr_coll_key *k;
+/* One call: a run e[a..b) of entries with one (communicator, seq), a
+ * model's repeats counted once (as the run's members). */
+struct call {
+    size_t members;
+    int64_t arrive, first, end_max, dur;
+    uint32_t last;              /* the model that came last */
+    double wait_sum;            /* the members' waits for it */
+    double wait_us;             /* the others' mean wait, when it came last by more than 1 us; else 0 */
 };
 
-static int cmp_entry(const void *pa, const void *pb)
+static int p2p(const struct rsr_coll_key *k)
 {
-    const struct entry *a = pa, *b = pb;
-    if (a->comm != b->comm)
-        return a->comm < b->comm ? -1 : 1;
-    if (a->seq != b->seq)
-        return a->seq < b->seq ? -1 : 1;
-    return (a->model > b->model) - (a->model < b->model);
+    return k->op == RSR_COLL_SEND || k->op == RSR_COLL_RECV;
+}
+
+/* The end of the run that starts at a in a merge group e[0..ng): a send or
+ * receive is a call of its own (its peers are not the communicator's other
+ * ranks at the same sequence number). */
+static long run_end(const struct rsr_coll_entry *e, long a, long ng)
+{
+    long b = a + 1;
+    while (!p2p(e[a].k) && b < ng && !p2p(e[b].k))
+        b++;
+    return b;
+}
+
+static void call_of(const struct rsr_coll_entry *e, long a, long b, struct call *c)
+{
+    int64_t arrive = e[a].t.start_ns, first = arrive, end_min = e[a].t.end_ns, end_max = e[a].t.end_ns;
+    long last_j = a;
+    size_t members = 0;
+    for (long j = a; j < b; j++) {
+        if (j > a && e[j].model == e[j - 1].model)
+            continue;
+        members++;
+        const struct rsr_coll_tuple *t = &e[j].t;
+        if (t->start_ns > arrive)
+            arrive = t->start_ns, last_j = j;
+        if (t->start_ns < first)
+            first = t->start_ns;
+        if (t->end_ns < end_min)
+            end_min = t->end_ns;
+        if (t->end_ns > end_max)
+            end_max = t->end_ns;
+    }
+    /* the call's time: from the last arrival to the (earliest) end;
+     * ends are nearly equal once aligned */
+    int64_t dur = end_min - arrive;
+    if (dur < 0)
+        dur = end_max - arrive > 0 ? end_max - arrive : 0;
+    double wait_sum = 0;
+    for (long j = a; j < b; j++)
+        if (j == a || e[j].model != e[j - 1].model)
+            wait_sum += (double)(arrive - e[j].t.start_ns) / 1e3;
+    *c = (struct call){ members, arrive, first, end_max, dur, e[last_j].model, wait_sum, 0 };
+    if (members > 1) {
+        /* it came last only if it came last by more than 1 us */
+        int64_t second = INT64_MIN;
+        for (long j = a; j < b; j++)
+            if (j != last_j && e[j].t.start_ns > second)
+                second = e[j].t.start_ns;
+        if (arrive - second > 1000)
+            c->wait_us = wait_sum / (double)(members - 1);
+    }
 }
 
 struct row_acc {
@@ -70,7 +118,7 @@ struct seen {
     int64_t end;                /* the latest end */
     double wait_us;             /* the others' mean wait for the last; 0 when none came last by 1 us */
     uint32_t last;              /* the model that came last (with wait_us > 0) */
-    size_t a, b;                /* its entries in the sorted entries */
+    size_t id;                  /* calls seen on two ranks or more before it */
 };
 
 static int cmp_seen(const void *pa, const void *pb)
@@ -78,7 +126,7 @@ static int cmp_seen(const void *pa, const void *pb)
     const struct seen *a = pa, *b = pb;
     if (a->first != b->first)
         return a->first < b->first ? -1 : 1;
-    return (a->a > b->a) - (a->a < b->a);
+    return (a->id > b->id) - (a->id < b->id);
 }
 
 static int cmp_double(const void *pa, const void *pb)
@@ -89,9 +137,11 @@ static int cmp_double(const void *pa, const void *pb)
 
 /* Each model's excess (collectives.h): the waiting charged to it beyond its
  * fair share, as % of each part's time, its median over the parts into
- * excess[0..n) (NAN for all when the calls are too few to cut). Sorts s.
- * Returns the number of parts (0: too few calls), or -1 when out of memory. */
-static int excess_by_part(const struct entry *e, struct seen *s, size_t ns, size_t n, double *excess)
+ * excess[0..n) (NAN for all when the calls are too few to cut). Sorts s,
+ * then merges the models' tuples again for each call's members (they are
+ * not kept). Returns the number of parts (0: too few calls), or -1 when out
+ * of memory or a spill read failed. */
+static int excess_by_part(struct rsr_model *const *models, struct seen *s, size_t ns, size_t n, double *excess)
 {
     for (size_t i = 0; i < n; i++)
         excess[i] = NAN;
@@ -100,11 +150,13 @@ static int excess_by_part(const struct entry *e, struct seen *s, size_t ns, size
         return 0;
     qsort(s, ns, sizeof *s, cmp_seen);
     double *pct = calloc(n * parts, sizeof *pct);
-    unsigned char *timed = calloc(parts, 1);
-    if (!pct || !timed) {
-        free(pct), free(timed);
-        return -1;
-    }
+    unsigned char *part_of = malloc(ns);
+    double us[RSR_STRAGGLER_PARTS] = { 0 };
+    struct rsr_coll_merge mg;
+    int merged = 0, rc = -1;
+    if (!pct || !part_of)
+        goto done;
+    memset(part_of, 0xff, ns);
     for (size_t p = 0; p < parts; p++) {
         size_t lo = p * ns / parts, hi = (p + 1) * ns / parts;
         /* a part lasts from its first call's first arrival to the next
@@ -118,35 +170,54 @@ static int excess_by_part(const struct entry *e, struct seen *s, size_t ns, size
                     to = s[k].end;
         if (to <= s[lo].first)
             continue;
-        timed[p] = 1;
-        for (size_t k = lo; k < hi; k++) {
-            if (s[k].wait_us <= 0)
-                continue;
-            pct[s[k].last * parts + p] += s[k].wait_us;
-            size_t members = 0;
-            for (size_t j = s[k].a; j < s[k].b; j++)
-                members += j == s[k].a || e[j].model != e[j - 1].model;
-            for (size_t j = s[k].a; j < s[k].b; j++)
-                if (j == s[k].a || e[j].model != e[j - 1].model)
-                    pct[e[j].model * parts + p] -= s[k].wait_us / (double)members;
-        }
-        double us = (double)(to - s[lo].first) / 1e3;
-        for (size_t i = 0; i < n; i++)
-            pct[i * parts + p] *= 100.0 / us;
+        us[p] = (double)(to - s[lo].first) / 1e3;
+        for (size_t k = lo; k < hi; k++)
+            part_of[s[k].id] = (unsigned char)p;
     }
+    if (rsr_coll_merge_open(&mg, models, n) != 0)
+        goto done;
+    merged = 1;
+    const struct rsr_coll_entry *e;
+    long ng;
+    size_t id = 0;
+    while ((ng = rsr_coll_merge_next(&mg, &e)) > 0) {
+        for (long a = 0, b; a < ng; a = b) {
+            b = run_end(e, a, ng);
+            struct call c;
+            call_of(e, a, b, &c);
+            if (c.members < 2)
+                continue;
+            unsigned p = part_of[id++];
+            if (p == 0xff || c.wait_us <= 0)
+                continue;
+            pct[c.last * parts + p] += c.wait_us;
+            for (long j = a; j < b; j++)
+                if (j == a || e[j].model != e[j - 1].model)
+                    pct[e[j].model * parts + p] -= c.wait_us / (double)c.members;
+        }
+    }
+    if (ng < 0)
+        goto done;
+    for (size_t p = 0; p < parts; p++)
+        for (size_t i = 0; i < n && us[p] > 0; i++)
+            pct[i * parts + p] *= 100.0 / us[p];
     double v[RSR_STRAGGLER_PARTS];
     for (size_t i = 0; i < n; i++) {
         size_t nv = 0;
         for (size_t p = 0; p < parts; p++)
-            if (timed[p])
+            if (us[p] > 0)
                 v[nv++] = pct[i * parts + p];
         if (!nv)
             continue;
         qsort(v, nv, sizeof *v, cmp_double);
         excess[i] = nv % 2 ? v[nv / 2] : (v[nv / 2 - 1] + v[nv / 2]) / 2;
     }
-    free(pct), free(timed);
-    return (int)parts;
+    rc = (int)parts;
+done:
+    if (merged)
+        rsr_coll_merge_close(&mg);
+    free(pct), free(part_of);
+    return rc;
 }
 
 void rsr_coll_analysis_free(struct rsr_coll_analysis *a)
@@ -161,124 +232,91 @@ void rsr_coll_analysis_free(struct rsr_coll_analysis *a)
 int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rsr_coll_analysis *out)
 {
     memset(out, 0, sizeof *out);
-    size_t ne = 0;
-    for (size_t i = 0; i < n; i++) {
-        const struct rsr_summary *sm = rsr_model_summary(models[i]);
-        if (!sm)
+    for (size_t i = 0; i < n; i++)
+        if (!rsr_model_summary(models[i]))
             return -1;
-        ne += sm->n_colls;
-    }
-    struct entry *e = malloc((ne ? ne : 1) * sizeof *e);
+    struct rsr_coll_merge mg;
+    if (rsr_coll_merge_open(&mg, models, n) != 0)
+        return -1;
     struct row_acc *rows = NULL;
     size_t nrows = 0, caprows = 0;
     double *caused = calloc(n ? n : 1, sizeof *caused);
     double *caused_op = calloc((n ? n : 1) * RSR_COLL_NOPS, sizeof *caused_op);
     uint64_t *last = calloc(n ? n : 1, sizeof *last), *calls = calloc(n ? n : 1, sizeof *calls);
-    struct seen *seen = malloc((ne ? ne : 1) * sizeof *seen);
+    struct seen *seen = NULL;
     double *excess = calloc(n ? n : 1, sizeof *excess);
-    size_t nseen = 0;
+    size_t nseen = 0, capseen = 0;
     out->wait_us = calloc(n ? n : 1, sizeof *out->wait_us);
     out->coll_us = calloc(n ? n : 1, sizeof *out->coll_us);
     out->n_models = n;
-    if (!e || !caused || !caused_op || !last || !calls || !seen || !excess || !out->wait_us || !out->coll_us)
+    if (!caused || !caused_op || !last || !calls || !excess || !out->wait_us || !out->coll_us)
         goto oom;
-    ne = 0;
-    for (size_t i = 0; i < n; i++) {
-        const struct rsr_summary *sm = models[i]->sum;
-        for (size_t k = 0; k < sm->n_colls; k++) {
-            const struct rsr_coll_tuple *c = &sm->colls[k];
-            e[ne++] = (struct entry){ sm->keys[c->key].comm_id, c->seq, (uint32_t)i, c, &sm->keys[c->key] };
+    const struct rsr_coll_entry *e;
+    long ng;
+    while ((ng = rsr_coll_merge_next(&mg, &e)) > 0) {
+        for (long a = 0, b; a < ng; a = b) {
+            b = run_end(e, a, ng);
+            const struct rsr_coll_key *c0 = e[a].k;
+            struct call c;
+            call_of(e, a, b, &c);
+            for (long j = a; j < b; j++) {
+                if (j > a && e[j].model == e[j - 1].model)
+                    continue;
+                double w = (double)(c.arrive - e[j].t.start_ns) / 1e3;
+                out->wait_us[e[j].model] += w;
+                out->coll_us[e[j].model] += (double)c.dur / 1e3;
+                if (c.members > 1)
+                    calls[e[j].model]++;
+            }
+            out->calls++;
+            if (c.members > 1) {
+                out->matched++;
+                if (nseen == capseen) {
+                    size_t nc = capseen ? capseen * 2 : 1024;
+                    void *p = realloc(seen, nc * sizeof *seen);
+                    if (!p)
+                        goto oom;
+                    seen = p;
+                    capseen = nc;
+                }
+                seen[nseen] = (struct seen){ c.first, c.end_max, c.wait_us, c.last, nseen };
+                nseen++;
+                if (c.wait_us > 0) {
+                    last[c.last]++;
+                    caused[c.last] += c.wait_us;
+                    caused_op[c.last * RSR_COLL_NOPS + (c0->op < RSR_COLL_NOPS ? c0->op : 0)] += c.wait_us;
+                }
+            }
+            /* row: (op, comm, bytes) */
+            int32_t ranks = c0->group_size > 0 ? c0->group_size : (int32_t)c.members;
+            size_t r = 0;
+            while (r < nrows && !(rows[r].r.op == c0->op && rows[r].r.comm_id == c0->comm_id &&
+                                  rows[r].r.bytes == c0->bytes))
+                r++;
+            if (r == nrows) {
+                if (nrows == caprows) {
+                    size_t nc = caprows ? caprows * 2 : 16;
+                    void *p = realloc(rows, nc * sizeof *rows);
+                    if (!p)
+                        goto oom;
+                    rows = p;
+                    caprows = nc;
+                }
+                memset(&rows[nrows], 0, sizeof rows[nrows]);
+                rows[nrows].r.op = c0->op;
+                rows[nrows].r.comm_id = c0->comm_id;
+                rows[nrows].r.bytes = c0->bytes;
+                rows[nrows].r.ranks = ranks;
+                nrows++;
+            }
+            rows[r].r.count++;
+            rows[r].total_us += (double)c.dur / 1e3;
+            rows[r].wait_sum_us += c.wait_sum;
+            rows[r].wait_n += c.members;
         }
     }
-    qsort(e, ne, sizeof *e, cmp_entry);
-    for (size_t a = 0; a < ne;) {
-        size_t b = a + 1;
-        /* a send or receive is a call of its own: its peers are not the
-         * communicator's other ranks at the same sequence number */
-        int p2p = e[a].k->op == RSR_COLL_SEND || e[a].k->op == RSR_COLL_RECV;
-        while (!p2p && b < ne && e[b].comm == e[a].comm && e[b].seq == e[a].seq &&
-               e[b].k->op != RSR_COLL_SEND && e[b].k->op != RSR_COLL_RECV)
-            b++;
-        const struct rsr_coll_key *c0 = e[a].k;
-        int64_t arrive = e[a].c->start_ns, first = arrive, end_min = e[a].c->end_ns, end_max = e[a].c->end_ns;
-        size_t last_j = a, members = 0;
-        for (size_t j = a; j < b; j++) {
-            if (j > a && e[j].model == e[j - 1].model)
-                continue;
-            members++;
-            const struct rsr_coll_tuple *c = e[j].c;
-            if (c->start_ns > arrive)
-                arrive = c->start_ns, last_j = j;
-            if (c->start_ns < first)
-                first = c->start_ns;
-            if (c->end_ns < end_min)
-                end_min = c->end_ns;
-            if (c->end_ns > end_max)
-                end_max = c->end_ns;
-        }
-        /* the call's time: from the last arrival to the (earliest) end;
-         * ends are nearly equal once aligned */
-        int64_t dur = end_min - arrive;
-        if (dur < 0)
-            dur = end_max - arrive > 0 ? end_max - arrive : 0;
-        double wait_sum = 0;
-        for (size_t j = a; j < b; j++) {
-            if (j > a && e[j].model == e[j - 1].model)
-                continue;
-            double w = (double)(arrive - e[j].c->start_ns) / 1e3;
-            out->wait_us[e[j].model] += w;
-            out->coll_us[e[j].model] += (double)dur / 1e3;
-            if (members > 1)
-                calls[e[j].model]++;
-            wait_sum += w;
-        }
-        out->calls++;
-        if (members > 1) {
-            out->matched++;
-            double mean_wait = wait_sum / (double)(members - 1);
-            /* it came last only if it came last by more than 1 us */
-            int64_t second = INT64_MIN;
-            for (size_t j = a; j < b; j++)
-                if (j != last_j && e[j].c->start_ns > second)
-                    second = e[j].c->start_ns;
-            struct seen *sn = &seen[nseen++];
-            *sn = (struct seen){ first, end_max, 0, e[last_j].model, a, b };
-            if (arrive - second > 1000) {
-                uint32_t lm = e[last_j].model;
-                last[lm]++;
-                caused[lm] += mean_wait;
-                caused_op[lm * RSR_COLL_NOPS + (c0->op < RSR_COLL_NOPS ? c0->op : 0)] += mean_wait;
-                sn->wait_us = mean_wait;
-            }
-        }
-        /* row: (op, comm, bytes) */
-        int32_t ranks = c0->group_size > 0 ? c0->group_size : (int32_t)members;
-        size_t r = 0;
-        while (r < nrows && !(rows[r].r.op == c0->op && rows[r].r.comm_id == c0->comm_id &&
-                              rows[r].r.bytes == c0->bytes))
-            r++;
-        if (r == nrows) {
-            if (nrows == caprows) {
-                size_t nc = caprows ? caprows * 2 : 16;
-                void *p = realloc(rows, nc * sizeof *rows);
-                if (!p)
-                    goto oom;
-                rows = p;
-                caprows = nc;
-            }
-            memset(&rows[nrows], 0, sizeof rows[nrows]);
-            rows[nrows].r.op = c0->op;
-            rows[nrows].r.comm_id = c0->comm_id;
-            rows[nrows].r.bytes = c0->bytes;
-            rows[nrows].r.ranks = ranks;
-            nrows++;
-        }
-        rows[r].r.count++;
-        rows[r].total_us += (double)dur / 1e3;
-        rows[r].wait_sum_us += wait_sum;
-        rows[r].wait_n += members;
-        a = b;
-    }
+    if (ng < 0)
+        goto oom;
     for (size_t r = 0; r < nrows; r++) {
         struct rsr_coll_row *x = &rows[r].r;
         x->mean_us = x->count ? rows[r].total_us / (double)x->count : 0;
@@ -296,7 +334,7 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
     for (size_t r = 0; r < nrows; r++)
         out->rows[r] = rows[r].r;
     out->n_rows = nrows;
-    int parts = excess_by_part(e, seen, nseen, n, excess);
+    int parts = excess_by_part(models, seen, nseen, n, excess);
     if (parts < 0)
         goto oom;
     out->straggler_parts = parts;
@@ -331,10 +369,12 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
     }
     if (out->n_stragglers > 1)
         qsort(out->stragglers, out->n_stragglers, sizeof *out->stragglers, cmp_straggler);
-    free(e), free(rows), free(caused), free(caused_op), free(last), free(calls), free(seen), free(excess);
+    rsr_coll_merge_close(&mg);
+    free(rows), free(caused), free(caused_op), free(last), free(calls), free(seen), free(excess);
     return 0;
 oom:
-    free(e), free(rows), free(caused), free(caused_op), free(last), free(calls), free(seen), free(excess);
+    rsr_coll_merge_close(&mg);
+    free(rows), free(caused), free(caused_op), free(last), free(calls), free(seen), free(excess);
     rsr_coll_analysis_free(out);
     return -1;
 }

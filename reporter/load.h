@@ -59,7 +59,8 @@ struct rsr_input {
     struct rsr_walk walk;
     int open_failed;            /* errno when the file could not be read, else 0 */
 
-    /* file id -> path id and totals; string id -> text */
+    /* While loading: file id -> path id and totals, string id -> text.
+     * Once loaded: by_id is gone and strings[i] is files[i].path. */
     struct rsr_file_io *by_id;
     uint32_t nids;
     char **strings;
@@ -94,7 +95,19 @@ void rsr_input_load_window(struct rsr_input *in, const char *path, int64_t from_
 
 /* Loads files[0..n) with up to nthreads threads, streamed when stream is
  * set. With progress set, a line on stderr counts the files read (for
- * terminals). */
+ * terminals). With a bound set (rsr_inputs_bound), streamed loads that
+ * would hold more print one line (what did not fit and how much is needed)
+ * and exit with status 1. */
 void rsr_inputs_load(struct rsr_input *ins, char **files, int n, int nthreads, int progress, int stream);
+
+/* --memory-mb: the reporter's memory bound in MB (0: none, the default).
+ * What loading may hold is the bound less what the reporter needs besides
+ * the summaries (reading files, the analyses' merge, the lanes drawn in
+ * full, the outputs): RSR_MEMORY_BASE_MB and RSR_MEMORY_PROCESS_KB a
+ * process, measured (gen_job: 46 MB peak for 64 processes, 295 MB for
+ * 1,024, of which the summaries 9 and 153 MB). */
+void rsr_inputs_bound(uint64_t mb);
+#define RSR_MEMORY_BASE_MB 48
+#define RSR_MEMORY_PROCESS_KB 128
 
 #endif

@@ -21,7 +21,8 @@
 static const char usage[] =
     "usage: ringside COMMAND [ARGS]\n"
     "\n"
-    "  report DIR... [-o OUT] [--json FILE] [--ranks LIST] [--lines] [-q]\n"
+    "  report DIR... [-o OUT] [--json FILE] [--ranks LIST] [--lines]\n"
+    "         [--memory-mb N] [-q]\n"
     "        merge the trace files of a job (a job folder, a folder of job\n"
     "        folders, or trace files) into OUT/report.json, OUT/index.html\n"
     "        (a page that opens offline) and OUT/trace.json (for Perfetto and\n"
@@ -32,7 +33,9 @@ static const char usage[] =
     "        timeline lanes and trace.json hold up to 8 processes in full (all\n"
     "        of a small job; else the stragglers, the slowest, fastest and\n"
     "        first ranks, or those of --ranks, e.g. 0,3,8-9), over the whole\n"
-    "        job or, past 250k GPU events, a stretch of it (report.json lanes)\n"
+    "        job or, past 250k GPU events, a stretch of it (report.json lanes).\n"
+    "        --memory-mb N: stop with a message (status 1) saying how much is\n"
+    "        needed when the summaries would not fit in N MB (default: no bound)\n"
     "  export perfetto DIR... -o FILE [--ranks LIST] [--from S] [--to S] [-q]\n"
     "        the chosen ranks (default every process, at most 64) over the\n"
     "        chosen stretch (seconds from the job's start; default all of it),\n"
@@ -134,6 +137,14 @@ static int cmd_report(int argc, char **argv)
                 return bad_usage("--ranks needs a list of ranks such as 0,3,8-9 (at most 8)");
             }
             o.ranks = ranks;
+        } else if (strcmp(argv[i], "--memory-mb") == 0) {
+            char *end = NULL;
+            if (++i < argc)
+                o.memory_mb = strtoull(argv[i], &end, 10);
+            if (i == argc || !end || *end || end == argv[i] || argv[i][0] == '-' || !o.memory_mb) {
+                free(paths);
+                return bad_usage("--memory-mb needs a number of MB (1 or more)");
+            }
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "ringside: report: unknown option %s\n", argv[i]);
             free(paths);

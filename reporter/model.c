@@ -7,9 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Strings are packed into blocks of at least this size; a longer string gets
- * a block of its own. */
+/* Strings are packed into blocks that double from the first size up to
+ * the most (a longer string gets a block of its own): a process with few
+ * names, of which a job may have thousands, holds little. */
+#define RSR_STR_BLOCK_FIRST 1024
 #define RSR_STR_BLOCK (64 * 1024)
+
+size_t rsr_model_bytes(const struct rsr_model *m)
+{
+    const struct rsr_strtab *t = &m->strings;
+    size_t b = m->cap_ops * sizeof *m->ops + m->cap_launches * sizeof *m->launches +
+               m->cap_colls * sizeof *m->colls + m->cap_io * sizeof *m->io + m->cap_syncs * sizeof *m->syncs +
+               m->cap_clocks * sizeof *m->clocks + t->cap * sizeof *t->strs + t->nslots * sizeof *t->slots +
+               t->capblocks * sizeof *t->blocks + t->block_bytes;
+    return b + (m->sum ? sizeof *m->sum + rsr_summary_bytes(m->sum) : 0);
+}
 
 void rsr_model_init(struct rsr_model *m)
 {
@@ -93,7 +105,11 @@ static int strtab_rehash(struct rsr_strtab *t)
 static char *strtab_store(struct rsr_strtab *t, const char *s, size_t len)
 {
     if (t->nblocks == 0 || t->block_used + len + 1 > t->block_size) {
-        size_t size = len + 1 > RSR_STR_BLOCK ? len + 1 : RSR_STR_BLOCK;
+        size_t size = t->nblocks ? 2 * t->block_size : RSR_STR_BLOCK_FIRST;
+        if (size > RSR_STR_BLOCK)
+            size = RSR_STR_BLOCK;
+        if (size < len + 1)
+            size = len + 1;
         char **blocks = grow(t->blocks, &t->capblocks, t->nblocks, sizeof *blocks);
         if (!blocks)
             return NULL;
@@ -103,6 +119,7 @@ static char *strtab_store(struct rsr_strtab *t, const char *s, size_t len)
             return NULL;
         t->blocks[t->nblocks++] = b;
         t->block_size = size;
+        t->block_bytes += size;
         t->block_used = 0;
     }
     char *dst = t->blocks[t->nblocks - 1] + t->block_used;

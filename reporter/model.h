@@ -130,6 +130,7 @@ struct rsr_strtab {
     char **blocks;          /* storage the strings point into */
     size_t nblocks, capblocks;
     size_t block_used, block_size;
+    size_t block_bytes;     /* all blocks' sizes */
 };
 
 struct rsr_summary;
@@ -170,6 +171,9 @@ struct rsr_model {
     struct rsr_summary *sum;
     uint64_t late;          /* records the streaming loader got out of order */
 };
+
+/* Bytes of memory m holds: its record arrays, strings and summary. */
+size_t rsr_model_bytes(const struct rsr_model *m);
 
 /* Makes an empty model (no rank, role other). Cannot fail. */
 void rsr_model_init(struct rsr_model *m);

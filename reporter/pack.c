@@ -128,7 +128,20 @@ static void pack_summary(struct rsr_pack *b, const struct rsr_summary *s)
     for (size_t i = 0; i < s->kernels.n_short_names; i++)
         rsr_pack_u64(b, (uint64_t)(s->kernels.short_names[i] - s->kernels.stats));
     put_array(b, s->keys, s->n_keys, sizeof *s->keys);
-    put_array(b, s->colls, s->n_colls, sizeof *s->colls);
+    /* The tuples may be in the spill file: read them through a cursor,
+     * which gives them in order with the summary's shift applied. */
+    struct rsr_coll_cursor c;
+    struct rsr_coll_tuple t;
+    size_t n = 0;
+    rsr_pack_u64(b, s->n_colls);
+    rsr_coll_cursor_open(&c, s);
+    int got;
+    while ((got = rsr_coll_cursor_next(&c, &t)) == 1 && n < s->n_colls) {
+        put(b, &t, sizeof t);
+        n++;
+    }
+    if (got < 0 || n != s->n_colls)
+        b->failed = 1;
     put_array(b, s->bursts, s->n_bursts, sizeof *s->bursts);
     for (int k = 0; k < RSR_FINE_NSERIES; k++)
         put_array(b, s->fine[k], s->fine[k] ? RSR_FINE_BINS : 0, sizeof *s->fine[k]);
@@ -165,6 +178,9 @@ static int unpack_summary(struct rsr_unpack *u, struct rsr_summary *s)
     s->cap_keys = s->n_keys;
     s->colls = get_array(u, &s->n_colls, sizeof *s->colls);
     s->cap_colls = s->n_colls;
+    s->spilled = 0;             /* the tuples came shifted and in memory */
+    s->spill_off = 0;
+    s->colls_shift_ns = 0;
     s->bursts = get_array(u, &s->n_bursts, sizeof *s->bursts);
     for (int k = 0; k < RSR_FINE_NSERIES; k++) {
         s->fine[k] = get_array(u, &n, sizeof *s->fine[k]);

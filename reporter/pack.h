@@ -31,7 +31,10 @@ void rsr_pack_u64(struct rsr_pack *b, uint64_t v);
 uint64_t rsr_unpack_u64(struct rsr_unpack *u);
 
 /* Appends one loaded input (rsr_input_stream's: its model holds a summary
- * and no records) with its model and summary. */
+ * and no records) with its model and summary, its collective tuples read
+ * back from the spill file where they were spilled (b->failed is set when
+ * that read fails). The reader gets them in memory (rsr_summary_spill can
+ * put them back). */
 void rsr_pack_input(struct rsr_pack *b, const struct rsr_input *in);
 
 /* Reads one input into *in (zeroed first), owning what it points to (free

@@ -598,6 +598,20 @@ static void lanes_pick(struct lanes *l, struct rsr_input *ins, int n, const stru
  * by the caller), cut to a stretch in its middle as long as fits when their
  * events exceed budget (0: no limit). The models are moved onto the job's
  * time line. */
+static void lanes_free(struct lanes *l)
+{
+    for (size_t k = 0; k < l->n; k++)
+        rsr_input_free(&l->ins[k]);
+}
+
+/* A stretch of len ns in the middle of [from_ns, to_ns). */
+static void lanes_centre(struct lanes *l, int64_t len)
+{
+    int64_t mid = l->from_ns + (l->to_ns - l->from_ns) / 2;
+    l->from_ns = mid - len / 2;
+    l->to_ns = l->from_ns + len;
+}
+
 static void lanes_load(struct lanes *l, struct rsr_input *ins, struct rsr_model *const *models, uint64_t budget)
 {
     for (size_t k = 0; k < l->n; k++) {
@@ -605,31 +619,30 @@ static void lanes_load(struct lanes *l, struct rsr_input *ins, struct rsr_model 
         if (m->sum)
             l->events += m->sum->n_ops + m->sum->n_syncs;
     }
-    if (budget && l->events > budget && l->to_ns > l->from_ns) {
-        int64_t len = (int64_t)((double)(l->to_ns - l->from_ns) * (double)budget / (double)l->events);
-        int64_t mid = l->from_ns + (l->to_ns - l->from_ns) / 2;
-        l->from_ns = mid - len / 2;
-        l->to_ns = l->from_ns + len;
-    }
-    for (size_t k = 0; k < l->n; k++) {
-        const struct rsr_model *m = models[l->model[k]];
-        int64_t off = m->clock_offset_ns;
-        rsr_input_load_window(&l->ins[k], ins[l->model[k]].file, l->from_ns - off, l->to_ns - off);
-        if (!l->ins[k].model) {
-            static struct rsr_model empty;
-            l->models[k] = &empty;
-            continue;
+    if (budget && l->events > budget && l->to_ns > l->from_ns)
+        lanes_centre(l, (int64_t)((double)(l->to_ns - l->from_ns) * (double)budget / (double)l->events));
+    /* Events are not spread evenly, and a record that overlaps an end of the
+     * stretch is kept whole: shrink the stretch until what it holds fits. */
+    for (int tries = 0;; tries++) {
+        l->kept = 0;
+        for (size_t k = 0; k < l->n; k++) {
+            const struct rsr_model *m = models[l->model[k]];
+            int64_t off = m->clock_offset_ns;
+            rsr_input_load_window(&l->ins[k], ins[l->model[k]].file, l->from_ns - off, l->to_ns - off);
+            if (!l->ins[k].model) {
+                static struct rsr_model empty;
+                l->models[k] = &empty;
+                continue;
+            }
+            rsr_model_shift(l->ins[k].model, off);
+            l->models[k] = l->ins[k].model;
+            l->kept += l->models[k]->n_ops + l->models[k]->n_syncs;
         }
-        rsr_model_shift(l->ins[k].model, off);
-        l->models[k] = l->ins[k].model;
-        l->kept += l->models[k]->n_ops + l->models[k]->n_syncs;
+        if (!budget || l->kept <= budget || tries == 8 || l->to_ns - l->from_ns < 2)
+            break;
+        lanes_free(l);
+        lanes_centre(l, (int64_t)((double)(l->to_ns - l->from_ns) * 0.95 * (double)budget / (double)l->kept));
     }
-}
-
-static void lanes_free(struct lanes *l)
-{
-    for (size_t k = 0; k < l->n; k++)
-        rsr_input_free(&l->ins[k]);
 }
 
 /* report.json's "lanes": which processes, why, the window, what was left
@@ -764,12 +777,20 @@ static int load_share(struct loaded *J, const struct rsr_mpi *mp, const int *own
     return 0;
 }
 
+/* What a reporter process sends the first: one message per input it
+ * loaded (its index, then the input), so that neither end holds more than
+ * one input's packed summary at a time, then a last one (LAST, its peak
+ * memory, its flame trees). */
+#define LAST UINT64_MAX
+
 /* The other processes' inputs and flame trees into J (on the first
- * process). Returns 0, or 1 with a message. */
+ * process), each summary's tuples spilled as they would be had it loaded
+ * the file itself. Returns 0, or 1 with a message. */
 static int gather_shares(struct loaded *J, const struct rsr_mpi *mp, const int *owner)
 {
     struct rsr_pack b = { 0 };
-    for (int left = mp->size - 1; left > 0; left--) {
+    int rc = 0;
+    for (int left = mp->size - 1; left > 0;) {
         int from = -1;
         if (rsr_mpi_recv(mp, &b, &from) != 0) {
             fprintf(stderr, "ringside: out of memory, or MPI failed, receiving a reporter process's summaries\n");
@@ -777,30 +798,37 @@ static int gather_shares(struct loaded *J, const struct rsr_mpi *mp, const int *
             return 1;
         }
         struct rsr_unpack u = { b.p, b.p + b.n, 0 };
-        double rss;
-        uint64_t bits = rsr_unpack_u64(&u);
-        memcpy(&rss, &bits, sizeof rss);
-        if (rss > J->peak_rss_mb)
-            J->peak_rss_mb = rss;
-        uint64_t count = rsr_unpack_u64(&u);
-        for (uint64_t k = 0; k < count && !u.failed; k++) {
-            uint64_t i = rsr_unpack_u64(&u);
-            if (i >= (uint64_t)J->n || owner[i] != from || rsr_unpack_input(&u, &J->ins[i]) != 0)
-                u.failed = 1;
+        uint64_t i = rsr_unpack_u64(&u);
+        if (i == LAST) {
+            double rss;
+            uint64_t bits = rsr_unpack_u64(&u), nfl = rsr_unpack_u64(&u);
+            memcpy(&rss, &bits, sizeof rss);
+            if (rss > J->peak_rss_mb)
+                J->peak_rss_mb = rss;
+            for (uint64_t k = 0; k < nfl && J->fls && !u.failed; k++)
+                if (rsr_unpack_flame(&u, &J->fls[k]) != 0)
+                    u.failed = 1;
+            left--;
+        } else if (i >= (uint64_t)J->n || owner[i] != from || J->ins[i].file ||
+                   rsr_unpack_input(&u, &J->ins[i]) != 0) {
+            u.failed = 1;
+        } else if (J->ins[i].model && J->ins[i].model->sum) {
+            rsr_summary_spill(J->ins[i].model->sum);
         }
-        uint64_t nfl = rsr_unpack_u64(&u);
-        for (uint64_t k = 0; k < nfl && J->fls && !u.failed; k++)
-            if (rsr_unpack_flame(&u, &J->fls[k]) != 0)
-                u.failed = 1;
         if (u.failed || u.p != u.end) {
             fprintf(stderr, "ringside: reporter process %d sent summaries that do not read back "
                             "(out of memory, or a different ringside build)\n", from);
-            rsr_pack_free(&b);
-            return 1;
+            rc = 1;
+            break;
         }
     }
     rsr_pack_free(&b);
-    return 0;
+    for (int i = 0; !rc && i < J->n; i++)
+        if (!J->ins[i].file) {
+            fprintf(stderr, "ringside: reporter process %d did not send %s\n", owner[i], J->files[i]);
+            rc = 1;
+        }
+    return rc;
 }
 
 /* On a process other than the first: sends what it loaded. 0, or 1 with a
@@ -808,27 +836,41 @@ static int gather_shares(struct loaded *J, const struct rsr_mpi *mp, const int *
 static int send_share(const struct loaded *J, const struct rsr_mpi *mp, const int *owner)
 {
     struct rsr_pack b = { 0 };
-    double rss = rsr_peak_rss_mb();
-    uint64_t bits, count = 0;
-    memcpy(&bits, &rss, sizeof bits);
-    rsr_pack_u64(&b, bits);
-    for (int i = 0; i < J->n; i++)
-        count += owner[i] == mp->rank;
-    rsr_pack_u64(&b, count);
-    for (int i = 0; i < J->n; i++)
-        if (owner[i] == mp->rank) {
-            rsr_pack_u64(&b, (uint64_t)i);
-            rsr_pack_input(&b, &J->ins[i]);
+    int rc = 0;
+    for (int i = 0; i < J->n && !rc; i++) {
+        if (owner[i] != mp->rank)
+            continue;
+        b.n = 0;
+        rsr_pack_u64(&b, (uint64_t)i);
+        rsr_pack_input(&b, &J->ins[i]);
+        if (b.failed) {
+            fprintf(stderr, "ringside: reporter process %d: out of memory, or the spill file could not be "
+                            "read, packing the summary of %s\n", mp->rank, J->files[i]);
+            rc = 1;
+        } else if (rsr_mpi_send(mp, &b) != 0) {
+            fprintf(stderr, "ringside: reporter process %d: MPI failed sending its summaries\n", mp->rank);
+            rc = 1;
         }
+    }
+    /* The last message goes even after a failure: the first process then
+     * says which file it lacks instead of waiting for ever. */
+    double rss = rsr_peak_rss_mb();
+    uint64_t bits;
+    memcpy(&bits, &rss, sizeof bits);
+    b.n = 0;
+    b.failed = 0;
+    rsr_pack_u64(&b, LAST);
+    rsr_pack_u64(&b, bits);
     rsr_pack_u64(&b, J->fls ? RSF_SAMPLE_NKINDS : 0);
     for (int k = 0; J->fls && k < RSF_SAMPLE_NKINDS; k++)
         rsr_pack_flame(&b, &J->fls[k]);
-    int rc = 0;
     if (b.failed) {
-        fprintf(stderr, "ringside: reporter process %d: out of memory packing its summaries\n", mp->rank);
-        /* An empty message still lets the first process go on and say so. */
+        fprintf(stderr, "ringside: reporter process %d: out of memory packing its flame graphs\n", mp->rank);
         b.n = 0;
         b.failed = 0;
+        rsr_pack_u64(&b, LAST);
+        rsr_pack_u64(&b, bits);
+        rsr_pack_u64(&b, 0);
         rc = 1;
     }
     if (rsr_mpi_send(mp, &b) != 0) {
@@ -942,11 +984,37 @@ static char *reporter_json(const struct loaded *J, const struct rsr_mpi *mp, dou
     return s;
 }
 
+/* report.json's text: the analyses' figures, then extra (the lanes; may
+ * be NULL) and the reporter key as of now. NULL when out of memory. */
+static char *render_json(struct rsr_input *ins, int n, const struct rsr_job *job, const char *extra,
+                         const struct loaded *J, const struct rsr_mpi *mp, double t0, size_t *len)
+{
+    char *how = reporter_json(J, mp, t0), *keys = NULL, *json = NULL;
+    if (!how || asprintf(&keys, "%s%s%s", extra ? extra : "", extra ? ", " : "", how) < 0) {
+        free(how);
+        return NULL;
+    }
+    free(how);
+    FILE *mem = open_memstream(&json, len);
+    if (!mem) {
+        free(keys);
+        return NULL;
+    }
+    rsr_report_json(mem, ins, n, job, keys);
+    free(keys);
+    if (fclose(mem) != 0) {
+        free(json);
+        return NULL;
+    }
+    return json;
+}
+
 static int report_run(char **paths, int npaths, const struct rsr_report_opts *o, const struct rsr_mpi *mp,
                           double t0)
 {
     struct loaded J;
     int lrc = 0;
+    rsr_inputs_bound(o->memory_mb);
     switch (job_load(&J, paths, npaths, mp, o->out_dir != NULL, o, &lrc)) {
     case 0:
         break;
@@ -978,24 +1046,9 @@ static int report_run(char **paths, int npaths, const struct rsr_report_opts *o,
         lanes_load(lanes, ins, models, RSR_LANES_EVENTS);
         extra = lanes_json(lanes, ins, &job, paths, npaths);
     }
-    char *how = reporter_json(&J, mp, t0), *keys = NULL;
-    if (!how || asprintf(&keys, "%s%s%s", extra ? extra : "", extra ? ", " : "", how) < 0) {
-        fprintf(stderr, "ringside: out of memory\n");
-        return 1;
-    }
-    free(how);
-    free(extra);
-    extra = keys;
-    char *json = NULL;
     size_t len = 0;
-    FILE *mem = open_memstream(&json, &len);
-    if (!mem || !lanes) {
-        fprintf(stderr, "ringside: out of memory\n");
-        return 1;
-    }
-    rsr_report_json(mem, ins, n, &job, extra);
-    free(extra);
-    if (fclose(mem) != 0) {
+    char *json = lanes ? render_json(ins, n, &job, extra, &J, mp, t0, &len) : NULL;
+    if (!json) {
         fprintf(stderr, "ringside: out of memory\n");
         return 1;
     }
@@ -1019,8 +1072,17 @@ static int report_run(char **paths, int npaths, const struct rsr_report_opts *o,
                 rc = (fprintf(stderr, "ringside: %s: %s\n", bad, strerror(errno)), 1);
             if (!rc)
                 rc = write_output(o->out_dir, "trace.json", lanes->models, lanes->n);
+            /* Once more, with the peak memory and wall time of all the
+             * outputs (index.html has read it by now). */
+            char *last = rc ? NULL : render_json(ins, n, &job, extra, &J, mp, t0, &len);
+            if (last) {
+                free(json);
+                json = last;
+                rc = write_file(p, json, len);
+            }
         }
     }
+    free(extra);
     if (!rc && o->json_path) {
         if (strcmp(o->json_path, "-") == 0)
             rc = fwrite(json, 1, len, stdout) == len ? 0 : 1;
@@ -1029,6 +1091,15 @@ static int report_run(char **paths, int npaths, const struct rsr_report_opts *o,
     }
     if (!rc && !o->quiet)
         summary(o->json_path && strcmp(o->json_path, "-") == 0 ? stderr : stdout, ins, n, &job);
+    /* What was written is kept, but a script must not take it for whole. */
+    int lacking = arc != 0;
+    for (int i = 0; i < n; i++)
+        lacking += !ins[i].model || ins[i].model_incomplete;
+    if (!rc && lacking) {
+        fprintf(stderr, "ringside: the report is incomplete: memory ran out (%s); exit status 1\n",
+                arc ? "some analyses are missing" : "some processes lack part of their events");
+        rc = 1;
+    }
     rsr_job_free(&job);
     lanes_free(lanes);
     free(lanes);

@@ -14,6 +14,7 @@ struct rsr_report_opts {
     int lines;             /* --lines: source lines in the flame graphs' frame names */
     const int *ranks;      /* --ranks: ranks drawn in full (lanes, trace.json) */
     int nranks;
+    unsigned long long memory_mb; /* --memory-mb: the bound (load.h); 0: none */
 };
 
 /* Processes drawn in full (timeline lanes, trace.json) at most, and GPU ops

@@ -7,8 +7,13 @@
 #include "reporter/summary.h"
 #include "formats/trace.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* One running union of intervals given in start order. Touching intervals
  * merge, as in HTA. */
@@ -689,6 +694,22 @@ static void finish_kernels(struct rsr_acc *a, struct rsr_summary *o)
     qsort(k->short_names, ncand, sizeof *k->short_names, cmp_short);
 }
 
+static int cmp_tuple(const void *pa, const void *pb, void *arg)
+{
+    const struct rsr_coll_tuple *a = pa, *b = pb;
+    const struct rsr_coll_key *keys = arg;
+    uint64_t ca = keys[a->key].comm_id, cb = keys[b->key].comm_id;
+    if (ca != cb)
+        return ca < cb ? -1 : 1;
+    if (a->seq != b->seq)
+        return a->seq < b->seq ? -1 : 1;
+    if (a->start_ns != b->start_ns)
+        return a->start_ns < b->start_ns ? -1 : 1;
+    if (a->end_ns != b->end_ns)
+        return a->end_ns < b->end_ns ? -1 : 1;
+    return (a->key > b->key) - (a->key < b->key);
+}
+
 /* The bursts of paths written enough and never read, in start order. */
 static void finish_bursts(struct rsr_acc *a, struct rsr_summary *o)
 {
@@ -742,6 +763,9 @@ int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
     out->n_syncs = a->n_syncs;
     out->sync_blocked_ns = a->sync_blocked;
     out->late = a->late;
+    /* in (communicator, seq) order, so that a merge reads them across ranks */
+    if (out->n_colls > 1)
+        qsort_r(out->colls, out->n_colls, sizeof *out->colls, cmp_tuple, out->keys);
     int rc = a->failed ? -1 : 0;
     free(a->streams);
     free(a->stats);
@@ -773,7 +797,8 @@ void rsr_summary_shift(struct rsr_summary *s, int64_t d)
         s->gpu.start_ns += d;
         s->gpu.end_ns += d;
     }
-    for (size_t i = 0; i < s->n_colls; i++) {
+    s->colls_shift_ns += s->spilled ? d : 0;
+    for (size_t i = 0; i < s->n_colls && !s->spilled; i++) {
         s->colls[i].start_ns += d;
         s->colls[i].end_ns += d;
     }
@@ -817,6 +842,237 @@ void rsr_summary_rebin(const struct rsr_summary *s, int series, double *v, int64
             lo = x;
         }
     }
+}
+
+/* ---- the spill file and reading tuples back ---- */
+
+static pthread_mutex_t spill_lock = PTHREAD_MUTEX_INITIALIZER;
+static int spill_fd = -1;
+static _Atomic uint64_t spill_end;
+
+/* The spill file's descriptor, made on first use (tmpfile: unlinked, so
+ * it goes with the process); -1 when it cannot be made. */
+static int spill_file(void)
+{
+    pthread_mutex_lock(&spill_lock);
+    if (spill_fd < 0) {
+        FILE *f = tmpfile();
+        if (f)
+            spill_fd = fileno(f);
+    }
+    int fd = spill_fd;
+    pthread_mutex_unlock(&spill_lock);
+    return fd;
+}
+
+int rsr_summary_spill(struct rsr_summary *s)
+{
+    if (s->spilled || !s->n_colls)
+        return 0;
+    int fd = spill_file();
+    if (fd < 0)
+        return -1;
+    size_t len = s->n_colls * sizeof *s->colls;
+    uint64_t off = atomic_fetch_add(&spill_end, len);
+    for (size_t done = 0; done < len;) {
+        ssize_t w = pwrite(fd, (const char *)s->colls + done, len - done, (off_t)(off + done));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        done += (size_t)w;
+    }
+    free(s->colls);
+    s->colls = NULL;
+    s->cap_colls = 0;
+    s->spilled = 1;
+    s->spill_off = off;
+    s->colls_shift_ns = 0;
+    return 0;
+}
+
+int rsr_summary_unspill(struct rsr_summary *s)
+{
+    if (!s->spilled)
+        return 0;
+    struct rsr_coll_tuple *t = malloc(s->n_colls * sizeof *t);
+    struct rsr_coll_cursor c;
+    rsr_coll_cursor_open(&c, s);
+    for (size_t i = 0; t && i < s->n_colls; i++)
+        if (rsr_coll_cursor_next(&c, &t[i]) != 1) {
+            free(t);
+            return -1;
+        }
+    if (!t)
+        return -1;
+    s->colls = t;
+    s->cap_colls = s->n_colls;
+    s->spilled = 0;
+    s->colls_shift_ns = 0;
+    return 0;
+}
+
+size_t rsr_summary_bytes(const struct rsr_summary *s)
+{
+    size_t b = s->cap_keys * sizeof *s->keys + s->cap_colls * sizeof *s->colls +
+               s->n_bursts * sizeof *s->bursts + s->gpu.n_streams * sizeof *s->gpu.streams +
+               s->kernels.n * sizeof *s->kernels.stats + s->kernels.n_short_names * sizeof *s->kernels.short_names;
+    for (int k = 0; k < RSR_FINE_NSERIES; k++)
+        b += s->fine[k] ? RSR_FINE_BINS * sizeof(double) : 0;
+    return b;
+}
+
+void rsr_coll_cursor_open(struct rsr_coll_cursor *c, const struct rsr_summary *s)
+{
+    c->s = s;
+    c->next = c->at = c->n = 0;
+}
+
+int rsr_coll_cursor_next(struct rsr_coll_cursor *c, struct rsr_coll_tuple *t)
+{
+    const struct rsr_summary *s = c->s;
+    if (!s->spilled) {
+        if (c->next >= s->n_colls)
+            return 0;
+        *t = s->colls[c->next++];
+        return 1;
+    }
+    if (c->at == c->n) {
+        size_t want = s->n_colls - c->next;
+        if (!want)
+            return 0;
+        if (want > sizeof c->buf / sizeof c->buf[0])
+            want = sizeof c->buf / sizeof c->buf[0];
+        size_t len = want * sizeof c->buf[0], got = 0;
+        off_t off = (off_t)(s->spill_off + c->next * sizeof c->buf[0]);
+        while (got < len) {
+            ssize_t r = pread(spill_fd, (char *)c->buf + got, len - got, off + (off_t)got);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0) {
+                if (!r)
+                    errno = EIO;
+                return -1;
+            }
+            got += (size_t)r;
+        }
+        c->next += want;
+        c->at = 0;
+        c->n = want;
+    }
+    *t = c->buf[c->at++];
+    t->start_ns += s->colls_shift_ns;
+    t->end_ns += s->colls_shift_ns;
+    return 1;
+}
+
+/* The merge's order: (communicator, seq, model). */
+static int entry_less(const struct rsr_coll_entry *a, const struct rsr_coll_entry *b)
+{
+    if (a->k->comm_id != b->k->comm_id)
+        return a->k->comm_id < b->k->comm_id;
+    if (a->t.seq != b->t.seq)
+        return a->t.seq < b->t.seq;
+    return a->model < b->model;
+}
+
+static void merge_sift_down(struct rsr_coll_merge *m, size_t i)
+{
+    uint32_t *h = m->heap;
+    for (;;) {
+        size_t l = 2 * i + 1, least = i;
+        if (l < m->n_heap && entry_less(&m->head[h[l]], &m->head[h[least]]))
+            least = l;
+        if (l + 1 < m->n_heap && entry_less(&m->head[h[l + 1]], &m->head[h[least]]))
+            least = l + 1;
+        if (least == i)
+            return;
+        uint32_t x = h[i];
+        h[i] = h[least];
+        h[least] = x;
+        i = least;
+    }
+}
+
+/* Reads model i's next tuple into its head: 1, 0 at its end, -1 on error. */
+static int merge_advance(struct rsr_coll_merge *m, uint32_t i)
+{
+    const struct rsr_summary *s = m->models[i]->sum;
+    int r = rsr_coll_cursor_next(&m->cur[i], &m->head[i].t);
+    if (r > 0) {
+        m->head[i].model = i;
+        m->head[i].k = &s->keys[m->head[i].t.key];
+    }
+    return r;
+}
+
+int rsr_coll_merge_open(struct rsr_coll_merge *m, struct rsr_model *const *models, size_t n)
+{
+    memset(m, 0, sizeof *m);
+    m->n = n;
+    m->models = models;
+    m->cur = malloc((n ? n : 1) * sizeof *m->cur);
+    m->head = malloc((n ? n : 1) * sizeof *m->head);
+    m->heap = malloc((n ? n : 1) * sizeof *m->heap);
+    if (!m->cur || !m->head || !m->heap) {
+        rsr_coll_merge_close(m);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!models[i]->sum)
+            continue;
+        rsr_coll_cursor_open(&m->cur[i], models[i]->sum);
+        int r = merge_advance(m, (uint32_t)i);
+        if (r < 0)
+            m->failed = 1;
+        if (r > 0)
+            m->heap[m->n_heap++] = (uint32_t)i;
+    }
+    for (size_t i = m->n_heap / 2; i-- > 0;)
+        merge_sift_down(m, i);
+    return 0;
+}
+
+long rsr_coll_merge_next(struct rsr_coll_merge *m, const struct rsr_coll_entry **entries)
+{
+    if (m->failed)
+        return -1;
+    if (!m->n_heap)
+        return 0;
+    uint64_t comm = m->head[m->heap[0]].k->comm_id;
+    uint32_t seq = m->head[m->heap[0]].t.seq;
+    size_t n = 0;
+    while (m->n_heap) {
+        uint32_t i = m->heap[0];
+        if (m->head[i].k->comm_id != comm || m->head[i].t.seq != seq)
+            break;
+        if (n == m->cap_group) {
+            size_t nc = m->cap_group ? m->cap_group * 2 : 64;
+            void *p = realloc(m->group, nc * sizeof *m->group);
+            if (!p)
+                return -1;
+            m->group = p;
+            m->cap_group = nc;
+        }
+        m->group[n++] = m->head[i];
+        int r = merge_advance(m, i);
+        if (r < 0)
+            return m->failed = 1, -1;
+        if (r == 0)
+            m->heap[0] = m->heap[--m->n_heap];
+        merge_sift_down(m, 0);
+    }
+    *entries = m->group;
+    return (long)n;
+}
+
+void rsr_coll_merge_close(struct rsr_coll_merge *m)
+{
+    free(m->cur);
+    free(m->head);
+    free(m->heap);
+    free(m->group);
+    memset(m, 0, sizeof *m);
 }
 
 /* ---- a whole model ---- */

@@ -3,8 +3,11 @@
  * GPU breakdown, kernel table, per-collective tuples, checkpoint bursts and
  * data loading, fine utilisation bins, sync totals. load_model.c feeds it
  * from a file through a reorder window; rsr_model_summarize from a whole
- * model (Kineto imports, tests). Memory grows with names, streams, files
- * written and collectives, not with kernels, copies or I/O calls. */
+ * model (Kineto imports, tests). Memory grows with names, streams and files
+ * written, not with kernels, copies or I/O calls; the collective tuples,
+ * which grow with the job's length, can be spilled to a temporary file
+ * (rsr_summary_spill) and are read back in (communicator, sequence) order
+ * by a cursor or, across processes, by a k-way merge. */
 #ifndef RSR_SUMMARY_H
 #define RSR_SUMMARY_H
 
@@ -45,8 +48,15 @@ struct rsr_summary {
 
     struct rsr_coll_key *keys;
     size_t n_keys, cap_keys;
-    struct rsr_coll_tuple *colls;       /* in the order they were added */
+    /* The tuples by (keys[key].comm_id, seq), then start, end, key: in
+     * colls, or, when spilled, n_colls of them at spill_off in the spill
+     * file (colls NULL) with colls_shift_ns still to add to their times.
+     * Read them with a cursor (below) either way. */
+    struct rsr_coll_tuple *colls;
     size_t n_colls, cap_colls;
+    int spilled;
+    uint64_t spill_off;
+    int64_t colls_shift_ns;
 
     /* Write bursts that may be checkpoints (storage.h): one per open of a
      * path written with RSR_CKPT_MIN_BYTES or more and never read, each
@@ -121,6 +131,67 @@ int rsr_model_summarize(struct rsr_model *m);
 /* m's summary, made from its records when it has none yet (see above);
  * NULL when out of memory. */
 struct rsr_summary *rsr_model_summary(struct rsr_model *m);
+
+/* Moves s's tuples (sorted: see rsr_summary) to the spill file, a
+ * temporary file shared by all summaries, made on first use and gone at
+ * exit. Returns 0, or -1 when it cannot be written (s is then unchanged). */
+int rsr_summary_spill(struct rsr_summary *s);
+
+/* Reads spilled tuples back into s->colls, their shift applied (for
+ * pack.c, which sends them as an array). 0, or -1 when out of memory or
+ * the spill file cannot be read (s is then unchanged). */
+int rsr_summary_unspill(struct rsr_summary *s);
+
+/* Bytes of memory s holds (its arrays and fine bins, not the struct). */
+size_t rsr_summary_bytes(const struct rsr_summary *s);
+
+/* Reads a summary's tuples in order, times shifted as the summary's. */
+struct rsr_coll_cursor {
+    const struct rsr_summary *s;
+    size_t next;                /* tuples read into buf so far */
+    size_t at, n;               /* position in buf, tuples in it */
+    struct rsr_coll_tuple buf[128];
+};
+
+void rsr_coll_cursor_open(struct rsr_coll_cursor *c, const struct rsr_summary *s);
+
+/* The next tuple into *t: 1, 0 at the end, -1 when the spill file could
+ * not be read (errno set). */
+int rsr_coll_cursor_next(struct rsr_coll_cursor *c, struct rsr_coll_tuple *t);
+
+/* One tuple of a merge: the model it is from and its key. */
+struct rsr_coll_entry {
+    uint32_t model;
+    struct rsr_coll_tuple t;
+    const struct rsr_coll_key *k;
+};
+
+/* A k-way merge of the tuples of models[0..n) (their summaries) in
+ * (communicator, sequence, model) order, one cursor per model: memory
+ * grows with the models and the largest group, not with the tuples. */
+struct rsr_coll_merge {
+    size_t n;
+    struct rsr_model *const *models;
+    struct rsr_coll_cursor *cur;
+    struct rsr_coll_entry *head;        /* per model, its next tuple */
+    uint32_t *heap;                     /* models with a head, least first */
+    size_t n_heap;
+    struct rsr_coll_entry *group;
+    size_t cap_group;
+    int failed;                         /* a spill read failed */
+};
+
+/* Opens a merge over models[0..n) (summarised: rsr_model_summary); 0, or
+ * -1 when out of memory. */
+int rsr_coll_merge_open(struct rsr_coll_merge *m, struct rsr_model *const *models, size_t n);
+
+/* The next group: every tuple with the next (communicator, sequence), by
+ * model, a model's repeats in its own order, into *entries (valid until
+ * the next call). Returns their count, 0 at the end, or -1 when out of
+ * memory or a read failed. */
+long rsr_coll_merge_next(struct rsr_coll_merge *m, const struct rsr_coll_entry **entries);
+
+void rsr_coll_merge_close(struct rsr_coll_merge *m);
 
 /* Adds delta_ns to every time of s (not the busy times, which are sums). */
 void rsr_summary_shift(struct rsr_summary *s, int64_t delta_ns);

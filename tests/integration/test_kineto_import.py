@@ -69,8 +69,8 @@ def differences(a, b, path=""):
     """Where two reports differ, leaving out what names the files read (the
     export command names the trace folder) and the clock offsets: trace.json
     is on the job's time line already, so the files imported from it need no
-    offset to be put there."""
-    if path.endswith("/trace") or path.endswith("/clock") or path in ("/job", "/lanes/export"):
+    offset to be put there; and how each report was made (its wall time)."""
+    if path.endswith("/trace") or path.endswith("/clock") or path in ("/job", "/lanes/export", "/reporter"):
         return []
     if isinstance(a, dict) and isinstance(b, dict):
         out = []
