@@ -258,7 +258,7 @@ const char rsr_html_js[] =
     "function drawWait(c){var f=null;D.figs.forEach(function(q){if(q&&q.id==='wait')f=q;});if(!f)"
     "return;var rows=[];D.procs.forEach(function(p,i){if(p[f.col]!==null&&p[f.col]!==undefined)"
     "rows.push([p[f.col],i]);});\n"
-    " var n=rows.length;if(!n)return;var g=canvas2d(c,150),x=g.x,L=50,T=6,ph=120,pw=Math.max(10,"
+    " var n=rows.length;if(!n)return;var g=canvas2d(c,150),x=g.x,L=70,T=6,ph=120,pw=Math.max(10,"
     "g.w-L-8),top=0;\n"
     " rows.forEach(function(a){top=Math.max(top,a[0]);});top=nice(top);\n"
     " var Y=function(v){return T+ph-v/top*ph;},bw=pw/n;\n"
