@@ -44,6 +44,7 @@ static const struct rsf_field_desc counters_fields[RSF_COUNTERS_NSLOTS] = {
     [RSF_COUNTERS_DROPPED_GPU] = SCALAR("dropped_gpu", RSF_F_U64),
     [RSF_COUNTERS_DROPPED_NCCL] = SCALAR("dropped_nccl", RSF_F_U64),
     [RSF_COUNTERS_DROPPED_SAMPLES] = SCALAR("dropped_samples", RSF_F_U64),
+    [RSF_COUNTERS_DROPPED_RANGES] = SCALAR("dropped_ranges", RSF_F_U64),
 };
 static const struct rsf_table_desc counters_desc = { "Counters", RSF_COUNTERS_NSLOTS, counters_fields };
 
@@ -72,6 +73,7 @@ static const struct rsf_field_desc chunk_fields[RSF_CHUNK_NSLOTS] = {
     [RSF_CHUNK_STACKS] = TABLEF("stacks", RSF_F_VEC_TABLE, stack_desc),
     [RSF_CHUNK_SAMPLES] = STRUCTF("samples", RSF_F_VEC_STRUCT, struct rsf_sample),
     [RSF_CHUNK_MODULES] = STRUCTF("modules", RSF_F_VEC_STRUCT, struct rsf_module),
+    [RSF_CHUNK_RANGES] = STRUCTF("ranges", RSF_F_VEC_STRUCT, struct rsf_range),
 };
 const struct rsf_table_desc rsf_chunk_desc = { "Chunk", RSF_CHUNK_NSLOTS, chunk_fields };
 
@@ -110,6 +112,7 @@ RSF_NAME_FN(rsf_coll_op_name, RSF_COLL_OPS)
 RSF_NAME_FN(rsf_comm_kind_name, RSF_COMM_KINDS)
 RSF_NAME_FN(rsf_mem_kind_name, RSF_MEM_KINDS)
 RSF_NAME_FN(rsf_sample_kind_name, RSF_SAMPLE_KINDS)
+RSF_NAME_FN(rsf_range_kind_name, RSF_RANGE_KINDS)
 #undef RSF_NAME_FN
 #undef RSF_NAME
 
@@ -190,6 +193,7 @@ static int enc_fill(struct enc *e, const struct rsf_chunk *c)
         e->counters[RSF_COUNTERS_DROPPED_GPU] = uval(c->counters->dropped_gpu);
         e->counters[RSF_COUNTERS_DROPPED_NCCL] = uval(c->counters->dropped_nccl);
         e->counters[RSF_COUNTERS_DROPPED_SAMPLES] = uval(c->counters->dropped_samples);
+        e->counters[RSF_COUNTERS_DROPPED_RANGES] = uval(c->counters->dropped_ranges);
         e->chunk[RSF_CHUNK_COUNTERS] = (struct rsf_val){ .set = 1, .p = e->counters };
     }
     if (c->end)
@@ -201,6 +205,7 @@ static int enc_fill(struct enc *e, const struct rsf_chunk *c)
     e->chunk[RSF_CHUNK_MEMS] = vval(c->mems, c->nmems);
     e->chunk[RSF_CHUNK_SAMPLES] = vval(c->samples, c->nsamples);
     e->chunk[RSF_CHUNK_MODULES] = vval(c->modules, c->nmodules);
+    e->chunk[RSF_CHUNK_RANGES] = vval(c->ranges, c->nranges);
     if (c->nstacks) {
         e->stacks = calloc(c->nstacks, RSF_STACK_NSLOTS * sizeof *e->stacks);
         e->stack_ptrs = calloc(c->nstacks, sizeof *e->stack_ptrs);
@@ -332,6 +337,7 @@ int rsf_chunk_decode(const uint8_t *buf, size_t size, struct rsf_chunk_view *v, 
     c->mems = struct_vec(buf, t, RSF_CHUNK_MEMS, &c->nmems);
     c->samples = struct_vec(buf, t, RSF_CHUNK_SAMPLES, &c->nsamples);
     c->modules = struct_vec(buf, t, RSF_CHUNK_MODULES, &c->nmodules);
+    c->ranges = struct_vec(buf, t, RSF_CHUNK_RANGES, &c->nranges);
 
     uint32_t sv = rsf_fb_deref(buf, t, RSF_CHUNK_STRINGS);
     uint32_t m = rsf_fb_deref(buf, t, RSF_CHUNK_META);
@@ -360,6 +366,7 @@ int rsf_chunk_decode(const uint8_t *buf, size_t size, struct rsf_chunk_view *v, 
         v->counters.dropped_gpu = rsf_fb_u64(buf, ct, RSF_COUNTERS_DROPPED_GPU, 0);
         v->counters.dropped_nccl = rsf_fb_u64(buf, ct, RSF_COUNTERS_DROPPED_NCCL, 0);
         v->counters.dropped_samples = rsf_fb_u64(buf, ct, RSF_COUNTERS_DROPPED_SAMPLES, 0);
+        v->counters.dropped_ranges = rsf_fb_u64(buf, ct, RSF_COUNTERS_DROPPED_RANGES, 0);
         c->counters = &v->counters;
     }
     uint32_t stv = rsf_fb_deref(buf, t, RSF_CHUNK_STACKS);

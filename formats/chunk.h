@@ -35,6 +35,7 @@ struct rsf_counters {
     uint64_t dropped_gpu;     /* GpuEvent, SyncEvent, MemEvent */
     uint64_t dropped_nccl;    /* CollEvent, CommEvent */
     uint64_t dropped_samples;
+    uint64_t dropped_ranges;  /* NVTX records and ranges lost (trace.fbs) */
 };
 
 /* One Stack table: frames innermost first. */
@@ -76,6 +77,8 @@ struct rsf_chunk {
     uint32_t nsamples;
     const struct rsf_module *modules;
     uint32_t nmodules;
+    const struct rsf_range *ranges;
+    uint32_t nranges;
 };
 
 extern const struct rsf_table_desc rsf_chunk_desc;

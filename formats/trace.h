@@ -77,6 +77,7 @@ struct rsf_thread_ref { uint32_t tid, name; };
     X(FREE_HOST, free_host) X(ALLOC_MANAGED, alloc_managed) X(ALLOC_ASYNC, alloc_async) \
     X(FREE_ASYNC, free_async)
 #define RSF_SAMPLE_KINDS(X) X(CPU, cpu) X(WAIT, wait) X(GPU, gpu)
+#define RSF_RANGE_KINDS(X) X(PUSH, push) X(START, start) X(MARK, mark)
 
 #define RSF_ENUM_GPU(id, name) RSF_GPU_##id,
 #define RSF_ENUM_DIR(id, name) RSF_COPY_##id,
@@ -85,6 +86,7 @@ struct rsf_thread_ref { uint32_t tid, name; };
 #define RSF_ENUM_COMM(id, name) RSF_COMM_##id,
 #define RSF_ENUM_MEM(id, name) RSF_MEM_##id,
 #define RSF_ENUM_SAMPLE(id, name) RSF_SAMPLE_##id,
+#define RSF_ENUM_RANGE(id, name) RSF_RANGE_##id,
 enum rsf_gpu_kind { RSF_GPU_KINDS(RSF_ENUM_GPU) RSF_GPU_NKINDS };
 enum rsf_copy_dir { RSF_COPY_DIRS(RSF_ENUM_DIR) RSF_COPY_NDIRS };
 enum rsf_sync_kind { RSF_SYNC_KINDS(RSF_ENUM_SYNC) RSF_SYNC_NKINDS };
@@ -92,6 +94,7 @@ enum rsf_coll_op { RSF_COLL_OPS(RSF_ENUM_COLL) RSF_COLL_NOPS };
 enum rsf_comm_kind { RSF_COMM_KINDS(RSF_ENUM_COMM) RSF_COMM_NKINDS };
 enum rsf_mem_kind { RSF_MEM_KINDS(RSF_ENUM_MEM) RSF_MEM_NKINDS };
 enum rsf_sample_kind { RSF_SAMPLE_KINDS(RSF_ENUM_SAMPLE) RSF_SAMPLE_NKINDS };
+enum rsf_range_kind { RSF_RANGE_KINDS(RSF_ENUM_RANGE) RSF_RANGE_NKINDS };
 #undef RSF_ENUM_GPU
 #undef RSF_ENUM_DIR
 #undef RSF_ENUM_SYNC
@@ -99,6 +102,7 @@ enum rsf_sample_kind { RSF_SAMPLE_KINDS(RSF_ENUM_SAMPLE) RSF_SAMPLE_NKINDS };
 #undef RSF_ENUM_COMM
 #undef RSF_ENUM_MEM
 #undef RSF_ENUM_SAMPLE
+#undef RSF_ENUM_RANGE
 
 /* Names of those enums' values as in trace.fbs; NULL outside the enum. */
 const char *rsf_gpu_kind_name(unsigned v);
@@ -108,6 +112,7 @@ const char *rsf_coll_op_name(unsigned v);
 const char *rsf_comm_kind_name(unsigned v);
 const char *rsf_mem_kind_name(unsigned v);
 const char *rsf_sample_kind_name(unsigned v);
+const char *rsf_range_kind_name(unsigned v);
 
 /* GpuEvent.flags and CollEvent.flags */
 enum {
@@ -172,6 +177,16 @@ struct rsf_module {
     uint32_t path, build_id;
 };
 
+/* Range.flags */
+enum { RSF_RANGEF_OPEN_AT_EXIT = 1 };
+
+struct rsf_range {
+    uint64_t start_ns, end_ns;
+    uint32_t tid, end_tid, name, domain, category;
+    uint16_t depth;
+    uint8_t kind, flags;
+};
+
 _Static_assert(sizeof(struct rsf_clock_pair) == 16, "ClockPair layout");
 _Static_assert(sizeof(struct rsf_io_event) == 48, "IoEvent layout");
 _Static_assert(sizeof(struct rsf_file_ref) == 12, "FileRef layout");
@@ -184,6 +199,7 @@ _Static_assert(sizeof(struct rsf_mem_event) == 40, "MemEvent layout");
 _Static_assert(sizeof(struct rsf_frame) == 8, "Frame layout");
 _Static_assert(sizeof(struct rsf_sample) == 32, "Sample layout");
 _Static_assert(sizeof(struct rsf_module) == 40, "Module layout");
+_Static_assert(sizeof(struct rsf_range) == 40, "Range layout");
 
 /* Field slots of each table, in trace.fbs declaration order. */
 enum { RSF_SETTING_KEY, RSF_SETTING_VALUE, RSF_SETTING_NSLOTS };
@@ -196,7 +212,7 @@ enum {
 enum {
     RSF_COUNTERS_RECORDED, RSF_COUNTERS_DROPPED, RSF_COUNTERS_DROPPED_IO,
     RSF_COUNTERS_DROPPED_GPU, RSF_COUNTERS_DROPPED_NCCL, RSF_COUNTERS_DROPPED_SAMPLES,
-    RSF_COUNTERS_NSLOTS
+    RSF_COUNTERS_DROPPED_RANGES, RSF_COUNTERS_NSLOTS
 };
 enum { RSF_STACK_ID, RSF_STACK_FRAMES, RSF_STACK_NSLOTS };
 enum {
@@ -204,7 +220,7 @@ enum {
     RSF_CHUNK_FILES, RSF_CHUNK_THREADS, RSF_CHUNK_CLOCKS, RSF_CHUNK_IO,
     RSF_CHUNK_COUNTERS, RSF_CHUNK_END, RSF_CHUNK_GPU, RSF_CHUNK_SYNCS, RSF_CHUNK_COLLS,
     RSF_CHUNK_COMMS, RSF_CHUNK_MEMS, RSF_CHUNK_STACKS, RSF_CHUNK_SAMPLES, RSF_CHUNK_MODULES,
-    RSF_CHUNK_NSLOTS
+    RSF_CHUNK_RANGES, RSF_CHUNK_NSLOTS
 };
 
 #endif

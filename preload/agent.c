@@ -348,9 +348,35 @@ static void after_fork_child(void)
 
 /* ---- start and end ---- */
 
+int rs_agent_in_scope(void)
+{
+    /* C library functions we interpose, looked up by name: the global
+     * scope comes first, so one of them being ours says the hooks are the
+     * program's (another preloaded library may define one of them before
+     * us, hardly all three). Not a symbol only we define: a library loaded
+     * with RTLD_LOCAL finds its own symbols through RTLD_DEFAULT too. */
+    static const char *const probe[] = { "open", "_exit", "sigaction" };
+    Dl_info self, at;
+    if (!dladdr((void *)rs_agent_in_scope, &self))
+        return 0;
+    for (size_t i = 0; i < sizeof probe / sizeof *probe; i++) {
+        void *p = dlsym(RTLD_DEFAULT, probe[i]);
+        if (p && dladdr(p, &at) && at.dli_fbase == self.dli_fbase)
+            return 1;
+    }
+    return 0;
+}
+
 __attribute__((constructor)) static void rs_start(int argc, char **argv, char **envp)
 {
     (void)envp;
+    /* Loaded but not preloaded: NVTX dlopen'ed us in a process that only
+     * inherited NVTX_INJECTION64_PATH (a child started without LD_PRELOAD).
+     * No hook of ours is the program's there, so the agent does nothing at
+     * all: no thread, no signal handler, no file, and InitializeInjectionNvtx2
+     * answers 0, which leaves NVTX as it is with no tool and unloads us. */
+    if (!rs_agent_in_scope())
+        return;
     rs_th.guard = 1;
     rs_config_load(argc, argv);
     rs_clock_init();
@@ -378,6 +404,7 @@ __attribute__((constructor)) static void rs_start(int argc, char **argv, char **
     signals_init();
     resolve_early();
     atomic_store(&rs_hot.on, 1);
+    rs_nvtx_init();
     rs_sample_init();
     rs_th.guard = 0;
 }

@@ -168,7 +168,9 @@ static inline uint64_t rs_tick_dur(const struct rs_tick_map *m, uint64_t d)
 enum rs_rec_kind {
     RS_REC_IO = 1, RS_REC_OPEN = 2, RS_REC_FILE = 3, RS_REC_IO_LONG = 4,
     /* CUDA and NCCL (hook_cuda.c, hook_nccl.c): 16..47 */
-    RS_REC_GPU = 16, RS_REC_SYNC = 17, RS_REC_MEM = 18, RS_REC_COLL = 19, RS_REC_COMM = 20
+    RS_REC_GPU = 16, RS_REC_SYNC = 17, RS_REC_MEM = 18, RS_REC_COLL = 19, RS_REC_COMM = 20,
+    /* CPU samples (sample.h): 48..79. NVTX (nvtx.c): 80 */
+    RS_REC_RANGE = 80
 };
 
 struct rs_rec_hdr {
@@ -220,12 +222,17 @@ struct __attribute__((aligned(64))) rs_block {
     uint32_t tid;
     _Atomic uint32_t next;      /* list link: index of the next block */
     uint8_t *data;
+    uint32_t slot;              /* the owning thread's slot (ring.c) */
 };
 
 struct __attribute__((aligned(64))) rs_thread {
     _Atomic(struct rs_block *) cur; /* written by the owner, read by the writer */
     uint32_t tid;
     _Atomic int state;              /* RS_THREAD_FREE / LIVE */
+    /* Blocks of this thread handed to the writer and not drained yet: the
+     * writer leaves the current block alone while there are any, so that a
+     * thread's records reach it in order (NVTX pairs push with pop). */
+    _Atomic uint32_t unread;
 };
 
 enum { RS_THREAD_FREE = 0, RS_THREAD_LIVE = 1 };
@@ -324,6 +331,23 @@ struct rs_rec_comm {
     int32_t rank, nranks, device, pad_;
 };
 
+/* An NVTX call (kind RANGE, nvtx.c): h.op is enum rs_nvtx_op. Times are
+ * ticks. push and pop carry the (thread, domain) nesting level in h.file;
+ * start and end the range id. The name is name_ptr, text that lives as long
+ * as the process (a registered string), or else the inline text in name[]
+ * (NUL-terminated; none for pop and end). domain: the domain's name, text
+ * that lives as long as the process, NULL for the default domain. */
+enum rs_nvtx_op { RS_NVTX_PUSH, RS_NVTX_POP, RS_NVTX_START, RS_NVTX_END, RS_NVTX_MARK };
+
+struct rs_rec_range {
+    struct rs_rec_hdr h;
+    uint64_t ts, id;
+    const char *domain;
+    const char *name_ptr;
+    uint32_t category, pad_;
+    char name[];
+};
+
 /* Space for a record of size bytes (multiple of 8) in this thread's buffer,
  * or NULL when it must be dropped (counted under kind). Inline: this is
  * every hook's hot path. Leaves errno as it was. */
@@ -396,6 +420,11 @@ uint64_t rs_ring_dropped_io(void);
 uint64_t rs_ring_dropped_samples(void);
 uint64_t rs_ring_dropped_gpu(void);
 uint64_t rs_ring_dropped_nccl(void);
+/* NVTX records (kind RANGE) dropped for want of room, and the ranges the
+ * NVTX callbacks did not record (nesting too deep, too many domains on a
+ * thread: nvtx.c) */
+uint64_t rs_ring_dropped_ranges(void);
+void rs_ranges_lost(uint64_t n);
 /* Futex word the writer sleeps on. A hook that fills a block wakes it once
  * 8 full blocks wait, fewer in a small pool (or none is free; ring.c,
  * rs_ring_init): a wake-up per block cost the program's threads more than
@@ -447,6 +476,17 @@ void rs_gpu_forked(void);
 /* CUDA driver and NCCL versions (0: unknown), for Meta. */
 int rs_cuda_version(void);
 int rs_nccl_version(void);
+
+/* ---- NVTX (nvtx.c) ---- */
+
+/* At start, on a process the agent traces: points NVTX_INJECTION64_PATH at
+ * this library unless it names another one (then a notice: NVTX ranges are
+ * not recorded), and sets up the arena of domain and registered names. */
+void rs_nvtx_init(void);
+/* Whether this copy of the agent is in the program's global symbol scope
+ * (LD_PRELOAD, /etc/ld.so.preload), i.e. its hooks are the program's: not
+ * when NVTX dlopen'ed it in a process that does not preload it. */
+int rs_agent_in_scope(void);
 
 /* ---- files (fdtab.c) ---- */
 

@@ -45,7 +45,7 @@ static _Atomic uint64_t free_head;    /* low 32 bits: index; high: ABA tag */
 static _Atomic uint32_t full_head;
 static _Atomic uint32_t full_pending; /* blocks handed over since the writer's last pass */
 static uint32_t kick_at;              /* wake the writer at this many handed over */
-static _Atomic uint64_t dropped_all, dropped_io, dropped_gpu, dropped_nccl, dropped_samples;
+static _Atomic uint64_t dropped_all, dropped_io, dropped_gpu, dropped_nccl, dropped_samples, dropped_ranges;
 static pthread_key_t thread_key;
 static int key_made;
 
@@ -60,6 +60,13 @@ static void count_drop(int kind)
         atomic_fetch_add_explicit(&dropped_nccl, 1, memory_order_relaxed);
     else if (kind >= 48 && kind < 80)
         atomic_fetch_add_explicit(&dropped_samples, 1, memory_order_relaxed);
+    else if (kind == RS_REC_RANGE)
+        atomic_fetch_add_explicit(&dropped_ranges, 1, memory_order_relaxed);
+}
+
+void rs_ranges_lost(uint64_t n)
+{
+    atomic_fetch_add_explicit(&dropped_ranges, n, memory_order_relaxed);
 }
 
 uint64_t rs_ring_dropped(void) { return atomic_load(&dropped_all); }
@@ -67,6 +74,7 @@ uint64_t rs_ring_dropped_io(void) { return atomic_load(&dropped_io); }
 uint64_t rs_ring_dropped_gpu(void) { return atomic_load(&dropped_gpu); }
 uint64_t rs_ring_dropped_nccl(void) { return atomic_load(&dropped_nccl); }
 uint64_t rs_ring_dropped_samples(void) { return atomic_load(&dropped_samples); }
+uint64_t rs_ring_dropped_ranges(void) { return atomic_load(&dropped_ranges); }
 
 static uint32_t free_pop(void)
 {
@@ -121,6 +129,7 @@ static struct rs_block *rotate(struct rs_thread *t)
 {
     struct rs_block *old = atomic_load_explicit(&t->cur, memory_order_relaxed);
     if (old) {
+        atomic_fetch_add_explicit(&t->unread, 1, memory_order_relaxed);
         atomic_store_explicit(&t->cur, NULL, memory_order_release);
         full_push(block_index(old));
         if (atomic_fetch_add_explicit(&full_pending, 1, memory_order_relaxed) + 1 >= kick_at)
@@ -134,6 +143,7 @@ static struct rs_block *rotate(struct rs_thread *t)
     }
     struct rs_block *b = &blocks[idx];
     b->tid = t->tid;
+    b->slot = (uint32_t)(t - threads);
     atomic_store_explicit(&b->committed, 0, memory_order_relaxed);
     cursor_set(b);
     /* The start of the block, which no earlier record prefetched (rs_publish). */
@@ -149,6 +159,7 @@ static void thread_gone(void *arg)
     struct rs_thread *t = arg;
     struct rs_block *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
     if (b) {
+        atomic_fetch_add_explicit(&t->unread, 1, memory_order_relaxed);
         atomic_store_explicit(&t->cur, NULL, memory_order_release);
         full_push(block_index(b));
     }
@@ -265,6 +276,7 @@ void rs_ring_reset(void)
     for (unsigned i = 0; i < used; i++) {
         atomic_store(&threads[i].state, RS_THREAD_FREE);
         atomic_store(&threads[i].cur, NULL);
+        atomic_store(&threads[i].unread, 0);
     }
     atomic_store(&threads_used, 0);
     if (rs_th.self && key_made)
@@ -276,6 +288,7 @@ void rs_ring_reset(void)
     atomic_store(&dropped_gpu, 0);
     atomic_store(&dropped_nccl, 0);
     atomic_store(&dropped_samples, 0);
+    atomic_store(&dropped_ranges, 0);
     pool_fill();
 }
 
@@ -305,6 +318,7 @@ void rs_ring_drain(rs_rec_fn fn, void *arg)
         uint32_t next = atomic_load_explicit(&b->next, memory_order_relaxed);
         drain_block(b, atomic_load_explicit(&b->committed, memory_order_acquire), fn, arg);
         b->consumed = 0;
+        atomic_fetch_sub_explicit(&threads[b->slot].unread, 1, memory_order_relaxed);
         free_push(idx);
         idx = next;
     }
@@ -316,8 +330,12 @@ void rs_ring_drain(rs_rec_fn fn, void *arg)
         struct rs_thread *t = &threads[i];
         if (atomic_load_explicit(&t->state, memory_order_acquire) != RS_THREAD_LIVE)
             continue;
+        /* cur before unread: a thread counts a block it hands over before
+         * it publishes the next one (rotate), so a new block seen here
+         * comes with its count, and waits for the pass that drains the old
+         * block's rest first. */
         struct rs_block *b = atomic_load_explicit(&t->cur, memory_order_acquire);
-        if (b)
+        if (b && atomic_load_explicit(&t->unread, memory_order_acquire) == 0)
             drain_block(b, atomic_load_explicit(&b->committed, memory_order_acquire), fn, arg);
     }
 }

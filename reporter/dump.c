@@ -88,7 +88,7 @@ static void string_ref(FILE *o, const struct dump_state *d, const char *key, uin
     rsr_json_str(o, str_of(d, id));
 }
 
-/* GPU, NCCL, memory, stack, sample and module records. */
+/* GPU, NCCL, memory, stack, sample, module and range records. */
 static void dump_gpu(struct dump_state *d, const struct rsf_chunk *c)
 {
     FILE *o = d->out;
@@ -166,6 +166,17 @@ static void dump_gpu(struct dump_state *d, const struct rsf_chunk *c)
         string_ref(o, d, "build_id", e->build_id);
         fputs("}\n", o);
     }
+    for (uint32_t i = 0; i < c->nranges; i++) {
+        const struct rsf_range *e = &c->ranges[i];
+        fprintf(o, "{\"type\":\"range\",\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64
+                   ",\"tid\":%u,\"end_tid\":%u",
+                e->start_ns, e->end_ns, e->tid, e->end_tid);
+        string_ref(o, d, "name", e->name);
+        string_ref(o, d, "domain", e->domain);
+        fprintf(o, ",\"category\":%u,\"depth\":%u", e->category, e->depth);
+        enum_field(o, "kind", rsf_range_kind_name(e->kind), e->kind);
+        fprintf(o, ",\"flags\":%u}\n", e->flags);
+    }
 }
 
 static int dump_chunk(const struct rsf_chunk *c, void *arg)
@@ -177,9 +188,11 @@ static int dump_chunk(const struct rsf_chunk *c, void *arg)
     if (c->counters)
         fprintf(o, ",\"counters\":{\"recorded\":%" PRIu64 ",\"dropped\":%" PRIu64
                    ",\"dropped_io\":%" PRIu64 ",\"dropped_gpu\":%" PRIu64
-                   ",\"dropped_nccl\":%" PRIu64 ",\"dropped_samples\":%" PRIu64 "}",
+                   ",\"dropped_nccl\":%" PRIu64 ",\"dropped_samples\":%" PRIu64
+                   ",\"dropped_ranges\":%" PRIu64 "}",
                 c->counters->recorded, c->counters->dropped, c->counters->dropped_io,
-                c->counters->dropped_gpu, c->counters->dropped_nccl, c->counters->dropped_samples);
+                c->counters->dropped_gpu, c->counters->dropped_nccl, c->counters->dropped_samples,
+                c->counters->dropped_ranges);
     fputs("}\n", o);
     if (c->meta)
         dump_meta(o, c->meta);

@@ -41,6 +41,7 @@ SAME_SIZE(MemEvent, rsf_mem_event);
 SAME_SIZE(Frame, rsf_frame);
 SAME_SIZE(Sample, rsf_sample);
 SAME_SIZE(Module, rsf_module);
+SAME_SIZE(Range, rsf_range);
 
 #define SAME_VALUE(gen, c) static_assert(int(ringside::gen) == int(c), #gen)
 SAME_VALUE(Role_rank, RSF_ROLE_RANK);
@@ -55,6 +56,10 @@ SAME_VALUE(CollOp_MAX, RSF_COLL_NOPS - 1);
 SAME_VALUE(CommKind_MAX, RSF_COMM_NKINDS - 1);
 SAME_VALUE(MemKind_MAX, RSF_MEM_NKINDS - 1);
 SAME_VALUE(SampleKind_MAX, RSF_SAMPLE_NKINDS - 1);
+SAME_VALUE(RangeKind_push, RSF_RANGE_PUSH);
+SAME_VALUE(RangeKind_start, RSF_RANGE_START);
+SAME_VALUE(RangeKind_mark, RSF_RANGE_MARK);
+SAME_VALUE(RangeKind_MAX, RSF_RANGE_NKINDS - 1);
 
 // A field's vtable entry sits at 4 + 2 x slot; the last slot + 1 is the count.
 #define SLOT(table, VT, C) static_assert(ringside::table::VT == 4 + 2 * (C), #table "." #VT)
@@ -84,7 +89,8 @@ SLOT(Counters, VT_DROPPED_IO, RSF_COUNTERS_DROPPED_IO);
 SLOT(Counters, VT_DROPPED_GPU, RSF_COUNTERS_DROPPED_GPU);
 SLOT(Counters, VT_DROPPED_NCCL, RSF_COUNTERS_DROPPED_NCCL);
 SLOT(Counters, VT_DROPPED_SAMPLES, RSF_COUNTERS_DROPPED_SAMPLES);
-static_assert(ringside::Counters::VT_DROPPED_SAMPLES == 2 + 2 * RSF_COUNTERS_NSLOTS, "Counters slots");
+SLOT(Counters, VT_DROPPED_RANGES, RSF_COUNTERS_DROPPED_RANGES);
+static_assert(ringside::Counters::VT_DROPPED_RANGES == 2 + 2 * RSF_COUNTERS_NSLOTS, "Counters slots");
 SLOT(Stack, VT_ID, RSF_STACK_ID);
 SLOT(Stack, VT_FRAMES, RSF_STACK_FRAMES);
 static_assert(ringside::Stack::VT_FRAMES == 2 + 2 * RSF_STACK_NSLOTS, "Stack slots");
@@ -106,7 +112,8 @@ SLOT(Chunk, VT_MEMS, RSF_CHUNK_MEMS);
 SLOT(Chunk, VT_STACKS, RSF_CHUNK_STACKS);
 SLOT(Chunk, VT_SAMPLES, RSF_CHUNK_SAMPLES);
 SLOT(Chunk, VT_MODULES, RSF_CHUNK_MODULES);
-static_assert(ringside::Chunk::VT_MODULES == 2 + 2 * RSF_CHUNK_NSLOTS, "Chunk slots");
+SLOT(Chunk, VT_RANGES, RSF_CHUNK_RANGES);
+static_assert(ringside::Chunk::VT_RANGES == 2 + 2 * RSF_CHUNK_NSLOTS, "Chunk slots");
 
 // ---- run time: what C++ keeps private (struct field offsets) and names ----
 
@@ -168,6 +175,11 @@ static const cfield sample_fields[] = {
 static const cfield module_fields[] = {
     CF(rsf_module, ts_ns), CF(rsf_module, start), CF(rsf_module, end), CF(rsf_module, file_off),
     CF(rsf_module, path), CF(rsf_module, build_id),
+};
+static const cfield range_fields[] = {
+    CF(rsf_range, start_ns), CF(rsf_range, end_ns), CF(rsf_range, tid), CF(rsf_range, end_tid),
+    CF(rsf_range, name), CF(rsf_range, domain), CF(rsf_range, category), CF(rsf_range, depth),
+    CF(rsf_range, kind), CF(rsf_range, flags),
 };
 
 // flatc's struct type table lists each field's offset and, after them, the
@@ -273,6 +285,7 @@ static void check_schema()
     CHECK_STRUCT(Frame, rsf_frame, frame_fields);
     CHECK_STRUCT(Sample, rsf_sample, sample_fields);
     CHECK_STRUCT(Module, rsf_module, module_fields);
+    CHECK_STRUCT(Range, rsf_range, range_fields);
 #undef CHECK_STRUCT
     check_table("Chunk", &rsf_chunk_desc, ringside::ChunkTypeTable());
     for (unsigned op = 0; op <= ringside::IoOp_MAX; op++) {
@@ -284,6 +297,15 @@ static void check_schema()
     }
     if (rsf_io_op_name(ringside::IoOp_MAX + 1) != nullptr)
         fail("rsf_io_op_name names a value past the end of IoOp");
+    for (unsigned k = 0; k <= ringside::RangeKind_MAX; k++) {
+        const char *mine = rsf_range_kind_name(k);
+        const char *theirs = ringside::EnumNameRangeKind(static_cast<ringside::RangeKind>(k));
+        if (!mine || std::strcmp(mine, theirs) != 0)
+            fail("RangeKind " + std::to_string(k) + ": trace.h says " + (mine ? mine : "(none)") +
+                 ", trace.fbs " + theirs);
+    }
+    if (rsf_range_kind_name(ringside::RangeKind_MAX + 1) != nullptr)
+        fail("rsf_range_kind_name names a value past the end of RangeKind");
 }
 
 // One size-prefixed Chunk per file, as flatc -b --size-prefixed writes it.

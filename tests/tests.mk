@@ -42,3 +42,8 @@ $(BUILD)/tests/prog/libspin.so: tests/programs/lib/spin.c
 	$(Q)$(CC) $(RS_CFLAGS) -shared -o $@ $< $(RS_LDFLAGS)
 test-build: $(BUILD)/tests/prog/libspin.so
 include tests/cudart/cudart.mk
+
+# The NVTX program: the toolkit's header-only NVTX v3 (read as system
+# headers), which dlopens its injection library.
+$(BUILD)/tests/prog/nvtx_ranges: RS_CFLAGS += -isystem $(CUDA_HOME)/include
+$(BUILD)/tests/prog/nvtx_ranges: RS_LDFLAGS += -ldl

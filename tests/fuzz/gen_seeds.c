@@ -62,7 +62,11 @@ int main(int argc, char **argv)
         { 1200, 900, 0, 65536, 1, 4242, RSF_IO_PREAD, {0} },
         { 1300, 70, -1, -28, 2, 4242, RSF_IO_WRITE, {0} },
     };
-    static const struct rsf_counters counters = { 7, 1, 1, 0, 0, 2 };
+    static const struct rsf_counters counters = { 7, 1, 1, 0, 0, 2, 1 };
+    static const struct rsf_range ranges[] = {
+        { 1100, 2900, 4242, 4242, 1, 0, 0, 0, RSF_RANGE_PUSH, 0 },
+        { 1200, 1200, 4242, 4242, 2, 3, 5, 0, RSF_RANGE_MARK, 0 },
+    };
     static const struct rsf_gpu_event gpu[] = {
         { 1400, 1500, 1600, 7, 0, 900, 4242, 1, 0, RSF_GPU_KERNEL, RSF_COPY_NONE, 0, {0} },
         { 1700, 1800, 1900, 7, 4096, 50, 4242, 0, 0, RSF_GPU_MEMCPY, RSF_COPY_HTOD, 0, {0} },
@@ -78,7 +82,8 @@ int main(int argc, char **argv)
           .files = files, .nfiles = 2, .threads = threads, .nthreads = 1 },
         { .seq = 1, .strings_base = 4, .clocks = clocks, .nclocks = 1, .io = io, .nio = 3 },
         { .seq = 2, .strings_base = 4, .gpu = gpu, .ngpu = 2, .colls = colls, .ncolls = 1,
-          .stacks = stacks, .nstacks = 1, .samples = samples, .nsamples = 1 },
+          .stacks = stacks, .nstacks = 1, .samples = samples, .nsamples = 1,
+          .ranges = ranges, .nranges = 2 },
         { .seq = 3, .strings_base = 4, .counters = &counters, .end = true },
     };
     enum { NCHUNKS = sizeof chunks / sizeof chunks[0] };

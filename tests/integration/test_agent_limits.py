@@ -2,7 +2,8 @@
 """The agent at its limits and in the program's symbol scope: a full disk
 (a small tmpfs as RINGSIDE_OUT) leaves the program's output and exit status
 as they are, with one "ringside:" notice and a trace of whole frames; the
-agent exports only its hooks (agent.map) and needs only the C library."""
+agent exports only its hooks (agent.map) and NVTX's injection entry point,
+and needs only the C library."""
 import os
 import re
 import subprocess
@@ -48,6 +49,11 @@ def exports():
     exported = {l.split()[-1].split("@")[0] for l in nm.stdout.decode().splitlines() if l.strip()}
     exported.discard("RINGSIDE_0")
     check("exports: only the hooks", exported and exported <= allowed, "extra: %s" % sorted(exported - allowed))
+    # NVTX's entry point for injection libraries, and none of NVTX's API (the
+    # agent is a tool: it must not define nvtxRangePushA & co. for the program).
+    check("exports: NVTX's InitializeInjectionNvtx2", "InitializeInjectionNvtx2" in exported, str(sorted(exported)[:10]))
+    check("exports: no NVTX API or NVTX globals", not any(s.lower().startswith("nvtx") for s in exported) and
+          "InitializeInjectionNvtx2_fnptr" not in exported, str(sorted(s for s in exported if "nvtx" in s.lower())))
     check("exports: no unwinder or LZ4 symbols",
           not any(s.startswith(("_Unwind", "LZ4", "lz4")) for s in exported), str(sorted(exported)[:10]))
     ldd = run(["ldd", AGENT]).stdout.decode()

@@ -67,7 +67,7 @@ def dump(path):
         if rec["type"] == "chunk":
             chunks.append({"chunk": rec, "meta": None, "string": [], "file": [], "thread": [],
                            "clock": [], "io": [], "gpu": [], "sync": [], "coll": [], "comm": [],
-                           "mem": [], "stack": [], "sample": [], "module": []})
+                           "mem": [], "stack": [], "sample": [], "module": [], "range": []})
         else:
             key = rec.pop("type")
             if key == "meta":
@@ -95,6 +95,8 @@ VECTORS = {  # flatc's vector -> dump's record type and the fields they share
     "mems": ("mem", ["start_ns", "dur_ns", "ptr", "bytes", "tid", "kind"]),
     "samples": ("sample", ["ts_ns", "weight_ns", "tid", "stack", "kind"]),
     "modules": ("module", ["ts_ns", "start", "end", "file_off", "path", "build_id"]),
+    "ranges": ("range", ["start_ns", "end_ns", "tid", "end_tid", "name", "domain", "category", "depth",
+                         "kind", "flags"]),
 }
 
 
@@ -218,7 +220,8 @@ def reverse_direction(tmp):
                 "result": 9223372036854775807 if i == 1 else -i, "file": 1 + i % 2, "tid": 7, "op": op}
                for i, op in enumerate(ops)],
         "counters": {"recorded": 18446744073709551615, "dropped": 0, "dropped_io": 3,
-                     "dropped_gpu": 4, "dropped_nccl": 5, "dropped_samples": 6},
+                     "dropped_gpu": 4, "dropped_nccl": 5, "dropped_samples": 6,
+                     "dropped_ranges": 18446744073709551615},
         "end": False,
         "gpu": [{"launch_ns": 1, "gpu_start_ns": 2, "gpu_end_ns": 18446744073709551615, "stream": 4,
                  "bytes": 5, "call_ns": 6, "tid": 7, "name": 3, "device": -1, "kind": k, "dir": d,
@@ -239,6 +242,9 @@ def reverse_direction(tmp):
                     for k in enum_names("SampleKind")],
         "modules": [{"ts_ns": 1, "start": 4194304, "end": 4202496, "file_off": 0, "path": 1,
                      "build_id": 2}],
+        "ranges": [{"start_ns": 1 + i, "end_ns": 18446744073709551615, "tid": 7, "end_tid": 4294967295,
+                    "name": 3, "domain": 2 * i, "category": 4294967295, "depth": 65535, "kind": k,
+                    "flags": 1} for i, k in enumerate(enum_names("RangeKind"))],
     }
     # Only defaults in the meta (flatc then stores nothing), and the end mark.
     second = {"seq": 1, "meta": {"host": "x"}, "strings_base": 4, "strings": ["/d"],
@@ -291,13 +297,16 @@ def main():
         dd_files, dd_chunks = check_program(
             "dd", ["dd", "if=/dev/zero", "of=" + dd_out, "bs=4096", "count=8", "conv=fsync"], tmp, 1)
         py_files, py_chunks = check_program("python", [sys.executable, "-c", WRITER, target], tmp, 3)
+        # NVTX ranges (formats: Range) from a real program built with the NVTX headers.
+        _, nvtx_chunks = check_program("nvtx", [os.path.join(BUILD, "tests", "prog", "nvtx_ranges"),
+                                                os.path.join(tmp, "nvtx-truth.json")], tmp, 1)
 
         # The agent's records against what the programs really wrote.
         got = (written_to(dd_files, dd_out), written_to(py_files, target))
         want = (8 * 4096, os.path.getsize(target))
         report_problems("io_bytes_match_the_files", [] if got == want else [f"recorded {got}, files hold {want}"])
 
-        chunks = dd_chunks + py_chunks
+        chunks = dd_chunks + py_chunks + nvtx_chunks
         r = run([VERIFY] + chunks)
         report_problems("cxx_verifier_accepts_every_chunk",
                [r.stderr.decode().strip()] if r.returncode or not chunks else [])

@@ -27,7 +27,7 @@ static const struct rsf_io_event io[] = {
     { UINT64_MAX, UINT64_MAX, INT64_MIN, INT64_MAX, 2, UINT32_MAX, RSF_IO_SENDFILE_OUT, {0} },
     { 0, 0, 0, -28, 0, 0, RSF_IO_PWRITEV2, {0} },
 };
-static const struct rsf_counters counters = { 123456789012ull, UINT64_MAX, 1, 2, 3, UINT64_MAX - 4 };
+static const struct rsf_counters counters = { 123456789012ull, UINT64_MAX, 1, 2, 3, UINT64_MAX - 4, 5 };
 static const struct rsf_gpu_event gpu[] = {
     { 1, 2, 3, 4, 5, 6, 7, 1, -1, RSF_GPU_KERNEL, RSF_COPY_NONE, RSF_GPUF_PTSZ, {0} },
     { UINT64_MAX, 0, UINT64_MAX, 9, 1 << 20, UINT32_MAX, 8, 2, 7, RSF_GPU_MEMCPY, RSF_COPY_PEER,
@@ -46,6 +46,10 @@ static const struct rsf_frame frames_b[] = { { 0x7f0000001234ull } };
 static const struct rsf_stack stacks[] = { { 1, frames_a, 2 }, { 2, frames_b, 1 }, { 3, NULL, 0 } };
 static const struct rsf_sample samples[] = { { 5, 10101010, 4242, 2, RSF_SAMPLE_GPU, {0} } };
 static const struct rsf_module modules[] = { { 1, 0x400000, 0x402000, 0x1000, 1, 3 } };
+static const struct rsf_range ranges[] = {
+    { 10, 20, 4242, 4243, 1, 0, 7, 3, RSF_RANGE_START, 0 },
+    { 30, 30, 1, 1, 2, 3, 0, 0, RSF_RANGE_MARK, RSF_RANGEF_OPEN_AT_EXIT },
+};
 
 static const struct rsf_meta meta = {
     .format_version = RSF_FORMAT_VERSION, .host = "node-7", .pid = 4242, .ppid = -5,
@@ -63,6 +67,7 @@ static const struct rsf_chunk full = {
     .gpu = gpu, .ngpu = 2, .syncs = syncs, .nsyncs = 1, .colls = colls, .ncolls = 1,
     .comms = comms, .ncomms = 1, .mems = mems, .nmems = 1, .stacks = stacks, .nstacks = 3,
     .samples = samples, .nsamples = 1, .modules = modules, .nmodules = 1,
+    .ranges = ranges, .nranges = 2,
 };
 
 static uint64_t enc_space[8192];
@@ -114,6 +119,7 @@ START_TEST(round_trip_every_field)
     SAME_VEC(mems, nmems, mems);
     SAME_VEC(samples, nsamples, samples);
     SAME_VEC(modules, nmodules, modules);
+    SAME_VEC(ranges, nranges, ranges);
 #undef SAME_VEC
     ck_assert_uint_eq(c->nstacks, 3);
     for (uint32_t i = 0; i < 3; i++) {
