@@ -329,6 +329,24 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
         see_time(m, s->start_ns, s->end_ns);
         see_start(L, s->start_ns);
     }
+    /* NVTX ranges are drawn with the lanes (full and windowed models); a
+     * streamed summary does not hold them. */
+    for (uint32_t i = 0; i < c->nranges && !L->stream; i++) {
+        const struct rsf_range *e = &c->ranges[i];
+        if (L->windowed && ((int64_t)e->end_ns < L->win_from || (int64_t)e->start_ns > L->win_to))
+            continue;
+        struct rsr_range *r = rsr_model_add_range(m);
+        if (!r)
+            goto oom;
+        r->start_ns = (int64_t)e->start_ns;
+        r->end_ns = (int64_t)(e->end_ns > e->start_ns ? e->end_ns : e->start_ns);
+        r->name = str_id(L, e->name, strings, nstrings);
+        r->domain = str_id(L, e->domain, strings, nstrings);
+        r->tid = e->tid;
+        r->depth = e->depth;
+        r->kind = e->kind;
+        r->open_at_exit = (e->flags & RSF_RANGEF_OPEN_AT_EXIT) != 0;
+    }
     for (uint32_t i = 0; i < c->ncomms; i++)
         if (take_comm(L, &c->comms[i]) != 0)
             goto oom;
@@ -595,6 +613,7 @@ void rsr_model_loader_finish(struct rsr_model_loader *L)
     RSR_SHRINK(m->colls, m->n_colls, m->cap_colls);
     RSR_SHRINK(m->io, m->n_io, m->cap_io);
     RSR_SHRINK(m->syncs, m->n_syncs, m->cap_syncs);
+    RSR_SHRINK(m->ranges, m->n_ranges, m->cap_ranges);
 #undef RSR_SHRINK
 done:
     free(L->smap);

@@ -46,6 +46,7 @@ void rsr_model_free(struct rsr_model *m)
     free(m->colls);
     free(m->io);
     free(m->syncs);
+    free(m->ranges);
     free(m->clocks);
     if (m->sum) {
         rsr_summary_free(m->sum);
@@ -238,6 +239,17 @@ struct rsr_sync *rsr_model_add_sync(struct rsr_model *m)
     return e;
 }
 
+struct rsr_range *rsr_model_add_range(struct rsr_model *m)
+{
+    struct rsr_range *v = grow(m->ranges, &m->cap_ranges, m->n_ranges, sizeof *v);
+    if (!v)
+        return NULL;
+    m->ranges = v;
+    struct rsr_range *e = &m->ranges[m->n_ranges++];
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
 struct rsr_clock *rsr_model_add_clock(struct rsr_model *m)
 {
     struct rsr_clock *v = grow(m->clocks, &m->cap_clocks, m->n_clocks, sizeof *v);
@@ -274,6 +286,10 @@ void rsr_model_shift(struct rsr_model *m, int64_t d)
         m->syncs[i].start_ns += d;
         m->syncs[i].end_ns += d;
     }
+    for (size_t i = 0; i < m->n_ranges; i++) {
+        m->ranges[i].start_ns += d;
+        m->ranges[i].end_ns += d;
+    }
     if (m->wall_start_ns || m->wall_end_ns) {
         m->wall_start_ns += d;
         m->wall_end_ns += d;
@@ -293,6 +309,15 @@ static int cmp_sync_start(const void *pa, const void *pb)
 {
     const struct rsr_sync *a = pa, *b = pb;
     return (a->start_ns > b->start_ns) - (a->start_ns < b->start_ns);
+}
+
+/* Ranges by start, an enclosing range before what it encloses. */
+static int cmp_range_start(const void *pa, const void *pb)
+{
+    const struct rsr_range *a = pa, *b = pb;
+    if (a->start_ns != b->start_ns)
+        return (a->start_ns > b->start_ns) - (a->start_ns < b->start_ns);
+    return (a->depth > b->depth) - (a->depth < b->depth);
 }
 
 /* Colls that came without times or communicator ids (Kineto) get them:
@@ -398,6 +423,7 @@ void rsr_model_sort(struct rsr_model *m)
     sort_records(m->launches, m->n_launches, sizeof *m->launches, cmp_launch_corr);
     sort_records(m->io, m->n_io, sizeof *m->io, cmp_io_start);
     sort_records(m->syncs, m->n_syncs, sizeof *m->syncs, cmp_sync_start);
+    sort_records(m->ranges, m->n_ranges, sizeof *m->ranges, cmp_range_start);
 }
 
 int rsr_model_finish(struct rsr_model *m)

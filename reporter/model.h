@@ -116,6 +116,18 @@ struct rsr_sync {
     uint8_t kind;           /* enum rsf_sync_kind */
 };
 
+/* An annotation on a host thread: an NVTX range (push/pop, start/end, or a
+ * mark, which has no length). name and domain are string ids (domain 0: the
+ * default one); tid is the thread that began it. */
+struct rsr_range {
+    int64_t start_ns, end_ns;
+    uint32_t name, domain;
+    uint32_t tid;
+    uint16_t depth;         /* push/pop nesting, from 0 */
+    uint8_t kind;           /* enum rsf_range_kind */
+    uint8_t open_at_exit;   /* still open when the process ended: end_ns is then */
+};
+
 /* A (monotonic, realtime) pair of the source's clocks, ns. */
 struct rsr_clock {
     int64_t mono_ns, real_ns;
@@ -157,6 +169,8 @@ struct rsr_model {
     size_t n_io, cap_io;
     struct rsr_sync *syncs;         /* start order once finished */
     size_t n_syncs, cap_syncs;
+    struct rsr_range *ranges;       /* start order once finished; none when streamed */
+    size_t n_ranges, cap_ranges;
     struct rsr_clock *clocks;       /* as read, on the source's own clocks */
     size_t n_clocks, cap_clocks;
     uint64_t mem_allocs, mem_frees; /* cuMemAlloc* / cuMemFree* calls */
@@ -199,6 +213,7 @@ struct rsr_launch *rsr_model_add_launch(struct rsr_model *m);
 struct rsr_coll *rsr_model_add_coll(struct rsr_model *m);
 struct rsr_io *rsr_model_add_io(struct rsr_model *m);
 struct rsr_sync *rsr_model_add_sync(struct rsr_model *m);
+struct rsr_range *rsr_model_add_range(struct rsr_model *m);
 struct rsr_clock *rsr_model_add_clock(struct rsr_model *m);
 
 /* Adds delta_ns to every time in m (ops, launches, colls, io, syncs,

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "reporter/json.h"
+#include "formats/trace.h"
 
 /* PyTorch's names for the collectives, as Kineto writes "Collective name". */
 static const char *coll_name(int op)
@@ -306,6 +307,33 @@ static void put_sync(struct writer *w, int64_t pid, const struct rsr_sync *s, ui
     put_call(w, pid, s->tid, s->start_ns, s->end_ns, correlation);
 }
 
+/* An NVTX range, as Kineto writes a user annotation (record_function,
+ * ProfilerStep#N), on the thread that began it; a mark has no length. */
+static void put_range(struct writer *w, const struct rsr_model *m, int64_t pid, const struct rsr_range *r)
+{
+    W_LIT(w, ",\n{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":");
+    w_name(w, m, r->name);
+    W_LIT(w, ",\"pid\":");
+    w_i64(w, pid);
+    W_LIT(w, ",\"tid\":");
+    w_u64(w, r->tid);
+    W_LIT(w, ",\"ts\":");
+    w_us(w, r->start_ns);
+    W_LIT(w, ",\"dur\":");
+    w_us(w, r->end_ns - r->start_ns);
+    W_LIT(w, ",\"args\":{\"source\":\"nvtx\",\"nvtx\":\"");
+    const char *kind = rsf_range_kind_name(r->kind);
+    w_mem(w, kind, strlen(kind));
+    W_LIT(w, "\"");
+    if (r->domain) {
+        W_LIT(w, ",\"domain\":");
+        w_name(w, m, r->domain);
+    }
+    if (r->open_at_exit)
+        W_LIT(w, ",\"open_at_exit\":true");
+    W_LIT(w, "}}");
+}
+
 int rsr_perfetto_write(FILE *f, struct rsr_model *const *models, size_t nmodels)
 {
     int64_t *ids = process_ids(models, nmodels);
@@ -353,6 +381,8 @@ int rsr_perfetto_write(FILE *f, struct rsr_model *const *models, size_t nmodels)
                 corr = m->launches[k].correlation;
         for (size_t k = 0; k < m->n_syncs; k++)
             put_sync(w, ids[i], &m->syncs[k], ++corr);
+        for (size_t k = 0; k < m->n_ranges; k++)
+            put_range(w, m, ids[i], &m->ranges[k]);
         w_flush(w);
     }
     for (size_t i = 0; i < w->nnames; i++)

@@ -24,7 +24,7 @@ import json
 import os
 import re
 
-from rstest import AGENT, PROG, check, cleanup, dump, finish, report_problems, run, skip, tempdir, \
+from rstest import AGENT, PROG, RINGSIDE, check, cleanup, dump, finish, report_problems, run, skip, tempdir, \
     trace_files, traced_env
 
 PROGRAM = os.path.join(PROG, "nvtx_ranges")
@@ -101,8 +101,46 @@ def ranges_test():
         report_problems("nvtx: every range with its name, kind, domain, depth, threads and times",
                         compare(truth, got))
         check("nvtx: nothing dropped", counters.get("dropped_ranges") == 0, str(counters))
+        report_problems("nvtx: ringside report's trace.json holds every range as a user annotation",
+                        in_perfetto(truth, out, work))
     finally:
         cleanup(out, work)
+
+
+def in_perfetto(truth, out, work):
+    """Problems between the truth and the user annotations of report's
+    trace.json: each range once, on its thread, with its duration and its
+    start relative to the first range within the truth's brackets."""
+    rep = os.path.join(work, "report")
+    p = run([RINGSIDE, "report", out, "-o", rep, "-q"])
+    if p.returncode != 0:
+        return ["ringside report failed: %s" % p.stderr.decode()[-300:]]
+    with open(os.path.join(rep, "trace.json")) as f:
+        events = [e for e in json.load(f)["traceEvents"] if e.get("cat") == "user_annotation"]
+    problems = []
+    if len(events) != len(truth):
+        problems.append("%d annotations for %d ranges" % (len(events), len(truth)))
+    by_name = {e["name"]: e for e in events}
+    first_t = min(t["s0"] for t in truth)
+    first_e = min((e["ts"] for e in events), default=0)
+    for t in truth:
+        e = by_name.get(t["name"])
+        if not e:
+            problems.append("%s: not in trace.json" % t["name"])
+            continue
+        end = t["e1"] if t["e1"] else None
+        if e["tid"] != t["tid"]:
+            problems.append("%s: tid %s, wanted %s" % (t["name"], e["tid"], t["tid"]))
+        start_ns = (e["ts"] - first_e) * 1e3
+        if not (t["s0"] - first_t - 2 * TOL_NS <= start_ns <= t["s1"] - first_t + 2 * TOL_NS):
+            problems.append("%s: starts %.0f ns after the first, truth %d to %d" %
+                            (t["name"], start_ns, t["s0"] - first_t, t["s1"] - first_t))
+        if end is not None and not (t["e0"] - t["s1"] - TOL_NS <= e["dur"] * 1e3 <= end - t["s0"] + TOL_NS):
+            problems.append("%s: lasts %.0f ns, truth %d to %d" % (t["name"], e["dur"] * 1e3, t["e0"] - t["s1"],
+                                                                 end - t["s0"]))
+        if (t["domain"] or None) != e["args"].get("domain"):
+            problems.append("%s: domain %r, wanted %r" % (t["name"], e["args"].get("domain"), t["domain"]))
+    return problems
 
 
 def already_set():
