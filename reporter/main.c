@@ -411,6 +411,12 @@ int main(int argc, char **argv)
         printf("ringside %s (%s MPI)\n", RINGSIDE_VERSION, rsr_mpi_built() ? "with" : "without");
         return 0;
     }
+    /* `ringside report --help` and the like: the help, not a usage error. */
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        }
     if (strcmp(cmd, "report") == 0)
         return cmd_report(argc - 2, argv + 2);
     if (strcmp(cmd, "export") == 0)

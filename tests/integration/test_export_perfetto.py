@@ -236,6 +236,14 @@ def usage_checks(work, d):
             if os.path.exists(out):
                 os.unlink(out)
     report_problems("export usage errors exit 2 with their message and write nothing", problems)
+    helps = []
+    for args in (["report", d, "--help"], ["export", "perfetto", "--help"], ["flame", "--help"],
+                 ["import-kineto", "--help"], ["--help"]):
+        p = run([RINGSIDE] + args)
+        if p.returncode != 0 or not p.stdout.startswith(b"usage: ringside") or p.stderr:
+            helps.append("%s: exit %d, stdout %r, stderr %r" % (" ".join(args), p.returncode, p.stdout[:40],
+                                                               p.stderr[:100]))
+    report_problems("--help after any command prints the usage on stdout, exit 0", helps)
     rc, so, se = export(d, out, "--ranks", "7")
     check("export --ranks of a rank not in the job exits 1",
           rc == 1 and "ringside: export: none of the ranks asked for is in " + d in se and not os.path.exists(out),
