@@ -33,6 +33,8 @@ int rsr_job_analyse(struct rsr_model *const *models, size_t n, struct rsr_job *j
         rc = -1;
     if (rsr_timeline_build(models, n, job->storage.job_start_ns, job->storage.job_end_ns, &job->timeline) != 0)
         rc = -1;
+    if (rsr_steps_analyse(models, n, &job->steps) != 0)
+        rc = -1;
     if (rsr_findings_make(job) != 0)
         rc = -1;
     return rc;
@@ -46,6 +48,7 @@ void rsr_job_free(struct rsr_job *job)
     rsr_coll_analysis_free(&job->colls);
     rsr_storage_free(&job->storage);
     rsr_timeline_free(&job->timeline);
+    rsr_steps_free(&job->steps);
     free(job->findings);
     memset(job, 0, sizeof *job);
 }

@@ -1,6 +1,6 @@
 /* All the analyses of one job, run in order on its models: clock alignment,
  * per-process GPU breakdown and kernel summary, collectives and stragglers,
- * storage (checkpoints, data loading), utilisation bins, findings. The
+ * storage (checkpoints, data loading), utilisation bins, steps, findings. The
  * report writers (report.c's JSON and text, html.c, perfetto.c) read it. */
 #ifndef RSR_ANALYSE_H
 #define RSR_ANALYSE_H
@@ -13,6 +13,7 @@
 #include "reporter/gpu_breakdown.h"
 #include "reporter/kernels.h"
 #include "reporter/model.h"
+#include "reporter/steps.h"
 #include "reporter/storage.h"
 #include "reporter/timeline.h"
 
@@ -25,6 +26,7 @@ struct rsr_job {
     struct rsr_coll_analysis colls;
     struct rsr_storage storage;
     struct rsr_timeline timeline;
+    struct rsr_steps steps;
     struct rsr_finding *findings;       /* most severe first */
     size_t n_findings;
 };

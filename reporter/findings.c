@@ -20,6 +20,9 @@
 #define MEM_CALLS_PER_S 100.0
 #define IDLE_PCT 30.0
 #define DATA_LOADING_PCT 10.0
+#define SLOW_STEPS_PCT 5.0        /* time slow steps take beyond the median, % of all steps' time */
+#define DRIFT_PCT 10.0            /* typical training step time change over the run */
+#define DRIFT_MIN_STEPS 10
 
 const char *rsr_severity_name(int sev)
 {
@@ -113,6 +116,62 @@ static double g_host_wait(const struct rsr_gpu_breakdown *b)
         if (!main || b->streams[i].ops > main->ops)
             main = &b->streams[i];
     return main && b->span_ns ? 100.0 * (double)main->host_wait_ns / (double)b->span_ns : 0;
+}
+
+/* Slow steps (with their causes) and a drifting step time (steps.h). */
+static void steps_findings(struct list *l, const struct rsr_steps *st)
+{
+    static const char *const causes[] = { "checkpoint", "io", "straggler", "launch_gaps", "unknown" };
+    static const char *const advice[] = {
+        "Checkpoint less often or asynchronously (torch.distributed.checkpoint async_save), or shard the save.",
+        "Read ahead of the GPU: more DataLoader workers, prefetching, faster or local storage.",
+        "Look at the slow rank in those steps: its kernels, its host, its share of the work.",
+        "The GPU waited for the host: look at the CPU and wait flame graphs for what ran between launches "
+        "(garbage collection, logging, synchronisations).",
+        "Look at the slow steps on the timeline (report.json's steps.series gives their times) beside a "
+        "typical step.",
+    };
+    if (!st->source || !st->count)
+        return;
+    double total = 0, extra = 0;
+    size_t n_cause[5] = { 0 };
+    for (size_t i = 0; i < st->n; i++)
+        total += (double)(st->steps[i].end_ns - st->steps[i].start_ns) / 1e6;
+    for (size_t i = 0; i < st->n_slow; i++) {
+        const struct rsr_step *x = &st->steps[st->slow[i].index];
+        extra += (double)(x->end_ns - x->start_ns) / 1e6 - st->phase_median_ms[x->phase];
+        for (size_t c = 0; c < 5; c++)
+            n_cause[c] += strcmp(st->slow[i].cause, causes[c]) == 0;
+    }
+    double pct_extra = total > 0 ? 100 * extra / total : 0;
+    if (st->n_slow && pct_extra >= SLOW_STEPS_PCT) {
+        size_t top = 0;
+        for (size_t c = 1; c < 5; c++)
+            if (n_cause[c] > n_cause[top])
+                top = c;
+        char why[160];
+        size_t o = 0;
+        why[0] = 0;
+        for (size_t c = 0; c < 5 && o < sizeof why; c++)
+            if (n_cause[c])
+                o += (size_t)snprintf(why + o, sizeof why - o, "%s%zu %s", o ? ", " : "", n_cause[c], causes[c]);
+        add(l, "slow_steps", pct_extra >= 20 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING, pct_extra, "Some steps are slow",
+            advice[top],
+            "%zu of %zu steps took %.1fx their phase's median or more (training median %.1f ms); they took "
+            "%.1f ms beyond the median, %.1f%% of all step time; causes: %s",
+            st->n_slow, st->n, RSR_STEPS_SLOW_X, st->median_ms, extra, pct_extra, why);
+    }
+    double d = st->typical_change_pct;
+    if (st->count >= DRIFT_MIN_STEPS && (d >= DRIFT_PCT || d <= -DRIFT_PCT))
+        add(l, "step_time_drift", RSR_SEV_WARNING, d < 0 ? -d : d,
+            d > 0 ? "The step time grows over the run" : "The step time falls over the run",
+            "Compare the first and last steps on the timeline: a slowdown that grows points at memory "
+            "fragmentation, a growing host-side cost (lists, logging, garbage collection), thermal throttling "
+            "or a data set whose samples grow.",
+            "the typical training step (the median of the last quarter of the %zu training steps, slow ones "
+            "left out) is %+.1f%% from the first quarter's; the least-squares line through all of them goes "
+            "%+.1f%%; median %.1f ms",
+            st->count, d, st->trend_pct, st->median_ms);
 }
 
 int rsr_findings_make(struct rsr_job *j)
@@ -261,6 +320,7 @@ int rsr_findings_make(struct rsr_job *j)
                 (double)d->read_ns / 1e9, (double)d->read_bytes / 1048576.0);
         }
     }
+    steps_findings(&l, &j->steps);
     if (l.n > 1)
         qsort(l.v, l.n, sizeof *l.v, cmp_finding);
     j->findings = l.v;

@@ -164,6 +164,60 @@ static void card_pct(FILE *f, const char *key, double v, int warn, const char *d
     fprintf(f, "%s</div></div>\n", detail);
 }
 
+/* The step time ("412 ms/step, p90 430 ms"), the figure a person who
+ * trains a model watches, in the page's first line (steps.h). */
+static void step_headline(FILE *f, yajl_val st)
+{
+    double med, p90, n, conf;
+    if (!st || !rsr_jv_knum(st, "median_ms", &med) || !rsr_jv_knum(st, "p90_ms", &p90) ||
+        !rsr_jv_knum(st, "count", &n) || !rsr_jv_knum(st, "confidence", &conf))
+        return;
+    const char *src = rsr_jv_kstr(st, "source");
+    fprintf(f, "<strong id=\"steptime\" title=\"median of %.0f training steps, found from the %s (confidence "
+               "%.2f); %zu slow\">%.3g ms/step, p90 %.3g ms</strong> &middot; ",
+            n, src ? src : "?", conf, rsr_jv_len(rsr_jv_key(st, "slow")), med, p90);
+}
+
+/* The step time over the run: a bar per step, its phase's colour, slow
+ * steps outlined, each bar's title its figures. */
+static void step_chart(FILE *f, yajl_val st)
+{
+    yajl_val series = rsr_jv_key(st, "series");
+    size_t n = rsr_jv_len(series);
+    double max = 0;
+    if (!n)
+        return;
+    for (size_t i = 0; i < n; i++)
+        max = fmax(max, rsr_jv_knum_or(rsr_jv_at(series, i), "dur_ms", 0));
+    if (max <= 0)
+        return;
+    yajl_val slow = rsr_jv_key(st, "slow");
+    fprintf(f, "<section id=\"steps\"><h2>Steps</h2><p>Step time over the run: %zu steps, the tallest %.3g ms "
+               "(training blue, evaluation green, other grey; slow steps outlined red). Hover a bar for its "
+               "figures.</p><svg viewBox=\"0 0 %zu 100\" preserveAspectRatio=\"none\" width=\"100%%\" "
+               "height=\"120\" role=\"img\">",
+            n, max, n);
+    for (size_t i = 0, k = 0; i < n; i++) {
+        yajl_val x = rsr_jv_at(series, i);
+        double dur = rsr_jv_knum_or(x, "dur_ms", 0), h = 100 * dur / max, idx;
+        const char *ph = rsr_jv_kstr(x, "phase");
+        int is_slow = 0;
+        for (; k < rsr_jv_len(slow) && rsr_jv_knum(rsr_jv_at(slow, k), "index", &idx) && idx < (double)i; k++)
+            ;
+        if (k < rsr_jv_len(slow) && rsr_jv_knum(rsr_jv_at(slow, k), "index", &idx) && idx == (double)i)
+            is_slow = 1;
+        fprintf(f, "<rect x=\"%zu.1\" y=\"%.2f\" width=\"0.8\" height=\"%.2f\" fill=\"%s\"%s><title>step %zu "
+                   "(%s): %.3g ms; compute %.0f%%, exposed communication %.0f%%, idle %.0f%%%s</title></rect>",
+                i, 100 - h, h, ph && strcmp(ph, "train") == 0 ? "#4477aa" : ph && strcmp(ph, "eval") == 0 ? "#228833"
+                                                                                                         : "#999999",
+                is_slow ? " stroke=\"#cc3311\" stroke-width=\"2\" vector-effect=\"non-scaling-stroke\"" : "", i, ph ? ph : "?", dur,
+                rsr_jv_knum_or(x, "compute_pct", 0), rsr_jv_knum_or(x, "exposed_comm_pct", 0),
+                rsr_jv_knum_or(x, "idle_pct", 0),
+                rsr_jv_key(x, "checkpoint") && YAJL_IS_TRUE(rsr_jv_key(x, "checkpoint")) ? "; checkpoint" : "");
+    }
+    fputs("</svg></section>\n", f);
+}
+
 static void summary_cards(struct page *p)
 {
     FILE *f = p->f;
@@ -1720,6 +1774,7 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
         rsr_html_text(f, job);
     }
     fputs("</h1><p>", f);
+    step_headline(f, rsr_jv_key(root, "steps"));
     double world;
     if (rsr_jv_knum(root, "world_size", &world))
         fprintf(f, "world size %.0f &middot; ", world);
@@ -1749,6 +1804,7 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
     int heat = p->many && rsr_html_heatmaps(f, root, p->ranks, p->have_io);
     if (timeline(p) != 0)
         return -1;
+    step_chart(f, rsr_jv_key(root, "steps"));
     if (!p->many) {
         charts(p);
         if (rsr_html_ranks_gpu(p->ranks) >= 3) {

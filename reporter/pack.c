@@ -145,6 +145,8 @@ static void pack_summary(struct rsr_pack *b, const struct rsr_summary *s)
     put_array(b, s->bursts, s->n_bursts, sizeof *s->bursts);
     for (int k = 0; k < RSR_FINE_NSERIES; k++)
         put_array(b, s->fine[k], s->fine[k] ? RSR_FINE_BINS : 0, sizeof *s->fine[k]);
+    put_array(b, s->cmarks, s->n_cmarks, sizeof *s->cmarks);
+    put_array(b, s->kmarks, s->n_kmarks, sizeof *s->kmarks);
 }
 
 static int unpack_summary(struct rsr_unpack *u, struct rsr_summary *s)
@@ -158,6 +160,8 @@ static int unpack_summary(struct rsr_unpack *u, struct rsr_summary *s)
     s->kernels.n_short_names = 0;
     s->keys = NULL, s->colls = NULL, s->bursts = NULL;
     s->n_keys = s->n_colls = s->n_bursts = 0;
+    s->cmarks = s->kmarks = NULL;
+    s->n_cmarks = s->n_kmarks = 0;
     for (int k = 0; k < RSR_FINE_NSERIES; k++)
         s->fine[k] = NULL;
     if (nshort > s->kernels.n)
@@ -187,6 +191,8 @@ static int unpack_summary(struct rsr_unpack *u, struct rsr_summary *s)
         if (s->fine[k] && n != RSR_FINE_BINS)
             u->failed = 1;
     }
+    s->cmarks = get_array(u, &s->n_cmarks, sizeof *s->cmarks);
+    s->kmarks = get_array(u, &s->n_kmarks, sizeof *s->kmarks);
     return u->failed ? -1 : 0;
 }
 

@@ -283,6 +283,58 @@ static void values_json(FILE *f, const char *key, const double *v, size_t n)
     putc(']', f);
 }
 
+/* "steps" (steps.h), absent when none were found (the text summary says why). */
+static void steps_json(FILE *f, const struct rsr_job *j)
+{
+    const struct rsr_steps *st = &j->steps;
+    if (!st->source)
+        return;
+    fprintf(f, ",\n\"steps\":{\"source\":\"%s\"", st->source);
+    num_key(f, "confidence", st->confidence);
+    fprintf(f, ",\"count\":%zu", st->count);
+    num_key(f, "median_ms", st->median_ms);
+    num_key(f, "p90_ms", st->p90_ms);
+    num_key(f, "p99_ms", st->p99_ms);
+    num_key(f, "max_ms", st->max_ms);
+    num_key(f, "trend_pct", st->trend_pct);
+    num_key(f, "typical_change_pct", st->typical_change_pct);
+    fprintf(f, ",\"ranks\":%zu,\"phases\":[", st->ranks);
+    for (int p = 0, k = 0; p < RSR_NPHASES; p++) {
+        if (!st->phase_count[p])
+            continue;
+        fprintf(f, "%s{\"name\":\"%s\",\"count\":%zu", k++ ? "," : "", rsr_step_phase_name(p), st->phase_count[p]);
+        num_key(f, "median_ms", st->phase_median_ms[p]);
+        putc('}', f);
+    }
+    fputs("],\"series\":[", f);
+    for (size_t i = 0; i < st->n; i++) {
+        const struct rsr_step *x = &st->steps[i];
+        fprintf(f, "%s{\"index\":%zu", i ? ",\n" : "\n", i);
+        num_key(f, "start_s", (double)(x->start_ns - j->storage.job_start_ns) / 1e9);
+        num_key(f, "dur_ms", (double)(x->end_ns - x->start_ns) / 1e6);
+        fprintf(f, ",\"phase\":\"%s\"", rsr_step_phase_name(x->phase));
+        num_key(f, "compute_pct", x->compute_pct);
+        num_key(f, "exposed_comm_pct", x->exposed_comm_pct);
+        num_key(f, "idle_pct", x->idle_pct);
+        num_key(f, "io_ms", x->io_ms);
+        num_key(f, "data_wait_ms", x->wait_ms);
+        num_key(f, "checkpoint_ms", x->ckpt_ms);
+        fprintf(f, ",\"checkpoint\":%s}", x->checkpoint ? "true" : "false");
+    }
+    fputs("],\n\"slow\":[", f);
+    for (size_t i = 0; i < st->n_slow; i++) {
+        const struct rsr_step_slow *x = &st->slow[i];
+        const struct rsr_step *y = &st->steps[x->index];
+        fprintf(f, "%s{\"index\":%zu", i ? "," : "", x->index);
+        num_key(f, "dur_ms", (double)(y->end_ns - y->start_ns) / 1e6);
+        num_key(f, "x_median", x->x_median);
+        fprintf(f, ",\"cause\":\"%s\",\"rank\":", x->cause);
+        json_int_or_null(f, x->rank);
+        putc('}', f);
+    }
+    fputs("]}", f);
+}
+
 static void job_json(FILE *f, const struct rsr_job *j)
 {
     num_key(f, "skew_us", (double)j->align.max_correction_ns / 1e3);
@@ -336,7 +388,9 @@ static void job_json(FILE *f, const struct rsr_job *j)
     fprintf(f, "],\n\"straggler_check\":{\"parts\":%d", j->colls.straggler_parts);
     num_key(f, "min_excess_pct", RSR_STRAGGLER_MIN_PCT);
     num_key(f, "max_excess_pct", j->colls.max_excess_pct);
-    fputs("},\n\"findings\":[", f);
+    putc('}', f);
+    steps_json(f, j);
+    fputs(",\n\"findings\":[", f);
     for (size_t i = 0; i < j->n_findings; i++) {
         const struct rsr_finding *x = &j->findings[i];
         fprintf(f, "%s{\"id\":\"%s\",\"severity\":\"%s\",\"title\":", i ? ",\n" : "\n", x->id,
@@ -416,6 +470,27 @@ static void human_bytes(char *buf, size_t n, uint64_t b)
     snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
+/* The step time, or why there is none. */
+static void steps_line(FILE *f, const struct rsr_steps *st)
+{
+    if (!st->source) {
+        fprintf(f, "  steps: none found (%s)\n", st->why);
+        return;
+    }
+    size_t ck = 0;
+    for (size_t i = 0; i < st->n_slow; i++)
+        ck += strcmp(st->slow[i].cause, "checkpoint") == 0;
+    fprintf(f, "  steps: %.1f ms/step, p90 %.1f ms, max %.1f ms over %zu training steps", st->median_ms, st->p90_ms,
+            st->max_ms, st->count);
+    if (st->phase_count[RSR_PHASE_EVAL])
+        fprintf(f, " (and %zu evaluation steps of %.1f ms)", st->phase_count[RSR_PHASE_EVAL],
+                st->phase_median_ms[RSR_PHASE_EVAL]);
+    fprintf(f, "; trend %+.1f%%; %zu slow", st->trend_pct, st->n_slow);
+    if (ck)
+        fprintf(f, " (%zu at a checkpoint)", ck);
+    fprintf(f, "; from %s, confidence %.2f\n", st->source, st->confidence);
+}
+
 static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rsr_job *j)
 {
     int ranks = 0;
@@ -483,6 +558,7 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
         fprintf(f, "  slowest rank: too few collectives to tell (%" PRIu64 " seen on several ranks)\n",
                 j->colls.matched);
     }
+    steps_line(f, &j->steps);
     if (j->align.groups)
         fprintf(f, "  clocks: aligned on %" PRIu64 " collectives; skew corrected %.1f us, residual %.1f us\n",
                 j->align.groups, (double)j->align.max_correction_ns / 1e3, (double)j->align.residual_ns / 1e3);

@@ -3,8 +3,15 @@
  * one open interval and a running total; the idle time inside a read or a
  * write burst is B(end) - B(start), where B(t) is the GPU busy time before
  * t, taken at the moment the stream passes t (before any op that starts
- * later is added). */
+ * later is added). Step marks take all the counters (summary.h) the same
+ * way: a collective's mark when the stream passes its start, with the
+ * longest GPU idle gap seen since the previous one (its counters taken as
+ * the op that ends it comes); a kernel's as it comes. Each mark is 72
+ * bytes: memory grows with collectives (as the tuples do) and, without
+ * them, with steps (a kernel per step once the first RSR_STEP_LEARN
+ * kernels gave the period). */
 #include "reporter/summary.h"
+#include "reporter/steps.h"
 #include "formats/trace.h"
 
 #include <errno.h>
@@ -59,10 +66,12 @@ struct path_state {
     uint64_t rd, wr;
 };
 
-/* A pending look-up of B at a burst's end. */
+/* A pending look-up: of B at a burst's end, or of a collective's step
+ * mark (mark set: burst is then the mark's index). */
 struct query {
     int64_t t;
     size_t burst;
+    int mark;
 };
 
 struct rsr_acc {
@@ -100,6 +109,15 @@ struct rsr_acc {
     size_t n_bursts, cap_bursts, n_dead;
     struct query *heap;
     size_t n_heap, cap_heap;
+
+    /* step marks (summary.h): the I/O union, the longest GPU idle gap
+     * since the last collective mark, the marks' capacities */
+    struct uni ios;
+    int64_t gap_len, gap_end;
+    struct rsr_step_counters gap_c;
+    size_t cap_cmarks, cap_kmarks;
+    int64_t kmark_end;              /* latest end of a marked kernel */
+    size_t n_answered;              /* collective marks given their counters */
 
     /* fine bins */
     int64_t fine_start, fine_bin;
@@ -201,7 +219,7 @@ static int64_t busy_before(const struct rsr_acc *a, int64_t t)
     return b;
 }
 
-static void heap_push(struct rsr_acc *a, int64_t t, size_t burst)
+static void heap_push(struct rsr_acc *a, int64_t t, size_t burst, int mark)
 {
     struct query *h = grow(a->heap, &a->cap_heap, a->n_heap + 1, sizeof *h, &a->failed);
     if (!h)
@@ -212,7 +230,7 @@ static void heap_push(struct rsr_acc *a, int64_t t, size_t burst)
         h[i] = h[(i - 1) / 2];
         i = (i - 1) / 2;
     }
-    h[i] = (struct query){ t, burst };
+    h[i] = (struct query){ t, burst, mark };
 }
 
 static struct query heap_pop(struct rsr_acc *a)
@@ -253,20 +271,80 @@ static void reads_close(struct rsr_acc *a)
         a->tail_ns += re - (from > a->hi ? from : a->hi);
 }
 
+/* Union time before t, for t at or after the position. */
+static int64_t uni_before(const struct uni *u, int64_t t)
+{
+    int64_t b = u->total;
+    if (u->open && t > u->s)
+        b += (t < u->e ? t : u->e) - u->s;
+    return b;
+}
+
+/* The step counters (summary.h) at t, for t at or after the position (an
+ * earlier t is taken as the position). */
+static void counters_at(const struct rsr_acc *a, int64_t t, struct rsr_step_counters *c)
+{
+    if (t < a->pos)
+        t = a->pos;
+    c->busy = busy_before(a, t);
+    c->compute = uni_before(&a->comp, t);
+    c->comm = uni_before(&a->comm, t);
+    c->cc = uni_before(&a->cc, t);
+    c->io = uni_before(&a->ios, t);
+    c->wait = a->read_idle_ns + a->tail_ns;
+    /* the open read union's idle share so far, as reads_close counts it */
+    if (a->reads.open && a->have_op && a->reads.s < t) {
+        int64_t from = a->reads.s > a->lo ? a->reads.s : a->lo;
+        int64_t busy_from = a->reads.s > a->lo ? a->reads_busy_start : 0;
+        int64_t to = t < a->reads.e ? t : a->reads.e;
+        if (to > from)
+            c->wait += (to - from) - (busy_before(a, to) - busy_from);
+    }
+}
+
+/* A collective's mark, once the stream is at its start (see summary.h). */
+static void mark_answer(struct rsr_acc *a, size_t i)
+{
+    struct rsr_step_mark *mk = &a->out.cmarks[i];
+    if (a->gap_len > 0) {
+        mk->t = a->gap_end;
+        mk->gap = a->gap_len;
+        mk->c = a->gap_c;
+    } else {
+        counters_at(a, mk->t, &mk->c);
+        /* the first: as if the GPU had been idle before the stream began */
+        if (!a->n_answered && a->have_op && mk->t > a->lo)
+            mk->gap = mk->t - a->lo;
+    }
+    a->gap_len = 0;
+    a->n_answered++;
+}
+
+/* A pending look-up, now that the stream has passed its time. */
+static void answer(struct rsr_acc *a, struct query q)
+{
+    if (q.mark) {
+        mark_answer(a, q.burst);
+        return;
+    }
+    struct rsr_burst *b = &a->bursts[q.burst];
+    if (b->end_ns == q.t)
+        b->busy_end_ns = busy_before(a, q.t);
+}
+
 /* Moves the stream to x: everything that ends before x is settled with the
  * GPU busy time known so far (no op given yet starts after it). */
 static void advance(struct rsr_acc *a, int64_t x)
 {
     if (a->reads.open && a->reads.e < x) {
+        /* look-ups before the read's end see it open (counters_at) */
+        while (a->n_heap && a->heap[0].t < a->reads.e)
+            answer(a, heap_pop(a));
         reads_close(a);
         a->reads.open = 0;
     }
-    while (a->n_heap && a->heap[0].t < x) {
-        struct query q = heap_pop(a);
-        struct rsr_burst *b = &a->bursts[q.burst];
-        if (b->end_ns == q.t)
-            b->busy_end_ns = busy_before(a, q.t);
-    }
+    while (a->n_heap && a->heap[0].t < x)
+        answer(a, heap_pop(a));
 }
 
 /* The record's start, moved to the position when it came late. */
@@ -344,6 +422,90 @@ static void kernel_stat(struct rsr_acc *a, const struct rsr_acc_op *op, int64_t 
     }
 }
 
+static struct rsr_step_mark *mark_add(struct rsr_step_mark **arr, size_t *n, size_t *cap, int *failed)
+{
+    struct rsr_step_mark *m = grow(*arr, cap, *n + 1, sizeof *m, failed);
+    if (!m)
+        return NULL;
+    *arr = m;
+    memset(&m[*n], 0, sizeof m[*n]);
+    return &m[(*n)++];
+}
+
+/* The first RSR_STEP_LEARN kernels are marked: if they repeat with a
+ * kernel that begins each step once, only that kernel is marked from now
+ * on (and the marks so far are thinned to it); else no kernel is. */
+static void kmarks_learn(struct rsr_acc *a)
+{
+    struct rsr_summary *o = &a->out;
+    size_t n = o->n_kmarks;
+    uint32_t *key = malloc(n * sizeof *key);
+    int64_t *gap = malloc(n * sizeof *gap);
+    double *w = malloc(n * sizeof *w);
+    struct rsr_steps_found f = { 0 };
+    int found = 0;
+    if (key && gap && w) {
+        for (size_t i = 0; i < n; i++) {
+            key[i] = o->kmarks[i].key;
+            gap[i] = o->kmarks[i].gap;
+            w[i] = 1;
+        }
+        if (rsr_steps_find(key, gap, w, n, &f) != 0)
+            a->failed = 1;
+        found = f.period && f.anchor_unique;
+    } else {
+        a->failed = 1;
+    }
+    if (found) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (o->kmarks[i].key == f.anchor_key)
+                o->kmarks[k++] = o->kmarks[i];
+        o->n_kmarks = k;
+        o->kmark_state = RSR_KMARK_ANCHOR;
+        o->kmark_anchor = f.anchor_key;
+        o->kmark_period = (uint32_t)f.period;
+        o->kmark_score = f.score * f.covered;
+    } else {
+        free(o->kmarks);
+        o->kmarks = NULL;
+        o->n_kmarks = 0;
+        a->cap_kmarks = 0;
+        o->kmark_state = RSR_KMARK_NONE;
+    }
+    rsr_steps_found_free(&f);
+    free(key);
+    free(gap);
+    free(w);
+}
+
+/* Step marks for an op at [s, e) before it joins the unions: the idle gap
+ * it ends, and its kernel mark (summary.h). */
+static void step_marks(struct rsr_acc *a, const struct rsr_acc_op *op, int64_t s, int64_t e)
+{
+    if (a->all.open && s > a->all.e && s - a->all.e > a->gap_len) {
+        a->gap_len = s - a->all.e;
+        a->gap_end = s;
+        counters_at(a, s, &a->gap_c);
+    }
+    if (op->cls != RSR_GPU_COMPUTE && op->cls != RSR_GPU_COMM)
+        return;
+    struct rsr_summary *o = &a->out;
+    if (o->kmark_state == RSR_KMARK_NONE || (o->kmark_state == RSR_KMARK_ANCHOR && op->name != o->kmark_anchor))
+        return;
+    struct rsr_step_mark *mk = mark_add(&o->kmarks, &o->n_kmarks, &a->cap_kmarks, &a->failed);
+    if (mk) {
+        mk->t = s;
+        mk->gap = o->n_kmarks > 1 && s > a->kmark_end ? s - a->kmark_end : 0;
+        mk->key = op->name;
+        counters_at(a, s, &mk->c);
+    }
+    if (e > a->kmark_end || o->n_kmarks == 1)
+        a->kmark_end = e;
+    if (o->kmark_state == RSR_KMARK_LEARN && o->n_kmarks >= RSR_STEP_LEARN)
+        kmarks_learn(a);
+}
+
 void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op)
 {
     int64_t dur = op->end_ns - op->start_ns;
@@ -359,6 +521,7 @@ void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op)
     a->tail_ns = 0;
     if (e > a->hi)
         a->hi = e;
+    step_marks(a, op, s, e);
     int64_t cs, ce;
     if (uni_add(&a->all, s, e, &cs, &ce))
         fine_spread(a, RSR_FINE_BUSY, cs, ce, (double)(ce - cs));
@@ -446,11 +609,13 @@ static void bursts_compact(struct rsr_acc *a)
      * is rebuilt from the survivors in place */
     size_t q = 0;
     for (size_t i = 0; i < a->n_heap; i++)
-        if (map[a->heap[i].burst] != SIZE_MAX)
-            a->heap[q++] = (struct query){ a->heap[i].t, map[a->heap[i].burst] };
+        if (a->heap[i].mark)
+            a->heap[q++] = a->heap[i];
+        else if (map[a->heap[i].burst] != SIZE_MAX)
+            a->heap[q++] = (struct query){ a->heap[i].t, map[a->heap[i].burst], 0 };
     a->n_heap = 0;
     for (size_t i = 0; i < q; i++)
-        heap_push(a, a->heap[i].t, a->heap[i].burst);
+        heap_push(a, a->heap[i].t, a->heap[i].burst, a->heap[i].mark);
     for (size_t i = 0; i < a->n_bursts; i++)
         if (map[i] != SIZE_MAX) {
             a->bursts[map[i]] = a->bursts[i];
@@ -484,6 +649,10 @@ void rsr_acc_io(struct rsr_acc *a, const struct rsr_io *io)
             a->reads_busy_start = busy_before(a, s);
     } else if (io->dir == RSF_DIR_WRITE) {
         fine_spread(a, RSR_FINE_WRITE, s, e, (double)io->bytes);
+    }
+    if (io->dir == RSF_DIR_READ || io->dir == RSF_DIR_WRITE) {
+        int64_t cs, ce;
+        uni_add(&a->ios, s, e, &cs, &ce);
     }
     if (!io->path)
         return;
@@ -523,7 +692,7 @@ void rsr_acc_io(struct rsr_acc *a, const struct rsr_io *io)
         b->bytes += io->bytes;
     if (e > b->end_ns || (e == b->end_ns && b->end_ns == b->start_ns)) {
         b->end_ns = e;
-        heap_push(a, e, ps->burst);
+        heap_push(a, e, ps->burst, 0);
     }
 }
 
@@ -588,6 +757,12 @@ void rsr_acc_coll(struct rsr_acc *a, const struct rsr_coll *c, int32_t group_siz
     o->colls = t;
     t[o->n_colls++] = (struct rsr_coll_tuple){ c->start_ns, c->end_ns, c->seq, key };
     fine_spread(a, RSR_FINE_COMM, c->start_ns, c->end_ns, (double)c->bytes);
+    struct rsr_step_mark *mk = mark_add(&o->cmarks, &o->n_cmarks, &a->cap_cmarks, &a->failed);
+    if (!mk)
+        return;
+    mk->t = c->start_ns;
+    mk->key = key;
+    heap_push(a, c->start_ns, o->n_cmarks - 1, 1);
 }
 
 /* ---- the end ---- */
@@ -710,6 +885,24 @@ static int cmp_tuple(const void *pa, const void *pb, void *arg)
     return (a->key > b->key) - (a->key < b->key);
 }
 
+static int cmp_mark(const void *pa, const void *pb)
+{
+    const struct rsr_step_mark *a = pa, *b = pb;
+    return (a->t > b->t) - (a->t < b->t);
+}
+
+/* Marks in time order; kernel marks only where there are no collectives. */
+static void finish_marks(struct rsr_summary *o)
+{
+    if (o->n_cmarks > 1)
+        qsort(o->cmarks, o->n_cmarks, sizeof *o->cmarks, cmp_mark);
+    if (o->n_cmarks || o->kmark_state == RSR_KMARK_NONE) {
+        free(o->kmarks);
+        o->kmarks = NULL;
+        o->n_kmarks = 0;
+    }
+}
+
 /* The bursts of paths written enough and never read, in start order. */
 static void finish_bursts(struct rsr_acc *a, struct rsr_summary *o)
 {
@@ -733,14 +926,12 @@ static void finish_bursts(struct rsr_acc *a, struct rsr_summary *o)
 int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
 {
     /* everything still pending ends at or after the position: B is known */
-    while (a->n_heap) {
-        struct query q = heap_pop(a);
-        struct rsr_burst *b = &a->bursts[q.burst];
-        if (b->end_ns == q.t)
-            b->busy_end_ns = busy_before(a, q.t);
-    }
+    while (a->n_heap)
+        answer(a, heap_pop(a));
     if (a->reads.open)
         reads_close(a);
+    a->out.end_counters = (struct rsr_step_counters){ uni_len(&a->all), uni_len(&a->comp), uni_len(&a->comm),
+                                                      uni_len(&a->cc), uni_len(&a->ios), a->read_idle_ns };
     if (a->all.open)
         fine_spread(a, RSR_FINE_BUSY, a->all.s, a->all.e, (double)(a->all.e - a->all.s));
     *out = a->out;
@@ -763,6 +954,7 @@ int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
     out->n_syncs = a->n_syncs;
     out->sync_blocked_ns = a->sync_blocked;
     out->late = a->late;
+    finish_marks(out);
     /* in (communicator, seq) order, so that a merge reads them across ranks */
     if (out->n_colls > 1)
         qsort_r(out->colls, out->n_colls, sizeof *out->colls, cmp_tuple, out->keys);
@@ -786,6 +978,8 @@ void rsr_summary_free(struct rsr_summary *s)
     free(s->keys);
     free(s->colls);
     free(s->bursts);
+    free(s->cmarks);
+    free(s->kmarks);
     for (int k = 0; k < RSR_FINE_NSERIES; k++)
         free(s->fine[k]);
     memset(s, 0, sizeof *s);
@@ -806,6 +1000,10 @@ void rsr_summary_shift(struct rsr_summary *s, int64_t d)
         s->bursts[i].start_ns += d;
         s->bursts[i].end_ns += d;
     }
+    for (size_t i = 0; i < s->n_cmarks; i++)
+        s->cmarks[i].t += d;
+    for (size_t i = 0; i < s->n_kmarks; i++)
+        s->kmarks[i].t += d;
     s->fine_start_ns += d;
 }
 
@@ -916,7 +1114,8 @@ size_t rsr_summary_bytes(const struct rsr_summary *s)
 {
     size_t b = s->cap_keys * sizeof *s->keys + s->cap_colls * sizeof *s->colls +
                s->n_bursts * sizeof *s->bursts + s->gpu.n_streams * sizeof *s->gpu.streams +
-               s->kernels.n * sizeof *s->kernels.stats + s->kernels.n_short_names * sizeof *s->kernels.short_names;
+               s->kernels.n * sizeof *s->kernels.stats + s->kernels.n_short_names * sizeof *s->kernels.short_names +
+               (s->n_cmarks + s->n_kmarks) * sizeof(struct rsr_step_mark);
     for (int k = 0; k < RSR_FINE_NSERIES; k++)
         b += s->fine[k] ? RSR_FINE_BINS * sizeof(double) : 0;
     return b;
@@ -1099,6 +1298,9 @@ int rsr_summary_of_records(const struct rsr_model *m, int64_t kernel_wait_ns, in
     a->kernel_wait_ns = kernel_wait_ns;
     a->short_ns = short_ns;
     a->min_count = min_count;
+    /* collectives first: their step marks wait for the ops to pass them */
+    for (size_t c = 0; c < m->n_colls; c++)
+        rsr_acc_coll(a, &m->colls[c], m->colls[c].group_size);
     size_t i = 0, j = 0, k = 0;
     for (;;) {
         int64_t t_op = i < m->n_ops ? m->ops[i].start_ns : INT64_MAX;
@@ -1119,8 +1321,6 @@ int rsr_summary_of_records(const struct rsr_model *m, int64_t kernel_wait_ns, in
             k++;
         }
     }
-    for (size_t c = 0; c < m->n_colls; c++)
-        rsr_acc_coll(a, &m->colls[c], m->colls[c].group_size);
     return rsr_acc_finish(a, out);
 }
 

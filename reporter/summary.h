@@ -7,7 +7,9 @@
  * written, not with kernels, copies or I/O calls; the collective tuples,
  * which grow with the job's length, can be spilled to a temporary file
  * (rsr_summary_spill) and are read back in (communicator, sequence) order
- * by a cursor or, across processes, by a k-way merge. */
+ * by a cursor or, across processes, by a k-way merge. Step marks (below)
+ * sample the process's cumulative GPU and I/O counters where steps may
+ * begin, so that steps.c can cut the job into steps afterwards. */
 #ifndef RSR_SUMMARY_H
 #define RSR_SUMMARY_H
 
@@ -39,6 +41,41 @@ struct rsr_coll_tuple {
     int64_t start_ns, end_ns;   /* GPU start (this rank's arrival) and end */
     uint32_t seq;               /* call number on its communicator */
     uint32_t key;               /* index into rsr_summary.keys */
+};
+
+/* A process's cumulative counters at one moment t, ns from the start of its
+ * stream up to t: GPU busy (any work), compute, communication, compute or
+ * communication (so overlap = comm + compute - cc), I/O calls (union of
+ * reads and writes) and data loading (reading while the GPU idles, as
+ * rsr_data_loading counts it). A step's figures are the differences of the
+ * counters at its ends. */
+struct rsr_step_counters {
+    int64_t busy, compute, comm, cc, io, wait;
+};
+
+/* Where a step may begin (steps.h): a timed collective, or a kernel (see
+ * kmarks), with the counters at t. For a collective, t is the end of the
+ * longest GPU idle gap since the previous collective's start (the start of
+ * the work after it: steps begin after the host's sync, data loading or
+ * checkpoint), or its own start when the GPU was never idle in between;
+ * gap is that gap's length (0: none; the first collective's, with none:
+ * the time since the process's first GPU work, as if the GPU had been idle
+ * before). For a kernel, t is its start and gap the time since the end of
+ * the kernel marked before it. */
+struct rsr_step_mark {
+    int64_t t, gap;
+    uint32_t key;               /* collective: index into keys; kernel: name string id */
+    uint32_t pad;
+    struct rsr_step_counters c;
+};
+
+/* Kernels marked before the kernel sequence's period is looked for. */
+#define RSR_STEP_LEARN 4096
+
+enum rsr_kmark_state {
+    RSR_KMARK_LEARN,            /* every kernel marked so far (fewer than RSR_STEP_LEARN) */
+    RSR_KMARK_ANCHOR,           /* past RSR_STEP_LEARN: only kernels named kmark_anchor, one per step */
+    RSR_KMARK_NONE,             /* no period in the first RSR_STEP_LEARN kernels: none marked */
 };
 
 struct rsr_summary {
@@ -76,6 +113,21 @@ struct rsr_summary {
      * time, bytes read and written spread over each call. */
     int64_t fine_start_ns, fine_bin_ns;
     double *fine[RSR_FINE_NSERIES];     /* RSR_FINE_BINS each, NULL: none */
+
+    /* Step marks (see above), in time order: one per timed collective,
+     * and for processes without collectives, per kernel (compute or
+     * communication) up to RSR_STEP_LEARN, then, when the first
+     * RSR_STEP_LEARN had a period, only at its anchor kernel (kmark_state,
+     * kmark_anchor, kmark_period, kmark_score; steps.h), so that memory
+     * grows with collectives and steps, not with kernels. end_counters are
+     * the counters at the end of the stream. */
+    struct rsr_step_mark *cmarks, *kmarks;
+    size_t n_cmarks, n_kmarks;
+    uint8_t kmark_state;        /* enum rsr_kmark_state */
+    uint32_t kmark_anchor;
+    uint32_t kmark_period;
+    double kmark_score;
+    struct rsr_step_counters end_counters;
 
     uint64_t n_syncs;
     int64_t sync_blocked_ns;

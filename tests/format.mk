@@ -39,13 +39,13 @@ $(BUILD)/fuzz/seeds/.made: $(BUILD)/fuzz/gen_seeds
 # The fuzz target compiles the readers itself, so that they carry the
 # fuzzer's coverage and the sanitizers.
 FUZZ_SRC := tests/fuzz/fuzz_chunk.c $(FORMAT_SRC) reporter/load.c reporter/load_model.c reporter/model.c \
-            reporter/summary.c reporter/gpu_breakdown.c reporter/kernels.c
+            reporter/summary.c reporter/steps.c reporter/gpu_breakdown.c reporter/kernels.c
 $(BUILD)/fuzz/fuzz_chunk: $(FUZZ_SRC) $(wildcard formats/*.h) reporter/load.h reporter/load_model.h reporter/model.h
 	$(call say,FUZZCC,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) -std=gnu11 -O1 -g -D_GNU_SOURCE -I. -Wall -Wextra -Werror \
 	    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	    -o $@ $(FUZZ_SRC) -llz4 -pthread
+	    -o $@ $(FUZZ_SRC) -llz4 -lm -pthread
 
 FORMAT_TEST_EXTRA := $(BUILD)/tests/flatc_verify $(BUILD)/asan/ringside
 ifneq ($(shell command -v $(FUZZ_CC) 2>/dev/null),)

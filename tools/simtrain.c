@@ -39,8 +39,8 @@ static struct {
 } drv;
 
 struct sim_train_opts {
-    long steps, layers, ckpt_every, seed, kernels;
-    double fwd_us, bwd_us, bucket_mb, data_us, ckpt_mb, bw_gbs;
+    long steps, layers, ckpt_every, seed, kernels, eval_every, eval_steps;
+    double fwd_us, bwd_us, bucket_mb, data_us, ckpt_mb, bw_gbs, drift_pct;
     int overlap;
     const char *ckpt_dir;
     long straggler_rank;
@@ -75,12 +75,22 @@ static const char sim_train_usage[] =
     "  --ckpt-dir DIR        where checkpoints (ckpt-rank<R>-step<S>.bin) and the data\n"
     "                        file go (default .)\n"
     "  --straggler R:F       rank R's kernels last F times longer\n"
+    "  --eval-every E        after every E training steps, --eval-steps evaluation\n"
+    "                        steps: the forward kernels, then an AllReduce of 16\n"
+    "                        floats of metrics on the compute stream (default 0: none)\n"
+    "  --eval-steps K        evaluation steps each time (default 2)\n"
+    "  --drift PCT           kernels slow down linearly over the training steps, the\n"
+    "                        last step's PCT% longer than the first's (default 0)\n"
     "  --bw-gbs G            simulated NCCL bus bandwidth in GB/s (sets SIMNCCL_BW_GBS)\n"
     "  --seed S              seed of the data and checkpoint contents (default 1)\n"
     "  --help                this text\n"
     "Environment: SIMTRAIN_EVENTS=FILE appends, at exit, one JSON line per checkpoint\n"
     "(rank, step, start_ns before its file is opened, end_ns after it is closed) and\n"
-    "one for main (start_ns on entry, end_ns before return), CLOCK_MONOTONIC ns.\n";
+    "one for main (start_ns on entry, end_ns before return), CLOCK_MONOTONIC ns.\n"
+    "With SIMGPU_TRUTH=FILE (\"%p\": the pid), it appends at exit one line per step,\n"
+    "{\"pid\",\"rank\",\"kind\":\"step\",\"index\" (steps of both phases in the loop's order),\n"
+    "\"phase\":\"train\"|\"eval\",\"start_ns\",\"end_ns\"}, on the simulator's clock: a training\n"
+    "step from the start of its data loading to the end of its checkpoint, if any.\n";
 
 static void sim_train_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void sim_train_die(const char *fmt, ...)
@@ -148,7 +158,8 @@ static double sim_train_double(const char *opt, const char *s, double min, int s
 static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
 {
     enum { O_STEPS = 256, O_LAYERS, O_FWD, O_BWD, O_BUCKET, O_OVERLAP, O_NO_OVERLAP, O_DATA,
-           O_CKPT_EVERY, O_CKPT_MB, O_CKPT_DIR, O_STRAGGLER, O_BW, O_SEED, O_HELP, O_KERNELS };
+           O_CKPT_EVERY, O_CKPT_MB, O_CKPT_DIR, O_STRAGGLER, O_BW, O_SEED, O_HELP, O_KERNELS, O_EVAL_EVERY,
+           O_EVAL_STEPS, O_DRIFT };
     static const struct option longopts[] = {
         { "steps", required_argument, NULL, O_STEPS },
         { "layers", required_argument, NULL, O_LAYERS },
@@ -165,12 +176,16 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         { "straggler", required_argument, NULL, O_STRAGGLER },
         { "bw-gbs", required_argument, NULL, O_BW },
         { "seed", required_argument, NULL, O_SEED },
+        { "eval-every", required_argument, NULL, O_EVAL_EVERY },
+        { "eval-steps", required_argument, NULL, O_EVAL_STEPS },
+        { "drift", required_argument, NULL, O_DRIFT },
         { "help", no_argument, NULL, O_HELP },
         { NULL, 0, NULL, 0 },
     };
     *o = (struct sim_train_opts){
         .steps = 10, .layers = 4, .kernels = 1, .fwd_us = 200, .bwd_us = 400, .bucket_mb = 25, .overlap = 1,
         .ckpt_mb = 16, .ckpt_dir = ".", .straggler_rank = -1, .straggler_factor = 1, .seed = 1,
+        .eval_steps = 2,
     };
     int c, overlap_set = 0;
     opterr = 0;
@@ -189,6 +204,9 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         case O_CKPT_DIR: o->ckpt_dir = optarg; break;
         case O_BW: o->bw_gbs = sim_train_double("--bw-gbs", optarg, 0, 1); break;
         case O_SEED: o->seed = sim_train_long("--seed", optarg, 0); break;
+        case O_EVAL_EVERY: o->eval_every = sim_train_long("--eval-every", optarg, 0); break;
+        case O_EVAL_STEPS: o->eval_steps = sim_train_long("--eval-steps", optarg, 1); break;
+        case O_DRIFT: o->drift_pct = sim_train_double("--drift", optarg, 0, 0); break;
         case O_OVERLAP:
         case O_NO_OVERLAP:
             if (overlap_set && o->overlap != (c == O_OVERLAP))
@@ -330,18 +348,21 @@ struct sim_train {
     CUstream compute, comm;
     CUfunction *fwd, *bwd, optimizer;
     CUevent *bwd_done, comm_done;
-    CUdeviceptr *grads, ckpt_dev, batch_dev;
+    CUdeviceptr *grads, ckpt_dev, batch_dev, metrics;
     unsigned char *ckpt_host, *batch_host;
     size_t bucket_bytes, ckpt_bytes;
     ncclComm_t nccl;
     int data_fd;
     CUdevice dev;
     double scale;      /* straggler factor on this rank */
+    double drift;      /* --drift's factor at the current training step */
 };
+
+#define SIM_TRAIN_METRICS 16   /* floats AllReduce'd by an evaluation step */
 
 static void sim_train_kernel(struct sim_train *t, CUfunction f, double us)
 {
-    uint64_t ns = (uint64_t)(us * 1000 * t->scale + 0.5);
+    uint64_t ns = (uint64_t)(us * 1000 * t->scale * t->drift + 0.5);
     void *params[] = { &ns };
     CU(cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, t->compute, params, NULL));
 }
@@ -385,6 +406,18 @@ static void sim_train_step(struct sim_train *t, long step)
     CU(cuStreamSynchronize(t->compute));
 }
 
+/* An evaluation step: the forward pass, then the metrics AllReduce'd. */
+static void sim_train_eval(struct sim_train *t)
+{
+    const struct sim_train_opts *o = &t->o;
+    for (long l = 0; l < o->layers; l++)
+        for (long k = 0; k < o->kernels; k++)
+            sim_train_kernel(t, t->fwd[l], o->fwd_us / (double)o->kernels);
+    NCCL(ncclAllReduce((void *)(uintptr_t)t->metrics, (void *)(uintptr_t)t->metrics, SIM_TRAIN_METRICS,
+                       ncclFloat32, ncclSum, t->nccl, t->compute));
+    CU(cuStreamSynchronize(t->compute));
+}
+
 /* What SIMTRAIN_EVENTS gets: kept in memory, written once at exit. */
 static struct sim_train_ckpt_log {
     long step;
@@ -397,6 +430,61 @@ static uint64_t sim_train_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The steps as the program counts them, for SIMGPU_TRUTH (kept in memory,
+ * written once at exit so that the trace holds no I/O of its own). */
+static struct sim_train_step_log {
+    uint64_t start_ns, end_ns;
+    int eval;
+} *sim_train_steps;
+static size_t sim_train_nsteps;
+
+static void sim_train_step_begin(void)
+{
+    void *grown = realloc(sim_train_steps, (sim_train_nsteps + 1) * sizeof(*sim_train_steps));
+    if (!grown)
+        sim_train_die("out of memory");
+    sim_train_steps = grown;
+    sim_train_steps[sim_train_nsteps].start_ns = sim_train_now_ns();
+}
+
+static void sim_train_step_end(int eval)
+{
+    sim_train_steps[sim_train_nsteps].end_ns = sim_train_now_ns();
+    sim_train_steps[sim_train_nsteps++].eval = eval;
+}
+
+/* SIMGPU_TRUTH's path with "%p" made the pid, as the simulator reads it. */
+static void sim_train_write_steps(int rank)
+{
+    const char *pattern = getenv("SIMGPU_TRUTH");
+    char path[4096], line[256];
+    size_t o = 0;
+    if (!pattern || !*pattern)
+        return;
+    for (const char *p = pattern; *p && o + 16 < sizeof(path); p++) {
+        if (p[0] == '%' && p[1] == 'p') {
+            o += (size_t)snprintf(path + o, sizeof(path) - o, "%d", (int)getpid());
+            p++;
+        } else {
+            path[o++] = *p;
+        }
+    }
+    path[o] = '\0';
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        sim_train_die("SIMGPU_TRUTH %s: %s", path, strerror(errno));
+    for (size_t i = 0; i < sim_train_nsteps; i++) {
+        int n = snprintf(line, sizeof(line),
+                         "{\"pid\":%d,\"rank\":%d,\"kind\":\"step\",\"index\":%zu,\"phase\":\"%s\","
+                         "\"start_ns\":%llu,\"end_ns\":%llu}\n",
+                         (int)getpid(), rank, i, sim_train_steps[i].eval ? "eval" : "train",
+                         (unsigned long long)sim_train_steps[i].start_ns, (unsigned long long)sim_train_steps[i].end_ns);
+        if (write(fd, line, (size_t)n) != n)
+            sim_train_die("SIMGPU_TRUTH %s: %s", path, strerror(errno));
+    }
+    close(fd);
 }
 
 static void sim_train_write_events(int rank, uint64_t main_start, uint64_t main_end)
@@ -477,6 +565,8 @@ static void sim_train_setup(struct sim_train *t)
         CU(cuMemAlloc(&t->grads[l], t->bucket_bytes));
     }
     CU(cuModuleGetFunction(&t->optimizer, mod, "optimizer_step"));
+    if (o->eval_every > 0)
+        CU(cuMemAlloc(&t->metrics, SIM_TRAIN_METRICS * sizeof(float)));
     CU(cuEventCreate(&t->comm_done, CU_EVENT_DISABLE_TIMING));
     CU(cuStreamCreate(&t->compute, CU_STREAM_NON_BLOCKING));
     CU(cuStreamCreate(&t->comm, CU_STREAM_NON_BLOCKING));
@@ -519,6 +609,8 @@ static void sim_train_teardown(struct sim_train *t)
         CU(cuMemFree(t->grads[l]));
     }
     CU(cuEventDestroy(t->comm_done));
+    if (t->metrics)
+        CU(cuMemFree(t->metrics));
     if (t->ckpt_host) {
         CU(cuMemFreeHost(t->ckpt_host));
         CU(cuMemFree(t->ckpt_dev));
@@ -546,6 +638,7 @@ int main(int argc, char **argv)
     if (t.world < 1 || t.rank >= t.world)
         sim_train_die("RANK=%d is not below WORLD_SIZE=%d", t.rank, t.world);
     t.scale = t.o.straggler_rank == t.rank ? t.o.straggler_factor : 1;
+    t.drift = 1;
     if (t.o.bw_gbs > 0) {
         snprintf(bw, sizeof(bw), "%g", t.o.bw_gbs);
         setenv("SIMNCCL_BW_GBS", bw, 1);
@@ -563,15 +656,26 @@ int main(int argc, char **argv)
 
     double t0 = sim_train_now_s();
     for (long s = 0; s < t.o.steps; s++) {
+        if (t.o.steps > 1)
+            t.drift = 1 + t.o.drift_pct / 100 * (double)s / (double)(t.o.steps - 1);
+        sim_train_step_begin();
         sim_train_step(&t, s);
         if (t.o.ckpt_every > 0 && (s + 1) % t.o.ckpt_every == 0)
             sim_train_checkpoint(&t, s + 1);
+        sim_train_step_end(0);
+        for (long e = 0; t.o.eval_every > 0 && (s + 1) % t.o.eval_every == 0 && e < t.o.eval_steps; e++) {
+            sim_train_step_begin();
+            sim_train_eval(&t);
+            sim_train_step_end(1);
+        }
     }
     double dt = sim_train_now_s() - t0;
     sim_train_teardown(&t);
     printf("simtrain: rank %d of %d: %ld steps in %.3f s (%.3f ms/step)\n", t.rank, t.world, t.o.steps, dt,
            dt * 1e3 / (double)t.o.steps);
     sim_train_write_events(t.rank, main_start, sim_train_now_ns());
+    sim_train_write_steps(t.rank);
     free(sim_train_ckpts);
+    free(sim_train_steps);
     return 0;
 }

@@ -33,14 +33,15 @@ def records(trace):
 
 
 def truth(truth_dir, pid=None):
-    """Truth lines (dicts) of every process, or of pid."""
+    """Truth lines (dicts) of the simulator's operations, of every process
+    or of pid (simtrain's own step lines, kind "step", are left out)."""
     lines = []
     for path in glob.glob(os.path.join(truth_dir, "truth-*.jsonl")):
         with open(path) as f:
             for l in f:
                 if l.strip():
                     t = json.loads(l)
-                    if pid is None or t["pid"] == pid:
+                    if t.get("kind") != "step" and (pid is None or t["pid"] == pid):
                         lines.append(t)
     return lines
 

@@ -73,6 +73,18 @@ lines = []
 for path in glob.glob(os.path.join(tmp, "truth-*.jsonl")):
     with open(path) as f:
         lines += [json.loads(line) for line in f]
+# simtrain's own account of its steps: one line per rank and step, each
+# step (from its data loading to its checkpoint's end) holding its kernels
+steps = [t for t in lines if t["kind"] == "step"]
+lines = [t for t in lines if t["kind"] != "step"]
+check("step_truth_lines", sorted((t["rank"], t["index"], t["phase"]) for t in steps) ==
+      [(r, i, "train") for r in (0, 1) for i in range(4)] and
+      all(t["start_ns"] <= k["start_ns"] and k["end_ns"] <= t["end_ns"]
+          for t in steps for k in lines if k["kind"] == "kernel" and k["name"] == "fwd_gemm_l1" and
+          k["rank"] == t["rank"] and t["start_ns"] <= k["launch_ns"] <= t["end_ns"]) and
+      sum(1 for t in steps for k in lines if k["kind"] == "kernel" and k["name"] == "fwd_gemm_l1" and
+          k["rank"] == t["rank"] and t["start_ns"] <= k["start_ns"] and k["end_ns"] <= t["end_ns"]) == 8,
+      "step lines %r" % steps)
 names = {t["name"] for t in lines if t["kind"] == "kernel"}
 check("kernel_names", {"fwd_gemm_l0", "fwd_gemm_l2", "bwd_gemm_l1", "optimizer_step"} <= names, "names %r" % names)
 fwd = [t for t in lines if t["name"] == "fwd_gemm_l1"]
@@ -106,6 +118,7 @@ for args, what in [(["--steps", "x"], "--steps"), (["--straggler", "1"], "RANK:F
           p.returncode == 2 and what in p.stderr, "status %d: %s" % (p.returncode, p.stderr.strip()))
 p = run([TRAIN, "--help"], env=env)
 opts = ["--steps", "--layers", "--fwd-us", "--bwd-us", "--bucket-mb", "--overlap", "--no-overlap", "--data-us",
-        "--ckpt-every", "--ckpt-mb", "--ckpt-dir", "--straggler", "--bw-gbs", "--seed"]
+        "--ckpt-every", "--ckpt-mb", "--ckpt-dir", "--straggler", "--bw-gbs", "--seed", "--eval-every",
+        "--eval-steps", "--drift"]
 check("help_lists_options", p.returncode == 0 and all(o in p.stdout for o in opts), p.stdout[:200])
 sys.exit(1 if failed else 0)

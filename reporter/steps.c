@@ -1,0 +1,791 @@
+/* Training steps from the repetition of each process's work, and the job's
+ * steps across ranks (see steps.h for the method). A source of steps is
+ * anything that gives a process a list of steps with the counters
+ * (summary.h) at their ends: here the period of its collectives or
+ * kernels; ranges named by the program (NVTX, Kineto's ProfilerStep) give
+ * such a list directly. */
+#include "reporter/steps.h"
+#include "reporter/summary.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *rsr_step_phase_name(int phase)
+{
+    static const char *const names[] = {
+#define RSR_STEP_PHASE_NAME(name, text) text,
+        RSR_STEP_PHASES(RSR_STEP_PHASE_NAME)
+#undef RSR_STEP_PHASE_NAME
+    };
+    return phase >= 0 && phase < RSR_NPHASES ? names[phase] : "?";
+}
+
+/* ---- one process: the period finder ---- */
+
+static double log_gap(int64_t g)
+{
+    return log2(1.0 + (double)(g > 0 ? g : 0) / 1000.0);
+}
+
+static int cmp_double(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+static int cmp_i64(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+/* The threshold (on log_gap) that splits gap[0..m) into short and long by
+ * Otsu's method, or INFINITY when the two classes' means are less than a
+ * factor 4 apart (no long gaps then). -1 when out of memory. */
+static int gap_threshold(const int64_t *gap, size_t m, double *thr)
+{
+    *thr = INFINITY;
+    if (m < 3)
+        return 0;
+    size_t nv = m;
+    double *v = malloc(nv * sizeof *v), tot = 0, sum0 = 0, best = 0, sep = 0;
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < nv; i++)
+        tot += v[i] = log_gap(gap[i]);
+    qsort(v, nv, sizeof *v, cmp_double);
+    for (size_t k = 1; k < nv; k++) {
+        sum0 += v[k - 1];
+        if (v[k - 1] == v[k])
+            continue;
+        double w0 = (double)k / (double)nv, m0 = sum0 / (double)k, m1 = (tot - sum0) / (double)(nv - k);
+        double var = w0 * (1 - w0) * (m1 - m0) * (m1 - m0);
+        if (var > best) {
+            best = var;
+            sep = m1 - m0;
+            *thr = (v[k - 1] + v[k]) / 2;
+        }
+    }
+    if (sep < 2)
+        *thr = INFINITY;
+    free(v);
+    return 0;
+}
+
+/* A signature: the keys of one step from its first mark, and whether its
+ * first mark must have a long gap (when its key alone does not tell it). */
+struct sig {
+    size_t period;
+    uint32_t *key;
+    int unique, rule;
+    double score;
+};
+
+/* The view of a subsequence: element i is mark idx[i]. */
+struct seq {
+    const uint32_t *key;
+    const uint8_t *bit;
+    const int64_t *gap;
+    const size_t *idx;
+    size_t m;
+};
+
+static uint64_t sym(const struct seq *q, size_t i)
+{
+    return (uint64_t)q->key[q->idx[i]] * 2 + q->bit[q->idx[i]];
+}
+
+struct whash {
+    uint64_t h;
+    size_t pos;
+};
+
+static int cmp_whash(const void *pa, const void *pb)
+{
+    const struct whash *a = pa, *b = pb;
+    if (a->h != b->h)
+        return a->h < b->h ? -1 : 1;
+    return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+/* The share of s[0..nn) that agrees with the symbol p further on. */
+static double agreement(const uint64_t *s, size_t nn, size_t p)
+{
+    size_t agree = 0;
+    for (size_t i = 0; i + p < nn; i++)
+        agree += s[i] == s[i + p];
+    return (double)agree / (double)(nn - p);
+}
+
+/* Learns the signature of q (steps.h). Returns 1 found, 0 none, -1 out of memory. */
+static int learn(const struct seq *q, struct sig *g)
+{
+    memset(g, 0, sizeof *g);
+    size_t nn = q->m < RSR_STEPS_LEARN ? q->m : RSR_STEPS_LEARN;
+    size_t pmax = nn / RSR_STEPS_MIN;
+    if (pmax > RSR_STEPS_MAX_PERIOD)
+        pmax = RSR_STEPS_MAX_PERIOD;
+    if (!pmax)
+        return 0;
+    uint64_t *s = malloc(nn * sizeof *s);
+    double *score = malloc((pmax + 1) * sizeof *score);
+    if (!s || !score) {
+        free(s);
+        free(score);
+        return -1;
+    }
+    for (size_t i = 0; i < nn; i++)
+        s[i] = sym(q, i);
+    /* steps begin at long gaps: the commonest distance between two marks
+     * with long gaps is the period, when the symbols agree at it */
+    size_t P = 0, *dist = calloc(pmax + 1, sizeof *dist), last = SIZE_MAX, mode = 0;
+    if (!dist) {
+        free(s);
+        free(score);
+        return -1;
+    }
+    for (size_t i = 0; i < nn; i++) {
+        if (!q->bit[q->idx[i]])
+            continue;
+        if (last != SIZE_MAX && i - last <= pmax && ++dist[i - last] > dist[mode])
+            mode = i - last;
+        last = i;
+    }
+    free(dist);
+    if (mode && (score[mode] = agreement(s, nn, mode)) >= 0.6)
+        P = mode;
+    /* else the smallest period nearly as good as the best (one that
+     * agrees 0.9 or more is: no later one can beat it by 0.1) */
+    double best = 0;
+    size_t upto = pmax;
+    for (size_t p = 1; p <= upto && !P; p++) {
+        score[p] = agreement(s, nn, p);
+        if (score[p] > best)
+            best = score[p];
+        if (score[p] >= 0.9)
+            upto = p;
+    }
+    for (size_t p = 1; p <= upto && !P; p++)
+        if (score[p] >= 0.6 && score[p] >= best - 0.1)
+            P = p;
+    if (!P) {
+        free(s);
+        free(score);
+        return 0;
+    }
+    g->score = score[P];
+    free(score);
+
+    /* the most frequent window of P symbols, and its first occurrence */
+    size_t nw = nn - P + 1;
+    struct whash *w = malloc(nw * sizeof *w);
+    uint64_t *hp = malloc(nw * sizeof *hp);
+    int64_t *vals = malloc((nw / P + 1) * sizeof *vals);
+    double *ones = calloc(P, sizeof *ones);
+    int64_t *med = malloc(P * sizeof *med);
+    g->key = malloc(P * sizeof *g->key);
+    if (!w || !hp || !vals || !ones || !med || !g->key) {
+        free(w), free(hp), free(vals), free(ones), free(med), free(s);
+        free(g->key);
+        g->key = NULL;
+        return -1;
+    }
+    for (size_t p = 0; p < nw; p++) {
+        uint64_t h = 1469598103934665603ull;
+        for (size_t k = 0; k < P; k++)
+            h = (h ^ s[p + k]) * 1099511628211ull;
+        w[p] = (struct whash){ h, p };
+        hp[p] = h;
+    }
+    qsort(w, nw, sizeof *w, cmp_whash);
+    size_t run_best = 0, p0 = 0;
+    uint64_t hbest = 0;
+    for (size_t a = 0, b; a < nw; a = b) {
+        for (b = a; b < nw && w[b].h == w[a].h; b++)
+            ;
+        if (b - a > run_best || (b - a == run_best && w[a].pos < p0)) {
+            run_best = b - a;
+            p0 = w[a].pos;
+            hbest = w[a].h;
+        }
+    }
+    /* per position in the window: the median gap and the share of long
+     * gaps over its non-overlapping occurrences */
+    size_t nocc = 0;
+    for (size_t j = 0; j < P; j++) {
+        size_t k = 0;
+        for (size_t p = 0; p < nw;) {
+            if (hp[p] != hbest) {
+                p++;
+                continue;
+            }
+            size_t e = q->idx[p + j];
+            vals[k++] = q->gap[e];
+            ones[j] += q->bit[e];
+            p += P;
+        }
+        nocc = k;
+        qsort(vals, k, sizeof *vals, cmp_i64);
+        med[j] = vals[k / 2];
+    }
+    /* on a tie, the position of the sequence's first mark: the work
+     * begins with a step */
+    size_t js = (P - p0 % P) % P;
+    for (size_t j = 0; j < P; j++)
+        if (med[j] > med[js])
+            js = j;
+    int other_short = 0;
+    for (size_t k = 0; k < P; k++) {
+        g->key[k] = q->key[q->idx[p0 + (js + k) % P]];
+        other_short |= k != js && 2 * ones[k] < (double)nocc;
+    }
+    g->period = P;
+    g->unique = 1;
+    for (size_t k = 1; k < P; k++)
+        g->unique &= g->key[k] != g->key[0];
+    g->rule = !g->unique && 2 * ones[js] > (double)nocc && other_short;
+    free(w), free(hp), free(vals), free(ones), free(med), free(s);
+    return 1;
+}
+
+/* Whether the marks from i of a run [.., end) are a step of g. */
+static int match(const struct sig *g, const uint32_t *key, const uint8_t *bit, size_t i, size_t end)
+{
+    if (i + g->period > end)
+        return 0;
+    for (size_t k = 0; k < g->period; k++)
+        if (key[i + k] != g->key[k])
+            return 0;
+    return !g->rule || bit[i];
+}
+
+static int add_seg(struct rsr_steps_found *f, size_t *cap, size_t first, size_t n, int phase)
+{
+    if (f->n_segs == *cap) {
+        size_t c = *cap ? *cap * 2 : 64;
+        void *p = realloc(f->segs, c * sizeof *f->segs);
+        if (!p)
+            return -1;
+        f->segs = p;
+        *cap = c;
+    }
+    f->segs[f->n_segs++] = (struct rsr_step_seg){ first, n, (uint8_t)phase };
+    return 0;
+}
+
+static int cmp_seg(const void *pa, const void *pb)
+{
+    const struct rsr_step_seg *a = pa, *b = pb;
+    return (a->first > b->first) - (a->first < b->first);
+}
+
+int rsr_steps_find(const uint32_t *key, const int64_t *gap, const double *weight, size_t n,
+                   struct rsr_steps_found *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n < RSR_STEPS_MIN)
+        return 0;
+    int rc = -1;
+    uint8_t *bit = malloc(n), *used = calloc(n, 1);
+    size_t *idx = malloc(n * sizeof *idx), cap = 0;
+    struct sig g1 = { 0 }, g2 = { 0 };
+    double thr;
+    if (!bit || !used || !idx || gap_threshold(gap, n < RSR_STEPS_LEARN ? n : RSR_STEPS_LEARN, &thr) != 0)
+        goto done;
+    for (size_t i = 0; i < n; i++) {
+        bit[i] = log_gap(gap[i]) > thr;
+        idx[i] = i;
+    }
+    struct seq q = { key, bit, gap, idx, n };
+    int r = learn(&q, &g1);
+    if (r <= 0) {
+        rc = r;
+        goto done;
+    }
+    double w1 = 0;
+    for (size_t i = 0; i < n;) {
+        if (!match(&g1, key, bit, i, n)) {
+            i++;
+            continue;
+        }
+        if (add_seg(out, &cap, i, g1.period, RSR_PHASE_TRAIN) != 0)
+            goto done;
+        if (!out->n_train++)
+            for (size_t k = 0; k < g1.period; k++)
+                w1 += weight[i + k];
+        memset(used + i, 1, g1.period);
+        i += g1.period;
+    }
+    if (out->n_train < RSR_STEPS_MIN) {
+        out->n_segs = out->n_train = 0;
+        rc = 0;
+        goto done;
+    }
+    /* the marks left: a second signature, then runs of their own */
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!used[i])
+            idx[m++] = i;
+    size_t covered = out->n_train * g1.period;
+    struct seq q2 = { key, bit, gap, idx, m };
+    r = m >= RSR_STEPS_MIN ? learn(&q2, &g2) : 0;
+    if (r < 0)
+        goto done;
+    size_t first2 = out->n_segs;
+    double w2 = 0;
+    for (size_t i = 0; r > 0 && i < n;) {
+        size_t end = i;
+        while (end < n && !used[end])
+            end++;
+        while (i < end) {
+            if (!match(&g2, key, bit, i, end)) {
+                i++;
+                continue;
+            }
+            if (out->n_segs == first2)
+                for (size_t k = 0; k < g2.period; k++)
+                    w2 += weight[i + k];
+            if (add_seg(out, &cap, i, g2.period, RSR_PHASE_EVAL) != 0)
+                goto done;
+            memset(used + i, 2, g2.period);
+            i += g2.period;
+        }
+        i = end + 1;
+    }
+    size_t n2 = out->n_segs - first2;
+    for (size_t k = first2; k < out->n_segs; k++)
+        out->segs[k].phase = w2 < w1 ? RSR_PHASE_EVAL : RSR_PHASE_OTHER;
+    if (n2 && w2 < w1)
+        covered += n2 * g2.period;
+    for (size_t i = 0; i < n;) {
+        if (used[i]) {
+            i++;
+            continue;
+        }
+        size_t end = i;
+        while (end < n && !used[end])
+            end++;
+        if (add_seg(out, &cap, i, end - i, RSR_PHASE_OTHER) != 0)
+            goto done;
+        i = end;
+    }
+    qsort(out->segs, out->n_segs, sizeof *out->segs, cmp_seg);
+    out->period = g1.period;
+    out->anchor_key = g1.key[0];
+    out->anchor_unique = g1.unique;
+    out->score = g1.score;
+    out->covered = (double)covered / (double)n;
+    rc = 0;
+done:
+    if (rc != 0 || !out->period) {
+        free(out->segs);
+        out->segs = NULL;
+        out->n_segs = out->n_train = 0;
+        out->period = 0;
+    }
+    free(g1.key);
+    free(g2.key);
+    free(bit);
+    free(used);
+    free(idx);
+    return rc;
+}
+
+void rsr_steps_found_free(struct rsr_steps_found *f)
+{
+    free(f->segs);
+    memset(f, 0, sizeof *f);
+}
+
+/* ---- one process: its steps with their counters ---- */
+
+struct pstep {
+    int64_t start, end;
+    uint8_t phase;
+    struct rsr_step_counters d;
+};
+
+struct proc {
+    size_t model;
+    struct pstep *v;
+    size_t n;
+    double conf;
+    int kernels;                /* found from kernels */
+};
+
+static struct rsr_step_counters sub(const struct rsr_step_counters *a, const struct rsr_step_counters *b)
+{
+    return (struct rsr_step_counters){ a->busy - b->busy, a->compute - b->compute, a->comm - b->comm,
+                                       a->cc - b->cc, a->io - b->io, a->wait - b->wait };
+}
+
+/* The steps of segments segs over marks mk[0..nm) of summary s. */
+static int proc_steps(struct proc *p, const struct rsr_summary *s, const struct rsr_step_mark *mk, size_t nm,
+                      const struct rsr_step_seg *segs, size_t nsegs)
+{
+    p->v = malloc((nsegs ? nsegs : 1) * sizeof *p->v);
+    if (!p->v)
+        return -1;
+    for (size_t k = 0; k < nsegs; k++) {
+        const struct rsr_step_seg *g = &segs[k];
+        size_t next = g->first + g->n;
+        struct pstep *ps = &p->v[p->n++];
+        ps->start = mk[g->first].t;
+        ps->end = next < nm ? mk[next].t : s->gpu.end_ns;
+        if (ps->end < ps->start)
+            ps->end = ps->start;
+        ps->phase = g->phase;
+        ps->d = sub(next < nm ? &mk[next].c : &s->end_counters, &mk[g->first].c);
+    }
+    return 0;
+}
+
+/* A process's steps, from its collectives or else its kernels. 1: found,
+ * 0: none (*kind says which marks were looked at: 0 none, 1 kernels, 2
+ * collectives), -1: out of memory. */
+static int proc_find(struct proc *p, const struct rsr_summary *s, int *kind)
+{
+    const struct rsr_step_mark *mk = s->n_cmarks ? s->cmarks : s->kmarks;
+    size_t nm = s->n_cmarks ? s->n_cmarks : s->n_kmarks;
+    *kind = s->n_cmarks ? 2 : nm || s->kmark_state == RSR_KMARK_NONE ? 1 : 0;
+    if (nm < RSR_STEPS_MIN)
+        return 0;
+    p->kernels = !s->n_cmarks;
+    if (!s->n_cmarks && s->kmark_state == RSR_KMARK_ANCHOR) {
+        /* one kernel per step (summary.h) */
+        struct rsr_step_seg *segs = malloc(nm * sizeof *segs);
+        if (!segs)
+            return -1;
+        for (size_t i = 0; i < nm; i++)
+            segs[i] = (struct rsr_step_seg){ i, 1, RSR_PHASE_TRAIN };
+        int rc = proc_steps(p, s, mk, nm, segs, nm);
+        free(segs);
+        p->conf = s->kmark_score;
+        return rc ? -1 : 1;
+    }
+    uint32_t *key = malloc(nm * sizeof *key);
+    int64_t *gap = malloc(nm * sizeof *gap);
+    double *w = malloc(nm * sizeof *w);
+    struct rsr_steps_found f;
+    int rc = -1;
+    if (key && gap && w) {
+        for (size_t i = 0; i < nm; i++) {
+            key[i] = mk[i].key;
+            gap[i] = mk[i].gap;
+            w[i] = s->n_cmarks && mk[i].key < s->n_keys ? (double)s->keys[mk[i].key].bytes : 1;
+        }
+        rc = rsr_steps_find(key, gap, w, nm, &f);
+    }
+    free(key), free(gap), free(w);
+    if (rc != 0)
+        return -1;
+    if (!f.period) {
+        rsr_steps_found_free(&f);
+        return 0;
+    }
+    rc = proc_steps(p, s, mk, nm, f.segs, f.n_segs);
+    p->conf = f.score * f.covered;
+    rsr_steps_found_free(&f);
+    return rc ? -1 : 1;
+}
+
+/* ---- the job ---- */
+
+/* The q-quantile of sorted v[0..n), interpolated between neighbours. */
+static double quantile(const double *v, size_t n, double q)
+{
+    if (!n)
+        return 0;
+    double x = q * (double)(n - 1);
+    size_t i = (size_t)x;
+    if (i + 1 >= n)
+        return v[n - 1];
+    return v[i] + (x - (double)i) * (v[i + 1] - v[i]);
+}
+
+static double median_of(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return quantile(v, n, 0.5);
+}
+
+static double dur_ms(const struct rsr_step *st)
+{
+    return (double)(st->end_ns - st->start_ns) / 1e6;
+}
+
+/* The breakdown of job step j over the processes ps[0..np). */
+static void job_step(struct rsr_step *st, struct rsr_model *const *models, const struct proc *ps, size_t np,
+                     size_t j, size_t *bur, double *tmp)
+{
+    memset(st, 0, sizeof *st);
+    st->start_ns = INT64_MAX;
+    st->end_ns = INT64_MIN;
+    st->phase = ps[0].v[j].phase;
+    st->busiest_rank = -1;
+    double len = 0, comp = 0, exposed = 0, idle = 0, io = 0, wait = 0, busy_max = -1;
+    for (size_t r = 0; r < np; r++) {
+        const struct pstep *x = &ps[r].v[j];
+        const struct rsr_model *m = models[ps[r].model];
+        const struct rsr_summary *s = m->sum;
+        if (x->start < st->start_ns)
+            st->start_ns = x->start;
+        if (x->end > st->end_ns)
+            st->end_ns = x->end;
+        double l = (double)(x->end - x->start);
+        len += l;
+        comp += (double)x->d.compute;
+        exposed += (double)(x->d.cc - x->d.compute);
+        idle += l - (double)x->d.busy;
+        io += (double)x->d.io;
+        wait += (double)x->d.wait;
+        tmp[r] = (double)x->d.busy;
+        if ((double)x->d.busy > busy_max) {
+            busy_max = (double)x->d.busy;
+            st->busiest_rank = m->rank;
+        }
+        /* checkpoint writes that lie mostly inside the step */
+        while (bur[r] < s->n_bursts && s->bursts[bur[r]].end_ns <= x->start)
+            bur[r]++;
+        for (size_t b = bur[r]; b < s->n_bursts && s->bursts[b].start_ns < x->end; b++) {
+            const struct rsr_burst *bu = &s->bursts[b];
+            int64_t lo = bu->start_ns > x->start ? bu->start_ns : x->start;
+            int64_t hi = bu->end_ns < x->end ? bu->end_ns : x->end;
+            if (hi <= lo || 2 * (hi - lo) < bu->end_ns - bu->start_ns)
+                continue;
+            st->checkpoint = 1;
+            if ((double)(hi - lo) / 1e6 > st->ckpt_ms)
+                st->ckpt_ms = (double)(hi - lo) / 1e6;
+        }
+    }
+    if (len > 0) {
+        st->compute_pct = 100 * comp / len;
+        st->exposed_comm_pct = 100 * exposed / len;
+        st->idle_pct = 100 * idle / len;
+    }
+    st->io_ms = io / (double)np / 1e6;
+    st->wait_ms = wait / (double)np / 1e6;
+    st->idle_ms = idle / (double)np / 1e6;
+    st->busy_spread_ms = (busy_max - median_of(tmp, np)) / 1e6;
+}
+
+/* Why step j is slow (its phase's median step is med). */
+static void slow_cause(struct rsr_step_slow *sl, const struct rsr_step *st, double excess, double med_io,
+                       double med_spread, double med_idle)
+{
+    sl->rank = -1;
+    if (st->checkpoint)
+        sl->cause = "checkpoint";
+    else if (st->io_ms + st->wait_ms - med_io >= 0.5 * excess)
+        sl->cause = "io";
+    else if (st->busy_spread_ms - med_spread >= 0.5 * excess) {
+        sl->cause = "straggler";
+        sl->rank = st->busiest_rank;
+    } else if (st->idle_ms - med_idle >= 0.5 * excess)
+        sl->cause = "launch_gaps";
+    else
+        sl->cause = "unknown";
+}
+
+/* The change of the least-squares line through the training steps'
+ * durations (by their order among them) from the first to the last, in %
+ * of its value at the first. */
+static double trend(const struct rsr_steps *out)
+{
+    double sx = 0, sy = 0, sxx = 0, sxy = 0, nn = 0;
+    for (size_t i = 0; i < out->n; i++) {
+        if (out->steps[i].phase != RSR_PHASE_TRAIN)
+            continue;
+        double y = dur_ms(&out->steps[i]);
+        sx += nn, sy += y, sxx += nn * nn, sxy += nn * y;
+        nn++;
+    }
+    if (nn < 2)
+        return 0;
+    double slope = (nn * sxy - sx * sy) / (nn * sxx - sx * sx), icept = (sy - slope * sx) / nn;
+    return icept > 0 ? 100 * slope * (nn - 1) / icept : 0;
+}
+
+/* The change of the typical step: the median of the last quarter of the
+ * training steps that are not slow from the first quarter's, in % of the
+ * first's. Unlike the trend, a few slow steps or a warm-up do not move it.
+ * v, w: room for the steps' durations. */
+static double typical_change(const struct rsr_steps *out, double *v, double *w)
+{
+    size_t k = 0, s = 0;
+    for (size_t i = 0; i < out->n; i++) {
+        while (s < out->n_slow && out->slow[s].index < i)
+            s++;
+        if (out->steps[i].phase == RSR_PHASE_TRAIN && !(s < out->n_slow && out->slow[s].index == i))
+            v[k++] = dur_ms(&out->steps[i]);
+    }
+    size_t q = k / 4;
+    if (q < 3)
+        return 0;
+    memcpy(w, v + k - q, q * sizeof *v);
+    double m0 = median_of(v, q), m1 = median_of(w, q);
+    return m0 > 0 ? 100 * (m1 - m0) / m0 : 0;
+}
+
+/* Distribution, phases, trend and slow steps of out->steps. */
+static int job_stats(struct rsr_steps *out)
+{
+    double *v = malloc((out->n ? out->n : 1) * sizeof *v);
+    double *a = malloc((out->n ? out->n : 1) * sizeof *a), *b = malloc((out->n ? out->n : 1) * sizeof *b);
+    double *c = malloc((out->n ? out->n : 1) * sizeof *c);
+    if (!v || !a || !b || !c) {
+        free(v), free(a), free(b), free(c);
+        return -1;
+    }
+    double med_io[RSR_NPHASES] = { 0 }, med_spread[RSR_NPHASES] = { 0 }, med_idle[RSR_NPHASES] = { 0 };
+    for (int ph = 0; ph < RSR_NPHASES; ph++) {
+        size_t k = 0;
+        for (size_t i = 0; i < out->n; i++)
+            if (out->steps[i].phase == ph) {
+                v[k] = dur_ms(&out->steps[i]);
+                a[k] = out->steps[i].io_ms + out->steps[i].wait_ms;
+                b[k] = out->steps[i].busy_spread_ms;
+                c[k++] = out->steps[i].idle_ms;
+            }
+        out->phase_count[ph] = k;
+        if (!k)
+            continue;
+        out->phase_median_ms[ph] = median_of(v, k);
+        med_io[ph] = median_of(a, k);
+        med_spread[ph] = median_of(b, k);
+        med_idle[ph] = median_of(c, k);
+        if (ph != RSR_PHASE_TRAIN)
+            continue;
+        out->count = k;
+        out->median_ms = quantile(v, k, 0.5);
+        out->p90_ms = quantile(v, k, 0.9);
+        out->p99_ms = quantile(v, k, 0.99);
+        out->max_ms = v[k - 1];
+    }
+    out->trend_pct = trend(out);
+    out->slow = malloc((out->n ? out->n : 1) * sizeof *out->slow);
+    if (!out->slow) {
+        free(v), free(a), free(b), free(c);
+        return -1;
+    }
+    for (size_t i = 0; i < out->n; i++) {
+        const struct rsr_step *st = &out->steps[i];
+        int ph = st->phase;
+        double med = out->phase_median_ms[ph];
+        if (out->phase_count[ph] < RSR_STEPS_MIN || med <= 0 || dur_ms(st) < RSR_STEPS_SLOW_X * med)
+            continue;
+        struct rsr_step_slow *sl = &out->slow[out->n_slow++];
+        sl->index = i;
+        sl->x_median = dur_ms(st) / med;
+        slow_cause(sl, st, dur_ms(st) - med, med_io[ph], med_spread[ph], med_idle[ph]);
+    }
+    out->typical_change_pct = typical_change(out, v, a);
+    free(v), free(a), free(b), free(c);
+    return 0;
+}
+
+static int cmp_size(const void *pa, const void *pb)
+{
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+    return (a > b) - (a < b);
+}
+
+int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_steps *out)
+{
+    memset(out, 0, sizeof *out);
+    struct proc *ps = calloc(n ? n : 1, sizeof *ps);
+    size_t *counts = malloc((n ? n : 1) * sizeof *counts), np = 0;
+    int rc = -1, looked = 0;
+    if (!ps || !counts)
+        goto done;
+    for (size_t i = 0; i < n; i++) {
+        const struct rsr_summary *s = models[i]->sum;
+        int kind = 0;
+        if (!s)
+            continue;
+        ps[np].model = i;
+        int r = proc_find(&ps[np], s, &kind);
+        looked |= kind;
+        if (r < 0)
+            goto done;
+        if (r > 0 && ps[np].n) {
+            counts[np] = ps[np].n;
+            np++;
+        } else {
+            free(ps[np].v);
+            ps[np].v = NULL;
+            ps[np].n = 0;
+        }
+    }
+    rc = 0;
+    if (!np) {
+        snprintf(out->why, sizeof out->why, "%s",
+                 !looked ? "no GPU work to find steps in"
+                 : looked & 2 ? "no repeating sequence of collectives (fewer than 3 repetitions)"
+                              : "no repeating sequence of kernels (fewer than 3 repetitions in the first "
+                                "4096 kernels)");
+        goto done;
+    }
+    /* the step count most processes agree on; the others are left out */
+    qsort(counts, np, sizeof *counts, cmp_size);
+    size_t mode = counts[0], best = 0;
+    for (size_t a = 0, b; a < np; a = b) {
+        for (b = a; b < np && counts[b] == counts[a]; b++)
+            ;
+        if (b - a > best)
+            best = b - a, mode = counts[a];
+    }
+    size_t w = 0, kernels = 0;
+    double conf = 0;
+    for (size_t r = 0; r < np; r++) {
+        if (ps[r].n != mode) {
+            free(ps[r].v);
+            continue;
+        }
+        conf += ps[r].conf;
+        kernels += ps[r].kernels;
+        ps[w++] = ps[r];
+    }
+    size_t with_steps = np;
+    np = w;
+    out->ranks = np;
+    /* processes left out count as finding nothing */
+    out->confidence = conf / (double)with_steps;
+    out->source = kernels == np ? "kernels" : "collectives";
+    out->steps = calloc(mode, sizeof *out->steps);
+    size_t *bur = calloc(np, sizeof *bur);
+    double *tmp = malloc(np * sizeof *tmp);
+    if (!out->steps || !bur || !tmp) {
+        free(bur), free(tmp);
+        rc = -1;
+        goto done;
+    }
+    out->n = mode;
+    for (size_t j = 0; j < mode; j++)
+        job_step(&out->steps[j], models, ps, np, j, bur, tmp);
+    free(bur), free(tmp);
+    rc = job_stats(out);
+    if (out->count < RSR_STEPS_MIN && rc == 0) {
+        rsr_steps_free(out);
+        snprintf(out->why, sizeof out->why, "fewer than %d training steps found", RSR_STEPS_MIN);
+    }
+done:
+    for (size_t r = 0; ps && r < np; r++)
+        free(ps[r].v);
+    free(ps);
+    free(counts);
+    if (rc != 0) {
+        rsr_steps_free(out);
+        snprintf(out->why, sizeof out->why, "out of memory");
+    }
+    return rc;
+}
+
+void rsr_steps_free(struct rsr_steps *s)
+{
+    free(s->steps);
+    free(s->slow);
+    memset(s, 0, sizeof *s);
+}

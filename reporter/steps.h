@@ -1,0 +1,137 @@
+/* Training steps, found with no code change from the repetition of each
+ * process's work (the sequence of its collectives, or of its kernels when
+ * it has none), then put on the job's time line across ranks with the
+ * breakdown of each step, the distribution of step times, phases, slow
+ * steps and their cause, and the trend. Reads the step marks of aligned
+ * summaries (summary.h); report.c, findings.c and the page read the result.
+ *
+ * How a process's steps are found (rsr_steps_find):
+ *   - each mark is a symbol: its key (collective: operation, communicator,
+ *     bytes; kernel: name) and one bit, whether the GPU idle gap before it
+ *     is long (the longer of two classes of gaps split by Otsu's method on
+ *     their logarithms, when the classes are well apart), because equal
+ *     buckets make equal keys and only the gaps tell where a step starts;
+ *   - the period P is the commonest distance between two marks with long
+ *     gaps, when symbols that far apart agree (share >= 0.6); without long
+ *     gaps, the smallest period at which symbols agree nearly as often as
+ *     at the best one (within 0.1, and >= 0.6). Looked for in the first
+ *     RSR_STEPS_LEARN symbols, P at most a third of them;
+ *   - the signature is the most frequent window of P symbols, rotated to
+ *     begin at the position with the longest median gap (a step begins
+ *     after the host's sync, data loading or a checkpoint), on a tie at
+ *     the position of the first mark;
+ *   - the marks are scanned in order: where the next P keys are the
+ *     signature's (and, when its first key is not unique in it, the first
+ *     has a long gap), that is a training step; elsewhere one mark is
+ *     skipped. A checkpoint or an evaluation between steps, jitter, or a
+ *     first step that differs only leave marks unmatched;
+ *   - the unmatched marks are searched the same way for a second
+ *     signature: its steps are the evaluation phase when they move fewer
+ *     bytes (kernels: run fewer kernels) than a training step, else
+ *     "other"; each run of marks still unmatched is one step of phase
+ *     "other".
+ * A step runs from its first mark's time to the next mark's (the last: to
+ * the end of the process's GPU work). Its confidence is the share of
+ * agreeing symbols at the period times the share of marks inside training
+ * and evaluation steps. */
+#ifndef RSR_STEPS_H
+#define RSR_STEPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reporter/model.h"
+
+/* Symbols the period is looked for in, and the longest period. */
+#define RSR_STEPS_LEARN 8192
+#define RSR_STEPS_MAX_PERIOD 2048
+/* Fewer training steps than this on a process: no steps. */
+#define RSR_STEPS_MIN 3
+/* A step is slow at this many times its phase's median. */
+#define RSR_STEPS_SLOW_X 1.3
+
+#define RSR_STEP_PHASES(X) \
+    X(TRAIN, "train") \
+    X(EVAL,  "eval") \
+    X(OTHER, "other")
+
+enum rsr_step_phase {
+#define RSR_STEP_PHASE_ENUM(name, text) RSR_PHASE_##name,
+    RSR_STEP_PHASES(RSR_STEP_PHASE_ENUM)
+#undef RSR_STEP_PHASE_ENUM
+    RSR_NPHASES
+};
+
+const char *rsr_step_phase_name(int phase);
+
+/* A run of marks that is one step. */
+struct rsr_step_seg {
+    size_t first, n;
+    uint8_t phase;              /* enum rsr_step_phase */
+};
+
+struct rsr_steps_found {
+    size_t period;              /* marks per training step; 0: no repeating structure */
+    uint32_t anchor_key;        /* the key a training step begins with */
+    int anchor_unique;          /* it occurs once in a training step */
+    double score;               /* share of symbols one period apart that agree */
+    double covered;             /* share of marks in training and evaluation steps */
+    struct rsr_step_seg *segs;  /* in order; NULL when period is 0 */
+    size_t n_segs, n_train;
+};
+
+/* Finds the steps of one process in its marks' keys, gaps (ns) and weights (what a mark moves: bytes,
+ * or 1 per kernel), n of each, into *out (zeroed first; free with
+ * rsr_steps_found_free). out->period is 0 when there is no repetition or
+ * fewer than RSR_STEPS_MIN training steps. Returns 0, or -1 when out of
+ * memory. */
+int rsr_steps_find(const uint32_t *key, const int64_t *gap, const double *weight, size_t n,
+                   struct rsr_steps_found *out);
+
+void rsr_steps_found_free(struct rsr_steps_found *f);
+
+/* One step on the job's time line: from the first rank's start to the
+ * last rank's end, with the breakdown summed over the ranks that had it. */
+struct rsr_step {
+    int64_t start_ns, end_ns;
+    uint8_t phase;
+    double compute_pct, exposed_comm_pct, idle_pct;     /* of the ranks' step time */
+    double io_ms, wait_ms;      /* I/O calls, data-loading wait: mean over ranks */
+    double ckpt_ms;             /* checkpoint writes inside it, longest over ranks */
+    int checkpoint;             /* a checkpoint write lies mostly inside it */
+    double busy_spread_ms;      /* the busiest rank's GPU busy time less the median rank's */
+    int32_t busiest_rank;
+    double idle_ms;             /* GPU idle, mean over ranks */
+};
+
+struct rsr_step_slow {
+    size_t index;
+    double x_median;
+    const char *cause;          /* "checkpoint", "io", "straggler", "launch_gaps", "unknown" */
+    int32_t rank;               /* the straggler's rank, -1 otherwise */
+};
+
+struct rsr_steps {
+    const char *source;         /* "collectives", "kernels"; NULL: no steps (why says) */
+    char why[200];
+    double confidence;          /* 0..1 */
+    struct rsr_step *steps;     /* in time order, every phase */
+    size_t n;
+    size_t count;               /* training steps */
+    double median_ms, p90_ms, p99_ms, max_ms, trend_pct;  /* training steps */
+    double typical_change_pct;  /* the typical step's change over the run (steps.c) */
+    size_t phase_count[RSR_NPHASES];
+    double phase_median_ms[RSR_NPHASES];
+    struct rsr_step_slow *slow;
+    size_t n_slow;
+    size_t ranks;               /* processes whose steps make the job's */
+};
+
+/* Finds the steps of the job in models[0..n) (aligned, summarised) into
+ * *out (which then owns its arrays). Returns 0, or -1 when out of memory
+ * (out then says no steps). */
+int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_steps *out);
+
+void rsr_steps_free(struct rsr_steps *s);
+
+#endif
