@@ -735,7 +735,7 @@ def big_page(work):
 
 
 def straggler_page(work):
-    """simtrain's 4 ranks with rank 2's kernels 1.5 times longer: the strip
+    """simtrain's 4 ranks with rank 2's kernels twice as long: the strip
     plots name rank 2 as the GPU compute outlier, and no other rank there."""
     launch, train = os.path.join(BUILD, "simlaunch"), os.path.join(BUILD, "simtrain")
     if not check("html straggler: simulator built", os.path.exists(launch) and os.path.exists(train),
@@ -746,7 +746,7 @@ def straggler_page(work):
     env.pop("LD_PRELOAD")
     env["AGENT_SO"] = os.path.join(BUILD, "libagent.so")
     p = run([launch, "-n", "4", "--", "sh", "-c", 'export LD_PRELOAD="$AGENT_SO"; exec "$@"', "sh",
-             train, "--steps", "10", "--ckpt-dir", ck, "--straggler", "2:1.5"], env=env, timeout=120)
+             train, "--steps", "30", "--ckpt-dir", ck, "--straggler", "2:2"], env=env, timeout=120)
     if not check("html straggler: simtrain ran", p.returncode == 0, p.stderr.decode()[-300:]):
         return
     p = run([RINGSIDE, "report", out, "-o", rep, "-q"])
