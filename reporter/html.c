@@ -45,6 +45,7 @@
     X(COPY,    "copies",        "#1e88e5") \
     X(WAIT,    "waits",         "#fb8c00") \
     X(IO,      "I/O",           "#00897b") \
+    X(RANGE,   "NVTX ranges",   "#6d4c41") \
     X(CKPT,    "checkpoints",   "#8e24aa")
 
 enum tl_lane {
@@ -734,6 +735,11 @@ static int fill_row(const struct page *p, struct row *r)
         if (in_window(p, &s, &e))
             r->lane[TL_IO][k[TL_IO]++] = (struct iv){ s, e, m->io[i].path, m->io[i].op };
     }
+    for (size_t i = 0; i < m->n_ranges; i++) {
+        int64_t s = m->ranges[i].start_ns, e = m->ranges[i].end_ns;
+        if (in_window(p, &s, &e))
+            r->lane[TL_RANGE][k[TL_RANGE]++] = (struct iv){ s, e, m->ranges[i].name, -1 };
+    }
     return 0;
 }
 
@@ -784,6 +790,11 @@ static int build_rows(const struct page *p, struct row **out, size_t *nout, int6
             int64_t s = m->io[i].start_ns, e = m->io[i].end_ns;
             if (in_window(p, &s, &e))
                 r->n[TL_IO]++, widen(origin, end, s, e);
+        }
+        for (size_t i = 0; i < m->n_ranges; i++) {
+            int64_t s = m->ranges[i].start_ns, e = m->ranges[i].end_ns;
+            if (in_window(p, &s, &e))
+                r->n[TL_RANGE]++, widen(origin, end, s, e);
         }
     }
     /* Checkpoints: a lane of their own on their rank's row. Where there are
@@ -1052,7 +1063,8 @@ static int timeline(struct page *p)
         fputs("<p class=\"note\">report.json has no \"timeline\", so the checkpoints cannot be "
               "placed on the lanes.</p>\n", f);
     fputs("<p class=\"note\">Waits: host threads blocked on the GPU (stream, event, context "
-          "synchronise). I/O: file calls. Checkpoints: bursts of large writes, also shaded across "
+          "synchronise). I/O: file calls. NVTX ranges: the program's own annotations (nested ones drawn over "
+          "their parents; hover for the name). Checkpoints: bursts of large writes, also shaded across "
           "all lanes. A process gets only the lanes it has something on.</p>\n", f);
     fputs("</section>\n", f);
     free_rows(rows, nrows);

@@ -118,6 +118,18 @@ def in_perfetto(truth, out, work):
     with open(os.path.join(rep, "trace.json")) as f:
         events = [e for e in json.load(f)["traceEvents"] if e.get("cat") == "user_annotation"]
     problems = []
+    # the page: an "NVTX ranges" lane, whose rectangles name the ranges
+    with open(os.path.join(rep, "index.html"), encoding="utf-8") as f:
+        page = f.read()
+    m = re.search(r'<script type="application/json" id="tl-names">(.*?)</script>', page, re.S)
+    names = set()
+    for table in json.loads(m.group(1)) if m else []:
+        names.update(table.values())
+    if "NVTX ranges" not in page:
+        problems.append("index.html has no NVTX ranges lane")
+    for t in truth:
+        if t["e1"] != t["s0"] and t["kind"] != "mark" and t["name"] not in names:
+            problems.append("%s: not among the page's lane names" % t["name"])
     if len(events) != len(truth):
         problems.append("%d annotations for %d ranges" % (len(events), len(truth)))
     by_name = {e["name"]: e for e in events}
