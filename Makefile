@@ -45,7 +45,8 @@ $(AGENT_OBJ): RS_CFLAGS += -fvisibility=hidden -ftls-model=initial-exec
 # register more for the common path, which then saves one fewer (a 64-byte
 # pwrite in one process, hook over the bare call 29.8 -> 28.6 ns, medians of
 # 21-25 interleaved runs). Stacks through them unwind by their DWARF CFI.
-$(BUILD)/obj/preload/hook_io.o: RS_CFLAGS += -fomit-frame-pointer
+# The same for the wait hooks, whose lock fast path is a try and a return.
+$(BUILD)/obj/preload/hook_io.o $(BUILD)/obj/preload/hook_wait.o: RS_CFLAGS += -fomit-frame-pointer
 # cuda.h and nccl.h are not written for our warnings: read them as system headers.
 $(BUILD)/obj/preload/hook_cuda.o $(BUILD)/obj/preload/hook_nccl.o $(BUILD)/obj/preload/gputime.o: \
     RS_CFLAGS += -isystem $(CUDA_HOME)/include

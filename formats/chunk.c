@@ -113,6 +113,12 @@ RSF_NAME_FN(rsf_comm_kind_name, RSF_COMM_KINDS)
 RSF_NAME_FN(rsf_mem_kind_name, RSF_MEM_KINDS)
 RSF_NAME_FN(rsf_sample_kind_name, RSF_SAMPLE_KINDS)
 RSF_NAME_FN(rsf_range_kind_name, RSF_RANGE_KINDS)
+#undef RSF_NAME
+#define RSF_NAME(id, name, label) #name,
+RSF_NAME_FN(rsf_wait_reason_name, RSF_WAIT_REASONS)
+#undef RSF_NAME
+#define RSF_NAME(id, name, label) label,
+RSF_NAME_FN(rsf_wait_reason_label, RSF_WAIT_REASONS)
 #undef RSF_NAME_FN
 #undef RSF_NAME
 

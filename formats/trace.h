@@ -78,6 +78,13 @@ struct rsf_thread_ref { uint32_t tid, name; };
     X(FREE_ASYNC, free_async)
 #define RSF_SAMPLE_KINDS(X) X(CPU, cpu) X(WAIT, wait) X(GPU, gpu)
 #define RSF_RANGE_KINDS(X) X(PUSH, push) X(START, start) X(MARK, mark)
+/* enum WaitReason: X(ID, name in trace.fbs, name shown to users) */
+#define RSF_WAIT_REASONS(X) X(NONE, none, "none") X(LOCK, lock, "lock") \
+    X(RWLOCK, rwlock, "rwlock") X(SPIN, spin, "spin") X(CONDVAR, condvar, "condvar") \
+    X(SEMAPHORE, semaphore, "semaphore") X(JOIN, join, "join") X(BARRIER, barrier, "barrier") \
+    X(POLL, poll, "poll") X(SOCKET, socket, "socket") X(PIPE, pipe, "pipe") X(FILE, file, "file") \
+    X(CHILD, child, "child") X(SLEEP, sleep, "sleep") X(FUTEX, futex, "futex") \
+    X(CUDA_SYNC, cuda_sync, "cuda-sync") X(FILE_LOCK, file_lock, "file-lock")
 
 #define RSF_ENUM_GPU(id, name) RSF_GPU_##id,
 #define RSF_ENUM_DIR(id, name) RSF_COPY_##id,
@@ -95,6 +102,9 @@ enum rsf_comm_kind { RSF_COMM_KINDS(RSF_ENUM_COMM) RSF_COMM_NKINDS };
 enum rsf_mem_kind { RSF_MEM_KINDS(RSF_ENUM_MEM) RSF_MEM_NKINDS };
 enum rsf_sample_kind { RSF_SAMPLE_KINDS(RSF_ENUM_SAMPLE) RSF_SAMPLE_NKINDS };
 enum rsf_range_kind { RSF_RANGE_KINDS(RSF_ENUM_RANGE) RSF_RANGE_NKINDS };
+#define RSF_ENUM_WAIT(id, name, label) RSF_WAIT_##id,
+enum rsf_wait_reason { RSF_WAIT_REASONS(RSF_ENUM_WAIT) RSF_WAIT_NREASONS };
+#undef RSF_ENUM_WAIT
 #undef RSF_ENUM_GPU
 #undef RSF_ENUM_DIR
 #undef RSF_ENUM_SYNC
@@ -113,6 +123,10 @@ const char *rsf_comm_kind_name(unsigned v);
 const char *rsf_mem_kind_name(unsigned v);
 const char *rsf_sample_kind_name(unsigned v);
 const char *rsf_range_kind_name(unsigned v);
+const char *rsf_wait_reason_name(unsigned v);
+/* A wait reason as users read it ("cuda-sync", the leaf of a wait stack);
+ * NULL outside the enum. */
+const char *rsf_wait_reason_label(unsigned v);
 
 /* GpuEvent.flags and CollEvent.flags */
 enum {
@@ -169,7 +183,8 @@ struct rsf_sample {
     uint64_t ts_ns, weight_ns;
     uint32_t tid, stack;
     uint8_t kind;
-    uint8_t pad_[7];
+    uint8_t reason;          /* enum rsf_wait_reason */
+    uint8_t pad_[6];
 };
 
 struct rsf_module {

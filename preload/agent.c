@@ -319,6 +319,7 @@ RS_EXPORT int execle(const char *path, const char *arg, ...)
 static void resolve_early(void)
 {
     rs_io_resolve_early();
+    rs_wait_resolve_early();
     (void)RS_REAL(signal);
     (void)RS_REAL(_exit);
     (void)RS_REAL(_Exit);

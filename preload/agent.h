@@ -523,6 +523,9 @@ void rs_cwd_changed(void);
  * id assigned (0 if fd is not tracked). dirfd as for openat. */
 uint32_t rs_file_opened(int op, int dirfd, const char *path, int flags, int fd,
                         uint64_t t0, uint64_t t1);
+/* Why a read or write on fd waited: enum rsf_wait_reason PIPE, SOCKET, or
+ * FILE for anything else. A system call: only for a call that waited. */
+int rs_fd_reason(int fd);
 /* Whether path (absolute) lies under one of the RINGSIDE_IO_EXCLUDE prefixes. */
 int rs_io_excluded(const char *path);
 /* Looks up the real functions a vfork child calls (close, dup2, chdir...)

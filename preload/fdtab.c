@@ -1,7 +1,8 @@
 /* Which fds the I/O hooks record, and under which file id. A file id is
  * given at open and names the path once, in an OPEN (or FILE) record; every
  * later read or write carries only the id. Excluded paths (RINGSIDE_IO_EXCLUDE)
- * and fds that are not files (pipes, sockets) are not recorded. */
+ * and fds that are not files (pipes, sockets) are not recorded (their
+ * reads and writes make wait samples only: hook_io.c). */
 #include "preload/agent.h"
 #include "formats/trace.h"
 
@@ -67,6 +68,14 @@ static int on_local_fs(int fd)
     default:
         return 0;
     }
+}
+
+int rs_fd_reason(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return RSF_WAIT_FILE;
+    return S_ISFIFO(st.st_mode) ? RSF_WAIT_PIPE : S_ISSOCK(st.st_mode) ? RSF_WAIT_SOCKET : RSF_WAIT_FILE;
 }
 
 /* fd's table entry for file id: the id, marked RS_FILE_PLAIN for a block

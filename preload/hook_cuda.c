@@ -384,7 +384,7 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
                 sync_record(SYNC_KIND, t0_, t1_, rs_stream_id(STREAM, PTSZ));                  \
         }                                                                                      \
         if ((SYNC_KIND) >= 0)                                                                  \
-            rs_wait_sample_ns(t0_, t1_);                                                       \
+            rs_wait_sample_ns(t0_, t1_, RSF_WAIT_CUDA_SYNC);                                   \
         rs_th.guard = 0;                                                                       \
         errno = saved_;                                                                        \
         return r_;                                                                             \
@@ -401,7 +401,7 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         uint64_t t1_ = rs_now();                                                               \
         int saved_ = errno;                                                                    \
         sync_record(KIND, t0_, t1_, TARGET);                                                   \
-        rs_wait_sample_ns(t0_, t1_);                                                           \
+        rs_wait_sample_ns(t0_, t1_, RSF_WAIT_CUDA_SYNC);                                       \
         rs_th.guard = 0;                                                                       \
         errno = saved_;                                                                        \
         return r_;                                                                             \

@@ -90,15 +90,45 @@ static inline int opens_tracked(void)
 }
 
 /* After a timed call's record: a wait sample when the call blocked long
- * enough, or a CPU sample the signal handler left pending; errno kept. */
-static inline void after_call(uint64_t t0, uint64_t t1)
+ * enough, or a CPU sample the signal handler left pending; errno kept. fd:
+ * the call's, whose kind (a FIFO opened by path, a file) names the wait's
+ * reason, or -1 for a file known as such. */
+static inline void after_call(uint64_t t0, uint64_t t1, int fd)
 {
     if (RS_UNLIKELY(t1 - t0 >= rs_hot.wait_ticks || rs_th.sample_npending)) {
         int e = errno;
-        rs_wait_sample(t0, t1);
+        rs_wait_sample(t0, t1, fd >= 0 && t1 - t0 >= rs_hot.wait_ticks ? rs_fd_reason(fd)
+                                                                        : RSF_WAIT_FILE);
         errno = e;
     }
 }
+
+/* A wait sample for a call on fd, an fd the table does not hold. */
+static __attribute__((noinline, cold)) void untracked_wait(uint64_t t0, uint64_t t1, int fd)
+{
+    int e = errno;
+    rs_th.guard = 1;
+    rs_wait_sample(t0, t1, rs_fd_reason(fd));
+    rs_th.guard = 0;
+    errno = e;
+}
+
+/* CALL (of result type T) on FD, an fd the table does not hold: a pipe, a
+ * socket, an eventfd, a terminal... (fds of files the I/O hooks do not
+ * record, RINGSIDE_IO_EXCLUDE's, are in the table, and go straight to the
+ * real call). Timed for its wait sample only: no I/O record. */
+#define RS_IO_UNTRACKED(T, FD, CALL)                                                \
+    do {                                                                            \
+        if (RS_UNLIKELY(rs_th.guard) || rs_fd_entry(FD) != 0 ||                      \
+            !atomic_load_explicit(&rs_hot.on, memory_order_relaxed))                \
+            return CALL;                                                            \
+        uint64_t t0_ = rs_ticks();                                                  \
+        T r_ = CALL;                                                                \
+        uint64_t t1_ = rs_ticks();                                                  \
+        if (RS_UNLIKELY(t1_ - t0_ >= rs_hot.wait_ticks))                            \
+            untracked_wait(t0_, t1_, FD);                                           \
+        return r_;                                                                  \
+    } while (0)
 
 /* Times CALL (of result type T) on a tracked fd and records it as OP with
  * offset OFF; the result is BYTES, or -errno when FAILED. Recording leaves
@@ -113,7 +143,7 @@ static inline void after_call(uint64_t t0, uint64_t t1)
         T r = CALL;                                                                 \
         uint64_t t1_ = rs_ticks();                                                  \
         rs_io_record(OP, file_, t0_, t1_, OFF, (FAILED) ? -(int64_t)errno : (int64_t)(BYTES)); \
-        after_call(t0_, t1_);                                                       \
+        after_call(t0_, t1_, FD);                                                   \
         rs_th.guard = 0;                                                            \
         return r;                                                                   \
     } while (0)
@@ -168,7 +198,7 @@ static inline long kernel_call(long nr, long a, long b, long c, long d)
     do {                                                                            \
         uint32_t e_ = tracked_entry(FD);                                            \
         if (!e_)                                                                    \
-            return REAL;                                                            \
+            RS_IO_UNTRACKED(ssize_t, FD, REAL);                                     \
         if (RS_UNLIKELY(!(e_ & RS_FILE_PLAIN) ||                                    \
                         atomic_load_explicit(&rs_hot.cancel_seen, memory_order_relaxed))) \
             RS_IO_SYS(ssize_t, OP, FD, OFF, REAL);                                  \
@@ -177,7 +207,7 @@ static inline long kernel_call(long nr, long a, long b, long c, long d)
         long r_ = kernel_call(NR, (long)(A), (long)(B), (long)(C), (long)(D));      \
         uint64_t t1_ = rs_ticks();                                                  \
         rs_io_record(OP, e_ & ~RS_FILE_PLAIN, t0_, t1_, OFF, r_);                   \
-        after_call(t0_, t1_);                                                       \
+        after_call(t0_, t1_, -1);                                                   \
         rs_th.guard = 0;                                                            \
         if (RS_UNLIKELY(r_ < 0)) {                                                  \
             errno = (int)-r_;                                                       \
@@ -280,7 +310,7 @@ static __attribute__((noinline, cold)) long io_finish(struct rs_rec_io *rec, uin
     uint64_t t0 = rec->start;
     rs_th.wp = (uint8_t *)rec;
     rs_io_record(rec->h.op, rec->h.file, t0, t1, rec->offset, r);
-    after_call(t0, t1);
+    after_call(t0, t1, -1);
     rs_th.guard = 0;
     if (r < 0) {
         errno = (int)-r;
@@ -330,7 +360,7 @@ static int mode_needed(int flags)
         int e_ = errno;                                                             \
         if (fd_ >= 0)                                                               \
             rs_file_opened(OP, DIRFD, PATH, FLAGS, fd_, t0_, t1_);                  \
-        rs_wait_sample(t0_, t1_);                                                   \
+        rs_wait_sample(t0_, t1_, RSF_WAIT_FILE);                                    \
         errno = e_;                                                                 \
         rs_th.guard = 0;                                                            \
         return fd_;                                                                 \
@@ -482,7 +512,7 @@ RS_EXPORT int close(int fd)
     int e = errno;
     rs_fd_set(fd, 0);
     rs_io_record(RSF_IO_CLOSE, file, t0, t1, -1, r < 0 ? -(int64_t)e : r);
-    rs_wait_sample(t0, t1);
+    rs_wait_sample(t0, t1, RSF_WAIT_FILE);
     errno = e;
     rs_th.guard = 0;
     return r;
@@ -590,6 +620,8 @@ static int fcntl_common(__typeof__(fcntl) *real, int fd, int cmd, va_list ap)
 {
     /* Every fcntl command takes at most one argument, an int or a pointer. */
     void *arg = va_arg(ap, void *);
+    if (cmd == F_SETLKW || cmd == F_OFD_SETLKW)
+        RS_WAIT_TIMED(int, RSF_WAIT_FILE_LOCK, real(fd, cmd, arg));
     int r = real(fd, cmd, arg);
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
         copied(fd, r);
@@ -640,6 +672,8 @@ RS_IO_HOOK(read, (int fd, void *buf, size_t n), (fd, buf, n), RSF_IO_READ, -1, S
 
 RS_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
+    if (!tracked_entry(fd))
+        RS_IO_UNTRACKED(ssize_t, fd, RS_REAL(__read_chk)(fd, buf, n, buflen));
     RS_IO_SYS(ssize_t, RSF_IO_READ, fd, -1, RS_REAL(__read_chk)(fd, buf, n, buflen));
 }
 
@@ -759,7 +793,7 @@ static ssize_t two_sided(int op_in, int in, int64_t off_in, int op_out, int out,
         rs_io_record(op_in, fin, t0, t1, off_in, res);
     if (fout)
         rs_io_record(op_out, fout, t0, t1, off_out, res);
-    rs_wait_sample(t0, t1);
+    rs_wait_sample(t0, t1, RSF_WAIT_FILE);
     errno = e;
     rs_th.guard = 0;
     return r;
@@ -854,7 +888,7 @@ static FILE *fopen_common(__typeof__(fopen) *real, const char *path, const char 
     int e = errno;
     if (fp && stream_fd(fp) >= 0)
         rs_file_opened(RSF_IO_FOPEN, AT_FDCWD, path, fopen_flags(mode), stream_fd(fp), t0, t1);
-    rs_wait_sample(t0, t1);
+    rs_wait_sample(t0, t1, RSF_WAIT_FILE);
     errno = e;
     rs_th.guard = 0;
     return fp;
@@ -913,7 +947,7 @@ RS_EXPORT int fclose(FILE *fp)
     int e = errno;
     rs_fd_set(fd, 0);
     rs_io_record(RSF_IO_FCLOSE, file, t0, t1, -1, r == EOF ? -(int64_t)e : 0);
-    rs_wait_sample(t0, t1);
+    rs_wait_sample(t0, t1, RSF_WAIT_FILE);
     errno = e;
     rs_th.guard = 0;
     return r;

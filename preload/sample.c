@@ -63,13 +63,15 @@ static void drop(void)
 }
 
 /* Writes one sample record; the ring counts it if there is no room. */
-static void put_sample(int kind, uint64_t ts, uint64_t weight, const uint64_t *f, int n)
+static void put_sample(int kind, int reason, uint64_t ts, uint64_t weight, const uint64_t *f,
+                       int n)
 {
     size_t size = sizeof(struct rs_rec_sample) + (size_t)n * sizeof *f;
     struct rs_rec_sample *r = rs_reserve(size, RS_REC_SAMPLE);
     if (!r)
         return;
-    r->h = (struct rs_rec_hdr){ (uint16_t)size, RS_REC_SAMPLE, (uint8_t)kind, (uint32_t)n };
+    r->h = (struct rs_rec_hdr){ (uint16_t)size, RS_REC_SAMPLE, (uint8_t)kind,
+                                (uint32_t)n | (uint32_t)reason << RS_SAMPLE_REASON_SHIFT };
     r->ts = ts;
     r->weight = weight;
     for (int i = 0; i < n; i++)
@@ -146,10 +148,10 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     }
     rs_th.guard = 1;
     if (rs_th.sample_npending) {
-        put_sample(RSF_SAMPLE_CPU, t->pend_ts, t->pend_weight, t->pending, rs_th.sample_npending);
+        put_sample(RSF_SAMPLE_CPU, RSF_WAIT_NONE, t->pend_ts, t->pend_weight, t->pending, rs_th.sample_npending);
         rs_th.sample_npending = 0;
     }
-    put_sample(RSF_SAMPLE_CPU, ts, weight, t->scratch, n);
+    put_sample(RSF_SAMPLE_CPU, RSF_WAIT_NONE, ts, weight, t->scratch, n);
     rs_th.guard = 0;
     atomic_fetch_add_explicit(&handled, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&unwind_ticks, unwound - ts, memory_order_relaxed);
@@ -383,7 +385,7 @@ void rs_sample_flush_pending(void)
     uint64_t buf[RS_STACK_MAX];
     int n = rs_th.sample_npending;
     memcpy(buf, me.pending, (size_t)n * sizeof *buf);
-    put_sample(RSF_SAMPLE_CPU, me.pend_ts, me.pend_weight, buf, n);
+    put_sample(RSF_SAMPLE_CPU, RSF_WAIT_NONE, me.pend_ts, me.pend_weight, buf, n);
     rs_th.sample_npending = 0;
 }
 
@@ -395,25 +397,34 @@ void rs_gpu_stack_sample(uint64_t t0)
         return;
     uint64_t buf[RS_STACK_MAX];
     int n = rs_stack_capture(buf, RS_STACK_MAX);
-    put_sample(RSF_SAMPLE_GPU | RS_SAMPLE_NS, t0, 0, buf, n);
+    put_sample(RSF_SAMPLE_GPU | RS_SAMPLE_NS, RSF_WAIT_NONE, t0, 0, buf, n);
 }
 
-void rs_wait_sample_ns_slow(uint64_t t0, uint64_t t1)
+void rs_wait_sample_ns_slow(uint64_t t0, uint64_t t1, int reason)
 {
     if (!atomic_load_explicit(&rs_hot.on, memory_order_relaxed) || !rs_unwind_ready())
         return;
     uint64_t buf[RS_STACK_MAX];
     int n = rs_stack_capture(buf, RS_STACK_MAX);
-    put_sample(RSF_SAMPLE_WAIT | RS_SAMPLE_NS, t0, t1 - t0, buf, n);
+    put_sample(RSF_SAMPLE_WAIT | RS_SAMPLE_NS, reason, t0, t1 - t0, buf, n);
 }
 
-void rs_wait_sample_slow(uint64_t t0, uint64_t t1)
+void rs_wait_sample_slow(uint64_t t0, uint64_t t1, int reason)
 {
     if (!atomic_load_explicit(&rs_hot.on, memory_order_relaxed) || !rs_unwind_ready())
         return;
     uint64_t buf[RS_STACK_MAX];
     int n = rs_stack_capture(buf, RS_STACK_MAX);
-    put_sample(RSF_SAMPLE_WAIT, t0, t1 - t0, buf, n);
+    put_sample(RSF_SAMPLE_WAIT, reason, t0, t1 - t0, buf, n);
+}
+
+void rs_wait_note(uint64_t t0, uint64_t t1, int reason)
+{
+    int e = errno;
+    rs_th.guard = 1;
+    rs_wait_sample(t0, t1, reason);
+    rs_th.guard = 0;
+    errno = e;
 }
 
 /* ---- calls the kernel never restarts after a handler ran ----
@@ -495,6 +506,7 @@ RS_REAL_DECL(select);
 RS_REAL_DECL(pselect);
 RS_REAL_DECL(epoll_wait);
 RS_REAL_DECL(epoll_pwait);
+RS_REAL_DECL(epoll_pwait2);
 RS_REAL_DECL(sigsuspend);
 RS_REAL_DECL(sigwait);
 RS_REAL_DECL(sigwaitinfo);
@@ -528,7 +540,7 @@ static inline int sleep_mode(void)
            atomic_load_explicit(&app_handlers[1], memory_order_relaxed) ? 2 : 1;
 }
 
-RS_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
+static int quiet_nanosleep(const struct timespec *req, struct timespec *rem)
 {
     int mode = req ? sleep_mode() : 0;
     if (mode == 2)
@@ -548,7 +560,7 @@ RS_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
     }
 }
 
-RS_EXPORT int clock_nanosleep(clockid_t c, int flags, const struct timespec *req, struct timespec *rem)
+static int quiet_clock_nanosleep(clockid_t c, int flags, const struct timespec *req, struct timespec *rem)
 {
     int mode = req ? sleep_mode() : 0;
     if (mode == 2)
@@ -569,12 +581,12 @@ RS_EXPORT int clock_nanosleep(clockid_t c, int flags, const struct timespec *req
     }
 }
 
-RS_EXPORT int usleep(useconds_t us)
+static int quiet_usleep(useconds_t us)
 {
     RS_QUIET(int, RS_REAL(usleep)(us));
 }
 
-RS_EXPORT unsigned sleep(unsigned s)
+static unsigned quiet_sleep(unsigned s)
 {
     RS_QUIET(unsigned, RS_REAL(sleep)(s));
 }
@@ -584,37 +596,48 @@ RS_EXPORT int pause(void)
     RS_QUIET(int, RS_REAL(pause)());
 }
 
-RS_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+static int quiet_poll(struct pollfd *fds, nfds_t n, int timeout)
 {
     RS_QUIET(int, RS_REAL(poll)(fds, n, timeout));
 }
 
-RS_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *m)
+static int quiet_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *m)
 {
     sigset_t c;
     RS_QUIET(int, RS_REAL(ppoll)(fds, n, t, with_ours(m, &c)));
 }
 
-RS_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t)
+static int quiet_select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t)
 {
     RS_QUIET(int, RS_REAL(select)(n, r, w, e, t));
 }
 
-RS_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t, const sigset_t *m)
+static int quiet_pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t, const sigset_t *m)
 {
     sigset_t c;
     RS_QUIET(int, RS_REAL(pselect)(n, r, w, e, t, with_ours(m, &c)));
 }
 
-RS_EXPORT int epoll_wait(int fd, struct epoll_event *ev, int n, int timeout)
+static int quiet_epoll_wait(int fd, struct epoll_event *ev, int n, int timeout)
 {
     RS_QUIET(int, RS_REAL(epoll_wait)(fd, ev, n, timeout));
 }
 
-RS_EXPORT int epoll_pwait(int fd, struct epoll_event *ev, int n, int timeout, const sigset_t *m)
+static int quiet_epoll_pwait(int fd, struct epoll_event *ev, int n, int timeout, const sigset_t *m)
 {
     sigset_t c;
     RS_QUIET(int, RS_REAL(epoll_pwait)(fd, ev, n, timeout, with_ours(m, &c)));
+}
+
+static int quiet_epoll_pwait2(int fd, struct epoll_event *ev, int n, const struct timespec *t,
+                              const sigset_t *m)
+{
+    sigset_t c;
+    if (!RS_REAL(epoll_pwait2)) { /* a C library before 2.35 */
+        errno = ENOSYS;
+        return -1;
+    }
+    RS_QUIET(int, RS_REAL(epoll_pwait2)(fd, ev, n, t, with_ours(m, &c)));
 }
 
 RS_EXPORT int sigsuspend(const sigset_t *m)
@@ -645,4 +668,82 @@ RS_EXPORT int signalfd(int fd, const sigset_t *mask, int flags)
 {
     sigset_t c;
     return RS_REAL(signalfd)(fd, without_ours(mask, &c), flags);
+}
+
+/* The same, timed for their wait samples; a call that cannot wait (a zero
+ * timeout) is not timed. */
+
+static inline int zero_ts(const struct timespec *t)
+{
+    return t && t->tv_sec == 0 && t->tv_nsec == 0;
+}
+
+RS_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
+{
+    RS_WAIT_TIMED(int, RSF_WAIT_SLEEP, quiet_nanosleep(req, rem));
+}
+
+RS_EXPORT int clock_nanosleep(clockid_t c, int flags, const struct timespec *req, struct timespec *rem)
+{
+    RS_WAIT_TIMED(int, RSF_WAIT_SLEEP, quiet_clock_nanosleep(c, flags, req, rem));
+}
+
+RS_EXPORT int usleep(useconds_t us)
+{
+    RS_WAIT_TIMED(int, RSF_WAIT_SLEEP, quiet_usleep(us));
+}
+
+RS_EXPORT unsigned sleep(unsigned sec)
+{
+    RS_WAIT_TIMED(unsigned, RSF_WAIT_SLEEP, quiet_sleep(sec));
+}
+
+RS_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+    if (timeout == 0)
+        return quiet_poll(fds, n, timeout);
+    RS_WAIT_TIMED(int, RSF_WAIT_POLL, quiet_poll(fds, n, timeout));
+}
+
+RS_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *m)
+{
+    if (zero_ts(t))
+        return quiet_ppoll(fds, n, t, m);
+    RS_WAIT_TIMED(int, RSF_WAIT_POLL, quiet_ppoll(fds, n, t, m));
+}
+
+RS_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t)
+{
+    if (t && t->tv_sec == 0 && t->tv_usec == 0)
+        return quiet_select(n, r, w, e, t);
+    RS_WAIT_TIMED(int, RSF_WAIT_POLL, quiet_select(n, r, w, e, t));
+}
+
+RS_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t, const sigset_t *m)
+{
+    if (zero_ts(t))
+        return quiet_pselect(n, r, w, e, t, m);
+    RS_WAIT_TIMED(int, RSF_WAIT_POLL, quiet_pselect(n, r, w, e, t, m));
+}
+
+RS_EXPORT int epoll_wait(int fd, struct epoll_event *ev, int n, int timeout)
+{
+    if (timeout == 0)
+        return quiet_epoll_wait(fd, ev, n, timeout);
+    RS_WAIT_TIMED(int, RSF_WAIT_POLL, quiet_epoll_wait(fd, ev, n, timeout));
+}
+
+RS_EXPORT int epoll_pwait(int fd, struct epoll_event *ev, int n, int timeout, const sigset_t *m)
+{
+    if (timeout == 0)
+        return quiet_epoll_pwait(fd, ev, n, timeout, m);
+    RS_WAIT_TIMED(int, RSF_WAIT_POLL, quiet_epoll_pwait(fd, ev, n, timeout, m));
+}
+
+RS_EXPORT int epoll_pwait2(int fd, struct epoll_event *ev, int n, const struct timespec *t,
+                           const sigset_t *m)
+{
+    if (zero_ts(t))
+        return quiet_epoll_pwait2(fd, ev, n, t, m);
+    RS_WAIT_TIMED(int, RSF_WAIT_POLL, quiet_epoll_pwait2(fd, ev, n, t, m));
 }

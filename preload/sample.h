@@ -25,8 +25,11 @@ enum { RS_REC_SAMPLE = 48 };
 
 /* h.op = enum rsf_sample_kind, | RS_SAMPLE_NS when ts and weight are ns
  * (else ts is in ticks and a wait sample's weight too); h.file = number of
- * frames. A cpu sample's weight is always ns. Frames innermost
- * first: native addresses, or Python frames (RS_PYFRAME_BIT). */
+ * frames, | a wait sample's enum rsf_wait_reason << RS_SAMPLE_REASON_SHIFT.
+ * A cpu sample's weight is always ns. Frames innermost first: native
+ * addresses, or Python frames (RS_PYFRAME_BIT). */
+#define RS_SAMPLE_REASON_SHIFT 16
+#define RS_SAMPLE_NFRAMES_MASK 0xffffu
 struct rs_rec_sample {
     struct rs_rec_hdr h;
     uint64_t ts;
@@ -70,30 +73,63 @@ int rs_stack_capture(uint64_t *buf, int max);
 /* A blocking call on this thread took t1 - t0 ticks: when that is over the
  * wait threshold (RINGSIDE_WAIT_US, default 1000), records a wait sample with
  * the caller's stack weighted by the time blocked (the threshold in ticks:
- * rs_hot.wait_ticks). Call with rs_th.guard set. */
-void rs_wait_sample_slow(uint64_t t0, uint64_t t1);
+ * rs_hot.wait_ticks) and why it blocked (reason: enum rsf_wait_reason). Call
+ * with rs_th.guard set. */
+void rs_wait_sample_slow(uint64_t t0, uint64_t t1, int reason);
 /* rs_th.sample_npending (agent.h): a CPU sample kept for the hook to
  * write out. */
 void rs_sample_flush_pending(void);
 /* The same for calls timed with rs_now() (ns), as the CUDA hooks are. */
 extern uint64_t rs_wait_ns;
-void rs_wait_sample_ns_slow(uint64_t t0, uint64_t t1);
-static inline void rs_wait_sample_ns(uint64_t t0, uint64_t t1)
+void rs_wait_sample_ns_slow(uint64_t t0, uint64_t t1, int reason);
+static inline void rs_wait_sample_ns(uint64_t t0, uint64_t t1, int reason)
 {
     if (RS_UNLIKELY(t1 - t0 >= rs_wait_ns))
-        rs_wait_sample_ns_slow(t0, t1);
+        rs_wait_sample_ns_slow(t0, t1, reason);
     if (RS_UNLIKELY(rs_th.sample_npending))
         rs_sample_flush_pending();
 }
+/* ---- hooks on calls that wait (hook_wait.c, and the sleeps and polls
+ * below) ----
+ * Whether a call on this thread is timed for a wait sample: the agent
+ * records, and does not run on this thread itself (nor does a child that
+ * shares its memory: rs_th.guard is set then). */
+static inline int rs_wait_on(void)
+{
+    return !rs_th.guard && atomic_load_explicit(&rs_hot.on, memory_order_relaxed);
+}
+/* A call on this thread waited from t0 to t1 ticks, at least the
+ * threshold, for reason (enum rsf_wait_reason): writes its wait sample.
+ * Any thread state but rs_th.guard's; errno kept. */
+void rs_wait_note(uint64_t t0, uint64_t t1, int reason);
+/* Times CALL (of result type T), which may wait for REASON, and returns its
+ * result; a wait sample when it waited long enough. Nothing is held during
+ * the call, so a cancellation or a signal handler that does not return
+ * finds the agent's state as it was. */
+#define RS_WAIT_TIMED(T, REASON, CALL)                                  \
+    do {                                                                \
+        if (!rs_wait_on())                                              \
+            return CALL;                                                \
+        uint64_t t0_ = rs_ticks();                                      \
+        T r_ = CALL;                                                    \
+        uint64_t t1_ = rs_ticks();                                      \
+        if (RS_UNLIKELY(t1_ - t0_ >= rs_hot.wait_ticks))                \
+            rs_wait_note(t0_, t1_, REASON);                             \
+        return r_;                                                      \
+    } while (0)
+/* Looks up the real functions of hook_wait.c now (a vfork child must not be
+ * the first: the lookup takes the loader's lock and allocates). */
+void rs_wait_resolve_early(void);
+
 /* A timed kernel launch at t0 (ns), right before its GPU record: one in
  * RINGSIDE_GPU_STACK_EVERY (default 10) per thread records the stack as a
  * gpu sample of weight 0, which the writer weights with that kernel's GPU
  * time once it is known. Call with rs_th.guard set. */
 void rs_gpu_stack_sample(uint64_t t0);
-static inline void rs_wait_sample(uint64_t t0, uint64_t t1)
+static inline void rs_wait_sample(uint64_t t0, uint64_t t1, int reason)
 {
     if (RS_UNLIKELY(t1 - t0 >= rs_hot.wait_ticks))
-        rs_wait_sample_slow(t0, t1);
+        rs_wait_sample_slow(t0, t1, reason);
     if (RS_UNLIKELY(rs_th.sample_npending))
         rs_sample_flush_pending();
 }

@@ -295,7 +295,9 @@ int rs_stackw_full(void)
 static uint32_t record_stack(const struct rs_rec_hdr *h, rs_intern_fn intern)
 {
     const struct rs_rec_sample *r = (const void *)h;
-    uint32_t n = h->file > RS_STACK_MAX ? RS_STACK_MAX : h->file;
+    uint32_t n = h->file & RS_SAMPLE_NFRAMES_MASK;
+    if (n > RS_STACK_MAX)
+        n = RS_STACK_MAX;
     uint64_t f[RS_STACK_MAX];
     for (uint32_t i = 0; i < n; i++) {
         f[i] = r->frames[i];
@@ -339,6 +341,7 @@ int rs_stackw_take(const struct rs_rec_hdr *h, uint32_t tid, const struct rs_tic
         .ts_ns = ns ? r->ts : rs_tick_ns(map, r->ts),
         .weight_ns = ns || kind == RSF_SAMPLE_CPU ? r->weight : rs_tick_dur(map, r->weight),
         .tid = tid, .stack = id, .kind = kind,
+        .reason = (uint8_t)(h->file >> RS_SAMPLE_REASON_SHIFT),
     };
     return rs_stackw_full();
 }

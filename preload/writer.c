@@ -212,7 +212,12 @@ int rs_writer_is_self(void)
 static void futex_wait(_Atomic uint32_t *word, uint32_t val, uint64_t ns)
 {
     struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+    /* a program thread waiting for a flush: the agent's wait, not the
+     * program's (the syscall hook, hook_wait.c, leaves it alone) */
+    int guard = rs_th.guard;
+    rs_th.guard = 1;
     syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+    rs_th.guard = guard;
 }
 
 static void futex_wake_all(_Atomic uint32_t *word)

@@ -155,6 +155,7 @@ static void dump_gpu(struct dump_state *d, const struct rsf_chunk *c)
                    ",\"tid\":%u,\"stack\":%u",
                 e->ts_ns, e->weight_ns, e->tid, e->stack);
         enum_field(o, "kind", rsf_sample_kind_name(e->kind), e->kind);
+        enum_field(o, "reason", rsf_wait_reason_name(e->reason), e->reason);
         fputs("}\n", o);
     }
     for (uint32_t i = 0; i < c->nmodules; i++) {

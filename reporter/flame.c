@@ -211,6 +211,7 @@ struct agg {
     uint64_t map_ts;            /* latest module record time <= the samples' */
     uint64_t weight, count;
     uint8_t kind;               /* enum rsf_sample_kind */
+    uint8_t reason;             /* enum rsf_wait_reason: the leaf of a wait stack */
 };
 
 struct proc {
@@ -256,14 +257,15 @@ static uint64_t map_time(const struct proc *p, uint64_t ts)
 }
 
 static uint32_t agg_slot(const struct proc *p, uint32_t tid, uint32_t stack, uint64_t map_ts,
-                         uint8_t kind)
+                         uint8_t kind, uint8_t reason)
 {
-    uint64_t h = rsr_hash_u64(((uint64_t)tid << 32 | stack) ^ rsr_hash_u64(map_ts + kind));
+    uint64_t h = rsr_hash_u64(((uint64_t)tid << 32 | stack) ^
+                              rsr_hash_u64(map_ts + kind + ((uint64_t)reason << 8)));
     return (uint32_t)h & (p->capaggs - 1);
 }
 
 static void agg_add(struct proc *p, uint32_t tid, uint32_t stack, uint64_t map_ts, uint8_t kind,
-                    uint64_t w)
+                    uint8_t reason, uint64_t w)
 {
     if ((p->naggs + 1) * 2 > p->capaggs) {
         struct agg *old = p->aggs;
@@ -273,24 +275,26 @@ static void agg_add(struct proc *p, uint32_t tid, uint32_t stack, uint64_t map_t
         for (uint32_t i = 0; i < nold; i++) {
             if (!old[i].count)
                 continue;
-            uint32_t j = agg_slot(p, old[i].tid, old[i].stack, old[i].map_ts, old[i].kind);
+            uint32_t j = agg_slot(p, old[i].tid, old[i].stack, old[i].map_ts, old[i].kind,
+                                  old[i].reason);
             while (p->aggs[j].count)
                 j = (j + 1) & (p->capaggs - 1);
             p->aggs[j] = old[i];
         }
         free(old);
     }
-    uint32_t i = agg_slot(p, tid, stack, map_ts, kind);
+    uint32_t i = agg_slot(p, tid, stack, map_ts, kind, reason);
     while (p->aggs[i].count) {
         struct agg *a = &p->aggs[i];
-        if (a->tid == tid && a->stack == stack && a->map_ts == map_ts && a->kind == kind) {
+        if (a->tid == tid && a->stack == stack && a->map_ts == map_ts && a->kind == kind &&
+            a->reason == reason) {
             a->weight += w;
             a->count++;
             return;
         }
         i = (i + 1) & (p->capaggs - 1);
     }
-    p->aggs[i] = (struct agg){ tid, stack, map_ts, w, 1, kind };
+    p->aggs[i] = (struct agg){ tid, stack, map_ts, w, 1, kind, reason };
     p->naggs++;
 }
 
@@ -347,7 +351,10 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
         const struct rsf_sample *s = &c->samples[i];
         if (s->kind >= RSF_SAMPLE_NKINDS || (p->opts->kind >= 0 && s->kind != p->opts->kind))
             continue;
-        agg_add(p, s->tid, s->stack, map_time(p, s->ts_ns), s->kind, s->weight_ns);
+        /* the reason tells wait samples apart only; a value this reader
+         * does not know stays a wait all the same, without a leaf */
+        uint8_t reason = s->kind == RSF_SAMPLE_WAIT && s->reason < RSF_WAIT_NREASONS ? s->reason : 0;
+        agg_add(p, s->tid, s->stack, map_time(p, s->ts_ns), s->kind, reason, s->weight_ns);
     }
     return 0;
 }
@@ -565,6 +572,13 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples)
                     push_native(L, p, addr, k == 0, a->map_ts);
                 }
             }
+        }
+        if (a->reason != RSF_WAIT_NONE) {
+            /* why the thread waited, as the leaf: "[wait: condvar]" (files
+             * written before the reason was recorded have none) */
+            char buf[64];
+            snprintf(buf, sizeof buf, "[wait: %s]", rsf_wait_reason_label(a->reason));
+            push(L, rsr_flame_frame(L->fl, buf, RSR_FRAME_UNKNOWN, ""));
         }
         rsr_flame_add(L->fl, L->frames, L->nframes, a->weight, a->count);
         nsamples[a->kind] += a->count;

@@ -56,6 +56,9 @@ SAME_VALUE(CollOp_MAX, RSF_COLL_NOPS - 1);
 SAME_VALUE(CommKind_MAX, RSF_COMM_NKINDS - 1);
 SAME_VALUE(MemKind_MAX, RSF_MEM_NKINDS - 1);
 SAME_VALUE(SampleKind_MAX, RSF_SAMPLE_NKINDS - 1);
+SAME_VALUE(WaitReason_none, RSF_WAIT_NONE);
+SAME_VALUE(WaitReason_cuda_sync, RSF_WAIT_CUDA_SYNC);
+SAME_VALUE(WaitReason_MAX, RSF_WAIT_NREASONS - 1);
 SAME_VALUE(RangeKind_push, RSF_RANGE_PUSH);
 SAME_VALUE(RangeKind_start, RSF_RANGE_START);
 SAME_VALUE(RangeKind_mark, RSF_RANGE_MARK);
@@ -170,7 +173,7 @@ static const cfield mem_event_fields[] = {
 static const cfield frame_fields[] = { CF(rsf_frame, addr) };
 static const cfield sample_fields[] = {
     CF(rsf_sample, ts_ns), CF(rsf_sample, weight_ns), CF(rsf_sample, tid), CF(rsf_sample, stack),
-    CF(rsf_sample, kind),
+    CF(rsf_sample, kind), CF(rsf_sample, reason),
 };
 static const cfield module_fields[] = {
     CF(rsf_module, ts_ns), CF(rsf_module, start), CF(rsf_module, end), CF(rsf_module, file_off),

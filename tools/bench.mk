@@ -20,11 +20,17 @@ $(BUILD)/bench_launch: $(BUILD)/obj/tools/bench_launch.o
 	$(call say,LD,$@)
 	$(Q)$(CC) -o $@ $< $(RS_LDFLAGS)
 
+# The wait hooks: uncontended mutex pairs and a condition variable ping-pong
+# (tools/bench_wait.c).
+$(BUILD)/bench_wait: $(BUILD)/obj/tools/bench_wait.o
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $< $(RS_LDFLAGS) -lpthread
+
 $(BUILD)/bench_run: $(BUILD)/obj/tools/bench_run.o
 	$(call say,LD,$@)
 	$(Q)$(CC) -o $@ $< $(RS_LDFLAGS)
 
-bench: $(BUILD)/libagent.so $(BUILD)/ringside $(BUILD)/bench_io $(BUILD)/bench_launch \
+bench: $(BUILD)/libagent.so $(BUILD)/ringside $(BUILD)/bench_io $(BUILD)/bench_wait $(BUILD)/bench_launch \
        $(BUILD)/simtrain $(BUILD)/sim/libcuda.so.1 $(BUILD)/gen_job $(BUILD)/bench_run \
        $(BUILD)/tests/prog/hot3
 	$(Q)sh tools/bench.sh $(BUILD)

@@ -155,6 +155,60 @@ echo
 spread_line pwrite "(a), wall"
 spread_line devnull "(b), wall"
 
+# ---- waits: an uncontended mutex pair, a condition variable ping-pong ----
+waiter=$build/bench_wait
+[ -f "$waiter" ] || { echo "bench.sh: $waiter is missing (make $waiter)" >&2; exit 1; }
+wait_rounds=${WAIT_ROUNDS:-15}
+calls_mutex=20000000
+calls_pingpong=50000
+
+# One bench_wait run: CASE MODE (none|agent); appends "wall thread_cpu" (ns
+# per pair or round trip) to $work/CASE.MODE.
+wait_run() {
+    eval n=\$calls_$1
+    if [ "$2" = none ]; then
+        line=$("$waiter" "$1" "$n")
+    else
+        line=$(RINGSIDE_OUT="$work/out/$1" LD_PRELOAD="$agent" "$waiter" "$1" "$n")
+    fi
+    echo "$line" | tr ' ' '\n' | awk -F= '$1=="wall_ns"{w=$2} $1=="thread_cpu_ns"{t=$2}
+                                          END{print w, t}' >>"$work/$1.$2"
+}
+
+i=0
+while [ $i -lt "$wait_rounds" ]; do
+    if [ $((i % 2)) -eq 0 ]; then first=none second=agent; else first=agent second=none; fi
+    for c in mutex pingpong; do
+        rm -rf "$work/out/$c"
+        wait_run $c $first
+        wait_run $c $second
+    done
+    i=$((i + 1))
+done
+
+echo
+echo "Wait hooks, agent vs. none: medians of $wait_rounds alternating rounds (wall; CPU of"
+echo "the calling thread). (g) $calls_mutex pthread_mutex_lock/unlock pairs on a free"
+echo "mutex, per pair, in a process with a second (idle) thread on both sides, as every"
+echo "traced process has (glibc locks without the lock prefix in a one-thread process);"
+echo "(h) $calls_pingpong round trips of a pthread_cond_signal/wait ping-pong between two"
+echo "threads on one CPU (across CPUs a round trip takes what the VM's wake-ups take,"
+echo "2-3x apart from run to run), per round trip."
+echo
+echo "| case | none | agent | wall ratio | thread CPU ratio | target | met |"
+echo "|---|---:|---:|---:|---:|---|---|"
+nw=$(median "$work/mutex.none" 1); aw=$(median "$work/mutex.agent" 1)
+nc=$(median "$work/mutex.none" 2); ac=$(median "$work/mutex.agent" 2)
+awk -v nw="$nw" -v aw="$aw" -v nc="$nc" -v ac="$ac" 'BEGIN{
+    printf "| (g) uncontended pthread_mutex_lock/unlock pair | %.2f ns | %.2f ns (+%.2f ns) | %.2fx | %.2fx | <= +2 ns | %s |\n",
+           nw, aw, aw - nw, aw / nw, ac / nc, aw - nw <= 2 ? "yes" : "no" }'
+nw=$(median "$work/pingpong.none" 1); aw=$(median "$work/pingpong.agent" 1)
+nc=$(median "$work/pingpong.none" 2); ac=$(median "$work/pingpong.agent" 2)
+awk -v nw="$nw" -v aw="$aw" -v nc="$nc" -v ac="$ac" 'BEGIN{ r = aw / nw
+    printf "| (h) pthread_cond_signal/wait ping-pong, round trip | %.0f ns | %.0f ns | %.2fx | %.2fx | <= 1.05x | %s |\n",
+           nw, aw, r, ac / nc, r <= 1.05 ? "yes" : "no" }'
+spread_line pingpong "(h), wall"
+
 # ---- CUDA: cuLaunchKernel on the simulated driver, and simtrain end to end ----
 sim=$(cd "$build" && pwd)/sim
 launcher=$build/bench_launch

@@ -76,13 +76,16 @@ int main(int argc, char **argv)
     };
     static const struct rsf_frame frames[] = { { 0x401000 }, { RSF_FRAME_PYTHON | 2 } };
     static const struct rsf_stack stacks[] = { { 1, frames, 2 } };
-    static const struct rsf_sample samples[] = { { 2500, 10000000, 4242, 1, RSF_SAMPLE_CPU, {0} } };
+    static const struct rsf_sample samples[] = {
+        { 2500, 10000000, 4242, 1, RSF_SAMPLE_CPU, RSF_WAIT_NONE, {0} },
+        { 2600, 50000000, 4242, 1, RSF_SAMPLE_WAIT, RSF_WAIT_CONDVAR, {0} },
+    };
     const struct rsf_chunk chunks[] = {
         { .seq = 0, .meta = &meta, .strings_base = 1, .strings = strings, .nstrings = 3,
           .files = files, .nfiles = 2, .threads = threads, .nthreads = 1 },
         { .seq = 1, .strings_base = 4, .clocks = clocks, .nclocks = 1, .io = io, .nio = 3 },
         { .seq = 2, .strings_base = 4, .gpu = gpu, .ngpu = 2, .colls = colls, .ncolls = 1,
-          .stacks = stacks, .nstacks = 1, .samples = samples, .nsamples = 1,
+          .stacks = stacks, .nstacks = 1, .samples = samples, .nsamples = 2,
           .ranges = ranges, .nranges = 2 },
         { .seq = 3, .strings_base = 4, .counters = &counters, .end = true },
     };

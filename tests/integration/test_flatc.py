@@ -93,7 +93,7 @@ VECTORS = {  # flatc's vector -> dump's record type and the fields they share
     "comms": ("comm", ["start_ns", "dur_ns", "comm", "handle", "parent", "tid", "rank", "nranks",
                        "device", "kind"]),
     "mems": ("mem", ["start_ns", "dur_ns", "ptr", "bytes", "tid", "kind"]),
-    "samples": ("sample", ["ts_ns", "weight_ns", "tid", "stack", "kind"]),
+    "samples": ("sample", ["ts_ns", "weight_ns", "tid", "stack", "kind", "reason"]),
     "modules": ("module", ["ts_ns", "start", "end", "file_off", "path", "build_id"]),
     "ranges": ("range", ["start_ns", "end_ns", "tid", "end_tid", "name", "domain", "category", "depth",
                          "kind", "flags"]),
@@ -238,8 +238,10 @@ def reverse_direction(tmp):
                  for k in enum_names("MemKind")],
         "stacks": [{"id": 1, "frames": [{"addr": 4198400}, {"addr": 9223372036854775811}]},
                    {"id": 2, "frames": [{"addr": 1}]}],
-        "samples": [{"ts_ns": 1, "weight_ns": 2, "tid": 3, "stack": 1, "kind": k}
-                    for k in enum_names("SampleKind")],
+        "samples": [{"ts_ns": 1, "weight_ns": 2, "tid": 3, "stack": 1, "kind": k, "reason": "none"}
+                    for k in enum_names("SampleKind")] +
+                   [{"ts_ns": 4, "weight_ns": 5, "tid": 6, "stack": 2, "kind": "wait", "reason": r}
+                    for r in enum_names("WaitReason")],
         "modules": [{"ts_ns": 1, "start": 4194304, "end": 4202496, "file_off": 0, "path": 1,
                      "build_id": 2}],
         "ranges": [{"start_ns": 1 + i, "end_ns": 18446744073709551615, "tid": 7, "end_tid": 4294967295,

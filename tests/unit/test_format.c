@@ -44,7 +44,7 @@ static const struct rsf_mem_event mems[] = { { 1, 2, 3, 4, 5, RSF_MEM_FREE_ASYNC
 static const struct rsf_frame frames_a[] = { { 0x401000 }, { RSF_FRAME_PYTHON | 3 } };
 static const struct rsf_frame frames_b[] = { { 0x7f0000001234ull } };
 static const struct rsf_stack stacks[] = { { 1, frames_a, 2 }, { 2, frames_b, 1 }, { 3, NULL, 0 } };
-static const struct rsf_sample samples[] = { { 5, 10101010, 4242, 2, RSF_SAMPLE_GPU, {0} } };
+static const struct rsf_sample samples[] = { { 5, 10101010, 4242, 2, RSF_SAMPLE_GPU, RSF_WAIT_NONE, {0} } };
 static const struct rsf_module modules[] = { { 1, 0x400000, 0x402000, 0x1000, 1, 3 } };
 static const struct rsf_range ranges[] = {
     { 10, 20, 4242, 4243, 1, 0, 7, 3, RSF_RANGE_START, 0 },
