@@ -4,6 +4,7 @@
  * ran it, matched by stream and GPU start. */
 #include "reporter/load_model.h"
 #include "reporter/summary.h"
+#include "reporter/steps.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -329,17 +330,21 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
         see_time(m, s->start_ns, s->end_ns);
         see_start(L, s->start_ns);
     }
-    /* NVTX ranges are drawn with the lanes (full and windowed models); a
-     * streamed summary does not hold them. */
-    for (uint32_t i = 0; i < c->nranges && !L->stream; i++) {
+    /* NVTX ranges: every one in full and windowed models (the lanes draw
+     * them); in a streamed one only those that mark steps, which pass
+     * through the window to the summary (its counters at their ends). */
+    for (uint32_t i = 0; i < c->nranges; i++) {
         const struct rsf_range *e = &c->ranges[i];
         if (L->windowed && ((int64_t)e->end_ns < L->win_from || (int64_t)e->start_ns > L->win_to))
+            continue;
+        if (L->stream && !(e->name < nstrings && rsr_step_range_name(strings[e->name])))
             continue;
         struct rsr_range *r = rsr_model_add_range(m);
         if (!r)
             goto oom;
         r->start_ns = (int64_t)e->start_ns;
         r->end_ns = (int64_t)(e->end_ns > e->start_ns ? e->end_ns : e->start_ns);
+        see_start(L, r->start_ns);
         r->name = str_id(L, e->name, strings, nstrings);
         r->domain = str_id(L, e->domain, strings, nstrings);
         r->tid = e->tid;
@@ -367,7 +372,7 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
     }
     if (c->counters)
         m->dropped = c->counters->dropped;
-    if (L->stream && m->n_ops + m->n_io + m->n_syncs + m->n_colls >= RSR_STREAM_WINDOW)
+    if (L->stream && m->n_ops + m->n_io + m->n_syncs + m->n_colls + m->n_ranges >= RSR_STREAM_WINDOW)
         drain(L, 0);
     return L->failed ? -1 : 0;
 oom:
@@ -484,7 +489,7 @@ static void comm_sizes(struct rsr_model_loader *L, struct rsr_coll *c)
 static void drain(struct rsr_model_loader *L, int final)
 {
     struct rsr_model *m = L->m;
-    size_t n = m->n_ops + m->n_io + m->n_syncs + m->n_colls;
+    size_t n = m->n_ops + m->n_io + m->n_syncs + m->n_colls + m->n_ranges;
     int64_t cut = final ? INT64_MAX : L->max_start - L->lateness_ns;
     if (!final && n >= 4 * RSR_STREAM_WINDOW)
         cut = L->max_start; /* a window this full: settle it, whatever comes late */
@@ -528,6 +533,17 @@ static void drain(struct rsr_model_loader *L, int final)
         rsr_acc_coll(L->acc, c, c->group_size);
     }
     m->n_colls = w;
+    /* step ranges, like collectives, ask for counters the stream has yet
+     * to pass */
+    w = 0;
+    for (size_t k = 0; k < m->n_ranges; k++) {
+        if (m->ranges[k].start_ns >= cut) {
+            m->ranges[w++] = m->ranges[k];
+            continue;
+        }
+        rsr_acc_range(L->acc, &m->ranges[k]);
+    }
+    m->n_ranges = w;
     rsr_model_sort(m);
     size_t i = 0, j = 0, k = 0;
     for (;;) {
@@ -579,9 +595,9 @@ static void finish_stream(struct rsr_model_loader *L)
     m->sum = sum;
     if (sum)
         m->late = sum->late;
-    free(m->ops), free(m->io), free(m->syncs), free(m->colls), free(m->launches);
-    m->ops = NULL, m->io = NULL, m->syncs = NULL, m->colls = NULL, m->launches = NULL;
-    m->n_ops = m->n_io = m->n_syncs = m->n_colls = m->n_launches = 0;
+    free(m->ops), free(m->io), free(m->syncs), free(m->colls), free(m->launches), free(m->ranges);
+    m->ops = NULL, m->io = NULL, m->syncs = NULL, m->colls = NULL, m->launches = NULL, m->ranges = NULL;
+    m->n_ops = m->n_io = m->n_syncs = m->n_colls = m->n_launches = m->n_ranges = 0;
     m->cap_ops = m->cap_io = m->cap_syncs = m->cap_colls = m->cap_launches = 0;
 }
 

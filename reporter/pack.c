@@ -147,6 +147,7 @@ static void pack_summary(struct rsr_pack *b, const struct rsr_summary *s)
         put_array(b, s->fine[k], s->fine[k] ? RSR_FINE_BINS : 0, sizeof *s->fine[k]);
     put_array(b, s->cmarks, s->n_cmarks, sizeof *s->cmarks);
     put_array(b, s->kmarks, s->n_kmarks, sizeof *s->kmarks);
+    put_array(b, s->ranges, s->n_ranges, sizeof *s->ranges);
 }
 
 static int unpack_summary(struct rsr_unpack *u, struct rsr_summary *s)
@@ -162,6 +163,8 @@ static int unpack_summary(struct rsr_unpack *u, struct rsr_summary *s)
     s->n_keys = s->n_colls = s->n_bursts = 0;
     s->cmarks = s->kmarks = NULL;
     s->n_cmarks = s->n_kmarks = 0;
+    s->ranges = NULL;
+    s->n_ranges = 0;
     for (int k = 0; k < RSR_FINE_NSERIES; k++)
         s->fine[k] = NULL;
     if (nshort > s->kernels.n)
@@ -193,6 +196,7 @@ static int unpack_summary(struct rsr_unpack *u, struct rsr_summary *s)
     }
     s->cmarks = get_array(u, &s->n_cmarks, sizeof *s->cmarks);
     s->kmarks = get_array(u, &s->n_kmarks, sizeof *s->kmarks);
+    s->ranges = get_array(u, &s->n_ranges, sizeof *s->ranges);
     return u->failed ? -1 : 0;
 }
 

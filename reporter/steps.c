@@ -407,12 +407,16 @@ struct pstep {
     struct rsr_step_counters d;
 };
 
+enum step_source { SRC_COLLECTIVES, SRC_KERNELS, SRC_NVTX, SRC_KINETO, SRC_N };
+
+static const char *const source_name[SRC_N] = { "collectives", "kernels", "nvtx", "kineto" };
+
 struct proc {
     size_t model;
     struct pstep *v;
     size_t n;
     double conf;
-    int kernels;                /* found from kernels */
+    int src;                    /* enum step_source */
 };
 
 static struct rsr_step_counters sub(const struct rsr_step_counters *a, const struct rsr_step_counters *b)
@@ -452,7 +456,7 @@ static int proc_find(struct proc *p, const struct rsr_summary *s, int *kind)
     *kind = s->n_cmarks ? 2 : nm || s->kmark_state == RSR_KMARK_NONE ? 1 : 0;
     if (nm < RSR_STEPS_MIN)
         return 0;
-    p->kernels = !s->n_cmarks;
+    p->src = s->n_cmarks ? SRC_COLLECTIVES : SRC_KERNELS;
     if (!s->n_cmarks && s->kmark_state == RSR_KMARK_ANCHOR) {
         /* one kernel per step (summary.h) */
         struct rsr_step_seg *segs = malloc(nm * sizeof *segs);
@@ -489,6 +493,75 @@ static int proc_find(struct proc *p, const struct rsr_summary *s, int *kind)
     p->conf = f.score * f.covered;
     rsr_steps_found_free(&f);
     return rc ? -1 : 1;
+}
+
+int rsr_step_range_name(const char *name)
+{
+    return name && (strcasestr(name, "step") || strcasestr(name, "iter"));
+}
+
+static int cmp_range(const void *pa, const void *pb)
+{
+    const struct rsr_step_range *a = *(const struct rsr_step_range *const *)pa;
+    const struct rsr_step_range *b = *(const struct rsr_step_range *const *)pb;
+    return (a->start_ns > b->start_ns) - (a->start_ns < b->start_ns);
+}
+
+/* A process's steps from the ranges it marked them with: the outermost
+ * step ranges, on the thread that has most of them. 1: found, 0: fewer
+ * than RSR_STEPS_MIN, -1: out of memory. */
+static int proc_ranges(struct proc *p, const struct rsr_model *m, const struct rsr_summary *s)
+{
+    if (s->n_ranges < RSR_STEPS_MIN)
+        return 0;
+    uint16_t depth = UINT16_MAX;
+    for (size_t i = 0; i < s->n_ranges; i++)
+        if (s->ranges[i].depth < depth)
+            depth = s->ranges[i].depth;
+    const struct rsr_step_range **v = malloc(s->n_ranges * sizeof *v);
+    if (!v)
+        return -1;
+    /* the thread with most outermost step ranges */
+    uint32_t tid = 0;
+    size_t best = 0;
+    for (size_t i = 0; i < s->n_ranges; i++) {
+        if (s->ranges[i].depth != depth)
+            continue;
+        size_t k = 0;
+        for (size_t j = 0; j < s->n_ranges; j++)
+            k += s->ranges[j].depth == depth && s->ranges[j].tid == s->ranges[i].tid;
+        if (k > best)
+            best = k, tid = s->ranges[i].tid;
+        if (2 * best > s->n_ranges)
+            break;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_ranges; i++)
+        if (s->ranges[i].depth == depth && s->ranges[i].tid == tid)
+            v[n++] = &s->ranges[i];
+    if (n < RSR_STEPS_MIN) {
+        free(v);
+        return 0;
+    }
+    qsort(v, n, sizeof *v, cmp_range);
+    p->v = malloc(n * sizeof *p->v);
+    if (!p->v) {
+        free(v);
+        return -1;
+    }
+    int kineto = 1;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = rsr_model_str(m, v[i]->name);
+        int eval = strcasestr(name, "eval") || strcasestr(name, "valid");
+        kineto &= strncmp(name, "ProfilerStep#", 13) == 0;
+        p->v[p->n++] = (struct pstep){ v[i]->start_ns, v[i]->end_ns > v[i]->start_ns ? v[i]->end_ns : v[i]->start_ns,
+                                       (uint8_t)(eval ? RSR_PHASE_EVAL : RSR_PHASE_TRAIN),
+                                       sub(&v[i]->c1, &v[i]->c0) };
+    }
+    free(v);
+    p->src = kineto ? SRC_KINETO : SRC_NVTX;
+    p->conf = 1;
+    return 1;
 }
 
 /* ---- the job ---- */
@@ -706,7 +779,10 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
         if (!s)
             continue;
         ps[np].model = i;
-        int r = proc_find(&ps[np], s, &kind);
+        /* the program's own marks first, then the repetition of its work */
+        int r = proc_ranges(&ps[np], models[i], s);
+        if (r == 0)
+            r = proc_find(&ps[np], s, &kind);
         looked |= kind;
         if (r < 0)
             goto done;
@@ -737,7 +813,7 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
         if (b - a > best)
             best = b - a, mode = counts[a];
     }
-    size_t w = 0, kernels = 0;
+    size_t w = 0, by_src[SRC_N] = { 0 };
     double conf = 0;
     for (size_t r = 0; r < np; r++) {
         if (ps[r].n != mode) {
@@ -745,7 +821,7 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
             continue;
         }
         conf += ps[r].conf;
-        kernels += ps[r].kernels;
+        by_src[ps[r].src]++;
         ps[w++] = ps[r];
     }
     size_t with_steps = np;
@@ -753,7 +829,11 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
     out->ranks = np;
     /* processes left out count as finding nothing */
     out->confidence = conf / (double)with_steps;
-    out->source = kernels == np ? "kernels" : "collectives";
+    int src = 0;
+    for (int k = 1; k < SRC_N; k++)
+        if (by_src[k] > by_src[src])
+            src = k;
+    out->source = source_name[src];
     out->steps = calloc(mode, sizeof *out->steps);
     size_t *bur = calloc(np, sizeof *bur);
     double *tmp = malloc(np * sizeof *tmp);

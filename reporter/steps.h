@@ -112,7 +112,7 @@ struct rsr_step_slow {
 };
 
 struct rsr_steps {
-    const char *source;         /* "collectives", "kernels"; NULL: no steps (why says) */
+    const char *source;         /* "collectives", "kernels", "nvtx", "kineto"; NULL: no steps (why says) */
     char why[200];
     double confidence;          /* 0..1 */
     struct rsr_step *steps;     /* in time order, every phase */
@@ -126,6 +126,13 @@ struct rsr_steps {
     size_t n_slow;
     size_t ranks;               /* processes whose steps make the job's */
 };
+
+/* Whether a range's name marks a step: "step" or "iter" in any case
+ * (ProfilerStep#12, train_step, Iteration). A process with RSR_STEPS_MIN or
+ * more such ranges has its steps from them, source "nvtx" ("kineto" when
+ * they are all ProfilerStep#N), phase eval where the name says eval or
+ * valid; else from the repetition of its work. */
+int rsr_step_range_name(const char *name);
 
 /* Finds the steps of the job in models[0..n) (aligned, summarised) into
  * *out (which then owns its arrays). Returns 0, or -1 when out of memory

@@ -71,8 +71,10 @@ struct path_state {
 struct query {
     int64_t t;
     size_t burst;
-    int mark;
+    int mark;           /* 0: a burst's end; 1: a collective's mark; or a range's end: */
 };
+
+enum { QUERY_RANGE_START = 2, QUERY_RANGE_END = 3 };
 
 struct rsr_acc {
     int failed;
@@ -115,7 +117,7 @@ struct rsr_acc {
     struct uni ios;
     int64_t gap_len, gap_end;
     struct rsr_step_counters gap_c;
-    size_t cap_cmarks, cap_kmarks;
+    size_t cap_cmarks, cap_kmarks, cap_ranges;
     int64_t kmark_end;              /* latest end of a marked kernel */
     size_t n_answered;              /* collective marks given their counters */
 
@@ -323,6 +325,11 @@ static void mark_answer(struct rsr_acc *a, size_t i)
 /* A pending look-up, now that the stream has passed its time. */
 static void answer(struct rsr_acc *a, struct query q)
 {
+    if (q.mark == QUERY_RANGE_START || q.mark == QUERY_RANGE_END) {
+        struct rsr_step_range *r = &a->out.ranges[q.burst];
+        counters_at(a, q.t, q.mark == QUERY_RANGE_START ? &r->c0 : &r->c1);
+        return;
+    }
     if (q.mark) {
         mark_answer(a, q.burst);
         return;
@@ -765,6 +772,22 @@ void rsr_acc_coll(struct rsr_acc *a, const struct rsr_coll *c, int32_t group_siz
     heap_push(a, c->start_ns, o->n_cmarks - 1, 1);
 }
 
+void rsr_acc_range(struct rsr_acc *a, const struct rsr_range *r)
+{
+    if (a->failed)
+        return;
+    struct rsr_summary *o = &a->out;
+    struct rsr_step_range *v = grow(o->ranges, &a->cap_ranges, o->n_ranges + 1, sizeof *v, &a->failed);
+    if (!v)
+        return;
+    o->ranges = v;
+    v[o->n_ranges] = (struct rsr_step_range){ .start_ns = r->start_ns, .end_ns = r->end_ns, .name = r->name,
+                                              .tid = r->tid, .depth = r->depth };
+    heap_push(a, r->start_ns, o->n_ranges, QUERY_RANGE_START);
+    heap_push(a, r->end_ns, o->n_ranges, QUERY_RANGE_END);
+    o->n_ranges++;
+}
+
 /* ---- the end ---- */
 
 static double pct(int64_t part, int64_t whole)
@@ -980,6 +1003,7 @@ void rsr_summary_free(struct rsr_summary *s)
     free(s->bursts);
     free(s->cmarks);
     free(s->kmarks);
+    free(s->ranges);
     for (int k = 0; k < RSR_FINE_NSERIES; k++)
         free(s->fine[k]);
     memset(s, 0, sizeof *s);
@@ -1004,6 +1028,10 @@ void rsr_summary_shift(struct rsr_summary *s, int64_t d)
         s->cmarks[i].t += d;
     for (size_t i = 0; i < s->n_kmarks; i++)
         s->kmarks[i].t += d;
+    for (size_t i = 0; i < s->n_ranges; i++) {
+        s->ranges[i].start_ns += d;
+        s->ranges[i].end_ns += d;
+    }
     s->fine_start_ns += d;
 }
 
@@ -1115,7 +1143,8 @@ size_t rsr_summary_bytes(const struct rsr_summary *s)
     size_t b = s->cap_keys * sizeof *s->keys + s->cap_colls * sizeof *s->colls +
                s->n_bursts * sizeof *s->bursts + s->gpu.n_streams * sizeof *s->gpu.streams +
                s->kernels.n * sizeof *s->kernels.stats + s->kernels.n_short_names * sizeof *s->kernels.short_names +
-               (s->n_cmarks + s->n_kmarks) * sizeof(struct rsr_step_mark);
+               (s->n_cmarks + s->n_kmarks) * sizeof(struct rsr_step_mark) +
+               s->n_ranges * sizeof *s->ranges;
     for (int k = 0; k < RSR_FINE_NSERIES; k++)
         b += s->fine[k] ? RSR_FINE_BINS * sizeof(double) : 0;
     return b;
@@ -1301,6 +1330,9 @@ int rsr_summary_of_records(const struct rsr_model *m, int64_t kernel_wait_ns, in
     /* collectives first: their step marks wait for the ops to pass them */
     for (size_t c = 0; c < m->n_colls; c++)
         rsr_acc_coll(a, &m->colls[c], m->colls[c].group_size);
+    for (size_t r = 0; r < m->n_ranges; r++)
+        if (rsr_step_range_name(rsr_model_str(m, m->ranges[r].name)))
+            rsr_acc_range(a, &m->ranges[r]);
     size_t i = 0, j = 0, k = 0;
     for (;;) {
         int64_t t_op = i < m->n_ops ? m->ops[i].start_ns : INT64_MAX;
@@ -1328,7 +1360,7 @@ int rsr_summary_of_ops(const struct rsr_model *m, int64_t kernel_wait_ns, int64_
                        struct rsr_summary *out)
 {
     struct rsr_model ops_only = *m;
-    ops_only.n_io = ops_only.n_syncs = ops_only.n_colls = 0;
+    ops_only.n_io = ops_only.n_syncs = ops_only.n_colls = ops_only.n_ranges = 0;
     return rsr_summary_of_records(&ops_only, kernel_wait_ns, short_ns, min_count, out);
 }
 

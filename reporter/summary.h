@@ -69,6 +69,18 @@ struct rsr_step_mark {
     struct rsr_step_counters c;
 };
 
+/* A range the program marked a step with (an NVTX range, or a Kineto
+ * ProfilerStep#N annotation: load_model.c picks those whose name says step
+ * or iteration, rsr_step_range_name), with the counters at its two ends. */
+struct rsr_step_range {
+    int64_t start_ns, end_ns;
+    uint32_t name;              /* model string id */
+    uint32_t tid;
+    uint16_t depth;             /* nesting: steps.c takes the outermost */
+    uint8_t pad_[6];
+    struct rsr_step_counters c0, c1;
+};
+
 /* Kernels marked before the kernel sequence's period is looked for. */
 #define RSR_STEP_LEARN 4096
 
@@ -128,6 +140,10 @@ struct rsr_summary {
     uint32_t kmark_period;
     double kmark_score;
     struct rsr_step_counters end_counters;
+    /* Step ranges (above) in the order they were given; memory grows with
+     * steps. */
+    struct rsr_step_range *ranges;
+    size_t n_ranges;
 
     uint64_t n_syncs;
     int64_t sync_blocked_ns;
@@ -159,6 +175,10 @@ void rsr_acc_sync(struct rsr_acc *a, int64_t start_ns, int64_t end_ns);
 
 /* A timed collective, in any order; group_size -1 when not known. */
 void rsr_acc_coll(struct rsr_acc *a, const struct rsr_coll *c, int32_t group_size);
+
+/* A step range (see rsr_step_range), given before the stream passes its
+ * start (a later start is taken as the stream's position). */
+void rsr_acc_range(struct rsr_acc *a, const struct rsr_range *r);
 
 /* Ends the stream: fills *out (zeroed first; free with rsr_summary_free),
  * frees a. Returns 0, or -1 when out of memory at any point (then *out

@@ -45,5 +45,5 @@ include tests/cudart/cudart.mk
 
 # The NVTX program: the toolkit's header-only NVTX v3 (read as system
 # headers), which dlopens its injection library.
-$(BUILD)/tests/prog/nvtx_ranges: RS_CFLAGS += -isystem $(CUDA_HOME)/include
-$(BUILD)/tests/prog/nvtx_ranges: RS_LDFLAGS += -ldl
+$(BUILD)/tests/prog/nvtx_ranges $(BUILD)/tests/prog/nvtx_steps: RS_CFLAGS += -isystem $(CUDA_HOME)/include
+$(BUILD)/tests/prog/nvtx_ranges $(BUILD)/tests/prog/nvtx_steps: RS_LDFLAGS += -ldl
