@@ -370,6 +370,17 @@ static int write_chunks(struct out *o, const struct rsr_model *m, const struct p
     }
     for (size_t i = 1; i < m->strings.n; i++)
         strs[i] = rsr_model_str(m, (uint32_t)i);
+    struct rsf_range *ranges = calloc(m->n_ranges + 1, sizeof *ranges);
+    if (!ranges) {
+        free(colls);
+        free(strs);
+        return ENOMEM;
+    }
+    for (size_t r = 0; r < m->n_ranges; r++) {
+        const struct rsr_range *x = &m->ranges[r];
+        ranges[r] = (struct rsf_range){ .start_ns = ns(x->start_ns), .end_ns = ns(x->end_ns), .tid = x->tid,
+                                        .end_tid = x->tid, .name = x->name, .depth = x->depth, .kind = x->kind };
+    }
     uint64_t written = 0;
     uint32_t defined = 0, seq = 0;
     size_t gi = 0, si = 0;
@@ -389,6 +400,11 @@ static int write_chunks(struct out *o, const struct rsr_model *m, const struct p
                 maxref = p->gpu[i].name;
         }
         last = gend == m->n_ops && si == p->nsyncs;
+        /* the profiler's steps, in the last chunk, whose strings cover
+         * their names */
+        for (size_t r = 0; last && r < m->n_ranges; r++)
+            if (m->ranges[r].name > maxref)
+                maxref = m->ranges[r].name;
         struct rsf_counters counters = { .recorded = written + (gend - gi) + (si - s0) + nc };
         if (seq == 0)
             counters.recorded += p->ncomms;
@@ -402,6 +418,7 @@ static int write_chunks(struct out *o, const struct rsr_model *m, const struct p
             .syncs = p->syncs + s0, .nsyncs = (uint32_t)(si - s0),
             .colls = colls, .ncolls = (uint32_t)nc,
             .comms = seq == 0 ? p->comms : NULL, .ncomms = seq == 0 ? (uint32_t)p->ncomms : 0,
+            .ranges = last ? ranges : NULL, .nranges = last ? (uint32_t)m->n_ranges : 0,
         };
         err = emit(o, &c);
         defined = maxref;
@@ -409,6 +426,7 @@ static int write_chunks(struct out *o, const struct rsr_model *m, const struct p
     }
     free(colls);
     free(strs);
+    free(ranges);
     return err;
 }
 

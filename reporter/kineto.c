@@ -5,6 +5,7 @@
  * traceEvents and distributedInfo that the model holds and skips the rest,
  * so memory grows with the GPU work kept, not with the size of the file. */
 #include "reporter/kineto.h"
+#include "formats/trace.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -68,6 +69,7 @@ struct parser {
     struct event ev;
     uint32_t first_step;    /* name id of the first profiler step seen */
     bool many_steps;        /* a second, different step was seen */
+    bool ringside;          /* written by ringside (rsr_perfetto_write): its steps are those kept already */
     int64_t last_step_ns;   /* start of the latest step */
     struct rsr_kineto_info info;
     uint64_t run_off;       /* file offset of the text being parsed */
@@ -352,8 +354,13 @@ static int end_event(struct parser *p)
         l->tid = e->has_tid ? (uint32_t)e->tid : 0;
     } else if (e->name_len >= 12 && memcmp(e->name, "ProfilerStep", 12) == 0) {
         uint32_t id;
-        if (rsr_model_intern(m, e->name, e->name_len, &id) < 0)
+        struct rsr_range *r = rsr_model_add_range(m);
+        if (!r || rsr_model_intern(m, e->name, e->name_len, &id) < 0)
             return fail(p, RSR_KINETO_ERR_NOMEM, "profiler steps");
+        /* the step as the program marked it: imported files carry it as
+         * a range, as the agent records NVTX ranges (steps.c) */
+        *r = (struct rsr_range){ .start_ns = start, .end_ns = end > start ? end : start, .name = id,
+                                 .tid = e->has_tid ? (uint32_t)e->tid : 0, .kind = RSF_RANGE_PUSH };
         if (p->first_step == 0) {
             p->first_step = id;
             p->last_step_ns = start;
@@ -392,6 +399,8 @@ static int open_container(struct parser *p, bool is_map)
             p->level = L_DIST;
             return 1;
         }
+        if (p->key == T_RINGSIDE)
+            p->ringside = true;
         if (is_map && p->key == T_RINGSIDE && p->want_procs) {
             p->level = L_RS;
             return 1;
@@ -725,6 +734,12 @@ static int keep_completed_steps(struct parser *p)
             m->launches[k++] = m->launches[i];
     m->dropped += m->n_launches - k;
     m->n_launches = k;
+    /* the last step goes too: HTA does not count it */
+    k = 0;
+    for (size_t i = 0; i < m->n_ranges; i++)
+        if (m->ranges[i].start_ns < p->last_step_ns)
+            m->ranges[k++] = m->ranges[i];
+    m->n_ranges = k;
     rsr_model_finish(m);
 
     int32_t *remap = malloc((m->n_colls ? m->n_colls : 1) * sizeof *remap);
@@ -766,7 +781,7 @@ static int finish_model(struct parser *p)
         if (c->members && m->rank >= 0)
             c->rank_in_group = rank_in_members(rsr_model_str(m, c->members), m->rank);
     }
-    if (p->many_steps)
+    if (p->many_steps && !p->ringside)
         return keep_completed_steps(p);
     return rsr_model_finish(m);
 }

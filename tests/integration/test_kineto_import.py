@@ -65,6 +65,39 @@ def hta_problems(rep, want_ranks, label):
     return problems
 
 
+def step_problems(files, rep):
+    """The steps of an imported job against the traces' own ProfilerStep#N
+    annotations, as HTA keeps them (all but the last, where there are two or
+    more): the count, and each step from the first rank's start to the last
+    rank's end. Fewer than 3 kept: no steps from them."""
+    kept = {}
+    for path in files:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt") as f:
+            events = json.load(f)["traceEvents"]
+        steps = sorted((e["ts"], e["dur"], e["name"]) for e in events
+                       if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("ph") == "X")
+        if len(steps) >= 2:
+            steps = steps[:-1]
+        for ts, dur, name in steps:
+            lo, hi = kept.get(name, (ts, ts + dur))
+            kept[name] = (min(lo, ts), max(hi, ts + dur))
+    got = rep.get("steps")
+    if len(kept) < 3:
+        return [] if not got or got.get("source") != "kineto" else ["steps from %d kept annotations" % len(kept)]
+    if not got or got.get("source") != "kineto":
+        return ["no steps from kineto: %r" % (got or {}).get("source")]
+    problems = []
+    if got["count"] != len(kept):
+        problems.append("%d steps, the traces keep %d ProfilerStep annotations" % (got["count"], len(kept)))
+    want = sorted((hi - lo) / 1e3 for lo, hi in kept.values())
+    have = sorted(x["dur_ms"] for x in got.get("series", []))
+    for w, h in zip(want, have):
+        if abs(w - h) > 0.01:
+            problems.append("a step of %.3f ms, the annotation's %.3f ms" % (h, w))
+    return problems
+
+
 def differences(a, b, path=""):
     """Where two reports differ, leaving out what names the files read (the
     export command names the trace folder) and the clock offsets: trace.json
@@ -104,6 +137,7 @@ def main():
         if not check("kineto_import_report %s" % label, job is not None, rep):
             continue
         report_problems("kineto_import_hta %s" % label, hta_problems(rep, want["ranks"], label))
+        report_problems("kineto_steps %s" % label, step_problems(files, rep))
 
         # The round trip: the report's trace.json, imported, reported.
         trace = os.path.join(out, "trace.json")
