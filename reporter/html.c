@@ -179,8 +179,14 @@ static void step_headline(FILE *f, yajl_val st)
             n, src ? src : "?", conf, rsr_jv_len(rsr_jv_key(st, "slow")), med, p90);
 }
 
-/* The step time over the run: a bar per step, its phase's colour, slow
- * steps outlined, each bar's title its figures. */
+/* Bars the step chart draws at most: beyond, each bar stands for a run of
+ * consecutive steps (its longest), so that the page stays small. */
+#define STEP_BARS 1500
+
+/* The step time over the run: a bar per step (or per run of steps), its
+ * height the step time, split into compute, exposed communication, idle
+ * and the rest (in the phase's colour); slow steps outlined; a click shows
+ * the step on the timeline. */
 static void step_chart(FILE *f, yajl_val st)
 {
     yajl_val series = rsr_jv_key(st, "series");
@@ -192,29 +198,75 @@ static void step_chart(FILE *f, yajl_val st)
         max = fmax(max, rsr_jv_knum_or(rsr_jv_at(series, i), "dur_ms", 0));
     if (max <= 0)
         return;
+    /* A checkpoint step can be thirty times the others: the scale stops
+     * at four times the median, and taller bars are cut (marked). */
+    double med = rsr_jv_knum_or(st, "median_ms", 0), tallest = max;
+    if (med > 0 && 4 * med < max)
+        max = 4 * med;
+    size_t per = (n + STEP_BARS - 1) / STEP_BARS, bars = (n + per - 1) / per;
     yajl_val slow = rsr_jv_key(st, "slow");
-    fprintf(f, "<section id=\"steps\"><h2>Steps</h2><p>Step time over the run: %zu steps, the tallest %.3g ms "
-               "(training blue, evaluation green, other grey; slow steps outlined red). Hover a bar for its "
-               "figures.</p><svg viewBox=\"0 0 %zu 100\" preserveAspectRatio=\"none\" width=\"100%%\" "
-               "height=\"120\" role=\"img\">",
-            n, max, n);
-    for (size_t i = 0, k = 0; i < n; i++) {
-        yajl_val x = rsr_jv_at(series, i);
-        double dur = rsr_jv_knum_or(x, "dur_ms", 0), h = 100 * dur / max, idx;
-        const char *ph = rsr_jv_kstr(x, "phase");
+    fprintf(f, "<section id=\"steps\"><h2>Steps</h2><p>Step time over the run: %zu steps", n);
+    if (per > 1)
+        fprintf(f, " in %zu bars of %zu (each bar the longest of its steps)", bars, per);
+    fprintf(f, ", the tallest %.3g ms", tallest);
+    if (max < tallest)
+        fprintf(f, " (the scale stops at %.3g ms, four times the median: taller bars are cut, a black cap on top)",
+                max);
+    fprintf(f, ". Each bar: <span class=\"key\" style=\"background:#43a047\"></span>compute "
+               "<span class=\"key\" style=\"background:#e53935\"></span>exposed communication "
+               "<span class=\"key\" style=\"background:#c8c8c8\"></span>GPU idle, the rest in the phase's colour "
+               "(<span class=\"key\" style=\"background:#4477aa\"></span>training "
+               "<span class=\"key\" style=\"background:#228833\"></span>evaluation "
+               "<span class=\"key\" style=\"background:#999999\"></span>other); slow steps outlined red. Hover "
+               "for the figures, click to show the step on the timeline.</p><svg viewBox=\"0 0 %zu 100\" "
+               "preserveAspectRatio=\"none\" width=\"100%%\" height=\"140\" role=\"img\" id=\"step-bars\">",
+            bars);
+    size_t k = 0;
+    for (size_t b = 0; b < bars; b++) {
+        size_t lo = b * per, hi = lo + per < n ? lo + per : n, top = lo;
         int is_slow = 0;
-        for (; k < rsr_jv_len(slow) && rsr_jv_knum(rsr_jv_at(slow, k), "index", &idx) && idx < (double)i; k++)
-            ;
-        if (k < rsr_jv_len(slow) && rsr_jv_knum(rsr_jv_at(slow, k), "index", &idx) && idx == (double)i)
-            is_slow = 1;
-        fprintf(f, "<rect x=\"%zu.1\" y=\"%.2f\" width=\"0.8\" height=\"%.2f\" fill=\"%s\"%s><title>step %zu "
-                   "(%s): %.3g ms; compute %.0f%%, exposed communication %.0f%%, idle %.0f%%%s</title></rect>",
-                i, 100 - h, h, ph && strcmp(ph, "train") == 0 ? "#4477aa" : ph && strcmp(ph, "eval") == 0 ? "#228833"
-                                                                                                         : "#999999",
-                is_slow ? " stroke=\"#cc3311\" stroke-width=\"2\" vector-effect=\"non-scaling-stroke\"" : "", i, ph ? ph : "?", dur,
-                rsr_jv_knum_or(x, "compute_pct", 0), rsr_jv_knum_or(x, "exposed_comm_pct", 0),
-                rsr_jv_knum_or(x, "idle_pct", 0),
-                rsr_jv_key(x, "checkpoint") && YAJL_IS_TRUE(rsr_jv_key(x, "checkpoint")) ? "; checkpoint" : "");
+        for (size_t i = lo; i < hi; i++) {
+            double idx;
+            if (rsr_jv_knum_or(rsr_jv_at(series, i), "dur_ms", 0) >
+                rsr_jv_knum_or(rsr_jv_at(series, top), "dur_ms", 0))
+                top = i;
+            for (; k < rsr_jv_len(slow) && rsr_jv_knum(rsr_jv_at(slow, k), "index", &idx) && idx < (double)i; k++)
+                ;
+            if (k < rsr_jv_len(slow) && rsr_jv_knum(rsr_jv_at(slow, k), "index", &idx) && idx == (double)i)
+                is_slow = 1;
+        }
+        yajl_val x = rsr_jv_at(series, top);
+        double dur = rsr_jv_knum_or(x, "dur_ms", 0), h = 100 * fmin(dur, max) / max;
+        double comp = fmax(0, rsr_jv_knum_or(x, "compute_pct", 0)), exposed = fmax(0, rsr_jv_knum_or(x, "exposed_comm_pct", 0));
+        double idle = fmax(0, rsr_jv_knum_or(x, "idle_pct", 0)), rest = fmax(0, 100 - comp - exposed - idle);
+        const char *ph = rsr_jv_kstr(x, "phase");
+        const char *phc = ph && strcmp(ph, "train") == 0 ? "#4477aa" : ph && strcmp(ph, "eval") == 0 ? "#228833"
+                                                                                                       : "#999999";
+        fprintf(f, "<g data-s=\"%.0f\" data-d=\"%.0f\"><title>", rsr_jv_knum_or(x, "start_s", 0) * 1e9, dur * 1e6);
+        if (hi - lo > 1)
+            fprintf(f, "steps %zu to %zu, the longest: ", lo, hi - 1);
+        fprintf(f, "step %zu (%s): %.3g ms; compute %.0f%%, exposed communication %.0f%%, idle %.0f%%%s%s</title>",
+                top, ph ? ph : "?", dur, comp, exposed, idle,
+                rsr_jv_key(x, "checkpoint") && YAJL_IS_TRUE(rsr_jv_key(x, "checkpoint")) ? "; checkpoint" : "",
+                is_slow ? "; slow" : "");
+        /* from the bottom: compute, exposed communication, idle, the rest */
+        const double part[4] = { comp, exposed, idle, rest };
+        const char *const colour[4] = { "#43a047", "#e53935", "#c8c8c8", phc };
+        double y = 100, sum = comp + exposed + idle + rest;
+        for (int q = 0; q < 4; q++) {
+            double hq = sum > 0 ? h * part[q] / sum : (q == 3 ? h : 0);
+            if (hq <= 0)
+                continue;
+            y -= hq;
+            fprintf(f, "<rect x=\"%zu.1\" y=\"%.2f\" width=\"0.8\" height=\"%.2f\" fill=\"%s\"/>", b, y, hq,
+                    colour[q]);
+        }
+        if (dur > max)
+            fprintf(f, "<rect x=\"%zu.1\" y=\"0\" width=\"0.8\" height=\"3\" fill=\"#222\"/>", b);
+        if (is_slow)
+            fprintf(f, "<rect x=\"%zu.1\" y=\"%.2f\" width=\"0.8\" height=\"%.2f\" fill=\"none\" stroke=\"#cc3311\" "
+                       "stroke-width=\"2\" vector-effect=\"non-scaling-stroke\"/>", b, 100 - h, h);
+        fputs("</g>", f);
     }
     fputs("</svg></section>\n", f);
 }

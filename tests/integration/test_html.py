@@ -772,6 +772,54 @@ def straggler_page(work):
             if box else 0
         check("html straggler: the outlier drawn in red on its strip plot", red > 10,
               "%d red pixels in %r" % (red, box))
+        step_checks(b, rep)
+
+
+def step_checks(b, rep):
+    """The step chart: a bar per step of report.json's series; a click on
+    one shows that step on the timeline (the range shown starts within a
+    tenth of the step's length before it and ends after it)."""
+    with open(os.path.join(rep, "report.json")) as f:
+        series = (json.load(f).get("steps") or {}).get("series", [])
+    if not check("html steps: report.json has steps", len(series) >= 3, "%d steps" % len(series)):
+        return
+    bars = b.eval("document.querySelectorAll('#step-bars g').length")
+    check("html steps: one bar per step", bars == len(series), "%r bars for %d steps" % (bars, len(series)))
+    k = len(series) // 2
+    got = b.eval("(function(){var g=document.querySelectorAll('#step-bars g')[%d];"
+                 "g.querySelector('rect').dispatchEvent(new MouseEvent('click',{bubbles:true}));"
+                 "return document.getElementById('tl-range').textContent;})()" % k)
+    want_s, want_d = series[k]["start_s"] * 1e3, series[k]["dur_ms"]
+    m = re.match(r"([\d.]+) (ns|µs|ms|s) – ([\d.]+) (ns|µs|ms|s)", got or "")
+    scale = {"ns": 1e-6, "µs": 1e-3, "ms": 1, "s": 1e3}
+    ok = False
+    if m:
+        t0, t1 = float(m.group(1)) * scale[m.group(2)], float(m.group(3)) * scale[m.group(4)]
+        ok = want_s - 0.11 * want_d <= t0 <= want_s and t1 >= want_s + want_d * 0.99
+    check("html steps: a click shows the step on the timeline", ok,
+          "shown %r, step %d at %.3f ms for %.3f ms" % (got, k, want_s, want_d))
+
+
+def many_steps_page(work):
+    """5,000 steps: the chart draws at most 1,500 bars (runs of 4 steps,
+    each its longest), and the page stays small."""
+    n = 5000
+    rj = os.path.join(work, "steps.json")
+    with open(rj, "w") as f:
+        json.dump({"job": "steps", "processes": [{"rank": 0, "pid": 1, "role": "rank"}],
+                   "steps": {"source": "collectives", "count": n, "median_ms": 10,
+                             "series": [{"index": i, "start_s": i * 0.01, "dur_ms": 10 + (i % 7),
+                                         "phase": "train", "compute_pct": 50, "exposed_comm_pct": 10,
+                                         "idle_pct": 20} for i in range(n)]}}, f)
+    html = os.path.join(work, "steps.html")
+    p = run([DRIVER, html, rj])
+    if not check("html many steps: page written", p.returncode == 0, p.stderr.decode()[-300:]):
+        return
+    with open(html, encoding="utf-8") as f:
+        page = f.read()
+    bars = page.count("<g data-s=")
+    check("html many steps: 1,250 bars of 4 steps for 5,000", bars == -(-n // 4), "%d bars" % bars)
+    check("html many steps: the page under 2 MB", len(page) < 2e6, "%d bytes" % len(page))
 
 
 def lanes_page(work):
@@ -912,6 +960,7 @@ def main():
         kineto_page(work)
         many_page(work)
         lanes_page(work)
+        many_steps_page(work)
         picked_page(work)
         straggler_page(work)
         size_64(work)
