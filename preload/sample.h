@@ -228,8 +228,12 @@ int rs_stackw_take(const struct rs_rec_hdr *h, uint32_t tid, const struct rs_tic
 /* Once per writer pass, before its records: module changes since the last
  * pass, as Module records of the chunk. */
 void rs_stackw_modules(rs_intern_fn intern);
-/* Whether the chunk being assembled has sampler tables. */
+/* Whether the chunk being assembled has samples that call for a trace
+ * file (all but waits on other processes, threads and time: opens_file). */
 int rs_stackw_pending(void);
+/* With no such sample: lets the chunk's samples go (a process with no file
+ * whose table filled with waits alone). */
+void rs_stackw_drop_waits(void);
 /* Whether it has anything at all (modules included). */
 int rs_stackw_any(void);
 /* Points c's stacks, samples and modules at the chunk's tables. */

@@ -53,6 +53,7 @@ static struct {
     /* per chunk */
     struct rsf_sample *samples;
     uint32_t nsamples;
+    uint32_t nopen;           /* of those, samples that make a file on their own (rs_stackw_pending) */
     struct rsf_stack *cstacks;
     uint32_t ncstacks, cstack_cap;
     size_t *cstack_at;
@@ -320,6 +321,17 @@ void rs_stackw_gpu_sample(uint64_t ts, uint64_t weight, uint32_t tid, uint32_t s
         return;
     s.samples[s.nsamples++] = (struct rsf_sample){
         .ts_ns = ts, .weight_ns = weight, .tid = tid, .stack = stack, .kind = RSF_SAMPLE_GPU };
+    s.nopen++;
+}
+
+/* Whether a sample is reason enough for the process to have a trace file:
+ * all but waits for other processes, threads and time (a launcher that
+ * only waits in waitpid or poll leaves no file, as before those waits
+ * were recorded; with a file, they are written with the rest). */
+static int opens_file(const struct rsf_sample *x)
+{
+    return x->kind != RSF_SAMPLE_WAIT || x->reason == RSF_WAIT_NONE || x->reason == RSF_WAIT_FILE ||
+           x->reason == RSF_WAIT_CUDA_SYNC || x->reason == RSF_WAIT_FILE_LOCK;
 }
 
 int rs_stackw_take(const struct rs_rec_hdr *h, uint32_t tid, const struct rs_tick_map *map,
@@ -343,6 +355,7 @@ int rs_stackw_take(const struct rs_rec_hdr *h, uint32_t tid, const struct rs_tic
         .tid = tid, .stack = id, .kind = kind,
         .reason = (uint8_t)(h->file >> RS_SAMPLE_REASON_SHIFT),
     };
+    s.nopen += (uint32_t)opens_file(&s.samples[s.nsamples - 1]);
     return rs_stackw_full();
 }
 
@@ -380,7 +393,13 @@ void rs_stackw_modules(rs_intern_fn intern)
 
 int rs_stackw_pending(void)
 {
-    return s.nsamples > 0;
+    return s.nopen > 0;
+}
+
+void rs_stackw_drop_waits(void)
+{
+    if (!s.nopen)
+        s.nsamples = 0;
 }
 
 int rs_stackw_any(void)
@@ -402,7 +421,7 @@ void rs_stackw_fill(struct rsf_chunk *c)
 
 void rs_stackw_chunk_done(void)
 {
-    s.nsamples = s.ncstacks = s.nmods = 0;
+    s.nsamples = s.ncstacks = s.nmods = s.nopen = 0;
 }
 
 void rs_stackw_new_file(void)

@@ -445,6 +445,8 @@ static void emit(int end)
     if (w.fd < 0 && !w.touched && !gpu_events && !rs_stackw_pending() && !rs_ring_dropped()) {
         if (w.nio == IO_CAP)
             w.nio = 0;
+        if (rs_stackw_full())
+            rs_stackw_drop_waits();
         return;
     }
     if (w.fd < 0 && open_file() != 0) {
