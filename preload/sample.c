@@ -130,10 +130,17 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
         drop(); /* the loader is changing the object list the unwinder reads */
         goto out;
     }
+    /* The unwinder takes libunwind's own lock in places: the lock hooks
+     * (hook_wait.c) must pass it straight through, as for any call the
+     * agent makes, or a wait for that lock would unwind again, inside it,
+     * and wait for itself. */
+    int inside = rs_th.guard;
+    rs_th.guard = 1;
     int n = rs_unwind(uc, t->scratch, RS_STACK_MAX);
     n = rs_py_splice(t->scratch, n, RS_STACK_MAX);
+    rs_th.guard = inside;
     uint64_t unwound = rs_ticks();
-    if (rs_th.guard) {
+    if (inside) {
         /* The thread is inside the agent, maybe between reserving and
          * committing a record: keep the sample for the next handler. */
         if (rs_th.sample_npending) {
