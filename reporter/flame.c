@@ -727,13 +727,3 @@ int rsr_flame_write_svgs(const struct rsr_flame *fls, const char *out_dir)
     }
     return written;
 }
-
-int rsr_flame_write_all(char **files, int nfiles, const char *out_dir, int quiet, int lines)
-{
-    struct rsr_flame fl[RSF_SAMPLE_NKINDS];
-    rsr_flame_load_all(fl, files, nfiles, quiet, lines);
-    int written = rsr_flame_write_svgs(fl, out_dir);
-    for (int k = 0; k < RSF_SAMPLE_NKINDS; k++)
-        rsr_flame_free(&fl[k]);
-    return written;
-}

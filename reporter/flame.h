@@ -96,9 +96,4 @@ void rsr_flame_load_all(struct rsr_flame *fls, char **files, int nfiles, int qui
  * (said on stderr). */
 int rsr_flame_write_svgs(const struct rsr_flame *fls, const char *out_dir);
 
-/* Writes flame-<kind>.svg into out_dir for each kind of sample the files
- * hold (all ranks), with source lines in frame names when lines is set.
- * Returns the number of files written, or -1 on error (said on stderr). */
-int rsr_flame_write_all(char **files, int nfiles, const char *out_dir, int quiet, int lines);
-
 #endif

@@ -240,9 +240,8 @@ static void put_op(struct writer *w, const struct rsr_model *m, int64_t pid, con
     W_LIT(w, "}}");
 }
 
-/* A runtime call: a launch (its own correlation) or a host wait. */
-static void put_call(struct writer *w, int64_t pid, uint32_t tid, int64_t start, int64_t end,
-                     uint64_t correlation)
+/* A host-side slice's place and time: pid, tid, ts, dur. */
+static void put_host_span(struct writer *w, int64_t pid, uint32_t tid, int64_t start, int64_t end)
 {
     W_LIT(w, ",\"pid\":");
     w_i64(w, pid);
@@ -252,6 +251,13 @@ static void put_call(struct writer *w, int64_t pid, uint32_t tid, int64_t start,
     w_us(w, start);
     W_LIT(w, ",\"dur\":");
     w_us(w, end - start);
+}
+
+/* A runtime call: a launch (its own correlation) or a host wait. */
+static void put_call(struct writer *w, int64_t pid, uint32_t tid, int64_t start, int64_t end,
+                     uint64_t correlation)
+{
+    put_host_span(w, pid, tid, start, end);
     W_LIT(w, ",\"args\":{\"correlation\":");
     w_u64(w, correlation);
     W_LIT(w, "}}");
@@ -313,14 +319,7 @@ static void put_range(struct writer *w, const struct rsr_model *m, int64_t pid, 
 {
     W_LIT(w, ",\n{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":");
     w_name(w, m, r->name);
-    W_LIT(w, ",\"pid\":");
-    w_i64(w, pid);
-    W_LIT(w, ",\"tid\":");
-    w_u64(w, r->tid);
-    W_LIT(w, ",\"ts\":");
-    w_us(w, r->start_ns);
-    W_LIT(w, ",\"dur\":");
-    w_us(w, r->end_ns - r->start_ns);
+    put_host_span(w, pid, r->tid, r->start_ns, r->end_ns);
     W_LIT(w, ",\"args\":{\"source\":\"nvtx\",\"nvtx\":\"");
     const char *kind = rsf_range_kind_name(r->kind);
     w_mem(w, kind, strlen(kind));

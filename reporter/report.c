@@ -792,9 +792,23 @@ struct loaded {
 
 /* Which process reads which file: the largest files first, each to the
  * process with the fewest bytes so far. */
+struct sized {
+    off_t size;
+    int i;
+};
+
+/* Largest first; equal sizes in file order, so every run shares alike. */
+static int cmp_sized(const void *pa, const void *pb)
+{
+    const struct sized *a = pa, *b = pb;
+    if (a->size != b->size)
+        return a->size > b->size ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
 static void share_out(char **files, int n, int nprocs, int *owner)
 {
-    struct sized { off_t size; int i; } *v = calloc((size_t)n, sizeof *v);
+    struct sized *v = calloc((size_t)n, sizeof *v);
     off_t *load = calloc((size_t)nprocs, sizeof *load);
     if (!v || !load) {
         for (int i = 0; i < n; i++)
@@ -806,11 +820,7 @@ static void share_out(char **files, int n, int nprocs, int *owner)
         struct stat st;
         v[i] = (struct sized){ stat(files[i], &st) == 0 ? st.st_size : 0, i };
     }
-    for (int i = 1; i < n; i++)     /* insertion sort, largest first, stable */
-        for (int k = i; k > 0 && v[k].size > v[k - 1].size; k--) {
-            struct sized t = v[k];
-            v[k] = v[k - 1], v[k - 1] = t;
-        }
+    qsort(v, (size_t)n, sizeof *v, cmp_sized);
     for (int i = 0; i < n; i++) {
         int best = 0;
         for (int p = 1; p < nprocs; p++)
@@ -937,15 +947,14 @@ static int send_share(const struct loaded *J, const struct rsr_mpi *mp, const in
     b.failed = 0;
     rsr_pack_u64(&b, LAST);
     rsr_pack_u64(&b, bits);
+    size_t head = b.n;
     rsr_pack_u64(&b, J->fls ? RSF_SAMPLE_NKINDS : 0);
     for (int k = 0; J->fls && k < RSF_SAMPLE_NKINDS; k++)
         rsr_pack_flame(&b, &J->fls[k]);
     if (b.failed) {
         fprintf(stderr, "ringside: reporter process %d: out of memory packing its flame graphs\n", mp->rank);
-        b.n = 0;
+        b.n = head < b.n ? head : b.n;
         b.failed = 0;
-        rsr_pack_u64(&b, LAST);
-        rsr_pack_u64(&b, bits);
         rsr_pack_u64(&b, 0);
         rc = 1;
     }

@@ -507,6 +507,13 @@ static int cmp_range(const void *pa, const void *pb)
     return (a->start_ns > b->start_ns) - (a->start_ns < b->start_ns);
 }
 
+static int cmp_range_tid(const void *pa, const void *pb)
+{
+    const struct rsr_step_range *a = *(const struct rsr_step_range *const *)pa;
+    const struct rsr_step_range *b = *(const struct rsr_step_range *const *)pb;
+    return (a->tid > b->tid) - (a->tid < b->tid);
+}
+
 /* A process's steps from the ranges it marked them with: the outermost
  * step ranges, on the thread that has most of them. 1: found, 0: fewer
  * than RSR_STEPS_MIN, -1: out of memory. */
@@ -521,24 +528,25 @@ static int proc_ranges(struct proc *p, const struct rsr_model *m, const struct r
     const struct rsr_step_range **v = malloc(s->n_ranges * sizeof *v);
     if (!v)
         return -1;
-    /* the thread with most outermost step ranges */
-    uint32_t tid = 0;
-    size_t best = 0;
-    for (size_t i = 0; i < s->n_ranges; i++) {
-        if (s->ranges[i].depth != depth)
-            continue;
-        size_t k = 0;
-        for (size_t j = 0; j < s->n_ranges; j++)
-            k += s->ranges[j].depth == depth && s->ranges[j].tid == s->ranges[i].tid;
-        if (k > best)
-            best = k, tid = s->ranges[i].tid;
-        if (2 * best > s->n_ranges)
-            break;
-    }
     size_t n = 0;
     for (size_t i = 0; i < s->n_ranges; i++)
-        if (s->ranges[i].depth == depth && s->ranges[i].tid == tid)
+        if (s->ranges[i].depth == depth)
             v[n++] = &s->ranges[i];
+    /* the thread with most of them (on a tie, the one whose range came
+     * first), found in runs of equal threads */
+    qsort(v, n, sizeof *v, cmp_range_tid);
+    size_t best = 0, best_n = 0;
+    const struct rsr_step_range *best_first = NULL;
+    for (size_t a = 0, b; a < n; a = b) {
+        const struct rsr_step_range *first = v[a];
+        for (b = a; b < n && v[b]->tid == v[a]->tid; b++)
+            if (v[b] < first)
+                first = v[b];
+        if (b - a > best_n || (b - a == best_n && first < best_first))
+            best = a, best_n = b - a, best_first = first;
+    }
+    memmove(v, v + best, best_n * sizeof *v);
+    n = best_n;
     if (n < RSR_STEPS_MIN) {
         free(v);
         return 0;
