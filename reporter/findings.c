@@ -6,6 +6,7 @@
 #include "reporter/analyse.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,10 @@
 #define SYNCS_PER_S 200.0
 #define MEM_CALLS_PER_S 100.0
 #define IDLE_PCT 30.0
-#define DATA_LOADING_PCT 10.0
+#define DATA_LOADING_PCT 10.0     /* GPU idle while reading, or the loop waiting for its DataLoader */
+#define GIL_PCT 10.0              /* threads' waits for the GIL, % of the process's wall time */
+#define CPU_COLL_PCT 10.0         /* a rank's waits in CPU-side collectives, % of its wall time */
+#define CPU_COLL_SPREAD_PCT 5.0   /* most less least waiting rank's, % of the most's wall: one is slow */
 #define SLOW_STEPS_PCT 5.0        /* time slow steps take beyond the median, % of all steps' time */
 #define DRIFT_PCT 10.0            /* typical training step time change over the run */
 #define DRIFT_MIN_STEPS 10
@@ -174,6 +178,102 @@ static void steps_findings(struct list *l, const struct rsr_steps *st)
             st->count, d, st->trend_pct, st->median_ms);
 }
 
+static double wall_ns(const struct rsr_model *m)
+{
+    return m->wall_end_ns > m->wall_start_ns ? (double)(m->wall_end_ns - m->wall_start_ns) : 0;
+}
+
+/* A cause's share of each process's wall time (waits.h): the largest, and
+ * which model; children (DataLoader workers forked from the loop, whose
+ * stacks carry its frames) are left out when skip_children is set. */
+static struct worst worst_cause(const struct rsr_job *j, int cause, int skip_children)
+{
+    struct worst w = { 0, -1, 0, 0 };
+    for (size_t i = 0; i < j->n; i++) {
+        const struct rsr_model *m = j->models[i];
+        double wall = wall_ns(m);
+        if (wall <= 0 || (skip_children && m->role == RSR_ROLE_CHILD))
+            continue;
+        double v = 100.0 * (double)m->waits.cause_ns[cause] / wall;
+        w.mean += v;
+        w.n++;
+        if (v > w.v)
+            w.i = i, w.v = v;
+    }
+    if (w.n)
+        w.mean /= (double)w.n;
+    return w;
+}
+
+/* Off-CPU findings from the wait samples (waits.h): a loop starved by its
+ * DataLoader, threads fighting for the GIL, ranks waiting for each other in
+ * CPU-side collectives. Returns whether data_loading was added. */
+static int waits_findings(struct list *l, const struct rsr_job *j)
+{
+    char who[64];
+    int loading = 0;
+    struct worst w = worst_cause(j, RSR_CAUSE_DATALOADER, 1);
+    if (w.n && w.v >= DATA_LOADING_PCT) {
+        const struct rsr_model *m = j->models[w.i];
+        add(l, "data_loading", RSR_SEV_WARNING, w.v, "The training loop waits for its DataLoader",
+            "Give the DataLoader more workers (num_workers), pin_memory=True and a larger prefetch_factor; "
+            "the workers' own CPU flame graph shows what makes each batch slow.",
+            "%s: the loop waited for its DataLoader %.3f s, %.1f%% of its %.3f s (the wait flame graph, under "
+            "torch/utils/data/dataloader.py)",
+            rank_text(who, sizeof who, m), (double)m->waits.cause_ns[RSR_CAUSE_DATALOADER] / 1e9, w.v,
+            wall_ns(m) / 1e9);
+        loading = 1;
+    }
+    w = worst_cause(j, RSR_CAUSE_GIL, 0);
+    if (w.n && w.v >= GIL_PCT) {
+        const struct rsr_model *m = j->models[w.i];
+        add(l, "gil_contention", RSR_SEV_WARNING, w.v, "Threads wait for Python's GIL",
+            "Only one thread runs Python at a time: move CPU-bound Python work out of threads (processes, "
+            "DataLoader workers), into code that releases the GIL (NumPy, PyTorch ops), or run fewer threads.",
+            "%s: its threads waited for the GIL %.3f s in all, %.1f%% of its %.3f s wall time (%u threads "
+            "sampled; the wait flame graph's condvar waits inside the interpreter)",
+            rank_text(who, sizeof who, m), (double)m->waits.cause_ns[RSR_CAUSE_GIL] / 1e9, w.v, wall_ns(m) / 1e9,
+            m->waits.nthreads);
+    }
+    /* Ranks in CPU-side collectives: the rank that waits least is the one
+     * the others wait for, when the spread is more than noise. */
+    size_t most = SIZE_MAX, least = SIZE_MAX, ranks = 0;
+    double v_most = 0, v_least = 0;
+    for (size_t i = 0; i < j->n; i++) {
+        const struct rsr_model *m = j->models[i];
+        double wall = wall_ns(m);
+        if (m->role != RSR_ROLE_RANK || wall <= 0 || (!m->waits.cpu_ns && !rsr_waits_total_ns(&m->waits)))
+            continue;
+        double v = 100.0 * (double)m->waits.cause_ns[RSR_CAUSE_COLLECTIVE] / wall;
+        ranks++;
+        if (most == SIZE_MAX || v > v_most)
+            most = i, v_most = v;
+        if (least == SIZE_MAX || v < v_least)
+            least = i, v_least = v;
+    }
+    if (ranks >= 2 && v_most >= CPU_COLL_PCT) {
+        const struct rsr_model *a = j->models[most], *b = j->models[least];
+        char slow[64];
+        rank_text(slow, sizeof slow, b);
+        if (v_most - v_least >= CPU_COLL_SPREAD_PCT)
+            add(l, "cpu_collective_wait", RSR_SEV_WARNING, v_most, "Ranks wait for each other in collectives",
+                "Look at what the rank the others wait for does that they do not: its CPU flame graph, its "
+                "share of the data, its host; balance the work across ranks.",
+                "%s waited %.3f s in torch.distributed collectives (%.1f%% of its time, the wait flame graph "
+                "under c10d/gloo); %s waited least, %.3f s (%.1f%%): the others wait for %s",
+                rank_text(who, sizeof who, a), (double)a->waits.cause_ns[RSR_CAUSE_COLLECTIVE] / 1e9, v_most,
+                slow, (double)b->waits.cause_ns[RSR_CAUSE_COLLECTIVE] / 1e9, v_least, slow);
+        else
+            add(l, "cpu_collective_wait", RSR_SEV_WARNING, v_most, "Ranks wait in collectives",
+                "Every rank waits about as long: the collectives themselves are slow. Check the network, "
+                "overlap communication with compute (DDP bucket_cap_mb), or communicate less often.",
+                "%zu ranks wait %.1f%% to %.1f%% of their time in torch.distributed collectives (the wait "
+                "flame graph under c10d/gloo); no rank stands out",
+                ranks, v_least, v_most);
+    }
+    return loading;
+}
+
 int rsr_findings_make(struct rsr_job *j)
 {
     struct list l = { 0 };
@@ -303,7 +403,7 @@ int rsr_findings_make(struct rsr_job *j)
             (double)b->host_wait_ns / 1e6, (double)b->kernel_wait_ns / 1e6,
             (double)b->other_idle_ns / 1e6, w.mean);
     }
-    if (j->storage.loading) {
+    if (!waits_findings(&l, j) && j->storage.loading) {
         size_t wi = 0;
         double best = 0;
         for (size_t i = 0; i < j->n; i++)

@@ -7,6 +7,7 @@
 #include "reporter/flame_svg.h"
 #include "reporter/load.h"
 #include "reporter/symbolize.h"
+#include "reporter/waits.h"
 #include "formats/trace.h"
 
 #include <errno.h>
@@ -456,6 +457,10 @@ struct loader {
     struct rsr_sym *sym;
     uint32_t *frames;
     uint32_t nframes, capframes;
+    /* the stack's frames as rsr_wait_cause reads them (wait samples) */
+    const char **names, **mods;
+    uint8_t *is_python;
+    uint32_t capnames;
 };
 
 static void push(struct loader *L, uint32_t id)
@@ -540,9 +545,49 @@ static const char *thread_name(const struct proc *p, uint32_t tid, char *buf, si
     return buf;
 }
 
-static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples)
+/* The thread tid's entry in all[0..*n), added when new. */
+static struct rsr_thread_time *thread_time(struct rsr_thread_time **all, uint32_t *n, uint32_t *cap,
+                                           const struct proc *p, uint32_t tid)
+{
+    for (uint32_t i = *n; i-- > 0;)
+        if ((*all)[i].tid == tid)
+            return &(*all)[i];
+    GROW(*all, *n, *cap);
+    struct rsr_thread_time *t = &(*all)[(*n)++];
+    memset(t, 0, sizeof *t);
+    t->tid = tid;
+    for (uint32_t i = 0; i < p->nthreads; i++)
+        if (p->threads[i].tid == tid && str_of(p, p->threads[i].name))
+            snprintf(t->name, sizeof t->name, "%s", str_of(p, p->threads[i].name));
+    return t;
+}
+
+/* The cause of the wait whose frames are in L->frames (waits.h). */
+static int wait_cause(struct loader *L, unsigned reason)
+{
+    const struct rsr_flame *fl = L->fl;
+    if (L->nframes > L->capnames) {
+        L->capnames = L->nframes * 2;
+        L->names = rsr_xrealloc(L->names, L->capnames * sizeof *L->names);
+        L->mods = rsr_xrealloc(L->mods, L->capnames * sizeof *L->mods);
+        L->is_python = rsr_xrealloc(L->is_python, L->capnames);
+    }
+    for (uint32_t i = 0; i < L->nframes; i++) {
+        uint32_t id = L->frames[i];
+        L->names[i] = rsr_intern_str(&fl->names, id);
+        L->is_python[i] = fl->name_class[id] == RSR_FRAME_PYTHON;
+        L->mods[i] = rsr_intern_str(&fl->modules, fl->name_module[id]);
+    }
+    return rsr_wait_cause(L->names, L->is_python, L->mods, L->nframes, reason);
+}
+
+/* Adds p's samples to the trees, and when w is given, its off-CPU time
+ * (waits.h) to *w. */
+static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struct rsr_proc_waits *w)
 {
     int seen[RSF_SAMPLE_NKINDS] = { 0 };
+    struct rsr_thread_time *threads = NULL;
+    uint32_t nthreads = 0, capthreads = 0;
     qsort(p->stacks, p->nstacks, sizeof *p->stacks, by_stack_id);
     for (uint32_t i = 0; i < p->capaggs; i++) {
         struct agg *a = &p->aggs[i];
@@ -573,6 +618,20 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples)
                 }
             }
         }
+        if (w && (a->kind == RSF_SAMPLE_WAIT || a->kind == RSF_SAMPLE_CPU)) {
+            struct rsr_thread_time *t = thread_time(&threads, &nthreads, &capthreads, p, a->tid);
+            if (a->kind == RSF_SAMPLE_CPU) {
+                w->cpu_ns += a->weight;
+                t->cpu_ns += a->weight;
+            } else {
+                w->count[a->reason] += a->count;
+                w->ns[a->reason] += a->weight;
+                t->wait_ns += a->weight;
+                int cause = wait_cause(L, a->reason);
+                if (cause >= 0)
+                    w->cause_ns[cause] += a->weight;
+            }
+        }
         if (a->reason != RSF_WAIT_NONE) {
             /* why the thread waited, as the leaf: "[wait: condvar]" (files
              * written before the reason was recorded have none) */
@@ -583,6 +642,9 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples)
         rsr_flame_add(L->fl, L->frames, L->nframes, a->weight, a->count);
         nsamples[a->kind] += a->count;
     }
+    if (w)
+        rsr_waits_keep_threads(w, threads, nthreads);
+    free(threads);
 }
 
 /* Fills fls[kind] (where not NULL) from the files: the symboliser is shared
@@ -610,7 +672,7 @@ static void *read_worker(void *arg)
 }
 
 static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
-                       const struct rsr_flame_opts *opts, uint64_t *nsamples)
+                       const struct rsr_flame_opts *opts, uint64_t *nsamples, struct rsr_proc_waits *waits)
 {
     struct loader L = { .fls = fls, .opts = opts };
     L.sym = rsr_sym_new(opts->quiet);
@@ -645,13 +707,16 @@ static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
                 for (uint32_t k = 0; k < pl.walks[i].nproblems && k < RSR_MAX_PROBLEMS; k++)
                     rsr_problem_print(stderr, files[i], &pl.walks[i].problems[k]);
             if (!p->skip && p->naggs)
-                add_proc(&L, p, nsamples);
+                add_proc(&L, p, nsamples, waits ? &waits[i] : NULL);
         }
         proc_free(p);
     }
     free(pl.procs);
     free(pl.walks);
     free(L.frames);
+    free(L.names);
+    free(L.mods);
+    free(L.is_python);
     rsr_sym_free(L.sym);
 }
 
@@ -665,7 +730,7 @@ uint64_t rsr_flame_load(struct rsr_flame *fl, char **files, int nfiles,
         return 0;
     fls[fl->kind] = fl;
     o.kind = fl->kind;
-    load_kinds(fls, files, nfiles, &o, nsamples);
+    load_kinds(fls, files, nfiles, &o, nsamples, NULL);
     return nsamples[fl->kind];
 }
 
@@ -692,7 +757,8 @@ void rsr_flame_merge(struct rsr_flame *dst, const struct rsr_flame *src)
     free(nodes);
 }
 
-void rsr_flame_load_all(struct rsr_flame *fls, char **files, int nfiles, int quiet, int lines)
+void rsr_flame_load_all(struct rsr_flame *fls, char **files, int nfiles, int quiet, int lines,
+                        struct rsr_proc_waits *waits)
 {
     struct rsr_flame *each[RSF_SAMPLE_NKINDS];
     uint64_t nsamples[RSF_SAMPLE_NKINDS] = { 0 };
@@ -701,29 +767,83 @@ void rsr_flame_load_all(struct rsr_flame *fls, char **files, int nfiles, int qui
         rsr_flame_init(&fls[k], k);
         each[k] = &fls[k];
     }
-    load_kinds(each, files, nfiles, &o, nsamples);
+    if (waits)
+        memset(waits, 0, (size_t)nfiles * sizeof *waits);
+    load_kinds(each, files, nfiles, &o, nsamples, waits);
+}
+
+/* Writes fl as out_dir/flame-NAME.svg; 0, or -1 said on stderr. */
+static int write_svg(const struct rsr_flame *fl, const char *out_dir, const char *name, const char *title)
+{
+    size_t n = strlen(out_dir) + strlen(name) + 16;
+    char *path = rsr_xmalloc(n);
+    snprintf(path, n, "%s/flame-%s.svg", out_dir, name);
+    FILE *f = fopen(path, "w");
+    int err = !f || rsr_flame_write_svg(f, fl, title) != 0;
+    if (f && fclose(f) != 0)
+        err = 1;
+    if (err)
+        fprintf(stderr, "ringside: %s: %s\n", path, strerror(errno ? errno : EIO));
+    free(path);
+    return err ? -1 : 0;
+}
+
+void rsr_flame_by_reason(const struct rsr_flame *src, struct rsr_flame *dst)
+{
+    rsr_flame_init(dst, src->kind);
+    uint64_t *below = rsr_xcalloc(src->nnodes, sizeof *below);  /* children's counts */
+    for (uint32_t i = 1; i < src->nnodes; i++)
+        below[src->nodes[i].parent] += src->nodes[i].count;
+    uint32_t *frames = NULL, nframes = 0, cap = 0;
+    for (uint32_t i = 1; i < src->nnodes; i++) {
+        const struct rsr_flame_node *nd = &src->nodes[i];
+        const char *leaf = rsr_intern_str(&src->names, nd->name);
+        if (!nd->self || strncmp(leaf, "[wait: ", 7) != 0)
+            continue;
+        nframes = 0;
+        GROW(frames, nframes, cap);
+        frames[nframes++] = rsr_flame_frame(dst, leaf, RSR_FRAME_UNKNOWN, "");
+        uint32_t first = nframes;
+        for (uint32_t k = nd->parent; k; k = src->nodes[k].parent) {
+            const uint32_t name = src->nodes[k].name;
+            GROW(frames, nframes, cap);
+            frames[nframes++] = rsr_flame_frame(dst, rsr_intern_str(&src->names, name),
+                                                (enum rsr_frame_class)src->name_class[name],
+                                                rsr_intern_str(&src->modules, src->name_module[name]));
+        }
+        for (uint32_t a = first, b = nframes - 1; a < b; a++, b--) {   /* root first */
+            uint32_t t = frames[a];
+            frames[a] = frames[b];
+            frames[b] = t;
+        }
+        rsr_flame_add(dst, frames, nframes, nd->self, nd->count - below[i]);
+    }
+    dst->nprocs = src->nprocs;
+    free(frames);
+    free(below);
 }
 
 int rsr_flame_write_svgs(const struct rsr_flame *fls, const char *out_dir)
 {
     int written = 0;
-    for (int k = 0; k < RSF_SAMPLE_NKINDS && written >= 0; k++) {
+    for (int k = 0; k < RSF_SAMPLE_NKINDS; k++) {
         if (!fls[k].nodes[0].count)
             continue;
-        size_t n = strlen(out_dir) + 32;
-        char *path = rsr_xmalloc(n);
-        snprintf(path, n, "%s/flame-%s.svg", out_dir, rsf_sample_kind_name((unsigned)k));
-        FILE *f = fopen(path, "w");
-        int err = !f || rsr_flame_write_svg(f, &fls[k], NULL) != 0;
-        if (f && fclose(f) != 0)
-            err = 1;
-        if (err) {
-            fprintf(stderr, "ringside: %s: %s\n", path, strerror(errno ? errno : EIO));
-            written = -1;
-        } else {
-            written++;
-        }
-        free(path);
+        if (write_svg(&fls[k], out_dir, rsf_sample_kind_name((unsigned)k), NULL) != 0)
+            return -1;
+        written++;
+        if (k != RSF_SAMPLE_WAIT)
+            continue;
+        /* The same waits with the reason as the root: a click on a reason
+         * shows its waits alone. */
+        struct rsr_flame by;
+        rsr_flame_by_reason(&fls[k], &by);
+        int rc = by.nodes[0].count ? write_svg(&by, out_dir, "wait_by_reason",
+                                               "Wait flame graph by reason (click a reason)") : 0;
+        written += by.nodes[0].count != 0;
+        rsr_flame_free(&by);
+        if (rc != 0)
+            return -1;
     }
     return written;
 }

@@ -88,12 +88,21 @@ void rsr_flame_merge(struct rsr_flame *dst, const struct rsr_flame *src);
 
 /* Fills fls[0..RSF_SAMPLE_NKINDS) (initialised here; free each with
  * rsr_flame_free) with the samples of each kind in the files, all ranks,
- * with source lines in frame names when lines is set. */
-void rsr_flame_load_all(struct rsr_flame *fls, char **files, int nfiles, int quiet, int lines);
+ * with source lines in frame names when lines is set; and when waits is
+ * given, waits[i] (zeroed first) with file i's off-CPU time (waits.h). */
+struct rsr_proc_waits;
+void rsr_flame_load_all(struct rsr_flame *fls, char **files, int nfiles, int quiet, int lines,
+                        struct rsr_proc_waits *waits);
+
+/* Fills dst (initialised here) with src's stacks whose leaf is a wait
+ * reason ("[wait: condvar]"), that reason moved to the root, so that each
+ * reason's waits are one subtree. */
+void rsr_flame_by_reason(const struct rsr_flame *src, struct rsr_flame *dst);
 
 /* Writes flame-<kind>.svg into out_dir for each of fls[0..RSF_SAMPLE_NKINDS)
- * that holds samples. Returns the number of files written, or -1 on error
- * (said on stderr). */
+ * that holds samples, and for waits flame-wait_by_reason.svg as well
+ * (rsr_flame_by_reason). Returns the number of files written, or -1 on
+ * error (said on stderr). */
 int rsr_flame_write_svgs(const struct rsr_flame *fls, const char *out_dir);
 
 #endif

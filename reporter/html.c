@@ -5,6 +5,7 @@
  * written here; the views of many ranks (strip plots, heatmaps) are drawn
  * on <canvas> by the page's script from data html_ranks.c writes. */
 #include "reporter/html.h"
+#include "reporter/html_waits.h"
 #include "reporter/html_json.h"
 #include "reporter/html_ranks.h"
 #include "reporter/html_script.h"
@@ -1879,6 +1880,7 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
     }
     if (tables(p) != 0)
         return -1;
+    rsr_html_offcpu(f, procs);
     flames(p, flame_svgs, nflames);
     fputs("</main>\n<div id=\"tip\"></div>\n", f);
     rsr_html_rank_data(f, root, p->ranks, heat, p->have_io);

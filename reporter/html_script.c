@@ -66,6 +66,11 @@ const char rsr_html_css[] =
     "column-gap:24px}"
     "#rank-dist>h2,#rank-dist>p{grid-column:1/-1}.scroll{max-height:560px;overflow:auto}"
     ".scroll thead th{position:sticky;top:0}"
+    ".thr{margin:6px 0}.trow{display:flex;gap:8px;align-items:center;font-size:12px}"
+    ".tn{flex:0 0 180px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}"
+    ".tb{flex:0 0 320px;display:flex;height:10px;background:#eaeef2}.tb span{display:block;height:10px}"
+    ".thr .pn{font-weight:600}"
+    ".run,.key.run{background:#2da44e}.blk,.key.blk{background:#bf8700}"
     "@media (max-width:900px){.findings{grid-template-columns:1fr}";
 
 const char rsr_html_js[] =

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "reporter/waits.h"
+
 /* Same values as Role in formats/trace.fbs. */
 enum rsr_role { RSR_ROLE_RANK = 0, RSR_ROLE_CHILD = 1, RSR_ROLE_OTHER = 2 };
 
@@ -184,6 +186,9 @@ struct rsr_model {
      * rsr_model_summarize from the records. */
     struct rsr_summary *sum;
     uint64_t late;          /* records the streaming loader got out of order */
+    /* Off-CPU time from the process's samples (waits.h), filled where the
+     * flame graphs are loaded; zero without samples. */
+    struct rsr_proc_waits waits;
 };
 
 /* Bytes of memory m holds: its record arrays, strings and summary. */

@@ -213,6 +213,7 @@ static void pack_model(struct rsr_pack *b, const struct rsr_model *m)
     for (size_t i = 1; i < m->strings.n; i++)
         put_array(b, m->strings.strs[i].s, m->strings.strs[i].len, 1);
     put_array(b, m->clocks, m->n_clocks, sizeof *m->clocks);
+    put(b, &m->waits, sizeof m->waits);
     rsr_pack_u64(b, m->sum != NULL);
     if (m->sum)
         pack_summary(b, m->sum);
@@ -240,6 +241,9 @@ static int unpack_model(struct rsr_unpack *u, struct rsr_model *m)
     }
     m->clocks = get_array(u, &m->n_clocks, sizeof *m->clocks);
     m->cap_clocks = m->n_clocks;
+    get(u, &m->waits, sizeof m->waits);
+    if (m->waits.nkept > RSR_WAIT_THREADS)
+        u->failed = 1;
     if (rsr_unpack_u64(u) && !u->failed) {
         m->sum = calloc(1, sizeof *m->sum);
         if (!m->sum || unpack_summary(u, m->sum) != 0)

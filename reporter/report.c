@@ -233,6 +233,45 @@ static void kernels_json(FILE *f, const struct rsr_model *m, const struct rsr_ke
     fputs("]}", f);
 }
 
+/* The process's off-CPU time (waits.h): waits by reason, their causes,
+ * running against blocked time per thread. Nothing without samples. */
+static void waits_json(FILE *f, const struct rsr_proc_waits *w)
+{
+    uint64_t blocked = rsr_waits_total_ns(w);
+    if (!blocked && !w->cpu_ns)
+        return;
+    fputs(",\"waits\":[", f);
+    int first = 1;
+    for (unsigned r = 0; r < RSF_WAIT_NREASONS; r++) {
+        if (!w->count[r])
+            continue;
+        fprintf(f, "%s{\"reason\":", first ? "" : ",");
+        rsr_json_str(f, rsf_wait_reason_label(r));
+        fprintf(f, ",\"count\":%" PRIu64, w->count[r]);
+        num_key(f, "total_s", (double)w->ns[r] / 1e9);
+        putc('}', f);
+        first = 0;
+    }
+    fputs("],\"wait_causes\":{", f);
+    for (unsigned c = 0; c < RSR_NCAUSES; c++) {
+        fprintf(f, "%s\"%s_s\":", c ? "," : "", rsr_wait_cause_name(c));
+        rsr_json_num(f, (double)w->cause_ns[c] / 1e9);
+    }
+    putc('}', f);
+    num_key(f, "cpu_s", (double)w->cpu_ns / 1e9);
+    num_key(f, "wait_s", (double)blocked / 1e9);
+    fprintf(f, ",\"threads_sampled\":%u,\"threads\":[", w->nthreads);
+    for (uint32_t t = 0; t < w->nkept; t++) {
+        const struct rsr_thread_time *th = &w->threads[t];
+        fprintf(f, "%s{\"tid\":%u,\"name\":", t ? "," : "", th->tid);
+        rsr_json_str(f, th->name);
+        num_key(f, "cpu_s", (double)th->cpu_ns / 1e9);
+        num_key(f, "wait_s", (double)th->wait_ns / 1e9);
+        putc('}', f);
+    }
+    putc(']', f);
+}
+
 /* The figures of process i that come from the analyses. */
 static void process_analysis_json(FILE *f, const struct rsr_job *j, size_t i)
 {
@@ -259,6 +298,7 @@ static void process_analysis_json(FILE *f, const struct rsr_job *j, size_t i)
         num_key(f, "pct", d->pct);
         putc('}', f);
     }
+    waits_json(f, &m->waits);
     fprintf(f, ",\"syncs\":{\"count\":%" PRIu64 ",\"blocked_s\":", sm ? sm->n_syncs : 0);
     rsr_json_num(f, sm ? (double)sm->sync_blocked_ns / 1e9 : 0);
     fprintf(f, "},\"memory\":{\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64 "}",
@@ -856,8 +896,22 @@ static int load_share(struct loaded *J, const struct rsr_mpi *mp, const int *own
     for (int i = 0; i < J->n; i++)
         if (owner[i] == mp->rank)
             J->ins[i] = ins[k++];
-    if (J->fls)
-        rsr_flame_load_all(J->fls, files, mine, o->quiet, o->lines);
+    if (J->fls) {
+        struct rsr_proc_waits *waits = calloc((size_t)mine + 1, sizeof *waits);
+        if (!waits) {
+            free(files), free(ins);
+            return -1;
+        }
+        rsr_flame_load_all(J->fls, files, mine, o->quiet, o->lines, waits);
+        k = 0;
+        for (int i = 0; i < J->n; i++)
+            if (owner[i] == mp->rank) {
+                if (J->ins[i].model)
+                    J->ins[i].model->waits = waits[k];
+                k++;
+            }
+        free(waits);
+    }
     free(files);
     free(ins);
     return 0;
@@ -1100,7 +1154,9 @@ static int report_run(char **paths, int npaths, const struct rsr_report_opts *o,
     struct loaded J;
     int lrc = 0;
     rsr_inputs_bound(o->memory_mb);
-    switch (job_load(&J, paths, npaths, mp, o->out_dir != NULL, o, &lrc)) {
+    /* The samples always: report.json's off-CPU time and findings read
+     * them (waits.h), not only the flame graphs. */
+    switch (job_load(&J, paths, npaths, mp, 1, o, &lrc)) {
     case 0:
         break;
     case -1:

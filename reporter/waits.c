@@ -1,0 +1,78 @@
+/* Off-CPU time per process (see waits.h): what a wait stack is for, from
+ * its symbolised frames, and the threads worth showing. */
+#include "reporter/waits.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *rsr_wait_cause_name(unsigned c)
+{
+#define RSR_NAME_CAUSE(id, name) #name,
+    static const char *const names[] = { RSR_WAIT_CAUSES(RSR_NAME_CAUSE) };
+#undef RSR_NAME_CAUSE
+    return c < RSR_NCAUSES ? names[c] : NULL;
+}
+
+static int starts(const char *s, const char *prefix)
+{
+    return s && strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* The interpreter's own ELF file: python3.11, libpython3.12.so.1.0, ... */
+static int is_interpreter(const char *module)
+{
+    return starts(module, "python3") || starts(module, "libpython3");
+}
+
+int rsr_wait_cause(const char *const *names, const uint8_t *is_python, const char *const *modules, uint32_t n,
+                   unsigned reason)
+{
+    int python = 0, loader = 0, loader_side = 0, distributed = 0, setup = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *s = names[i];
+        if (is_python[i]) {
+            python = 1;
+            loader |= starts(s, "torch/utils/data/dataloader.py:");
+            loader_side |= starts(s, "torch/utils/data/_utils/");
+            distributed |= starts(s, "torch/distributed/");
+            setup |= starts(s, "torch/distributed/rendezvous.py:") || starts(s, "torch/distributed/elastic/") ||
+                     starts(s, "torch/distributed/distributed_c10d.py:init_process_group");
+        } else {
+            distributed |= starts(s, "c10d::") || starts(s, "gloo::");
+            setup |= starts(s, "c10d::TCPStore::TCPStore");
+        }
+    }
+    if (loader && !loader_side)
+        return RSR_CAUSE_DATALOADER;
+    if (reason == RSF_WAIT_CONDVAR && n && !is_python[n - 1] && is_interpreter(modules[n - 1]))
+        return RSR_CAUSE_GIL;
+    if (!python || !distributed)
+        return -1;
+    return setup ? RSR_CAUSE_RENDEZVOUS : RSR_CAUSE_COLLECTIVE;
+}
+
+static int by_time(const void *pa, const void *pb)
+{
+    const struct rsr_thread_time *a = pa, *b = pb;
+    uint64_t x = a->cpu_ns + a->wait_ns, y = b->cpu_ns + b->wait_ns;
+    if (x != y)
+        return x > y ? -1 : 1;
+    return (a->tid > b->tid) - (a->tid < b->tid);
+}
+
+void rsr_waits_keep_threads(struct rsr_proc_waits *w, struct rsr_thread_time *all, uint32_t n)
+{
+    if (n > 1)
+        qsort(all, n, sizeof *all, by_time);
+    w->nthreads = n;
+    w->nkept = n < RSR_WAIT_THREADS ? n : RSR_WAIT_THREADS;
+    memcpy(w->threads, all, w->nkept * sizeof *all);
+}
+
+uint64_t rsr_waits_total_ns(const struct rsr_proc_waits *w)
+{
+    uint64_t t = 0;
+    for (unsigned r = 0; r < RSF_WAIT_NREASONS; r++)
+        t += w->ns[r];
+    return t;
+}

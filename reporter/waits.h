@@ -1,0 +1,74 @@
+/* Off-CPU time per process: its wait samples added up by reason, the
+ * causes the findings name (a training loop waiting for its DataLoader,
+ * threads waiting for the GIL, threads blocked in a CPU-side collective),
+ * and its busiest threads' running against blocked time. flame.c fills it
+ * while it symbolises each file's stacks; the model carries it
+ * (model.h), report.json writes it (processes[].waits, wait_causes,
+ * threads) and findings.c reads it. */
+#ifndef RSR_WAITS_H
+#define RSR_WAITS_H
+
+#include <stdint.h>
+
+#include "formats/trace.h"
+
+/* What a wait is for, when its stack says so (rsr_wait_cause). */
+#define RSR_WAIT_CAUSES(X) X(DATALOADER, dataloader) X(GIL, gil) X(RENDEZVOUS, rendezvous) \
+    X(COLLECTIVE, collective)
+#define RSR_ENUM_CAUSE(id, name) RSR_CAUSE_##id,
+enum rsr_wait_cause { RSR_WAIT_CAUSES(RSR_ENUM_CAUSE) RSR_NCAUSES };
+#undef RSR_ENUM_CAUSE
+
+/* The cause's name in report.json ("dataloader"); NULL outside the enum. */
+const char *rsr_wait_cause_name(unsigned c);
+
+/* Threads kept per process: the ones with the most running and blocked
+ * time together. */
+#define RSR_WAIT_THREADS 8
+
+struct rsr_thread_time {
+    uint32_t tid;
+    char name[28];          /* the thread's name as recorded, cut to fit; "" when none */
+    uint64_t cpu_ns;        /* CPU samples' weight: time running */
+    uint64_t wait_ns;       /* wait samples' weight: time blocked */
+};
+
+struct rsr_proc_waits {
+    uint64_t count[RSF_WAIT_NREASONS], ns[RSF_WAIT_NREASONS]; /* wait samples by reason */
+    uint64_t cause_ns[RSR_NCAUSES];     /* part of those with a cause */
+    uint64_t cpu_ns;                    /* CPU samples, all threads */
+    uint32_t nthreads;                  /* threads with samples (more than threads[] may hold) */
+    uint32_t nkept;                     /* threads[0..nkept), most time first */
+    struct rsr_thread_time threads[RSR_WAIT_THREADS];
+};
+
+/* What one wait stack is for, or -1: frames are the stack's names root
+ * first (no "[wait: ...]" leaf), with for each whether it is a Python frame
+ * and the basename of the ELF file a native one is in ("" when not known).
+ * The rules, most specific first:
+ * - dataloader: a Python frame of torch/utils/data/dataloader.py (the
+ *   loop's next() and iter() on a DataLoader), unless the stack is a
+ *   worker's or the pin-memory thread's own (frames under
+ *   torch/utils/data/_utils/: a forked worker keeps the loop's frames);
+ * - gil: a condition variable waited on by CPython itself (the innermost
+ *   native frame in the interpreter's own file, python3.X or libpython3.X:
+ *   on Linux CPython's locks are semaphores, and its only condition
+ *   variables are the GIL's);
+ * - rendezvous: setting up torch.distributed (init_process_group, its
+ *   rendezvous handlers, the TCPStore's connect): ranks that start at
+ *   different times, not a slow rank;
+ * - collective: a program thread (one with Python frames) blocked inside
+ *   torch.distributed (a Python frame under torch/distributed/, or a native
+ *   c10d:: or gloo:: function): waiting for the other ranks. */
+int rsr_wait_cause(const char *const *names, const uint8_t *is_python, const char *const *modules, uint32_t n,
+                   unsigned reason);
+
+/* Keeps the RSR_WAIT_THREADS threads of all[0..n) with the most time in
+ * w->threads (sorted, most first); sets nthreads and nkept. all is
+ * reordered. */
+void rsr_waits_keep_threads(struct rsr_proc_waits *w, struct rsr_thread_time *all, uint32_t n);
+
+/* Total blocked time of all reasons, ns. */
+uint64_t rsr_waits_total_ns(const struct rsr_proc_waits *w);
+
+#endif
