@@ -205,8 +205,12 @@ static void step_chart(FILE *f, yajl_val st)
     if (med > 0 && 4 * med < max)
         max = 4 * med;
     size_t per = (n + STEP_BARS - 1) / STEP_BARS, bars = (n + per - 1) / per;
+    /* report.json's series may already stand for runs of steps */
+    double run = rsr_jv_knum_or(st, "series_run", 1);
+    size_t steps = run > 1 ? (size_t)rsr_jv_knum_or(st, "series_steps", (double)n) : n;
+    per *= run > 1 ? (size_t)run : 1;
     yajl_val slow = rsr_jv_key(st, "slow");
-    fprintf(f, "<section id=\"steps\"><h2>Steps</h2><p>Step time over the run: %zu steps", n);
+    fprintf(f, "<section id=\"steps\"><h2>Steps</h2><p>Step time over the run: %zu steps", steps);
     if (per > 1)
         fprintf(f, " in %zu bars of %zu (each bar the longest of its steps)", bars, per);
     fprintf(f, ", the tallest %.3g ms", tallest);

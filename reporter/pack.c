@@ -145,7 +145,13 @@ static void pack_summary(struct rsr_pack *b, const struct rsr_summary *s)
     put_array(b, s->bursts, s->n_bursts, sizeof *s->bursts);
     for (int k = 0; k < RSR_FINE_NSERIES; k++)
         put_array(b, s->fine[k], s->fine[k] ? RSR_FINE_BINS : 0, sizeof *s->fine[k]);
-    put_array(b, s->cmarks, s->n_cmarks, sizeof *s->cmarks);
+    struct rsr_step_mark *marks;
+    int owned = rsr_summary_cmarks(s, &marks);
+    if (owned < 0)
+        b->failed = 1;
+    put_array(b, marks, owned < 0 ? 0 : s->n_cmarks, sizeof *marks);
+    if (owned > 0)
+        free(marks);
     put_array(b, s->kmarks, s->n_kmarks, sizeof *s->kmarks);
     put_array(b, s->ranges, s->n_ranges, sizeof *s->ranges);
 }
@@ -195,6 +201,9 @@ static int unpack_summary(struct rsr_unpack *u, struct rsr_summary *s)
             u->failed = 1;
     }
     s->cmarks = get_array(u, &s->n_cmarks, sizeof *s->cmarks);
+    s->marks_spilled = 0;       /* the marks came shifted and in memory */
+    s->marks_off = 0;
+    s->marks_shift_ns = 0;
     s->kmarks = get_array(u, &s->n_kmarks, sizeof *s->kmarks);
     s->ranges = get_array(u, &s->n_ranges, sizeof *s->ranges);
     return u->failed ? -1 : 0;

@@ -346,10 +346,22 @@ static void steps_json(FILE *f, const struct rsr_job *j)
         num_key(f, "median_ms", st->phase_median_ms[p]);
         putc('}', f);
     }
-    fputs("],\"series\":[", f);
-    for (size_t i = 0; i < st->n; i++) {
+    putc(']', f);
+    /* At most RSR_STEPS_SERIES entries: beyond, each stands for a run of
+     * series_run consecutive steps and is the longest of them (the slow
+     * ones are all in "slow"), so that report.json does not grow with the
+     * job's length. */
+    size_t run = (st->n + RSR_STEPS_SERIES - 1) / RSR_STEPS_SERIES;
+    if (run > 1)
+        fprintf(f, ",\"series_run\":%zu,\"series_steps\":%zu", run, st->n);
+    fputs(",\"series\":[", f);
+    for (size_t a = 0; a < st->n; a += run) {
+        size_t i = a;
+        for (size_t k = a + 1; k < a + run && k < st->n; k++)
+            if (st->steps[k].end_ns - st->steps[k].start_ns > st->steps[i].end_ns - st->steps[i].start_ns)
+                i = k;
         const struct rsr_step *x = &st->steps[i];
-        fprintf(f, "%s{\"index\":%zu", i ? ",\n" : "\n", i);
+        fprintf(f, "%s{\"index\":%zu", a ? ",\n" : "\n", i);
         num_key(f, "start_s", (double)(x->start_ns - j->storage.job_start_ns) / 1e9);
         num_key(f, "dur_ms", (double)(x->end_ns - x->start_ns) / 1e6);
         fprintf(f, ",\"phase\":\"%s\"", rsr_step_phase_name(x->phase));

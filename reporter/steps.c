@@ -449,13 +449,26 @@ static int proc_steps(struct proc *p, const struct rsr_summary *s, const struct 
 /* A process's steps, from its collectives or else its kernels. 1: found,
  * 0: none (*kind says which marks were looked at: 0 none, 1 kernels, 2
  * collectives), -1: out of memory. */
+static int proc_find_marks(struct proc *p, const struct rsr_summary *s, const struct rsr_step_mark *mk, size_t nm);
+
 static int proc_find(struct proc *p, const struct rsr_summary *s, int *kind)
 {
-    const struct rsr_step_mark *mk = s->n_cmarks ? s->cmarks : s->kmarks;
+    struct rsr_step_mark *cm = NULL;
+    int owned = s->n_cmarks ? rsr_summary_cmarks(s, &cm) : 0;
+    if (owned < 0)
+        return -1;
+    const struct rsr_step_mark *mk = s->n_cmarks ? cm : s->kmarks;
     size_t nm = s->n_cmarks ? s->n_cmarks : s->n_kmarks;
     *kind = s->n_cmarks ? 2 : nm || s->kmark_state == RSR_KMARK_NONE ? 1 : 0;
-    if (nm < RSR_STEPS_MIN)
-        return 0;
+    int rc = nm < RSR_STEPS_MIN ? 0 : proc_find_marks(p, s, mk, nm);
+    if (owned > 0)
+        free(cm);
+    return rc;
+}
+
+/* proc_find over the marks mk[0..nm), nm >= RSR_STEPS_MIN. */
+static int proc_find_marks(struct proc *p, const struct rsr_summary *s, const struct rsr_step_mark *mk, size_t nm)
+{
     p->src = s->n_cmarks ? SRC_COLLECTIVES : SRC_KERNELS;
     if (!s->n_cmarks && s->kmark_state == RSR_KMARK_ANCHOR) {
         /* one kernel per step (summary.h) */
@@ -597,59 +610,76 @@ static double dur_ms(const struct rsr_step *st)
     return (double)(st->end_ns - st->start_ns) / 1e6;
 }
 
-/* The breakdown of job step j over the processes ps[0..np). */
-static void job_step(struct rsr_step *st, struct rsr_model *const *models, const struct proc *ps, size_t np,
-                     size_t j, size_t *bur, double *tmp)
+/* Adds process p (model m) to the job's steps st[0..p->n). While the
+ * processes are folded in one at a time (rsr_steps_analyse), so that no
+ * more than one process's steps are held at once, a step's fields hold
+ * sums over the processes so far, which fold_finish turns into its
+ * figures: idle_ms the processes' step time, compute_pct their compute,
+ * exposed_comm_pct their exposed communication, io_ms and wait_ms their
+ * I/O and data wait, idle_pct their GPU busy time, busy_spread_ms the
+ * largest of those. */
+static void fold_proc(struct rsr_step *st, const struct proc *p, const struct rsr_model *m, int first)
 {
-    memset(st, 0, sizeof *st);
-    st->start_ns = INT64_MAX;
-    st->end_ns = INT64_MIN;
-    st->phase = ps[0].v[j].phase;
-    st->busiest_rank = -1;
-    double len = 0, comp = 0, exposed = 0, idle = 0, io = 0, wait = 0, busy_max = -1;
-    for (size_t r = 0; r < np; r++) {
-        const struct pstep *x = &ps[r].v[j];
-        const struct rsr_model *m = models[ps[r].model];
-        const struct rsr_summary *s = m->sum;
-        if (x->start < st->start_ns)
-            st->start_ns = x->start;
-        if (x->end > st->end_ns)
-            st->end_ns = x->end;
-        double l = (double)(x->end - x->start);
-        len += l;
-        comp += (double)x->d.compute;
-        exposed += (double)(x->d.cc - x->d.compute);
-        idle += l - (double)x->d.busy;
-        io += (double)x->d.io;
-        wait += (double)x->d.wait;
-        tmp[r] = (double)x->d.busy;
-        if ((double)x->d.busy > busy_max) {
-            busy_max = (double)x->d.busy;
-            st->busiest_rank = m->rank;
+    const struct rsr_summary *s = m->sum;
+    size_t bur = 0;
+    for (size_t j = 0; j < p->n; j++) {
+        const struct pstep *x = &p->v[j];
+        struct rsr_step *t = &st[j];
+        if (first) {
+            memset(t, 0, sizeof *t);
+            t->start_ns = INT64_MAX;
+            t->end_ns = INT64_MIN;
+            t->phase = x->phase;
+            t->busiest_rank = -1;
+            t->busy_spread_ms = -1;
+        }
+        if (x->start < t->start_ns)
+            t->start_ns = x->start;
+        if (x->end > t->end_ns)
+            t->end_ns = x->end;
+        t->idle_ms += (double)(x->end - x->start);
+        t->compute_pct += (double)x->d.compute;
+        t->exposed_comm_pct += (double)(x->d.cc - x->d.compute);
+        t->io_ms += (double)x->d.io;
+        t->wait_ms += (double)x->d.wait;
+        t->idle_pct += (double)x->d.busy;
+        if ((double)x->d.busy > t->busy_spread_ms) {
+            t->busy_spread_ms = (double)x->d.busy;
+            t->busiest_rank = m->rank;
         }
         /* checkpoint writes that lie mostly inside the step */
-        while (bur[r] < s->n_bursts && s->bursts[bur[r]].end_ns <= x->start)
-            bur[r]++;
-        for (size_t b = bur[r]; b < s->n_bursts && s->bursts[b].start_ns < x->end; b++) {
+        while (bur < s->n_bursts && s->bursts[bur].end_ns <= x->start)
+            bur++;
+        for (size_t b = bur; b < s->n_bursts && s->bursts[b].start_ns < x->end; b++) {
             const struct rsr_burst *bu = &s->bursts[b];
             int64_t lo = bu->start_ns > x->start ? bu->start_ns : x->start;
             int64_t hi = bu->end_ns < x->end ? bu->end_ns : x->end;
             if (hi <= lo || 2 * (hi - lo) < bu->end_ns - bu->start_ns)
                 continue;
-            st->checkpoint = 1;
-            if ((double)(hi - lo) / 1e6 > st->ckpt_ms)
-                st->ckpt_ms = (double)(hi - lo) / 1e6;
+            t->checkpoint = 1;
+            if ((double)(hi - lo) / 1e6 > t->ckpt_ms)
+                t->ckpt_ms = (double)(hi - lo) / 1e6;
         }
     }
+}
+
+/* A job step's figures from the sums fold_proc left over np processes.
+ * The spread of GPU busy time is the busiest rank's less the mean rank's
+ * (a median would need every rank's figure for every step at once). */
+static void fold_finish(struct rsr_step *st, size_t np)
+{
+    double len = st->idle_ms, comp = st->compute_pct, exposed = st->exposed_comm_pct;
+    double busy = st->idle_pct, busy_max = st->busy_spread_ms, idle = len - busy;
+    st->compute_pct = st->exposed_comm_pct = st->idle_pct = 0;
     if (len > 0) {
         st->compute_pct = 100 * comp / len;
         st->exposed_comm_pct = 100 * exposed / len;
         st->idle_pct = 100 * idle / len;
     }
-    st->io_ms = io / (double)np / 1e6;
-    st->wait_ms = wait / (double)np / 1e6;
+    st->io_ms = st->io_ms / (double)np / 1e6;
+    st->wait_ms = st->wait_ms / (double)np / 1e6;
     st->idle_ms = idle / (double)np / 1e6;
-    st->busy_spread_ms = (busy_max - median_of(tmp, np)) / 1e6;
+    st->busy_spread_ms = (busy_max - busy / (double)np) / 1e6;
 }
 
 /* Why step j is slow (its phase's median step is med). */
@@ -762,6 +792,10 @@ static int job_stats(struct rsr_steps *out)
         sl->x_median = dur_ms(st) / med;
         slow_cause(sl, st, dur_ms(st) - med, med_io[ph], med_spread[ph], med_idle[ph]);
     }
+    /* only the slow ones stay */
+    void *shrunk = realloc(out->slow, (out->n_slow ? out->n_slow : 1) * sizeof *out->slow);
+    if (shrunk)
+        out->slow = shrunk;
     out->typical_change_pct = typical_change(out, v, a);
     free(v), free(a), free(b), free(c);
     return 0;
@@ -773,34 +807,48 @@ static int cmp_size(const void *pa, const void *pb)
     return (a > b) - (a < b);
 }
 
+/* A process's steps: the program's own marks first, then the repetition
+ * of its work. As proc_find. */
+static int proc_get(struct proc *p, struct rsr_model *m, size_t i, int *kind)
+{
+    memset(p, 0, sizeof *p);
+    p->model = i;
+    *kind = 0;
+    if (!m->sum)
+        return 0;
+    int r = proc_ranges(p, m, m->sum);
+    if (r == 0)
+        r = proc_find(p, m->sum, kind);
+    return r;
+}
+
+/* Each process's steps are found twice, one process at a time: first to
+ * learn how many each has, then, for those with the count most agree on,
+ * to fold them into the job's steps. Memory grows with the job's steps,
+ * not with its processes times its steps. */
 int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_steps *out)
 {
     memset(out, 0, sizeof *out);
-    struct proc *ps = calloc(n ? n : 1, sizeof *ps);
+    struct found {
+        size_t model, n;
+        double conf;
+        int src;
+    } *fd = malloc((n ? n : 1) * sizeof *fd);
     size_t *counts = malloc((n ? n : 1) * sizeof *counts), np = 0;
     int rc = -1, looked = 0;
-    if (!ps || !counts)
+    if (!fd || !counts)
         goto done;
     for (size_t i = 0; i < n; i++) {
-        const struct rsr_summary *s = models[i]->sum;
-        int kind = 0;
-        if (!s)
-            continue;
-        ps[np].model = i;
-        /* the program's own marks first, then the repetition of its work */
-        int r = proc_ranges(&ps[np], models[i], s);
-        if (r == 0)
-            r = proc_find(&ps[np], s, &kind);
+        struct proc p;
+        int kind;
+        int r = proc_get(&p, models[i], i, &kind);
         looked |= kind;
+        free(p.v);
         if (r < 0)
             goto done;
-        if (r > 0 && ps[np].n) {
-            counts[np] = ps[np].n;
-            np++;
-        } else {
-            free(ps[np].v);
-            ps[np].v = NULL;
-            ps[np].n = 0;
+        if (r > 0 && p.n) {
+            fd[np] = (struct found){ i, p.n, p.conf, p.src };
+            counts[np++] = p.n;
         }
     }
     rc = 0;
@@ -821,48 +869,52 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
         if (b - a > best)
             best = b - a, mode = counts[a];
     }
-    size_t w = 0, by_src[SRC_N] = { 0 };
+    size_t by_src[SRC_N] = { 0 };
     double conf = 0;
     for (size_t r = 0; r < np; r++) {
-        if (ps[r].n != mode) {
-            free(ps[r].v);
+        if (fd[r].n != mode)
             continue;
-        }
-        conf += ps[r].conf;
-        by_src[ps[r].src]++;
-        ps[w++] = ps[r];
+        conf += fd[r].conf;
+        by_src[fd[r].src]++;
     }
-    size_t with_steps = np;
-    np = w;
-    out->ranks = np;
     /* processes left out count as finding nothing */
-    out->confidence = conf / (double)with_steps;
+    out->confidence = conf / (double)np;
     int src = 0;
     for (int k = 1; k < SRC_N; k++)
         if (by_src[k] > by_src[src])
             src = k;
     out->source = source_name[src];
     out->steps = calloc(mode, sizeof *out->steps);
-    size_t *bur = calloc(np, sizeof *bur);
-    double *tmp = malloc(np * sizeof *tmp);
-    if (!out->steps || !bur || !tmp) {
-        free(bur), free(tmp);
+    if (!out->steps) {
         rc = -1;
         goto done;
     }
     out->n = mode;
+    size_t folded = 0;
+    for (size_t r = 0; r < np; r++) {
+        if (fd[r].n != mode)
+            continue;
+        struct proc p;
+        int kind;
+        int got = proc_get(&p, models[fd[r].model], fd[r].model, &kind);
+        if (got > 0 && p.n == mode)
+            fold_proc(out->steps, &p, models[fd[r].model], folded++ == 0);
+        free(p.v);
+        if (got < 0) {
+            rc = -1;
+            goto done;
+        }
+    }
+    out->ranks = folded;
     for (size_t j = 0; j < mode; j++)
-        job_step(&out->steps[j], models, ps, np, j, bur, tmp);
-    free(bur), free(tmp);
+        fold_finish(&out->steps[j], folded);
     rc = job_stats(out);
     if (out->count < RSR_STEPS_MIN && rc == 0) {
         rsr_steps_free(out);
         snprintf(out->why, sizeof out->why, "fewer than %d training steps found", RSR_STEPS_MIN);
     }
 done:
-    for (size_t r = 0; ps && r < np; r++)
-        free(ps[r].v);
-    free(ps);
+    free(fd);
     free(counts);
     if (rc != 0) {
         rsr_steps_free(out);

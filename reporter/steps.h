@@ -49,6 +49,10 @@
 #define RSR_STEPS_MIN 3
 /* A step is slow at this many times its phase's median. */
 #define RSR_STEPS_SLOW_X 1.3
+/* Entries of report.json's steps.series at most (report.c): beyond, each
+ * is the longest step of a run of consecutive steps, as the page's step
+ * chart draws them (at most as many bars). */
+#define RSR_STEPS_SERIES 1500
 
 #define RSR_STEP_PHASES(X) \
     X(TRAIN, "train") \
@@ -99,7 +103,7 @@ struct rsr_step {
     double io_ms, wait_ms;      /* I/O calls, data-loading wait: mean over ranks */
     double ckpt_ms;             /* checkpoint writes inside it, longest over ranks */
     int checkpoint;             /* a checkpoint write lies mostly inside it */
-    double busy_spread_ms;      /* the busiest rank's GPU busy time less the median rank's */
+    double busy_spread_ms;      /* the busiest rank's GPU busy time less the mean rank's */
     int32_t busiest_rank;
     double idle_ms;             /* GPU idle, mean over ranks */
 };

@@ -509,8 +509,19 @@ static void step_marks(struct rsr_acc *a, const struct rsr_acc_op *op, int64_t s
     }
     if (e > a->kmark_end || o->n_kmarks == 1)
         a->kmark_end = e;
-    if (o->kmark_state == RSR_KMARK_LEARN && o->n_kmarks >= RSR_STEP_LEARN)
-        kmarks_learn(a);
+    if (o->kmark_state == RSR_KMARK_LEARN && o->n_kmarks >= RSR_STEP_LEARN) {
+        if (o->n_cmarks) {
+            /* the steps will come from the collectives (steps.c): not
+             * worth the search, the costliest part of a short trace */
+            free(o->kmarks);
+            o->kmarks = NULL;
+            o->n_kmarks = 0;
+            a->cap_kmarks = 0;
+            o->kmark_state = RSR_KMARK_NONE;
+        } else {
+            kmarks_learn(a);
+        }
+    }
 }
 
 void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op)
@@ -1024,7 +1035,8 @@ void rsr_summary_shift(struct rsr_summary *s, int64_t d)
         s->bursts[i].start_ns += d;
         s->bursts[i].end_ns += d;
     }
-    for (size_t i = 0; i < s->n_cmarks; i++)
+    s->marks_shift_ns += s->marks_spilled ? d : 0;
+    for (size_t i = 0; i < s->n_cmarks && !s->marks_spilled; i++)
         s->cmarks[i].t += d;
     for (size_t i = 0; i < s->n_kmarks; i++)
         s->kmarks[i].t += d;
@@ -1091,30 +1103,88 @@ static int spill_file(void)
     return fd;
 }
 
-int rsr_summary_spill(struct rsr_summary *s)
+/* Appends len bytes at p to the spill file; its offset in *off. 0, or -1. */
+static int spill_write(const void *p, size_t len, uint64_t *off)
 {
-    if (s->spilled || !s->n_colls)
-        return 0;
     int fd = spill_file();
     if (fd < 0)
         return -1;
-    size_t len = s->n_colls * sizeof *s->colls;
-    uint64_t off = atomic_fetch_add(&spill_end, len);
+    *off = atomic_fetch_add(&spill_end, len);
     for (size_t done = 0; done < len;) {
-        ssize_t w = pwrite(fd, (const char *)s->colls + done, len - done, (off_t)(off + done));
+        ssize_t w = pwrite(fd, (const char *)p + done, len - done, (off_t)(*off + done));
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
             return -1;
         done += (size_t)w;
     }
-    free(s->colls);
-    s->colls = NULL;
-    s->cap_colls = 0;
-    s->spilled = 1;
-    s->spill_off = off;
-    s->colls_shift_ns = 0;
     return 0;
+}
+
+/* Reads len bytes at off of the spill file into p. 0, or -1. */
+static int spill_read(void *p, size_t len, uint64_t off)
+{
+    for (size_t got = 0; got < len;) {
+        ssize_t r = pread(spill_fd, (char *)p + got, len - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            if (!r)
+                errno = EIO;
+            return -1;
+        }
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+int rsr_summary_spill(struct rsr_summary *s)
+{
+    int rc = 0;
+    if (!s->spilled && s->n_colls) {
+        uint64_t off;
+        if (spill_write(s->colls, s->n_colls * sizeof *s->colls, &off) == 0) {
+            free(s->colls);
+            s->colls = NULL;
+            s->cap_colls = 0;
+            s->spilled = 1;
+            s->spill_off = off;
+            s->colls_shift_ns = 0;
+        } else {
+            rc = -1;
+        }
+    }
+    if (!s->marks_spilled && s->n_cmarks) {
+        uint64_t off;
+        if (spill_write(s->cmarks, s->n_cmarks * sizeof *s->cmarks, &off) == 0) {
+            free(s->cmarks);
+            s->cmarks = NULL;
+            s->marks_spilled = 1;
+            s->marks_off = off;
+            s->marks_shift_ns = 0;
+        } else {
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+int rsr_summary_cmarks(const struct rsr_summary *s, struct rsr_step_mark **marks)
+{
+    *marks = NULL;
+    if (!s->marks_spilled) {
+        *marks = s->cmarks;
+        return 0;
+    }
+    struct rsr_step_mark *m = malloc((s->n_cmarks ? s->n_cmarks : 1) * sizeof *m);
+    if (!m || spill_read(m, s->n_cmarks * sizeof *m, s->marks_off) != 0) {
+        free(m);
+        return -1;
+    }
+    for (size_t i = 0; i < s->n_cmarks; i++)
+        m[i].t += s->marks_shift_ns;
+    *marks = m;
+    return 1;
 }
 
 int rsr_summary_unspill(struct rsr_summary *s)
@@ -1143,7 +1213,7 @@ size_t rsr_summary_bytes(const struct rsr_summary *s)
     size_t b = s->cap_keys * sizeof *s->keys + s->cap_colls * sizeof *s->colls +
                s->n_bursts * sizeof *s->bursts + s->gpu.n_streams * sizeof *s->gpu.streams +
                s->kernels.n * sizeof *s->kernels.stats + s->kernels.n_short_names * sizeof *s->kernels.short_names +
-               (s->n_cmarks + s->n_kmarks) * sizeof(struct rsr_step_mark) +
+               ((s->marks_spilled ? 0 : s->n_cmarks) + s->n_kmarks) * sizeof(struct rsr_step_mark) +
                s->n_ranges * sizeof *s->ranges;
     for (int k = 0; k < RSR_FINE_NSERIES; k++)
         b += s->fine[k] ? RSR_FINE_BINS * sizeof(double) : 0;
@@ -1171,19 +1241,8 @@ int rsr_coll_cursor_next(struct rsr_coll_cursor *c, struct rsr_coll_tuple *t)
             return 0;
         if (want > sizeof c->buf / sizeof c->buf[0])
             want = sizeof c->buf / sizeof c->buf[0];
-        size_t len = want * sizeof c->buf[0], got = 0;
-        off_t off = (off_t)(s->spill_off + c->next * sizeof c->buf[0]);
-        while (got < len) {
-            ssize_t r = pread(spill_fd, (char *)c->buf + got, len - got, off + (off_t)got);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0) {
-                if (!r)
-                    errno = EIO;
-                return -1;
-            }
-            got += (size_t)r;
-        }
+        if (spill_read(c->buf, want * sizeof c->buf[0], s->spill_off + c->next * sizeof c->buf[0]) != 0)
+            return -1;
         c->next += want;
         c->at = 0;
         c->n = want;

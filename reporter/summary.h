@@ -135,6 +135,12 @@ struct rsr_summary {
      * the counters at the end of the stream. */
     struct rsr_step_mark *cmarks, *kmarks;
     size_t n_cmarks, n_kmarks;
+    /* cmarks grow with the job's length like the tuples: when spilled,
+     * n_cmarks of them lie at marks_off in the spill file (cmarks NULL)
+     * with marks_shift_ns still to add; read them with rsr_summary_cmarks. */
+    int marks_spilled;
+    uint64_t marks_off;
+    int64_t marks_shift_ns;
     uint8_t kmark_state;        /* enum rsr_kmark_state */
     uint32_t kmark_anchor;
     uint32_t kmark_period;
@@ -204,10 +210,17 @@ int rsr_model_summarize(struct rsr_model *m);
  * NULL when out of memory. */
 struct rsr_summary *rsr_model_summary(struct rsr_model *m);
 
-/* Moves s's tuples (sorted: see rsr_summary) to the spill file, a
- * temporary file shared by all summaries, made on first use and gone at
- * exit. Returns 0, or -1 when it cannot be written (s is then unchanged). */
+/* Moves s's tuples (sorted: see rsr_summary) and its collective step marks
+ * to the spill file, a temporary file shared by all summaries, made on
+ * first use and gone at exit. Returns 0, or -1 when it cannot be written
+ * (what could not be written stays in memory). */
 int rsr_summary_spill(struct rsr_summary *s);
+
+/* s's collective step marks, times shifted as the summary's, in *marks:
+ * s->cmarks itself (returns 0), or read back from the spill file into a
+ * malloc'd array the caller frees (returns 1); -1 when out of memory or
+ * the spill file cannot be read. *marks is NULL when s has none. */
+int rsr_summary_cmarks(const struct rsr_summary *s, struct rsr_step_mark **marks);
 
 /* Reads spilled tuples back into s->colls, their shift applied (for
  * pack.c, which sends them as an array). 0, or -1 when out of memory or
