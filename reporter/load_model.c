@@ -194,7 +194,14 @@ static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, c
     switch (e->kind) {
     case RSF_GPU_MEMCPY: op->cls = RSR_GPU_MEMCPY; break;
     case RSF_GPU_MEMSET: op->cls = RSR_GPU_MEMSET; break;
-    case RSF_GPU_KERNEL: op->cls = (uint8_t)rsr_gpu_classify_kernel(rsr_model_str(m, op->name)); break;
+    case RSF_GPU_KERNEL:
+        /* once per name: the classes are found by substring */
+        if (grow_u32(&L->clsmap, &L->nclsmap, op->name + 1) != 0)
+            return -1;
+        if (!L->clsmap[op->name])
+            L->clsmap[op->name] = (uint32_t)rsr_gpu_classify_kernel(rsr_model_str(m, op->name)) + 1;
+        op->cls = (uint8_t)(L->clsmap[op->name] - 1);
+        break;
     default: op->cls = RSR_GPU_COMPUTE; break;
     }
     see_time(m, op->start_ns, op->end_ns);
@@ -634,6 +641,7 @@ void rsr_model_loader_finish(struct rsr_model_loader *L)
 done:
     free(L->smap);
     free(L->fmap);
+    free(L->clsmap);
     free(L->comms);
     L->smap = L->fmap = NULL;
     L->comms = NULL;

@@ -18,6 +18,8 @@ struct rsr_model_loader {
     uint32_t nsmap;
     uint32_t *fmap;             /* file id -> file string id of its path */
     uint32_t nfmap;
+    uint32_t *clsmap;           /* model string id -> kernel class + 1 (0: not yet) */
+    uint32_t nclsmap;
     struct rsr_comm_info {
         uint64_t comm;
         int32_t rank, nranks;
