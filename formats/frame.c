@@ -81,6 +81,16 @@ void rsf_reader_close(struct rsf_reader *r)
     r->fd = -1;
 }
 
+int rsf_reader_seek(struct rsf_reader *r, uint64_t off)
+{
+    if (lseek(r->fd, (off_t)off, SEEK_SET) < 0)
+        return RSF_ERR_IO;
+    r->in_off = off;
+    r->in_len = r->in_pos = 0;
+    r->eof = 0;
+    return RSF_ERR_OK;
+}
+
 uint64_t rsf_reader_offset(const struct rsf_reader *r)
 {
     return r->in_off + r->in_pos;

@@ -51,6 +51,10 @@ int rsf_reader_next(struct rsf_reader *r, const uint8_t **chunk, size_t *size);
  * was found, RSF_ERR_EOF if none (the rest of the file counts as bad). */
 int rsf_reader_resync(struct rsf_reader *r);
 
+/* Moves a reader that has read nothing yet to file offset off (a frame's
+ * start). RSF_ERR_OK, or RSF_ERR_IO with errno set. */
+int rsf_reader_seek(struct rsf_reader *r, uint64_t off);
+
 /* Offset of the next unread byte in the file. */
 uint64_t rsf_reader_offset(const struct rsf_reader *r);
 

@@ -671,8 +671,10 @@ static void *read_worker(void *arg)
     return NULL;
 }
 
-static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
-                       const struct rsr_flame_opts *opts, uint64_t *nsamples, struct rsr_proc_waits *waits)
+/* Symbolises the samples of procs[0..n) into fls in order, and when waits
+ * is given, each one's off-CPU time into waits[i]. */
+static void add_procs(struct rsr_flame *const *fls, struct proc *const *procs, int n,
+                      const struct rsr_flame_opts *opts, uint64_t *nsamples, struct rsr_proc_waits *waits)
 {
     struct loader L = { .fls = fls, .opts = opts };
     L.sym = rsr_sym_new(opts->quiet);
@@ -680,11 +682,27 @@ static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
         fputs("ringside: out of memory\n", stderr);
         exit(1);
     }
+    for (int i = 0; i < n; i++)
+        if (!procs[i]->skip && !procs[i]->read_errno && procs[i]->naggs)
+            add_proc(&L, procs[i], nsamples, waits ? &waits[i] : NULL);
+    free(L.frames);
+    free(L.names);
+    free(L.mods);
+    free(L.is_python);
+    rsr_sym_free(L.sym);
+}
+
+static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
+                       const struct rsr_flame_opts *opts, uint64_t *nsamples, struct rsr_proc_waits *waits)
+{
     struct pool pl = { .files = files, .n = nfiles };
     pl.procs = rsr_xcalloc((size_t)nfiles, sizeof *pl.procs);
     pl.walks = rsr_xcalloc((size_t)nfiles, sizeof *pl.walks);
-    for (int i = 0; i < nfiles; i++)
+    struct proc **order = rsr_xcalloc((size_t)nfiles + 1, sizeof *order);
+    for (int i = 0; i < nfiles; i++) {
         pl.procs[i] = (struct proc){ .file = files[i], .opts = opts, .rank = -1 };
+        order[i] = &pl.procs[i];
+    }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int nthreads = cpus > 1 ? (int)(cpus < 16 ? cpus : 16) : 1;
     if (nthreads > nfiles)
@@ -702,22 +720,64 @@ static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
         struct proc *p = &pl.procs[i];
         if (p->read_errno) {
             fprintf(stderr, "ringside: %s: %s\n", files[i], strerror(p->read_errno));
-        } else {
-            if (!opts->quiet)
-                for (uint32_t k = 0; k < pl.walks[i].nproblems && k < RSR_MAX_PROBLEMS; k++)
-                    rsr_problem_print(stderr, files[i], &pl.walks[i].problems[k]);
-            if (!p->skip && p->naggs)
-                add_proc(&L, p, nsamples, waits ? &waits[i] : NULL);
+        } else if (!opts->quiet) {
+            for (uint32_t k = 0; k < pl.walks[i].nproblems && k < RSR_MAX_PROBLEMS; k++)
+                rsr_problem_print(stderr, files[i], &pl.walks[i].problems[k]);
         }
-        proc_free(p);
     }
+    add_procs(fls, order, nfiles, opts, nsamples, waits);
+    for (int i = 0; i < nfiles; i++)
+        proc_free(&pl.procs[i]);
+    free(order);
     free(pl.procs);
     free(pl.walks);
-    free(L.frames);
-    free(L.names);
-    free(L.mods);
-    free(L.is_python);
-    rsr_sym_free(L.sym);
+}
+
+struct rsr_flame_feed {
+    struct proc p;
+    struct rsr_flame_opts opts;
+};
+
+struct rsr_flame_feed *rsr_flame_feed_new(int quiet, int lines)
+{
+    struct rsr_flame_feed *f = rsr_xcalloc(1, sizeof *f);
+    f->opts = (struct rsr_flame_opts){ .kind = -1, .rank = -1, .quiet = quiet, .lines = lines };
+    f->p = (struct proc){ .opts = &f->opts, .rank = -1 };
+    return f;
+}
+
+int rsr_flame_feed_chunk(const struct rsf_chunk *c, void *feed)
+{
+    struct rsr_flame_feed *f = feed;
+    f->p.opts = &f->opts;
+    return take_chunk(c, &f->p);
+}
+
+void rsr_flame_feed_free(struct rsr_flame_feed *f)
+{
+    if (!f)
+        return;
+    proc_free(&f->p);
+    free(f);
+}
+
+void rsr_flame_load_feeds(struct rsr_flame *fls, struct rsr_flame_feed *const *feeds, int n, int quiet, int lines,
+                          struct rsr_proc_waits *waits)
+{
+    struct rsr_flame *each[RSF_SAMPLE_NKINDS];
+    uint64_t nsamples[RSF_SAMPLE_NKINDS] = { 0 };
+    struct rsr_flame_opts o = { .kind = -1, .rank = -1, .quiet = quiet, .lines = lines };
+    struct proc **procs = rsr_xcalloc((size_t)n + 1, sizeof *procs);
+    for (int k = 0; k < RSF_SAMPLE_NKINDS; k++) {
+        rsr_flame_init(&fls[k], k);
+        each[k] = &fls[k];
+    }
+    for (int i = 0; i < n; i++)
+        procs[i] = &feeds[i]->p;
+    if (waits)
+        memset(waits, 0, (size_t)n * sizeof *waits);
+    add_procs(each, procs, n, &o, nsamples, waits);
+    free(procs);
 }
 
 uint64_t rsr_flame_load(struct rsr_flame *fl, char **files, int nfiles,

@@ -94,6 +94,21 @@ struct rsr_proc_waits;
 void rsr_flame_load_all(struct rsr_flame *fls, char **files, int nfiles, int quiet, int lines,
                         struct rsr_proc_waits *waits);
 
+/* Live loading (`report --watch`): a file's samples added up as its chunks
+ * come (rsr_flame_feed_chunk, an rsr_chunk_fn), then symbolised into
+ * flame trees by rsr_flame_load_feeds, as rsr_flame_load_all would from
+ * the whole files: fls initialised there, waits[i] (zeroed first) with
+ * feed i's off-CPU time when given. Symbolising leaves the feeds holding
+ * the symboliser's handles: do it once in a process (a forked copy of the
+ * process may do it, and the original still once). */
+struct rsr_flame_feed;
+struct rsf_chunk;
+struct rsr_flame_feed *rsr_flame_feed_new(int quiet, int lines);
+int rsr_flame_feed_chunk(const struct rsf_chunk *c, void *feed);
+void rsr_flame_feed_free(struct rsr_flame_feed *f);
+void rsr_flame_load_feeds(struct rsr_flame *fls, struct rsr_flame_feed *const *feeds, int n, int quiet, int lines,
+                          struct rsr_proc_waits *waits);
+
 /* Fills dst (initialised here) with src's stacks whose leaf is a wait
  * reason ("[wait: condvar]"), that reason moved to the root, so that each
  * reason's waits are one subtree. */

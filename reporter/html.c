@@ -1835,7 +1835,14 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
           "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n"
           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
           "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
-          "frame-src data:\">\n<title>ringside: ", f);
+          "frame-src data:\">\n", f);
+    /* A report of a running job (report --watch): reload to the next one. */
+    yajl_val watch = rsr_jv_key(root, "watch");
+    int live = watch && YAJL_IS_FALSE(rsr_jv_key(watch, "final"));
+    if (live)
+        fprintf(f, "<meta http-equiv=\"refresh\" content=\"%.0f\">\n",
+                ceil(fmax(1, rsr_jv_knum_or(watch, "every_s", 5))));
+    fputs("<title>ringside: ", f);
     rsr_html_text(f, job ? job : "report");
     fprintf(f, "</title>\n<style>%s</style></head>\n<body>\n<header><h1>ringside report", rsr_html_css);
     if (job) {
@@ -1850,6 +1857,11 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
     double dropped = 0;
     for (size_t i = 0; i < rsr_jv_len(procs); i++)
         dropped += rsr_jv_knum_or(rsr_jv_at(procs, i), "dropped", 0);
+    if (live)
+        fprintf(f, "<span id=\"live\">the job is running: report %.0f, %.0f of %.0f trace files ended; this page "
+                   "reloads every %.0f s</span> &middot; ",
+                rsr_jv_knum_or(watch, "pass", 0), rsr_jv_knum_or(watch, "ended", 0),
+                rsr_jv_knum_or(watch, "files", 0), ceil(fmax(1, rsr_jv_knum_or(watch, "every_s", 5))));
     fprintf(f, "%zu processes traced &middot; %zu timelines &middot; %.0f records dropped &middot; "
                "ringside %s</p></header>\n<main>\n",
             rsr_jv_len(procs), p->nmodels, dropped, RINGSIDE_VERSION);

@@ -24,12 +24,17 @@ static void add_problem(struct rsr_walk *w, uint64_t off, int err, int in_chunk,
     w->nproblems++;
 }
 
-int rsr_walk_file(const char *path, rsr_chunk_fn fn, void *arg, struct rsr_walk *w)
+int rsr_walk_part(const char *path, uint64_t from, int live, rsr_chunk_fn fn, void *arg, struct rsr_walk *w,
+                  uint64_t *next)
 {
     struct rsf_reader r;
-    memset(w, 0, sizeof *w);
+    *next = from;
     if (rsf_reader_open(&r, path) != RSF_ERR_OK)
         return -1;
+    if (from && rsf_reader_seek(&r, from) != RSF_ERR_OK) {
+        rsf_reader_close(&r);
+        return -1;
+    }
     w->file_size = r.file_size;
     int stop = 0, ret = 0;
     while (!stop) {
@@ -57,6 +62,13 @@ int rsr_walk_file(const char *path, rsr_chunk_fn fn, void *arg, struct rsr_walk 
             ret = -1;
             break;
         }
+        /* A file still being written ends inside the frame the writer is
+         * at: that frame is read next time, from its start. */
+        if (live && err == RSF_ERR_TRUNCATED) {
+            *next = r.frame_off;
+            rsf_reader_close(&r);
+            return 0;
+        }
         /* A frame can look cut short only because damage made it longer
          * (a flipped block size): it is the file's end only if no frame
          * follows it. When none does, resync counts the rest as bad. */
@@ -71,8 +83,16 @@ int rsr_walk_file(const char *path, rsr_chunk_fn fn, void *arg, struct rsr_walk 
         }
     }
     w->bad_bytes += r.bad_bytes;
+    *next = rsf_reader_offset(&r);
     rsf_reader_close(&r);
     return ret;
+}
+
+int rsr_walk_file(const char *path, rsr_chunk_fn fn, void *arg, struct rsr_walk *w)
+{
+    uint64_t next;
+    memset(w, 0, sizeof *w);
+    return rsr_walk_part(path, 0, 0, fn, arg, w, &next);
 }
 
 void rsr_problem_print(void *fp, const char *path, const struct rsr_problem *p)
@@ -239,8 +259,8 @@ static void finish(struct rsr_input *in)
     in->nstrings = m;
 }
 
-static void input_load_as(struct rsr_input *in, const char *path, int stream, int windowed, int64_t from,
-                          int64_t to)
+static void input_begin(struct rsr_input *in, const char *path, int stream, int windowed, int64_t from,
+                        int64_t to)
 {
     memset(in, 0, sizeof *in);
     in->file = strdup(path);
@@ -255,8 +275,10 @@ static void input_load_as(struct rsr_input *in, const char *path, int stream, in
         if (windowed)
             rsr_model_loader_window(&in->loader, from, to);
     }
-    if (rsr_walk_file(path, take_chunk, in, &in->walk) != 0)
-        in->open_failed = errno ? errno : EIO;
+}
+
+static void input_end(struct rsr_input *in, int stream)
+{
     if (in->model) {
         rsr_model_loader_finish(&in->loader);
         in->model_incomplete |= in->loader.failed;
@@ -266,6 +288,54 @@ static void input_load_as(struct rsr_input *in, const char *path, int stream, in
             rsr_summary_spill(in->model->sum);
     }
     finish(in);
+}
+
+static void input_load_as(struct rsr_input *in, const char *path, int stream, int windowed, int64_t from,
+                          int64_t to)
+{
+    input_begin(in, path, stream, windowed, from, to);
+    if (rsr_walk_file(path, take_chunk, in, &in->walk) != 0)
+        in->open_failed = errno ? errno : EIO;
+    input_end(in, stream);
+}
+
+void rsr_input_begin(struct rsr_input *in, const char *path)
+{
+    input_begin(in, path, 1, 0, 0, 0);
+}
+
+/* Both consumers of a live chunk: the input and the caller's. */
+struct feed {
+    struct rsr_input *in;
+    rsr_chunk_fn also;
+    void *also_arg;
+};
+
+static int feed_chunk(const struct rsf_chunk *c, void *arg)
+{
+    struct feed *fd = arg;
+    take_chunk(c, fd->in);
+    return fd->also ? fd->also(c, fd->also_arg) : 0;
+}
+
+long long rsr_input_feed(struct rsr_input *in, int last, rsr_chunk_fn also, void *also_arg)
+{
+    struct feed fd = { in, also, also_arg };
+    uint64_t next;
+    int rc = rsr_walk_part(in->file, in->live_off, !last, feed_chunk, &fd, &in->walk, &next);
+    long long got = (long long)(next - in->live_off);
+    in->live_off = next;
+    if (rc != 0) {
+        in->open_failed = errno ? errno : EIO;
+        return -1;
+    }
+    in->open_failed = 0;
+    return got;
+}
+
+void rsr_input_end(struct rsr_input *in)
+{
+    input_end(in, 1);
 }
 
 static void input_load(struct rsr_input *in, const char *path, int stream)

@@ -37,6 +37,13 @@ typedef int (*rsr_chunk_fn)(const struct rsf_chunk *c, void *arg);
  * be opened or read (errno set). */
 int rsr_walk_file(const char *path, rsr_chunk_fn fn, void *arg, struct rsr_walk *walk);
 
+/* The same from file offset from (a frame's start) on, adding to *walk
+ * (not zeroed). With live set, the file may still be growing: a frame it
+ * ends inside is not a problem but where the next call starts. *next gets
+ * the offset after the last frame read. */
+int rsr_walk_part(const char *path, uint64_t from, int live, rsr_chunk_fn fn, void *arg, struct rsr_walk *walk,
+                  uint64_t *next);
+
 /* Writes one line describing problem p of file path to stderr-like f. */
 void rsr_problem_print(void *f, const char *path, const struct rsr_problem *p);
 
@@ -76,6 +83,7 @@ struct rsr_input {
     struct rsr_model *model;
     int model_incomplete;
     struct rsr_model_loader loader;     /* while loading */
+    uint64_t live_off;          /* rsr_input_feed: whole frames read up to here */
 };
 
 /* Loads path into in (zeroed first). Never fails as a whole: problems are
@@ -87,6 +95,19 @@ void rsr_input_free(struct rsr_input *in);
  * then holds the process's identity, strings, clocks and summary, and no
  * records; memory does not grow with the file. */
 void rsr_input_stream(struct rsr_input *in, const char *path);
+
+/* Live loading (`report --watch`), the summary rsr_input_stream makes,
+ * from a file that may still be growing: rsr_input_begin, then
+ * rsr_input_feed as often as the file grows, each time reading only its
+ * new whole frames (each chunk also handed to also(c, also_arg) when not
+ * NULL) and leaving a frame the writer has not finished for the next call;
+ * with last set, such a frame counts as cut short. Returns the bytes read,
+ * or -1 when the file could not be read (errno; in->open_failed). Then
+ * rsr_input_end finishes the summary as rsr_input_stream does. The input
+ * can be copied (fork) and ended in the copy while the original goes on. */
+void rsr_input_begin(struct rsr_input *in, const char *path);
+long long rsr_input_feed(struct rsr_input *in, int last, rsr_chunk_fn also, void *also_arg);
+void rsr_input_end(struct rsr_input *in);
 
 /* The same as rsr_input_load with only the records that overlap [from_ns,
  * to_ns] on the file's own clock kept in in->model (in->loader.left_out

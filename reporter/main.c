@@ -22,7 +22,7 @@ static const char usage[] =
     "usage: ringside COMMAND [ARGS]\n"
     "\n"
     "  report DIR... [-o OUT] [--json FILE] [--ranks LIST] [--lines]\n"
-    "         [--memory-mb N] [-q]\n"
+    "         [--memory-mb N] [--watch S] [-q]\n"
     "        merge the trace files of a job (a job folder, a folder of job\n"
     "        folders, or trace files) into OUT/report.json, OUT/index.html\n"
     "        (a page that opens offline) and OUT/trace.json (for Perfetto and\n"
@@ -35,7 +35,11 @@ static const char usage[] =
     "        first ranks, or those of --ranks, e.g. 0,3,8-9), over the whole\n"
     "        job or, past 250k GPU events, a stretch of it (report.json lanes).\n"
     "        --memory-mb N: stop with a message (status 1) saying how much is\n"
-    "        needed when the summaries would not fit in N MB (default: no bound)\n"
+    "        needed when the summaries would not fit in N MB (default: no bound).\n"
+    "        --watch S: while the job runs, read its files as they grow (new\n"
+    "        frames only) and rewrite OUT every S seconds (the page reloads\n"
+    "        itself); ends with the one-shot report once every file has its end\n"
+    "        mark and nothing grew for S seconds, or on Ctrl-C\n"
     "  export perfetto DIR... -o FILE [--ranks LIST] [--from S] [--to S] [-q]\n"
     "        the chosen ranks (default every process, at most 64) over the\n"
     "        chosen stretch (seconds from the job's start; default all of it),\n"
@@ -137,6 +141,14 @@ static int cmd_report(int argc, char **argv)
                 return bad_usage("--ranks needs a list of ranks such as 0,3,8-9 (at most 8)");
             }
             o.ranks = ranks;
+        } else if (strcmp(argv[i], "--watch") == 0) {
+            char *end = NULL;
+            if (++i < argc)
+                o.watch_s = strtod(argv[i], &end);
+            if (i == argc || !end || *end || end == argv[i] || !(o.watch_s >= 0.1 && o.watch_s <= 86400)) {
+                free(paths);
+                return bad_usage("--watch needs a number of seconds (0.1 to 86400)");
+            }
         } else if (strcmp(argv[i], "--memory-mb") == 0) {
             char *end = NULL;
             if (++i < argc)
@@ -160,6 +172,10 @@ static int cmd_report(int argc, char **argv)
         /* --json alone writes just that file. */
         if (o.json_path && !out_given)
             o.out_dir = NULL;
+        if (o.watch_s > 0 && !o.out_dir) {
+            free(paths);
+            return bad_usage("--watch rewrites a report folder: give -o OUT");
+        }
         rc = rsr_report_main(paths, n, &o);
     }
     free(paths);

@@ -9,14 +9,17 @@
 #include "reporter/perfetto.h"
 #include "reporter/json.h"
 #include "reporter/mpi.h"
+#include "reporter/watch.h"
 #include "formats/rsf_error.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -644,16 +647,22 @@ static void warn_damage(const struct rsr_input *in)
                         "every chunk was read\n", in->file);
 }
 
+/* Writes path whole or not at all: into a temporary name beside it, then
+ * renamed over it, so that a reader (a page reloading under --watch) never
+ * sees half a file. */
 static int write_file(const char *path, const char *data, size_t len)
 {
-    FILE *f = fopen(path, "w");
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
     if (!f) {
-        fprintf(stderr, "ringside: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "ringside: %s: %s\n", tmp, strerror(errno));
         return 1;
     }
     size_t w = fwrite(data, 1, len, f);
-    if (fclose(f) != 0 || w != len) {
+    if (fclose(f) != 0 || w != len || rename(tmp, path) != 0) {
         fprintf(stderr, "ringside: writing %s: %s\n", path, strerror(errno ? errno : EIO));
+        unlink(tmp);
         return 1;
     }
     return 0;
@@ -840,6 +849,7 @@ struct loaded {
     int readable;               /* files with a chunk that could be read */
     struct rsr_flame *fls;      /* the flame trees by kind, when asked for */
     double peak_rss_mb;         /* the largest of any reporter process's */
+    const char *more;           /* more report.json keys (--watch's), or NULL */
 };
 
 /* Which process reads which file: the largest files first, each to the
@@ -1141,7 +1151,8 @@ static char *render_json(struct rsr_input *ins, int n, const struct rsr_job *job
                          const struct loaded *J, const struct rsr_mpi *mp, double t0, size_t *len)
 {
     char *how = reporter_json(J, mp, t0), *keys = NULL, *json = NULL;
-    if (!how || asprintf(&keys, "%s%s%s", extra ? extra : "", extra ? ", " : "", how) < 0) {
+    if (!how || asprintf(&keys, "%s%s%s%s%s", extra ? extra : "", extra ? ", " : "", J->more ? J->more : "",
+                         J->more ? ", " : "", how) < 0) {
         free(how);
         return NULL;
     }
@@ -1160,24 +1171,13 @@ static char *render_json(struct rsr_input *ins, int n, const struct rsr_job *job
     return json;
 }
 
-static int report_run(char **paths, int npaths, const struct rsr_report_opts *o, const struct rsr_mpi *mp,
-                          double t0)
+/* The report of the loaded job J into o's outputs: report.json, the page,
+ * the flame graphs, trace.json, --json, the text summary. Returns the exit
+ * status. */
+static int report_write(struct loaded *J_, char **paths, int npaths, const struct rsr_report_opts *o,
+                        const struct rsr_mpi *mp, double t0)
 {
-    struct loaded J;
-    int lrc = 0;
-    rsr_inputs_bound(o->memory_mb);
-    /* The samples always: report.json's off-CPU time and findings read
-     * them (waits.h), not only the flame graphs. */
-    switch (job_load(&J, paths, npaths, mp, 1, o, &lrc)) {
-    case 0:
-        break;
-    case -1:
-        job_unload(&J);
-        return lrc;
-    default:
-        job_unload(&J);
-        return 1;
-    }
+    struct loaded J = *J_;
     struct rsr_input *ins = J.ins;
     struct rsr_model **models = J.models;
     int n = J.n, readable = J.readable;
@@ -1257,7 +1257,178 @@ static int report_run(char **paths, int npaths, const struct rsr_report_opts *o,
     lanes_free(lanes);
     free(lanes);
     free(json);
+    return rc;
+}
+
+static int report_run(char **paths, int npaths, const struct rsr_report_opts *o, const struct rsr_mpi *mp,
+                      double t0)
+{
+    struct loaded J;
+    int lrc = 0;
+    rsr_inputs_bound(o->memory_mb);
+    /* The samples always: report.json's off-CPU time and findings read
+     * them (waits.h), not only the flame graphs. */
+    switch (job_load(&J, paths, npaths, mp, 1, o, &lrc)) {
+    case 0:
+        break;
+    case -1:
+        job_unload(&J);
+        return lrc;
+    default:
+        job_unload(&J);
+        return 1;
+    }
+    int rc = report_write(&J, paths, npaths, o, mp, t0);
     job_unload(&J);
+    return rc;
+}
+
+/* ---- report --watch ---- */
+
+static volatile sig_atomic_t watch_stop;
+
+static void on_stop(int sig)
+{
+    (void)sig;
+    watch_stop = 1;
+}
+
+/* Ends w's inputs (moved into a job: w keeps none) and writes their
+ * report with the watch key more. Run in a forked copy while the job
+ * runs, and in place at its end. Returns the exit status. */
+static int watch_write(struct rsr_watch *w, char **paths, int npaths, const struct rsr_report_opts *o,
+                       const struct rsr_mpi *mp, double t0, const char *more)
+{
+    static struct rsr_model empty;
+    struct loaded J = { .n = w->n, .more = more };
+    int n = w->n;
+    J.files = calloc((size_t)n + 1, sizeof *J.files);
+    J.ins = calloc((size_t)n + 1, sizeof *J.ins);
+    J.models = calloc((size_t)n + 1, sizeof *J.models);
+    J.fls = calloc(RSF_SAMPLE_NKINDS, sizeof *J.fls);
+    struct rsr_proc_waits *waits = calloc((size_t)n + 1, sizeof *waits);
+    struct rsr_flame_feed **feeds = calloc((size_t)n + 1, sizeof *feeds);
+    if (!J.files || !J.ins || !J.models || !J.fls || !waits || !feeds) {
+        fprintf(stderr, "ringside: out of memory\n");
+        return 1;
+    }
+    for (int i = 0; i < n; i++)
+        feeds[i] = w->lv[i].feed;
+    rsr_flame_load_feeds(J.fls, feeds, n, o->quiet, o->lines, waits);
+    for (int i = 0; i < n; i++) {
+        J.ins[i] = w->lv[i].in;
+        memset(&w->lv[i].in, 0, sizeof w->lv[i].in);
+        rsr_input_end(&J.ins[i]);
+        J.files[i] = strdup(J.ins[i].file);
+        if (J.ins[i].model)
+            J.ins[i].model->waits = waits[i];
+        J.readable += !J.ins[i].open_failed && J.ins[i].walk.nchunks > 0;
+        if (!o->quiet)
+            warn_damage(&J.ins[i]);
+    }
+    w->n = 0;
+    free(waits);
+    free(feeds);
+    qsort(J.ins, (size_t)n, sizeof *J.ins, cmp_input);
+    rsr_model_init(&empty);
+    for (int i = 0; i < n; i++)
+        J.models[i] = J.ins[i].model ? J.ins[i].model : &empty;
+    J.peak_rss_mb = rsr_peak_rss_mb();
+    int rc = report_write(&J, paths, npaths, o, mp, t0);
+    job_unload(&J);
+    return rc;
+}
+
+/* report.json's "watch" key: how this report was made while the job ran. */
+static char *watch_json(const struct rsr_watch *w, const struct rsr_report_opts *o, int pass, int final)
+{
+    char *s = NULL;
+    if (asprintf(&s, "\"watch\": {\"every_s\": %g, \"pass\": %d, \"final\": %s, \"files\": %d, "
+                     "\"ended\": %d, \"read_bytes\": %llu}",
+                 o->watch_s, pass, final ? "true" : "false", w->n, w->ended,
+                 (unsigned long long)w->read_bytes) < 0)
+        return NULL;
+    return s;
+}
+
+/* Sleeps until t, or until a signal stops the watch. */
+static void sleep_until(double t)
+{
+    for (double now = now_s(); now < t && !watch_stop; now = now_s()) {
+        double d = t - now;
+        struct timespec ts = { (time_t)d, (long)((d - (double)(time_t)d) * 1e9) };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Reads the job's files as they grow and rewrites the report every
+ * o->watch_s seconds (each time in a forked copy: the summaries go on
+ * from where they are, never from the files' start); when every file has
+ * its end mark and nothing grew for one period, or on SIGINT or SIGTERM,
+ * writes the last report from everything and returns its status. */
+static int watch_run(char **paths, int npaths, const struct rsr_report_opts *o, const struct rsr_mpi *mp, double t0)
+{
+    if (mp->size > 1) {
+        fprintf(stderr, "ringside: report --watch runs as one process, not under MPI\n");
+        return 2;
+    }
+    struct sigaction sa = { .sa_handler = on_stop };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    struct rsr_report_opts each = *o;
+    each.quiet = 1;             /* the text summary once, at the end */
+    each.json_path = NULL;
+    struct rsr_watch w = { .paths = paths, .npaths = npaths, .quiet = 1, .lines = o->lines };
+    int pass = 0, waiting = 0, rc = 0;
+    for (;;) {
+        double next = now_s() + o->watch_s;
+        int news = rsr_watch_poll(&w, 0);
+        if (news < 0) {
+            rc = 1;
+            break;
+        }
+        if (watch_stop || (pass && !news && w.n && w.ended == w.n))
+            break;
+        if (!w.n && !waiting++ && !o->quiet)
+            fprintf(stderr, "ringside: watching %s for trace files\n", paths[0]);
+        if (news && w.n) {
+            char *more = watch_json(&w, o, ++pass, 0);
+            fflush(NULL);
+            pid_t pid = more ? fork() : -1;
+            if (pid == 0) {
+                signal(SIGINT, SIG_DFL);
+                signal(SIGTERM, SIG_DFL);
+                _exit(watch_write(&w, paths, npaths, &each, mp, t0, more));
+            }
+            int st = 0;
+            if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                fprintf(stderr, "ringside: report %d of the running job failed%s\n", pass,
+                        pid < 0 ? " (no process could be started for it)" : "");
+            else if (!o->quiet)
+                fprintf(stderr, "ringside: report %d written to %s: %d trace file%s (%d ended), %.1f MB read\n",
+                        pass, o->out_dir, w.n, w.n == 1 ? "" : "s", w.ended, (double)w.read_bytes / 1e6);
+            free(more);
+        }
+        sleep_until(next);
+        if (watch_stop)
+            break;
+    }
+    if (!rc) {
+        /* The rest of every file, a frame left unfinished now cut short. */
+        if (rsr_watch_poll(&w, 1) < 0)
+            rc = 1;
+        char *more = watch_json(&w, o, ++pass, 1);
+        if (!w.n) {
+            fprintf(stderr, "ringside: no trace files (*.trace.lz4) in %s%s\n", paths[0],
+                    npaths > 1 ? " or the other folders given" : "");
+            rc = 1;
+        } else if (!rc) {
+            rc = more ? watch_write(&w, paths, npaths, o, mp, t0, more) : 1;
+        }
+        free(more);
+    }
+    rsr_watch_free(&w);
     return rc;
 }
 
@@ -1335,7 +1506,7 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
         rsr_mpi_end(&mp);
         return 1;
     }
-    int rc = report_run(paths, npaths, o, &mp, t0);
+    int rc = o->watch_s > 0 ? watch_run(paths, npaths, o, &mp, t0) : report_run(paths, npaths, o, &mp, t0);
     rsr_mpi_end(&mp);
     return rc;
 }

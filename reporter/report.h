@@ -15,6 +15,7 @@ struct rsr_report_opts {
     const int *ranks;      /* --ranks: ranks drawn in full (lanes, trace.json) */
     int nranks;
     unsigned long long memory_mb; /* --memory-mb: the bound (load.h); 0: none */
+    double watch_s;        /* --watch S: rewrite the outputs every S seconds while the job runs; 0: once */
 };
 
 /* Processes drawn in full (timeline lanes, trace.json) at most, and GPU ops
