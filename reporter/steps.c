@@ -740,6 +740,14 @@ static double typical_change(const struct rsr_steps *out, double *v, double *w)
     return m0 > 0 ? 100 * (m1 - m0) / m0 : 0;
 }
 
+/* Whether st took RSR_STEPS_SLOW_X times its phase's median or more (a
+ * phase with enough steps to have one). */
+static int is_slow(const struct rsr_steps *out, const struct rsr_step *st)
+{
+    double med = out->phase_median_ms[st->phase];
+    return out->phase_count[st->phase] >= RSR_STEPS_MIN && med > 0 && dur_ms(st) >= RSR_STEPS_SLOW_X * med;
+}
+
 /* Distribution, phases, trend and slow steps of out->steps. */
 static int job_stats(struct rsr_steps *out)
 {
@@ -776,7 +784,10 @@ static int job_stats(struct rsr_steps *out)
         out->max_ms = v[k - 1];
     }
     out->trend_pct = trend(out);
-    out->slow = malloc((out->n ? out->n : 1) * sizeof *out->slow);
+    size_t nslow = 0;
+    for (size_t i = 0; i < out->n; i++)
+        nslow += is_slow(out, &out->steps[i]);
+    out->slow = malloc((nslow ? nslow : 1) * sizeof *out->slow);
     if (!out->slow) {
         free(v), free(a), free(b), free(c);
         return -1;
@@ -785,17 +796,13 @@ static int job_stats(struct rsr_steps *out)
         const struct rsr_step *st = &out->steps[i];
         int ph = st->phase;
         double med = out->phase_median_ms[ph];
-        if (out->phase_count[ph] < RSR_STEPS_MIN || med <= 0 || dur_ms(st) < RSR_STEPS_SLOW_X * med)
+        if (!is_slow(out, st))
             continue;
         struct rsr_step_slow *sl = &out->slow[out->n_slow++];
         sl->index = i;
         sl->x_median = dur_ms(st) / med;
         slow_cause(sl, st, dur_ms(st) - med, med_io[ph], med_spread[ph], med_idle[ph]);
     }
-    /* only the slow ones stay */
-    void *shrunk = realloc(out->slow, (out->n_slow ? out->n_slow : 1) * sizeof *out->slow);
-    if (shrunk)
-        out->slow = shrunk;
     out->typical_change_pct = typical_change(out, v, a);
     free(v), free(a), free(b), free(c);
     return 0;

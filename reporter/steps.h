@@ -98,14 +98,14 @@ void rsr_steps_found_free(struct rsr_steps_found *f);
  * last rank's end, with the breakdown summed over the ranks that had it. */
 struct rsr_step {
     int64_t start_ns, end_ns;
-    uint8_t phase;
     double compute_pct, exposed_comm_pct, idle_pct;     /* of the ranks' step time */
     double io_ms, wait_ms;      /* I/O calls, data-loading wait: mean over ranks */
     double ckpt_ms;             /* checkpoint writes inside it, longest over ranks */
-    int checkpoint;             /* a checkpoint write lies mostly inside it */
     double busy_spread_ms;      /* the busiest rank's GPU busy time less the mean rank's */
-    int32_t busiest_rank;
     double idle_ms;             /* GPU idle, mean over ranks */
+    int32_t busiest_rank;
+    uint8_t phase;
+    uint8_t checkpoint;         /* a checkpoint write lies mostly inside it */
 };
 
 struct rsr_step_slow {
