@@ -145,13 +145,18 @@ static void pack_summary(struct rsr_pack *b, const struct rsr_summary *s)
     put_array(b, s->bursts, s->n_bursts, sizeof *s->bursts);
     for (int k = 0; k < RSR_FINE_NSERIES; k++)
         put_array(b, s->fine[k], s->fine[k] ? RSR_FINE_BINS : 0, sizeof *s->fine[k]);
-    struct rsr_step_mark *marks;
-    int owned = rsr_summary_cmarks(s, &marks);
-    if (owned < 0)
-        b->failed = 1;
-    put_array(b, marks, owned < 0 ? 0 : s->n_cmarks, sizeof *marks);
-    if (owned > 0)
-        free(marks);
+    /* The marks too may be in the spill file: as put_array lays them out,
+     * a block at a time. */
+    struct rsr_step_mark blk[256];
+    rsr_pack_u64(b, s->n_cmarks);
+    for (size_t i = 0; i < s->n_cmarks; i += sizeof blk / sizeof blk[0]) {
+        size_t k = s->n_cmarks - i < sizeof blk / sizeof blk[0] ? s->n_cmarks - i : sizeof blk / sizeof blk[0];
+        if (rsr_summary_cmarks_read(s, i, k, blk) != 0) {
+            b->failed = 1;
+            break;
+        }
+        put(b, blk, k * sizeof *blk);
+    }
     put_array(b, s->kmarks, s->n_kmarks, sizeof *s->kmarks);
     put_array(b, s->ranges, s->n_ranges, sizeof *s->ranges);
 }

@@ -426,49 +426,87 @@ static struct rsr_step_counters sub(const struct rsr_step_counters *a, const str
 }
 
 /* The steps of segments segs over marks mk[0..nm) of summary s. */
-static int proc_steps(struct proc *p, const struct rsr_summary *s, const struct rsr_step_mark *mk, size_t nm,
-                      const struct rsr_step_seg *segs, size_t nsegs)
+/* A process's step marks, read a block at a time (summary.h: the
+ * collective marks may be in the spill file) so that no more than a block
+ * of them is held: kernel marks are always in memory. */
+#define MARK_BLOCK 1024
+struct marks {
+    const struct rsr_summary *s;
+    const struct rsr_step_mark *mem;    /* all of them; NULL: read through blk */
+    size_t n;
+    struct rsr_step_mark *blk;
+    size_t at, len;                     /* blk holds [at, at + len) */
+};
+
+/* Mark i (< m->n), or NULL when it cannot be read. Valid until the next
+ * call; reading in order reads each block once. */
+static const struct rsr_step_mark *mark_at(struct marks *m, size_t i)
 {
+    if (m->mem)
+        return &m->mem[i];
+    if (i < m->at || i >= m->at + m->len) {
+        size_t k = m->n - i < MARK_BLOCK ? m->n - i : MARK_BLOCK;
+        if (rsr_summary_cmarks_read(m->s, i, k, m->blk) != 0)
+            return NULL;
+        m->at = i;
+        m->len = k;
+    }
+    return &m->blk[i - m->at];
+}
+
+static int proc_steps(struct proc *p, struct marks *mk, const struct rsr_step_seg *segs, size_t nsegs)
+{
+    const struct rsr_summary *s = mk->s;
     p->v = malloc((nsegs ? nsegs : 1) * sizeof *p->v);
     if (!p->v)
         return -1;
     for (size_t k = 0; k < nsegs; k++) {
         const struct rsr_step_seg *g = &segs[k];
         size_t next = g->first + g->n;
+        const struct rsr_step_mark *a = mark_at(mk, g->first);
+        if (!a)
+            return -1;
+        int64_t start = a->t;
+        struct rsr_step_counters c0 = a->c;
+        const struct rsr_step_mark *b = next < mk->n ? mark_at(mk, next) : NULL;
+        if (next < mk->n && !b)
+            return -1;
         struct pstep *ps = &p->v[p->n++];
-        ps->start = mk[g->first].t;
-        ps->end = next < nm ? mk[next].t : s->gpu.end_ns;
+        ps->start = start;
+        ps->end = b ? b->t : s->gpu.end_ns;
         if (ps->end < ps->start)
             ps->end = ps->start;
         ps->phase = g->phase;
-        ps->d = sub(next < nm ? &mk[next].c : &s->end_counters, &mk[g->first].c);
+        ps->d = sub(b ? &b->c : &s->end_counters, &c0);
     }
     return 0;
 }
 
+static int proc_find_marks(struct proc *p, struct marks *mk);
+
 /* A process's steps, from its collectives or else its kernels. 1: found,
  * 0: none (*kind says which marks were looked at: 0 none, 1 kernels, 2
- * collectives), -1: out of memory. */
-static int proc_find_marks(struct proc *p, const struct rsr_summary *s, const struct rsr_step_mark *mk, size_t nm);
-
+ * collectives), -1: out of memory or the spill file could not be read. */
 static int proc_find(struct proc *p, const struct rsr_summary *s, int *kind)
 {
-    struct rsr_step_mark *cm = NULL;
-    int owned = s->n_cmarks ? rsr_summary_cmarks(s, &cm) : 0;
-    if (owned < 0)
+    struct marks mk = { .s = s, .n = s->n_cmarks ? s->n_cmarks : s->n_kmarks };
+    *kind = s->n_cmarks ? 2 : mk.n || s->kmark_state == RSR_KMARK_NONE ? 1 : 0;
+    if (mk.n < RSR_STEPS_MIN)
+        return 0;
+    if (!s->n_cmarks)
+        mk.mem = s->kmarks;
+    else if (!(mk.blk = malloc(MARK_BLOCK * sizeof *mk.blk)))
         return -1;
-    const struct rsr_step_mark *mk = s->n_cmarks ? cm : s->kmarks;
-    size_t nm = s->n_cmarks ? s->n_cmarks : s->n_kmarks;
-    *kind = s->n_cmarks ? 2 : nm || s->kmark_state == RSR_KMARK_NONE ? 1 : 0;
-    int rc = nm < RSR_STEPS_MIN ? 0 : proc_find_marks(p, s, mk, nm);
-    if (owned > 0)
-        free(cm);
+    int rc = proc_find_marks(p, &mk);
+    free(mk.blk);
     return rc;
 }
 
-/* proc_find over the marks mk[0..nm), nm >= RSR_STEPS_MIN. */
-static int proc_find_marks(struct proc *p, const struct rsr_summary *s, const struct rsr_step_mark *mk, size_t nm)
+/* proc_find over the marks in mk, at least RSR_STEPS_MIN of them. */
+static int proc_find_marks(struct proc *p, struct marks *mk)
 {
+    const struct rsr_summary *s = mk->s;
+    size_t nm = mk->n;
     p->src = s->n_cmarks ? SRC_COLLECTIVES : SRC_KERNELS;
     if (!s->n_cmarks && s->kmark_state == RSR_KMARK_ANCHOR) {
         /* one kernel per step (summary.h) */
@@ -477,7 +515,7 @@ static int proc_find_marks(struct proc *p, const struct rsr_summary *s, const st
             return -1;
         for (size_t i = 0; i < nm; i++)
             segs[i] = (struct rsr_step_seg){ i, 1, RSR_PHASE_TRAIN };
-        int rc = proc_steps(p, s, mk, nm, segs, nm);
+        int rc = proc_steps(p, mk, segs, nm);
         free(segs);
         p->conf = s->kmark_score;
         return rc ? -1 : 1;
@@ -488,12 +526,19 @@ static int proc_find_marks(struct proc *p, const struct rsr_summary *s, const st
     struct rsr_steps_found f;
     int rc = -1;
     if (key && gap && w) {
-        for (size_t i = 0; i < nm; i++) {
-            key[i] = mk[i].key;
-            gap[i] = mk[i].gap;
-            w[i] = s->n_cmarks && mk[i].key < s->n_keys ? (double)s->keys[mk[i].key].bytes : 1;
+        rc = 0;
+        for (size_t i = 0; i < nm && !rc; i++) {
+            const struct rsr_step_mark *m = mark_at(mk, i);
+            if (!m) {
+                rc = -1;
+                break;
+            }
+            key[i] = m->key;
+            gap[i] = m->gap;
+            w[i] = s->n_cmarks && m->key < s->n_keys ? (double)s->keys[m->key].bytes : 1;
         }
-        rc = rsr_steps_find(key, gap, w, nm, &f);
+        if (!rc)
+            rc = rsr_steps_find(key, gap, w, nm, &f);
     }
     free(key), free(gap), free(w);
     if (rc != 0)
@@ -502,7 +547,7 @@ static int proc_find_marks(struct proc *p, const struct rsr_summary *s, const st
         rsr_steps_found_free(&f);
         return 0;
     }
-    rc = proc_steps(p, s, mk, nm, f.segs, f.n_segs);
+    rc = proc_steps(p, mk, f.segs, f.n_segs);
     p->conf = f.score * f.covered;
     rsr_steps_found_free(&f);
     return rc ? -1 : 1;

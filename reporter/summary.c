@@ -1169,22 +1169,17 @@ int rsr_summary_spill(struct rsr_summary *s)
     return rc;
 }
 
-int rsr_summary_cmarks(const struct rsr_summary *s, struct rsr_step_mark **marks)
+int rsr_summary_cmarks_read(const struct rsr_summary *s, size_t i, size_t n, struct rsr_step_mark *buf)
 {
-    *marks = NULL;
     if (!s->marks_spilled) {
-        *marks = s->cmarks;
+        memcpy(buf, s->cmarks + i, n * sizeof *buf);
         return 0;
     }
-    struct rsr_step_mark *m = malloc((s->n_cmarks ? s->n_cmarks : 1) * sizeof *m);
-    if (!m || spill_read(m, s->n_cmarks * sizeof *m, s->marks_off) != 0) {
-        free(m);
+    if (spill_read(buf, n * sizeof *buf, s->marks_off + i * sizeof *buf) != 0)
         return -1;
-    }
-    for (size_t i = 0; i < s->n_cmarks; i++)
-        m[i].t += s->marks_shift_ns;
-    *marks = m;
-    return 1;
+    for (size_t k = 0; k < n; k++)
+        buf[k].t += s->marks_shift_ns;
+    return 0;
 }
 
 int rsr_summary_unspill(struct rsr_summary *s)

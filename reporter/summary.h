@@ -216,11 +216,11 @@ struct rsr_summary *rsr_model_summary(struct rsr_model *m);
  * (what could not be written stays in memory). */
 int rsr_summary_spill(struct rsr_summary *s);
 
-/* s's collective step marks, times shifted as the summary's, in *marks:
- * s->cmarks itself (returns 0), or read back from the spill file into a
- * malloc'd array the caller frees (returns 1); -1 when out of memory or
- * the spill file cannot be read. *marks is NULL when s has none. */
-int rsr_summary_cmarks(const struct rsr_summary *s, struct rsr_step_mark **marks);
+/* Copies s's collective step marks [i, i + n) (within n_cmarks) into buf,
+ * times shifted as the summary's, from memory or the spill file: read them
+ * a block at a time, never all at once. 0, or -1 when the spill file
+ * cannot be read. */
+int rsr_summary_cmarks_read(const struct rsr_summary *s, size_t i, size_t n, struct rsr_step_mark *buf);
 
 /* Reads spilled tuples back into s->colls, their shift applied (for
  * pack.c, which sends them as an array). 0, or -1 when out of memory or
