@@ -92,21 +92,30 @@ struct worst {
     size_t n;
 };
 
-static struct worst worst_gpu(const struct rsr_job *j, double (*f)(const struct rsr_gpu_breakdown *))
+/* Counts value v of model i into w (start from WORST_NONE). */
+#define WORST_NONE ((struct worst){ 0, -1, 0, 0 })
+static void worst_add(struct worst *w, size_t i, double v)
 {
-    struct worst w = { 0, -1, 0, 0 };
-    for (size_t i = 0; i < j->n; i++) {
-        if (!j->gpu[i].span_ns)
-            continue;
-        double v = f(&j->gpu[i]);
-        w.mean += v;
-        w.n++;
-        if (v > w.v)
-            w.i = i, w.v = v;
-    }
+    w->mean += v;
+    w->n++;
+    if (v > w->v)
+        w->i = i, w->v = v;
+}
+
+static struct worst worst_end(struct worst w)
+{
     if (w.n)
         w.mean /= (double)w.n;
     return w;
+}
+
+static struct worst worst_gpu(const struct rsr_job *j, double (*f)(const struct rsr_gpu_breakdown *))
+{
+    struct worst w = WORST_NONE;
+    for (size_t i = 0; i < j->n; i++)
+        if (j->gpu[i].span_ns)
+            worst_add(&w, i, f(&j->gpu[i]));
+    return worst_end(w);
 }
 
 static double g_exposed(const struct rsr_gpu_breakdown *b) { return b->exposed_comm_pct; }
@@ -188,21 +197,14 @@ static double wall_ns(const struct rsr_model *m)
  * stacks carry its frames) are left out when skip_children is set. */
 static struct worst worst_cause(const struct rsr_job *j, int cause, int skip_children)
 {
-    struct worst w = { 0, -1, 0, 0 };
+    struct worst w = WORST_NONE;
     for (size_t i = 0; i < j->n; i++) {
         const struct rsr_model *m = j->models[i];
         double wall = wall_ns(m);
-        if (wall <= 0 || (skip_children && m->role == RSR_ROLE_CHILD))
-            continue;
-        double v = 100.0 * (double)m->waits.cause_ns[cause] / wall;
-        w.mean += v;
-        w.n++;
-        if (v > w.v)
-            w.i = i, w.v = v;
+        if (wall > 0 && !(skip_children && m->role == RSR_ROLE_CHILD))
+            worst_add(&w, i, 100.0 * (double)m->waits.cause_ns[cause] / wall);
     }
-    if (w.n)
-        w.mean /= (double)w.n;
-    return w;
+    return worst_end(w);
 }
 
 /* Off-CPU findings from the wait samples (waits.h): a loop starved by its

@@ -24,6 +24,7 @@ import threading
 import time
 
 from rstest import AGENT, BUILD, RINGSIDE, check, cleanup, finish, run, tempdir
+from samereport import differences
 
 LAUNCH = os.path.join(BUILD, "simlaunch")
 TRAIN = os.path.join(BUILD, "simtrain")
@@ -56,27 +57,6 @@ def read_json(path):
             return json.load(f)
     except (OSError, ValueError):
         return None
-
-
-def differences(a, b, path=""):
-    if type(a) is not type(b):
-        return [path + ": type"]
-    if isinstance(a, dict):
-        out = []
-        for k in sorted(set(a) | set(b)):
-            if k not in a or k not in b:
-                out.append(path + "/" + k + ": missing on one side")
-            else:
-                out += differences(a[k], b[k], path + "/" + k)
-        return out
-    if isinstance(a, list):
-        if len(a) != len(b):
-            return ["%s: %d against %d entries" % (path, len(a), len(b))]
-        out = []
-        for i, (x, y) in enumerate(zip(a, b)):
-            out += differences(x, y, "%s[%d]" % (path, i))
-        return out
-    return [] if a == b else ["%s: %r against %r" % (path, a, b)]
 
 
 def page_reloads(out_dir):
