@@ -76,6 +76,17 @@ static void grow_slots(struct rsr_flame *fl)
     }
 }
 
+/* The node under parent named name, or 0 when there is none. */
+static uint32_t find_child(const struct rsr_flame *fl, uint32_t parent, uint32_t name)
+{
+    for (uint32_t i = child_slot(fl, parent, name); fl->slots[i]; i = (i + 1) & (fl->nslots - 1)) {
+        const struct rsr_flame_node *c = &fl->nodes[fl->slots[i]];
+        if (c->parent == parent && c->name == name)
+            return fl->slots[i];
+    }
+    return 0;
+}
+
 static uint32_t child_of(struct rsr_flame *fl, uint32_t parent, uint32_t name)
 {
     uint32_t i = child_slot(fl, parent, name);
@@ -183,6 +194,65 @@ int rsr_flame_write_folded(FILE *f, const struct rsr_flame *fl)
     fold(&w, fl, 0);
     free(w.buf);
     return fflush(f) == 0 && !ferror(f) ? 0 : -1;
+}
+
+int rsr_flame_read_folded(FILE *f, struct rsr_flame *fl)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    uint32_t *frames = NULL, n = 0, capf = 0;
+    int bad = 0;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            line[--len] = 0;
+        char *sp = strrchr(line, ' '), *end;
+        if (!len)
+            continue;
+        unsigned long long w = sp ? strtoull(sp + 1, &end, 10) : 0;
+        if (!sp || sp == line || !sp[1] || *end) {
+            bad = 1;
+            continue;
+        }
+        *sp = 0;
+        n = 0;
+        for (char *name = line, *semi;; name = semi + 1) {
+            semi = strchr(name, ';');
+            if (semi)
+                *semi = 0;
+            if (n == capf) {
+                capf = capf ? capf * 2 : 64;
+                frames = rsr_xrealloc(frames, capf * sizeof *frames);
+            }
+            frames[n++] = rsr_flame_frame(fl, name, RSR_FRAME_NATIVE, "");
+            if (!semi)
+                break;
+        }
+        rsr_flame_add(fl, frames, n, w, 1);
+    }
+    free(frames);
+    free(line);
+    return ferror(f) ? -1 : bad;
+}
+
+uint32_t *rsr_flame_match(const struct rsr_flame *fl, struct rsr_flame *other)
+{
+    uint32_t *map = rsr_xmalloc(fl->nnodes * sizeof *map);
+    map[0] = 0;
+    /* a node's parent comes before it (child_of appends) */
+    for (uint32_t i = 1; i < fl->nnodes; i++) {
+        const struct rsr_flame_node *nd = &fl->nodes[i];
+        uint32_t up = map[nd->parent];
+        map[i] = UINT32_MAX;
+        if (up == UINT32_MAX)
+            continue;
+        uint32_t name = rsr_flame_frame(other, rsr_intern_str(&fl->names, nd->name),
+                                        (enum rsr_frame_class)fl->name_class[nd->name],
+                                        rsr_intern_str(&fl->modules, fl->name_module[nd->name]));
+        uint32_t c = find_child(other, up, name);
+        map[i] = c ? c : UINT32_MAX;
+    }
+    return map;
 }
 
 /* ---- reading one trace file ---- */
@@ -848,6 +918,23 @@ static int write_svg(const struct rsr_flame *fl, const char *out_dir, const char
     return err ? -1 : 0;
 }
 
+/* Writes fl as out_dir/flame-NAME.folded (what `ringside diff` reads of a
+ * report folder); 0, or -1 said on stderr. */
+static int write_folded(const struct rsr_flame *fl, const char *out_dir, const char *name)
+{
+    size_t n = strlen(out_dir) + strlen(name) + 16;
+    char *path = rsr_xmalloc(n);
+    snprintf(path, n, "%s/flame-%s.folded", out_dir, name);
+    FILE *f = fopen(path, "w");
+    int err = !f || rsr_flame_write_folded(f, fl) != 0;
+    if (f && fclose(f) != 0)
+        err = 1;
+    if (err)
+        fprintf(stderr, "ringside: %s: %s\n", path, strerror(errno ? errno : EIO));
+    free(path);
+    return err ? -1 : 0;
+}
+
 void rsr_flame_by_reason(const struct rsr_flame *src, struct rsr_flame *dst)
 {
     rsr_flame_init(dst, src->kind);
@@ -889,7 +976,8 @@ int rsr_flame_write_svgs(const struct rsr_flame *fls, const char *out_dir)
     for (int k = 0; k < RSF_SAMPLE_NKINDS; k++) {
         if (!fls[k].nodes[0].count)
             continue;
-        if (write_svg(&fls[k], out_dir, rsf_sample_kind_name((unsigned)k), NULL) != 0)
+        if (write_svg(&fls[k], out_dir, rsf_sample_kind_name((unsigned)k), NULL) != 0 ||
+            write_folded(&fls[k], out_dir, rsf_sample_kind_name((unsigned)k)) != 0)
             return -1;
         written++;
         if (k != RSF_SAMPLE_WAIT)

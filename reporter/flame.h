@@ -114,9 +114,21 @@ void rsr_flame_load_feeds(struct rsr_flame *fls, struct rsr_flame_feed *const *f
  * reason's waits are one subtree. */
 void rsr_flame_by_reason(const struct rsr_flame *src, struct rsr_flame *dst);
 
-/* Writes flame-<kind>.svg into out_dir for each of fls[0..RSF_SAMPLE_NKINDS)
- * that holds samples, and for waits flame-wait_by_reason.svg as well
- * (rsr_flame_by_reason). Returns the number of files written, or -1 on
+/* Adds the folded lines of f ("root;...;leaf weight", as
+ * rsr_flame_write_folded writes them) to fl, each frame a native one.
+ * Returns 0, 1 when some lines were not folded lines (left out), or -1 on
+ * a read error. */
+int rsr_flame_read_folded(FILE *f, struct rsr_flame *fl);
+
+/* For each node of fl, the node of other at the same path of names, or
+ * UINT32_MAX where other has none (malloc'd, fl->nnodes entries; the root
+ * maps to the root). other gains fl's names (not nodes). */
+uint32_t *rsr_flame_match(const struct rsr_flame *fl, struct rsr_flame *other);
+
+/* Writes flame-<kind>.svg and flame-<kind>.folded (what `ringside diff`
+ * reads) into out_dir for each of fls[0..RSF_SAMPLE_NKINDS) that holds
+ * samples, and for waits flame-wait_by_reason.svg as well
+ * (rsr_flame_by_reason). Returns the number of kinds written, or -1 on
  * error (said on stderr). */
 int rsr_flame_write_svgs(const struct rsr_flame *fls, const char *out_dir);
 

@@ -122,6 +122,11 @@ struct svg_state {
     double scale;        /* px per ns */
     int maxdepth;
     const char *unit;    /* "CPU time", "blocked", "GPU time" */
+    /* A differential graph: the before tree, its node for each of fl's
+     * (UINT32_MAX: none) and its total. */
+    const struct rsr_flame *before;
+    const uint32_t *bmap;
+    uint64_t btotal;
 };
 
 static int depth_of(const struct rsr_flame *fl, uint32_t node, uint64_t small)
@@ -141,7 +146,7 @@ static int depth_of(const struct rsr_flame *fl, uint32_t node, uint64_t small)
 }
 
 static void put_frame(struct svg_state *st, const char *name, uint64_t x, uint64_t w, uint64_t count,
-                      int depth, const int rgb[3])
+                      int depth, const int rgb[3], const char *more)
 {
     FILE *f = st->f;
     char t[32];
@@ -151,8 +156,9 @@ static void put_frame(struct svg_state *st, const char *name, uint64_t x, uint64
     fprintf(f, "<g class=\"f\" data-x=\"%" PRIu64 "\" data-w=\"%" PRIu64 "\" data-d=\"%d\"><title>",
             x, w, depth);
     rsr_xml_escape(f, name);
-    fprintf(f, "\n%s %s (%.2f%%), %" PRIu64 " sample%s</title>", t, st->unit,
-            st->total ? 100.0 * (double)w / (double)st->total : 0.0, count, count == 1 ? "" : "s");
+    fprintf(f, "\n%s %s (%.2f%%), %" PRIu64 " sample%s%s</title>", t, st->unit,
+            st->total ? 100.0 * (double)w / (double)st->total : 0.0, count, count == 1 ? "" : "s",
+            more ? more : "");
     fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"rgb(%d,%d,%d)\" "
             "rx=\"2\"/>", px, y, pw > 0.1 ? pw - 0.1 : pw, FRAME_H - 1, rgb[0], rgb[1], rgb[2]);
     /* a label that fits, as the script would cut it */
@@ -179,17 +185,43 @@ static void put_frame(struct svg_state *st, const char *name, uint64_t x, uint64
     fputs("</text></g>\n", f);
 }
 
+/* A differential frame's colour and hover line: red where its share of
+ * the whole grew, blue where it shrank, the deeper the more (full at 5
+ * points), as Brendan Gregg's differential flame graphs colour them. */
+static void diff_colour(const struct svg_state *st, uint32_t node, int rgb[3], char *more, size_t n)
+{
+    uint32_t b = st->bmap[node];
+    uint64_t bw = b != UINT32_MAX ? st->before->nodes[b].total : 0;
+    double after = st->total ? 100.0 * (double)st->fl->nodes[node].total / (double)st->total : 0;
+    double before = st->btotal ? 100.0 * (double)bw / (double)st->btotal : 0, d = after - before;
+    double t = fabs(d) / 5 > 1 ? 1 : fabs(d) / 5;
+    int pale = (int)lround(235 - 195 * t);
+    rgb[0] = d > 0 ? 255 : pale;
+    rgb[1] = pale;
+    rgb[2] = d < 0 ? 255 : pale;
+    char bt[32];
+    rsr_format_ns(bt, sizeof bt, (double)bw);
+    snprintf(more, n, "\nbefore %s (%.2f%%), change %+.2f points%s", bt, before, d,
+             b == UINT32_MAX ? " (new)" : "");
+}
+
 static void put_tree(struct svg_state *st, uint32_t node, uint64_t x, int depth)
 {
     const struct rsr_flame *fl = st->fl;
     const struct rsr_flame_node *nd = &fl->nodes[node];
     int rgb[3];
+    char more[128];
+    if (st->before)
+        diff_colour(st, node, rgb, more, sizeof more);
     if (node == 0) {
-        hsl_rgb(0, 0, 0.85, rgb);
-        put_frame(st, "all", x, nd->total, nd->count, depth, rgb);
+        if (!st->before)
+            hsl_rgb(0, 0, 0.85, rgb);
+        put_frame(st, "all", x, nd->total, nd->count, depth, rgb, st->before ? more : NULL);
     } else {
-        frame_colour(fl, nd->name, 0, rgb);
-        put_frame(st, rsr_intern_str(&fl->names, nd->name), x, nd->total, nd->count, depth, rgb);
+        if (!st->before)
+            frame_colour(fl, nd->name, 0, rgb);
+        put_frame(st, rsr_intern_str(&fl->names, nd->name), x, nd->total, nd->count, depth, rgb,
+                  st->before ? more : NULL);
     }
     uint32_t n;
     uint32_t *kids = rsr_flame_children(fl, node, &n);
@@ -210,7 +242,7 @@ static void put_tree(struct svg_state *st, uint32_t node, uint64_t x, int depth)
         char name[64];
         snprintf(name, sizeof name, "[%u small frames]", nsmall);
         frame_colour(fl, 0, 1, rgb);
-        put_frame(st, name, cx, small_w, small_count, depth + 1, rgb);
+        put_frame(st, name, cx, small_w, small_count, depth + 1, rgb, NULL);
     }
     free(kids);
 }
@@ -306,13 +338,28 @@ static const char script[] =
     "window.addEventListener('load', init);\n"
     "]]></script>\n";
 
+static int write_svg(FILE *f, const struct rsr_flame *fl, const char *title, struct rsr_flame *before);
+
 int rsr_flame_write_svg(FILE *f, const struct rsr_flame *fl, const char *title)
+{
+    return write_svg(f, fl, title, NULL);
+}
+
+int rsr_flame_write_svg_diff(FILE *f, const struct rsr_flame *after, struct rsr_flame *before, const char *title)
+{
+    return write_svg(f, after, title, before);
+}
+
+static int write_svg(FILE *f, const struct rsr_flame *fl, const char *title, struct rsr_flame *before)
 {
     static const char *const titles[] = { "CPU flame graph", "Wait flame graph (time blocked)",
                                           "GPU flame graph (GPU time by launch site)" };
     static const char *const units[] = { "CPU time", "blocked", "GPU time" };
     int k = fl->kind >= 0 && fl->kind < 3 ? fl->kind : 0;
-    struct svg_state st = { .f = f, .fl = fl, .unit = units[k] };
+    struct svg_state st = { .f = f, .fl = fl, .unit = units[k], .before = before };
+    uint32_t *bmap = before ? rsr_flame_match(fl, before) : NULL;
+    st.bmap = bmap;
+    st.btotal = before ? before->nodes[0].total : 0;
     st.total = fl->nodes[0].total;
     st.small = st.total / SMALL_DIV;
     if (st.small == 0)
@@ -357,5 +404,6 @@ int rsr_flame_write_svg(FILE *f, const struct rsr_flame *fl, const char *title)
     if (st.total)
         put_tree(&st, 0, 0, 0);
     fputs("</svg>\n", f);
+    free(bmap);
     return fflush(f) == 0 && !ferror(f) ? 0 : -1;
 }

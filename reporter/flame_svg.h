@@ -14,6 +14,12 @@
  * parent into one "[N small frames]" frame. Returns 0, or -1 on a write error. */
 int rsr_flame_write_svg(FILE *f, const struct rsr_flame *fl, const char *title);
 
+/* The same for a differential graph: after's frames, each coloured by how
+ * its share of the whole changed from before (red grew, blue shrank) and
+ * its hover text giving the before time and the change. before gains
+ * after's names (rsr_flame_match). */
+int rsr_flame_write_svg_diff(FILE *f, const struct rsr_flame *after, struct rsr_flame *before, const char *title);
+
 /* Writes s to f as XML character data safe in text and in attribute values:
  * & < > " ' as entities, control characters as '?', bytes that are not UTF-8
  * as U+FFFD. */

@@ -1689,6 +1689,36 @@ static char *slurp(const char *path, size_t *len)
     return buf;
 }
 
+void rsr_html_flame_frame(FILE *f, const char *svg_path)
+{
+    const char *base = strrchr(svg_path, '/');
+    base = base ? base + 1 : svg_path;
+    size_t len;
+    char *svg = slurp(svg_path, &len);
+    fputs("<h3>", f);
+    rsr_html_text(f, base);
+    fputs("</h3>\n", f);
+    if (!svg) {
+        fputs("<p class=\"note\">Could not read ", f);
+        rsr_html_text(f, svg_path);
+        fprintf(f, ": %s</p>\n", strerror(errno));
+        return;
+    }
+    /* A data: URL in a sandboxed frame: the SVG keeps its own script
+     * (click to zoom, search) but runs in an opaque origin. */
+    fputs("<iframe class=\"flame\" sandbox=\"allow-scripts\" ", f);
+    /* Its own shape, so that the whole graph shows at the page's width. */
+    double w = svg_attr(svg, "width"), h = svg_attr(svg, "height");
+    if (w > 0 && h > 0 && isfinite(w / h))
+        fprintf(f, "style=\"height:auto;aspect-ratio:%.0f/%.0f\" ", w, h);
+    fputs("title=\"", f);
+    rsr_html_text(f, base);
+    fputs("\" src=\"data:image/svg+xml;base64,", f);
+    put_base64(f, (const unsigned char *)svg, len);
+    fputs("\"></iframe>\n", f);
+    free(svg);
+}
+
 static void flames(struct page *p, const char *const *svgs, size_t n)
 {
     FILE *f = p->f;
@@ -1696,34 +1726,8 @@ static void flames(struct page *p, const char *const *svgs, size_t n)
     if (!n)
         fputs("<p class=\"note\">None: the traces hold no stacks, or `ringside flame` was not "
               "run into this folder.</p>\n", f);
-    for (size_t i = 0; i < n; i++) {
-        const char *base = strrchr(svgs[i], '/');
-        base = base ? base + 1 : svgs[i];
-        size_t len;
-        char *svg = slurp(svgs[i], &len);
-        fputs("<h3>", f);
-        rsr_html_text(f, base);
-        fputs("</h3>\n", f);
-        if (!svg) {
-            fputs("<p class=\"note\">Could not read ", f);
-            rsr_html_text(f, svgs[i]);
-            fprintf(f, ": %s</p>\n", strerror(errno));
-            continue;
-        }
-        /* A data: URL in a sandboxed frame: the SVG keeps its own script
-         * (click to zoom, search) but runs in an opaque origin. */
-        fputs("<iframe class=\"flame\" sandbox=\"allow-scripts\" ", f);
-        /* Its own shape, so that the whole graph shows at the page's width. */
-        double w = svg_attr(svg, "width"), h = svg_attr(svg, "height");
-        if (w > 0 && h > 0 && isfinite(w / h))
-            fprintf(f, "style=\"height:auto;aspect-ratio:%.0f/%.0f\" ", w, h);
-        fputs("title=\"", f);
-        rsr_html_text(f, base);
-        fputs("\" src=\"data:image/svg+xml;base64,", f);
-        put_base64(f, (const unsigned char *)svg, len);
-        fputs("\"></iframe>\n", f);
-        free(svg);
-    }
+    for (size_t i = 0; i < n; i++)
+        rsr_html_flame_frame(f, svgs[i]);
     fputs("</section>\n", f);
 }
 

@@ -45,4 +45,9 @@ int rsr_html_write_flames(FILE *f, const char *report_json, size_t len,
 int rsr_html_write_dir(const char *out_dir, struct rsr_model *const *models, size_t nmodels,
                        const char **failed);
 
+/* Writes the SVG file at svg_path into page f as a heading and a
+ * sandboxed frame (its script runs, in an opaque origin); a file that
+ * cannot be read becomes a note saying why. */
+void rsr_html_flame_frame(FILE *f, const char *svg_path);
+
 #endif

@@ -1,6 +1,7 @@
 /* The ringside command: parses the command line and hands each subcommand
  * to its module. Exit status: 0 done, 1 bad input or failure (one line
  * saying what and where), 2 usage. */
+#include "reporter/diff.h"
 #include "reporter/dump.h"
 #include "reporter/import_kineto.h"
 #include "reporter/flame.h"
@@ -40,6 +41,16 @@ static const char usage[] =
     "        frames only) and rewrite OUT every S seconds (the page reloads\n"
     "        itself); ends with the one-shot report once every file has its end\n"
     "        mark and nothing grew for S seconds, or on Ctrl-C\n"
+    "  diff BEFORE AFTER [-o OUT] [--json FILE] [-q]\n"
+    "  diff BEFORE AFTER --kind cpu|wait|gpu -o FILE.folded\n"
+    "        what changed between two runs, each a report folder (from report\n"
+    "        -o) or a trace folder (reported first): OUT/diff.json (step time,\n"
+    "        GPU breakdown, collectives, kernels by the size of their change,\n"
+    "        checkpoints, findings resolved/new/remaining), OUT/diff.html and\n"
+    "        differential flame graphs OUT/diff-KIND.svg (the after run, red\n"
+    "        grew, blue shrank) with OUT/diff-KIND.folded (\"stack before after\",\n"
+    "        as difffolded.pl writes); OUT defaults to ringside-diff. Jobs of\n"
+    "        different sizes compare kernels by per-process means\n"
     "  export perfetto DIR... -o FILE [--ranks LIST] [--from S] [--to S] [-q]\n"
     "        the chosen ranks (default every process, at most 64) over the\n"
     "        chosen stretch (seconds from the job's start; default all of it),\n"
@@ -180,6 +191,45 @@ static int cmd_report(int argc, char **argv)
     }
     free(paths);
     return rc;
+}
+
+static int cmd_diff(int argc, char **argv)
+{
+    struct rsr_diff_opts o = { .out = "ringside-diff" };
+    const char *side[2] = { NULL, NULL };
+    int n = 0, out_given = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--out") == 0) {
+            if (++i == argc)
+                return bad_usage("-o needs a folder (or, with --kind, a .folded file)");
+            o.out = argv[i];
+            out_given = 1;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            if (++i == argc)
+                return bad_usage("--json needs a file name");
+            o.json_path = argv[i];
+        } else if (strcmp(argv[i], "--kind") == 0) {
+            if (++i == argc || (strcmp(argv[i], "cpu") && strcmp(argv[i], "wait") && strcmp(argv[i], "gpu")))
+                return bad_usage("--kind is cpu, wait or gpu");
+            o.kind = argv[i];
+        } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
+            o.quiet = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "ringside: diff: unknown option %s\n", argv[i]);
+            return 2;
+        } else if (n < 2) {
+            side[n++] = argv[i];
+        } else {
+            return bad_usage("diff takes two folders: BEFORE AFTER");
+        }
+    }
+    if (n != 2)
+        return bad_usage("diff takes two folders: BEFORE AFTER");
+    if (o.kind && !out_given)
+        return bad_usage("--kind writes the two-column stacks: give -o FILE.folded (or - for stdout)");
+    if (o.json_path && !out_given)
+        o.out = NULL;
+    return rsr_diff_main(side[0], side[1], &o);
 }
 
 static int cmd_export(int argc, char **argv)
@@ -437,6 +487,8 @@ int main(int argc, char **argv)
         return cmd_report(argc - 2, argv + 2);
     if (strcmp(cmd, "export") == 0)
         return cmd_export(argc - 2, argv + 2);
+    if (strcmp(cmd, "diff") == 0)
+        return cmd_diff(argc - 2, argv + 2);
     if (strcmp(cmd, "import-kineto") == 0)
         return cmd_import_kineto(argc - 2, argv + 2);
     if (strcmp(cmd, "flame") == 0)
@@ -449,5 +501,5 @@ int main(int argc, char **argv)
         return rsr_dump(argv[2], stdout);
     }
     fprintf(stderr, "ringside: unknown command '%s'\n", cmd);
-    return bad_usage("commands: report, import-kineto, flame, symbolize, dump");
+    return bad_usage("commands: report, diff, export, import-kineto, flame, symbolize, dump");
 }

@@ -414,8 +414,15 @@ def main():
     p = run([RINGSIDE, "report", dir0, "-o", rep, "-q"])
     check("flame report runs", p.returncode == 0, p.stderr.decode(errors="replace")[-300:])
     made = sorted(f for f in os.listdir(rep) if f.startswith("flame-")) if os.path.isdir(rep) else []
-    check("flame report writes flame-cpu.svg and flame-wait.svg only", made == ["flame-cpu.svg", "flame-wait.svg"],
-          str(made))
+    check("flame report writes flame-cpu and flame-wait only, each as .svg and .folded (for ringside diff)",
+          made == ["flame-cpu.folded", "flame-cpu.svg", "flame-wait.folded", "flame-wait.svg"], str(made))
+    folded_totals = {}
+    for f in [m for m in made if m.endswith(".folded")]:
+        with open(os.path.join(rep, f)) as fh:
+            folded_totals[f] = sum(int(line.rsplit(" ", 1)[1]) for line in fh if line.strip())
+    check("flame report's folded stacks hold all ranks' weights",
+          folded_totals == {"flame-cpu.folded": sum(merged.values()), "flame-wait.folded": 777}, str(folded_totals))
+    made = [m for m in made if m.endswith(".svg")]
     roots = {}
     for f in made:
         try:

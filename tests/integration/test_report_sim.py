@@ -19,6 +19,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rstest import (AGENT, BUILD, RINGSIDE, check, cleanup, dump, finish, report, run, skip,  # noqa: E402
                     tempdir, trace_files)
+from simtruth import checkpoint_pct_logged, truth_gpu  # noqa: E402
 
 LAUNCH = os.path.join(BUILD, "simlaunch")
 TRAIN = os.path.join(BUILD, "simtrain")
@@ -63,65 +64,6 @@ def run_job(name, args, skew=False, nranks=NRANKS):
         with open(os.path.join(d, "events")) as f:
             events = [json.loads(line) for line in f if line.strip()]
     return d, rep, truth, events, True
-
-
-def union(iv):
-    out = []
-    for s, e in sorted(iv):
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return out
-
-
-def length(iv):
-    return sum(e - s for s, e in iv)
-
-
-def intersect(a, b):
-    i = j = tot = 0
-    while i < len(a) and j < len(b):
-        s, e = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if e > s:
-            tot += e - s
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return tot
-
-
-def truth_gpu(truth, rank, overlap):
-    """(overlap %, exposed %) of one rank from the truth file. A collective
-    occupies its stream from when the stream reaches it (its launch, the end
-    of the previous operation on the stream, and, with --overlap, the end of
-    the backward kernel it waits for) to its end: what a GPU shows for an
-    NCCL kernel that spins until its peers arrive."""
-    ops = [t for t in truth if t.get("rank") == rank]
-    colls = sorted((t for t in ops if t["kind"] == "collective"), key=lambda t: t["seq"])
-    bwd = sorted((t for t in ops if t["kind"] == "kernel" and t["name"].startswith("bwd_")),
-                 key=lambda t: t["start_ns"])
-    by_stream = {}
-    for t in ops:
-        by_stream.setdefault(t["stream"], []).append(t)
-    prev_end = {}
-    for s, lst in by_stream.items():
-        lst.sort(key=lambda t: (t["start_ns"], t["end_ns"]))
-        for a, b in zip(lst, lst[1:]):
-            prev_end[id(b)] = a["end_ns"]
-    comm = []
-    for i, c in enumerate(colls):
-        arrive = max(c["launch_ns"], prev_end.get(id(c), 0))
-        if overlap and i < len(bwd):
-            arrive = max(arrive, bwd[i]["end_ns"])
-        comm.append((min(arrive, c["start_ns"]), c["end_ns"]))
-    compute = [(t["start_ns"], t["end_ns"]) for t in ops if t["kind"] == "kernel"]
-    starts = [s for s, _ in comm] + [t["start_ns"] for t in ops if t["kind"] != "collective"]
-    span = max(t["end_ns"] for t in ops) - min(starts)
-    uc, uk = union(comm), union(compute)
-    inter = intersect(uc, uk)
-    return 100.0 * inter / length(uc), 100.0 * (length(uc) - inter) / span
 
 
 def truth_host_wait_pct(truth, rank):
@@ -171,13 +113,10 @@ def gpu_checks(name, rep, truth, overlap):
 def checkpoint_check(name, rep, events):
     """Checkpoint share of wall time against simtrain's log; returns the
     share the log gives (None when it cannot)."""
-    ck = union([(e["start_ns"], e["end_ns"]) for e in events if e["event"] == "checkpoint"])
-    mains = [e for e in events if e["event"] == "main"]
-    if not ck or len(mains) != NRANKS:
-        check(name + "_checkpoint_pct", False, "simtrain logged %d checkpoints, %d ranks" % (len(ck), len(mains)))
+    want, nck, nmain = checkpoint_pct_logged(events)
+    if not nck or nmain != NRANKS:
+        check(name + "_checkpoint_pct", False, "simtrain logged %d checkpoints, %d ranks" % (nck, nmain))
         return None
-    wall = max(e["end_ns"] for e in mains) - min(e["start_ns"] for e in mains)
-    want = 100.0 * length(ck) / wall
     got = rep.get("checkpoint_pct")
     check(name + "_checkpoint_pct", got is not None and abs(got - want) <= 1,
           "checkpoint_pct %r, simtrain's log gives %.2f" % (got, want))
