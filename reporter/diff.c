@@ -155,23 +155,45 @@ static void side_close(struct side *s)
 static const char *const gpu_keys[] = { "compute_pct", "comm_pct", "exposed_comm_pct", "memcpy_pct", "idle_pct" };
 #define NGPU (sizeof gpu_keys / sizeof gpu_keys[0])
 
-/* The mean of each gpu_keys figure over the processes with GPU work. */
+/* The idle time's causes (report.json gpu.idle, summed over streams), as
+ * % of the GPU span. */
+static const char *const idle_keys[] = { "host_wait_us", "kernel_wait_us", "other_us" };
+static const char *const idle_names[] = { "idle_host_wait_pct", "idle_kernel_wait_pct", "idle_other_pct" };
+#define NIDLE (sizeof idle_keys / sizeof idle_keys[0])
+
+/* The mean of each gpu_keys figure, then of each idle cause, over the
+ * processes with GPU work. */
 static size_t gpu_means(yajl_val root, double *mean)
 {
     yajl_val procs = rsr_jv_key(root, "processes");
     size_t n = 0;
-    memset(mean, 0, NGPU * sizeof *mean);
+    memset(mean, 0, (NGPU + NIDLE) * sizeof *mean);
     for (size_t i = 0; i < rsr_jv_len(procs); i++) {
         yajl_val g = rsr_jv_key(rsr_jv_at(procs, i), "gpu");
         if (!g)
             continue;
         for (size_t k = 0; k < NGPU; k++)
             mean[k] += rsr_jv_knum_or(g, gpu_keys[k], 0);
+        double span = rsr_jv_knum_or(g, "span_us", 0);
+        for (size_t k = 0; k < NIDLE && span > 0; k++)
+            mean[NGPU + k] += 100 * rsr_jv_knum_or(rsr_jv_key(g, "idle"), idle_keys[k], 0) / span;
         n++;
     }
-    for (size_t k = 0; n && k < NGPU; k++)
+    for (size_t k = 0; n && k < NGPU + NIDLE; k++)
         mean[k] /= (double)n;
     return n;
+}
+
+/* Bytes read and written by all processes. */
+static void io_sums(yajl_val root, double io[2])
+{
+    yajl_val procs = rsr_jv_key(root, "processes");
+    io[0] = io[1] = 0;
+    for (size_t i = 0; i < rsr_jv_len(procs); i++) {
+        yajl_val x = rsr_jv_key(rsr_jv_at(procs, i), "io");
+        io[0] += rsr_jv_knum_or(x, "read_bytes", 0);
+        io[1] += rsr_jv_knum_or(x, "write_bytes", 0);
+    }
 }
 
 /* Kernels by name over both sides: per side count and total time, each
@@ -288,7 +310,8 @@ struct diff {
     struct side *s[2];
     int steps;                  /* both sides have steps */
     double step_ms[2];
-    double gpu[2][NGPU];
+    double gpu[2][NGPU + NIDLE];
+    double io[2][2];            /* bytes read, written */
     size_t gpu_procs[2];
     int per_rank;               /* processes differ: kernels as per-process means */
     struct kernels k;
@@ -312,6 +335,7 @@ static void diff_compute(struct diff *d)
         yajl_val r = d->s[s]->root;
         d->step_ms[s] = step_or_wall_ms(r, d->steps);
         d->gpu_procs[s] = gpu_means(r, d->gpu[s]);
+        io_sums(r, d->io[s]);
         kernels_add(&d->k, s, r);
         colls_add(&d->colls, &d->ncolls, s, r);
         d->ckpt[s] = rsr_jv_knum_or(r, "checkpoint_pct", 0);
@@ -430,6 +454,11 @@ static void diff_json(FILE *f, const struct diff *d)
     fputs(",\"gpu\":{", f);
     for (size_t k = 0; k < NGPU; k++)
         ba(f, gpu_keys[k], d->gpu[0][k], d->gpu[1][k], k == 0);
+    for (size_t k = 0; k < NIDLE; k++)
+        ba(f, idle_names[k], d->gpu[0][NGPU + k], d->gpu[1][NGPU + k], 0);
+    fputs("},\"io\":{", f);
+    ba(f, "read_bytes", d->io[0][0], d->io[1][0], 1);
+    ba(f, "write_bytes", d->io[0][1], d->io[1][1], 0);
     putc('}', f);
     fprintf(f, ",\"per_rank_means\":%s", d->per_rank ? "true" : "false");
     fputs(",\"collectives\":[", f);

@@ -156,9 +156,13 @@ static void put_frame(struct svg_state *st, const char *name, uint64_t x, uint64
     fprintf(f, "<g class=\"f\" data-x=\"%" PRIu64 "\" data-w=\"%" PRIu64 "\" data-d=\"%d\"><title>",
             x, w, depth);
     rsr_xml_escape(f, name);
-    fprintf(f, "\n%s %s (%.2f%%), %" PRIu64 " sample%s%s</title>", t, st->unit,
-            st->total ? 100.0 * (double)w / (double)st->total : 0.0, count, count == 1 ? "" : "s",
-            more ? more : "");
+    if (st->before)
+        fprintf(f, "\n%s %s (%.2f%%)%s</title>", t, st->unit,
+                st->total ? 100.0 * (double)w / (double)st->total : 0.0, more ? more : "");
+    else
+        fprintf(f, "\n%s %s (%.2f%%), %" PRIu64 " sample%s%s</title>", t, st->unit,
+                st->total ? 100.0 * (double)w / (double)st->total : 0.0, count, count == 1 ? "" : "s",
+                more ? more : "");
     fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"rgb(%d,%d,%d)\" "
             "rx=\"2\"/>", px, y, pw > 0.1 ? pw - 0.1 : pw, FRAME_H - 1, rgb[0], rgb[1], rgb[2]);
     /* a label that fits, as the script would cut it */
@@ -384,9 +388,17 @@ static int write_svg(FILE *f, const struct rsr_flame *fl, const char *title, str
     fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f8f8f4\"/>\n", WIDTH, height);
     fprintf(f, "<text class=\"title\" x=\"%d\" y=\"22\" text-anchor=\"middle\">", WIDTH / 2);
     rsr_xml_escape(f, title ? title : titles[k]);
-    fprintf(f, "</text>\n<text x=\"%d\" y=\"40\" text-anchor=\"middle\">%s %s, %" PRIu64
-            " samples, %u process%s; click a frame to zoom</text>\n",
-            WIDTH / 2, t, units[k], fl->nodes[0].count, fl->nprocs, fl->nprocs == 1 ? "" : "es");
+    if (before) {
+        /* folded stacks keep no sample counts */
+        char bt[32];
+        rsr_format_ns(bt, sizeof bt, (double)st.btotal);
+        fprintf(f, "</text>\n<text x=\"%d\" y=\"40\" text-anchor=\"middle\">%s %s after, %s before; "
+                "click a frame to zoom</text>\n", WIDTH / 2, t, units[k], bt);
+    } else {
+        fprintf(f, "</text>\n<text x=\"%d\" y=\"40\" text-anchor=\"middle\">%s %s, %" PRIu64
+                " samples, %u process%s; click a frame to zoom</text>\n",
+                WIDTH / 2, t, units[k], fl->nodes[0].count, fl->nprocs, fl->nprocs == 1 ? "" : "es");
+    }
     fprintf(f, "<text id=\"reset\" class=\"btn\" x=\"%d\" y=\"56\" style=\"opacity:0.3\">Reset zoom</text>\n",
             PAD);
     /* the search box: an XHTML input, which works where prompt() does not
