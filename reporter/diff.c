@@ -437,6 +437,49 @@ static void stragglers_json(FILE *f, yajl_val r0, yajl_val r1)
     putc('}', f);
 }
 
+/* The process of rank r in root's processes, or NULL. */
+static yajl_val rank_proc(yajl_val root, double r)
+{
+    yajl_val procs = rsr_jv_key(root, "processes");
+    for (size_t i = 0; i < rsr_jv_len(procs); i++) {
+        yajl_val p = rsr_jv_at(procs, i);
+        double x;
+        if (rsr_jv_knum(p, "rank", &x) && x == r)
+            return p;
+    }
+    return NULL;
+}
+
+/* Per rank, for the ranks both sides have: wall time, GPU idle, and the
+ * time it waited in collectives for the last rank (the straggler signal). */
+static void ranks_json(FILE *f, yajl_val r0, yajl_val r1)
+{
+    static const char *const keys[] = { "wall_s", "collective_wait_us" };
+    yajl_val procs = rsr_jv_key(r0, "processes");
+    fputs(",\"ranks\":[", f);
+    int first = 1;
+    for (size_t i = 0; i < rsr_jv_len(procs); i++) {
+        yajl_val a = rsr_jv_at(procs, i), b;
+        double r;
+        if (!rsr_jv_knum(a, "rank", &r) || !(b = rank_proc(r1, r)))
+            continue;
+        fprintf(f, "%s{\"rank\":%.0f", first ? "\n" : ",\n", r);
+        for (int k = 0; k < 2; k++) {
+            fprintf(f, ",\"%s_before\":", keys[k]);
+            rsr_json_num(f, rsr_jv_knum_or(a, keys[k], 0));
+            fprintf(f, ",\"%s_after\":", keys[k]);
+            rsr_json_num(f, rsr_jv_knum_or(b, keys[k], 0));
+        }
+        fputs(",\"idle_pct_before\":", f);
+        rsr_json_num(f, rsr_jv_knum_or(rsr_jv_key(a, "gpu"), "idle_pct", 0));
+        fputs(",\"idle_pct_after\":", f);
+        rsr_json_num(f, rsr_jv_knum_or(rsr_jv_key(b, "gpu"), "idle_pct", 0));
+        putc('}', f);
+        first = 0;
+    }
+    putc(']', f);
+}
+
 static void diff_json(FILE *f, const struct diff *d)
 {
     yajl_val r0 = d->s[0]->root, r1 = d->s[1]->root;
@@ -497,6 +540,7 @@ static void diff_json(FILE *f, const struct diff *d)
     putc('}', f);
     findings_json(f, r0, r1);
     stragglers_json(f, r0, r1);
+    ranks_json(f, r0, r1);
     fputs("}\n", f);
 }
 

@@ -6,7 +6,8 @@ runs, one knob changed at a time:
   point of the change the simulator's truth files give, the step time's
   within 3% of simtrain's own step lines, exposed_communication resolved;
 - a straggler removed: straggler_rank resolved, the step time's change
-  within 3% of simtrain's;
+  within 3% of simtrain's, and per rank the fast rank's wait for the slowed
+  one gone;
 - checkpoints every 4 steps -> every 16: checkpoint_pct before and after
   within 1 point of simtrain's own log;
 - the gradient bucket size changed: the collective rows' calls and bytes
@@ -135,6 +136,12 @@ def straggler_case(d):
         return
     check("straggler removed: straggler_rank resolved", "straggler_rank" in dj["findings"]["resolved"],
           str(dj["findings"]))
+    r = {x["rank"]: x for x in dj["ranks"]}
+    check("straggler removed: per rank, rank 0 waited for slowed rank 1 before (%.1f ms against %.1f), far less "
+          "after (%.1f ms)" % (r[0]["collective_wait_us_before"] / 1e3, r[1]["collective_wait_us_before"] / 1e3,
+                               r[0]["collective_wait_us_after"] / 1e3),
+          r[0]["collective_wait_us_before"] > 3 * r[1]["collective_wait_us_before"] and
+          r[0]["collective_wait_us_after"] < 0.5 * r[0]["collective_wait_us_before"])
     step_change_check("straggler removed", dj, b, a)
 
 
