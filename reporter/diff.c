@@ -79,36 +79,6 @@ static void remove_tree(const char *dir)
     rmdir(dir);
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (ferror(f) || feof(f))
-            break;
-        char *g = realloc(buf, cap * 2);
-        if (!g) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = g;
-        cap *= 2;
-    }
-    if (buf && ferror(f)) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf)
-        buf[n] = 0;
-    return buf;
-}
-
 /* Opens one side: a report folder, or a trace folder reported first. */
 static int side_open(struct side *s, const char *path)
 {
@@ -126,7 +96,8 @@ static int side_open(struct side *s, const char *path)
         return 1;
     }
     snprintf(p, sizeof p, "%s/report.json", s->dir);
-    char *text = slurp(p), err[256];
+    size_t len;
+    char *text = rsr_html_slurp(p, &len), err[256];
     if (!text) {
         fprintf(stderr, "ringside: diff: %s: %s\n", p, strerror(errno ? errno : EIO));
         return 1;

@@ -902,31 +902,23 @@ void rsr_flame_load_all(struct rsr_flame *fls, char **files, int nfiles, int qui
     load_kinds(each, files, nfiles, &o, nsamples, waits);
 }
 
-/* Writes fl as out_dir/flame-NAME.svg; 0, or -1 said on stderr. */
-static int write_svg(const struct rsr_flame *fl, const char *out_dir, const char *name, const char *title)
+static int folded_writer(FILE *f, const struct rsr_flame *fl, const char *title)
 {
-    size_t n = strlen(out_dir) + strlen(name) + 16;
-    char *path = rsr_xmalloc(n);
-    snprintf(path, n, "%s/flame-%s.svg", out_dir, name);
-    FILE *f = fopen(path, "w");
-    int err = !f || rsr_flame_write_svg(f, fl, title) != 0;
-    if (f && fclose(f) != 0)
-        err = 1;
-    if (err)
-        fprintf(stderr, "ringside: %s: %s\n", path, strerror(errno ? errno : EIO));
-    free(path);
-    return err ? -1 : 0;
+    (void)title;
+    return rsr_flame_write_folded(f, fl);
 }
 
-/* Writes fl as out_dir/flame-NAME.folded (what `ringside diff` reads of a
- * report folder); 0, or -1 said on stderr. */
-static int write_folded(const struct rsr_flame *fl, const char *out_dir, const char *name)
+/* Writes fl as out_dir/flame-NAME.EXT with writer (rsr_flame_write_svg, or
+ * folded_writer: the folded stacks `ringside diff` reads of a report
+ * folder); 0, or -1 said on stderr. */
+static int write_as(const struct rsr_flame *fl, const char *out_dir, const char *name, const char *ext,
+                    int (*writer)(FILE *, const struct rsr_flame *, const char *), const char *title)
 {
-    size_t n = strlen(out_dir) + strlen(name) + 16;
+    size_t n = strlen(out_dir) + strlen(name) + strlen(ext) + 16;
     char *path = rsr_xmalloc(n);
-    snprintf(path, n, "%s/flame-%s.folded", out_dir, name);
+    snprintf(path, n, "%s/flame-%s.%s", out_dir, name, ext);
     FILE *f = fopen(path, "w");
-    int err = !f || rsr_flame_write_folded(f, fl) != 0;
+    int err = !f || writer(f, fl, title) != 0;
     if (f && fclose(f) != 0)
         err = 1;
     if (err)
@@ -976,8 +968,9 @@ int rsr_flame_write_svgs(const struct rsr_flame *fls, const char *out_dir)
     for (int k = 0; k < RSF_SAMPLE_NKINDS; k++) {
         if (!fls[k].nodes[0].count)
             continue;
-        if (write_svg(&fls[k], out_dir, rsf_sample_kind_name((unsigned)k), NULL) != 0 ||
-            write_folded(&fls[k], out_dir, rsf_sample_kind_name((unsigned)k)) != 0)
+        const char *name = rsf_sample_kind_name((unsigned)k);
+        if (write_as(&fls[k], out_dir, name, "svg", rsr_flame_write_svg, NULL) != 0 ||
+            write_as(&fls[k], out_dir, name, "folded", folded_writer, NULL) != 0)
             return -1;
         written++;
         if (k != RSF_SAMPLE_WAIT)
@@ -986,8 +979,8 @@ int rsr_flame_write_svgs(const struct rsr_flame *fls, const char *out_dir)
          * shows its waits alone. */
         struct rsr_flame by;
         rsr_flame_by_reason(&fls[k], &by);
-        int rc = by.nodes[0].count ? write_svg(&by, out_dir, "wait_by_reason",
-                                               "Wait flame graph by reason (click a reason)") : 0;
+        int rc = by.nodes[0].count ? write_as(&by, out_dir, "wait_by_reason", "svg", rsr_flame_write_svg,
+                                              "Wait flame graph by reason (click a reason)") : 0;
         written += by.nodes[0].count != 0;
         rsr_flame_free(&by);
         if (rc != 0)

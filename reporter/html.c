@@ -1653,8 +1653,7 @@ static double svg_attr(const char *svg, const char *attr)
     return 0;
 }
 
-/* The whole file in a malloc'd buffer (NUL added, not counted in *len). */
-static char *slurp(const char *path, size_t *len)
+char *rsr_html_slurp(const char *path, size_t *len)
 {
     FILE *in = fopen(path, "rb");
     if (!in)
@@ -1694,7 +1693,7 @@ void rsr_html_flame_frame(FILE *f, const char *svg_path)
     const char *base = strrchr(svg_path, '/');
     base = base ? base + 1 : svg_path;
     size_t len;
-    char *svg = slurp(svg_path, &len);
+    char *svg = rsr_html_slurp(svg_path, &len);
     fputs("<h3>", f);
     rsr_html_text(f, base);
     fputs("</h3>\n", f);
@@ -1994,7 +1993,7 @@ int rsr_html_write_dir(const char *out_dir, struct rsr_model *const *models, siz
     snprintf(json_path, sizeof json_path, "%s/report.json", out_dir);
     *failed = json_path;
     size_t len;
-    char *json = slurp(json_path, &len);
+    char *json = rsr_html_slurp(json_path, &len);
     if (!json)
         return -1;
     size_t nflames;

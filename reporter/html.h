@@ -45,6 +45,10 @@ int rsr_html_write_flames(FILE *f, const char *report_json, size_t len,
 int rsr_html_write_dir(const char *out_dir, struct rsr_model *const *models, size_t nmodels,
                        const char **failed);
 
+/* The whole file at path in a malloc'd buffer (NUL added, not counted in
+ * *len); NULL with errno set when it cannot be read. */
+char *rsr_html_slurp(const char *path, size_t *len);
+
 /* Writes the SVG file at svg_path into page f as a heading and a
  * sandboxed frame (its script runs, in an opaque origin); a file that
  * cannot be read becomes a note saying why. */
