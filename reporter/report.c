@@ -1174,13 +1174,12 @@ static char *render_json(struct rsr_input *ins, int n, const struct rsr_job *job
 /* The report of the loaded job J into o's outputs: report.json, the page,
  * the flame graphs, trace.json, --json, the text summary. Returns the exit
  * status. */
-static int report_write(struct loaded *J_, char **paths, int npaths, const struct rsr_report_opts *o,
+static int report_write(const struct loaded *J, char **paths, int npaths, const struct rsr_report_opts *o,
                         const struct rsr_mpi *mp, double t0)
 {
-    struct loaded J = *J_;
-    struct rsr_input *ins = J.ins;
-    struct rsr_model **models = J.models;
-    int n = J.n, readable = J.readable;
+    struct rsr_input *ins = J->ins;
+    struct rsr_model **models = J->models;
+    int n = J->n, readable = J->readable;
     struct rsr_job job;
     int tty = isatty(STDERR_FILENO);
     if (tty)
@@ -1200,7 +1199,7 @@ static int report_write(struct loaded *J_, char **paths, int npaths, const struc
         extra = lanes_json(lanes, ins, &job, paths, npaths);
     }
     size_t len = 0;
-    char *json = lanes ? render_json(ins, n, &job, extra, &J, mp, t0, &len) : NULL;
+    char *json = lanes ? render_json(ins, n, &job, extra, J, mp, t0, &len) : NULL;
     if (!json) {
         fprintf(stderr, "ringside: out of memory\n");
         return 1;
@@ -1218,7 +1217,7 @@ static int report_write(struct loaded *J_, char **paths, int npaths, const struc
             snprintf(p, sizeof p, "%s/report.json", o->out_dir);
             rc = write_file(p, json, len);
             /* The flame graphs first: index.html inlines OUT/flame-*.svg. */
-            if (!rc && rsr_flame_write_svgs(J.fls, o->out_dir) < 0)
+            if (!rc && rsr_flame_write_svgs(J->fls, o->out_dir) < 0)
                 rc = 1;
             const char *bad;
             if (!rc && rsr_html_write_dir(o->out_dir, lanes->models, lanes->n, &bad) != 0)
@@ -1227,7 +1226,7 @@ static int report_write(struct loaded *J_, char **paths, int npaths, const struc
                 rc = write_output(o->out_dir, "trace.json", lanes->models, lanes->n);
             /* Once more, with the peak memory and wall time of all the
              * outputs (index.html has read it by now). */
-            char *last = rc ? NULL : render_json(ins, n, &job, extra, &J, mp, t0, &len);
+            char *last = rc ? NULL : render_json(ins, n, &job, extra, J, mp, t0, &len);
             if (last) {
                 free(json);
                 json = last;
