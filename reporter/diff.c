@@ -13,6 +13,7 @@
 #include "reporter/report.h"
 #include "formats/trace.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -66,16 +67,21 @@ static int report_traces(struct side *s, const char *path)
     return 0;
 }
 
+/* Removes the temporary report folder dir made (report writes plain files
+ * only, whichever it writes). */
 static void remove_tree(const char *dir)
 {
-    static const char *const names[] = { "report.json", "index.html", "trace.json", "flame-cpu.svg",
-                                         "flame-wait.svg", "flame-gpu.svg", "flame-wait_by_reason.svg",
-                                         "flame-cpu.folded", "flame-wait.folded", "flame-gpu.folded" };
-    char p[4200];
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char p[4400];
+    while (d && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
         unlink(p);
     }
+    if (d)
+        closedir(d);
     rmdir(dir);
 }
 
