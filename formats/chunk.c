@@ -74,6 +74,11 @@ static const struct rsf_field_desc chunk_fields[RSF_CHUNK_NSLOTS] = {
     [RSF_CHUNK_SAMPLES] = STRUCTF("samples", RSF_F_VEC_STRUCT, struct rsf_sample),
     [RSF_CHUNK_MODULES] = STRUCTF("modules", RSF_F_VEC_STRUCT, struct rsf_module),
     [RSF_CHUNK_RANGES] = STRUCTF("ranges", RSF_F_VEC_STRUCT, struct rsf_range),
+    [RSF_CHUNK_LAUNCHES] = STRUCTF("launches", RSF_F_VEC_STRUCT, struct rsf_launch),
+    [RSF_CHUNK_FUNCTIONS] = STRUCTF("functions", RSF_F_VEC_STRUCT, struct rsf_function),
+    [RSF_CHUNK_DEVICES] = STRUCTF("devices", RSF_F_VEC_STRUCT, struct rsf_device),
+    [RSF_CHUNK_SERIES] = STRUCTF("series", RSF_F_VEC_STRUCT, struct rsf_series),
+    [RSF_CHUNK_POINTS] = STRUCTF("points", RSF_F_VEC_STRUCT, struct rsf_point),
 };
 const struct rsf_table_desc rsf_chunk_desc = { "Chunk", RSF_CHUNK_NSLOTS, chunk_fields };
 
@@ -113,6 +118,8 @@ RSF_NAME_FN(rsf_comm_kind_name, RSF_COMM_KINDS)
 RSF_NAME_FN(rsf_mem_kind_name, RSF_MEM_KINDS)
 RSF_NAME_FN(rsf_sample_kind_name, RSF_SAMPLE_KINDS)
 RSF_NAME_FN(rsf_range_kind_name, RSF_RANGE_KINDS)
+RSF_NAME_FN(rsf_series_kind_name, RSF_SERIES_KINDS)
+RSF_NAME_FN(rsf_link_kind_name, RSF_LINK_KINDS)
 #undef RSF_NAME
 #define RSF_NAME(id, name, label) #name,
 RSF_NAME_FN(rsf_wait_reason_name, RSF_WAIT_REASONS)
@@ -212,6 +219,11 @@ static int enc_fill(struct enc *e, const struct rsf_chunk *c)
     e->chunk[RSF_CHUNK_SAMPLES] = vval(c->samples, c->nsamples);
     e->chunk[RSF_CHUNK_MODULES] = vval(c->modules, c->nmodules);
     e->chunk[RSF_CHUNK_RANGES] = vval(c->ranges, c->nranges);
+    e->chunk[RSF_CHUNK_LAUNCHES] = vval(c->launches, c->nlaunches);
+    e->chunk[RSF_CHUNK_FUNCTIONS] = vval(c->functions, c->nfunctions);
+    e->chunk[RSF_CHUNK_DEVICES] = vval(c->devices, c->ndevices);
+    e->chunk[RSF_CHUNK_SERIES] = vval(c->series, c->nseries);
+    e->chunk[RSF_CHUNK_POINTS] = vval(c->points, c->npoints);
     if (c->nstacks) {
         e->stacks = calloc(c->nstacks, RSF_STACK_NSLOTS * sizeof *e->stacks);
         e->stack_ptrs = calloc(c->nstacks, sizeof *e->stack_ptrs);
@@ -344,6 +356,15 @@ int rsf_chunk_decode(const uint8_t *buf, size_t size, struct rsf_chunk_view *v, 
     c->samples = struct_vec(buf, t, RSF_CHUNK_SAMPLES, &c->nsamples);
     c->modules = struct_vec(buf, t, RSF_CHUNK_MODULES, &c->nmodules);
     c->ranges = struct_vec(buf, t, RSF_CHUNK_RANGES, &c->nranges);
+    c->launches = struct_vec(buf, t, RSF_CHUNK_LAUNCHES, &c->nlaunches);
+    if (c->nlaunches != c->ngpu) { /* not this format's: the events stand without geometry */
+        c->launches = NULL;
+        c->nlaunches = 0;
+    }
+    c->functions = struct_vec(buf, t, RSF_CHUNK_FUNCTIONS, &c->nfunctions);
+    c->devices = struct_vec(buf, t, RSF_CHUNK_DEVICES, &c->ndevices);
+    c->series = struct_vec(buf, t, RSF_CHUNK_SERIES, &c->nseries);
+    c->points = struct_vec(buf, t, RSF_CHUNK_POINTS, &c->npoints);
 
     uint32_t sv = rsf_fb_deref(buf, t, RSF_CHUNK_STRINGS);
     uint32_t m = rsf_fb_deref(buf, t, RSF_CHUNK_META);

@@ -79,6 +79,16 @@ struct rsf_chunk {
     uint32_t nmodules;
     const struct rsf_range *ranges;
     uint32_t nranges;
+    const struct rsf_launch *launches;   /* nlaunches == ngpu, or 0: none */
+    uint32_t nlaunches;
+    const struct rsf_function *functions;
+    uint32_t nfunctions;
+    const struct rsf_device *devices;
+    uint32_t ndevices;
+    const struct rsf_series *series;
+    uint32_t nseries;
+    const struct rsf_point *points;
+    uint32_t npoints;
 };
 
 extern const struct rsf_table_desc rsf_chunk_desc;

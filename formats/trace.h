@@ -202,6 +202,62 @@ struct rsf_range {
     uint8_t kind, flags;
 };
 
+/* Launch: a kernel launch's geometry, gpu[i]'s when in launches[i]. */
+struct rsf_launch {
+    uint32_t grid_x, grid_y, grid_z, smem_dyn, func;
+    uint16_t block_x, block_y, block_z, cluster_x, cluster_y, cluster_z;
+};
+
+/* Function: a launched function's attributes, once per file. */
+struct rsf_function {
+    uint32_t id, name, static_smem, local_bytes;
+    uint16_t max_threads, regs;
+    int16_t device;
+    uint16_t binary_version;
+};
+
+/* Device: a GPU's limits, once per file. */
+struct rsf_device {
+    int32_t ordinal;
+    uint32_t cc_major, cc_minor, sm_count, max_threads_per_sm, max_blocks_per_sm, regs_per_sm,
+        smem_per_sm, max_threads_per_block, regs_per_block, smem_per_block_optin,
+        smem_reserved_per_block, warp_size, clock_khz, name, uuid, pci;
+};
+
+/* enum SeriesKind, LinkKind (trace.fbs says what each series' values are) */
+#define RSF_SERIES_KINDS(X) X(LINK_TX, link_tx) X(LINK_RX, link_rx) X(DISK_READ, disk_read) \
+    X(DISK_WRITE, disk_write) X(NFS_READ, nfs_read) X(NFS_WRITE, nfs_write) \
+    X(CPU_BUSY, cpu_busy) X(CPU_TOTAL, cpu_total) X(MEM_TOTAL, mem_total) \
+    X(MEM_AVAILABLE, mem_available) X(MEM_DIRTY, mem_dirty) X(GPU_UTIL, gpu_util) \
+    X(GPU_SM_ACTIVE, gpu_sm_active) X(GPU_SM_OCCUPANCY, gpu_sm_occupancy) \
+    X(GPU_TENSOR_ACTIVE, gpu_tensor_active) X(GPU_DRAM_ACTIVE, gpu_dram_active) \
+    X(GPU_PCIE_TX, gpu_pcie_tx) X(GPU_PCIE_RX, gpu_pcie_rx) X(GPU_NVLINK_TX, gpu_nvlink_tx) \
+    X(GPU_NVLINK_RX, gpu_nvlink_rx)
+#define RSF_LINK_KINDS(X) X(NONE, none) X(IB, ib) X(ROCE, roce) X(ETH, eth) \
+    X(LOOPBACK, loopback) X(NVLINK, nvlink)
+#define RSF_ENUM_SERIES(id, name) RSF_SERIES_##id,
+#define RSF_ENUM_LINK(id, name) RSF_LINK_##id,
+enum rsf_series_kind { RSF_SERIES_KINDS(RSF_ENUM_SERIES) RSF_SERIES_NKINDS };
+enum rsf_link_kind { RSF_LINK_KINDS(RSF_ENUM_LINK) RSF_LINK_NKINDS };
+#undef RSF_ENUM_SERIES
+#undef RSF_ENUM_LINK
+const char *rsf_series_kind_name(unsigned v);
+const char *rsf_link_kind_name(unsigned v);
+
+struct rsf_series {
+    uint64_t rate;           /* bytes per second; 0: not known */
+    uint32_t id, name;
+    int32_t device;
+    uint8_t kind, link;
+    uint8_t pad_[2];
+};
+
+struct rsf_point {
+    uint64_t ts_ns, value;
+    uint32_t series;
+    uint8_t pad_[4];
+};
+
 _Static_assert(sizeof(struct rsf_clock_pair) == 16, "ClockPair layout");
 _Static_assert(sizeof(struct rsf_io_event) == 48, "IoEvent layout");
 _Static_assert(sizeof(struct rsf_file_ref) == 12, "FileRef layout");
@@ -215,6 +271,11 @@ _Static_assert(sizeof(struct rsf_frame) == 8, "Frame layout");
 _Static_assert(sizeof(struct rsf_sample) == 32, "Sample layout");
 _Static_assert(sizeof(struct rsf_module) == 40, "Module layout");
 _Static_assert(sizeof(struct rsf_range) == 40, "Range layout");
+_Static_assert(sizeof(struct rsf_launch) == 32, "Launch layout");
+_Static_assert(sizeof(struct rsf_function) == 24, "Function layout");
+_Static_assert(sizeof(struct rsf_device) == 68, "Device layout");
+_Static_assert(sizeof(struct rsf_series) == 24, "Series layout");
+_Static_assert(sizeof(struct rsf_point) == 24, "Point layout");
 
 /* Field slots of each table, in trace.fbs declaration order. */
 enum { RSF_SETTING_KEY, RSF_SETTING_VALUE, RSF_SETTING_NSLOTS };
@@ -235,7 +296,8 @@ enum {
     RSF_CHUNK_FILES, RSF_CHUNK_THREADS, RSF_CHUNK_CLOCKS, RSF_CHUNK_IO,
     RSF_CHUNK_COUNTERS, RSF_CHUNK_END, RSF_CHUNK_GPU, RSF_CHUNK_SYNCS, RSF_CHUNK_COLLS,
     RSF_CHUNK_COMMS, RSF_CHUNK_MEMS, RSF_CHUNK_STACKS, RSF_CHUNK_SAMPLES, RSF_CHUNK_MODULES,
-    RSF_CHUNK_RANGES, RSF_CHUNK_NSLOTS
+    RSF_CHUNK_RANGES, RSF_CHUNK_LAUNCHES, RSF_CHUNK_FUNCTIONS, RSF_CHUNK_DEVICES, RSF_CHUNK_SERIES,
+    RSF_CHUNK_POINTS, RSF_CHUNK_NSLOTS
 };
 
 #endif

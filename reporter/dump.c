@@ -88,6 +88,49 @@ static void string_ref(FILE *o, const struct dump_state *d, const char *key, uin
     rsr_json_str(o, str_of(d, id));
 }
 
+/* Functions, devices, counter series and their points. */
+static void dump_limits(struct dump_state *d, const struct rsf_chunk *c)
+{
+    FILE *o = d->out;
+    for (uint32_t i = 0; i < c->nfunctions; i++) {
+        const struct rsf_function *f = &c->functions[i];
+        fprintf(o, "{\"type\":\"function\",\"id\":%u", f->id);
+        string_ref(o, d, "name", f->name);
+        fprintf(o, ",\"static_smem\":%u,\"local_bytes\":%u,\"max_threads\":%u,\"regs\":%u"
+                   ",\"device\":%d,\"binary_version\":%u}\n",
+                f->static_smem, f->local_bytes, f->max_threads, f->regs, f->device, f->binary_version);
+    }
+    for (uint32_t i = 0; i < c->ndevices; i++) {
+        const struct rsf_device *v = &c->devices[i];
+        fprintf(o, "{\"type\":\"device\",\"ordinal\":%d,\"cc_major\":%u,\"cc_minor\":%u"
+                   ",\"sm_count\":%u,\"max_threads_per_sm\":%u,\"max_blocks_per_sm\":%u"
+                   ",\"regs_per_sm\":%u,\"smem_per_sm\":%u,\"max_threads_per_block\":%u"
+                   ",\"regs_per_block\":%u,\"smem_per_block_optin\":%u"
+                   ",\"smem_reserved_per_block\":%u,\"warp_size\":%u,\"clock_khz\":%u",
+                v->ordinal, v->cc_major, v->cc_minor, v->sm_count, v->max_threads_per_sm,
+                v->max_blocks_per_sm, v->regs_per_sm, v->smem_per_sm, v->max_threads_per_block,
+                v->regs_per_block, v->smem_per_block_optin, v->smem_reserved_per_block, v->warp_size,
+                v->clock_khz);
+        string_ref(o, d, "name", v->name);
+        string_ref(o, d, "uuid", v->uuid);
+        string_ref(o, d, "pci", v->pci);
+        fputs("}\n", o);
+    }
+    for (uint32_t i = 0; i < c->nseries; i++) {
+        const struct rsf_series *e = &c->series[i];
+        fprintf(o, "{\"type\":\"series\",\"id\":%u", e->id);
+        string_ref(o, d, "name", e->name);
+        enum_field(o, "kind", rsf_series_kind_name(e->kind), e->kind);
+        enum_field(o, "link", rsf_link_kind_name(e->link), e->link);
+        fprintf(o, ",\"device\":%d,\"rate\":%" PRIu64 "}\n", e->device, e->rate);
+    }
+    for (uint32_t i = 0; i < c->npoints; i++) {
+        const struct rsf_point *e = &c->points[i];
+        fprintf(o, "{\"type\":\"point\",\"series\":%u,\"ts_ns\":%" PRIu64 ",\"value\":%" PRIu64 "}\n",
+                e->series, e->ts_ns, e->value);
+    }
+}
+
 /* GPU, NCCL, memory, stack, sample, module and range records. */
 static void dump_gpu(struct dump_state *d, const struct rsf_chunk *c)
 {
@@ -102,7 +145,14 @@ static void dump_gpu(struct dump_state *d, const struct rsf_chunk *c)
         fprintf(o, ",\"device\":%d", e->device);
         enum_field(o, "kind", rsf_gpu_kind_name(e->kind), e->kind);
         enum_field(o, "dir", rsf_copy_dir_name(e->dir), e->dir);
-        fprintf(o, ",\"flags\":%u}\n", e->flags);
+        fprintf(o, ",\"flags\":%u", e->flags);
+        const struct rsf_launch *l = c->nlaunches ? &c->launches[i] : NULL;
+        if (l && (l->grid_x || l->func))
+            fprintf(o, ",\"launch\":{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem_dyn\":%u"
+                       ",\"func\":%u,\"cluster\":[%u,%u,%u]}",
+                    l->grid_x, l->grid_y, l->grid_z, l->block_x, l->block_y, l->block_z, l->smem_dyn,
+                    l->func, l->cluster_x, l->cluster_y, l->cluster_z);
+        fputs("}\n", o);
     }
     for (uint32_t i = 0; i < c->nsyncs; i++) {
         const struct rsf_sync_event *e = &c->syncs[i];
@@ -240,6 +290,7 @@ static int dump_chunk(const struct rsf_chunk *c, void *arg)
         rsr_json_str(o, e->file < d->nfiles ? str_of(d, d->file_path[e->file]) : NULL);
         fputs("}\n", o);
     }
+    dump_limits(d, c);
     dump_gpu(d, c);
     return ferror(o) ? 1 : 0;
 }

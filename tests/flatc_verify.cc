@@ -42,6 +42,11 @@ SAME_SIZE(Frame, rsf_frame);
 SAME_SIZE(Sample, rsf_sample);
 SAME_SIZE(Module, rsf_module);
 SAME_SIZE(Range, rsf_range);
+SAME_SIZE(Launch, rsf_launch);
+SAME_SIZE(Function, rsf_function);
+SAME_SIZE(Device, rsf_device);
+SAME_SIZE(Series, rsf_series);
+SAME_SIZE(Point, rsf_point);
 
 #define SAME_VALUE(gen, c) static_assert(int(ringside::gen) == int(c), #gen)
 SAME_VALUE(Role_rank, RSF_ROLE_RANK);
@@ -63,6 +68,8 @@ SAME_VALUE(RangeKind_push, RSF_RANGE_PUSH);
 SAME_VALUE(RangeKind_start, RSF_RANGE_START);
 SAME_VALUE(RangeKind_mark, RSF_RANGE_MARK);
 SAME_VALUE(RangeKind_MAX, RSF_RANGE_NKINDS - 1);
+SAME_VALUE(SeriesKind_MAX, RSF_SERIES_NKINDS - 1);
+SAME_VALUE(LinkKind_MAX, RSF_LINK_NKINDS - 1);
 
 // A field's vtable entry sits at 4 + 2 x slot; the last slot + 1 is the count.
 #define SLOT(table, VT, C) static_assert(ringside::table::VT == 4 + 2 * (C), #table "." #VT)
@@ -116,7 +123,12 @@ SLOT(Chunk, VT_STACKS, RSF_CHUNK_STACKS);
 SLOT(Chunk, VT_SAMPLES, RSF_CHUNK_SAMPLES);
 SLOT(Chunk, VT_MODULES, RSF_CHUNK_MODULES);
 SLOT(Chunk, VT_RANGES, RSF_CHUNK_RANGES);
-static_assert(ringside::Chunk::VT_RANGES == 2 + 2 * RSF_CHUNK_NSLOTS, "Chunk slots");
+SLOT(Chunk, VT_LAUNCHES, RSF_CHUNK_LAUNCHES);
+SLOT(Chunk, VT_FUNCTIONS, RSF_CHUNK_FUNCTIONS);
+SLOT(Chunk, VT_DEVICES, RSF_CHUNK_DEVICES);
+SLOT(Chunk, VT_SERIES, RSF_CHUNK_SERIES);
+SLOT(Chunk, VT_POINTS, RSF_CHUNK_POINTS);
+static_assert(ringside::Chunk::VT_POINTS == 2 + 2 * RSF_CHUNK_NSLOTS, "Chunk slots");
 
 // ---- run time: what C++ keeps private (struct field offsets) and names ----
 
@@ -184,6 +196,29 @@ static const cfield range_fields[] = {
     CF(rsf_range, name), CF(rsf_range, domain), CF(rsf_range, category), CF(rsf_range, depth),
     CF(rsf_range, kind), CF(rsf_range, flags),
 };
+static const cfield launch_fields[] = {
+    CF(rsf_launch, grid_x), CF(rsf_launch, grid_y), CF(rsf_launch, grid_z), CF(rsf_launch, smem_dyn),
+    CF(rsf_launch, func), CF(rsf_launch, block_x), CF(rsf_launch, block_y), CF(rsf_launch, block_z),
+    CF(rsf_launch, cluster_x), CF(rsf_launch, cluster_y), CF(rsf_launch, cluster_z),
+};
+static const cfield function_fields[] = {
+    CF(rsf_function, id), CF(rsf_function, name), CF(rsf_function, static_smem),
+    CF(rsf_function, local_bytes), CF(rsf_function, max_threads), CF(rsf_function, regs),
+    CF(rsf_function, device), CF(rsf_function, binary_version),
+};
+static const cfield device_fields[] = {
+    CF(rsf_device, ordinal), CF(rsf_device, cc_major), CF(rsf_device, cc_minor),
+    CF(rsf_device, sm_count), CF(rsf_device, max_threads_per_sm), CF(rsf_device, max_blocks_per_sm),
+    CF(rsf_device, regs_per_sm), CF(rsf_device, smem_per_sm), CF(rsf_device, max_threads_per_block),
+    CF(rsf_device, regs_per_block), CF(rsf_device, smem_per_block_optin),
+    CF(rsf_device, smem_reserved_per_block), CF(rsf_device, warp_size), CF(rsf_device, clock_khz),
+    CF(rsf_device, name), CF(rsf_device, uuid), CF(rsf_device, pci),
+};
+static const cfield series_fields[] = {
+    CF(rsf_series, rate), CF(rsf_series, id), CF(rsf_series, name), CF(rsf_series, device),
+    CF(rsf_series, kind), CF(rsf_series, link),
+};
+static const cfield point_fields[] = { CF(rsf_point, ts_ns), CF(rsf_point, value), CF(rsf_point, series) };
 
 // flatc's struct type table lists each field's offset and, after them, the
 // struct's size; a field's size is the gap to the next offset less padding,
@@ -289,6 +324,11 @@ static void check_schema()
     CHECK_STRUCT(Sample, rsf_sample, sample_fields);
     CHECK_STRUCT(Module, rsf_module, module_fields);
     CHECK_STRUCT(Range, rsf_range, range_fields);
+    CHECK_STRUCT(Launch, rsf_launch, launch_fields);
+    CHECK_STRUCT(Function, rsf_function, function_fields);
+    CHECK_STRUCT(Device, rsf_device, device_fields);
+    CHECK_STRUCT(Series, rsf_series, series_fields);
+    CHECK_STRUCT(Point, rsf_point, point_fields);
 #undef CHECK_STRUCT
     check_table("Chunk", &rsf_chunk_desc, ringside::ChunkTypeTable());
     for (unsigned op = 0; op <= ringside::IoOp_MAX; op++) {
@@ -309,6 +349,20 @@ static void check_schema()
     }
     if (rsf_range_kind_name(ringside::RangeKind_MAX + 1) != nullptr)
         fail("rsf_range_kind_name names a value past the end of RangeKind");
+    for (unsigned k = 0; k <= ringside::SeriesKind_MAX; k++) {
+        const char *mine = rsf_series_kind_name(k);
+        const char *theirs = ringside::EnumNameSeriesKind(static_cast<ringside::SeriesKind>(k));
+        if (!mine || std::strcmp(mine, theirs) != 0)
+            fail("SeriesKind " + std::to_string(k) + ": trace.h says " + (mine ? mine : "(none)") +
+                 ", trace.fbs " + theirs);
+    }
+    for (unsigned k = 0; k <= ringside::LinkKind_MAX; k++) {
+        const char *mine = rsf_link_kind_name(k);
+        const char *theirs = ringside::EnumNameLinkKind(static_cast<ringside::LinkKind>(k));
+        if (!mine || std::strcmp(mine, theirs) != 0)
+            fail("LinkKind " + std::to_string(k) + ": trace.h says " + (mine ? mine : "(none)") +
+                 ", trace.fbs " + theirs);
+    }
 }
 
 // One size-prefixed Chunk per file, as flatc -b --size-prefixed writes it.

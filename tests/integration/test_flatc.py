@@ -21,9 +21,9 @@ def run(cmd, **kw):
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False, **kw)
 
 
-def traced(cmd, out):
+def traced(cmd, out, extra_env=None):
     """Runs cmd under the agent, flushing every 50 ms; its traces go to out."""
-    env = dict(os.environ, LD_PRELOAD=AGENT, RINGSIDE_OUT=out, RINGSIDE_FLUSH_MS="50")
+    env = dict(os.environ, LD_PRELOAD=AGENT, RINGSIDE_OUT=out, RINGSIDE_FLUSH_MS="50", **(extra_env or {}))
     r = run(cmd, env=env)
     if r.returncode != 0:
         raise RuntimeError(f"{cmd[0]} exited {r.returncode}: {r.stderr.decode(errors='replace')}")
@@ -67,7 +67,8 @@ def dump(path):
         if rec["type"] == "chunk":
             chunks.append({"chunk": rec, "meta": None, "string": [], "file": [], "thread": [],
                            "clock": [], "io": [], "gpu": [], "sync": [], "coll": [], "comm": [],
-                           "mem": [], "stack": [], "sample": [], "module": [], "range": []})
+                           "mem": [], "stack": [], "sample": [], "module": [], "range": [],
+                           "function": [], "device": [], "series": [], "point": []})
         else:
             key = rec.pop("type")
             if key == "meta":
@@ -97,7 +98,26 @@ VECTORS = {  # flatc's vector -> dump's record type and the fields they share
     "modules": ("module", ["ts_ns", "start", "end", "file_off", "path", "build_id"]),
     "ranges": ("range", ["start_ns", "end_ns", "tid", "end_tid", "name", "domain", "category", "depth",
                          "kind", "flags"]),
+    "functions": ("function", ["id", "name", "static_smem", "local_bytes", "max_threads", "regs", "device",
+                               "binary_version"]),
+    "devices": ("device", ["ordinal", "cc_major", "cc_minor", "sm_count", "max_threads_per_sm",
+                           "max_blocks_per_sm", "regs_per_sm", "smem_per_sm", "max_threads_per_block",
+                           "regs_per_block", "smem_per_block_optin", "smem_reserved_per_block", "warp_size",
+                           "clock_khz", "name", "uuid", "pci"]),
+    "series": ("series", ["rate", "id", "name", "device", "kind", "link"]),
+    "points": ("point", ["ts_ns", "value", "series"]),
 }
+
+
+def launch_of(rec):
+    """A gpu record's launch geometry as flatc prints a Launch (zeros: none)."""
+    g = rec.get("launch")
+    if not g:
+        return {k: 0 for k in ("grid_x", "grid_y", "grid_z", "smem_dyn", "func", "block_x", "block_y",
+                               "block_z", "cluster_x", "cluster_y", "cluster_z")}
+    return {"grid_x": g["grid"][0], "grid_y": g["grid"][1], "grid_z": g["grid"][2], "smem_dyn": g["smem_dyn"],
+            "func": g["func"], "block_x": g["block"][0], "block_y": g["block"][1], "block_z": g["block"][2],
+            "cluster_x": g["cluster"][0], "cluster_y": g["cluster"][1], "cluster_z": g["cluster"][2]}
 
 
 def compare(where, fl, dm):
@@ -129,14 +149,21 @@ def compare(where, fl, dm):
     for vec, (rtype, fields) in VECTORS.items():
         mine = [{k: r[k] for k in fields} for r in dm[rtype]]
         eq(vec, fl.get(vec, []), mine)
+    if "launches" in fl:
+        eq("launches", fl["launches"], [launch_of(r) for r in dm["gpu"]])
+    elif any("launch" in r for r in dm["gpu"]):
+        bad.append(f"{where}: dump shows launch geometry that flatc does not")
     eq("stacks", fl.get("stacks", []),
        [{"id": r["id"], "frames": [{"addr": a} for a in r["frames"]]} for r in dm["stack"]])
     return bad
 
 
-def check_program(name, cmd, tmp, min_chunks):
+def check_program(name, cmd, tmp, min_chunks, extra_env=None, vectors=()):
+    """Each chunk of cmd's traces as flatc and dump read it; vectors: those
+    that some chunk must hold."""
     out = os.path.join(tmp, name)
-    files = traced(cmd, out)
+    files = traced(cmd, out, extra_env)
+    seen = set()
     problems, chunk_files, nchunks = [], [], 0
     if not files:
         problems.append("no trace file written")
@@ -156,6 +183,10 @@ def check_program(name, cmd, tmp, min_chunks):
             continue
         for i, (fl, dm) in enumerate(zip(decoded, dumped)):
             problems += compare(f"{os.path.basename(path)} chunk {i}", fl, dm)
+            seen |= {v for v in vectors if fl.get(v)}
+    missing = sorted(set(vectors) - seen)
+    if missing:
+        problems.append("no chunk holds " + ", ".join(missing))
     if nchunks < min_chunks:
         problems.append(f"at most {nchunks} chunks in a file, wanted {min_chunks} or more")
     report_problems(f"flatc_matches_dump_{name}", problems)
@@ -302,6 +333,15 @@ def main():
         # NVTX ranges (formats: Range) from a real program built with the NVTX headers.
         _, nvtx_chunks = check_program("nvtx", [os.path.join(BUILD, "tests", "prog", "nvtx_ranges"),
                                                 os.path.join(tmp, "nvtx-truth.json")], tmp, 1)
+
+        # Kernel launches with their geometry, functions and devices, and
+        # the node's counter series (formats: Launch, Function, Device,
+        # Series, Point) from simtrain on the simulated GPU.
+        _, sim_chunks = check_program(
+            "simtrain", [os.path.join(BUILD, "simtrain"), "--steps", "40", "--kernel-blocks", "33"], tmp, 1,
+            {"LD_LIBRARY_PATH": os.path.join(BUILD, "sim"), "RINGSIDE_METRICS_HZ": "100"},
+            ("launches", "functions", "devices", "series", "points"))
+        nvtx_chunks += sim_chunks
 
         # The agent's records against what the programs really wrote.
         got = (written_to(dd_files, dd_out), written_to(py_files, target))
