@@ -32,6 +32,12 @@ struct rs_cuda_real {
     __typeof__(cuThreadExchangeStreamCaptureMode) *exchange_capture_mode;
     __typeof__(cuPointerGetAttribute) *pointer_attr;
     __typeof__(cuArray3DGetDescriptor_v2) *array3d_desc;
+    __typeof__(cuFuncGetAttribute) *func_get_attribute;
+    __typeof__(cuKernelGetAttribute) *kernel_get_attribute;
+    __typeof__(cuDeviceGetAttribute) *device_get_attribute;
+    __typeof__(cuDeviceGetName) *device_get_name;
+    __typeof__(cuDeviceGetUuid) *device_get_uuid;
+    __typeof__(cuDeviceGetPCIBusId) *device_get_pci_bus_id;
 };
 extern struct rs_cuda_real rs_cu;
 
@@ -56,6 +62,20 @@ uint64_t rs_stream_id(CUstream s, int ptsz);
 /* Whether p, what dlsym found for the NCCL function name, may be given out:
  * not when it is the agent's wrapper and no real NCCL is loaded behind it. */
 int rs_nccl_present(const char *name, void *p);
+
+/* ---- launched functions and devices (gpuinfo.c) ---- */
+
+/* Describes function f (named name, text that lives as long as the process)
+ * in a FUNC record, and its device in a DEVICE record the first time; the
+ * caller holds rs_th.guard. Returns the function's id (Launch.func), 0 when
+ * the record could not be made. */
+uint32_t rs_func_describe(CUfunction f, const char *name);
+/* The first device a launch described (-1: none yet). */
+int rs_gpu_first_device(void);
+/* In a forked child: devices are described again in its own file. */
+void rs_gpuinfo_forked(void);
+/* In a forked child: the launched functions are described again (hook_cuda.c). */
+void rs_func_cache_forked(void);
 
 /* ---- GPU timing (gputime.c) ---- */
 

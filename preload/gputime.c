@@ -298,4 +298,6 @@ void rs_gpu_forked(void)
     if (atomic_load(&pool_state) != POOL_NONE)
         atomic_store(&pool_state, POOL_OFF);
     writer_ctx_set = 0;
+    rs_gpuinfo_forked();
+    rs_func_cache_forked();
 }

@@ -91,6 +91,14 @@ static int cuda_setup(void)
     R(exchange_capture_mode, "cuThreadExchangeStreamCaptureMode");
     R(pointer_attr, "cuPointerGetAttribute");
     R(array3d_desc, "cuArray3DGetDescriptor_v2");
+    R(func_get_attribute, "cuFuncGetAttribute");
+    R(kernel_get_attribute, "cuKernelGetAttribute");
+    R(device_get_attribute, "cuDeviceGetAttribute");
+    R(device_get_name, "cuDeviceGetName");
+    R(device_get_uuid, "cuDeviceGetUuid_v2");
+    if (!rs_cu.device_get_uuid)
+        R(device_get_uuid, "cuDeviceGetUuid");
+    R(device_get_pci_bus_id, "cuDeviceGetPCIBusId");
 #undef R
     if (!rs_cu.ctx_get_current) {
         rs_notice("no CUDA driver functions found (libcuda.so.1 missing or unknown); CUDA capture is off");
@@ -152,6 +160,7 @@ static inline int cu_on(void)
 struct name_slot {
     _Atomic uintptr_t key;
     _Atomic(const char *) name;
+    _Atomic uint32_t id;       /* Launch.func (gpuinfo.c); 0: not described (yet) */
 };
 static struct name_slot *names;
 static char *arena;
@@ -201,33 +210,58 @@ static const char *name_ask(CUfunction f)
     return NULL;
 }
 
-static const char *func_name(CUfunction f)
+/* A launched function: its name and id. */
+struct func_ref {
+    const char *name;
+    uint32_t id;
+};
+
+/* The slot that found f's key: its name (asked for when another thread
+ * took the slot and has not filled it yet) and id. */
+static struct func_ref func_known(CUfunction f, struct name_slot *s)
+{
+    const char *n = atomic_load_explicit(&s->name, memory_order_acquire);
+    return (struct func_ref){ n ? n : name_copy(name_ask(f)),
+                              atomic_load_explicit(&s->id, memory_order_acquire) };
+}
+
+/* f's name and id from a lock-free cache CUfunction -> (name, id), the
+ * text copied once into an arena that lives as long as the process; the
+ * thread that adds f describes it (FUNC record) before its launch record. */
+static struct func_ref func_of(CUfunction f)
 {
     if (!f || (RS_UNLIKELY(atomic_load_explicit(&names_state, memory_order_acquire) != 1) && !names_setup()))
-        return NULL;
+        return (struct func_ref){ NULL, 0 };
     uintptr_t key = (uintptr_t)f;
     uint32_t h = (uint32_t)((key >> 4) * 2654435761u);
     for (uint32_t i = 0; i < NAME_PROBES; i++) {
         struct name_slot *s = &names[(h + i) & (NAME_SLOTS - 1)];
         uintptr_t k = atomic_load_explicit(&s->key, memory_order_acquire);
-        if (k == key) {
-            const char *n = atomic_load_explicit(&s->name, memory_order_acquire);
-            return n ? n : name_copy(name_ask(f));
-        }
+        if (k == key)
+            return func_known(f, s);
         if (k == 0) {
             uintptr_t zero = 0;
             if (!atomic_compare_exchange_strong(&s->key, &zero, key)) {
                 if (zero != key)
                     continue;
-                const char *n = atomic_load_explicit(&s->name, memory_order_acquire);
-                return n ? n : name_copy(name_ask(f));
+                return func_known(f, s);
             }
             const char *n = name_copy(name_ask(f));
             atomic_store_explicit(&s->name, n, memory_order_release);
-            return n;
+            uint32_t id = rs_func_describe(f, n);
+            atomic_store_explicit(&s->id, id, memory_order_release);
+            return (struct func_ref){ n, id };
         }
     }
-    return NULL;
+    return (struct func_ref){ NULL, 0 };
+}
+
+void rs_func_cache_forked(void)
+{
+    /* the child's file describes its functions anew: forget them (the names
+     * stay in the arena) */
+    if (atomic_load(&names_state) == 1)
+        memset((void *)names, 0, NAME_SLOTS * sizeof *names);
 }
 
 /* ---- stream ids: a lock-free cache CUstream -> id ---- */
@@ -314,14 +348,18 @@ RS_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
 
 /* ---- records ---- */
 
+/* GPU work launched; geom: a kernel's launch geometry (a KERNEL record),
+ * NULL for other work (a GPU record). */
 static void gpu_record(int kind, uint64_t t0, uint64_t t1, CUstream s, int ptsz, uint64_t bytes,
-                       const char *name, int dir, uint8_t flags, uint32_t pair, uint32_t anchor)
+                       const char *name, int dir, uint8_t flags, uint32_t pair, uint32_t anchor,
+                       const struct rsf_launch *geom)
 {
     uint64_t sid = rs_stream_id(s, ptsz);
-    struct rs_rec_gpu *r = rs_reserve(sizeof *r, RS_REC_GPU);
+    size_t size = geom ? sizeof(struct rs_rec_kernel) : sizeof(struct rs_rec_gpu);
+    struct rs_rec_gpu *r = rs_reserve(size, geom ? RS_REC_KERNEL : RS_REC_GPU);
     if (!r)
         return;
-    r->h = (struct rs_rec_hdr){ sizeof *r, RS_REC_GPU, (uint8_t)kind, pair };
+    r->h = (struct rs_rec_hdr){ (uint16_t)size, geom ? RS_REC_KERNEL : RS_REC_GPU, (uint8_t)kind, pair };
     r->start_ns = t0;
     r->dur_ns = t1 - t0;
     r->stream = sid;
@@ -331,7 +369,9 @@ static void gpu_record(int kind, uint64_t t0, uint64_t t1, CUstream s, int ptsz,
     r->device = (int16_t)rs_gpu_device;
     r->dir = (uint8_t)dir;
     r->flags = flags;
-    rs_commit(sizeof *r);
+    if (geom)
+        ((struct rs_rec_kernel *)r)->geom = *geom;
+    rs_commit(size);
 }
 
 static void sync_record(int kind, uint64_t t0, uint64_t t1, uint64_t target)
@@ -362,6 +402,15 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
 /* GPU work enqueued on STREAM by CALL: timed with a pair, recorded. The
  * synchronous forms (SYNC_KIND >= 0) also record the time blocked. */
 #define GPU_WORK(KIND, STREAM, PTSZ, FLAGS, NAME, BYTES, DIR, SYNC_KIND, CALL)                 \
+    GPU_WORK_GEOM(KIND, STREAM, PTSZ, FLAGS, NAME, BYTES, DIR, SYNC_KIND, NULL, CALL)
+
+/* A kernel launch of function F with geometry GEOM (a struct rsf_launch
+ * whose func the hook fills). */
+#define KERNEL_WORK(F, GEOM, STREAM, PTSZ, FLAGS, CALL)                                        \
+    GPU_WORK_GEOM(RSF_GPU_KERNEL, STREAM, PTSZ, FLAGS, (fn_ = func_of(F), (GEOM).func = fn_.id, fn_.name), \
+                  0, 0, -1, &(GEOM), CALL)
+
+#define GPU_WORK_GEOM(KIND, STREAM, PTSZ, FLAGS, NAME, BYTES, DIR, SYNC_KIND, GEOM, CALL)      \
     do {                                                                                       \
         if (!cu_on())                                                                          \
             return CALL;                                                                       \
@@ -379,7 +428,10 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         if (r_ == CUDA_SUCCESS) {                                                              \
             if ((KIND) == RSF_GPU_KERNEL && pair_)                                             \
                 rs_gpu_stack_sample(t0_);                                                      \
-            gpu_record(KIND, t0_, t1_, STREAM, PTSZ, BYTES, NAME, DIR, fl_, pair_, anchor_);   \
+            struct func_ref fn_ = { NULL, 0 };                                                 \
+            (void)fn_;                                                                         \
+            const char *name_ = NAME;                                                          \
+            gpu_record(KIND, t0_, t1_, STREAM, PTSZ, BYTES, name_, DIR, fl_, pair_, anchor_, GEOM); \
             if ((SYNC_KIND) >= 0)                                                              \
                 sync_record(SYNC_KIND, t0_, t1_, rs_stream_id(STREAM, PTSZ));                  \
         }                                                                                      \
@@ -454,14 +506,24 @@ REAL_DECL(cuLaunchCooperativeKernel_ptsz);
 REAL_DECL(cuLaunchKernelEx);
 REAL_DECL(cuLaunchKernelEx_ptsz);
 
+/* A launch's geometry as trace.fbs's Launch has it (func: filled later). */
+static inline struct rsf_launch geom_of(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                        unsigned bz, unsigned shmem)
+{
+    return (struct rsf_launch){ .grid_x = gx, .grid_y = gy, .grid_z = gz, .smem_dyn = shmem,
+                                .block_x = (uint16_t)bx, .block_y = (uint16_t)by, .block_z = (uint16_t)bz };
+}
+
 RS_EXPORT CUresult cuLaunchKernel(LAUNCH_ARGS)
 {
-    GPU_WORK(RSF_GPU_KERNEL, s, 0, 0, func_name(f), 0, 0, -1, CALL(cuLaunchKernel, LAUNCH_PASS));
+    struct rsf_launch g = geom_of(gx, gy, gz, bx, by, bz, shmem);
+    KERNEL_WORK(f, g, s, 0, 0, CALL(cuLaunchKernel, LAUNCH_PASS));
 }
 
 RS_EXPORT CUresult cuLaunchKernel_ptsz(LAUNCH_ARGS)
 {
-    GPU_WORK(RSF_GPU_KERNEL, s, 1, 0, func_name(f), 0, 0, -1, CALL(cuLaunchKernel_ptsz, LAUNCH_PASS));
+    struct rsf_launch g = geom_of(gx, gy, gz, bx, by, bz, shmem);
+    KERNEL_WORK(f, g, s, 1, 0, CALL(cuLaunchKernel_ptsz, LAUNCH_PASS));
 }
 
 #define COOP_ARGS CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, \
@@ -470,34 +532,49 @@ RS_EXPORT CUresult cuLaunchKernel_ptsz(LAUNCH_ARGS)
 
 RS_EXPORT CUresult cuLaunchCooperativeKernel(COOP_ARGS)
 {
-    GPU_WORK(RSF_GPU_KERNEL, s, 0, RSF_GPUF_COOPERATIVE, func_name(f), 0, 0, -1,
-             CALL(cuLaunchCooperativeKernel, COOP_PASS));
+    struct rsf_launch g = geom_of(gx, gy, gz, bx, by, bz, shmem);
+    KERNEL_WORK(f, g, s, 0, RSF_GPUF_COOPERATIVE, CALL(cuLaunchCooperativeKernel, COOP_PASS));
 }
 
 RS_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(COOP_ARGS)
 {
-    GPU_WORK(RSF_GPU_KERNEL, s, 1, RSF_GPUF_COOPERATIVE, func_name(f), 0, 0, -1,
-             CALL(cuLaunchCooperativeKernel_ptsz, COOP_PASS));
+    struct rsf_launch g = geom_of(gx, gy, gz, bx, by, bz, shmem);
+    KERNEL_WORK(f, g, s, 1, RSF_GPUF_COOPERATIVE, CALL(cuLaunchCooperativeKernel_ptsz, COOP_PASS));
 }
 
-static int ex_cooperative(const CUlaunchConfig *c)
+/* cuLaunchKernelEx's geometry, with its cluster; and whether it is cooperative. */
+static struct rsf_launch ex_geom(const CUlaunchConfig *c, uint8_t *flags)
 {
-    for (unsigned i = 0; c && c->attrs && i < c->numAttrs; i++)
+    *flags = RSF_GPUF_EX;
+    if (!c)
+        return (struct rsf_launch){ 0 };
+    struct rsf_launch g = geom_of(c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+                                  c->blockDimZ, c->sharedMemBytes);
+    for (unsigned i = 0; c->attrs && i < c->numAttrs; i++) {
         if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative)
-            return RSF_GPUF_COOPERATIVE;
-    return 0;
+            *flags |= RSF_GPUF_COOPERATIVE;
+        if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+            g.cluster_x = (uint16_t)c->attrs[i].value.clusterDim.x;
+            g.cluster_y = (uint16_t)c->attrs[i].value.clusterDim.y;
+            g.cluster_z = (uint16_t)c->attrs[i].value.clusterDim.z;
+        }
+    }
+    return g;
 }
 
 RS_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
 {
-    GPU_WORK(RSF_GPU_KERNEL, config ? config->hStream : NULL, 0, RSF_GPUF_EX | ex_cooperative(config),
-             func_name(f), 0, 0, -1, CALL(cuLaunchKernelEx, config, f, params, extra));
+    uint8_t fl;
+    struct rsf_launch g = ex_geom(config, &fl);
+    KERNEL_WORK(f, g, config ? config->hStream : NULL, 0, fl, CALL(cuLaunchKernelEx, config, f, params, extra));
 }
 
 RS_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
 {
-    GPU_WORK(RSF_GPU_KERNEL, config ? config->hStream : NULL, 1, RSF_GPUF_EX | ex_cooperative(config),
-             func_name(f), 0, 0, -1, CALL(cuLaunchKernelEx_ptsz, config, f, params, extra));
+    uint8_t fl;
+    struct rsf_launch g = ex_geom(config, &fl);
+    KERNEL_WORK(f, g, config ? config->hStream : NULL, 1, fl,
+                CALL(cuLaunchKernelEx_ptsz, config, f, params, extra));
 }
 
 /* ---- graphs ---- */

@@ -54,7 +54,7 @@ static void count_drop(int kind)
     atomic_fetch_add_explicit(&dropped_all, 1, memory_order_relaxed);
     if (kind == RS_REC_IO || kind == RS_REC_IO_LONG || kind == RS_REC_OPEN)
         atomic_fetch_add_explicit(&dropped_io, 1, memory_order_relaxed);
-    else if (kind == RS_REC_GPU || kind == RS_REC_SYNC || kind == RS_REC_MEM)
+    else if (kind == RS_REC_GPU || kind == RS_REC_KERNEL || kind == RS_REC_SYNC || kind == RS_REC_MEM)
         atomic_fetch_add_explicit(&dropped_gpu, 1, memory_order_relaxed);
     else if (kind == RS_REC_COLL || kind == RS_REC_COMM)
         atomic_fetch_add_explicit(&dropped_nccl, 1, memory_order_relaxed);
