@@ -45,6 +45,22 @@
  *   SIMGPU_COPY_GBS    host<->device copy bandwidth (default 25)
  *   SIMGPU_DTOD_GBS    device-to-device copy and memset bandwidth (default 1000)
  *   SIMGPU_TRUTH       file for the truth lines below; "%p" in it becomes the pid
+ *   SIMGPU_SMS         SMs per device (default 132)
+ *   SIMGPU_REGS        registers per thread of every function (default 32)
+ *   SIMGPU_STATIC_SMEM static shared memory of every function, bytes (default 0)
+ *
+ * SMS
+ *   Each device has the limits of an H100 (132 SMs of 2048 threads, 32 blocks,
+ *   65536 registers and 228 KiB of shared memory, 1 KiB of it reserved per
+ *   block), which cuDeviceGetAttribute and cuFuncGetAttribute report. The model
+ *   (simgpu_occupancy.c) places a kernel's blocks on the SMs: blocks per SM from
+ *   those limits, waves, SM coverage (the share of SMs holding a block, a wave's
+ *   blocks dealt one per SM first) and occupancy. Kernels and collectives (a
+ *   block of 512 threads per channel, SIMNCCL_CHANNELS, default 16) do not slow
+ *   each other down whatever SMs they hold. simgpu_activity(), exported, gives
+ *   per device and time window the busy time and the SM-coverage and occupancy
+ *   integrals, for the stand-in NVML (simnvml.c). The devices' UUIDs are the
+ *   bytes 0x5a, 0x5b... with the ordinal last, their PCI bus ids 0000:1X:00.0.
  *
  * TRUTH FILE
  *   One JSON object per line and per operation, written when the model has decided
@@ -55,6 +71,9 @@
  *     kernel's name), bytes, launch_ns, start_ns, end_ns (CLOCK_MONOTONIC);
  *     rank: $RANK for kernels, copies and sets (null when unset), the rank in the
  *           communicator for collectives and p2p;
+ *     for kernels and collectives' launches, their geometry in the model (SMS
+ *     above): blocks, threads_per_block, blocks_per_sm, waves, sm_coverage and
+ *     occupancy (0..1, the share of the GPU's warp slots held);
  *     direction ("HtoD", "DtoH", "DtoD", "HtoH") for copies; graph: true for
  *     operations replayed from a graph;
  *     for collectives and p2p: op ("AllReduce", "Send", ...), comm (hex id), nranks,

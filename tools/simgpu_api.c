@@ -96,6 +96,11 @@ static void sim_read_settings(void)
     sim_cfg.copy_gbs = sim_env_double("SIMGPU_COPY_GBS", 25);
     sim_cfg.dtod_gbs = sim_env_double("SIMGPU_DTOD_GBS", 1000);
     sim_cfg.rank = rank && *rank ? atoi(rank) : -1;
+    sim_cfg.sms = (int)sim_env_double("SIMGPU_SMS", 132);
+    if (sim_cfg.sms < 1)
+        sim_cfg.sms = 1;
+    sim_cfg.regs = (int)sim_env_double("SIMGPU_REGS", 32);
+    sim_cfg.static_smem = (int)sim_env_double("SIMGPU_STATIC_SMEM", 0);
 }
 
 static CUresult sim_ctx_init(struct CUctx_st *c, int device, unsigned flags)
@@ -212,7 +217,13 @@ static int sim_attribute(CUdevice_attribute a)
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: return 65535;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: return 49152;
     case CU_DEVICE_ATTRIBUTE_WARP_SIZE: return 32;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return 132;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return sim_cfg.sms;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: return 32;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: return 65536;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: return 65536;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: return 233472;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: return 232448;
+    case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: return 1024;
     case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: return 1980000;
     case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 2619000;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 5120;
@@ -265,8 +276,9 @@ SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
     if (!uuid)
         return CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS) {
-        memset(uuid->bytes, 0, sizeof(uuid->bytes));
-        memcpy(uuid->bytes, "ringsim", 7);
+        /* the stand-in NVML (simnvml.c) gives the same */
+        for (int i = 0; i < 15; i++)
+            uuid->bytes[i] = (char)(0x5A + i);
         uuid->bytes[15] = (char)dev;
     }
     return r;
@@ -283,7 +295,7 @@ SIM_EXPORT CUresult cuDeviceGetPCIBusId(char *busid, int len, CUdevice dev)
     if (!busid || len <= 0)
         return CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS)
-        snprintf(busid, (size_t)len, "0000:%02x:00.0", 0x18 + dev);
+        snprintf(busid, (size_t)len, "0000:%02x:00.0", 0x10 + dev);
     return r;
 }
 
@@ -818,7 +830,14 @@ SIM_EXPORT CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUf
         return CUDA_ERROR_INVALID_VALUE;
     if (!hfunc || hfunc->magic != SIM_MAGIC_FUNC)
         return CUDA_ERROR_INVALID_HANDLE;
-    *pi = attrib == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : 0;
+    switch (attrib) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = sim_cfg.regs; break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = sim_cfg.static_smem; break;
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = 90; break;
+    default: *pi = 0; break;
+    }
     return CUDA_SUCCESS;
 }
 

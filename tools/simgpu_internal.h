@@ -23,6 +23,13 @@ enum sim_magic {
 
 enum sim_kind { SIM_MARK, SIM_KERNEL, SIM_MEMCPY, SIM_MEMSET, SIM_EXT };
 
+/* How a kernel's blocks sit on the SMs (simgpu_occupancy.c's model). */
+struct sim_geom {
+    uint64_t blocks, waves;
+    unsigned threads_per_block, blocks_per_sm;
+    double sm_coverage, occupancy;     /* 0..1 */
+};
+
 /* One operation of the model. Its dependencies are the previous operation on its
  * stream and, for a stream wait, the awaited event's operation. It is resolved
  * once its start and end are known; until then it sits on the unresolved list.
@@ -40,6 +47,7 @@ struct sim_op {
     const char *direction;
     const struct sim_ext_ops *ext;
     void *ext_arg;
+    struct sim_geom geom;         /* kernels */
 };
 
 struct CUctx_st {
@@ -98,6 +106,7 @@ struct sim_node {
     const void *src;
     int fill;
     unsigned fill_size;           /* memset element size; 0 for a copy */
+    struct sim_geom geom;         /* kernels */
 };
 
 struct CUgraph_st {
@@ -119,10 +128,17 @@ struct sim_settings {
     uint64_t kernel_ns;
     double copy_gbs, dtod_gbs;
     int rank;                     /* $RANK, -1 when unset */
+    int sms, regs, static_smem;   /* SIMGPU_SMS, SIMGPU_REGS, SIMGPU_STATIC_SMEM */
 };
 
 extern struct sim_settings sim_cfg;
 extern pthread_mutex_t sim_lock;
+
+/* SMs (simgpu_occupancy.c): a launch's geometry in the model; an operation
+ * whose times are decided, into the record simgpu_activity reads (sim_lock
+ * held). */
+void sim_geometry(const unsigned dims[6], unsigned smem_dyn, struct sim_geom *g);
+void sim_activity_add(const struct sim_op *op);
 
 /* Driver state (simgpu_api.c). */
 CUresult sim_check_init(void);           /* CUDA_ERROR_NOT_INITIALIZED before cuInit */

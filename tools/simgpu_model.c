@@ -90,6 +90,7 @@ static int sim_op_try_resolve(struct sim_op *op)
         op->deps[i] = NULL;
     }
     sim_truth_write(op);
+    sim_activity_add(op);
     if (op->kind == SIM_EXT)
         op->ext->release(op->ext_arg);
     return 1;

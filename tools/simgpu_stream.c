@@ -619,6 +619,7 @@ static CUresult sim_node_enqueue(struct CUstream_st *s, const struct sim_node *n
     op->dur_ns = n->dur_ns;
     op->bytes = n->bytes;
     op->graph = graph;
+    op->geom = n->geom;
     if (keep) {
         sim_op_ref(op);
         *keep = op;
@@ -705,8 +706,8 @@ static uint64_t sim_kernel_ns(void **params, void **extra)
     return sim_cfg.kernel_ns;
 }
 
-static CUresult sim_launch(CUfunction f, const unsigned dims[6], CUstream h, int ptds, void **params,
-                           void **extra)
+static CUresult sim_launch(CUfunction f, const unsigned dims[6], unsigned smem, CUstream h, int ptds,
+                           void **params, void **extra)
 {
     struct CUstream_st *s;
     CUresult r = sim_check_init();
@@ -719,6 +720,7 @@ static CUresult sim_launch(CUfunction f, const unsigned dims[6], CUstream h, int
             return CUDA_ERROR_INVALID_VALUE;
     if (!f->ext) {
         struct sim_node n = { .kind = SIM_KERNEL, .name = f->name, .dur_ns = sim_kernel_ns(params, extra) };
+        sim_geometry(dims, smem, &n.geom);
         return sim_submit_node(h, ptds, &n, 0);
     }
     if (!params || !params[0])
@@ -733,6 +735,7 @@ static CUresult sim_launch(CUfunction f, const unsigned dims[6], CUstream h, int
             op->name = f->name;
             op->ext = f->ext;
             op->ext_arg = *(void **)params[0];
+            sim_geometry(dims, smem, &op->geom);
             sim_model_submit(op);
         } else {
             r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -747,8 +750,7 @@ SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int g
                                    CUstream h, void **params, void **extra)
 {
     const unsigned dims[6] = { gx, gy, gz, bx, by, bz };
-    (void)shmem;
-    return sim_launch(f, dims, h, 0, params, extra);
+    return sim_launch(f, dims, shmem, h, 0, params, extra);
 }
 
 SIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
@@ -756,8 +758,7 @@ SIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned 
                                         unsigned int shmem, CUstream h, void **params, void **extra)
 {
     const unsigned dims[6] = { gx, gy, gz, bx, by, bz };
-    (void)shmem;
-    return sim_launch(f, dims, h, 1, params, extra);
+    return sim_launch(f, dims, shmem, h, 1, params, extra);
 }
 
 static CUresult sim_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra, int ptds)
@@ -765,7 +766,7 @@ static CUresult sim_launch_ex(const CUlaunchConfig *c, CUfunction f, void **para
     if (!c)
         return CUDA_ERROR_INVALID_VALUE;
     const unsigned dims[6] = { c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ };
-    return sim_launch(f, dims, c->hStream, ptds, params, extra);
+    return sim_launch(f, dims, c->sharedMemBytes, c->hStream, ptds, params, extra);
 }
 
 SIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
@@ -784,8 +785,7 @@ SIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, uns
                                               unsigned int shmem, CUstream h, void **params)
 {
     const unsigned dims[6] = { gx, gy, gz, bx, by, bz };
-    (void)shmem;
-    return sim_launch(f, dims, h, 0, params, NULL);
+    return sim_launch(f, dims, shmem, h, 0, params, NULL);
 }
 
 SIM_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
@@ -794,8 +794,7 @@ SIM_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx
                                                    void **params)
 {
     const unsigned dims[6] = { gx, gy, gz, bx, by, bz };
-    (void)shmem;
-    return sim_launch(f, dims, h, 1, params, NULL);
+    return sim_launch(f, dims, shmem, h, 1, params, NULL);
 }
 
 /* ---- copies and memsets ---- */

@@ -87,17 +87,23 @@ void sim_truth_write(const struct sim_op *op)
 {
     if (op->kind == SIM_MARK || !sim_truth_open())
         return;
-    char name[1024], own[1024], line[4096];
+    char name[1024], own[1024], line[4096], geom[192] = "";
     sim_json_string(name, sizeof(name), op->name ? op->name : "");
+    if (op->geom.blocks)
+        snprintf(geom, sizeof(geom),
+                 ",\"blocks\":%llu,\"threads_per_block\":%u,\"blocks_per_sm\":%u,\"waves\":%llu"
+                 ",\"sm_coverage\":%.6f,\"occupancy\":%.6f",
+                 (unsigned long long)op->geom.blocks, op->geom.threads_per_block, op->geom.blocks_per_sm,
+                 (unsigned long long)op->geom.waves, op->geom.sm_coverage, op->geom.occupancy);
     for (int i = 0;; i++) {
         int n;
         if (op->kind == SIM_EXT) {
             if (op->ext->describe(op->ext_arg, i, own, sizeof(own)) < 0)
                 break;
             n = snprintf(line, sizeof(line),
-                         "{\"pid\":%d,\"device\":%d,\"stream\":%llu,\"kind\":\"%s\",\"name\":%s%s",
+                         "{\"pid\":%d,\"device\":%d,\"stream\":%llu,\"kind\":\"%s\",\"name\":%s%s%s",
                          (int)getpid(), op->device, (unsigned long long)op->stream_id,
-                         op->ext->kind, name, own);
+                         op->ext->kind, name, own, geom);
         } else {
             if (i > 0)
                 break;
@@ -108,9 +114,9 @@ void sim_truth_write(const struct sim_op *op)
                 snprintf(dir, sizeof(dir), ",\"direction\":\"%s\"", op->direction);
             n = snprintf(line, sizeof(line),
                          "{\"pid\":%d,\"rank\":%s,\"device\":%d,\"stream\":%llu,\"kind\":\"%s\","
-                         "\"name\":%s,\"bytes\":%llu%s",
+                         "\"name\":%s,\"bytes\":%llu%s%s",
                          (int)getpid(), rank, op->device, (unsigned long long)op->stream_id,
-                         sim_kind_names[op->kind], name, (unsigned long long)op->bytes, dir);
+                         sim_kind_names[op->kind], name, (unsigned long long)op->bytes, dir, geom);
         }
         if (n < 0 || (size_t)n >= sizeof(line))
             continue;

@@ -30,7 +30,7 @@
     X(cuModuleGetFunction) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)   \
     X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventRecord) X(cuEventDestroy)             \
     X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemAllocHost) X(cuMemFreeHost)      \
-    X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)
+    X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuDeviceGetAttribute)
 
 static struct {
 #define SIM_TRAIN_MEMBER(fn) __typeof__(fn) *fn;
@@ -39,7 +39,7 @@ static struct {
 } drv;
 
 struct sim_train_opts {
-    long steps, layers, ckpt_every, seed, kernels, eval_every, eval_steps;
+    long steps, layers, ckpt_every, seed, kernels, eval_every, eval_steps, kernel_blocks;
     double fwd_us, bwd_us, bucket_mb, data_us, ckpt_mb, bw_gbs, drift_pct;
     int overlap;
     const char *ckpt_dir;
@@ -61,6 +61,8 @@ static const char sim_train_usage[] =
     "  --fwd-us U            forward kernel duration in microseconds (default 200)\n"
     "  --bwd-us U            backward kernel duration (default 400); optimizer_step\n"
     "                        lasts --fwd-us / 2\n"
+    "  --kernel-blocks N     launch the compute kernels with N blocks of 256 threads\n"
+    "                        (default: one block per SM of the device)\n"
     "  --bucket-mb B         gradient bucket size in MiB, AllReduce'd as float32 (default 25)\n"
     "  --overlap             AllReduce each bucket on a communication stream as soon as\n"
     "                        its backward kernel is done (default)\n"
@@ -159,7 +161,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
 {
     enum { O_STEPS = 256, O_LAYERS, O_FWD, O_BWD, O_BUCKET, O_OVERLAP, O_NO_OVERLAP, O_DATA,
            O_CKPT_EVERY, O_CKPT_MB, O_CKPT_DIR, O_STRAGGLER, O_BW, O_SEED, O_HELP, O_KERNELS, O_EVAL_EVERY,
-           O_EVAL_STEPS, O_DRIFT };
+           O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS };
     static const struct option longopts[] = {
         { "steps", required_argument, NULL, O_STEPS },
         { "layers", required_argument, NULL, O_LAYERS },
@@ -179,6 +181,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         { "eval-every", required_argument, NULL, O_EVAL_EVERY },
         { "eval-steps", required_argument, NULL, O_EVAL_STEPS },
         { "drift", required_argument, NULL, O_DRIFT },
+        { "kernel-blocks", required_argument, NULL, O_KERNEL_BLOCKS },
         { "help", no_argument, NULL, O_HELP },
         { NULL, 0, NULL, 0 },
     };
@@ -207,6 +210,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         case O_EVAL_EVERY: o->eval_every = sim_train_long("--eval-every", optarg, 0); break;
         case O_EVAL_STEPS: o->eval_steps = sim_train_long("--eval-steps", optarg, 1); break;
         case O_DRIFT: o->drift_pct = sim_train_double("--drift", optarg, 0, 0); break;
+        case O_KERNEL_BLOCKS: o->kernel_blocks = sim_train_long("--kernel-blocks", optarg, 1); break;
         case O_OVERLAP:
         case O_NO_OVERLAP:
             if (overlap_set && o->overlap != (c == O_OVERLAP))
@@ -356,6 +360,7 @@ struct sim_train {
     CUdevice dev;
     double scale;      /* straggler factor on this rank */
     double drift;      /* --drift's factor at the current training step */
+    unsigned blocks;   /* compute kernels' grid: --kernel-blocks, else the SM count */
 };
 
 #define SIM_TRAIN_METRICS 16   /* floats AllReduce'd by an evaluation step */
@@ -364,7 +369,7 @@ static void sim_train_kernel(struct sim_train *t, CUfunction f, double us)
 {
     uint64_t ns = (uint64_t)(us * 1000 * t->scale * t->drift + 0.5);
     void *params[] = { &ns };
-    CU(cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, t->compute, params, NULL));
+    CU(cuLaunchKernel(f, t->blocks, 1, 1, 256, 1, 1, 0, t->compute, params, NULL));
 }
 
 static void sim_train_allreduce(struct sim_train *t, int layer, CUstream s)
@@ -545,6 +550,9 @@ static void sim_train_setup(struct sim_train *t)
     CU(cuDeviceGet(&t->dev, local));
     CU(cuDevicePrimaryCtxRetain(&ctx, t->dev));
     CU(cuCtxSetCurrent(ctx));
+    int sms = 0;
+    CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, t->dev));
+    t->blocks = o->kernel_blocks ? (unsigned)o->kernel_blocks : sms > 0 ? (unsigned)sms : 1;
     static const char image[] = "simtrain kernels";
     CU(cuModuleLoadData(&mod, image));
     t->fwd = calloc((size_t)o->layers, sizeof(*t->fwd));
