@@ -39,6 +39,23 @@ struct rsr_gpu_breakdown {
     double idle_pct, compute_pct, non_compute_pct, comm_pct, memcpy_pct;
     double comm_comp_overlap_pct;   /* overlap_ns / comm_ns, 0 without comm */
     double exposed_comm_pct;
+    /* How much of the GPU its kernels used (design.md, "GPU efficiency"):
+     * kernel_busy_ns, the union of kernels (compute and communication:
+     * what nvidia-smi's utilisation counts); sm_active_ns, the time
+     * integral of the share of SMs holding a block, from launch geometry
+     * (occupancy.h), concurrent kernels summed and capped at 1 (DCGM's
+     * SM_ACTIVE); no_geom_ns, the time some kernel ran whose geometry is
+     * not known (it adds nothing to sm_active_ns); occupancy_ns, the same
+     * integral of the share of the GPU's warp slots held (DCGM's
+     * SM_OCCUPANCY). Percentages: busy, SM activity and occupancy of span_ns,
+     * no_geometry of kernel_busy_ns. */
+    int64_t kernel_busy_ns, no_geom_ns;
+    double sm_active_ns, occupancy_ns;
+    double busy_pct, sm_activity_pct, sm_occupancy_pct, no_geometry_pct;
+    /* Measured by NVML where the agent sampled it, over the GPU span:
+     * gpm_n > 0: GPM SM activity and occupancy; util_n > 0: utilisation. */
+    double gpm_sm_active_pct, gpm_occupancy_pct, nvml_util_pct;
+    uint32_t gpm_n, util_n;
     struct rsr_stream_idle *streams;    /* by device, then stream */
     size_t n_streams;
     int64_t host_wait_ns, kernel_wait_ns, other_idle_ns;    /* over all streams */

@@ -42,6 +42,8 @@ _Static_assert(sizeof levels == NLEVELS + 1, "one character per level");
     X(COMM,     "comm %",                "pct")  \
     X(COPIES,   "copies %",              "pct")  \
     X(IDLE,     "idle %",                "pct")  \
+    X(BUSY,     "busy %",                "pct")  \
+    X(SMACT,    "SM activity %",         "pct")  \
     X(EXPOSED,  "exposed comm %",        "pct")  \
     X(OVERLAP,  "overlap %",             "pct")  \
     X(WAIT,     "waited in collectives", "us")   \
@@ -76,6 +78,7 @@ static const char *const col_kind[] = {
     X(COMPUTE, "compute", "GPU compute",           "% of the GPU span", PC_COMPUTE) \
     X(EXPOSED, "exposed", "Exposed communication", "% of the GPU span", PC_EXPOSED) \
     X(IDLE,    "idle",    "GPU idle",              "% of the GPU span", PC_IDLE)    \
+    X(SMACT,   "smact",   "SM activity",           "% of the GPU span", PC_SMACT)   \
     X(WAIT,    "wait",    "Waited in collectives", "for the last rank to arrive", PC_WAIT)
 
 enum fig {
@@ -138,6 +141,11 @@ static int read_proc(struct rsr_html_ranks *r, struct proc *p, yajl_val v)
     set(p, PC_COMM, gpu, "comm_pct", 1);
     set(p, PC_COPIES, gpu, "memcpy_pct", 1);
     set(p, PC_IDLE, gpu, "idle_pct", 1);
+    set(p, PC_BUSY, gpu, "busy_pct", 1);
+    /* SM activity only where it says something: measured, or some geometry */
+    const char *src = rsr_jv_kstr(gpu, "sm_activity_source");
+    if (src && (strcmp(src, "nvml-gpm") == 0 || rsr_jv_knum_or(gpu, "no_geometry_pct", 100) < 100))
+        set(p, PC_SMACT, gpu, "sm_activity_pct", 1);
     set(p, PC_EXPOSED, gpu, "exposed_comm_pct", 1);
     set(p, PC_OVERLAP, gpu, "comm_comp_overlap_pct", 1);
     set(p, PC_WAIT, v, "collective_wait_us", 1);
@@ -459,6 +467,7 @@ static void put_procs(FILE *f, const struct rsr_html_ranks *r)
 
 #define SERIES(X) \
     X("gpu_busy_pct", "GPU busy",                "%",    0) \
+    X("sm_active_pct", "SM activity (launch geometry)", "%", 0) \
     X("comm_gbs",     "Communication bandwidth", "GB/s", 0) \
     X("read_mbs",     "Storage read",            "MB/s", 1) \
     X("write_mbs",    "Storage write",           "MB/s", 1)
@@ -628,7 +637,7 @@ static void put_heat(FILE *f, yajl_val root, const struct rsr_html_ranks *r, int
         if (!show_series(ranks, i, r, with_io))
             continue;
         fputs(n++ ? ",\n" : "\n", f);
-        double top = strcmp(series[i].key, "gpu_busy_pct") == 0 ? 100
+        double top = strcmp(series[i].key, "gpu_busy_pct") == 0 || strcmp(series[i].key, "sm_active_pct") == 0 ? 100
                                                                 : nice_max(series_max(ranks, series[i].key));
         put_series(f, ranks, i, top, k);
     }

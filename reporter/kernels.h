@@ -24,6 +24,12 @@ struct rsr_kernel_stat {
     double mean_ns;
     uint64_t short_count;       /* runs shorter than the threshold */
     int64_t short_ns;           /* their summed time */
+    /* runs with launch geometry (occupancy.h): their count and time, sums
+     * of blocks, threads per block and waves, and time-weighted sums of SM
+     * coverage and theoretical occupancy (0..1) */
+    uint64_t geom_count;
+    int64_t geom_ns;
+    double blocks_sum, tpb_sum, waves_sum, coverage_ns, occupancy_ns;
 };
 
 struct rsr_kernel_summary {

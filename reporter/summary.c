@@ -96,6 +96,16 @@ struct rsr_acc {
     size_t n_slot;
     uint64_t n_compute, n_short;
     int64_t short_sum_ns;
+    /* kernels running now, for SM activity (sm_sweep): their ends and SM
+     * coverage (-1: no geometry), swept up to sm_t */
+    struct sm_run {
+        int64_t end;
+        float cov, occ;
+    } *runs;
+    size_t n_runs, cap_runs;
+    int64_t sm_t;
+    double sm_active_ns, occupancy_ns;
+    int64_t no_geom_ns;
 
     /* data loading: the open union of reads, its B at start */
     struct uni reads;
@@ -418,6 +428,15 @@ static void kernel_stat(struct rsr_acc *a, const struct rsr_acc_op *op, int64_t 
         s->min_ns = dur;
     if (dur > s->max_ns)
         s->max_ns = dur;
+    if (op->has_geom) {
+        s->geom_count++;
+        s->geom_ns += dur;
+        s->blocks_sum += (double)op->blocks;
+        s->tpb_sum += op->threads_per_block;
+        s->waves_sum += op->waves;
+        s->coverage_ns += (double)dur * op->sm_coverage;
+        s->occupancy_ns += (double)dur * op->occupancy;
+    }
     if (op->cls == RSR_GPU_COMPUTE) {
         a->n_compute++;
         if (dur < a->short_ns) {
@@ -524,6 +543,61 @@ static void step_marks(struct rsr_acc *a, const struct rsr_acc_op *op, int64_t s
     }
 }
 
+/* Sweeps SM activity up to t: between the ends of the kernels running,
+ * the sum of their SM coverage (capped at 1) and of their occupancy, and
+ * whether one without geometry runs. */
+static void sm_sweep(struct rsr_acc *a, int64_t t)
+{
+    while (a->sm_t < t) {
+        int64_t next = t;
+        double cov = 0, occ = 0;
+        int blind = 0;
+        for (size_t i = 0; i < a->n_runs; i++) {
+            if (a->runs[i].end < next)
+                next = a->runs[i].end;
+            if (a->runs[i].cov < 0)
+                blind = 1;
+            else {
+                cov += a->runs[i].cov;
+                occ += a->runs[i].occ;
+            }
+        }
+        if (next > a->sm_t) {
+            double dt = (double)(next - a->sm_t);
+            a->sm_active_ns += dt * (cov < 1 ? cov : 1);
+            if (cov > 0)
+                fine_spread(a, RSR_FINE_SM, a->sm_t, next, dt * (cov < 1 ? cov : 1));
+            a->occupancy_ns += dt * (occ < 1 ? occ : 1);
+            if (blind)
+                a->no_geom_ns += next - a->sm_t;
+            a->sm_t = next;
+        }
+        size_t k = 0;
+        for (size_t i = 0; i < a->n_runs; i++)
+            if (a->runs[i].end > a->sm_t)
+                a->runs[k++] = a->runs[i];
+        a->n_runs = k;
+        if (!k)
+            a->sm_t = t;
+    }
+}
+
+/* A kernel (compute or communication) from s to e joins the sweep. */
+static void sm_add(struct rsr_acc *a, const struct rsr_acc_op *op, int64_t s, int64_t e)
+{
+    if (a->n_runs)
+        sm_sweep(a, s);
+    else if (s > a->sm_t)
+        a->sm_t = s;
+    if (e <= a->sm_t)
+        return;
+    struct sm_run *r = grow(a->runs, &a->cap_runs, a->n_runs + 1, sizeof *r, &a->failed);
+    if (!r)
+        return;
+    a->runs = r;
+    r[a->n_runs++] = (struct sm_run){ e, op->has_geom ? op->sm_coverage : -1, op->has_geom ? op->warp_share : 0 };
+}
+
 void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op)
 {
     int64_t dur = op->end_ns - op->start_ns;
@@ -549,8 +623,10 @@ void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op)
         uni_add(&a->comm, s, e, &cs, &ce);
     else
         uni_add(&a->mem, s, e, &cs, &ce);
-    if (op->cls == RSR_GPU_COMPUTE || op->cls == RSR_GPU_COMM)
+    if (op->cls == RSR_GPU_COMPUTE || op->cls == RSR_GPU_COMM) {
         uni_add(&a->cc, s, e, &cs, &ce);
+        sm_add(a, op, s, e);
+    }
 
     /* the gap before it on its stream, as HTA splits it */
     struct stream_state *st = stream_of(a, op->device, op->stream);
@@ -838,6 +914,15 @@ static void finish_gpu(struct rsr_acc *a, struct rsr_summary *o)
     g->memcpy_pct = pct(g->memcpy_ns, g->span_ns);
     g->comm_comp_overlap_pct = pct(g->overlap_ns, g->comm_ns);
     g->exposed_comm_pct = pct(g->exposed_comm_ns, g->span_ns);
+    sm_sweep(a, INT64_MAX / 2);
+    g->kernel_busy_ns = uni_len(&a->cc);
+    g->sm_active_ns = a->sm_active_ns;
+    g->occupancy_ns = a->occupancy_ns;
+    g->no_geom_ns = a->no_geom_ns;
+    g->busy_pct = pct(g->kernel_busy_ns, g->span_ns);
+    g->sm_activity_pct = g->span_ns > 0 ? 100.0 * g->sm_active_ns / (double)g->span_ns : 0;
+    g->sm_occupancy_pct = g->span_ns > 0 ? 100.0 * g->occupancy_ns / (double)g->span_ns : 0;
+    g->no_geometry_pct = pct(g->no_geom_ns, g->kernel_busy_ns);
     g->streams = malloc((a->n_streams ? a->n_streams : 1) * sizeof *g->streams);
     if (!g->streams) {
         a->failed = 1;
@@ -985,6 +1070,11 @@ int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
         out->fine[k] = a->fine[k];
         a->fine[k] = NULL;
     }
+    if (a->sm_active_ns <= 0) {
+        /* no launch geometry: no SM series to keep (a job of many ranks) */
+        free(out->fine[RSR_FINE_SM]);
+        out->fine[RSR_FINE_SM] = NULL;
+    }
     out->n_syncs = a->n_syncs;
     out->sync_blocked_ns = a->sync_blocked;
     out->late = a->late;
@@ -994,6 +1084,7 @@ int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
         qsort_r(out->colls, out->n_colls, sizeof *out->colls, cmp_tuple, out->keys);
     int rc = a->failed ? -1 : 0;
     free(a->streams);
+    free(a->runs);
     free(a->stats);
     free(a->slot);
     free(a->paths);
@@ -1398,7 +1489,9 @@ int rsr_summary_of_records(const struct rsr_model *m, int64_t kernel_wait_ns, in
             const struct rsr_gpu_op *op = &m->ops[i++];
             const struct rsr_launch *l = op->launch_ns ? NULL : rsr_model_find_launch(m, op->correlation);
             struct rsr_acc_op x = { op->start_ns, op->end_ns, op->launch_ns ? op->launch_ns : l ? l->start_ns : 0,
-                                    op->name, op->stream, op->device, op->cls };
+                                    op->name, op->stream, op->device, op->cls, op->has_geom,
+                                    op->threads_per_block, op->blocks, op->sm_coverage, op->occupancy, op->waves,
+                                    op->warp_share };
             rsr_acc_op(a, &x);
         } else if (j < m->n_io && t_io <= t_sy) {
             rsr_acc_io(a, &m->io[j++]);

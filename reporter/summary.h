@@ -26,7 +26,9 @@
  * draws on ten or more of them. */
 #define RSR_FINE_BINS 4096
 
-enum rsr_fine_series { RSR_FINE_BUSY, RSR_FINE_COMM, RSR_FINE_READ, RSR_FINE_WRITE, RSR_FINE_NSERIES };
+/* SM: SM-active ns (the share of SMs holding a block, from launch
+ * geometry: gpu_breakdown.h's sm_active_ns) */
+enum rsr_fine_series { RSR_FINE_BUSY, RSR_FINE_COMM, RSR_FINE_READ, RSR_FINE_WRITE, RSR_FINE_SM, RSR_FINE_NSERIES };
 
 /* What a collective's call is, shared by all its calls with the same key. */
 struct rsr_coll_key {
@@ -166,6 +168,11 @@ struct rsr_acc_op {
     uint32_t name;
     int32_t stream, device;
     uint8_t cls;                /* enum rsr_gpu_class */
+    /* a kernel's geometry (rsr_gpu_op's), when has_geom */
+    uint8_t has_geom;
+    uint32_t threads_per_block;
+    uint64_t blocks;
+    float sm_coverage, occupancy, waves, warp_share;
 };
 
 /* A new builder; times before start_ns (the process's first) go to the

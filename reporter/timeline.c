@@ -28,6 +28,7 @@ void rsr_timeline_free(struct rsr_timeline *t)
         free(t->ranks[i].comm_gbs);
         free(t->ranks[i].read_mbs);
         free(t->ranks[i].write_mbs);
+        free(t->ranks[i].sm_active_pct);
     }
     free(t->ranks);
     memset(t, 0, sizeof *t);
@@ -42,9 +43,12 @@ int rsr_timeline_build(struct rsr_model *const *models, size_t n, int64_t start_
     out->start_ns = start_ns;
     out->bin_ns = pick_bin(end_ns - start_ns);
     out->nbins = (size_t)((end_ns - start_ns + out->bin_ns - 1) / out->bin_ns);
-    int any_rank = 0;
-    for (size_t i = 0; i < n; i++)
+    int any_rank = 0, any_sm = 0;
+    for (size_t i = 0; i < n; i++) {
         any_rank |= models[i]->rank >= 0;
+        const struct rsr_summary *sm = rsr_model_summary(models[i]);
+        any_sm |= sm && sm->gpu.sm_active_ns > 0;
+    }
     out->ranks = calloc(n ? n : 1, sizeof *out->ranks);
     if (!out->ranks)
         return -1;
@@ -72,6 +76,16 @@ int rsr_timeline_build(struct rsr_model *const *models, size_t n, int64_t start_
         rsr_summary_rebin(sm, RSR_FINE_COMM, r->comm_gbs, out->start_ns, out->bin_ns, out->nbins);
         rsr_summary_rebin(sm, RSR_FINE_READ, r->read_mbs, out->start_ns, out->bin_ns, out->nbins);
         rsr_summary_rebin(sm, RSR_FINE_WRITE, r->write_mbs, out->start_ns, out->bin_ns, out->nbins);
+        if (any_sm) {
+            r->sm_active_pct = calloc(out->nbins, sizeof(double));
+            if (!r->sm_active_pct) {
+                rsr_timeline_free(out);
+                return -1;
+            }
+            rsr_summary_rebin(sm, RSR_FINE_SM, r->sm_active_pct, out->start_ns, out->bin_ns, out->nbins);
+            for (size_t b = 0; b < out->nbins; b++)
+                r->sm_active_pct[b] = 100.0 * r->sm_active_pct[b] / (double)out->bin_ns;
+        }
         double bin_s = (double)out->bin_ns / 1e9;
         for (size_t b = 0; b < out->nbins; b++) {
             r->gpu_busy_pct[b] = 100.0 * r->gpu_busy_pct[b] / (double)out->bin_ns;

@@ -17,6 +17,7 @@ struct rsr_timeline_rank {
     size_t model;               /* index in the models given */
     int32_t rank;
     double *gpu_busy_pct, *comm_gbs, *read_mbs, *write_mbs;    /* nbins each */
+    double *sm_active_pct;      /* nbins, or NULL: no launch geometry in the job */
 };
 
 struct rsr_timeline {
