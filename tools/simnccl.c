@@ -266,6 +266,16 @@ static enum sim_arrival sim_nccl_arrive(void *arg, uint64_t ready, uint64_t *sta
     if (!all)
         return sim_nccl_wait(op, missing);
     *end = *start + op->dur_ns;
+    /* what this rank sends and receives: a ring's share of the bytes as
+     * nccl-tests counts them (the busbw factor), a send's or receive's own */
+    uint64_t tx = 0, rx = 0;
+    if (op->coll >= 0) {
+        double n = op->comm->nranks, b = sim_nccl_colls[op->coll].busbw;
+        tx = rx = (uint64_t)((double)op->bytes * (b == 2 ? 2 * (n - 1) / n : b == 1 ? (n - 1) / n : n > 1));
+    }
+    for (int i = 0; op->coll < 0 && i < op->n; i++)
+        *(op->p2p[i].send ? &tx : &rx) += op->p2p[i].bytes;
+    sim_nccl_port_add(tx, rx);
     return SIM_ARRIVED;
 }
 
@@ -340,13 +350,26 @@ static void sim_nccl_init_once(void)
         sim_nccl.init_result = sim_nccl_error(ncclSystemError, "out of memory");
 }
 
+/* NCCL's channels: SIMNCCL_CHANNELS, default 16. */
+static unsigned sim_nccl_channels(void)
+{
+    static unsigned n;
+    if (!n) {
+        const char *v = getenv("SIMNCCL_CHANNELS");
+        long c = v && *v ? strtol(v, NULL, 10) : 16;
+        n = c >= 1 && c <= 1024 ? (unsigned)c : 16;
+    }
+    return n;
+}
+
 /* Hands op to the stream; frees it when that fails. */
 static ncclResult_t sim_nccl_launch(struct sim_nccl_op *op, CUfunction f, cudaStream_t stream)
 {
     void *arg = op;
     void *params[1] = { &arg };
     atomic_fetch_add(&op->comm->pending, 1);
-    CUresult r = sim_nccl.launch(f, 1, 1, 1, 1, 1, 1, 0, (CUstream)stream, params, NULL);
+    /* one block of 512 threads per channel, as NCCL's kernels have */
+    CUresult r = sim_nccl.launch(f, sim_nccl_channels(), 1, 1, 512, 1, 1, 0, (CUstream)stream, params, NULL);
     if (r == CUDA_SUCCESS)
         return ncclSuccess;
     atomic_fetch_sub(&op->comm->pending, 1);

@@ -68,6 +68,10 @@ struct ncclComm {
  * ("sim_nccl: ..."); returns err. */
 ncclResult_t sim_nccl_error(ncclResult_t err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* With SIMNCCL_PORT_COUNTERS=DIR, adds the bytes this rank sent and
+ * received to a fake port's counters there (simnccl_port.c); else nothing. */
+void sim_nccl_port_add(uint64_t tx, uint64_t rx);
+
 /* Opens (creating if needed) the segment `name` and enters comm->rank in it.
  * Errors: ncclSystemError (shm_open, mmap), ncclInvalidUsage (the ranks disagree on
  * the size, or a rank joins twice). */
