@@ -2,7 +2,9 @@
  * kineto.c reads a trace into a model; this writes the model as the agent
  * would have: a GpuEvent per kernel, copy or set with the runtime call that
  * launched it, a SyncEvent per blocking runtime call, a CollEvent per NCCL
- * kernel and a CommEvent per process group, in bounded chunks of LZ4 frames.
+ * kernel and a CommEvent per process group, in bounded chunks of LZ4 frames;
+ * with each kernel its Launch (grid, block, Function: registers, shared
+ * memory), and the GPUs' limits as Devices, where the trace gives them.
  * What Kineto has and the format lacks (CPU operators, annotations, flows,
  * other runtime calls) is not written; README.md lists it. */
 #include "reporter/import_kineto.h"
@@ -183,6 +185,7 @@ struct group {
 /* Everything the file will hold, in the format's records, before chunking. */
 struct plan {
     struct rsf_gpu_event *gpu;      /* one per model op, same order */
+    struct rsf_launch *launches;    /* parallel to gpu; NULL: the model has no geometry */
     struct rsf_coll_event *coll;    /* per op: valid where has_coll[i] */
     bool *has_coll;
     struct rsf_sync_event *syncs;
@@ -195,6 +198,7 @@ struct plan {
 static void plan_free(struct plan *p)
 {
     free(p->gpu);
+    free(p->launches);
     free(p->coll);
     free(p->has_coll);
     free(p->syncs);
@@ -242,10 +246,13 @@ static int plan_build(struct plan *p, const struct rsr_model *m)
     p->syncs = calloc(m->n_launches + 1, sizeof *p->syncs);
     p->comms = calloc(m->n_colls + 1, sizeof *p->comms);
     p->groups = calloc(m->n_colls + 1, sizeof *p->groups);
+    if (m->n_geoms)
+        p->launches = calloc(nops + 1, sizeof *p->launches);
     bool *used = calloc(m->n_launches + 1, sizeof *used);
     /* Flags by launch name, worked out once per name: 0 not yet, else flags + 1. */
     uint8_t *flags = calloc(m->strings.n + 1, 1);
-    if (!p->gpu || !p->coll || !p->has_coll || !p->syncs || !p->comms || !p->groups || !used || !flags) {
+    if (!p->gpu || !p->coll || !p->has_coll || !p->syncs || !p->comms || !p->groups || !used || !flags ||
+        (m->n_geoms && !p->launches)) {
         free(used);
         free(flags);
         return -1;
@@ -272,6 +279,9 @@ static int plan_build(struct plan *p, const struct rsr_model *m)
         g->kind = op->cls == RSR_GPU_MEMCPY ? RSF_GPU_MEMCPY
                 : op->cls == RSR_GPU_MEMSET ? RSF_GPU_MEMSET : RSF_GPU_KERNEL;
         g->dir = g->kind == RSF_GPU_MEMCPY ? copy_dir(rsr_model_str(m, op->name)) : RSF_COPY_NONE;
+        /* copies and sets keep a zeroed Launch: no geometry */
+        if (p->launches && g->kind == RSF_GPU_KERNEL && op->launch_geom && op->launch_geom <= m->n_geoms)
+            p->launches[i] = m->geoms[op->launch_geom - 1];
 
         /* The model's ops after RSR_COLL_UNKNOWN are the format's ops + 1
          * up to Recv; a barrier or an unnamed collective has no CollEvent. */
@@ -399,6 +409,14 @@ static int write_chunks(struct out *o, const struct rsr_model *m, const struct p
             if (p->gpu[i].name > maxref)
                 maxref = p->gpu[i].name;
         }
+        /* the first chunk carries the functions and devices, whose names
+         * are strings too */
+        for (size_t f = 0; seq == 0 && f < m->n_functions; f++)
+            if (m->functions[f].name > maxref)
+                maxref = m->functions[f].name;
+        for (size_t d = 0; seq == 0 && d < m->n_devices; d++)
+            if (m->devices[d].name > maxref)
+                maxref = m->devices[d].name;
         last = gend == m->n_ops && si == p->nsyncs;
         /* the profiler's steps, in the last chunk, whose strings cover
          * their names */
@@ -419,6 +437,12 @@ static int write_chunks(struct out *o, const struct rsr_model *m, const struct p
             .colls = colls, .ncolls = (uint32_t)nc,
             .comms = seq == 0 ? p->comms : NULL, .ncomms = seq == 0 ? (uint32_t)p->ncomms : 0,
             .ranges = last ? ranges : NULL, .nranges = last ? (uint32_t)m->n_ranges : 0,
+            .launches = p->launches ? p->launches + gi : NULL,
+            .nlaunches = p->launches ? (uint32_t)(gend - gi) : 0,
+            .functions = seq == 0 ? m->functions : NULL,
+            .nfunctions = seq == 0 ? (uint32_t)m->n_functions : 0,
+            .devices = seq == 0 ? m->devices : NULL,
+            .ndevices = seq == 0 ? (uint32_t)m->n_devices : 0,
         };
         err = emit(o, &c);
         defined = maxref;

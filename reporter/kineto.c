@@ -3,9 +3,12 @@
  * there, else zlib, which reads plain JSON too) while this thread feeds them
  * to yajl's callback parser; a small state machine picks the fields of
  * traceEvents and distributedInfo that the model holds and skips the rest,
- * so memory grows with the GPU work kept, not with the size of the file. */
+ * so memory grows with the GPU work kept, not with the size of the file.
+ * Kernels' launch geometry and the GPUs' "deviceProperties" give each kernel
+ * its occupancy figures (occupancy.h), as the agent's own files do. */
 #include "reporter/kineto.h"
 #include "formats/trace.h"
+#include "reporter/occupancy.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -29,16 +32,25 @@
 
 /* Where the parser is in the document. Kineto's layout is fixed, so the
  * level alone says what the enclosing containers are. */
-enum level { L_NONE, L_TOP, L_EVENTS, L_EVENT, L_ARGS, L_DIST, L_RS, L_RS_PROCS, L_RS_PROC, L_END };
+enum level {
+    L_NONE, L_TOP, L_EVENTS, L_EVENT, L_ARGS, L_DIMS, L_DIST, L_RS, L_RS_PROCS, L_RS_PROC,
+    L_DEVS, L_DEV, L_END
+};
 
-enum top_key { T_OTHER, T_EVENTS, T_DIST, T_BASE_TIME, T_RINGSIDE };
+enum top_key { T_OTHER, T_EVENTS, T_DIST, T_BASE_TIME, T_RINGSIDE, T_DEVICES };
 enum rs_key { R_OTHER, R_PROCESSES };
 enum proc_key { P_OTHER, P_PID, P_RANK, P_WORLD, P_OS_PID, P_WALL_START, P_WALL_END };
 enum dist_key { D_OTHER, D_RANK, D_WORLD };
 enum ev_key { E_OTHER, E_NAME, E_CAT, E_PID, E_TID, E_TS, E_DUR, E_ARGS };
 enum arg_key {
     A_OTHER, A_STREAM, A_DEVICE, A_CORR, A_BYTES, A_COLL, A_IN_NELEMS,
-    A_OUT_NELEMS, A_GROUP_SIZE, A_DTYPE, A_PG_NAME, A_PG_RANKS, A_COMM_ID, A_SEQ
+    A_OUT_NELEMS, A_GROUP_SIZE, A_DTYPE, A_PG_NAME, A_PG_RANKS, A_COMM_ID, A_SEQ,
+    A_GRID, A_BLOCK, A_REGS, A_SMEM
+};
+/* Keys of a "deviceProperties" entry, Kineto's names for cudaDeviceProp's. */
+enum dev_key {
+    V_OTHER, V_ID, V_NAME, V_CC_MAJOR, V_CC_MINOR, V_SMS, V_THREADS_SM, V_REGS_SM, V_SMEM_SM,
+    V_THREADS_BLOCK, V_REGS_BLOCK, V_SMEM_OPTIN, V_WARP
 };
 enum ev_cat { C_OTHER, C_CPU_OP, C_KERNEL, C_MEMCPY, C_MEMSET, C_LAUNCH };
 
@@ -57,6 +69,33 @@ struct event {
     bool has_comm_id;
     uint64_t comm_id;
     uint32_t seq;
+    /* A kernel's launch geometry: "grid", "block" (dims[0], dims[1]; ndims
+     * counts the numbers read of each), "registers per thread", "shared
+     * memory" (static + dynamic, per block). */
+    int64_t dims[2][3];
+    uint8_t ndims[2];
+    int dim;                /* which of dims the L_DIMS array fills */
+    bool bad_dims;          /* a dimension out of range: no geometry */
+    int64_t regs, smem;
+};
+
+/* A GPU of "deviceProperties"; its name goes into each model at the end. */
+struct kdevice {
+    struct rsf_device d;
+    char name[96];
+};
+
+/* Functions (name, registers, shared memory) and launches (function, grid,
+ * block) are kept once per model (rsr_model.functions, .geoms), found
+ * again through an open-addressing table of their indices. */
+struct geom_slot {
+    const struct rsr_model *m;
+    uint32_t hash, index;   /* index + 1; 0: empty slot */
+};
+
+struct geom_table {
+    struct geom_slot *slots;
+    size_t nslots, n;
 };
 
 struct parser {
@@ -81,6 +120,10 @@ struct parser {
     struct rsr_kineto_proc *procs;
     struct rsr_model **models;
     size_t nprocs, cap_procs;
+    struct kdevice dev;     /* the deviceProperties entry being read */
+    struct kdevice *devs;
+    size_t ndevs, cap_devs;
+    struct geom_table funcs, launches;
     int err;                /* set when a callback stops the parse */
     char what[96];
 };
@@ -229,6 +272,7 @@ static int key_of(enum level level, const unsigned char *s, size_t len)
         KEY("distributedInfo", T_DIST);
         KEY("baseTimeNanoseconds", T_BASE_TIME);
         KEY("ringside", T_RINGSIDE);
+        KEY("deviceProperties", T_DEVICES);
         return T_OTHER;
     case L_RS:
         KEY("processes", R_PROCESSES);
@@ -245,6 +289,22 @@ static int key_of(enum level level, const unsigned char *s, size_t len)
         KEY("rank", D_RANK);
         KEY("world_size", D_WORLD);
         return D_OTHER;
+    case L_DEV:
+        switch (len) {
+        case 2: KEY("id", V_ID); break;
+        case 4: KEY("name", V_NAME); break;
+        case 6: KEY("numSms", V_SMS); break;
+        case 8: KEY("warpSize", V_WARP); break;
+        case 12: KEY("computeMajor", V_CC_MAJOR); KEY("computeMinor", V_CC_MINOR);
+                 KEY("regsPerBlock", V_REGS_BLOCK); break;
+        case 18: KEY("maxThreadsPerBlock", V_THREADS_BLOCK); break;
+        case 21: KEY("regsPerMultiprocessor", V_REGS_SM); break;
+        case 22: KEY("sharedMemPerBlockOptin", V_SMEM_OPTIN); break;
+        case 26: KEY("sharedMemPerMultiprocessor", V_SMEM_SM); break;
+        case 27: KEY("maxThreadsPerMultiprocessor", V_THREADS_SM); break;
+        default: break;
+        }
+        return V_OTHER;
     case L_EVENT:
         switch (len) {
         case 2: KEY("ts", E_TS); break;
@@ -255,15 +315,17 @@ static int key_of(enum level level, const unsigned char *s, size_t len)
         return E_OTHER;
     case L_ARGS:
         switch (len) {
-        case 5: KEY("bytes", A_BYTES); KEY("dtype", A_DTYPE); break;
+        case 4: KEY("grid", A_GRID); break;
+        case 5: KEY("bytes", A_BYTES); KEY("dtype", A_DTYPE); KEY("block", A_BLOCK); break;
         case 6: KEY("stream", A_STREAM); KEY("device", A_DEVICE); break;
         case 10: KEY("Group size", A_GROUP_SIZE); break;
         case 11: KEY("correlation", A_CORR); break;
-        case 13: KEY("In msg nelems", A_IN_NELEMS); break;
+        case 13: KEY("In msg nelems", A_IN_NELEMS); KEY("shared memory", A_SMEM); break;
         case 14: KEY("Out msg nelems", A_OUT_NELEMS); KEY("Collective seq", A_SEQ); break;
         case 15: KEY("Collective name", A_COLL); KEY("Communicator id", A_COMM_ID); break;
         case 18: KEY("Process Group Name", A_PG_NAME); break;
         case 19: KEY("Process Group Ranks", A_PG_RANKS); break;
+        case 20: KEY("registers per thread", A_REGS); break;
         default: break;
         }
         return A_OTHER;
@@ -271,6 +333,126 @@ static int key_of(enum level level, const unsigned char *s, size_t len)
         return 0;
     }
 #undef KEY
+}
+
+/* A word into a hash (a multiply and a shift: this runs for every kernel). */
+static uint32_t mix(uint32_t h, uint32_t v)
+{
+    h = (h ^ v) * 0x9e3779b1u;
+    return h ^ (h >> 15);
+}
+
+/* The hash of model m's key of n words. */
+static uint32_t key_hash(const struct rsr_model *m, const uint32_t *w, size_t n)
+{
+    uintptr_t a = (uintptr_t)m;
+    uint32_t h = mix(mix(0, (uint32_t)a), (uint32_t)(a >> 16 >> 16));
+    for (size_t i = 0; i < n; i++)
+        h = mix(h, w[i]);
+    return h;
+}
+
+/* The slot of the function f (or, f NULL, the launch l) of model m in t:
+ * its entry, or the empty slot where it goes. */
+static struct geom_slot *geom_slot(struct geom_table *t, const struct rsr_model *m, uint32_t hash,
+                                   const struct rsf_function *f, const struct rsf_launch *l)
+{
+    for (size_t i = hash & (t->nslots - 1);; i = (i + 1) & (t->nslots - 1)) {
+        struct geom_slot *s = &t->slots[i];
+        if (!s->index)
+            return s;
+        if (s->hash != hash || s->m != m)
+            continue;
+        const struct rsf_function *g = f ? &m->functions[s->index - 1] : NULL;
+        if (f ? g->name == f->name && g->regs == f->regs && g->static_smem == f->static_smem
+              : memcmp(&m->geoms[s->index - 1], l, sizeof *l) == 0)
+            return s;
+    }
+}
+
+/* Room for one more entry in t, its load kept under half. */
+static bool geom_room(struct geom_table *t)
+{
+    if ((t->n + 1) * 2 <= t->nslots)
+        return true;
+    size_t nslots = t->nslots ? t->nslots * 2 : 256;
+    struct geom_slot *slots = calloc(nslots, sizeof *slots);
+    if (!slots)
+        return false;
+    for (size_t i = 0; i < t->nslots; i++) {
+        if (!t->slots[i].index)
+            continue;
+        size_t k = t->slots[i].hash & (nslots - 1);
+        while (slots[k].index)
+            k = (k + 1) & (nslots - 1);
+        slots[k] = t->slots[i];
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = nslots;
+    return true;
+}
+
+/* arr (n of *cap elements of size elem) with room for one more; NULL when
+ * out of memory (arr untouched). */
+static void *room(void *arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return arr;
+    size_t ncap = *cap ? *cap * 2 : 64;
+    void *a = realloc(arr, ncap * elem);
+    if (a)
+        *cap = ncap;
+    return a;
+}
+
+/* A kernel's launch geometry as the event gives it, kept once per model:
+ * its function (name, registers, shared memory as static, which is where
+ * the occupancy calculator counts it too) and its launch (that function,
+ * grid, block); op->launch_geom refers to the launch. */
+static int add_geom(struct parser *p, struct rsr_gpu_op *op)
+{
+    const struct event *e = &p->ev;
+    struct rsr_model *m = p->m;
+    if (e->ndims[0] != 3 || e->ndims[1] != 3 || e->bad_dims || e->regs < 0 || e->regs > UINT16_MAX ||
+        e->smem < 0 || e->smem > UINT32_MAX)
+        return 1;
+    if (!geom_room(&p->funcs) || !geom_room(&p->launches))
+        return fail(p, RSR_KINETO_ERR_NOMEM, "launch geometry");
+    struct rsf_function f = { .name = op->name, .static_smem = (uint32_t)e->smem,
+                              .regs = (uint16_t)e->regs, .device = -1 };
+    uint32_t h = key_hash(m, (const uint32_t[]){ f.name, f.regs, f.static_smem }, 3);
+    struct geom_slot *s = geom_slot(&p->funcs, m, h, &f, NULL);
+    if (!s->index) {
+        struct rsf_function *a = room(m->functions, &m->cap_functions, m->n_functions, sizeof *a);
+        if (!a)
+            return fail(p, RSR_KINETO_ERR_NOMEM, "launch geometry");
+        m->functions = a;
+        f.id = (uint32_t)++m->n_functions;
+        a[f.id - 1] = f;
+        *s = (struct geom_slot){ m, h, f.id };
+        p->funcs.n++;
+    }
+    struct rsf_launch l = {
+        .grid_x = (uint32_t)e->dims[0][0], .grid_y = (uint32_t)e->dims[0][1], .grid_z = (uint32_t)e->dims[0][2],
+        .block_x = (uint16_t)e->dims[1][0], .block_y = (uint16_t)e->dims[1][1],
+        .block_z = (uint16_t)e->dims[1][2], .func = s->index,
+    };
+    uint32_t words[sizeof l / 4];
+    memcpy(words, &l, sizeof l);
+    h = key_hash(m, words, sizeof l / 4);
+    s = geom_slot(&p->launches, m, h, NULL, &l);
+    if (!s->index) {
+        struct rsf_launch *a = room(m->geoms, &m->cap_geoms, m->n_geoms, sizeof *a);
+        if (!a)
+            return fail(p, RSR_KINETO_ERR_NOMEM, "launch geometry");
+        m->geoms = a;
+        a[m->n_geoms++] = l;
+        *s = (struct geom_slot){ m, h, (uint32_t)m->n_geoms };
+        p->launches.n++;
+    }
+    op->launch_geom = s->index;
+    return 1;
 }
 
 /* GPU work: one op, and its collective when the kernel is NCCL's. */
@@ -290,6 +472,8 @@ static int add_gpu_op(struct parser *p, int64_t start, int64_t end)
     op->cls = e->cat == C_MEMCPY ? RSR_GPU_MEMCPY
             : e->cat == C_MEMSET ? RSR_GPU_MEMSET
             : rsr_gpu_classify_kernel(e->name ? e->name : "");
+    if (e->cat == C_KERNEL && e->ndims[0] && !add_geom(p, op))
+        return 0;
     if (op->cls != RSR_GPU_COMM || !e->has_coll)
         return 1;
     struct rsr_coll *c = rsr_model_add_coll(m);
@@ -399,6 +583,10 @@ static int open_container(struct parser *p, bool is_map)
             p->level = L_DIST;
             return 1;
         }
+        if (!is_map && p->key == T_DEVICES) {
+            p->level = L_DEVS;
+            return 1;
+        }
         if (p->key == T_RINGSIDE)
             p->ringside = true;
         if (is_map && p->key == T_RINGSIDE && p->want_procs) {
@@ -438,6 +626,25 @@ static int open_container(struct parser *p, bool is_map)
     case L_EVENT:
         if (is_map && p->key == E_ARGS) {
             p->level = L_ARGS;
+            return 1;
+        }
+        break;
+    case L_ARGS:
+        if (!is_map && (p->key == A_GRID || p->key == A_BLOCK)) {
+            p->ev.dim = p->key == A_BLOCK;
+            p->ev.ndims[p->ev.dim] = 0;
+            p->level = L_DIMS;
+            return 1;
+        }
+        break;
+    case L_DIMS:
+        p->ev.bad_dims = true;  /* a dimension that is not a number */
+        break;
+    case L_DEVS:
+        if (is_map) {
+            memset(&p->dev, 0, sizeof p->dev);
+            p->dev.d.ordinal = -1;
+            p->level = L_DEV;
             return 1;
         }
         break;
@@ -492,6 +699,37 @@ static int add_proc(struct parser *p)
     return 1;
 }
 
+/* Resident blocks per SM, which Kineto's deviceProperties (cudaDeviceProp)
+ * lack: the occupancy calculator's table (cudaOccMaxBlocksPerMultiprocessor
+ * in CUDA's cuda_occupancy.h); 0, for rsr_geom_of's default, when unknown. */
+static uint32_t max_blocks_per_sm(uint32_t major, uint32_t minor)
+{
+    switch (major) {
+    case 0: return 0;
+    case 1: case 2: return 8;
+    case 3: return 16;
+    case 7: return minor == 5 ? 16 : 32;
+    case 8: return minor == 0 ? 32 : minor == 9 ? 24 : 16;
+    default: return 32;
+    }
+}
+
+/* A complete deviceProperties entry. The driver reserves 1 KiB of shared
+ * memory per block from compute capability 8.0 on
+ * (cudaDevAttrReservedSharedMemoryPerBlock), none before. */
+static int add_device(struct parser *p)
+{
+    struct kdevice *k = &p->dev;
+    k->d.max_blocks_per_sm = max_blocks_per_sm(k->d.cc_major, k->d.cc_minor);
+    k->d.smem_reserved_per_block = k->d.cc_major >= 8 ? 1024 : 0;
+    struct kdevice *a = room(p->devs, &p->cap_devs, p->ndevs, sizeof *a);
+    if (!a)
+        return fail(p, RSR_KINETO_ERR_NOMEM, "deviceProperties");
+    p->devs = a;
+    a[p->ndevs++] = *k;
+    return 1;
+}
+
 static int close_container(struct parser *p)
 {
     if (p->skip > 0) {
@@ -501,6 +739,15 @@ static int close_container(struct parser *p)
     switch (p->level) {
     case L_ARGS:
         p->level = L_EVENT;
+        return 1;
+    case L_DIMS:
+        p->level = L_ARGS;
+        return 1;
+    case L_DEV:
+        p->level = L_DEVS;
+        return add_device(p);
+    case L_DEVS:
+        p->level = L_TOP;
         return 1;
     case L_EVENT:
         p->level = L_EVENTS;
@@ -621,8 +868,39 @@ static int on_number(void *ctx, const char *s, size_t len)
         case A_SEQ:
             e->seq = (uint32_t)v;
             break;
+        case A_REGS:
+            e->regs = v;
+            break;
+        case A_SMEM:
+            e->smem = v;
+            break;
         default:
             break;
+        }
+    } else if (p->level == L_DIMS) {
+        uint8_t *n = &e->ndims[e->dim];
+        if (*n < 3 && parse_int(s, len, &v) && v >= 0 && v <= (e->dim ? UINT16_MAX : UINT32_MAX))
+            e->dims[e->dim][*n] = v;
+        else
+            e->bad_dims = true;
+        if (*n < 3)
+            (*n)++;
+    } else if (p->level == L_DEV && parse_int(s, len, &v)) {
+        struct rsf_device *d = &p->dev.d;
+        uint32_t u = v >= 0 && v <= UINT32_MAX ? (uint32_t)v : 0;
+        switch (p->key) {
+        case V_ID: d->ordinal = v >= 0 && v <= INT32_MAX ? (int32_t)v : -1; break;
+        case V_CC_MAJOR: d->cc_major = u; break;
+        case V_CC_MINOR: d->cc_minor = u; break;
+        case V_SMS: d->sm_count = u; break;
+        case V_THREADS_SM: d->max_threads_per_sm = u; break;
+        case V_REGS_SM: d->regs_per_sm = u; break;
+        case V_SMEM_SM: d->smem_per_sm = u; break;
+        case V_THREADS_BLOCK: d->max_threads_per_block = u; break;
+        case V_REGS_BLOCK: d->regs_per_block = u; break;
+        case V_SMEM_OPTIN: d->smem_per_block_optin = u; break;
+        case V_WARP: d->warp_size = u; break;
+        default: break;
         }
     } else if (p->level == L_TOP && p->key == T_BASE_TIME && parse_int(s, len, &v)) {
         p->info.base_time_ns = v;
@@ -669,6 +947,12 @@ static int on_string(void *ctx, const unsigned char *s, size_t len)
         e->name_len = len;
     } else if (p->level == L_EVENT && p->key == E_CAT) {
         e->cat = parse_cat(s, len);
+    } else if (p->level == L_DIMS) {
+        p->ev.bad_dims = true;
+    } else if (p->level == L_DEV && p->key == V_NAME) {
+        size_t n = len < sizeof p->dev.name - 1 ? len : sizeof p->dev.name - 1;
+        memcpy(p->dev.name, s, n);
+        p->dev.name[n] = '\0';
     } else if (p->level == L_ARGS) {
         uint32_t *id = p->key == A_DTYPE ? &e->dtype
                      : p->key == A_PG_NAME ? &e->pg_name
@@ -771,9 +1055,55 @@ static int keep_completed_steps(struct parser *p)
     return RSR_KINETO_ERR_OK;
 }
 
+/* The GPUs into the model (for import-kineto), and each kernel's occupancy
+ * figures from its launch and its GPU's limits, worked out as the loader of
+ * the agent's files does (load_model.c), so that a trace and its import
+ * report the same. Without "deviceProperties" no kernel has them. */
+static int fill_geometry(struct parser *p)
+{
+    struct rsr_model *m = p->m;
+    if (!p->ndevs)
+        return RSR_KINETO_ERR_OK;
+    m->devices = malloc(p->ndevs * sizeof *m->devices);
+    if (!m->devices)
+        return RSR_KINETO_ERR_NOMEM;
+    const struct rsf_device *by_ordinal[64] = { NULL };
+    for (size_t i = 0; i < p->ndevs; i++) {
+        struct rsf_device *d = &m->devices[i];
+        *d = p->devs[i].d;
+        if (rsr_model_intern(m, p->devs[i].name, strlen(p->devs[i].name), &d->name) < 0)
+            return RSR_KINETO_ERR_NOMEM;
+        if (d->ordinal >= 0 && d->ordinal < 64)
+            by_ordinal[d->ordinal] = d;
+    }
+    m->n_devices = p->ndevs;
+    for (size_t i = 0; i < m->n_ops; i++) {
+        struct rsr_gpu_op *op = &m->ops[i];
+        if (!op->launch_geom)
+            continue;
+        const struct rsf_launch *l = &m->geoms[op->launch_geom - 1];
+        const struct rsf_function *f = &m->functions[l->func - 1];
+        int dev = f->device >= 0 ? f->device : op->device;
+        struct rsr_geom g;
+        if (dev < 0 || dev >= 64 || !by_ordinal[dev] || rsr_geom_of(by_ordinal[dev], f, l, &g) != 0)
+            continue;
+        op->has_geom = 1;
+        op->blocks = g.blocks;
+        op->threads_per_block = g.threads_per_block;
+        op->sm_coverage = (float)g.sm_coverage;
+        op->occupancy = (float)g.occupancy;
+        op->waves = (float)g.waves;
+        op->warp_share = (float)g.warp_share;
+    }
+    return RSR_KINETO_ERR_OK;
+}
+
 static int finish_model(struct parser *p)
 {
     struct rsr_model *m = p->m;
+    int err = fill_geometry(p);
+    if (err != RSR_KINETO_ERR_OK)
+        return err;
     if (m->rank >= 0)
         m->role = RSR_ROLE_RANK;
     for (size_t i = 0; i < m->n_colls; i++) {
@@ -1643,11 +1973,21 @@ static int load(const char *path, struct parser *p, struct rsr_kineto_info *info
     return err;
 }
 
+/* What the parser holds past load() (the job's models are finished after). */
+static void parser_free(struct parser *p)
+{
+    free(p->devs);
+    free(p->funcs.slots);
+    free(p->launches.slots);
+}
+
 int rsr_kineto_load_info(const char *path, struct rsr_model *m, struct rsr_kineto_info *info,
                          char *msg, size_t msglen)
 {
     struct parser p = { .m = m };
-    return load(path, &p, info, msg, msglen);
+    int err = load(path, &p, info, msg, msglen);
+    parser_free(&p);
+    return err;
 }
 
 int rsr_kineto_load_job(const char *path, struct rsr_model ***models, size_t *n,
@@ -1681,6 +2021,7 @@ int rsr_kineto_load_job(const char *path, struct rsr_model ***models, size_t *n,
             report(msg, msglen, err, "%s: %s", path, rsr_kineto_strerror(err));
     }
     free(p.procs);
+    parser_free(&p);
     if (err != RSR_KINETO_ERR_OK || !p.models) {
         for (size_t i = 1; i < p.nprocs; i++) {
             rsr_model_free(p.models[i]);

@@ -37,7 +37,11 @@ const char *rsr_kineto_strerror(int err);
  *     "Group size", "Process Group Name"/"Ranks");
  *   - launches: cat "cuda_runtime" and "cuda_driver" events that carry a
  *     correlation;
- *   - identity from "distributedInfo" (rank, world_size) and the host pid.
+ *   - identity from "distributedInfo" (rank, world_size) and the host pid;
+ *   - launch geometry: kernels' "grid", "block", "registers per thread" and
+ *     "shared memory", kept once per distinct launch (m->geoms, functions),
+ *     and the GPUs of "deviceProperties" (m->devices), from which each
+ *     kernel op gets its occupancy figures (occupancy.h); none without them.
  * It then keeps what HTA analyses, so that figures agree with it: when the
  * trace holds two or more profiler steps ("ProfilerStep#N"), only launches
  * that began before the last step began, and only GPU work launched by

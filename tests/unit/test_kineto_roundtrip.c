@@ -3,7 +3,8 @@
  * (figures B), and exported as Perfetto JSON and read back by the Kineto
  * reader (figures C). B and C must equal A, and all three must agree with
  * HTA's own figures (expected-hta.json) within 0.5 points: the truth is
- * HTA's, not this code's. The ringside file is read back with the report's
+ * HTA's, not this code's; B's SM figures (launch geometry) must equal A's.
+ * The ringside file is read back with the report's
  * loader (load.c), and its records are held against the Kineto text itself
  * (counted here by a plain text scan). */
 /* rs_check.h calls free() without including stdlib.h. */
@@ -12,6 +13,7 @@
 #include "tests/unit/rs_check.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -179,6 +181,31 @@ START_TEST(roundtrip)
         snprintf(what, sizeof what, "%s rank %d (B: ringside file)", traces[t].file, a.rank);
         check_same(&bb, &ba, what);
         check_hta(&bb, want, what);
+        /* Launch geometry: every kernel has it where the trace lists its
+         * GPUs ("deviceProperties"), none where not; the file carries it
+         * (Launch, Function, Device), so B's figures are A's. */
+        bool devices = count_in_trace(in, "\"deviceProperties\"") > 0;
+        ck_assert_msg(devices ? ba.no_geometry_pct == 0 && ba.sm_activity_pct > 0
+                              : ba.no_geometry_pct == 100 && ba.sm_activity_pct == 0,
+                      "%s: no geometry %.2f%%, SM activity %.2f%%", what, ba.no_geometry_pct,
+                      ba.sm_activity_pct);
+        near(bb.sm_activity_pct, ba.sm_activity_pct, 1e-9, "SM activity, B");
+        near(bb.sm_occupancy_pct, ba.sm_occupancy_pct, 1e-9, "SM occupancy, B");
+        near(bb.no_geometry_pct, ba.no_geometry_pct, 1e-9, "no geometry, B");
+        /* kernel by kernel, as sums (ops starting together may swap) */
+        double geom[2][4] = { { 0 } };
+        for (size_t i = 0; i < a.n_ops; i++) {
+            const struct rsr_gpu_op *ops[2] = { &a.ops[i], &b->ops[i] };
+            for (int k = 0; k < 2; k++) {
+                const struct rsr_gpu_op *x = ops[k];
+                geom[k][0] += x->has_geom;
+                geom[k][1] += (double)x->blocks * x->threads_per_block;
+                geom[k][2] += (double)(x->end_ns - x->start_ns) * x->occupancy;
+                geom[k][3] += x->waves + x->sm_coverage + x->warp_share;
+            }
+        }
+        for (int k = 0; k < 4; k++)
+            near(geom[1][k], geom[0][k], 1e-6 * (geom[0][k] > 1 ? geom[0][k] : 1), "kernel geometry, B");
         /* Collectives and syncs: at most what the Kineto text holds (the
          * part after the last profiler step is not analysed, as in HTA),
          * and the same collectives as A's. */
