@@ -1,0 +1,180 @@
+#!/bin/sh
+# `make gpu-check` (issue 20): on a machine with an NVIDIA GPU and the CUDA toolkit,
+# builds tests/gpu/workload.cu with nvcc into $BUILD/gpu/ (with NCCL where it is
+# found), the agent and the reporter if needed, and runs tests/gpu/check.py, which
+# runs the workload under the agent and holds the trace and the report against the
+# workload's own figures. Where there is no GPU (no device files, no working
+# `nvidia-smi -L`, no nvcc) it prints one line "gpu-check: no GPU (what is missing)"
+# and exits 0. Exit status: 0 passed or no GPU, 1 a check or a build failed.
+#
+# Knobs (environment; make passes BUILD, CUDA_HOME and NVCC):
+#   BUILD        build folder (default build)
+#   CUDA_HOME    the toolkit (default /usr/local/cuda); NVCC (default $CUDA_HOME/bin/nvcc)
+#   NVIDIA_SMI   nvidia-smi to ask (default: the one on PATH)
+#   GPU_DEVICES  the device files that mean a GPU is there (default /dev/nvidia[0-9]*)
+#   NCCL         auto (default), 0 (build without), 1 (fail without);
+#                NCCL_HOME where nccl.h and libnccl are (include/, lib/ or lib64/)
+#   NVCC_ARCH    nvcc's architecture flags (default -arch=native, else sm_80 and sm_90)
+#   CUDART       shared (default: the runtime as PyTorch loads it) or static (nvcc's default)
+#   BUILD_ONLY=1 build $BUILD/gpu/workload and stop (no GPU needed): for a GPU machine
+#                without the toolkit, with CUDART=static (and NCCL=0 unless it has NCCL)
+#   WORKLOAD     a workload built that way: run it, build none (no nvcc needed)
+#   MAKE, PYTHON the make and python3 to run
+BUILD=${BUILD:-build}
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+NVCC=${NVCC:-$CUDA_HOME/bin/nvcc}
+NVIDIA_SMI=${NVIDIA_SMI:-nvidia-smi}
+GPU_DEVICES=${GPU_DEVICES:-/dev/nvidia[0-9]*}
+NCCL=${NCCL:-auto}
+NCCL_HOME=${NCCL_HOME:-}
+CUDART=${CUDART:-shared}
+BUILD_ONLY=${BUILD_ONLY:-}
+WORKLOAD=${WORKLOAD:-}
+MAKE=${MAKE:-make}
+PYTHON=${PYTHON:-python3}
+OUT=$BUILD/gpu
+
+no_gpu() {
+  echo "gpu-check: no GPU ($1); nothing was checked"
+  exit 0
+}
+
+fail() {
+  echo "gpu-check: FAILED: $1"
+  exit 1
+}
+
+# What is there: device files and a driver that answers, then a compiler.
+detect_gpu() {
+  dev=
+  # The pattern is meant to be expanded here.
+  # shellcheck disable=SC2086
+  for f in $GPU_DEVICES; do
+    if [ -e "$f" ]; then dev=$f; break; fi
+  done
+  [ -n "$dev" ] || no_gpu "no device file $GPU_DEVICES"
+  if ! command -v "$NVIDIA_SMI" >/dev/null 2>&1; then
+    no_gpu "$dev is there but $NVIDIA_SMI is not found: no NVIDIA driver"
+  fi
+  smi=$("$NVIDIA_SMI" -L 2>&1)
+  rc=$?
+  gpu=$(printf '%s\n' "$smi" | sed -n '1p')
+  [ "$rc" -eq 0 ] || no_gpu "$NVIDIA_SMI -L failed with status $rc: $gpu"
+  ngpus=$(printf '%s\n' "$smi" | grep -c '^GPU [0-9]')
+  [ "$ngpus" -gt 0 ] || no_gpu "$NVIDIA_SMI -L lists no GPU: $gpu"
+  driver=$("$NVIDIA_SMI" --query-gpu=driver_version --format=csv,noheader 2>/dev/null | sed -n '1p')
+}
+
+# NCCL: nccl.h and the library, from NCCL_HOME, the toolkit, or the system.
+nccl_inc=; nccl_lib=
+find_nccl() {
+  multiarch=$(cc -print-multiarch 2>/dev/null)
+  for d in ${NCCL_HOME:+"$NCCL_HOME"} "$CUDA_HOME" /usr /usr/local; do
+    [ -f "$d/include/nccl.h" ] || continue
+    for l in "$d/lib64" "$d/lib" ${multiarch:+"$d/lib/$multiarch"}; do
+      for so in "$l/libnccl.so" "$l/libnccl.so.2"; do
+        if [ -f "$so" ]; then nccl_inc=$d/include; nccl_lib=$so; return 0; fi
+      done
+    done
+  done
+  return 1
+}
+
+# build ARCH_FLAGS...: the workload, with NCCL when nccl_state is yes; nvcc's output
+# is shown and kept in $OUT/nvcc.log. The runtime's folder (and NCCL's) goes into
+# the program's run path, so that it runs without LD_LIBRARY_PATH.
+build() {
+  with=
+  [ "$nccl_state" = yes ] && with=" with NCCL"
+  echo "  NVCC   $OUT/workload ($*$with, cudart $CUDART)"
+  rpath=
+  for l in "$CUDA_HOME/lib64" "$CUDA_HOME/lib"; do
+    [ -d "$l" ] && rpath=${rpath:+$rpath:}$l
+  done
+  set -- -O2 -std=c++17 -Xcompiler -Wall,-Wextra -cudart "$CUDART" "$@" -o "$OUT/workload" \
+         tests/gpu/workload.cu
+  if [ "$nccl_state" = yes ]; then
+    set -- "$@" -DHAVE_NCCL -I"$nccl_inc" "$nccl_lib"
+    rpath=${rpath:+$rpath:}$(dirname "$nccl_lib")
+  fi
+  "$NVCC" "$@" ${rpath:+-Xlinker -rpath,"$rpath"} >"$OUT/nvcc.log" 2>&1
+  rc=$?
+  cat "$OUT/nvcc.log"
+  [ "$rc" -eq 0 ] && ! grep -q 'Cannot find valid GPU' "$OUT/nvcc.log"
+}
+
+# Architectures: the GPU's own, or Ampere and Hopper code plus Hopper PTX for newer ones.
+build_arch() {
+  if [ -n "${NVCC_ARCH:-}" ]; then
+    # NVCC_ARCH is a list of flags.
+    # shellcheck disable=SC2086
+    build $NVCC_ARCH
+    return
+  fi
+  build -arch=native && return 0
+  echo "gpu-check: nvcc -arch=native did not build for this GPU: sm_80 and sm_90 instead"
+  build -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+        -gencode arch=compute_90,code=compute_90
+}
+
+build_workload() {
+  echo "gpu-check: nvcc $("$NVCC" --version | sed -n 's/^Cuda compilation tools, //p')"
+  mkdir -p "$OUT" || fail "cannot create $OUT"
+  nccl_state=no
+  if [ "$NCCL" != 0 ]; then
+    if find_nccl; then
+      nccl_state=yes
+      echo "gpu-check: NCCL: $nccl_inc/nccl.h, $nccl_lib"
+    elif [ "$NCCL" = 1 ]; then
+      fail "NCCL=1, but no nccl.h with libnccl.so in NCCL_HOME ($NCCL_HOME), $CUDA_HOME, /usr or /usr/local"
+    else
+      echo "gpu-check: NCCL not found (NCCL_HOME, $CUDA_HOME, /usr, /usr/local): no all-reduce"
+    fi
+  fi
+  rm -f "$OUT/workload"
+  build_arch && return 0
+  [ "$nccl_state" = yes ] || fail "nvcc could not build tests/gpu/workload.cu (above)"
+  # Without NCCL, so that everything else is still checked; check.py counts this as a failure.
+  echo "gpu-check: the workload did not build with NCCL ($nccl_lib): once more without it"
+  nccl_state=failed
+  build_arch || fail "nvcc could not build tests/gpu/workload.cu (above)"
+}
+
+have_nvcc() {
+  command -v "$NVCC" >/dev/null 2>&1
+}
+
+if [ -n "$BUILD_ONLY" ]; then
+  have_nvcc || fail "BUILD_ONLY: nvcc not found at $NVCC (set CUDA_HOME or NVCC)"
+  build_workload
+  echo "gpu-check: built $OUT/workload; run it with WORKLOAD=$OUT/workload make gpu-check"
+  exit 0
+fi
+
+detect_gpu
+if [ -n "$WORKLOAD" ]; then
+  [ -x "$WORKLOAD" ] || fail "WORKLOAD=$WORKLOAD is not an executable file"
+elif ! have_nvcc; then
+  no_gpu "$ngpus GPU(s), but no CUDA compiler: nvcc not found at $NVCC (set CUDA_HOME or NVCC)"
+fi
+echo "gpu-check: $gpu, driver ${driver:-?}"
+nccl_state=
+if [ -n "$WORKLOAD" ]; then
+  echo "gpu-check: the workload built before: $WORKLOAD"
+else
+  build_workload
+  WORKLOAD=$OUT/workload
+fi
+
+echo "gpu-check: building the agent and the reporter ($MAKE BUILD=$BUILD)"
+$MAKE --no-print-directory BUILD="$BUILD" all || fail "building the agent and the reporter failed"
+
+if [ "$nccl_state" = failed ]; then set -- --nccl-build-failed; else set --; fi
+"$PYTHON" tests/gpu/check.py --build "$BUILD" --workload "$WORKLOAD" --run "$OUT/run" "$@"
+rc=$?
+if [ "$rc" -eq 0 ]; then
+  echo "gpu-check: passed ($gpu)"
+else
+  echo "gpu-check: FAILED ($gpu); the truth, trace, dumps and report are in $OUT/run"
+fi
+exit "$rc"
