@@ -36,7 +36,7 @@ REPORTER_OBJ := $(REPORTER_SRC:%.c=$(BUILD)/obj/%.o)
 LZ4_STATIC := $(shell for d in /usr/lib/$$($(CC) -print-multiarch 2>/dev/null) /usr/lib64 /usr/lib; do \
                 [ -f $$d/liblz4.a ] && echo $$d/liblz4.a && break; done)
 
-.PHONY: all deps test bench demo install clean
+.PHONY: all deps test bench demo install clean gpu-check
 all: $(BUILD)/libagent.so $(BUILD)/ringside
 
 # The agent is compiled with hidden visibility: only RS_EXPORT hooks leave it.
@@ -48,7 +48,8 @@ $(AGENT_OBJ): RS_CFLAGS += -fvisibility=hidden -ftls-model=initial-exec
 # The same for the wait hooks, whose lock fast path is a try and a return.
 $(BUILD)/obj/preload/hook_io.o $(BUILD)/obj/preload/hook_wait.o: RS_CFLAGS += -fomit-frame-pointer
 # cuda.h and nccl.h are not written for our warnings: read them as system headers.
-$(BUILD)/obj/preload/hook_cuda.o $(BUILD)/obj/preload/hook_nccl.o $(BUILD)/obj/preload/gputime.o: \
+$(BUILD)/obj/preload/hook_cuda.o $(BUILD)/obj/preload/hook_nccl.o $(BUILD)/obj/preload/gputime.o \
+    $(BUILD)/obj/preload/gpuinfo.o: \
     RS_CFLAGS += -isystem $(CUDA_HOME)/include
 
 # MPI: `ringside report` runs as an MPI program when Open MPI's headers are
@@ -89,6 +90,7 @@ $(BUILD)/ringside: $(REPORTER_OBJ) $(FORMAT_OBJ)
 -include tools/tools.mk
 -include tools/bench.mk
 -include tests/tests.mk
+-include tests/gpu/gpu.mk
 
 deps:
 	@sh tools/deps.sh

@@ -4,6 +4,7 @@
  * and SIGTERM/SIGINT, whose default action is preceded by a last flush while
  * any handler the program installs is left to the program. */
 #include "preload/agent.h"
+#include "preload/nvml.h"
 #include "preload/sample.h"
 #include "formats/trace.h"
 
@@ -34,8 +35,11 @@ void *rs_resolve(const char *name)
  * flush of its own, which the writer serves after the first. */
 void rs_finish(void)
 {
-    int first = !atomic_exchange(&finished, 1);
     int saved = errno, cs = rs_nocancel();
+    /* The node's last sample, before the end is claimed: a signal that
+     * ends the process during it finds the end unclaimed and writes it. */
+    rs_metrics_final();
+    int first = !atomic_exchange(&finished, 1);
     rs_writer_flush(first);
     atomic_store(&rs_hot.on, 0);
     rs_cancel_restore(cs);
@@ -336,12 +340,14 @@ static void after_fork_child(void)
     int cs = rs_nocancel();
     rs_identity_forked();
     rs_gpu_forked();
+    rs_nvml_forked();
     rs_ring_reset();
     atomic_store(&finished, 0);
     rs_th.guard = 1; /* the new writer thread is the agent's, not sampled */
     rs_writer_forked();
     if (rs_hot.io_active)
         rs_fdtab_forked();
+    rs_metrics_forked();
     rs_th.guard = 0;
     rs_sample_forked();
     rs_cancel_restore(cs);
@@ -407,6 +413,7 @@ __attribute__((constructor)) static void rs_start(int argc, char **argv, char **
     atomic_store(&rs_hot.on, 1);
     rs_nvtx_init();
     rs_sample_init();
+    rs_metrics_init();
     rs_th.guard = 0;
 }
 

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "formats/trace.h"
+
 #define RS_EXPORT __attribute__((visibility("default")))
 #define RS_TLS __attribute__((tls_model("initial-exec")))
 #define RS_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -57,6 +59,10 @@ struct rs_settings {
     long wait_us;            /* RINGSIDE_WAIT_US: shortest blocking call with a wait stack */
     long gpu_stack_every;    /* RINGSIDE_GPU_STACK_EVERY: 1 timed launch in N; 0 off */
     int own_fds;             /* RINGSIDE_OWN_FDS: the writer keeps its own fd table (writer.c) */
+    int metrics_hz;          /* RINGSIDE_METRICS_HZ: node counter samples a second; 0 off (metrics.c) */
+    /* RINGSIDE_TEST_SYSFS, for tests only: the node counters are read
+     * under this folder instead of / ("" : the real ones; metrics.c). */
+    char test_sysfs[PATH_MAX];
 };
 
 /* Who this process is; lives while the process runs, goes to Meta. */
@@ -169,6 +175,9 @@ enum rs_rec_kind {
     RS_REC_IO = 1, RS_REC_OPEN = 2, RS_REC_FILE = 3, RS_REC_IO_LONG = 4,
     /* CUDA and NCCL (hook_cuda.c, hook_nccl.c): 16..47 */
     RS_REC_GPU = 16, RS_REC_SYNC = 17, RS_REC_MEM = 18, RS_REC_COLL = 19, RS_REC_COMM = 20,
+    RS_REC_KERNEL = 21, RS_REC_FUNC = 22, RS_REC_DEVICE = 23,
+    /* node and GPU counters (metrics.c, nvml.c): 24, 25 */
+    RS_REC_SERIES = 24, RS_REC_POINT = 25,
     /* CPU samples (sample.h): 48..79. NVTX (nvtx.c): 80 */
     RS_REC_RANGE = 80
 };
@@ -208,6 +217,40 @@ struct rs_rec_open {
     int32_t flags;
     uint32_t dir;
     char path[];
+};
+
+/* ---- node and GPU counters (metrics.c samples the node, nvml.c the GPU) ----
+ * A series is defined once (its id unique in the process, from 1), then
+ * given points; both are records of the calling thread (kinds SERIES,
+ * POINT), written to the process's file as trace.fbs's Series and Point,
+ * which say what each kind's values are. kind is enum rsf_series_kind, link
+ * enum rsf_link_kind; name is copied; device is the GPU ordinal or -1; rate
+ * in bytes per second (0: not known). The caller must hold rs_th.guard (the
+ * metrics thread holds it for good). rs_series_define returns the id, or 0
+ * when the record could not be made (then points for it are not recorded). */
+uint32_t rs_series_define(int kind, int link, const char *name, int device, uint64_t rate);
+void rs_series_point(uint32_t id, uint64_t ts_ns, uint64_t value);
+
+/* The node sampler (metrics.c): started at start-up when RINGSIDE_METRICS_HZ
+ * is not 0; in a forked child, a thread of the child's own, not elected; at
+ * the end (rs_finish), a last sample by the elected process, or by this one
+ * when the node has no sampler any more (waits at most 200 ms). */
+void rs_metrics_init(void);
+void rs_metrics_forked(void);
+void rs_metrics_final(void);
+
+struct rs_rec_series {
+    struct rs_rec_hdr h;     /* h.op: kind, h.file: id */
+    uint64_t rate;
+    int32_t device;
+    uint8_t link;
+    uint8_t pad_[3];
+    char name[];             /* NUL-terminated */
+};
+
+struct rs_rec_point {
+    struct rs_rec_hdr h;     /* h.file: series id */
+    uint64_t ts_ns, value;
 };
 
 #define RS_BLOCK_SIZE (64u << 10)
@@ -300,6 +343,31 @@ struct rs_rec_gpu {
     uint32_t anchor;             /* anchor generation of the pair */
     int16_t device;
     uint8_t dir, flags;          /* enum rsf_copy_dir, RSF_GPUF_* */
+};
+
+/* A kernel launch with its geometry (kind KERNEL: h.op is RSF_GPU_KERNEL):
+ * the GPU record, then the launch as trace.fbs's Launch has it. */
+struct rs_rec_kernel {
+    struct rs_rec_gpu g;
+    struct rsf_launch geom;
+};
+
+/* A launched function seen for the first time (kind FUNC): h.file is its
+ * id (Launch.func); the attributes as trace.fbs's Function has them, name
+ * and id filled by the writer from name_ptr (text that lives as long as the
+ * process, or NULL). */
+struct rs_rec_func {
+    struct rs_rec_hdr h;
+    const char *name_ptr;
+    struct rsf_function f;
+};
+
+/* A device seen for the first time (kind DEVICE): its limits as trace.fbs's
+ * Device has them; the writer interns the three texts for name, uuid, pci. */
+struct rs_rec_device {
+    struct rs_rec_hdr h;
+    struct rsf_device d;
+    char name[96], uuid[48], pci[24];
 };
 
 /* A host thread blocked on the GPU (kind SYNC): h.op is enum rsf_sync_kind. */
@@ -544,6 +612,9 @@ int rs_writer_owns_fd(int fd);
 int rs_writer_fd_taken(int fd);
 /* The trace file's fd, -1 while there is none. */
 int rs_writer_fd(void);
+/* Whether this process has written a chunk to a trace file of its own
+ * (any thread may ask: a hint, read without a lock). */
+int rs_writer_has_file(void);
 
 /* Resolves the next definition of a symbol (the real function). */
 void *rs_resolve(const char *name);

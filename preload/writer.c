@@ -5,6 +5,7 @@
  * (exit, exec, fatal signals). Any failure to write turns tracing off with
  * one notice; the file keeps every whole frame written before. */
 #include "preload/agent.h"
+#include "preload/nvml.h"
 #include "preload/sample.h"
 #include "formats/chunk.h"
 #include "formats/frame.h"
@@ -30,6 +31,7 @@
 
 struct held_gpu {
     struct rsf_gpu_event e;
+    struct rsf_launch geom;
     uint32_t pair, anchor;
     uint32_t stack;              /* gpu sample's stack, weighted once timed */
 };
@@ -107,6 +109,17 @@ struct wstate {
     /* CUDA and NCCL events of the chunk being assembled */
     struct rsf_gpu_event *gpu;
     uint32_t ngpu, gpu_cap;
+    struct rsf_launch *launches; /* gpu[i]'s geometry; any_launch: some is not all zero */
+    uint32_t launches_cap;
+    int any_launch;
+    struct rsf_function *functions;
+    uint32_t nfunctions, functions_cap;
+    struct rsf_device *devices;
+    uint32_t ndevices, devices_cap;
+    struct rsf_series *series;
+    uint32_t nseries, series_cap;
+    struct rsf_point *points;
+    uint32_t npoints, points_cap;
     struct rsf_sync_event *syncs;
     uint32_t nsyncs, syncs_cap;
     struct rsf_coll_event *colls;
@@ -173,6 +186,11 @@ int rs_writer_owns_fd(int fd)
 int rs_writer_fd(void)
 {
     return atomic_load_explicit(&table_own, memory_order_relaxed) ? -1 : w.fd;
+}
+
+int rs_writer_has_file(void)
+{
+    return __atomic_load_n(&w.seq, __ATOMIC_RELAXED) > 0;
 }
 
 /* Held while the trace fd is written or renumbered, so a write never lands
@@ -421,6 +439,7 @@ static void test_skew(struct rsf_chunk *c)
     RS_SHIFT(struct rsf_module, c->modules, c->nmodules, ts_ns);
     RS_SHIFT(struct rsf_range, c->ranges, c->nranges, start_ns);
     RS_SHIFT(struct rsf_range, c->ranges, c->nranges, end_ns);
+    RS_SHIFT(struct rsf_point, c->points, c->npoints, ts_ns);
 #undef RS_SHIFT
 }
 
@@ -433,7 +452,8 @@ static void emit(int end)
         goto reset;
     if (end)
         ranges_close_all();
-    int events = w.nio || w.ngpu || w.nsyncs || w.ncolls || w.ncomms || w.nmems || w.nranges;
+    int events = w.nio || w.ngpu || w.nsyncs || w.ncolls || w.ncomms || w.nmems || w.nranges ||
+                 w.nfunctions || w.ndevices || w.nseries || w.npoints;
     int empty = !events && !rs_stackw_any() && !w.nfiles && !w.nthreads && w.nstr + 1 == w.chunk_str_base;
     if (empty && !end && w.seq > 0)
         return;
@@ -441,7 +461,7 @@ static void emit(int end)
      * fds, or only closed them (a shell, a launcher's child between fork and
      * exec), leaves nothing behind. What is assembled waits for the first
      * event; closes that fill a whole chunk before it are let go. */
-    int gpu_events = w.ngpu || w.nsyncs || w.ncolls || w.ncomms || w.nmems;
+    int gpu_events = w.ngpu || w.nsyncs || w.ncolls || w.ncomms || w.nmems || w.npoints;
     if (w.fd < 0 && !w.touched && !gpu_events && !rs_stackw_pending() && !rs_ring_dropped()) {
         if (w.nio == IO_CAP)
             w.nio = 0;
@@ -501,6 +521,10 @@ static void emit(int end)
         .gpu = w.gpu, .ngpu = w.ngpu, .syncs = w.syncs, .nsyncs = w.nsyncs,
         .colls = w.colls, .ncolls = w.ncolls, .comms = w.comms, .ncomms = w.ncomms,
         .mems = w.mems, .nmems = w.nmems, .ranges = w.ranges, .nranges = w.nranges,
+        .launches = w.any_launch ? w.launches : NULL, .nlaunches = w.any_launch ? w.ngpu : 0,
+        .functions = w.functions, .nfunctions = w.nfunctions,
+        .devices = w.devices, .ndevices = w.ndevices,
+        .series = w.series, .nseries = w.nseries, .points = w.points, .npoints = w.npoints,
     };
     rs_stackw_fill(&c);
     if (rs_cfg.test_skew)
@@ -530,6 +554,8 @@ static void emit(int end)
 reset:
     w.nio = w.nfiles = w.nthreads = 0;
     w.ngpu = w.nsyncs = w.ncolls = w.ncomms = w.nmems = w.nranges = 0;
+    w.nfunctions = w.ndevices = w.nseries = w.npoints = 0;
+    w.any_launch = 0;
     rs_stackw_chunk_done();
     w.chunk_str_base = w.nstr + 1;
     w.last_emit = rs_now();
@@ -541,9 +567,14 @@ reset:
     ((w.n < EV_CAP || (emit(0), 1)) &&                                                  \
      !rs_grow((void **)&w.arr, &w.cap, w.n + 1, sizeof *w.arr))
 
-static void put_gpu(const struct rsf_gpu_event *e)
+/* A GPU event and its launch geometry (NULL: none). */
+static void put_gpu(const struct rsf_gpu_event *e, const struct rsf_launch *geom)
 {
-    if (ROOM(gpu, ngpu, gpu_cap)) {
+    if (ROOM(gpu, ngpu, gpu_cap) &&
+        !rs_grow((void **)&w.launches, &w.launches_cap, w.ngpu + 1, sizeof *w.launches)) {
+        w.launches[w.ngpu] = geom ? *geom : (struct rsf_launch){ 0 };
+        if (geom && (geom->grid_x || geom->func))
+            w.any_launch = 1;
         w.gpu[w.ngpu++] = *e;
         w.recorded++;
     }
@@ -568,8 +599,10 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
 {
     w.touched = 1;
     switch (h->kind) {
-    case RS_REC_GPU: {
+    case RS_REC_GPU:
+    case RS_REC_KERNEL: {
         const struct rs_rec_gpu *r = (const void *)h;
+        const struct rsf_launch *geom = h->kind == RS_REC_KERNEL ? &((const struct rs_rec_kernel *)h)->geom : NULL;
         struct rsf_gpu_event e = {
             .launch_ns = r->start_ns, .stream = r->stream, .bytes = r->bytes,
             .call_ns = dur32(r->dur_ns), .tid = tid, .name = r->name ? intern(r->name) : 0,
@@ -577,9 +610,48 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
         };
         uint32_t stack = take_gpu_stack(tid);
         if (h->file && !rs_grow((void **)&w.held_gpu, &w.held_gpu_cap, w.nheld_gpu + 1, sizeof *w.held_gpu))
-            w.held_gpu[w.nheld_gpu++] = (struct held_gpu){ e, h->file, r->anchor, stack };
+            w.held_gpu[w.nheld_gpu++] = (struct held_gpu){ e, geom ? *geom : (struct rsf_launch){ 0 },
+                                                           h->file, r->anchor, stack };
         else
-            put_gpu(&e);
+            put_gpu(&e, geom);
+        return;
+    }
+    case RS_REC_FUNC: {
+        const struct rs_rec_func *r = (const void *)h;
+        if (ROOM(functions, nfunctions, functions_cap)) {
+            struct rsf_function f = r->f;
+            f.id = h->file;
+            f.name = r->name_ptr ? intern(r->name_ptr) : 0;
+            w.functions[w.nfunctions++] = f;
+        }
+        return;
+    }
+    case RS_REC_DEVICE: {
+        const struct rs_rec_device *r = (const void *)h;
+        if (ROOM(devices, ndevices, devices_cap)) {
+            struct rsf_device d = r->d;
+            d.name = r->name[0] ? intern(r->name) : 0;
+            d.uuid = r->uuid[0] ? intern(r->uuid) : 0;
+            d.pci = r->pci[0] ? intern(r->pci) : 0;
+            w.devices[w.ndevices++] = d;
+        }
+        return;
+    }
+    case RS_REC_SERIES: {
+        const struct rs_rec_series *r = (const void *)h;
+        if (ROOM(series, nseries, series_cap))
+            w.series[w.nseries++] = (struct rsf_series){
+                .rate = r->rate, .id = h->file, .name = r->name[0] ? intern(r->name) : 0,
+                .device = r->device, .kind = h->op, .link = r->link };
+        return;
+    }
+    case RS_REC_POINT: {
+        const struct rs_rec_point *r = (const void *)h;
+        if (ROOM(points, npoints, points_cap)) {
+            w.points[w.npoints++] = (struct rsf_point){ .ts_ns = r->ts_ns, .value = r->value,
+                                                        .series = h->file };
+            w.recorded++;
+        }
         return;
     }
     case RS_REC_SYNC: {
@@ -852,7 +924,7 @@ static uint32_t settle_pass(int give_up_now)
             rs_stackw_gpu_sample(g->e.launch_ns, g->e.gpu_end_ns - g->e.gpu_start_ns, g->e.tid, g->stack);
             w.recorded++;
         }
-        put_gpu(&g->e);
+        put_gpu(&g->e, &g->geom);
     }
     w.nheld_gpu = k;
     k = 0;
@@ -1070,6 +1142,7 @@ static void *writer_main(void *arg)
         rs_ring_drain(take_record, NULL);
         w.map = next;
         settle(final);
+        rs_nvml_start();
         if (req != served || final || rs_now() >= w.last_emit + period) {
             emit(final);
             /* Also when emit found nothing to write, or no file yet: the

@@ -35,6 +35,9 @@ int rsr_job_analyse(struct rsr_model *const *models, size_t n, struct rsr_job *j
         rc = -1;
     if (rsr_steps_analyse(models, n, &job->steps) != 0)
         rc = -1;
+    if (rsr_nodes_analyse(models, n, job->timeline.start_ns, job->timeline.bin_ns, job->timeline.nbins,
+                          &job->nodes) != 0)
+        rc = -1;
     if (rsr_findings_make(job) != 0)
         rc = -1;
     return rc;
@@ -49,6 +52,7 @@ void rsr_job_free(struct rsr_job *job)
     rsr_storage_free(&job->storage);
     rsr_timeline_free(&job->timeline);
     rsr_steps_free(&job->steps);
+    rsr_nodes_free(&job->nodes);
     free(job->findings);
     memset(job, 0, sizeof *job);
 }

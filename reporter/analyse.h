@@ -13,6 +13,7 @@
 #include "reporter/gpu_breakdown.h"
 #include "reporter/kernels.h"
 #include "reporter/model.h"
+#include "reporter/nodes.h"
 #include "reporter/steps.h"
 #include "reporter/storage.h"
 #include "reporter/timeline.h"
@@ -27,6 +28,7 @@ struct rsr_job {
     struct rsr_storage storage;
     struct rsr_timeline timeline;
     struct rsr_steps steps;
+    struct rsr_nodes nodes;             /* the hosts' own counters, on the timeline's bins */
     struct rsr_finding *findings;       /* most severe first */
     size_t n_findings;
 };

@@ -27,6 +27,8 @@
 #define SLOW_STEPS_PCT 5.0        /* time slow steps take beyond the median, % of all steps' time */
 #define DRIFT_PCT 10.0            /* typical training step time change over the run */
 #define DRIFT_MIN_STEPS 10
+#define LOW_SM_BUSY_PCT 50.0      /* a GPU busy this much of its span... */
+#define LOW_SM_RATIO 0.5          /* ...whose SM activity is under this share of it */
 
 const char *rsr_severity_name(int sev)
 {
@@ -129,6 +131,79 @@ static double g_host_wait(const struct rsr_gpu_breakdown *b)
         if (!main || b->streams[i].ops > main->ops)
             main = &b->streams[i];
     return main && b->span_ns ? 100.0 * (double)main->host_wait_ns / (double)b->span_ns : 0;
+}
+
+/* The SM activity a process's report gives: measured where NVML's GPM
+ * was there, else estimated from launch geometry. */
+static double sm_activity(const struct rsr_gpu_breakdown *b)
+{
+    return b->gpm_n ? b->gpm_sm_active_pct : b->sm_activity_pct;
+}
+
+/* Busy but with its SMs mostly empty: the rank whose SM activity is the
+ * smallest share of its busy time, and its kernels that leave the most SM
+ * time unused (time x (1 - coverage)). */
+static void low_sm_finding(struct list *l, const struct rsr_job *j)
+{
+    size_t wi = SIZE_MAX;
+    double worst = 1;
+    for (size_t i = 0; i < j->n; i++) {
+        const struct rsr_gpu_breakdown *b = &j->gpu[i];
+        if (!b->span_ns || b->busy_pct < LOW_SM_BUSY_PCT)
+            continue;
+        if (!b->gpm_n && b->no_geometry_pct >= 50)
+            continue;   /* too little geometry to tell */
+        double ratio = sm_activity(b) / b->busy_pct;
+        if (ratio < LOW_SM_RATIO && ratio < worst)
+            worst = ratio, wi = i;
+    }
+    if (wi == SIZE_MAX)
+        return;
+    const struct rsr_gpu_breakdown *b = &j->gpu[wi];
+    const struct rsr_kernel_summary *k = &j->kernels[wi];
+    const struct rsr_model *m = j->models[wi];
+    const struct rsr_kernel_stat *top[3] = { NULL, NULL, NULL };
+    double lost[3] = { 0, 0, 0 };
+    for (size_t i = 0; i < k->n; i++) {
+        const struct rsr_kernel_stat *s = &k->stats[i];
+        if (!s->geom_count)
+            continue;
+        double v = (double)s->geom_ns - s->coverage_ns;
+        for (int r = 0; r < 3; r++)
+            if (!top[r] || v > lost[r]) {
+                for (int q = 2; q > r; q--)
+                    top[q] = top[q - 1], lost[q] = lost[q - 1];
+                top[r] = s, lost[r] = v;
+                break;
+            }
+    }
+    char kernels[360] = "";
+    size_t at = 0;
+    for (int r = 0; r < 3 && top[r]; r++) {
+        const struct rsr_kernel_stat *s = top[r];
+        double n = (double)s->geom_count, t = s->geom_ns > 0 ? (double)s->geom_ns : 1;
+        int w = snprintf(kernels + at, sizeof kernels - at, "%s%s (%.0f blocks of %.0f threads, %.2f waves, "
+                         "%.0f%% of SMs, %.1f ms)", r ? "; " : "", rsr_model_str(m, s->name),
+                         s->blocks_sum / n, s->tpb_sum / n, s->waves_sum / n, 100.0 * s->coverage_ns / t,
+                         (double)s->total_ns / 1e6);
+        if (w < 0 || (size_t)w >= sizeof kernels - at)
+            break;
+        at += (size_t)w;
+    }
+    char who[64], blind[64] = "";
+    if (!b->gpm_n && b->no_geometry_pct >= 1)
+        snprintf(blind, sizeof blind, ", %.0f%% of busy time without geometry", b->no_geometry_pct);
+    add(l, "low_sm_activity", worst < 0.3 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING, b->busy_pct - sm_activity(b),
+        "The GPU is busy but its SMs are mostly empty",
+        "Its kernels launch too few blocks to fill the GPU: larger batches or sequence chunks, fusing "
+        "small operations (torch.compile) so each kernel has more work, or CUDA graphs with several "
+        "streams so that small kernels run side by side. The GPU flame graph shows where they are "
+        "launched from.",
+        "%s: busy %.1f%% of its GPU span but SM activity %.1f%% (%s)%s; %s%s",
+        rank_text(who, sizeof who, m), b->busy_pct, sm_activity(b),
+        b->gpm_n ? "measured by NVML GPM" : "estimated from launch geometry",
+        blind, *kernels ? "kernels that leave most of the SMs empty: " : "",
+        kernels);
 }
 
 /* Slow steps (with their causes) and a drifting step time (steps.h). */
@@ -422,7 +497,11 @@ int rsr_findings_make(struct rsr_job *j)
                 (double)d->read_ns / 1e9, (double)d->read_bytes / 1048576.0);
         }
     }
+    low_sm_finding(&l, j);
     steps_findings(&l, &j->steps);
+    struct rsr_finding nf[16];
+    for (size_t i = 0, k = rsr_nodes_findings(&j->nodes, nf, 16); i < k; i++)
+        add(&l, nf[i].id, nf[i].severity, nf[i].weight, nf[i].title, nf[i].advice, "%s", nf[i].evidence);
     if (l.n > 1)
         qsort(l.v, l.n, sizeof *l.v, cmp_finding);
     j->findings = l.v;

@@ -6,6 +6,7 @@
  * on <canvas> by the page's script from data html_ranks.c writes. */
 #include "reporter/html.h"
 #include "reporter/html_waits.h"
+#include "reporter/html_nodes.h"
 #include "reporter/html_json.h"
 #include "reporter/html_ranks.h"
 #include "reporter/html_script.h"
@@ -112,6 +113,11 @@ struct gpu_mean {
     double compute, comm, memcpy, idle, non_compute, exposed, overlap;
     double host_wait_us, kernel_wait_us, other_us;
     double min_compute, max_compute;
+    /* kernels' busy share and SM activity, over the processes that have
+     * them (n_sm); measured: of those, how many by NVML's GPM; no_geom:
+     * mean share of busy time without launch geometry */
+    double busy, sm, no_geom;
+    size_t n_sm, measured;
 };
 
 static void gpu_means(yajl_val procs, struct gpu_mean *g)
@@ -138,11 +144,25 @@ static void gpu_means(yajl_val procs, struct gpu_mean *g)
         g->host_wait_us += rsr_jv_knum_or(idle, "host_wait_us", 0);
         g->kernel_wait_us += rsr_jv_knum_or(idle, "kernel_wait_us", 0);
         g->other_us += rsr_jv_knum_or(idle, "other_us", 0);
+        double sm;
+        const char *src = rsr_jv_kstr(gpu, "sm_activity_source");
+        if (rsr_jv_knum(gpu, "sm_activity_pct", &sm) && src &&
+            (strcmp(src, "nvml-gpm") == 0 || rsr_jv_knum_or(gpu, "no_geometry_pct", 100) < 100)) {
+            g->n_sm++;
+            g->sm += sm;
+            g->busy += rsr_jv_knum_or(gpu, "busy_pct", 0);
+            g->no_geom += rsr_jv_knum_or(gpu, "no_geometry_pct", 0);
+            g->measured += strcmp(src, "nvml-gpm") == 0;
+        }
     }
     if (g->n) {
         double n = (double)g->n;
         g->compute /= n, g->comm /= n, g->memcpy /= n, g->idle /= n;
         g->non_compute /= n, g->exposed /= n, g->overlap /= n;
+    }
+    if (g->n_sm) {
+        double n = (double)g->n_sm;
+        g->sm /= n, g->busy /= n, g->no_geom /= n;
     }
 }
 
@@ -287,8 +307,19 @@ static void summary_cards(struct page *p)
     fputs("<div class=\"cards\" id=\"cards\">\n", f);
     if (g.n) {
         const char *over = g.n > 1 ? "mean of the GPU ranks" : "of the GPU time span";
-        snprintf(d, sizeof d, "any kernel running: what a utilisation counter shows");
-        card_pct(f, "GPU busy", 100 - g.idle, 0, d);
+        if (g.n_sm) {
+            /* the first screen's answer to "is the GPU really working?":
+             * the busy share a utilisation counter shows, and how much of
+             * the GPU's SMs the kernels held meanwhile */
+            snprintf(d, sizeof d, "busy %.0f%%, SM activity %.0f%% (%s%s): share of SMs holding a block",
+                     g.busy, g.sm, g.measured == g.n_sm ? "NVML GPM" : g.measured ? "GPM, else geometry"
+                                                                                   : "launch geometry",
+                     g.n_sm > 1 ? ", rank mean" : "");
+            card_pct(f, "SM activity", g.sm, g.busy >= 50 && g.sm < 0.5 * g.busy, d);
+        } else {
+            snprintf(d, sizeof d, "any kernel running: what a utilisation counter shows");
+            card_pct(f, "GPU busy", 100 - g.idle, 0, d);
+        }
         if (g.n > 1)
             snprintf(d, sizeof d, "%s; ranks %.1f%% to %.1f%%", over, g.min_compute, g.max_compute);
         else
@@ -1253,6 +1284,8 @@ static void charts(struct page *p)
     int n = 0;
     if (p->have_gpu) {
         n += chart(p, ranks, "gpu_busy_pct", "GPU busy", "%", 100);
+        if (rsr_jv_key(rsr_jv_at(ranks, 0), "sm_active_pct"))
+            n += chart(p, ranks, "sm_active_pct", "SM activity (launch geometry)", "%", 100);
         n += chart(p, ranks, "comm_gbs", "Communication bandwidth", "GB/s", 0);
     }
     if (p->have_io) {
@@ -1897,6 +1930,7 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
             fputs("</section>\n", f);
         }
     }
+    rsr_html_nodes(f, root);
     if (tables(p) != 0)
         return -1;
     rsr_html_offcpu(f, procs);

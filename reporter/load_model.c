@@ -3,6 +3,8 @@
  * CollEvent an rsr_coll, linked at the end to the communication kernel that
  * ran it, matched by stream and GPU start. */
 #include "reporter/load_model.h"
+#include "reporter/nodes.h"
+#include "reporter/occupancy.h"
 #include "reporter/summary.h"
 #include "reporter/steps.h"
 
@@ -146,8 +148,27 @@ static const char *launch_name(unsigned kind)
     }
 }
 
-static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, char *const *strings,
-                    uint32_t nstrings)
+/* A kernel's geometry onto its op, where the file described its device. */
+static void take_geom(struct rsr_model_loader *L, struct rsr_gpu_op *op, const struct rsf_launch *l)
+{
+    const struct rsf_function *f = l->func && l->func < L->nfuncs && L->funcs[l->func].id ? &L->funcs[l->func] : NULL;
+    int dev = f && f->device >= 0 ? f->device : op->device;
+    if (dev < 0 || dev >= 64 || !L->devices[dev].sm_count)
+        return;
+    struct rsr_geom g;
+    if (rsr_geom_of(&L->devices[dev], f, l, &g) != 0)
+        return;
+    op->has_geom = 1;
+    op->blocks = g.blocks;
+    op->threads_per_block = g.threads_per_block;
+    op->sm_coverage = (float)g.sm_coverage;
+    op->occupancy = (float)g.occupancy;
+    op->waves = (float)g.waves;
+    op->warp_share = (float)g.warp_share;
+}
+
+static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, const struct rsf_launch *geom,
+                    char *const *strings, uint32_t nstrings)
 {
     struct rsr_model *m = L->m;
     uint64_t corr = 0;
@@ -204,6 +225,8 @@ static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, c
         break;
     default: op->cls = RSR_GPU_COMPUTE; break;
     }
+    if (geom && e->kind == RSF_GPU_KERNEL && geom->grid_x)
+        take_geom(L, op, geom);
     see_time(m, op->start_ns, op->end_ns);
     return 0;
 }
@@ -319,8 +342,29 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
         see_time(m, io->start_ns, io->end_ns);
         see_start(L, io->start_ns);
     }
+    rsr_gpum_take(&L->gpum, c);
+    for (uint32_t i = 0; i < c->ndevices; i++)
+        if (c->devices[i].ordinal >= 0 && c->devices[i].ordinal < 64)
+            L->devices[c->devices[i].ordinal] = c->devices[i];
+    for (uint32_t i = 0; i < c->nfunctions; i++) {
+        uint32_t id = c->functions[i].id;
+        if (!id || id > (1u << 24))
+            continue;
+        if (id >= L->nfuncs) {
+            uint32_t n = L->nfuncs ? L->nfuncs : 64;
+            while (n <= id)
+                n *= 2;
+            struct rsf_function *p = realloc(L->funcs, n * sizeof *p);
+            if (!p)
+                goto oom;
+            memset(p + L->nfuncs, 0, (n - L->nfuncs) * sizeof *p);
+            L->funcs = p;
+            L->nfuncs = n;
+        }
+        L->funcs[id] = c->functions[i];
+    }
     for (uint32_t i = 0; i < c->ngpu; i++)
-        if (take_gpu(L, &c->gpu[i], strings, nstrings) != 0)
+        if (take_gpu(L, &c->gpu[i], c->nlaunches ? &c->launches[i] : NULL, strings, nstrings) != 0)
             goto oom;
     for (uint32_t i = 0; i < c->nsyncs; i++) {
         const struct rsf_sync_event *e = &c->syncs[i];
@@ -379,6 +423,8 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
     }
     if (c->counters)
         m->dropped = c->counters->dropped;
+    if (rsr_nodes_chunk(m, c, strings, nstrings) != 0)
+        goto oom;
     if (L->stream && m->n_ops + m->n_io + m->n_syncs + m->n_colls + m->n_ranges >= RSR_STREAM_WINDOW)
         drain(L, 0);
     return L->failed ? -1 : 0;
@@ -561,7 +607,9 @@ static void drain(struct rsr_model_loader *L, int final)
             break;
         if (t_op <= t_io && t_op <= t_sy) {
             const struct rsr_gpu_op *op = &m->ops[i++];
-            struct rsr_acc_op x = { op->start_ns, op->end_ns, op->launch_ns, op->name, op->stream, op->device, op->cls };
+            struct rsr_acc_op x = { op->start_ns, op->end_ns, op->launch_ns, op->name, op->stream, op->device, op->cls,
+                                    op->has_geom, op->threads_per_block, op->blocks, op->sm_coverage,
+                                    op->occupancy, op->waves, op->warp_share };
             rsr_acc_op(L->acc, &x);
         } else if (t_io <= t_sy) {
             rsr_acc_io(L->acc, &m->io[j++]);
@@ -599,6 +647,8 @@ static void finish_stream(struct rsr_model_loader *L)
     if (L->acc && rsr_acc_finish(L->acc, sum ? sum : &(struct rsr_summary){ 0 }) != 0)
         L->failed = 1;
     L->acc = NULL;
+    if (sum)
+        rsr_gpum_finish(&L->gpum, &sum->gpu);
     m->sum = sum;
     if (sum)
         m->late = sum->late;
@@ -643,6 +693,10 @@ done:
     free(L->fmap);
     free(L->clsmap);
     free(L->comms);
+    free(L->funcs);
+    L->funcs = NULL;
+    L->nfuncs = 0;
+    rsr_gpum_free(&L->gpum);
     L->smap = L->fmap = NULL;
     L->comms = NULL;
     L->nsmap = L->nfmap = L->ncomms = L->capcomms = 0;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "formats/chunk.h"
+#include "reporter/gpumetrics.h"
 #include "reporter/model.h"
 
 /* What the loader keeps between chunks of one file. */
@@ -27,6 +28,12 @@ struct rsr_model_loader {
     uint32_t ncomms, capcomms;
     uint64_t next_corr;
     uint32_t launch_names[RSF_GPU_NKINDS + 1];  /* string id + 1 per GpuKind (0: not yet) */
+    /* what the file says of its devices (by ordinal, sm_count 0: none)
+     * and launched functions (by id, id 0: none) */
+    struct rsf_device devices[64];
+    struct rsf_function *funcs;
+    uint32_t nfuncs;
+    struct rsr_gpum gpum;       /* NVML's figures (gpumetrics.h) */
     int failed;                 /* out of memory: the model is incomplete */
 
     /* Streaming (rsr_model_loader_stream): the model's record arrays are a

@@ -3,6 +3,7 @@
  * kernel classes and collectives shared by every loader. */
 #include "reporter/model.h"
 #include "reporter/summary.h"
+#include "reporter/nodes.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +20,9 @@ size_t rsr_model_bytes(const struct rsr_model *m)
     size_t b = m->cap_ops * sizeof *m->ops + m->cap_launches * sizeof *m->launches +
                m->cap_colls * sizeof *m->colls + m->cap_io * sizeof *m->io + m->cap_syncs * sizeof *m->syncs +
                m->cap_clocks * sizeof *m->clocks + t->cap * sizeof *t->strs + t->nslots * sizeof *t->slots +
-               t->capblocks * sizeof *t->blocks + t->block_bytes;
-    return b + (m->sum ? sizeof *m->sum + rsr_summary_bytes(m->sum) : 0);
+               t->capblocks * sizeof *t->blocks + t->block_bytes + m->cap_geoms * sizeof *m->geoms +
+               m->cap_functions * sizeof *m->functions + m->n_devices * sizeof *m->devices;
+    return b + (m->sum ? sizeof *m->sum + rsr_summary_bytes(m->sum) : 0) + rsr_node_proc_bytes(m->node);
 }
 
 void rsr_model_init(struct rsr_model *m)
@@ -48,10 +50,14 @@ void rsr_model_free(struct rsr_model *m)
     free(m->syncs);
     free(m->ranges);
     free(m->clocks);
+    free(m->geoms);
+    free(m->functions);
+    free(m->devices);
     if (m->sum) {
         rsr_summary_free(m->sum);
         free(m->sum);
     }
+    rsr_node_proc_free(m->node);
     strtab_free(&m->strings);
     rsr_model_init(m);
 }

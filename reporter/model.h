@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "formats/trace.h"
 #include "reporter/waits.h"
 
 /* Same values as Role in formats/trace.fbs. */
@@ -64,6 +65,14 @@ struct rsr_gpu_op {
     int32_t device;
     int32_t coll;           /* index into rsr_model.colls, -1: none */
     uint8_t cls;            /* enum rsr_gpu_class */
+    /* a kernel's launch geometry worked out (occupancy.h), when has_geom */
+    uint8_t has_geom;
+    uint32_t threads_per_block;
+    uint64_t blocks;
+    float sm_coverage, occupancy, waves, warp_share;    /* 0..1, 0..1, waves */
+    /* the launch as the source gave it (Kineto): index + 1 into
+       rsr_model.geoms, 0: none */
+    uint32_t launch_geom;
 };
 
 /* A host call that enqueued GPU work (cudaLaunchKernel, cuLaunchKernel,
@@ -148,6 +157,7 @@ struct rsr_strtab {
 };
 
 struct rsr_summary;
+struct rsr_node_proc;
 
 struct rsr_model {
     /* Identity; -1 or 0 where the source does not say. */
@@ -185,6 +195,19 @@ struct rsr_model {
      * loader, whose model then holds no ops, launches, io or syncs, or by
      * rsr_model_summarize from the records. */
     struct rsr_summary *sum;
+    /* Launch geometry as a Kineto trace gives it, for import-kineto to
+     * write as the agent would: distinct launches (rsr_gpu_op.launch_geom),
+     * the functions they name (functions[i].id == i + 1; name a string id)
+     * and the GPUs' limits (devices, name a string id). Owned; none from
+     * ringside files, whose loader works the figures out as it reads. */
+    struct rsf_launch *geoms;
+    size_t n_geoms, cap_geoms;
+    struct rsf_function *functions;
+    size_t n_functions, cap_functions;
+    struct rsf_device *devices;
+    size_t n_devices;
+    /* The node counters the process sampled (nodes.h), owned; NULL: none. */
+    struct rsr_node_proc *node;
     uint64_t late;          /* records the streaming loader got out of order */
     /* Off-CPU time from the process's samples (waits.h), filled where the
      * flame graphs are loaded; zero without samples. */

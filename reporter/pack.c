@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "reporter/summary.h"
+#include "reporter/nodes.h"
 
 static void put(struct rsr_pack *b, const void *p, size_t n)
 {
@@ -77,6 +78,16 @@ uint64_t rsr_unpack_u64(struct rsr_unpack *u)
     uint64_t v;
     get(u, &v, sizeof v);
     return v;
+}
+
+void rsr_pack_bytes(struct rsr_pack *b, const void *p, size_t n)
+{
+    put(b, p, n);
+}
+
+int rsr_unpack_bytes(struct rsr_unpack *u, void *p, size_t n)
+{
+    return get(u, p, n);
 }
 
 /* A copy of an array put_array wrote (NULL when empty, or on failure). */
@@ -231,6 +242,7 @@ static void pack_model(struct rsr_pack *b, const struct rsr_model *m)
     rsr_pack_u64(b, m->sum != NULL);
     if (m->sum)
         pack_summary(b, m->sum);
+    rsr_nodes_pack(b, m->node);
 }
 
 static int unpack_model(struct rsr_unpack *u, struct rsr_model *m)
@@ -263,6 +275,8 @@ static int unpack_model(struct rsr_unpack *u, struct rsr_model *m)
         if (!m->sum || unpack_summary(u, m->sum) != 0)
             u->failed = 1;
     }
+    if (!u->failed && rsr_nodes_unpack(u, &m->node) != 0)
+        u->failed = 1;
     return u->failed ? -1 : 0;
 }
 

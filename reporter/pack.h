@@ -29,6 +29,10 @@ struct rsr_unpack {
 
 void rsr_pack_u64(struct rsr_pack *b, uint64_t v);
 uint64_t rsr_unpack_u64(struct rsr_unpack *u);
+/* n bytes as they are, and back into p (zeroed, u->failed set, when the
+ * bytes are short): for parts that pack themselves (nodes.c). */
+void rsr_pack_bytes(struct rsr_pack *b, const void *p, size_t n);
+int rsr_unpack_bytes(struct rsr_unpack *u, void *p, size_t n);
 
 /* Appends one loaded input (rsr_input_stream's: its model holds a summary
  * and no records) with its model and summary, its collective tuples read

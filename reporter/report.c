@@ -197,6 +197,16 @@ static void gpu_json(FILE *f, const struct rsr_gpu_breakdown *b)
     num_key(f, "compute_us", ns_us(b->compute_ns));
     num_key(f, "comm_us", ns_us(b->comm_ns));
     num_key(f, "exposed_comm_us", ns_us(b->exposed_comm_ns));
+    /* the GPU's use below the timeline: measured (NVML's GPM) where the
+     * agent could sample it, else estimated from launch geometry */
+    num_key(f, "busy_pct", b->busy_pct);
+    num_key(f, "sm_activity_pct", b->gpm_n ? b->gpm_sm_active_pct : b->sm_activity_pct);
+    fprintf(f, ",\"sm_activity_source\":\"%s\"", b->gpm_n ? "nvml-gpm" : "geometry");
+    num_key(f, "sm_activity_geometry_pct", b->sm_activity_pct);
+    num_key(f, "sm_occupancy_pct", b->gpm_n ? b->gpm_occupancy_pct : b->sm_occupancy_pct);
+    num_key(f, "no_geometry_pct", b->no_geometry_pct);
+    if (b->util_n)
+        num_key(f, "nvml_util_pct", b->nvml_util_pct);
     fputs(",\"idle\":{\"host_wait_us\":", f);
     rsr_json_num(f, ns_us(b->host_wait_ns));
     num_key(f, "kernel_wait_us", ns_us(b->kernel_wait_ns));
@@ -218,7 +228,16 @@ static void kernels_json(FILE *f, const struct rsr_model *m, const struct rsr_ke
         num_key(f, "mean_us", s->mean_ns / 1e3);
         num_key(f, "min_us", ns_us(s->min_ns));
         num_key(f, "max_us", ns_us(s->max_ns));
-        fprintf(f, ",\"short_count\":%" PRIu64 "}", s->short_count);
+        fprintf(f, ",\"short_count\":%" PRIu64, s->short_count);
+        if (s->geom_count) {
+            double n = (double)s->geom_count, t = s->geom_ns > 0 ? (double)s->geom_ns : 1;
+            num_key(f, "blocks", s->blocks_sum / n);
+            num_key(f, "threads_per_block", s->tpb_sum / n);
+            num_key(f, "waves", s->waves_sum / n);
+            num_key(f, "sm_coverage_pct", 100.0 * s->coverage_ns / t);
+            num_key(f, "occupancy_pct", 100.0 * s->occupancy_ns / t);
+        }
+        putc('}', f);
     }
     fputs("],\"short_kernels\":{", f);
     fprintf(f, "\"threshold_us\":%d,\"compute_runs\":%" PRIu64 ",\"short_runs\":%" PRIu64 ",\"short_us\":",
@@ -470,9 +489,13 @@ static void job_json(FILE *f, const struct rsr_job *j)
         values_json(f, "comm_gbs", r->comm_gbs, t->nbins);
         values_json(f, "read_mbs", r->read_mbs, t->nbins);
         values_json(f, "write_mbs", r->write_mbs, t->nbins);
+        if (r->sm_active_pct)
+            values_json(f, "sm_active_pct", r->sm_active_pct, t->nbins);
         putc('}', f);
     }
     fputs("]}", f);
+    fputs(",\n", f);
+    rsr_nodes_json(f, &j->nodes);
 }
 
 void rsr_report_json(FILE *f, struct rsr_input *ins, int n, const struct rsr_job *job, const char *extra)

@@ -284,3 +284,12 @@ nw=$(median "$work/train.none" 1); aw=$(median "$work/train.agent" 1)
 awk -v nw="$nw" -v aw="$aw" 'BEGIN{ r = aw / nw
     printf "| (f) simtrain, 1 rank, 100 steps | %.3f s | %.3f s | %.3fx | - | <= 1.02x | %s |\n",
            nw, aw, r, r <= 1.02 ? "yes" : "no" }'
+echo
+# What a kernel record costs on disk: the newest launch trace's bytes over
+# its kernel records (each with its launch geometry: grid, block, shared
+# memory, function).
+kernel_bytes=$(trace=$(ls -t $(find "$work/out/launch" -name '*.trace.lz4') | head -n 1)
+               n=$("$ringside" dump "$trace" | grep -c '"kind":"kernel"')
+               awk -v s="$(stat -c %s "$trace")" -v n="$n" 'BEGIN{
+                   printf "%.1f B per kernel record on disk (%d records in %d bytes, launch geometry included)", s / n, n, s }')
+echo "$kernel_bytes"

@@ -2,9 +2,9 @@
 # build/sim/libnccl.so.2, stand-ins for the CUDA driver and NCCL; build/simtrain, a
 # training loop on them; build/simlaunch, a torchrun-like launcher.
 
-SIMGPU_SRC  := tools/simgpu_api.c tools/simgpu_stream.c tools/simgpu_model.c \
+SIMGPU_SRC  := tools/simgpu_api.c tools/simgpu_stream.c tools/simgpu_model.c tools/simgpu_occupancy.c \
                tools/simgpu_truth.c tools/simgpu_procaddr.c
-SIMNCCL_SRC := tools/simnccl.c tools/simnccl_shm.c
+SIMNCCL_SRC := tools/simnccl.c tools/simnccl_shm.c tools/simnccl_port.c
 SIMGPU_OBJ  := $(SIMGPU_SRC:%.c=$(BUILD)/obj/%.o)
 SIMNCCL_OBJ := $(SIMNCCL_SRC:%.c=$(BUILD)/obj/%.o)
 
@@ -29,6 +29,15 @@ $(BUILD)/sim/libnccl.so.2: $(SIMNCCL_OBJ) tools/libnccl.map $(BUILD)/sim/libcuda
 	$(Q)$(CC) -shared -Wl,-soname,libnccl.so.2 -Wl,--version-script=tools/libnccl.map -Wl,-z,defs \
 	    -Wl,-rpath,'$$ORIGIN' -o $@ $(SIMNCCL_OBJ) $(BUILD)/sim/libcuda.so.1 $(RS_LDFLAGS)
 	$(Q)ln -sf libnccl.so.2 $(@D)/libnccl.so
+
+# The stand-in libnvidia-ml.so.1 (tools/simnvml.c): NVML's answers from the
+# simulated GPU's model; it exports only NVML's names.
+all: $(BUILD)/sim/libnvidia-ml.so.1
+$(BUILD)/obj/tools/simnvml.o: RS_CFLAGS += -fvisibility=hidden
+$(BUILD)/sim/libnvidia-ml.so.1: $(BUILD)/obj/tools/simnvml.o
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -shared -Wl,-soname,libnvidia-ml.so.1 -Wl,-z,defs -o $@ $< -ldl $(RS_LDFLAGS)
 
 # simtrain dlopens libcuda.so.1 and links libnccl.so.2, both found in sim/ next to it.
 $(BUILD)/simtrain: $(BUILD)/obj/tools/simtrain.o $(BUILD)/sim/libnccl.so.2

@@ -95,7 +95,7 @@ def main():
         check("sigterm: every write the program reported is recorded", len(writes) >= lines[-1][0],
               "%d recorded, program reported %d" % (len(writes), lines[-1][0]))
         check("sigterm: recorded count equals events", chunks[-1]["counters"]["recorded"] ==
-              sum(1 for r in recs if r["type"] in ("io", "sample")), str(chunks[-1]))
+              sum(1 for r in recs if r["type"] in ("io", "sample", "point")), str(chunks[-1]))
     check("sigterm: agent said nothing", "ringside" not in err, err)
     cleanup(out, work)
 
