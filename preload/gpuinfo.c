@@ -4,6 +4,7 @@
  * FUNC and DEVICE records (agent.h) on the thread that first launched it.
  * The launch's own geometry travels in its KERNEL record (hook_cuda.c). */
 #include "preload/gpu.h"
+#include "preload/nvml.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -66,6 +67,9 @@ static void device_describe(CUdevice dev)
         r->pci[0] = 0;
     r->pci[sizeof r->pci - 1] = 0;
     rs_commit(sizeof *r);
+    /* this process uses a GPU: NVML's sampler starts, from this program
+     * thread, whose fd table the driver's files are in */
+    rs_nvml_start();
 }
 
 static int func_attr(CUfunction f, CUdevice dev, CUfunction_attribute a)

@@ -305,9 +305,8 @@ void rs_nvml_forked(void)
 
 /* ---- the sampling thread ----
  * NVML must run in the program's fd table (see rs_nvml_tick), which the
- * node sampler (metrics.c) has left; the writer thread is in it once it
- * calls the CUDA driver (rs_writer_share), so the writer starts this thread,
- * which shares the table, when the process has a GPU. */
+ * node sampler (metrics.c) has left: the program thread whose launch first
+ * describes a device starts this thread, which shares the table. */
 
 
 static void *nvml_main(void *arg)

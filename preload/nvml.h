@@ -32,8 +32,8 @@ void rs_nvml_tick(uint64_t now_ns);
 void rs_nvml_forked(void);
 
 /* Starts the thread that calls rs_nvml_tick at RINGSIDE_METRICS_HZ, once,
- * when this process has a GPU; called by a thread of the program's fd table
- * (the writer, after it shares the table), a cheap no-op otherwise. */
+ * when this process has a GPU; called on the program thread whose launch
+ * first described a device (gpuinfo.c), in the program's fd table. */
 void rs_nvml_start(void);
 
 /* ---- NVML's API, the subset used ----

@@ -5,7 +5,6 @@
  * (exit, exec, fatal signals). Any failure to write turns tracing off with
  * one notice; the file keeps every whole frame written before. */
 #include "preload/agent.h"
-#include "preload/nvml.h"
 #include "preload/sample.h"
 #include "formats/chunk.h"
 #include "formats/frame.h"
@@ -1142,7 +1141,6 @@ static void *writer_main(void *arg)
         rs_ring_drain(take_record, NULL);
         w.map = next;
         settle(final);
-        rs_nvml_start();
         if (req != served || final || rs_now() >= w.last_emit + period) {
             emit(final);
             /* Also when emit found nothing to write, or no file yet: the

@@ -117,11 +117,15 @@ def counter(root, name):
 
 
 def points_by_file(out):
-    """{trace file: (series records, point records)}."""
+    """{trace file: (series records, point records)} of the node's series:
+    the GPU's (gpu_*, sampled by every process that has a GPU, through
+    NVML) left out."""
     res = {}
     for t in trace_files(out):
         recs, _, _ = dump(t)
-        res[t] = ([r for r in recs if r["type"] == "series"], [r for r in recs if r["type"] == "point"])
+        series = [r for r in recs if r["type"] == "series" and not r["kind"].startswith("gpu_")]
+        ids = {r["id"] for r in series}
+        res[t] = (series, [r for r in recs if r["type"] == "point" and r["series"] in ids])
     return res
 
 
