@@ -231,11 +231,15 @@ struct rs_rec_open {
 uint32_t rs_series_define(int kind, int link, const char *name, int device, uint64_t rate);
 void rs_series_point(uint32_t id, uint64_t ts_ns, uint64_t value);
 
-/* The node sampler (metrics.c): started at start-up when RINGSIDE_METRICS_HZ
- * is not 0; in a forked child, a thread of the child's own, not elected; at
- * the end (rs_finish), a last sample by the elected process, or by this one
- * when the node has no sampler any more (waits at most 200 ms). */
+/* The node sampler (metrics.c): set up at start-up when RINGSIDE_METRICS_HZ
+ * is not 0, its thread started when the process's trace file is created
+ * (rs_metrics_file_opened, by the writer: only a process with a file takes
+ * part in the election, so one without never pays for the thread); in a
+ * forked child, a thread of the child's own, not elected, once it has its
+ * file; at the end (rs_finish), a last sample by the elected process, or by
+ * this one when the node has no sampler any more (waits at most 200 ms). */
 void rs_metrics_init(void);
+void rs_metrics_file_opened(void);
 void rs_metrics_forked(void);
 void rs_metrics_final(void);
 

@@ -725,13 +725,20 @@ static void start(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+static _Atomic int thread_asked;   /* start() called for this process */
+
 void rs_metrics_init(void)
 {
     M.hz = rs_cfg.metrics_hz;
     if (M.hz <= 0)
         return;
     copy_name(M.root, sizeof M.root, rs_cfg.test_sysfs);
-    start();
+}
+
+void rs_metrics_file_opened(void)
+{
+    if (M.hz > 0 && !atomic_exchange(&thread_asked, 1))
+        start();
 }
 
 void rs_metrics_forked(void)
@@ -747,7 +754,9 @@ void rs_metrics_forked(void)
     M.elected = M.defined = M.own = 0;
     atomic_store(&final_req, 0);
     atomic_store(&final_done, 0);
-    start();
+    atomic_store(&running, 0);
+    /* the child's thread starts with its own trace file */
+    atomic_store(&thread_asked, 0);
 }
 
 void rs_metrics_final(void)

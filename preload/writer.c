@@ -468,10 +468,18 @@ static void emit(int end)
             rs_stackw_drop_waits();
         return;
     }
-    if (w.fd < 0 && open_file() != 0) {
-        w.broken = 1;
-        atomic_store(&rs_hot.on, 0);
-        goto reset;
+    if (w.fd < 0) {
+        if (open_file() != 0) {
+            w.broken = 1;
+            atomic_store(&rs_hot.on, 0);
+            goto reset;
+        }
+        /* the node sampler's thread, for a process with a file; not at the
+         * end, where it could not sample and, made from here while the
+         * program's thread is stopped in a signal handler, could wait on a
+         * lock that thread holds */
+        if (!end)
+            rs_metrics_file_opened();
     }
 
     /* Meta goes in the first chunk only. Not built for the others: asking
