@@ -239,6 +239,8 @@ void rs_series_point(uint32_t id, uint64_t ts_ns, uint64_t value);
  * file; at the end (rs_finish), a last sample by the elected process, or by
  * this one when the node has no sampler any more (waits at most 200 ms). */
 void rs_metrics_init(void);
+/* mkdir -p with mode 0700 (writer.c): path is changed while it runs. 0 or -1. */
+int rs_mkdirs(char *path);
 void rs_metrics_file_opened(void);
 void rs_metrics_forked(void);
 void rs_metrics_final(void);

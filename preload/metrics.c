@@ -595,27 +595,13 @@ static int eligible(void)
     return rs_writer_has_file();
 }
 
-static int mkdirs(char *path)
-{
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        int r = mkdir(path, 0700);
-        *p = '/';
-        if (r != 0 && errno != EEXIST)
-            return -1;
-    }
-    return mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : -1;
-}
-
 /* One try for the node's lock. Returns 1 when this process holds it. */
 static int try_elect(void)
 {
     if (M.lock_fd < 0) {
         char dir[PATH_MAX], path[PATH_MAX + 300];
         int n = snprintf(dir, sizeof dir, "%s/%s", rs_cfg.out, rs_id.job);
-        if (n < 0 || (size_t)n >= sizeof dir || mkdirs(dir) != 0)
+        if (n < 0 || (size_t)n >= sizeof dir || rs_mkdirs(dir) != 0)
             return 0;
         snprintf(path, sizeof path, "%s/.node-%s.lock", dir, rs_id.host);
         M.lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);

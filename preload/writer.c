@@ -323,7 +323,7 @@ static void name_thread(uint32_t tid)
     w.threads[w.nthreads++] = (struct rsf_thread_ref){ tid, name[0] ? intern(name) : 0 };
 }
 
-static int mkdirs(char *path)
+int rs_mkdirs(char *path)
 {
     for (char *p = path + 1; *p; p++) {
         if (*p != '/')
@@ -345,7 +345,7 @@ static int open_file(void)
         rs_notice("output folder name too long: %s; tracing is off", rs_cfg.out);
         return -1;
     }
-    if (mkdirs(dir) != 0) {
+    if (rs_mkdirs(dir) != 0) {
         rs_notice("cannot create %s: %s; tracing is off", dir, strerror(errno));
         return -1;
     }

@@ -168,8 +168,8 @@ static void headline(FILE *f, yajl_val links)
         if (rsr_jv_knum(rsr_jv_at(links, i), "in_collectives_gbs", &v) && v > bv)
             bv = v, best = rsr_jv_at(links, i);
     }
-    if (!best)
-        return;
+    if (!best || bv <= 0)
+        return;   /* no link carried anything while collectives ran: nothing to say */
     char b[32], r[32];
     double rate;
     fmt_gbs(b, sizeof b, bv);

@@ -1084,16 +1084,8 @@ static int fill_geometry(struct parser *p)
         const struct rsf_launch *l = &m->geoms[op->launch_geom - 1];
         const struct rsf_function *f = &m->functions[l->func - 1];
         int dev = f->device >= 0 ? f->device : op->device;
-        struct rsr_geom g;
-        if (dev < 0 || dev >= 64 || !by_ordinal[dev] || rsr_geom_of(by_ordinal[dev], f, l, &g) != 0)
-            continue;
-        op->has_geom = 1;
-        op->blocks = g.blocks;
-        op->threads_per_block = g.threads_per_block;
-        op->sm_coverage = (float)g.sm_coverage;
-        op->occupancy = (float)g.occupancy;
-        op->waves = (float)g.waves;
-        op->warp_share = (float)g.warp_share;
+        if (dev >= 0 && dev < 64 && by_ordinal[dev])
+            rsr_geom_op(op, by_ordinal[dev], f, l);
     }
     return RSR_KINETO_ERR_OK;
 }

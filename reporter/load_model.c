@@ -153,18 +153,8 @@ static void take_geom(struct rsr_model_loader *L, struct rsr_gpu_op *op, const s
 {
     const struct rsf_function *f = l->func && l->func < L->nfuncs && L->funcs[l->func].id ? &L->funcs[l->func] : NULL;
     int dev = f && f->device >= 0 ? f->device : op->device;
-    if (dev < 0 || dev >= 64 || !L->devices[dev].sm_count)
-        return;
-    struct rsr_geom g;
-    if (rsr_geom_of(&L->devices[dev], f, l, &g) != 0)
-        return;
-    op->has_geom = 1;
-    op->blocks = g.blocks;
-    op->threads_per_block = g.threads_per_block;
-    op->sm_coverage = (float)g.sm_coverage;
-    op->occupancy = (float)g.occupancy;
-    op->waves = (float)g.waves;
-    op->warp_share = (float)g.warp_share;
+    if (dev >= 0 && dev < 64 && L->devices[dev].sm_count)
+        rsr_geom_op(op, &L->devices[dev], f, l);
 }
 
 static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, const struct rsf_launch *geom,

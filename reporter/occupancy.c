@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include "reporter/model.h"
+
 static uint64_t round_up(uint64_t v, uint64_t unit)
 {
     return unit ? (v + unit - 1) / unit * unit : v;
@@ -71,5 +73,21 @@ int rsr_geom_of(const struct rsf_device *d, const struct rsf_function *f, const 
     out->waves = (double)blocks / (double)per_wave;
     out->sm_coverage = covered / (double)nwaves;
     out->warp_share = warps_held / (double)nwaves;
+    return 0;
+}
+
+int rsr_geom_op(struct rsr_gpu_op *op, const struct rsf_device *d, const struct rsf_function *f,
+                const struct rsf_launch *l)
+{
+    struct rsr_geom g;
+    if (rsr_geom_of(d, f, l, &g) != 0)
+        return -1;
+    op->has_geom = 1;
+    op->blocks = g.blocks;
+    op->threads_per_block = g.threads_per_block;
+    op->sm_coverage = (float)g.sm_coverage;
+    op->occupancy = (float)g.occupancy;
+    op->waves = (float)g.waves;
+    op->warp_share = (float)g.warp_share;
     return 0;
 }

@@ -30,4 +30,11 @@ struct rsr_geom {
 int rsr_geom_of(const struct rsf_device *d, const struct rsf_function *f, const struct rsf_launch *l,
                 struct rsr_geom *out);
 
+struct rsr_gpu_op;
+
+/* rsr_geom_of's answer onto a model's op (has_geom and the figures); 0, or
+ * -1 (the op left as it was) when there is none. */
+int rsr_geom_op(struct rsr_gpu_op *op, const struct rsf_device *d, const struct rsf_function *f,
+                const struct rsf_launch *l);
+
 #endif
