@@ -683,6 +683,8 @@ static void *metrics_main(void *arg)
         now = rs_now();
         if (next <= now) /* late (a stopped process, a busy host): no burst to catch up */
             next = now + period;
+        if (!M.elected && next < next_try)
+            next = next_try; /* not the sampler: nothing to do before the next try */
         futex_wait(&wake, seen, next - now);
     }
     /* Holds the lock while the process ends (it is released with the
