@@ -239,6 +239,9 @@ void rs_series_point(uint32_t id, uint64_t ts_ns, uint64_t value);
  * file; at the end (rs_finish), a last sample by the elected process, or by
  * this one when the node has no sampler any more (waits at most 200 ms). */
 void rs_metrics_init(void);
+/* Starts a detached thread of the agent's with every signal blocked and
+ * the given stack size (writer.c). 0, or -1. */
+int rs_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack);
 /* mkdir -p with mode 0700 (writer.c): path is changed while it runs. 0 or -1. */
 int rs_mkdirs(char *path);
 void rs_metrics_file_opened(void);

@@ -697,20 +697,11 @@ static void *metrics_main(void *arg)
 
 static void start(void)
 {
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 128 << 10);
     atomic_store(&running, 1);
-    if (pthread_create(&metrics_thread, &attr, metrics_main, NULL) != 0) {
+    if (rs_thread_start(&metrics_thread, metrics_main, NULL, 128u << 10) != 0) {
         atomic_store(&running, 0);
         rs_notice("cannot start the node metrics thread; node counters are not recorded");
     }
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 static _Atomic int thread_asked;   /* start() called for this process */

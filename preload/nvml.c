@@ -330,17 +330,7 @@ void rs_nvml_start(void)
     int device = rs_gpu_device >= 0 ? rs_gpu_device : rs_gpu_first_device();
     if (device < 0 || rs_cuda_ready() != 1 || atomic_exchange(&thread_started, 1))
         return;
-    pthread_attr_t attr;
     pthread_t t;
-    sigset_t all, old;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256u << 10);
-    /* the program's signals are not for this thread */
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    if (pthread_create(&t, &attr, nvml_main, NULL) != 0)
+    if (rs_thread_start(&t, nvml_main, NULL, 256u << 10) != 0)
         rs_debug("nvml: cannot start the sampling thread");
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
 }

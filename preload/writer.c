@@ -1192,22 +1192,27 @@ static int await_set(_Atomic uint32_t *word)
 
 /* Starts a writer thread on the state in w, with its own fd table when
  * own, and waits until it has set the table up. Returns 0 or -1. */
-static int start_thread(int own)
+int rs_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack)
 {
-    /* The writer never runs the program's signal handlers: it starts with
-     * every signal blocked. */
+    /* The agent's threads never run the program's signal handlers: they
+     * start with every signal blocked. */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 << 10);
-    atomic_store(&started, 0);
-    int err = pthread_create(&writer_thread, &attr, writer_main, own ? (void *)1 : NULL);
+    pthread_attr_setstacksize(&attr, stack);
+    int err = pthread_create(t, &attr, fn, arg);
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (err)
+    return err ? -1 : 0;
+}
+
+static int start_thread(int own)
+{
+    atomic_store(&started, 0);
+    if (rs_thread_start(&writer_thread, writer_main, own ? (void *)1 : NULL, 256u << 10) != 0)
         return -1;
     atomic_store(&writer_running, 1);
     /* Nothing of the program's runs while the writer holds its copy of
