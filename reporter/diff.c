@@ -11,6 +11,7 @@
 #include "reporter/intern.h"
 #include "reporter/json.h"
 #include "reporter/report.h"
+#include "reporter/steps.h"
 #include "formats/trace.h"
 
 #include <dirent.h>
@@ -264,11 +265,11 @@ static int by_op_bytes(const void *pa, const void *pb)
     return c ? c : (a->bytes > b->bytes) - (a->bytes < b->bytes);
 }
 
-/* The figure a step takes: the training steps' median when both sides have
- * steps, else the job's wall time. */
+/* The figure a step takes: the job's time per training step (steps.h)
+ * when both sides have steps, else the job's wall time. */
 static double step_or_wall_ms(yajl_val root, int steps)
 {
-    return steps ? rsr_jv_knum_or(rsr_jv_key(root, "steps"), "median_ms", 0)
+    return steps ? rsr_jv_knum_or(rsr_jv_key(root, "steps"), "per_step_ms", 0)
                  : 1000 * rsr_jv_knum_or(root, "wall_s", 0);
 }
 
@@ -287,7 +288,8 @@ static int has_finding(yajl_val root, const char *id)
 struct diff {
     struct side *s[2];
     int steps;                  /* both sides have steps */
-    double step_ms[2];
+    double step_ms[2];          /* time per step (steps), else wall time */
+    double wall_s[2], median_ms[2];
     double gpu[2][NGPU + NIDLE];
     double io[2][2];            /* bytes read, written */
     size_t gpu_procs[2];
@@ -308,10 +310,12 @@ static double pct_change(double a, double b)
 static void diff_compute(struct diff *d)
 {
     yajl_val r0 = d->s[0]->root, r1 = d->s[1]->root;
-    d->steps = rsr_jv_key(r0, "steps") && rsr_jv_key(r1, "steps");
+    d->steps = rsr_jv_key(rsr_jv_key(r0, "steps"), "per_step_ms") && rsr_jv_key(rsr_jv_key(r1, "steps"), "per_step_ms");
     for (int s = 0; s < 2; s++) {
         yajl_val r = d->s[s]->root;
         d->step_ms[s] = step_or_wall_ms(r, d->steps);
+        d->wall_s[s] = rsr_jv_knum_or(r, "wall_s", 0);
+        d->median_ms[s] = rsr_jv_knum_or(rsr_jv_key(r, "steps"), "median_ms", 0);
         d->gpu_procs[s] = gpu_means(r, d->gpu[s]);
         io_sums(r, d->io[s]);
         kernels_add(&d->k, s, r);
@@ -472,6 +476,22 @@ static void diff_json(FILE *f, const struct diff *d)
     fputs(",\"delta_pct\":", f);
     rsr_json_num(f, pct_change(d->step_ms[0], d->step_ms[1]));
     fprintf(f, ",\"basis\":\"%s\"}", d->steps ? "steps" : "wall");
+    fputs(",\"wall_s\":{\"before\":", f);
+    rsr_json_num(f, d->wall_s[0]);
+    fputs(",\"after\":", f);
+    rsr_json_num(f, d->wall_s[1]);
+    fputs(",\"delta_pct\":", f);
+    rsr_json_num(f, pct_change(d->wall_s[0], d->wall_s[1]));
+    putc('}', f);
+    if (d->steps) {
+        fputs(",\"median_step_ms\":{\"before\":", f);
+        rsr_json_num(f, d->median_ms[0]);
+        fputs(",\"after\":", f);
+        rsr_json_num(f, d->median_ms[1]);
+        fputs(",\"delta_pct\":", f);
+        rsr_json_num(f, pct_change(d->median_ms[0], d->median_ms[1]));
+        putc('}', f);
+    }
     fputs(",\"gpu\":{", f);
     for (size_t k = 0; k < NGPU; k++)
         ba(f, gpu_keys[k], d->gpu[0][k], d->gpu[1][k], k == 0);
@@ -663,11 +683,20 @@ static const char *const gpu_labels[] = { "GPU compute, % of span", "communicati
 static void headline(FILE *f, const struct diff *d)
 {
     fputs("<section id=\"moves\"><h2>What changed most</h2><ul class=\"findings\">", f);
-    fprintf(f, "<li><strong>%s %.4g ms &rarr; %.4g ms (%+.1f%%)</strong><p>%s</p></li>\n",
-            d->steps ? "Step time (median training step)" : "Wall time (no steps on both sides)", d->step_ms[0],
-            d->step_ms[1], pct_change(d->step_ms[0], d->step_ms[1]),
-            d->steps ? "from the steps each report found" : "the job's wall time: neither steps nor a unit of work "
-                                                            "to divide it by");
+    char t0[48], t1[48];
+    if (d->steps)
+        fprintf(f, "<li><strong id=\"steptime\">Time per step %s &rarr; %s (%+.1f%%)</strong><p>the training "
+                   "steps each report found, from the first one's start to the last one's end over their count, "
+                   "checkpoints, evaluation and data loading included; the job's wall time %.3g s &rarr; %.3g s "
+                   "(%+.1f%%); the median step %.4g ms &rarr; %.4g ms (%+.1f%%)</p></li>\n",
+                rsr_steps_time_text(t0, sizeof t0, d->step_ms[0]), rsr_steps_time_text(t1, sizeof t1, d->step_ms[1]),
+                pct_change(d->step_ms[0], d->step_ms[1]), d->wall_s[0], d->wall_s[1],
+                pct_change(d->wall_s[0], d->wall_s[1]), d->median_ms[0], d->median_ms[1],
+                pct_change(d->median_ms[0], d->median_ms[1]));
+    else
+        fprintf(f, "<li><strong id=\"steptime\">Wall time %.4g s &rarr; %.4g s (%+.1f%%)</strong><p>the job's wall "
+                   "time: the two reports do not both have training steps to divide it by</p></li>\n",
+                d->wall_s[0], d->wall_s[1], pct_change(d->wall_s[0], d->wall_s[1]));
     int used[NGPU + 1] = { 0 };
     for (int shown = 0; shown < 3; shown++) {
         int best = -1;
@@ -746,7 +775,11 @@ static int diff_page(FILE *f, const struct diff *d, const char *out_dir)
     headline(f, d);
     fputs("<section id=\"cards\"><h2>Side by side</h2><div class=\"cards\">", f);
     static const int better[NGPU] = { 1, 0, -1, 0, -1, 0, 1 };
-    card(f, d->steps ? "step time, ms" : "wall time, ms", d->step_ms[0], d->step_ms[1], "", -1, 0);
+    card(f, d->steps ? "time per step, ms" : "wall time, ms", d->step_ms[0], d->step_ms[1], "", -1, 0);
+    if (d->steps) {
+        card(f, "wall time, s", d->wall_s[0], d->wall_s[1], "", -1, 0);
+        card(f, "median step, ms", d->median_ms[0], d->median_ms[1], "", -1, 0);
+    }
     for (size_t k = 0; k < NGPU; k++)
         card(f, gpu_labels[k], d->gpu[0][k], d->gpu[1][k], "%", better[k], 1);
     card(f, "checkpoints, % of wall time", d->ckpt[0], d->ckpt[1], "%", -1, 1);
@@ -822,8 +855,18 @@ static int write_whole(const char *path, const char *data, size_t len)
 
 static void text_summary(FILE *f, const struct diff *d)
 {
-    fprintf(f, "%s: %.4g ms -> %.4g ms (%+.1f%%)\n", d->steps ? "step time" : "wall time", d->step_ms[0], d->step_ms[1],
-            pct_change(d->step_ms[0], d->step_ms[1]));
+    char t0[48], t1[48];
+    if (d->steps) {
+        fprintf(f, "time per step: %s -> %s (%+.1f%%)\n", rsr_steps_time_text(t0, sizeof t0, d->step_ms[0]),
+                rsr_steps_time_text(t1, sizeof t1, d->step_ms[1]), pct_change(d->step_ms[0], d->step_ms[1]));
+        fprintf(f, "  wall time: %.3g s -> %.3g s (%+.1f%%)\n", d->wall_s[0], d->wall_s[1],
+                pct_change(d->wall_s[0], d->wall_s[1]));
+        fprintf(f, "  median step: %.4g ms -> %.4g ms (%+.1f%%)\n", d->median_ms[0], d->median_ms[1],
+                pct_change(d->median_ms[0], d->median_ms[1]));
+    } else {
+        fprintf(f, "wall time: %.3g s -> %.3g s (%+.1f%%) (no training steps on both sides to divide it by)\n",
+                d->wall_s[0], d->wall_s[1], pct_change(d->wall_s[0], d->wall_s[1]));
+    }
     for (size_t k = 0; k < NGPU; k++)
         fprintf(f, "  %s: %.2f%% -> %.2f%% (%+.2f points)\n", gpu_labels[k], d->gpu[0][k], d->gpu[1][k],
                 d->gpu[1][k] - d->gpu[0][k]);

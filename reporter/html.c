@@ -10,6 +10,7 @@
 #include "reporter/html_json.h"
 #include "reporter/html_ranks.h"
 #include "reporter/html_script.h"
+#include "reporter/steps.h"
 #include "formats/trace.h"
 
 #include <dirent.h>
@@ -186,18 +187,28 @@ static void card_pct(FILE *f, const char *key, double v, int warn, const char *d
     fprintf(f, "%s</div></div>\n", detail);
 }
 
-/* The step time ("412 ms/step, p90 430 ms"), the figure a person who
- * trains a model watches, in the page's first line (steps.h). */
-static void step_headline(FILE *f, yajl_val st)
+/* The job's time per training step ("412 ms/step", "2.35 s/itr"), the
+ * figure a person who trains a model steers by, in the page's first line,
+ * the median and p90 step beside it, named (steps.h); without steps, the
+ * wall time and why. */
+static void step_headline(FILE *f, yajl_val st, double wall_s)
 {
-    double med, p90, n, conf;
-    if (!st || !rsr_jv_knum(st, "median_ms", &med) || !rsr_jv_knum(st, "p90_ms", &p90) ||
-        !rsr_jv_knum(st, "count", &n) || !rsr_jv_knum(st, "confidence", &conf))
+    double per, span, med, p90, n, conf;
+    if (!st || !rsr_jv_knum(st, "per_step_ms", &per) || !rsr_jv_knum(st, "span_ms", &span) ||
+        !rsr_jv_knum(st, "median_ms", &med) || !rsr_jv_knum(st, "p90_ms", &p90) || !rsr_jv_knum(st, "count", &n) ||
+        !rsr_jv_knum(st, "confidence", &conf)) {
+        fprintf(f, "<strong id=\"steptime\" title=\"no training steps found: the job's wall time is its figure\">"
+                   "wall %.3g s</strong> &middot; ",
+                wall_s);
         return;
+    }
     const char *src = rsr_jv_kstr(st, "source");
-    fprintf(f, "<strong id=\"steptime\" title=\"median of %.0f training steps, found from the %s (confidence "
-               "%.2f); %zu slow\">%.3g ms/step, p90 %.3g ms</strong> &middot; ",
-            n, src ? src : "?", conf, rsr_jv_len(rsr_jv_key(st, "slow")), med, p90);
+    char head[48];
+    fprintf(f, "<strong id=\"steptime\" title=\"%.0f training steps in %.3f s, from the first one's start to the "
+               "last one's end, checkpoints, evaluation and data loading included; found from the %s (confidence "
+               "%.2f)\">%s</strong> (median step %.3g ms, p90 %.3g ms; %zu slow) &middot; ",
+            n, span / 1e3, src ? src : "?", conf, rsr_steps_time_text(head, sizeof head, per), med, p90,
+            rsr_jv_len(rsr_jv_key(st, "slow")));
 }
 
 /* Bars the step chart draws at most: beyond, each bar stands for a run of
@@ -1886,7 +1897,7 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
         rsr_html_text(f, job);
     }
     fputs("</h1><p>", f);
-    step_headline(f, rsr_jv_key(root, "steps"));
+    step_headline(f, rsr_jv_key(root, "steps"), rsr_jv_knum_or(root, "wall_s", 0));
     double world;
     if (rsr_jv_knum(root, "world_size", &world))
         fprintf(f, "world size %.0f &middot; ", world);

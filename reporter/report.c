@@ -354,6 +354,8 @@ static void steps_json(FILE *f, const struct rsr_job *j)
     fprintf(f, ",\n\"steps\":{\"source\":\"%s\"", st->source);
     num_key(f, "confidence", st->confidence);
     fprintf(f, ",\"count\":%zu", st->count);
+    num_key(f, "per_step_ms", st->per_step_ms);
+    num_key(f, "span_ms", st->span_ms);
     num_key(f, "median_ms", st->median_ms);
     num_key(f, "p90_ms", st->p90_ms);
     num_key(f, "p99_ms", st->p99_ms);
@@ -548,18 +550,23 @@ static void human_bytes(char *buf, size_t n, uint64_t b)
     snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
-/* The step time, or why there is none. */
-static void steps_line(FILE *f, const struct rsr_steps *st)
+/* The headline, the job's time per training step (steps.h), with the
+ * distribution of steps beside it; or, without steps, the wall time and
+ * why. */
+static void steps_line(FILE *f, const struct rsr_steps *st, double wall_s)
 {
     if (!st->source) {
-        fprintf(f, "  steps: none found (%s)\n", st->why);
+        fprintf(f, "  time per step: no steps found (%s); the job's wall time, %.2f s, is its figure\n", st->why,
+                wall_s);
         return;
     }
     size_t ck = 0;
     for (size_t i = 0; i < st->n_slow; i++)
         ck += strcmp(st->slow[i].cause, "checkpoint") == 0;
-    fprintf(f, "  steps: %.1f ms/step, p90 %.1f ms, max %.1f ms over %zu training steps", st->median_ms, st->p90_ms,
-            st->max_ms, st->count);
+    char head[48];
+    fprintf(f, "  time per step: %s (%zu training steps in %.3f s, all that ran between them included)\n",
+            rsr_steps_time_text(head, sizeof head, st->per_step_ms), st->count, st->span_ms / 1e3);
+    fprintf(f, "  steps: median step %.1f ms, p90 %.1f ms, max %.1f ms", st->median_ms, st->p90_ms, st->max_ms);
     if (st->phase_count[RSR_PHASE_EVAL])
         fprintf(f, " (and %zu evaluation steps of %.1f ms)", st->phase_count[RSR_PHASE_EVAL],
                 st->phase_median_ms[RSR_PHASE_EVAL]);
@@ -590,6 +597,7 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
     if (dropped)
         fprintf(f, "; %" PRIu64 " records dropped (memory bound)", dropped);
     fputc('\n', f);
+    steps_line(f, &j->steps, (double)(j->storage.job_end_ns - j->storage.job_start_ns) / 1e9);
     double idle = 0, comp = 0, comm = 0, copy = 0, exposed = 0, overlap = 0;
     int ng = 0;
     for (size_t i = 0; j->gpu && i < j->n; i++) {
@@ -636,7 +644,6 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
         fprintf(f, "  slowest rank: too few collectives to tell (%" PRIu64 " seen on several ranks)\n",
                 j->colls.matched);
     }
-    steps_line(f, &j->steps);
     if (j->align.groups)
         fprintf(f, "  clocks: aligned on %" PRIu64 " collectives; skew corrected %.1f us, residual %.1f us\n",
                 j->align.groups, (double)j->align.max_correction_ns / 1e3, (double)j->align.residual_ns / 1e3);

@@ -454,9 +454,49 @@ static const struct rsr_step_mark *mark_at(struct marks *m, size_t i)
     return &m->blk[i - m->at];
 }
 
+/* Where the step that mark m begins starts, when a step ends before it:
+ * for a collective, the start of the GPU idle gap before m (the end of
+ * the previous step's GPU work: its optimizer), or later, where the host
+ * returned from waiting for that work, or the end of a checkpoint write
+ * that ran in that gap, so that a step owns its own checkpoint as the
+ * program counts it. The data loading that follows in
+ * the same gap goes with the step before (the trace cannot tell where on
+ * the host one ends and the other begins); every step's length is the
+ * same as the program's but for the jitter of that loading. Kernel marks'
+ * gaps run from the previous marked kernel, not from the step's end: m's
+ * own time. *bur: the first burst that may still matter (marks come in
+ * order). */
+static int64_t step_edge(const struct rsr_summary *s, const struct rsr_step_mark *m, size_t *bur)
+{
+    if (!s->n_cmarks || m->gap <= 0)
+        return m->t;
+    int64_t g0 = m->t - m->gap, edge = g0 + m->host_ns;
+    while (*bur < s->n_bursts && s->bursts[*bur].end_ns <= g0)
+        (*bur)++;
+    for (size_t b = *bur; b < s->n_bursts && s->bursts[b].start_ns < m->t; b++)
+        if (s->bursts[b].end_ns > edge)
+            edge = s->bursts[b].end_ns < m->t ? s->bursts[b].end_ns : m->t;
+    return edge;
+}
+
+/* Where a process's last step ends: the end of its GPU work (what
+ * follows its last collective: the optimizer), the host's return from
+ * waiting for it, or the end of a checkpoint written after that step
+ * began, whichever is latest. */
+static int64_t last_edge(const struct rsr_summary *s, int64_t start)
+{
+    int64_t end = s->host_end_ns > s->gpu.end_ns ? s->host_end_ns : s->gpu.end_ns;
+    for (size_t b = 0; b < s->n_bursts; b++)
+        if (s->bursts[b].start_ns >= start && s->bursts[b].end_ns > end)
+            end = s->bursts[b].end_ns;
+    return end;
+}
+
 static int proc_steps(struct proc *p, struct marks *mk, const struct rsr_step_seg *segs, size_t nsegs)
 {
     const struct rsr_summary *s = mk->s;
+    size_t bur = 0;
+    int64_t next_start = 0;
     p->v = malloc((nsegs ? nsegs : 1) * sizeof *p->v);
     if (!p->v)
         return -1;
@@ -466,14 +506,17 @@ static int proc_steps(struct proc *p, struct marks *mk, const struct rsr_step_se
         const struct rsr_step_mark *a = mark_at(mk, g->first);
         if (!a)
             return -1;
-        int64_t start = a->t;
+        /* the first step begins with its own GPU work (the end of the
+         * longest idle gap before its first mark); the others where the
+         * step before them ended */
+        int64_t start = k ? next_start : a->t;
         struct rsr_step_counters c0 = a->c;
         const struct rsr_step_mark *b = next < mk->n ? mark_at(mk, next) : NULL;
         if (next < mk->n && !b)
             return -1;
         struct pstep *ps = &p->v[p->n++];
         ps->start = start;
-        ps->end = b ? b->t : s->gpu.end_ns;
+        ps->end = next_start = b ? step_edge(s, b, &bur) : last_edge(s, start);
         if (ps->end < ps->start)
             ps->end = ps->start;
         ps->phase = g->phase;
@@ -828,6 +871,18 @@ static int job_stats(struct rsr_steps *out)
         out->p99_ms = quantile(v, k, 0.99);
         out->max_ms = v[k - 1];
     }
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    for (size_t i = 0; i < out->n; i++)
+        if (out->steps[i].phase == RSR_PHASE_TRAIN) {
+            if (out->steps[i].start_ns < first)
+                first = out->steps[i].start_ns;
+            if (out->steps[i].end_ns > last)
+                last = out->steps[i].end_ns;
+        }
+    if (out->count && last > first) {
+        out->span_ms = (double)(last - first) / 1e6;
+        out->per_step_ms = out->span_ms / (double)out->count;
+    }
     out->trend_pct = trend(out);
     size_t nslow = 0;
     for (size_t i = 0; i < out->n; i++)
@@ -980,4 +1035,13 @@ void rsr_steps_free(struct rsr_steps *s)
     free(s->steps);
     free(s->slow);
     memset(s, 0, sizeof *s);
+}
+
+char *rsr_steps_time_text(char *buf, size_t n, double ms)
+{
+    if (ms >= 1000)
+        snprintf(buf, n, "%.3g s/itr", ms / 1000);
+    else
+        snprintf(buf, n, "%.3g ms/step", ms);
+    return buf;
 }

@@ -122,6 +122,11 @@ struct rsr_steps {
     struct rsr_step *steps;     /* in time order, every phase */
     size_t n;
     size_t count;               /* training steps */
+    /* The headline: the job's time per training step, from the first
+     * training step's start to the last one's end over their count, with
+     * whatever lies between them (checkpoints, evaluation, data waits):
+     * what a user's s/itr counts. span_ms is that time. */
+    double per_step_ms, span_ms;
     double median_ms, p90_ms, p99_ms, max_ms, trend_pct;  /* training steps */
     double typical_change_pct;  /* the typical step's change over the run (steps.c) */
     size_t phase_count[RSR_NPHASES];
@@ -144,5 +149,10 @@ int rsr_step_range_name(const char *name);
 int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_steps *out);
 
 void rsr_steps_free(struct rsr_steps *s);
+
+/* Writes a time per step of ms milliseconds as users read it: "37.7
+ * ms/step", or "2.35 s/itr" from a second up (tqdm's unit); into buf of n
+ * bytes. Returns buf. */
+char *rsr_steps_time_text(char *buf, size_t n, double ms);
 
 #endif

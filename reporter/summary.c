@@ -125,7 +125,10 @@ struct rsr_acc {
     /* step marks (summary.h): the I/O union, the longest GPU idle gap
      * since the last collective mark, the marks' capacities */
     struct uni ios;
-    int64_t gap_len, gap_end;
+    int64_t gap_len, gap_end, gap_host;
+    int64_t sync_end;           /* the latest end of a host synchronisation so far */
+    int64_t recent_sync[RSR_SYNC_RECENT][2];    /* the last ones' start and end, a ring */
+    uint64_t n_recent;
     struct rsr_step_counters gap_c;
     size_t cap_cmarks, cap_kmarks, cap_ranges;
     int64_t kmark_end;              /* latest end of a marked kernel */
@@ -321,6 +324,7 @@ static void mark_answer(struct rsr_acc *a, size_t i)
     if (a->gap_len > 0) {
         mk->t = a->gap_end;
         mk->gap = a->gap_len;
+        mk->host_ns = a->gap_host;
         mk->c = a->gap_c;
     } else {
         counters_at(a, mk->t, &mk->c);
@@ -512,6 +516,7 @@ static void step_marks(struct rsr_acc *a, const struct rsr_acc_op *op, int64_t s
     if (a->all.open && s > a->all.e && s - a->all.e > a->gap_len) {
         a->gap_len = s - a->all.e;
         a->gap_end = s;
+        a->gap_host = a->sync_end > a->all.e && a->sync_end <= s ? a->sync_end - a->all.e : 0;
         counters_at(a, s, &a->gap_c);
     }
     if (op->cls != RSR_GPU_COMPUTE && op->cls != RSR_GPU_COMM)
@@ -795,6 +800,10 @@ void rsr_acc_sync(struct rsr_acc *a, int64_t start_ns, int64_t end_ns)
     enter(a, start_ns);
     a->n_syncs++;
     a->sync_blocked += end_ns - start_ns;
+    if (end_ns > a->sync_end)
+        a->sync_end = end_ns;
+    a->recent_sync[a->n_recent % RSR_SYNC_RECENT][0] = start_ns;
+    a->recent_sync[a->n_recent++ % RSR_SYNC_RECENT][1] = end_ns;
 }
 
 /* ---- collectives ---- */
@@ -1077,6 +1086,11 @@ int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
     }
     out->n_syncs = a->n_syncs;
     out->sync_blocked_ns = a->sync_blocked;
+    for (uint64_t k = 0; k < a->n_recent && k < RSR_SYNC_RECENT && a->all.open; k++) {
+        const int64_t *y = a->recent_sync[k];
+        if (y[0] <= a->all.e && y[1] >= a->all.e && y[1] > out->host_end_ns)
+            out->host_end_ns = y[1];
+    }
     out->late = a->late;
     finish_marks(out);
     /* in (communicator, seq) order, so that a merge reads them across ranks */
@@ -1126,6 +1140,8 @@ void rsr_summary_shift(struct rsr_summary *s, int64_t d)
         s->bursts[i].start_ns += d;
         s->bursts[i].end_ns += d;
     }
+    if (s->host_end_ns)
+        s->host_end_ns += d;
     s->marks_shift_ns += s->marks_spilled ? d : 0;
     for (size_t i = 0; i < s->n_cmarks && !s->marks_spilled; i++)
         s->cmarks[i].t += d;

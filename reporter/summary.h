@@ -62,10 +62,12 @@ struct rsr_step_counters {
  * checkpoint), or its own start when the GPU was never idle in between;
  * gap is that gap's length (0: none; the first collective's, with none:
  * the time since the process's first GPU work, as if the GPU had been idle
- * before). For a kernel, t is its start and gap the time since the end of
- * the kernel marked before it. */
+ * before), and host_ns how long after the gap's start the last host
+ * synchronisation that ended inside it returned (where the host saw the
+ * step before end; 0: none). For a kernel, t is its start and gap the time
+ * since the end of the kernel marked before it. */
 struct rsr_step_mark {
-    int64_t t, gap;
+    int64_t t, gap, host_ns;
     uint32_t key;               /* collective: index into keys; kernel: name string id */
     uint32_t pad;
     struct rsr_step_counters c;
@@ -82,6 +84,10 @@ struct rsr_step_range {
     uint8_t pad_[6];
     struct rsr_step_counters c0, c1;
 };
+
+/* Host synchronisations kept to find the one that waited for the end of
+ * the GPU work (host_end_ns below): teardown's few come after it. */
+#define RSR_SYNC_RECENT 16
 
 /* Kernels marked before the kernel sequence's period is looked for. */
 #define RSR_STEP_LEARN 4096
@@ -155,6 +161,11 @@ struct rsr_summary {
 
     uint64_t n_syncs;
     int64_t sync_blocked_ns;
+    /* When the host returned from waiting for the end of the process's GPU
+     * work (one of its last RSR_SYNC_RECENT synchronisations began before
+     * that end and returned after it), or 0: where the host saw the last
+     * step end (steps.c). */
+    int64_t host_end_ns;
     uint64_t late;      /* records that came after later ones had been summed (see load_model.c) */
 };
 

@@ -66,6 +66,20 @@ def truth_gpu(truth, rank, overlap):
 
 
 
+def per_step_ms(steps):
+    """The program's own time per training step, job-wide, from simtrain's
+    step lines (SIMGPU_TRUTH "kind":"step"): the last training step's end
+    less the first one's start (any rank), over their count."""
+    by = {}
+    for t in steps:
+        if t["phase"] == "train":
+            by.setdefault(t["index"], []).append(t)
+    ks = sorted(by)
+    if not ks:
+        return 0.0
+    return (max(t["end_ns"] for t in by[ks[-1]]) - min(t["start_ns"] for t in by[ks[0]])) / 1e6 / len(ks)
+
+
 def checkpoint_pct_logged(events):
     """(checkpoint share of wall time %, checkpoints logged, ranks logged)
     from simtrain's event log: the union of its checkpoint writes over the
