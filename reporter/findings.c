@@ -41,10 +41,10 @@ struct list {
     int oom;
 };
 
-static void add(struct list *l, const char *id, int sev, double weight, const char *title, const char *advice,
+static void add(struct list *l, const char *id, int sev, double recoverable, const char *title, const char *advice,
                 const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
-static void add(struct list *l, const char *id, int sev, double weight, const char *title, const char *advice,
+static void add(struct list *l, const char *id, int sev, double recoverable, const char *title, const char *advice,
                 const char *fmt, ...)
 {
     if (l->n == l->cap) {
@@ -60,7 +60,7 @@ static void add(struct list *l, const char *id, int sev, double weight, const ch
     struct rsr_finding *f = &l->v[l->n++];
     f->id = id;
     f->severity = sev;
-    f->weight = weight;
+    f->recoverable_pct = recoverable > 100 ? 100 : recoverable;
     f->title = title;
     f->advice = advice;
     va_list ap;
@@ -72,9 +72,9 @@ static void add(struct list *l, const char *id, int sev, double weight, const ch
 static int cmp_finding(const void *pa, const void *pb)
 {
     const struct rsr_finding *a = pa, *b = pb;
-    if (a->severity != b->severity)
-        return b->severity - a->severity;
-    return (a->weight < b->weight) - (a->weight > b->weight);
+    if (a->recoverable_pct != b->recoverable_pct)
+        return (a->recoverable_pct < b->recoverable_pct) - (a->recoverable_pct > b->recoverable_pct);
+    return b->severity - a->severity;
 }
 
 static const char *rank_text(char *buf, size_t n, const struct rsr_model *m)
@@ -403,7 +403,7 @@ int rsr_findings_make(struct rsr_job *j)
         if (best >= SHORT_KERNEL_SHARE) {
             const struct rsr_kernel_summary *k = &j->kernels[wi];
             const char *top = k->n_short_names ? rsr_model_str(j->models[wi], k->short_names[0]->name) : "";
-            add(&l, "many_short_kernels", RSR_SEV_WARNING, 100 * best, "Many short kernels",
+            add(&l, "many_short_kernels", RSR_SEV_WARNING, g_host_wait(&j->gpu[wi]), "Many short kernels",
                 "Fuse the small operations (torch.compile, fused optimizers and norms) or capture the "
                 "step in a CUDA graph, so launch overhead stops rivalling the work.",
                 "%s: %llu of %llu compute kernels ran under %d us (%.1f ms in all)%s%s",
@@ -456,7 +456,7 @@ int rsr_findings_make(struct rsr_job *j)
         double wall_s = (double)(m->wall_end_ns - m->wall_start_ns) / 1e9;
         uint64_t calls = m->mem_allocs + m->mem_frees;
         if (wall_s > 0 && calls >= 1000 && (double)calls / wall_s >= MEM_CALLS_PER_S) {
-            add(&l, "memory_churn", RSR_SEV_WARNING, 1, "Device memory allocated and freed over and over",
+            add(&l, "memory_churn", RSR_SEV_WARNING, -1, "Device memory allocated and freed over and over",
                 "cuMemAlloc/cuMemFree synchronise and are slow: let the caching allocator keep "
                 "memory (avoid torch.cuda.empty_cache() in the loop), preallocate buffers, or use "
                 "stream-ordered allocation (cudaMallocAsync).",
@@ -500,8 +500,16 @@ int rsr_findings_make(struct rsr_job *j)
     low_sm_finding(&l, j);
     steps_findings(&l, &j->steps);
     struct rsr_finding nf[16];
-    for (size_t i = 0, k = rsr_nodes_findings(&j->nodes, nf, 16); i < k; i++)
-        add(&l, nf[i].id, nf[i].severity, nf[i].weight, nf[i].title, nf[i].advice, "%s", nf[i].evidence);
+    /* A node's saturated CPUs or idle links are ranked by what they cost
+     * the steps: the GPU's wait for the host, the un-hidden communication
+     * (the worst rank's, an upper bound). */
+    double host_wait = worst_gpu(j, g_host_wait).v, exposed = worst_gpu(j, g_exposed).v;
+    for (size_t i = 0, k = rsr_nodes_findings(&j->nodes, nf, 16); i < k; i++) {
+        double rec = strcmp(nf[i].id, "host_cpu_saturated") == 0 ? host_wait
+                   : strcmp(nf[i].id, "link_underused") == 0    ? exposed
+                                                                 : nf[i].recoverable_pct;
+        add(&l, nf[i].id, nf[i].severity, rec, nf[i].title, nf[i].advice, "%s", nf[i].evidence);
+    }
     if (l.n > 1)
         qsort(l.v, l.n, sizeof *l.v, cmp_finding);
     j->findings = l.v;

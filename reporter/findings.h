@@ -16,7 +16,12 @@ struct rsr_finding {
     const char *title;
     char evidence[512];
     const char *advice;
-    double weight;              /* share of time at stake, for ordering */
+    /* An upper bound on the share of the job's step time (its wall time
+     * without steps) fixing it would give back, in %: the un-hidden
+     * transfer, the wait one rank causes, the checkpoint stall, the GPU's
+     * idle waiting for the host... Findings are listed by it, largest
+     * first. Negative: not measured (listed last). */
+    double recoverable_pct;
 };
 
 struct rsr_job;

@@ -487,6 +487,13 @@ static void findings(struct page *p)
             rsr_html_text(f, sev);
             fputs("</span>", f);
         }
+        double rec;
+        if (rsr_jv_knum(x, "recoverable_pct", &rec))
+            fprintf(f, "<span class=\"gain\" title=\"an upper bound on the share of the %s fixing it would give "
+                       "back\">up to %.0f%%</span>",
+                    rsr_jv_key(p->root, "steps") ? "step time" : "wall time", rec);
+        else
+            fputs("<span class=\"gain\">gain not measured</span>", f);
         fputs("</h3><p class=\"ev\">", f);
         rsr_html_value(f, rsr_jv_key(x, "evidence"));
         fputs("</p><p class=\"adv\">", f);
@@ -1910,8 +1917,18 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
                 rsr_jv_knum_or(watch, "pass", 0), rsr_jv_knum_or(watch, "ended", 0),
                 rsr_jv_knum_or(watch, "files", 0), ceil(fmax(1, rsr_jv_knum_or(watch, "every_s", 5))));
     fprintf(f, "%zu processes traced &middot; %zu timelines &middot; %.0f records dropped &middot; "
-               "ringside %s</p></header>\n<main>\n",
+               "ringside %s</p>",
             rsr_jv_len(procs), p->nmodels, dropped, RINGSIDE_VERSION);
+    /* the finding that would give back most, first (findings.h) */
+    yajl_val top = rsr_jv_at(rsr_jv_key(root, "findings"), 0);
+    double rec;
+    if (top && rsr_jv_knum(top, "recoverable_pct", &rec)) {
+        fputs("<p id=\"recoverable\">Fixing <a href=\"#findings\">", f);
+        rsr_html_text(f, rsr_jv_kstr(top, "title") ? rsr_jv_kstr(top, "title") : "the first finding");
+        fprintf(f, "</a> would give back up to %.0f%% of the %s.</p>", rec,
+                rsr_jv_key(root, "steps") ? "step time" : "wall time");
+    }
+    fputs("</header>\n<main>\n", f);
     fputs("<section id=\"summary\"><h2>Summary</h2>\n", f);
     /* Many ranks: the strip plots are tall, the findings go beside them. */
     fputs("<div class=\"top\"><div>", f);

@@ -32,6 +32,7 @@ const char rsr_html_css[] =
     ".findings li.low{border-color:#0969da}.findings p{margin:2px 0;font-size:12px}"
     ".findings .adv{color:#1a7f37}"
     ".sev{font-size:11px;text-transform:uppercase;color:#57606a;margin-left:6px}"
+    ".gain{font-size:11px;color:#57606a;margin-left:6px}"
     ".note{color:#57606a;font-size:12px}"
     ".tl-bar{display:flex;gap:6px;align-items:center;margin-bottom:6px;font-size:12px}"
     ".tl-bar button{font:inherit;padding:2px 10px}"

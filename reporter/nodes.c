@@ -634,7 +634,7 @@ size_t rsr_nodes_findings(const struct rsr_nodes *nodes, struct rsr_finding *out
             memset(f, 0, sizeof *f);
             f->id = "link_underused";
             f->severity = RSR_SEV_WARNING;
-            f->weight = 100 - pct;
+            f->recoverable_pct = -1;    /* findings.c measures it on the steps */
             f->title = "Collectives run well below the interconnect's rate";
             f->advice = "The link waits on the collectives, not the other way round: larger gradient buckets "
                         "(DDP bucket_cap_mb, ZeRO reduce_bucket_size / allgather_bucket_size), prefetching "
@@ -652,7 +652,7 @@ size_t rsr_nodes_findings(const struct rsr_nodes *nodes, struct rsr_finding *out
             memset(f, 0, sizeof *f);
             f->id = "host_cpu_saturated";
             f->severity = nd->cpu_pct >= 98 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING;
-            f->weight = nd->cpu_pct;
+            f->recoverable_pct = -1;    /* findings.c measures it on the steps */
             f->title = "A node's CPUs are saturated";
             f->advice = "The host cannot keep up: fewer DataLoader workers or threads per rank "
                         "(OMP_NUM_THREADS, torch.set_num_threads), other jobs off the node, data decoding "

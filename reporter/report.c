@@ -476,6 +476,11 @@ static void job_json(FILE *f, const struct rsr_job *j)
         rsr_json_str(f, x->evidence);
         fputs(",\"advice\":", f);
         rsr_json_str(f, x->advice);
+        fputs(",\"recoverable_pct\":", f);
+        if (x->recoverable_pct >= 0)
+            rsr_json_num(f, x->recoverable_pct);
+        else
+            fputs("null", f);
         putc('}', f);
     }
     const struct rsr_timeline *t = &j->timeline;
@@ -648,10 +653,22 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
         fprintf(f, "  clocks: aligned on %" PRIu64 " collectives; skew corrected %.1f us, residual %.1f us\n",
                 j->align.groups, (double)j->align.max_correction_ns / 1e3, (double)j->align.residual_ns / 1e3);
     if (j->n_findings) {
-        fputs("findings:\n", f);
-        for (size_t i = 0; i < j->n_findings; i++)
-            fprintf(f, "  [%s] %s: %s\n", rsr_severity_name(j->findings[i].severity), j->findings[i].title,
-                    j->findings[i].evidence);
+        const char *basis = j->steps.source ? "step time" : "wall time";
+        if (j->findings[0].recoverable_pct >= 0)
+            fprintf(f, "findings, by what fixing them would give back (fixing the first, \"%s\", up to %.0f%% of "
+                       "the %s):\n",
+                    j->findings[0].title, j->findings[0].recoverable_pct, basis);
+        else
+            fputs("findings:\n", f);
+        for (size_t i = 0; i < j->n_findings; i++) {
+            const struct rsr_finding *x = &j->findings[i];
+            if (x->recoverable_pct >= 0)
+                fprintf(f, "  [%s] %s (up to %.0f%% of the %s): %s\n", rsr_severity_name(x->severity), x->title,
+                        x->recoverable_pct, basis, x->evidence);
+            else
+                fprintf(f, "  [%s] %s (gain not measured): %s\n", rsr_severity_name(x->severity), x->title,
+                        x->evidence);
+        }
     } else {
         fputs("findings: none\n", f);
     }

@@ -32,7 +32,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from simtruth import per_step_ms  # noqa: E402
+from simtruth import checkpoint_pct_logged, per_step_ms  # noqa: E402
 from rstest import (AGENT, BUILD, PROG, RINGSIDE, check, cleanup, finish, report_problems, run, skip,  # noqa: E402
                     tempdir)
 
@@ -60,8 +60,8 @@ def job(name, nranks, cmd, **extra):
     p = run([LAUNCH, "-n", str(nranks), "--", "sh", "-c", script, "sh"] + cmd, env=env, timeout=180)
     if not check(name + "_runs", p.returncode == 0, "(%d): %s" % (p.returncode, p.stderr.decode()[-500:])):
         return None
-    rj = os.path.join(d, "report.json")
-    p = run([RINGSIDE, "report", out, "--json", rj])
+    rj = os.path.join(d, "report", "report.json")
+    p = run([RINGSIDE, "report", out, "-o", os.path.join(d, "report")])
     if not check(name + "_report", p.returncode == 0, p.stderr.decode()[-500:]):
         return None
     with open(rj) as f:
@@ -72,8 +72,13 @@ def job(name, nranks, cmd, **extra):
             return []
         with open(path) as f:
             return [json.loads(x) for x in f if x.strip()]
-    truth = [t for t in lines(os.path.join(d, "truth")) if t.get("kind") == "step"]
+    all_truth = lines(os.path.join(d, "truth"))
+    job.ops[d] = [t for t in all_truth if t.get("kind") != "step"]
+    truth = [t for t in all_truth if t.get("kind") == "step"]
     return d, rep, p.stdout.decode(), truth, lines(os.path.join(d, "events"))
+
+
+job.ops = {}    # the truth file's GPU operations, by job folder
 
 
 def truth_steps(truth):
@@ -169,6 +174,33 @@ def straggler_ckpt_eval():
     cleanup(d)
 
 
+def findings_ranked(name, d, rep, text, events):
+    """Findings come by recoverable_pct, largest first (unmeasured last);
+    the page's first lines and the terminal name the first; the checkpoint
+    stall's gain is the checkpoints' share of the wall time in simtrain's
+    own log."""
+    fs = rep["findings"]
+    rec = [f["recoverable_pct"] for f in fs]
+    measured = [r for r in rec if r is not None]
+    check(name + "_findings_by_recoverable", fs and measured == sorted(measured, reverse=True) and
+          rec[:len(measured)] == measured and all(0 <= r <= 100 for r in measured),
+          "recoverable_pct in order: %r" % [(f["id"], f["recoverable_pct"]) for f in fs])
+    if not fs or rec[0] is None:
+        return
+    with open(os.path.join(d, "report", "index.html")) as f:
+        page = f.read()
+    first = fs[0]["title"].replace("'", "&#39;")
+    want = 'Fixing <a href="#findings">%s</a> would give back up to %.0f%% of the step time' % (first, rec[0])
+    check(name + "_page_names_the_largest", want in page, "page has no %r" % want)
+    check(name + "_summary_names_the_largest", '"%s", up to %.0f%%' % (fs[0]["title"], rec[0]) in text,
+          text[text.find("findings"):][:300])
+    ck = [f for f in fs if f["id"] == "checkpoint_stall"]
+    logged, n, _ = checkpoint_pct_logged(events)
+    check(name + "_checkpoint_gain", ck and abs(ck[0]["recoverable_pct"] - logged) <= 3,
+          "checkpoint_stall gives back %r%%, simtrain's log %.1f%% of the wall time (%d checkpoints)" %
+          (ck[0]["recoverable_pct"] if ck else None, logged, n))
+
+
 DEMO = ["--steps", "30", "--layers", "4", "--data-us", "2000", "--ckpt-mb", "32", "--straggler", "2:1.5"]
 
 
@@ -180,7 +212,7 @@ def headline():
         r = job(name, 4, [TRAIN] + DEMO + ["--ckpt-every", ck])
         if not r:
             return
-        d, rep, text, truth, _ = r
+        d, rep, text, truth, events = r
         st = rep.get("steps")
         if not check(name + "_steps", st is not None and (st["count"] == 30 or ck == "0"), "steps %r" %
                      ({k: v for k, v in st.items() if k not in ("series", "slow")} if st else None)):
@@ -202,17 +234,29 @@ def headline():
             "%.3g s/itr" % (st["per_step_ms"] / 1000)
         check(name + "_summary_leads", len(lines) > 1 and lines[1].strip().startswith("time per step: " + shown),
               "summary %r, per_step_ms %r" % (lines[:2], st["per_step_ms"]))
-        runs[name] = (d, want, rep)
+        if ck != "0":
+            findings_ranked(name, d, rep, text, events)
+        # what the trace can see of the first step: from its first GPU work
+        # (the truth file's first operation of the step on any rank)
+        tr = sorted(truth, key=lambda t: t["start_ns"])
+        t0 = min(t["start_ns"] for t in job.ops[d] if t["start_ns"] >= tr[0]["start_ns"])
+        seen = (max(t["end_ns"] for t in truth if t["phase"] == "train") - t0) / 1e6 / st["count"]
+        runs[name] = (d, seen, rep)
     (d0, w0, r0), (d1, w1, r1) = runs["demo"], runs["demo_no_ckpt"]
     out = os.path.join(d0, "diff")
     p = run([RINGSIDE, "diff", os.path.join(d0, "trace"), os.path.join(d1, "trace"), "-o", out])
     if check("demo_diff_runs", p.returncode == 0, p.stderr.decode()[-400:]):
         with open(os.path.join(out, "diff.json")) as f:
             dj = json.load(f)
+        # The truth's change from the first step's first GPU work: before
+        # it, simtrain's first step spends tens of ms on the host (the
+        # agent's start-up on its first record: 36 ms against 9 ms without
+        # the agent, measured), which no record shows and which, over 30
+        # steps of 7 ms, moves the job without checkpoints by ~10%.
         want = 100 * (w1 - w0) / w0
         got = dj["step_ms"]["delta_pct"]
         check("demo_diff_headline", dj["step_ms"]["basis"] == "steps" and abs(got - want) <= 3,
-              "diff: time per step %+.1f%%, truth %+.1f%%" % (got, want))
+              "diff: time per step %+.1f%%, truth from the first GPU work %+.1f%%" % (got, want))
         check("demo_diff_wall", dj["wall_s"]["before"] == r0["wall_s"] and dj["wall_s"]["after"] == r1["wall_s"],
               "diff wall %r, reports %r %r" % (dj["wall_s"], r0["wall_s"], r1["wall_s"]))
         text = p.stdout.decode()
