@@ -32,6 +32,7 @@ struct call {
     uint32_t last;              /* the model that came last */
     double wait_sum;            /* the members' waits for it */
     double wait_us;             /* the others' mean wait, when it came last by more than 1 us; else 0 */
+    double last_hidden;         /* the share of the last rank's call that its compute hid */
 };
 
 static int p2p(const struct rsr_coll_key *k)
@@ -78,7 +79,10 @@ static void call_of(const struct rsr_coll_entry *e, long a, long b, struct call 
     for (long j = a; j < b; j++)
         if (j == a || e[j].model != e[j - 1].model)
             wait_sum += (double)(arrive - e[j].t.start_ns) / 1e3;
-    *c = (struct call){ members, arrive, first, end_max, dur, e[last_j].model, wait_sum, 0 };
+    const struct rsr_coll_tuple *lt = &e[last_j].t;
+    *c = (struct call){ members, arrive, first, end_max, dur, e[last_j].model, wait_sum, 0,
+                        lt->end_ns > lt->start_ns ? (double)rsr_coll_hidden_ns(lt, lt->end_ns) /
+                                                    (double)(lt->end_ns - lt->start_ns) : 0 };
     if (members > 1) {
         /* it came last only if it came last by more than 1 us */
         int64_t second = INT64_MIN;
@@ -390,10 +394,13 @@ void rsr_coll_split_gpu(const struct rsr_coll_analysis *a, size_t i, struct rsr_
     b->sync_wait_ns = (int64_t)(a->wait_us[i] * 1e3 + 0.5);
     b->exposed_sync_wait_ns = (int64_t)(a->exposed_wait_us[i] * 1e3 + 0.5);
     b->transfer_ns = (int64_t)(a->transfer_us[i] * 1e3 + 0.5);
-    /* the wait was counted in the communication compute did not hide */
+    /* the wait, and the transfer the last rank's compute hid, were counted
+     * in the communication this rank's compute did not hide */
     if (b->exposed_sync_wait_ns > b->exposed_comm_ns)
         b->exposed_sync_wait_ns = b->exposed_comm_ns;
     b->exposed_comm_ns -= b->exposed_sync_wait_ns;
+    int64_t shadowed = (int64_t)(a->shadowed_us[i] * 1e3 + 0.5);
+    b->exposed_comm_ns -= shadowed < b->exposed_comm_ns ? shadowed : b->exposed_comm_ns;
     double span = (double)b->span_ns;
     b->exposed_comm_pct = 100.0 * (double)b->exposed_comm_ns / span;
     b->sync_wait_pct = 100.0 * (double)b->sync_wait_ns / span;
@@ -408,6 +415,7 @@ void rsr_coll_analysis_free(struct rsr_coll_analysis *a)
     free(a->coll_us);
     free(a->exposed_wait_us);
     free(a->transfer_us);
+    free(a->shadowed_us);
     for (size_t i = 0; a->stragglers && i < a->n_stragglers; i++)
         for (size_t k = 0; k < a->stragglers[i].why.n_kernels; k++)
             free(a->stragglers[i].why.kernels[k].mean_us);
@@ -436,9 +444,10 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
     out->coll_us = calloc(n ? n : 1, sizeof *out->coll_us);
     out->exposed_wait_us = calloc(n ? n : 1, sizeof *out->exposed_wait_us);
     out->transfer_us = calloc(n ? n : 1, sizeof *out->transfer_us);
+    out->shadowed_us = calloc(n ? n : 1, sizeof *out->shadowed_us);
     out->n_models = n;
     if (!caused || !caused_op || !last || !calls || !excess || !out->wait_us || !out->coll_us ||
-        !out->exposed_wait_us || !out->transfer_us)
+        !out->exposed_wait_us || !out->transfer_us || !out->shadowed_us)
         goto oom;
     const struct rsr_coll_entry *e;
     long ng;
@@ -451,11 +460,18 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
             for (long j = a; j < b; j++) {
                 if (j > a && e[j].model == e[j - 1].model)
                     continue;
-                int64_t w = c.arrive - e[j].t.start_ns, hid = rsr_coll_hidden_ns(&e[j].t, c.arrive);
+                const struct rsr_coll_tuple *t = &e[j].t;
+                int64_t w = c.arrive - t->start_ns, hid = rsr_coll_hidden_ns(t, c.arrive);
+                int64_t x = t->end_ns > c.arrive ? t->end_ns - c.arrive : 0;
                 out->wait_us[e[j].model] += (double)w / 1e3;
                 out->exposed_wait_us[e[j].model] += (double)(w > hid ? w - hid : 0) / 1e3;
-                if (e[j].t.end_ns > c.arrive)
-                    out->transfer_us[e[j].model] += (double)(e[j].t.end_ns - c.arrive) / 1e3;
+                out->transfer_us[e[j].model] += (double)x / 1e3;
+                /* the transfer this rank's compute left bare, beyond what
+                 * the last rank's left bare: hidden where it matters */
+                double bare = (double)(x - (rsr_coll_hidden_ns(t, t->end_ns) - hid));
+                double lost = (double)x * (1 - c.last_hidden);
+                if (bare > lost)
+                    out->shadowed_us[e[j].model] += (bare - lost) / 1e3;
                 out->coll_us[e[j].model] += (double)c.dur / 1e3;
                 if (c.members > 1)
                     calls[e[j].model]++;

@@ -122,6 +122,9 @@ struct rsr_coll_analysis {
     double *coll_us;            /* per model: time in collectives after the last arrival */
     double *exposed_wait_us;    /* per model: of wait_us, what compute did not hide */
     double *transfer_us;        /* per model: last arrival to its own end, summed */
+    /* per model: transfer its compute did not hide but the compute of the
+     * rank that came last did (rsr_coll_split_gpu) */
+    double *shadowed_us;
     size_t n_models;
     struct rsr_straggler *stragglers;   /* ranks named stragglers, most waiting caused first */
     size_t n_stragglers;
@@ -137,8 +140,12 @@ void rsr_coll_analysis_free(struct rsr_coll_analysis *a);
 
 /* Splits model i's collective time in *b (its summary's breakdown) into
  * the wait for the last rank and the transfer: sets sync_wait,
- * exposed_sync_wait and transfer, and takes the wait compute did not hide
- * out of the exposed communication (gpu_breakdown.h). */
+ * exposed_sync_wait and transfer, and leaves in the exposed communication
+ * only the transfer that costs time: not the wait, and not transfer the
+ * last rank's compute hid. Each call's transfer runs on all its ranks at
+ * once, gated by the last to arrive: where that rank computes meanwhile,
+ * a rank that has nothing left to compute only waits for it, and a faster
+ * transfer would give it nothing (gpu_breakdown.h). */
 void rsr_coll_split_gpu(const struct rsr_coll_analysis *a, size_t i, struct rsr_gpu_breakdown *b);
 
 #endif

@@ -35,10 +35,11 @@ struct rsr_gpu_breakdown {
     int64_t comm_ns;                /* union of communication kernels */
     int64_t memcpy_ns;              /* union of copies and sets */
     int64_t overlap_ns;             /* union(comm) within union(compute) */
-    /* comm_ns - overlap_ns, less exposed_sync_wait_ns: the transfer that
-     * compute does not hide (a process's collectives matched on no other
+    /* comm_ns - overlap_ns, less exposed_sync_wait_ns and less the transfer
+     * the last rank's compute hid (rsr_coll_split_gpu): the transfer that
+     * compute does not hide. A process's collectives matched on no other
      * rank, as a one-rank Kineto trace's, wait for nobody: there it is
-     * HTA's exposed communication, comm_ns - overlap_ns) */
+     * HTA's exposed communication, comm_ns - overlap_ns. */
     int64_t exposed_comm_ns;
     /* Collectives matched across ranks (collectives.h, rsr_coll_split_gpu):
      * the time this process's collectives waited for the last rank to
