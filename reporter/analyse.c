@@ -29,6 +29,8 @@ int rsr_job_analyse(struct rsr_model *const *models, size_t n, struct rsr_job *j
     }
     if (rsr_collectives_analyse(models, n, &job->colls) != 0)
         rc = -1;
+    for (size_t i = 0; i < n; i++)
+        rsr_coll_split_gpu(&job->colls, i, &job->gpu[i]);
     if (rsr_storage_analyse(models, n, &job->storage) != 0)
         rc = -1;
     if (rsr_timeline_build(models, n, job->storage.job_start_ns, job->storage.job_end_ns, &job->timeline) != 0)

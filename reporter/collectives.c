@@ -32,6 +32,7 @@ struct call {
     uint32_t last;              /* the model that came last */
     double wait_sum;            /* the members' waits for it */
     double wait_us;             /* the others' mean wait, when it came last by more than 1 us; else 0 */
+    double last_hidden;         /* the share of the last rank's call that its compute hid */
 };
 
 static int p2p(const struct rsr_coll_key *k)
@@ -78,7 +79,10 @@ static void call_of(const struct rsr_coll_entry *e, long a, long b, struct call 
     for (long j = a; j < b; j++)
         if (j == a || e[j].model != e[j - 1].model)
             wait_sum += (double)(arrive - e[j].t.start_ns) / 1e3;
-    *c = (struct call){ members, arrive, first, end_max, dur, e[last_j].model, wait_sum, 0 };
+    const struct rsr_coll_tuple *lt = &e[last_j].t;
+    *c = (struct call){ members, arrive, first, end_max, dur, e[last_j].model, wait_sum, 0,
+                        lt->end_ns > lt->start_ns ? (double)rsr_coll_hidden_ns(lt, lt->end_ns) /
+                                                    (double)(lt->end_ns - lt->start_ns) : 0 };
     if (members > 1) {
         /* it came last only if it came last by more than 1 us */
         int64_t second = INT64_MIN;
@@ -220,11 +224,201 @@ done:
     return rc;
 }
 
+const char *rsr_why_kind_name(int kind)
+{
+#define RSR_WHY_NAME(id, name) name,
+    static const char *const names[] = { RSR_WHY_KINDS(RSR_WHY_NAME) };
+#undef RSR_WHY_NAME
+    return kind >= 0 && kind < RSR_WHY_NKINDS ? names[kind] : "unknown";
+}
+
+static double median_of(double *v, size_t n)
+{
+    if (!n)
+        return 0;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* One process's figures a straggler is compared on (collectives.h), us. */
+static void why_figures(struct rsr_model *m, double *v)
+{
+    const struct rsr_summary *sm = rsr_model_summary(m);
+    int64_t ckpt = 0;
+    for (size_t b = 0; b < sm->n_bursts; b++)
+        ckpt += sm->bursts[b].end_ns - sm->bursts[b].start_ns;
+    int64_t io = sm->end_counters.io - sm->loading.read_ns - ckpt;
+    v[RSR_WHY_KERNELS] = (double)sm->gpu.compute_ns / 1e3;
+    v[RSR_WHY_DATA_LOADING] = (double)(sm->loading.read_idle_ns + (int64_t)m->waits.cause_ns[RSR_CAUSE_DATALOADER]) / 1e3;
+    v[RSR_WHY_CHECKPOINT] = (double)ckpt / 1e3;
+    v[RSR_WHY_IO] = (double)(io > 0 ? io : 0) / 1e3;
+    v[RSR_WHY_LAUNCH_GAPS] = (double)sm->gpu.kernel_wait_ns / 1e3;
+    v[RSR_WHY_HOST_COMPUTE] = (double)sm->gpu.host_wait_ns / 1e3;
+    v[RSR_WHY_UNKNOWN] = 0;
+}
+
+static int cmp_why_kernel(const void *pa, const void *pb)
+{
+    const struct rsr_why_kernel *a = pa, *b = pb;
+    return (a->excess_us < b->excess_us) - (a->excess_us > b->excess_us);
+}
+
+/* The compute kernels whose mean run is slower on model si than the
+ * others' median, the largest excess first, into w->kernels. */
+static int why_kernels(struct rsr_model *const *models, size_t n, size_t si, struct rsr_straggler_why *w)
+{
+    const struct rsr_kernel_summary *ks = &rsr_model_summary(models[si])->kernels;
+    double *means = malloc((n ? n : 1) * sizeof *means), *others = malloc((n ? n : 1) * sizeof *others);
+    struct rsr_why_kernel cand[RSR_WHY_MAX_KERNELS + 1];
+    size_t nc = 0;
+    int rc = -1;
+    if (!means || !others)
+        goto done;
+    for (size_t k = 0; k < ks->n; k++) {
+        const struct rsr_kernel_stat *st = &ks->stats[k];
+        if (st->cls != RSR_GPU_COMPUTE || !st->count)
+            continue;
+        const char *name = rsr_model_str(models[si], st->name);
+        size_t no = 0;
+        for (size_t i = 0; i < n; i++) {
+            means[i] = NAN;
+            const struct rsr_kernel_summary *ko = &rsr_model_summary(models[i])->kernels;
+            for (size_t q = 0; q < ko->n; q++)
+                if (ko->stats[q].count && !strcmp(rsr_model_str(models[i], ko->stats[q].name), name)) {
+                    means[i] = ko->stats[q].mean_ns / 1e3;
+                    break;
+                }
+            if (i != si && !isnan(means[i]))
+                others[no++] = means[i];
+        }
+        if (!no)
+            continue;
+        double med = median_of(others, no), mine = st->mean_ns / 1e3;
+        if (mine < RSR_WHY_SLOWER * med)
+            continue;
+        struct rsr_why_kernel *x = &cand[nc];
+        snprintf(x->name, sizeof x->name, "%s", name);
+        x->straggler_us = mine;
+        x->others_us = med;
+        x->excess_us = (mine - med) * (double)st->count;
+        x->mean_us = malloc(n * sizeof *x->mean_us);
+        if (!x->mean_us)
+            goto done;
+        memcpy(x->mean_us, means, n * sizeof *means);
+        nc++;
+        qsort(cand, nc, sizeof *cand, cmp_why_kernel);
+        if (nc > RSR_WHY_MAX_KERNELS)
+            free(cand[--nc].mean_us);
+    }
+    rc = 0;
+done:
+    memcpy(w->kernels, cand, nc * sizeof *cand);
+    w->n_kernels = nc;
+    free(means), free(others);
+    return rc;
+}
+
+/* Why straggler s is late (collectives.h). Returns 0, or -1 when out of
+ * memory. */
+static int straggler_why(struct rsr_model *const *models, size_t n, struct rsr_straggler *s)
+{
+    struct rsr_straggler_why *w = &s->why;
+    double mine[RSR_WHY_NKINDS], med[RSR_WHY_NKINDS], d[RSR_WHY_NKINDS];
+    double *col = malloc((n ? n : 1) * RSR_WHY_NKINDS * sizeof *col), *one = malloc((n ? n : 1) * sizeof *one);
+    size_t no = 0;
+    if (!col || !one) {
+        free(col), free(one);
+        return -1;
+    }
+    why_figures(models[s->model], mine);
+    for (size_t i = 0; i < n; i++)
+        if (i != s->model && models[i]->rank >= 0 && rsr_model_summary(models[i])->gpu.span_ns > 0)
+            why_figures(models[i], col + RSR_WHY_NKINDS * no++);
+    for (int k = 0; k < RSR_WHY_NKINDS; k++) {
+        for (size_t i = 0; i < no; i++)
+            one[i] = col[RSR_WHY_NKINDS * i + k];
+        med[k] = median_of(one, no);
+        d[k] = mine[k] - med[k] > 0 ? mine[k] - med[k] : 0;
+    }
+    free(col), free(one);
+    /* the GPU idle waiting for launches that data loading, a checkpoint or
+     * file I/O do not account for */
+    d[RSR_WHY_HOST_COMPUTE] -= d[RSR_WHY_DATA_LOADING] + d[RSR_WHY_CHECKPOINT] + d[RSR_WHY_IO];
+    if (d[RSR_WHY_HOST_COMPUTE] < 0)
+        d[RSR_WHY_HOST_COMPUTE] = 0;
+    int best = RSR_WHY_UNKNOWN;
+    for (int k = 0; k < RSR_WHY_UNKNOWN; k++)
+        if (d[k] > (best == RSR_WHY_UNKNOWN ? 0 : d[best]))
+            best = k;
+    double share = s->caused_us > 0 ? 100.0 * d[best] / s->caused_us : 0;
+    if (best != RSR_WHY_UNKNOWN && share < RSR_WHY_MIN_SHARE)
+        best = RSR_WHY_UNKNOWN;
+    w->kind = (uint8_t)best;
+    w->excess_us = best == RSR_WHY_UNKNOWN ? 0 : d[best];
+    w->share_pct = best == RSR_WHY_UNKNOWN ? 0 : share > 100 ? 100 : share;
+    static const char *const what[] = {
+        [RSR_WHY_KERNELS] = "its compute kernels ran",
+        [RSR_WHY_DATA_LOADING] = "it loaded data (reads while its GPU idled, DataLoader waits)",
+        [RSR_WHY_HOST_COMPUTE] = "its GPU waited for the host's launches (not data loading, checkpoints or file I/O)",
+        [RSR_WHY_IO] = "it spent in file I/O",
+        [RSR_WHY_CHECKPOINT] = "it spent writing checkpoints",
+        [RSR_WHY_LAUNCH_GAPS] = "its GPU sat in short gaps between kernels",
+    };
+    size_t o = 0;
+    if (best == RSR_WHY_UNKNOWN)
+        o += (size_t)snprintf(w->detail, sizeof w->detail,
+                              "nothing it did explains a quarter of the %.3f ms the others waited for it: "
+                              "not longer kernels, data loading, host work, file I/O, checkpoints or launch gaps",
+                              s->caused_us / 1e3);
+    else
+        o += (size_t)snprintf(w->detail, sizeof w->detail,
+                              "%s %.3f ms longer than the other ranks' median (%.3f ms against %.3f ms): "
+                              "%.0f%% of the %.3f ms the others waited for it",
+                              what[best], d[best] / 1e3, mine[best] / 1e3, med[best] / 1e3, w->share_pct,
+                              s->caused_us / 1e3);
+    if (best != RSR_WHY_KERNELS)
+        return 0;
+    if (why_kernels(models, n, s->model, w) != 0)
+        return -1;
+    for (size_t k = 0; k < w->n_kernels && k < 3 && o < sizeof w->detail; k++)
+        o += (size_t)snprintf(w->detail + o, sizeof w->detail - o, "%s%s %.1f us against %.1f us (x%.2f)",
+                              k ? ", " : "; slower: ", w->kernels[k].name, w->kernels[k].straggler_us,
+                              w->kernels[k].others_us, w->kernels[k].straggler_us / w->kernels[k].others_us);
+    return 0;
+}
+
+void rsr_coll_split_gpu(const struct rsr_coll_analysis *a, size_t i, struct rsr_gpu_breakdown *b)
+{
+    if (i >= a->n_models || !b->span_ns)
+        return;
+    b->sync_wait_ns = (int64_t)(a->wait_us[i] * 1e3 + 0.5);
+    b->exposed_sync_wait_ns = (int64_t)(a->exposed_wait_us[i] * 1e3 + 0.5);
+    b->transfer_ns = (int64_t)(a->transfer_us[i] * 1e3 + 0.5);
+    /* the wait, and the transfer the last rank's compute hid, were counted
+     * in the communication this rank's compute did not hide */
+    if (b->exposed_sync_wait_ns > b->exposed_comm_ns)
+        b->exposed_sync_wait_ns = b->exposed_comm_ns;
+    b->exposed_comm_ns -= b->exposed_sync_wait_ns;
+    int64_t shadowed = (int64_t)(a->shadowed_us[i] * 1e3 + 0.5);
+    b->exposed_comm_ns -= shadowed < b->exposed_comm_ns ? shadowed : b->exposed_comm_ns;
+    double span = (double)b->span_ns;
+    b->exposed_comm_pct = 100.0 * (double)b->exposed_comm_ns / span;
+    b->sync_wait_pct = 100.0 * (double)b->sync_wait_ns / span;
+    b->exposed_sync_wait_pct = 100.0 * (double)b->exposed_sync_wait_ns / span;
+    b->transfer_pct = 100.0 * (double)b->transfer_ns / span;
+}
+
 void rsr_coll_analysis_free(struct rsr_coll_analysis *a)
 {
     free(a->rows);
     free(a->wait_us);
     free(a->coll_us);
+    free(a->exposed_wait_us);
+    free(a->transfer_us);
+    free(a->shadowed_us);
+    for (size_t i = 0; a->stragglers && i < a->n_stragglers; i++)
+        for (size_t k = 0; k < a->stragglers[i].why.n_kernels; k++)
+            free(a->stragglers[i].why.kernels[k].mean_us);
     free(a->stragglers);
     memset(a, 0, sizeof *a);
 }
@@ -248,8 +442,12 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
     size_t nseen = 0, capseen = 0;
     out->wait_us = calloc(n ? n : 1, sizeof *out->wait_us);
     out->coll_us = calloc(n ? n : 1, sizeof *out->coll_us);
+    out->exposed_wait_us = calloc(n ? n : 1, sizeof *out->exposed_wait_us);
+    out->transfer_us = calloc(n ? n : 1, sizeof *out->transfer_us);
+    out->shadowed_us = calloc(n ? n : 1, sizeof *out->shadowed_us);
     out->n_models = n;
-    if (!caused || !caused_op || !last || !calls || !excess || !out->wait_us || !out->coll_us)
+    if (!caused || !caused_op || !last || !calls || !excess || !out->wait_us || !out->coll_us ||
+        !out->exposed_wait_us || !out->transfer_us || !out->shadowed_us)
         goto oom;
     const struct rsr_coll_entry *e;
     long ng;
@@ -262,8 +460,18 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
             for (long j = a; j < b; j++) {
                 if (j > a && e[j].model == e[j - 1].model)
                     continue;
-                double w = (double)(c.arrive - e[j].t.start_ns) / 1e3;
-                out->wait_us[e[j].model] += w;
+                const struct rsr_coll_tuple *t = &e[j].t;
+                int64_t w = c.arrive - t->start_ns, hid = rsr_coll_hidden_ns(t, c.arrive);
+                int64_t x = t->end_ns > c.arrive ? t->end_ns - c.arrive : 0;
+                out->wait_us[e[j].model] += (double)w / 1e3;
+                out->exposed_wait_us[e[j].model] += (double)(w > hid ? w - hid : 0) / 1e3;
+                out->transfer_us[e[j].model] += (double)x / 1e3;
+                /* the transfer this rank's compute left bare, beyond what
+                 * the last rank's left bare: hidden where it matters */
+                double bare = (double)(x - (rsr_coll_hidden_ns(t, t->end_ns) - hid));
+                double lost = (double)x * (1 - c.last_hidden);
+                if (bare > lost)
+                    out->shadowed_us[e[j].model] += (bare - lost) / 1e3;
                 out->coll_us[e[j].model] += (double)c.dur / 1e3;
                 if (c.members > 1)
                     calls[e[j].model]++;
@@ -369,6 +577,9 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
     }
     if (out->n_stragglers > 1)
         qsort(out->stragglers, out->n_stragglers, sizeof *out->stragglers, cmp_straggler);
+    for (size_t k = 0; k < out->n_stragglers; k++)
+        if (straggler_why(models, n, &out->stragglers[k]) != 0)
+            goto oom;
     rsr_coll_merge_close(&mg);
     free(rows), free(caused), free(caused_op), free(last), free(calls), free(seen), free(excess);
     return 0;

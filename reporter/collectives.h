@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "reporter/gpu_breakdown.h"
 #include "reporter/model.h"
 
 /* nccl-tests' bus bandwidth factor for op on n ranks: 2(n-1)/n for
@@ -54,6 +55,49 @@ struct rsr_coll_row {
 #define RSR_STRAGGLER_PARTS 10
 #define RSR_STRAGGLER_MIN_PARTS 3
 
+/* Why a straggler is late: what it did more than the median of the other
+ * ranks over the job (all ranks run the same calls), set against the
+ * waiting it caused. Each candidate is the straggler's excess in one
+ * figure of its process summary: kernels (compute kernel time), data
+ * loading (reads while its GPU idled, and waits for a DataLoader), a
+ * checkpoint (its checkpoint writes), io (other file I/O), launch gaps
+ * (short gaps between kernels), host compute (its GPU idle waiting for
+ * launches, less the data loading, checkpoint and I/O). The largest names
+ * the cause when it explains RSR_WHY_MIN_SHARE % or more of the waiting;
+ * else unknown. */
+#define RSR_WHY_KINDS(X) X(KERNELS, "kernels") X(DATA_LOADING, "data_loading") \
+    X(HOST_COMPUTE, "host_compute") X(IO, "io") X(CHECKPOINT, "checkpoint") \
+    X(LAUNCH_GAPS, "launch_gaps") X(UNKNOWN, "unknown")
+#define RSR_WHY_ENUM(id, name) RSR_WHY_##id,
+enum rsr_why_kind { RSR_WHY_KINDS(RSR_WHY_ENUM) RSR_WHY_NKINDS };
+#undef RSR_WHY_ENUM
+#define RSR_WHY_MIN_SHARE 25.0
+/* Kernels named where kernels are the cause: those whose mean run on the
+ * straggler is RSR_WHY_SLOWER times the others' median or more. */
+#define RSR_WHY_MAX_KERNELS 6
+#define RSR_WHY_SLOWER 1.05
+
+/* "kernels", "data_loading"...: report.json's why.kind. */
+const char *rsr_why_kind_name(int kind);
+
+/* A kernel slower on the straggler: its mean run on each model (NAN where
+ * the model did not run it). */
+struct rsr_why_kernel {
+    char name[96];
+    double *mean_us;            /* per model, n_models of them */
+    double straggler_us, others_us; /* its mean there, the others' median */
+    double excess_us;           /* (straggler - others) x the straggler's runs */
+};
+
+struct rsr_straggler_why {
+    uint8_t kind;               /* enum rsr_why_kind */
+    double share_pct;           /* the cause's excess, % of the waiting caused */
+    double excess_us;           /* the cause's excess */
+    char detail[400];
+    struct rsr_why_kernel kernels[RSR_WHY_MAX_KERNELS];     /* kind kernels: slowest first */
+    size_t n_kernels;
+};
+
 /* A rank the others waited for significantly (see above). */
 struct rsr_straggler {
     int32_t rank;               /* the model's rank (-1 unknown) */
@@ -66,6 +110,7 @@ struct rsr_straggler {
                                    % of the time, in the median part of the job */
     uint8_t worst_op;           /* the operation where it caused most waiting */
     char evidence[320];
+    struct rsr_straggler_why why;
 };
 
 struct rsr_coll_analysis {
@@ -75,6 +120,11 @@ struct rsr_coll_analysis {
     uint64_t matched;           /* of those, seen on two ranks or more */
     double *wait_us;            /* per model: time waiting for the last rank */
     double *coll_us;            /* per model: time in collectives after the last arrival */
+    double *exposed_wait_us;    /* per model: of wait_us, what compute did not hide */
+    double *transfer_us;        /* per model: last arrival to its own end, summed */
+    /* per model: transfer its compute did not hide but the compute of the
+     * rank that came last did (rsr_coll_split_gpu) */
+    double *shadowed_us;
     size_t n_models;
     struct rsr_straggler *stragglers;   /* ranks named stragglers, most waiting caused first */
     size_t n_stragglers;
@@ -87,5 +137,15 @@ struct rsr_coll_analysis {
 int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rsr_coll_analysis *out);
 
 void rsr_coll_analysis_free(struct rsr_coll_analysis *a);
+
+/* Splits model i's collective time in *b (its summary's breakdown) into
+ * the wait for the last rank and the transfer: sets sync_wait,
+ * exposed_sync_wait and transfer, and leaves in the exposed communication
+ * only the transfer that costs time: not the wait, and not transfer the
+ * last rank's compute hid. Each call's transfer runs on all its ranks at
+ * once, gated by the last to arrive: where that rank computes meanwhile,
+ * a rank that has nothing left to compute only waits for it, and a faster
+ * transfer would give it nothing (gpu_breakdown.h). */
+void rsr_coll_split_gpu(const struct rsr_coll_analysis *a, size_t i, struct rsr_gpu_breakdown *b);
 
 #endif

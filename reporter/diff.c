@@ -131,7 +131,7 @@ static void side_close(struct side *s)
 /* ---- the figures ---- */
 
 static const char *const gpu_keys[] = { "compute_pct", "comm_pct", "exposed_comm_pct", "memcpy_pct", "idle_pct",
-                                        "busy_pct", "sm_activity_pct" };
+                                        "busy_pct", "sm_activity_pct", "sync_wait_pct" };
 #define NGPU (sizeof gpu_keys / sizeof gpu_keys[0])
 
 /* The idle time's causes (report.json gpu.idle, summed over streams), as
@@ -676,7 +676,7 @@ static void card(FILE *f, const char *label, double b, double a, const char *uni
 static const char *const gpu_labels[] = { "GPU compute, % of span", "communication, % of span",
                                           "exposed communication, % of span", "copies, % of span",
                                           "GPU idle, % of span", "GPU busy (kernels), % of span",
-                                          "SM activity, % of span" };
+                                          "SM activity, % of span", "waiting for a late rank, % of span" };
 
 /* The largest moves after the step time: the GPU figures and checkpoints
  * by their change in points, and the kernel that moved most. */
@@ -774,7 +774,7 @@ static int diff_page(FILE *f, const struct diff *d, const char *out_dir)
             d->per_rank ? " &middot; kernels compared as per-process means" : "");
     headline(f, d);
     fputs("<section id=\"cards\"><h2>Side by side</h2><div class=\"cards\">", f);
-    static const int better[NGPU] = { 1, 0, -1, 0, -1, 0, 1 };
+    static const int better[NGPU] = { 1, 0, -1, 0, -1, 0, 1, -1 };
     card(f, d->steps ? "time per step, ms" : "wall time, ms", d->step_ms[0], d->step_ms[1], "", -1, 0);
     if (d->steps) {
         card(f, "wall time, s", d->wall_s[0], d->wall_s[1], "", -1, 0);

@@ -364,10 +364,10 @@ int rsr_findings_make(struct rsr_job *j)
             "Overlap gradient communication with the backward pass (DDP/FSDP bucketing; "
             "bucket_cap_mb, FSDP backward_prefetch / forward_prefetch, ZeRO overlap_comm and "
             "reduce_bucket_size); check the collective table's busbw against the interconnect.",
-            "%s: %.1f%% of the GPU span is communication that no compute overlaps (%.1f ms); "
-            "comm-comp overlap %.1f%%; mean over ranks %.1f%%",
+            "%s: %.1f%% of the GPU span is transfer in collectives that no compute hides (%.1f ms; "
+            "not counting %.1f%% waiting for a late rank); comm-comp overlap %.1f%%; mean over ranks %.1f%%",
             rank_text(who, sizeof who, j->models[w.i]), w.v, (double)b->exposed_comm_ns / 1e6,
-            b->comm_comp_overlap_pct, w.mean);
+            b->sync_wait_pct, b->comm_comp_overlap_pct, w.mean);
     }
     int gpu = 0;
     for (size_t i = 0; i < j->n; i++)
@@ -424,13 +424,32 @@ int rsr_findings_make(struct rsr_job *j)
     /* only a rank whose waiting is significant is named (collectives.h) */
     if (j->colls.n_stragglers) {
         const struct rsr_straggler *s = &j->colls.stragglers[0];
+        /* the advice follows why it is late (collectives.h) */
+        static const char *const advice[RSR_WHY_NKINDS] = {
+            [RSR_WHY_KERNELS] = "Its kernels run longer than the same kernels on the other ranks (the page's "
+                                "kernels by rank): a slower or throttled GPU (clocks, temperature, power), "
+                                "another process on it, or more work on that rank (uneven batches or shards).",
+            [RSR_WHY_DATA_LOADING] = "It waits for its data: more DataLoader workers (num_workers), "
+                                     "prefetch_factor, pin_memory, persistent_workers; check that rank's "
+                                     "storage and its share of the data set.",
+            [RSR_WHY_HOST_COMPUTE] = "Its host is slow to launch the work: look at that rank's CPU flame graph "
+                                     "(Python overhead, preprocessing on the main thread), other processes on "
+                                     "its CPUs, its CPU affinity.",
+            [RSR_WHY_IO] = "It spends longer in file I/O than the others: look at what it reads or writes, and "
+                           "at its file system.",
+            [RSR_WHY_CHECKPOINT] = "It writes checkpoints the others do not wait for: save from one rank, "
+                                   "asynchronously (torch.distributed.checkpoint.async_save), or less often.",
+            [RSR_WHY_LAUNCH_GAPS] = "Its GPU sits between many short kernels: fuse them (torch.compile) or use "
+                                    "CUDA graphs on that rank's work.",
+            [RSR_WHY_UNKNOWN] = "Look at what is different on that rank: its kernels' durations, its host "
+                                "(thermal throttling, a slow or shared GPU, other processes), its data loading "
+                                "and its share of the work.",
+        };
         add(&l, "straggler_rank", s->excess_pct >= STRAGGLER_CRITICAL_PCT ? RSR_SEV_CRITICAL : RSR_SEV_WARNING,
-            s->excess_pct, "One rank holds the others back",
-            "Look at what is different on that rank: its kernels' durations (the kernel table by "
-            "rank), its host (thermal throttling, a slow or shared GPU, other processes), its data "
-            "loading and its share of the work.",
-            "%s caused %.0f%% of all waiting in collectives: %s",
-            rank_text(who, sizeof who, j->models[s->model]), 100 * s->score, s->evidence);
+            s->excess_pct, "One rank holds the others back", advice[s->why.kind < RSR_WHY_NKINDS ? s->why.kind : RSR_WHY_UNKNOWN],
+            "%s caused %.0f%% of all waiting in collectives: %s. Why (%s): %s",
+            rank_text(who, sizeof who, j->models[s->model]), 100 * s->score, s->evidence,
+            rsr_why_kind_name(s->why.kind), s->why.detail);
     }
     for (size_t i = 0; i < j->n; i++) {
         const struct rsr_model *m = j->models[i];

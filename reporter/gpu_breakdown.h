@@ -35,10 +35,21 @@ struct rsr_gpu_breakdown {
     int64_t comm_ns;                /* union of communication kernels */
     int64_t memcpy_ns;              /* union of copies and sets */
     int64_t overlap_ns;             /* union(comm) within union(compute) */
-    int64_t exposed_comm_ns;        /* comm_ns - overlap_ns */
+    /* comm_ns - overlap_ns, less exposed_sync_wait_ns and less the transfer
+     * the last rank's compute hid (rsr_coll_split_gpu): the transfer that
+     * compute does not hide. A process's collectives matched on no other
+     * rank, as a one-rank Kineto trace's, wait for nobody: there it is
+     * HTA's exposed communication, comm_ns - overlap_ns. */
+    int64_t exposed_comm_ns;
+    /* Collectives matched across ranks (collectives.h, rsr_coll_split_gpu):
+     * the time this process's collectives waited for the last rank to
+     * arrive, of it what compute did not hide, and the transfer (from the
+     * last arrival to the end). */
+    int64_t sync_wait_ns, exposed_sync_wait_ns, transfer_ns;
     double idle_pct, compute_pct, non_compute_pct, comm_pct, memcpy_pct;
     double comm_comp_overlap_pct;   /* overlap_ns / comm_ns, 0 without comm */
     double exposed_comm_pct;
+    double sync_wait_pct, exposed_sync_wait_pct, transfer_pct;
     /* How much of the GPU its kernels used (design.md, "GPU efficiency"):
      * kernel_busy_ns, the union of kernels (compute and communication:
      * what nvidia-smi's utilisation counts); sm_active_ns, the time

@@ -503,9 +503,10 @@ static void findings(struct page *p)
     fputs("</ol></div>\n", f);
 }
 
-/* Where each rank's GPU time goes: compute, exposed communication, the
- * rest of non-compute (copies, communication hidden only by copies), idle:
- * together the whole span. Unbalanced ranks stand out. */
+/* Where each rank's GPU time goes: compute, exposed communication (the
+ * transfer no compute hides), waiting for a late rank (not hidden by
+ * compute), the rest of non-compute (copies, communication hidden only by
+ * copies), idle: together the whole span. Unbalanced ranks stand out. */
 static void rank_bars(struct page *p)
 {
     FILE *f = p->f;
@@ -520,10 +521,11 @@ static void rank_bars(struct page *p)
     size_t label_every = (size_t)ceil(12 / rh);
     fprintf(f, "<div id=\"rank-bars\"><h2>GPU time per rank</h2>"
                "<svg viewBox=\"0 0 480 %.0f\" style=\"width:100%%;max-width:480px\" role=\"img\">\n",
-            n * rh + 22);
-    static const char *const seg_name[] = { "compute", "exposed communication", "other non-compute",
-                                            "idle" };
-    static const char *const seg_col[] = { "#43a047", "#e53935", "#1e88e5", "#c4c9cf" };
+            n * rh + 34);
+    enum { NSEG = 5 };
+    static const char *const seg_name[NSEG] = { "compute", "exposed communication", "waiting for a late rank",
+                                                "other non-compute", "idle" };
+    static const char *const seg_col[NSEG] = { "#43a047", "#e53935", "#fb8c00", "#1e88e5", "#c4c9cf" };
     size_t row = 0;
     for (size_t i = 0; i < rsr_jv_len(procs); i++) {
         yajl_val proc = rsr_jv_at(procs, i), gpu = rsr_jv_key(proc, "gpu");
@@ -533,14 +535,15 @@ static void rank_bars(struct page *p)
         double ex = rsr_jv_knum_or(gpu, "exposed_comm_pct", 0);
         double nc = rsr_jv_knum_or(gpu, "non_compute_pct", 0);
         double idle = rsr_jv_knum_or(gpu, "idle_pct", 0);
-        double seg[4] = { c, ex, fmax(0, nc - ex), idle };
+        double wait = rsr_jv_knum_or(gpu, "exposed_sync_wait_pct", 0);
+        double seg[NSEG] = { c, ex, wait, fmax(0, nc - ex - wait), idle };
         double y = (double)row * rh, x = x0;
         if (row++ % label_every == 0) {
             fprintf(f, "<text x=\"0\" y=\"%.1f\" font-size=\"11\">", y + fmin(12, rh));
             rsr_html_proc(f, proc);
             fputs("</text>", f);
         }
-        for (int s = 0; s < 4; s++) {
+        for (int s = 0; s < NSEG; s++) {
             double w = fmax(0, fmin(seg[s], 100 - (x - x0) / bw * 100)) / 100 * bw;
             fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\">"
                        "<title>", x, y + rh / 8, w, rh * 0.75, seg_col[s]);
@@ -553,7 +556,9 @@ static void rank_bars(struct page *p)
                     x0 + bw + 6, y + fmin(12, rh), c);
     }
     double y = n * rh + 14, x = x0;
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < NSEG; s++) {
+        if (x + 22 + 6.2 * strlen(seg_name[s]) > 480)
+            x = x0, y += 12;
         fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"9\" height=\"9\" fill=\"%s\"/>"
                    "<text x=\"%.0f\" y=\"%.0f\" font-size=\"10\">%s</text>",
                 x, y - 8, seg_col[s], x + 12, y, seg_name[s]);
@@ -1623,6 +1628,43 @@ static void table_checkpoints(struct page *p)
     table_more(f, rsr_jv_len(cks) < TABLE_ROWS ? rsr_jv_len(cks) : TABLE_ROWS, rsr_jv_len(cks));
 }
 
+/* Where a straggler's kernels are why it is late: its slower kernels'
+ * mean run on every rank (report.json stragglers[].why.kernels). */
+static void kernels_by_rank(FILE *f, yajl_val s)
+{
+    yajl_val ks = rsr_jv_key(rsr_jv_key(s, "why"), "kernels");
+    if (!rsr_jv_len(ks))
+        return;
+    yajl_val ranks = rsr_jv_key(rsr_jv_at(ks, 0), "by_rank");
+    fprintf(f, "<h3>Kernels by rank: why rank %.0f is late</h3><table class=\"sort\" id=\"table-kernels-by-rank\">"
+               "<thead><tr>", rsr_jv_knum_or(s, "rank", -1));
+    th(f, "kernel", 0);
+    for (size_t r = 0; r < rsr_jv_len(ranks); r++) {
+        char h[48];
+        snprintf(h, sizeof h, "rank %.0f, mean us", rsr_jv_knum_or(rsr_jv_at(ranks, r), "rank", -1));
+        th(f, h, 1);
+    }
+    fputs("</tr></thead><tbody>\n", f);
+    for (size_t k = 0; k < rsr_jv_len(ks); k++) {
+        yajl_val x = rsr_jv_at(ks, k), by = rsr_jv_key(x, "by_rank");
+        fputs("<tr><td>", f);
+        rsr_html_text(f, rsr_jv_kstr(x, "name"));
+        fputs("</td>", f);
+        for (size_t r = 0; r < rsr_jv_len(ranks); r++) {
+            double want = rsr_jv_knum_or(rsr_jv_at(ranks, r), "rank", -1), v = NAN;
+            for (size_t q = 0; q < rsr_jv_len(by); q++)
+                if (rsr_jv_knum_or(rsr_jv_at(by, q), "rank", -2) == want)
+                    v = rsr_jv_knum_or(rsr_jv_at(by, q), "mean_us", NAN);
+            if (isnan(v))
+                fputs("<td></td>", f);
+            else
+                td_fmt(f, v, 1);
+        }
+        fputs("</tr>\n", f);
+    }
+    fputs("</tbody></table>\n", f);
+}
+
 static void table_stragglers(struct page *p)
 {
     FILE *f = p->f;
@@ -1631,10 +1673,10 @@ static void table_stragglers(struct page *p)
         return;
     fputs("<h3>Stragglers</h3><table class=\"sort\" id=\"table-stragglers\"><thead><tr>", f);
     th(f, "rank", 1), th(f, "score", 1), th(f, "others waited", 1), th(f, "beyond share, % of time", 1);
-    th(f, "worst in", 0), th(f, "evidence", 0);
+    th(f, "worst in", 0), th(f, "why", 0), th(f, "evidence", 0);
     fputs("</tr></thead><tbody>\n", f);
     for (size_t i = 0; i < rsr_jv_len(st) && i < TABLE_ROWS; i++) {
-        yajl_val s = rsr_jv_at(st, i);
+        yajl_val s = rsr_jv_at(st, i), why = rsr_jv_key(s, "why");
         fputs("<tr>", f);
         td_fmt(f, rsr_jv_knum_or(s, "rank", -1), 0);
         td_fmt(f, rsr_jv_knum_or(s, "score", 0), 3);
@@ -1650,11 +1692,17 @@ static void table_stragglers(struct page *p)
             fputs("<td></td>", f);
         fputs("<td>", f);
         rsr_html_text(f, rsr_jv_kstr(s, "phase"));
+        fputs("</td><td><b>", f);
+        rsr_html_text(f, rsr_jv_kstr(why, "kind"));
+        fputs("</b>: ", f);
+        rsr_html_value(f, rsr_jv_key(why, "detail"));
         fputs("</td><td>", f);
         rsr_html_value(f, rsr_jv_key(s, "evidence"));
         fputs("</td></tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
+    for (size_t i = 0; i < rsr_jv_len(st) && i < TABLE_ROWS; i++)
+        kernels_by_rank(f, rsr_jv_at(st, i));
 }
 
 static int tables(struct page *p)

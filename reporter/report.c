@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,6 +182,39 @@ static void num_key(FILE *f, const char *key, double v)
     rsr_json_num(f, v);
 }
 
+/* A straggler's why (collectives.h); the kernels with their mean run on
+ * every rank, for the page's table. frames: the stacks' top frames, none
+ * kept per process for now. */
+static void why_json(FILE *f, const struct rsr_job *j, const struct rsr_straggler_why *w)
+{
+    fprintf(f, ",\"why\":{\"kind\":\"%s\"", rsr_why_kind_name(w->kind));
+    num_key(f, "share_pct", w->share_pct);
+    num_key(f, "excess_us", w->excess_us);
+    fputs(",\"detail\":", f);
+    rsr_json_str(f, w->detail);
+    fputs(",\"frames\":[],\"kernels\":[", f);
+    for (size_t k = 0; k < w->n_kernels; k++) {
+        const struct rsr_why_kernel *x = &w->kernels[k];
+        fputs(k ? ",{\"name\":" : "{\"name\":", f);
+        rsr_json_str(f, x->name);
+        num_key(f, "straggler_us", x->straggler_us);
+        num_key(f, "others_us", x->others_us);
+        fputs(",\"by_rank\":[", f);
+        int first = 1;
+        for (size_t i = 0; i < j->n; i++) {
+            if (isnan(x->mean_us[i]))
+                continue;
+            fprintf(f, "%s{\"rank\":", first ? "" : ",");
+            json_int_or_null(f, j->models[i]->rank);
+            num_key(f, "mean_us", x->mean_us[i]);
+            putc('}', f);
+            first = 0;
+        }
+        fputs("]}", f);
+    }
+    fputs("]}", f);
+}
+
 static void gpu_json(FILE *f, const struct rsr_gpu_breakdown *b)
 {
     fputs("\"gpu\":{\"span_us\":", f);
@@ -192,11 +226,16 @@ static void gpu_json(FILE *f, const struct rsr_gpu_breakdown *b)
     num_key(f, "memcpy_pct", b->memcpy_pct);
     num_key(f, "comm_comp_overlap_pct", b->comm_comp_overlap_pct);
     num_key(f, "exposed_comm_pct", b->exposed_comm_pct);
+    num_key(f, "sync_wait_pct", b->sync_wait_pct);
+    num_key(f, "exposed_sync_wait_pct", b->exposed_sync_wait_pct);
+    num_key(f, "transfer_pct", b->transfer_pct);
     fprintf(f, ",\"start_us\":%.3f", ns_us(b->start_ns));
     num_key(f, "busy_us", ns_us(b->busy_ns));
     num_key(f, "compute_us", ns_us(b->compute_ns));
     num_key(f, "comm_us", ns_us(b->comm_ns));
     num_key(f, "exposed_comm_us", ns_us(b->exposed_comm_ns));
+    num_key(f, "sync_wait_us", ns_us(b->sync_wait_ns));
+    num_key(f, "transfer_us", ns_us(b->transfer_ns));
     /* the GPU's use below the timeline: measured (NVML's GPM) where the
      * agent could sample it, else estimated from launch geometry */
     num_key(f, "busy_pct", b->busy_pct);
@@ -457,6 +496,7 @@ static void job_json(FILE *f, const struct rsr_job *j)
         fprintf(f, ",\"last\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"phase\":\"%s\",\"evidence\":", s->last, s->calls,
                 rsr_coll_op_name(s->worst_op));
         rsr_json_str(f, s->evidence);
+        why_json(f, j, &s->why);
         putc('}', f);
     }
     /* the test behind the list (collectives.h), so that an empty list reads
@@ -603,20 +643,21 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
         fprintf(f, "; %" PRIu64 " records dropped (memory bound)", dropped);
     fputc('\n', f);
     steps_line(f, &j->steps, (double)(j->storage.job_end_ns - j->storage.job_start_ns) / 1e9);
-    double idle = 0, comp = 0, comm = 0, copy = 0, exposed = 0, overlap = 0;
+    double idle = 0, comp = 0, comm = 0, copy = 0, exposed = 0, overlap = 0, sync_wait = 0;
     int ng = 0;
     for (size_t i = 0; j->gpu && i < j->n; i++) {
         const struct rsr_gpu_breakdown *b = &j->gpu[i];
         if (!b->span_ns)
             continue;
         idle += b->idle_pct, comp += b->compute_pct, comm += b->comm_pct, copy += b->memcpy_pct;
-        exposed += b->exposed_comm_pct, overlap += b->comm_comp_overlap_pct;
+        exposed += b->exposed_comm_pct, overlap += b->comm_comp_overlap_pct, sync_wait += b->sync_wait_pct;
         ng++;
     }
     if (ng)
-        fprintf(f, "  GPU (mean of %d): compute %.1f%%, communication %.1f%% (exposed %.1f%%, hidden by compute "
-                   "%.1f%%), copies %.1f%%, idle %.1f%%\n",
-                ng, comp / ng, comm / ng, exposed / ng, overlap / ng, copy / ng, idle / ng);
+        fprintf(f, "  GPU (mean of %d): compute %.1f%%, communication %.1f%% (waiting for a late rank %.1f%%, "
+                   "transfer not hidden by compute %.1f%%; hidden by compute %.1f%% of it), copies %.1f%%, "
+                   "idle %.1f%%\n",
+                ng, comp / ng, comm / ng, sync_wait / ng, exposed / ng, overlap / ng, copy / ng, idle / ng);
     if (j->colls.n_rows) {
         const struct rsr_coll_row *top = &j->colls.rows[0];
         double wait = 0;
@@ -639,8 +680,14 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
     if (j->colls.n_stragglers) {
         const struct rsr_straggler *s = &j->colls.stragglers[0];
         fprintf(f, "  slowest rank: %d (the others waited for it %.1f%% of their time beyond an equal rank's "
-                   "share; it caused %.0f%% of the waiting in collectives)\n",
-                s->rank, s->excess_pct, 100 * s->score);
+                   "share; it caused %.0f%% of the waiting in collectives); why: %s",
+                s->rank, s->excess_pct, 100 * s->score, rsr_why_kind_name(s->why.kind));
+        if (s->why.kind != RSR_WHY_UNKNOWN)
+            fprintf(f, " (%.0f%% of that waiting)", s->why.share_pct);
+        for (size_t k = 0; k < s->why.n_kernels && k < 3; k++)
+            fprintf(f, "%s%s x%.2f", k ? ", " : ": ", s->why.kernels[k].name,
+                    s->why.kernels[k].straggler_us / s->why.kernels[k].others_us);
+        fputc('\n', f);
     } else if (j->colls.straggler_parts) {
         fprintf(f, "  slowest rank: none stands out (no rank made the others wait %.0f%% of their time beyond an "
                    "equal rank's share; the most %.1f%%)\n",

@@ -74,7 +74,9 @@ struct query {
     int mark;           /* 0: a burst's end; 1: a collective's mark; or a range's end: */
 };
 
-enum { QUERY_RANGE_START = 2, QUERY_RANGE_END = 3 };
+/* ... or the k-th edge of a collective's eighths (QUERY_COLL_EDGE + k:
+ * burst is then the tuple's index). */
+enum { QUERY_RANGE_START = 2, QUERY_RANGE_END = 3, QUERY_COLL_EDGE = 4 };
 
 struct rsr_acc {
     int failed;
@@ -140,6 +142,10 @@ struct rsr_acc {
 
     uint64_t n_syncs;
     int64_t sync_blocked;
+
+    /* per tuple, the compute time before its last edge answered */
+    int64_t *coll_cover;
+    size_t cap_cover;
 
     struct rsr_summary out;         /* keys and colls, built as they come */
     size_t *key_slots;              /* open addressing: 1 + key index */
@@ -336,9 +342,31 @@ static void mark_answer(struct rsr_acc *a, size_t i)
     a->n_answered++;
 }
 
+/* A collective's edge k at t (rsr_coll_tuple): the compute time before
+ * it; from the second edge on, the share of the eighth it ends that
+ * compute covered. */
+static void coll_edge(struct rsr_acc *a, size_t i, int k, int64_t t)
+{
+    int64_t c = uni_before(&a->comp, t > a->pos ? t : a->pos);
+    if (k > 0) {
+        struct rsr_coll_tuple *x = &a->out.colls[i];
+        int64_t len = x->end_ns - x->start_ns;
+        int64_t from = x->start_ns + len * (k - 1) / RSR_COLL_PARTS, part = t - from;
+        int64_t cover = c - a->coll_cover[i];
+        if (cover > part)
+            cover = part;
+        x->hidden[k - 1] = part > 0 && cover > 0 ? (uint8_t)((255 * cover + part / 2) / part) : 0;
+    }
+    a->coll_cover[i] = c;
+}
+
 /* A pending look-up, now that the stream has passed its time. */
 static void answer(struct rsr_acc *a, struct query q)
 {
+    if (q.mark >= QUERY_COLL_EDGE) {
+        coll_edge(a, q.burst, q.mark - QUERY_COLL_EDGE, q.t);
+        return;
+    }
     if (q.mark == QUERY_RANGE_START || q.mark == QUERY_RANGE_END) {
         struct rsr_step_range *r = &a->out.ranges[q.burst];
         counters_at(a, q.t, q.mark == QUERY_RANGE_START ? &r->c0 : &r->c1);
@@ -858,7 +886,14 @@ void rsr_acc_coll(struct rsr_acc *a, const struct rsr_coll *c, int32_t group_siz
     if (!t)
         return;
     o->colls = t;
-    t[o->n_colls++] = (struct rsr_coll_tuple){ c->start_ns, c->end_ns, c->seq, key };
+    size_t i = o->n_colls++;
+    t[i] = (struct rsr_coll_tuple){ c->start_ns, c->end_ns, c->seq, key, { 0 } };
+    int64_t *cv = grow(a->coll_cover, &a->cap_cover, o->n_colls, sizeof *cv, &a->failed);
+    if (!cv)
+        return;
+    a->coll_cover = cv;
+    for (int q = 0; q <= RSR_COLL_PARTS; q++)
+        heap_push(a, c->start_ns + (c->end_ns - c->start_ns) * q / RSR_COLL_PARTS, i, QUERY_COLL_EDGE + q);
     fine_spread(a, RSR_FINE_COMM, c->start_ns, c->end_ns, (double)c->bytes);
     struct rsr_step_mark *mk = mark_add(&o->cmarks, &o->n_cmarks, &a->cap_cmarks, &a->failed);
     if (!mk)
@@ -1106,6 +1141,7 @@ int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
     free(a->closed);
     free(a->heap);
     free(a->key_slots);
+    free(a->coll_cover);
     free(a);
     return rc;
 }
@@ -1320,6 +1356,22 @@ size_t rsr_summary_bytes(const struct rsr_summary *s)
     for (int k = 0; k < RSR_FINE_NSERIES; k++)
         b += s->fine[k] ? RSR_FINE_BINS * sizeof(double) : 0;
     return b;
+}
+
+int64_t rsr_coll_hidden_ns(const struct rsr_coll_tuple *t, int64_t to)
+{
+    int64_t len = t->end_ns - t->start_ns;
+    if (len <= 0 || to <= t->start_ns)
+        return 0;
+    double hid = 0;
+    for (int k = 0; k < RSR_COLL_PARTS; k++) {
+        int64_t from = t->start_ns + len * k / RSR_COLL_PARTS, end = t->start_ns + len * (k + 1) / RSR_COLL_PARTS;
+        if (from >= to)
+            break;
+        int64_t in = (to < end ? to : end) - from;
+        hid += (double)in * t->hidden[k] / 255.0;
+    }
+    return (int64_t)(hid + 0.5);
 }
 
 void rsr_coll_cursor_open(struct rsr_coll_cursor *c, const struct rsr_summary *s)

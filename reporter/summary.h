@@ -38,12 +38,25 @@ struct rsr_coll_key {
     uint8_t op;                 /* enum rsr_coll_op */
 };
 
-/* One timed collective call: 24 bytes, the only per-call record kept. */
+/* Eighths of a collective's GPU time whose compute cover is kept. */
+#define RSR_COLL_PARTS 8
+
+/* One timed collective call: 32 bytes, the only per-call record kept.
+ * hidden[k] is the share of the k-th eighth of [start_ns, end_ns) that
+ * compute kernels covered, in 255ths: once the ranks' calls are matched,
+ * the part of the call spent waiting for the last rank (which only then is
+ * known) is split into what compute hid and what it did not
+ * (rsr_coll_hidden_ns). */
 struct rsr_coll_tuple {
     int64_t start_ns, end_ns;   /* GPU start (this rank's arrival) and end */
     uint32_t seq;               /* call number on its communicator */
     uint32_t key;               /* index into rsr_summary.keys */
+    uint8_t hidden[RSR_COLL_PARTS];
 };
+
+/* The time in [t.start_ns, to) that compute hid, from t.hidden (exact at
+ * the eighths' edges, in proportion inside one). */
+int64_t rsr_coll_hidden_ns(const struct rsr_coll_tuple *t, int64_t to);
 
 /* A process's cumulative counters at one moment t, ns from the start of its
  * stream up to t: GPU busy (any work), compute, communication, compute or

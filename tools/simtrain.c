@@ -45,6 +45,8 @@ struct sim_train_opts {
     const char *ckpt_dir;
     long straggler_rank;
     double straggler_factor;
+    long slow_data_rank;
+    double slow_data_us;
 };
 
 static int sim_train_rank;
@@ -77,6 +79,10 @@ static const char sim_train_usage[] =
     "  --ckpt-dir DIR        where checkpoints (ckpt-rank<R>-step<S>.bin) and the data\n"
     "                        file go (default .)\n"
     "  --straggler R:F       rank R's kernels last F times longer\n"
+    "  --slow-data R:U       rank R alone loads data U microseconds longer each step:\n"
+    "                        it reads its data file (64 KiB at a time, from the start\n"
+    "                        again at its end) until U us have passed, after any\n"
+    "                        --data-us loading\n"
     "  --eval-every E        after every E training steps, --eval-steps evaluation\n"
     "                        steps: the forward kernels, then an AllReduce of 16\n"
     "                        floats of metrics on the compute stream (default 0: none)\n"
@@ -161,7 +167,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
 {
     enum { O_STEPS = 256, O_LAYERS, O_FWD, O_BWD, O_BUCKET, O_OVERLAP, O_NO_OVERLAP, O_DATA,
            O_CKPT_EVERY, O_CKPT_MB, O_CKPT_DIR, O_STRAGGLER, O_BW, O_SEED, O_HELP, O_KERNELS, O_EVAL_EVERY,
-           O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS };
+           O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS, O_SLOW_DATA };
     static const struct option longopts[] = {
         { "steps", required_argument, NULL, O_STEPS },
         { "layers", required_argument, NULL, O_LAYERS },
@@ -176,6 +182,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         { "ckpt-mb", required_argument, NULL, O_CKPT_MB },
         { "ckpt-dir", required_argument, NULL, O_CKPT_DIR },
         { "straggler", required_argument, NULL, O_STRAGGLER },
+        { "slow-data", required_argument, NULL, O_SLOW_DATA },
         { "bw-gbs", required_argument, NULL, O_BW },
         { "seed", required_argument, NULL, O_SEED },
         { "eval-every", required_argument, NULL, O_EVAL_EVERY },
@@ -188,6 +195,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
     *o = (struct sim_train_opts){
         .steps = 10, .layers = 4, .kernels = 1, .fwd_us = 200, .bwd_us = 400, .bucket_mb = 25, .overlap = 1,
         .ckpt_mb = 16, .ckpt_dir = ".", .straggler_rank = -1, .straggler_factor = 1, .seed = 1,
+        .slow_data_rank = -1,
         .eval_steps = 2,
     };
     int c, overlap_set = 0;
@@ -225,6 +233,14 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
             *colon = '\0';
             o->straggler_rank = sim_train_long("--straggler RANK", optarg, 0);
             o->straggler_factor = sim_train_double("--straggler FACTOR", colon + 1, 0, 1);
+            break;
+        case O_SLOW_DATA:
+            colon = strchr(optarg, ':');
+            if (!colon)
+                sim_train_usage_error("--slow-data: '%s' is not RANK:MICROSECONDS", optarg);
+            *colon = '\0';
+            o->slow_data_rank = sim_train_long("--slow-data RANK", optarg, 0);
+            o->slow_data_us = sim_train_double("--slow-data MICROSECONDS", colon + 1, 0, 1);
             break;
         case O_HELP:
             fputs(sim_train_usage, stdout);
@@ -359,6 +375,7 @@ struct sim_train {
     int data_fd;
     CUdevice dev;
     double scale;      /* straggler factor on this rank */
+    double slow_us;    /* --slow-data's extra loading on this rank, else 0 */
     double drift;      /* --drift's factor at the current training step */
     unsigned blocks;   /* compute kernels' grid: --kernel-blocks, else the SM count */
 };
@@ -378,6 +395,20 @@ static void sim_train_allreduce(struct sim_train *t, int layer, CUstream s)
                        t->bucket_bytes / 4, ncclFloat32, ncclSum, t->nccl, s));
 }
 
+/* --slow-data: reads the data file 64 KiB at a time, over and over, until
+ * slow_us have passed (a rank whose storage or decoding is slower). */
+static void sim_train_read_slowly(struct sim_train *t)
+{
+    const size_t piece = 64u << 10, size = (size_t)SIM_TRAIN_BATCH_BYTES * SIM_TRAIN_DATA_BATCHES;
+    double until = sim_train_now_s() + t->slow_us / 1e6;
+    off_t off = 0;
+    while (sim_train_now_s() < until) {
+        if (pread(t->data_fd, t->batch_host, piece, off) != (ssize_t)piece)
+            sim_train_die("reading the data file: %s", strerror(errno));
+        off = (off_t)(((size_t)off + piece) % size);
+    }
+}
+
 static void sim_train_step(struct sim_train *t, long step)
 {
     const struct sim_train_opts *o = &t->o;
@@ -388,6 +419,8 @@ static void sim_train_step(struct sim_train *t, long step)
             sim_train_die("reading the data file: %s", strerror(errno));
         CU(cuMemcpyHtoDAsync(t->batch_dev, t->batch_host, SIM_TRAIN_BATCH_BYTES, t->compute));
     }
+    if (t->slow_us > 0)
+        sim_train_read_slowly(t);
     for (long l = 0; l < o->layers; l++)
         for (long k = 0; k < o->kernels; k++)
             sim_train_kernel(t, t->fwd[l], o->fwd_us / (double)o->kernels);
@@ -579,7 +612,8 @@ static void sim_train_setup(struct sim_train *t)
     CU(cuStreamCreate(&t->compute, CU_STREAM_NON_BLOCKING));
     CU(cuStreamCreate(&t->comm, CU_STREAM_NON_BLOCKING));
 
-    if (o->ckpt_every > 0 || o->data_us > 0) {
+    int loads = o->data_us > 0 || t->slow_us > 0;
+    if (o->ckpt_every > 0 || loads) {
         if (mkdir(o->ckpt_dir, 0755) != 0 && errno != EEXIST)
             sim_train_die("mkdir %s: %s", o->ckpt_dir, strerror(errno));
     }
@@ -591,7 +625,7 @@ static void sim_train_setup(struct sim_train *t)
         CU(cuMemcpyHtoDAsync(t->ckpt_dev, t->ckpt_host, t->ckpt_bytes, t->compute));
     }
     t->data_fd = -1;
-    if (o->data_us > 0) {
+    if (loads) {
         size_t n = (size_t)SIM_TRAIN_BATCH_BYTES * SIM_TRAIN_DATA_BATCHES;
         unsigned char *buf = malloc(n);
         snprintf(data_path, sizeof(data_path), "%s/simtrain-data-rank%d.bin", o->ckpt_dir, t->rank);
@@ -646,6 +680,7 @@ int main(int argc, char **argv)
     if (t.world < 1 || t.rank >= t.world)
         sim_train_die("RANK=%d is not below WORLD_SIZE=%d", t.rank, t.world);
     t.scale = t.o.straggler_rank == t.rank ? t.o.straggler_factor : 1;
+    t.slow_us = t.o.slow_data_rank == t.rank ? t.o.slow_data_us : 0;
     t.drift = 1;
     if (t.o.bw_gbs > 0) {
         snprintf(bw, sizeof(bw), "%g", t.o.bw_gbs);

@@ -1,6 +1,7 @@
 """What simulated jobs' own records say, for the tests that hold reports
 against them: interval arithmetic, a rank's overlap and exposed
-communication from the simulator's truth file (SIMGPU_TRUTH), and the
+communication from the simulator's truth file (SIMGPU_TRUTH), each rank's
+wait for the last rank and its transfer, and the
 checkpoint share of wall time from simtrain's event log (SIMTRAIN_EVENTS).
 Python standard library only."""
 
@@ -32,12 +33,13 @@ def intersect(a, b):
     return tot
 
 
-def truth_gpu(truth, rank, overlap):
-    """(overlap %, exposed %) of one rank from the truth file. A collective
-    occupies its stream from when the stream reaches it (its launch, the end
-    of the previous operation on the stream, and, with --overlap, the end of
-    the backward kernel it waits for) to its end: what a GPU shows for an
-    NCCL kernel that spins until its peers arrive."""
+def _rank_ops(truth, rank, overlap):
+    """(the rank's operations, its collectives in seq order each with its
+    arrival). A collective occupies its stream from when the stream reaches
+    it (its launch, the end of the previous operation on the stream, and,
+    with --overlap, the end of the backward kernel it waits for) to its end:
+    what a GPU shows for an NCCL kernel that spins until its peers arrive.
+    The truth's start_ns is the last rank's arrival."""
     ops = [t for t in truth if t.get("rank") == rank]
     colls = sorted((t for t in ops if t["kind"] == "collective"), key=lambda t: t["seq"])
     bwd = sorted((t for t in ops if t["kind"] == "kernel" and t["name"].startswith("bwd_")),
@@ -50,20 +52,62 @@ def truth_gpu(truth, rank, overlap):
         lst.sort(key=lambda t: (t["start_ns"], t["end_ns"]))
         for a, b in zip(lst, lst[1:]):
             prev_end[id(b)] = a["end_ns"]
-    comm = []
+    out = []
     for i, c in enumerate(colls):
         arrive = max(c["launch_ns"], prev_end.get(id(c), 0))
         if overlap and i < len(bwd):
             arrive = max(arrive, bwd[i]["end_ns"])
-        comm.append((min(arrive, c["start_ns"]), c["end_ns"]))
+        out.append((min(arrive, c["start_ns"]), c))
+    return ops, out
+
+
+def truth_split(truth, ranks, overlap):
+    """Per rank, from the truth file: {"wait", "transfer", "exposed",
+    "span"} in ns. wait: from its arrival to the last rank's (start_ns);
+    transfer: from there to its end; exposed: of its transfer, what its own
+    compute kernels do not cover, at most the share the last rank's compute
+    left bare of the last rank's call (the transfer runs on all ranks at
+    once, gated by the last to arrive)."""
+    per = {r: _rank_ops(truth, r, overlap) for r in ranks}
+    compute = {r: union([(t["start_ns"], t["end_ns"]) for t in per[r][0] if t["kind"] == "kernel"])
+               for r in ranks}
+    calls = {}
+    for r in ranks:
+        for arrive, c in per[r][1]:
+            calls.setdefault((c["comm"], c["seq"]), []).append((arrive, r, c))
+    out = {}
+    for r in ranks:
+        ops = per[r][0]
+        starts = [a for a, _ in per[r][1]] + [t["start_ns"] for t in ops if t["kind"] != "collective"]
+        out[r] = {"wait": 0, "transfer": 0, "exposed": 0.0,
+                  "span": max(t["end_ns"] for t in ops) - min(starts)}
+    for members in calls.values():
+        la, lr, lc = max(members, key=lambda m: m[0])
+        whole = lc["end_ns"] - la
+        bare_last = 1 - (intersect([[la, lc["end_ns"]]], compute[lr]) / whole if whole > 0 else 0)
+        for arrive, r, c in members:
+            x = max(0, c["end_ns"] - c["start_ns"])
+            out[r]["wait"] += c["start_ns"] - arrive
+            out[r]["transfer"] += x
+            bare = x - intersect([[c["start_ns"], c["end_ns"]]], compute[r])
+            out[r]["exposed"] += min(bare, x * bare_last)
+    return out
+
+
+def truth_gpu(truth, rank, overlap, ranks=None):
+    """(overlap %, exposed %) of one rank from the truth file: the share of
+    its communication (the union of its collectives' intervals, above) that
+    compute covers, and its exposed transfer (truth_split) as % of its GPU
+    span. ranks: the job's ranks (default: those in the truth file)."""
+    if ranks is None:
+        ranks = sorted({t["rank"] for t in truth if t.get("rank") is not None})
+    ops, colls = _rank_ops(truth, rank, overlap)
+    comm = [(a, c["end_ns"]) for a, c in colls]
     compute = [(t["start_ns"], t["end_ns"]) for t in ops if t["kind"] == "kernel"]
-    starts = [s for s, _ in comm] + [t["start_ns"] for t in ops if t["kind"] != "collective"]
-    span = max(t["end_ns"] for t in ops) - min(starts)
     uc, uk = union(comm), union(compute)
     inter = intersect(uc, uk)
-    return 100.0 * inter / length(uc), 100.0 * (length(uc) - inter) / span
-
-
+    sp = truth_split(truth, ranks, overlap)[rank]
+    return 100.0 * inter / length(uc), 100.0 * sp["exposed"] / sp["span"]
 
 
 def per_step_ms(steps):

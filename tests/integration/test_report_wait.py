@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Who waits for whom, and why: simtrain on 4 ranks under the agent, held
+against the simulator's truth file (every collective's launch, the last
+rank's arrival as its start, its end; every kernel) and the rank the job was
+told to slow down. Checks:
+- a rank slowed by data loading alone (--slow-data R:U): it is named, and
+  why.kind is data_loading;
+- a rank whose kernels run 1.5 times longer (--straggler R:1.5): it is
+  named, why.kind is kernels, and the kernels it names are the ones the
+  truth shows slower on that rank, the largest excess first;
+- each rank's wait for the last rank, its transfer and its exposed
+  transfer (report.json gpu sync_wait_pct, transfer_pct, exposed_comm_pct)
+  against the truth's (simtruth.truth_split);
+- overlap off -> on with the straggler still there: exposed transfer falls
+  on every rank, and `ringside diff` resolves exposed_communication while
+  straggler_rank remains."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rstest import AGENT, RINGSIDE, check, cleanup, finish, run  # noqa: E402
+from simtruth import truth_gpu, truth_split  # noqa: E402
+from test_report_sim import LAUNCH, NRANKS, SIM, TRAIN, run_job  # noqa: E402
+
+# simtrain's ranks: kernels long enough that the host's scheduling on a
+# busy machine weighs little against the slow rank's lateness (3 ms a step)
+ARGS = ["--steps", "60", "--layers", "4", "--fwd-us", "400", "--bwd-us", "800", "--bw-gbs", "100",
+        "--bucket-mb", "25"]
+SLOW = 1
+
+
+def named_check(name, rep):
+    s = rep.get("stragglers") or []
+    check(name + "_rank_named", [x["rank"] for x in s] == [SLOW],
+          "stragglers %r; %r" % ([(x["rank"], x.get("excess_pct")) for x in s], rep.get("straggler_check")))
+    return s[0].get("why", {}) if s and s[0]["rank"] == SLOW else {}
+
+
+def truth_slower_kernels(truth):
+    """The kernels slower on SLOW than the other ranks' median, by truth:
+    {name: excess ns over the job}."""
+    runs = {}
+    for t in truth:
+        if t["kind"] == "kernel":
+            runs.setdefault((t["name"], t["rank"]), []).append(t["end_ns"] - t["start_ns"])
+    out = {}
+    for (name, rank), v in runs.items():
+        if rank != SLOW:
+            continue
+        others = sorted(sum(runs[(name, r)]) / len(runs[(name, r)]) for r in range(NRANKS)
+                        if r != SLOW and (name, r) in runs)
+        if not others:
+            continue
+        med = others[len(others) // 2] if len(others) % 2 else (others[len(others) // 2 - 1] + others[len(others) // 2]) / 2
+        mean = sum(v) / len(v)
+        if mean >= 1.05 * med:
+            out[name] = (mean - med) * len(v)
+    return out
+
+
+def split_checks(name, rep, truth, overlap):
+    """Per rank: wait, transfer and exposed transfer as % of its GPU span
+    within 1 point of the truth's (as test_report_sim.py holds the GPU
+    breakdown): the agent times a collective by an event pair around its
+    kernel, which on a busy machine can end later than the simulator's
+    model ends it."""
+    sp = truth_split(truth, range(NRANKS), overlap)
+    problems = []
+    for p in rep["processes"]:
+        r, g = p["rank"], p.get("gpu", {})
+        if r is None:
+            continue
+        t = sp[r]
+        for key, want in (("sync_wait_pct", t["wait"]), ("transfer_pct", t["transfer"]),
+                          ("exposed_comm_pct", t["exposed"])):
+            want = 100.0 * want / t["span"]
+            if abs(g.get(key, -100) - want) > 1:
+                problems.append("rank %d %s %.2f, truth %.2f" % (r, key, g.get(key, -1), want))
+    check(name + "_wait_transfer_exposed_vs_truth", not problems, "; ".join(problems))
+
+
+def data_case():
+    d, rep, truth, events, ok = run_job("wait-data", ARGS + ["--no-overlap", "--slow-data", "%d:3000" % SLOW])
+    if ok:
+        why = named_check("slow_data", rep)
+        check("slow_data_why_data_loading", why.get("kind") == "data_loading", "why %r" % why)
+        split_checks("slow_data", rep, truth, False)
+    cleanup(d)
+
+
+def kernels_case():
+    """--straggler with overlap off, then on: the kernels named, the split
+    against truth both times, and the diff of the two."""
+    runs = {}
+    for overlap in (False, True):
+        name = "kernels_overlap" if overlap else "kernels"
+        d, rep, truth, events, ok = run_job(name, ARGS + ["--overlap" if overlap else "--no-overlap",
+                                                          "--straggler", "%d:1.5" % SLOW])
+        if not ok:
+            cleanup(d)
+            continue
+        runs[overlap] = (d, rep, truth)
+        why = named_check(name, rep)
+        check(name + "_why_kernels", why.get("kind") == "kernels", "why %r" % why)
+        want = truth_slower_kernels(truth)
+        got = [k["name"] for k in why.get("kernels", [])]
+        # the largest excesses by truth (equal ones, as the four backward
+        # kernels', within 1% of each other, in any order)
+        bar = sorted(want.values(), reverse=True)[len(got) - 1] * 0.99 if got and len(got) <= len(want) else None
+        check(name + "_why_names_the_slower_kernels",
+              bar is not None and all(k in want and want[k] >= bar for k in got),
+              "named %r; slower by truth (excess ms) %r" % (got, {k: round(v / 1e6, 3) for k, v in want.items()}))
+        split_checks(name, rep, truth, overlap)
+    if len(runs) == 2:
+        off, on = runs[False], runs[True]
+        g = {o: {p["rank"]: p["gpu"]["exposed_comm_pct"] for p in runs[o][1]["processes"] if p["rank"] is not None}
+             for o in runs}
+        tr = {o: {r: truth_gpu(runs[o][2], r, o, range(NRANKS))[1] for r in range(NRANKS)} for o in runs}
+        check("overlap_on_exposed_falls_on_every_rank",
+              all(tr[True][r] < tr[False][r] and g[True][r] < g[False][r] for r in range(NRANKS)),
+              "report %r; truth %r" % (g, tr))
+        out = os.path.join(on[0], "diff")
+        p = run([RINGSIDE, "diff", os.path.join(off[0], "trace"), os.path.join(on[0], "trace"), "-o", out, "-q"])
+        if check("overlap_diff_runs", p.returncode == 0, p.stderr.decode()[-300:]):
+            with open(os.path.join(out, "diff.json")) as f:
+                fd = json.load(f)["findings"]
+            worst = max(tr[True].values())
+            check("overlap_diff_resolves_exposed_keeps_straggler",
+                  "exposed_communication" in fd["resolved"] and "straggler_rank" in fd["remaining"]
+                  and worst < 10 <= max(tr[False].values()),
+                  "findings %r; truth's worst exposed transfer %.1f%% -> %.1f%% (the finding's bar: 10%%)"
+                  % (fd, max(tr[False].values()), worst))
+    for d, _, _ in runs.values():
+        cleanup(d)
+
+
+def main():
+    for exe in (LAUNCH, TRAIN, os.path.join(SIM, "libcuda.so.1"), AGENT):
+        if not os.path.exists(exe):
+            check("report_wait_built", False, exe + " is missing (make all)")
+            finish()
+    data_case()
+    kernels_case()
+    finish()
+
+
+if __name__ == "__main__":
+    main()
