@@ -7,6 +7,7 @@
 #include "reporter/html.h"
 #include "reporter/html_waits.h"
 #include "reporter/html_nodes.h"
+#include "reporter/html_ends.h"
 #include "reporter/html_json.h"
 #include "reporter/html_ranks.h"
 #include "reporter/html_script.h"
@@ -1901,6 +1902,7 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
     fprintf(f, "%zu processes traced &middot; %zu timelines &middot; %.0f records dropped &middot; "
                "ringside %s</p></header>\n<main>\n",
             rsr_jv_len(procs), p->nmodels, dropped, RINGSIDE_VERSION);
+    rsr_html_ends_banner(f, root);
     fputs("<section id=\"summary\"><h2>Summary</h2>\n", f);
     /* Many ranks: the strip plots are tall, the findings go beside them. */
     fputs("<div class=\"top\"><div>", f);
