@@ -5,6 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+double rsr_ends_covers_pct(int64_t end_ns, int64_t job_start_ns, int64_t job_end_ns)
+{
+    if (job_end_ns <= job_start_ns)
+        return 0;
+    double pct = 100.0 * (double)(end_ns - job_start_ns) / (double)(job_end_ns - job_start_ns);
+    return pct < 0 ? 0 : pct > 100 ? 100 : pct;
+}
+
 static int ends_early(const struct rsr_model *m, int64_t job_end_ns)
 {
     if (!m->wall_end_ns || m->unclosed == RSR_CLOSED)
@@ -26,7 +34,6 @@ int rsr_ends_find(struct rsr_model *const *models, size_t n, int64_t job_start_n
     out->list = calloc(k, sizeof *out->list);
     if (!out->list)
         return -1;
-    double wall = (double)(job_end_ns - job_start_ns);
     for (size_t i = 0; i < n; i++) {
         struct rsr_model *m = models[i];
         if (!ends_early(m, job_end_ns))
@@ -36,8 +43,7 @@ int rsr_ends_find(struct rsr_model *const *models, size_t n, int64_t job_start_n
         e->rank = m->rank;
         e->end_ns = m->wall_end_ns;
         e->ends_s = (double)(m->wall_end_ns - job_start_ns) / 1e9;
-        e->covers_pct = wall > 0 ? 100.0 * (double)(m->wall_end_ns - job_start_ns) / wall : 0;
-        e->covers_pct = e->covers_pct < 0 ? 0 : e->covers_pct > 100 ? 100 : e->covers_pct;
+        e->covers_pct = rsr_ends_covers_pct(m->wall_end_ns, job_start_ns, job_end_ns);
         e->unclosed = m->unclosed;
         m->early_end_ns = m->wall_end_ns;
     }

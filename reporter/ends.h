@@ -40,4 +40,8 @@ int rsr_ends_find(struct rsr_model *const *models, size_t n, int64_t job_start_n
 
 void rsr_ends_free(struct rsr_ends *e);
 
+/* The share of the job (job_start_ns to job_end_ns) up to end_ns, in %,
+ * within 0..100; 0 for a job of no length. */
+double rsr_ends_covers_pct(int64_t end_ns, int64_t job_start_ns, int64_t job_end_ns);
+
 #endif

@@ -157,13 +157,12 @@ static void num_key(FILE *f, const char *key, double v)
 static void trace_end_json(FILE *f, const struct rsr_job *j, size_t i)
 {
     const struct rsr_model *m = j->models[i];
-    int64_t t0 = j->storage.job_start_ns, wall = j->storage.job_end_ns - t0;
-    if (!m->wall_end_ns || wall <= 0)
+    int64_t t0 = j->storage.job_start_ns, t1 = j->storage.job_end_ns;
+    if (!m->wall_end_ns || t1 <= t0)
         return;
-    double covers = 100.0 * (double)(m->wall_end_ns - t0) / (double)wall;
     fprintf(f, ",\"ends_early\":%s", m->early_end_ns ? "true" : "false");
     num_key(f, "ends_s", (double)(m->wall_end_ns - t0) / 1e9);
-    num_key(f, "covers_pct", covers < 0 ? 0 : covers > 100 ? 100 : covers);
+    num_key(f, "covers_pct", rsr_ends_covers_pct(m->wall_end_ns, t0, t1));
 }
 
 static void trace_json(FILE *f, const struct rsr_input *in, const struct rsr_job *j, size_t at)
