@@ -27,13 +27,11 @@ int rsr_job_analyse(struct rsr_model *const *models, size_t n, struct rsr_job *j
         job->gpu[i] = sm->gpu;
         job->kernels[i] = sm->kernels;
     }
-    /* the job's span first: the files that end before it are known to the
-     * analyses that compare ranks */
+    if (rsr_collectives_analyse(models, n, &job->colls) != 0)
+        rc = -1;
     if (rsr_storage_analyse(models, n, &job->storage) != 0)
         rc = -1;
     if (rsr_ends_find(models, n, job->storage.job_start_ns, job->storage.job_end_ns, &job->ends) != 0)
-        rc = -1;
-    if (rsr_collectives_analyse(models, n, &job->colls) != 0)
         rc = -1;
     if (rsr_timeline_build(models, n, job->storage.job_start_ns, job->storage.job_end_ns, &job->timeline) != 0)
         rc = -1;

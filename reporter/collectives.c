@@ -137,13 +137,11 @@ static int cmp_double(const void *pa, const void *pb)
 
 /* Each model's excess (collectives.h): the waiting charged to it beyond its
  * fair share, as % of each part's time, its median over the parts into
- * excess[0..n) (NAN for all when the calls are too few to cut), and the
- * parts that median is of into used[0..n). Sorts s,
+ * excess[0..n) (NAN for all when the calls are too few to cut). Sorts s,
  * then merges the models' tuples again for each call's members (they are
  * not kept). Returns the number of parts (0: too few calls), or -1 when out
  * of memory or a spill read failed. */
-static int excess_by_part(struct rsr_model *const *models, struct seen *s, size_t ns, size_t n, double *excess,
-                          unsigned char *used)
+static int excess_by_part(struct rsr_model *const *models, struct seen *s, size_t ns, size_t n, double *excess)
 {
     for (size_t i = 0; i < n; i++)
         excess[i] = NAN;
@@ -154,7 +152,6 @@ static int excess_by_part(struct rsr_model *const *models, struct seen *s, size_
     double *pct = calloc(n * parts, sizeof *pct);
     unsigned char *part_of = malloc(ns);
     double us[RSR_STRAGGLER_PARTS] = { 0 };
-    int64_t part_end[RSR_STRAGGLER_PARTS] = { 0 };
     struct rsr_coll_merge mg;
     int merged = 0, rc = -1;
     if (!pct || !part_of)
@@ -174,7 +171,6 @@ static int excess_by_part(struct rsr_model *const *models, struct seen *s, size_
         if (to <= s[lo].first)
             continue;
         us[p] = (double)(to - s[lo].first) / 1e3;
-        part_end[p] = to;
         for (size_t k = lo; k < hi; k++)
             part_of[s[k].id] = (unsigned char)p;
     }
@@ -207,17 +203,14 @@ static int excess_by_part(struct rsr_model *const *models, struct seen *s, size_
             pct[i * parts + p] *= 100.0 / us[p];
     double v[RSR_STRAGGLER_PARTS];
     for (size_t i = 0; i < n; i++) {
-        /* a file that ends early (ends.h): only the parts it covers whole */
-        int64_t until = models[i]->early_end_ns;
         size_t nv = 0;
         for (size_t p = 0; p < parts; p++)
-            if (us[p] > 0 && !(until && part_end[p] > until))
+            if (us[p] > 0)
                 v[nv++] = pct[i * parts + p];
-        if (!nv || (until && nv < RSR_STRAGGLER_MIN_PARTS))
+        if (!nv)
             continue;
         qsort(v, nv, sizeof *v, cmp_double);
         excess[i] = nv % 2 ? v[nv / 2] : (v[nv / 2 - 1] + v[nv / 2]) / 2;
-        used[i] = (unsigned char)nv;
     }
     rc = (int)parts;
 done:
@@ -252,12 +245,11 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
     uint64_t *last = calloc(n ? n : 1, sizeof *last), *calls = calloc(n ? n : 1, sizeof *calls);
     struct seen *seen = NULL;
     double *excess = calloc(n ? n : 1, sizeof *excess);
-    unsigned char *used = calloc(n ? n : 1, sizeof *used);
     size_t nseen = 0, capseen = 0;
     out->wait_us = calloc(n ? n : 1, sizeof *out->wait_us);
     out->coll_us = calloc(n ? n : 1, sizeof *out->coll_us);
     out->n_models = n;
-    if (!caused || !caused_op || !last || !calls || !excess || !used || !out->wait_us || !out->coll_us)
+    if (!caused || !caused_op || !last || !calls || !excess || !out->wait_us || !out->coll_us)
         goto oom;
     const struct rsr_coll_entry *e;
     long ng;
@@ -342,7 +334,7 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
     for (size_t r = 0; r < nrows; r++)
         out->rows[r] = rows[r].r;
     out->n_rows = nrows;
-    int parts = excess_by_part(models, seen, nseen, n, excess, used);
+    int parts = excess_by_part(models, seen, nseen, n, excess);
     if (parts < 0)
         goto oom;
     out->straggler_parts = parts;
@@ -368,27 +360,21 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
             if (caused_op[i * RSR_COLL_NOPS + op] > caused_op[i * RSR_COLL_NOPS + worst])
                 worst = op;
         s->worst_op = (uint8_t)worst;
-        char median[96];
-        if (models[i]->early_end_ns)
-            snprintf(median, sizeof median, "median of the %d parts of the job its file covers, of %d", used[i],
-                     parts);
-        else
-            snprintf(median, sizeof median, "median of %d parts of the job", parts);
         snprintf(s->evidence, sizeof s->evidence,
                  "arrived last in %llu of %llu collectives; the other ranks waited %.3f ms for it "
                  "(%.1f us per call it was last), mostly in %s; beyond an equal rank's share, "
-                 "%.1f%% of their time (%s)",
+                 "%.1f%% of their time (median of %d parts of the job)",
                  (unsigned long long)s->last, (unsigned long long)s->calls, s->caused_us / 1e3,
-                 s->last ? s->caused_us / (double)s->last : 0, rsr_coll_op_name(worst), s->excess_pct, median);
+                 s->last ? s->caused_us / (double)s->last : 0, rsr_coll_op_name(worst), s->excess_pct, parts);
     }
     if (out->n_stragglers > 1)
         qsort(out->stragglers, out->n_stragglers, sizeof *out->stragglers, cmp_straggler);
     rsr_coll_merge_close(&mg);
-    free(rows), free(caused), free(caused_op), free(last), free(calls), free(seen), free(excess), free(used);
+    free(rows), free(caused), free(caused_op), free(last), free(calls), free(seen), free(excess);
     return 0;
 oom:
     rsr_coll_merge_close(&mg);
-    free(rows), free(caused), free(caused_op), free(last), free(calls), free(seen), free(excess), free(used);
+    free(rows), free(caused), free(caused_op), free(last), free(calls), free(seen), free(excess);
     rsr_coll_analysis_free(out);
     return -1;
 }

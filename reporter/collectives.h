@@ -38,11 +38,7 @@ struct rsr_coll_row {
  * order, into up to RSR_STRAGGLER_PARTS parts of the job (at least
  * RSR_STRAGGLER_MIN_PARTS, of two calls or more), and in each part the
  * excess is taken as a share of the part's time. A rank is named when that
- * share, in the median part, is RSR_STRAGGLER_MIN_PCT or more. A rank
- * whose file ends early (ends.h) is judged on the parts its file covers
- * whole, at least RSR_STRAGGLER_MIN_PARTS of them: after its end it arrives
- * at no call, and the parts it is missing from would only dilute what it
- * did while it was seen.
+ * share, in the median part, is RSR_STRAGGLER_MIN_PCT or more.
  * Why: the fair share takes away the waiting that equal ranks cause among
  * themselves (gen_job's ranks, which all leave each call together however
  * scattered their arrivals, are each charged about their share); the median

@@ -1,8 +1,10 @@
 /* Trace files that end early (a rank killed, a full disk, a copy cut
  * short): which processes' records stop before the job's end, where, and
  * how much of the run they cover. The report says so (report.json, the
- * page's banner, the text summary), and the analyses that compare ranks
- * (collectives.c, the lanes) blame none for the time after its file ends.
+ * page's banner, the text summary), and what compares ranks by their
+ * totals (the lanes' slowest, the page's per-rank collective wait) leaves
+ * such a file out: it waited less only for lack of time. Collectives after
+ * a file's end have no record of its rank, so it is late for none of them.
  * Reads aligned models and the job's span (storage.h). */
 #ifndef RSR_ENDS_H
 #define RSR_ENDS_H

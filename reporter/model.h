@@ -220,8 +220,7 @@ struct rsr_model {
     uint8_t unclosed;
     int64_t flush_ns;
     /* Set by rsr_ends_find: where its records stop before the job's end,
-     * on the job's time line; 0 where they do not. The analyses blame it
-     * for nothing after that. */
+     * on the job's time line; 0 where they do not. */
     int64_t early_end_ns;
     /* Off-CPU time from the process's samples (waits.h), filled where the
      * flame graphs are loaded; zero without samples. */
