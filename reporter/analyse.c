@@ -33,6 +33,8 @@ int rsr_job_analyse(struct rsr_model *const *models, size_t n, struct rsr_job *j
         rsr_coll_split_gpu(&job->colls, i, &job->gpu[i]);
     if (rsr_storage_analyse(models, n, &job->storage) != 0)
         rc = -1;
+    if (rsr_ends_find(models, n, job->storage.job_start_ns, job->storage.job_end_ns, &job->ends) != 0)
+        rc = -1;
     if (rsr_timeline_build(models, n, job->storage.job_start_ns, job->storage.job_end_ns, &job->timeline) != 0)
         rc = -1;
     if (rsr_steps_analyse(models, n, &job->steps) != 0)
@@ -52,6 +54,7 @@ void rsr_job_free(struct rsr_job *job)
     free(job->kernels);
     rsr_coll_analysis_free(&job->colls);
     rsr_storage_free(&job->storage);
+    rsr_ends_free(&job->ends);
     rsr_timeline_free(&job->timeline);
     rsr_steps_free(&job->steps);
     rsr_nodes_free(&job->nodes);

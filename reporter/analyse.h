@@ -9,6 +9,7 @@
 
 #include "reporter/align.h"
 #include "reporter/collectives.h"
+#include "reporter/ends.h"
 #include "reporter/findings.h"
 #include "reporter/gpu_breakdown.h"
 #include "reporter/kernels.h"
@@ -26,6 +27,7 @@ struct rsr_job {
     struct rsr_kernel_summary *kernels; /* per model; both copies of the models' summaries' */
     struct rsr_coll_analysis colls;
     struct rsr_storage storage;
+    struct rsr_ends ends;               /* the files that end early */
     struct rsr_timeline timeline;
     struct rsr_steps steps;
     struct rsr_nodes nodes;             /* the hosts' own counters, on the timeline's bins */

@@ -7,6 +7,7 @@
 #include "reporter/html.h"
 #include "reporter/html_waits.h"
 #include "reporter/html_nodes.h"
+#include "reporter/html_ends.h"
 #include "reporter/html_json.h"
 #include "reporter/html_ranks.h"
 #include "reporter/html_script.h"
@@ -1977,6 +1978,7 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
                 rsr_jv_key(root, "steps") ? "step time" : "wall time");
     }
     fputs("</header>\n<main>\n", f);
+    rsr_html_ends_banner(f, root);
     fputs("<section id=\"summary\"><h2>Summary</h2>\n", f);
     /* Many ranks: the strip plots are tall, the findings go beside them. */
     fputs("<div class=\"top\"><div>", f);

@@ -103,6 +103,9 @@ struct proc {
     double col[PC_N], col2;     /* col2: frees, beside allocs */
     unsigned char has[PC_N];
     size_t host;                /* index into hosts */
+    int ends_early;             /* its file ends early (ends.h): it waited less
+                                   only for lack of time, so its wait is set
+                                   against no other rank's */
 };
 
 struct fig_stats {
@@ -149,6 +152,7 @@ static int read_proc(struct rsr_html_ranks *r, struct proc *p, yajl_val v)
     set(p, PC_EXPOSED, gpu, "exposed_comm_pct", 1);
     set(p, PC_OVERLAP, gpu, "comm_comp_overlap_pct", 1);
     set(p, PC_WAIT, v, "collective_wait_us", 1);
+    p->ends_early = YAJL_IS_TRUE(rsr_jv_key(rsr_jv_key(v, "trace"), "ends_early"));
     set(p, PC_SYNCS, sy, "count", 1);
     if (p->has[PC_SYNCS]) {
         p->col[PC_BLOCKED] = rsr_jv_knum_or(sy, "blocked_s", 0) * 1e6;
@@ -199,8 +203,15 @@ static int cmp_dev(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
+/* Whether p's figure fi is set against the other processes'. */
+static int counted(const struct proc *p, enum fig fi)
+{
+    return p->has[fig_def[fi].col] && !(fi == FIG_WAIT && p->ends_early);
+}
+
 /* The median, quartiles, fences and outliers of figure fi; min_dev is the
  * figure's floor. -1 when out of memory. */
+
 static int fig_outliers(struct rsr_html_ranks *r, enum fig fi, double min_dev)
 {
     struct fig_stats *s = &r->fig[fi];
@@ -209,7 +220,7 @@ static int fig_outliers(struct rsr_html_ranks *r, enum fig fi, double min_dev)
     if (!v)
         return -1;
     for (size_t i = 0; i < r->n; i++)
-        if (r->p[i].has[c])
+        if (counted(&r->p[i], fi))
             v[s->n++] = r->p[i].col[c];
     if (s->n < MIN_RANKS) {
         free(v);
@@ -232,7 +243,7 @@ static int fig_outliers(struct rsr_html_ranks *r, enum fig fi, double min_dev)
         return -1;
     }
     for (size_t i = 0; i < r->n; i++)
-        if (r->p[i].has[c] && (r->p[i].col[c] < s->lo || r->p[i].col[c] > s->hi))
+        if (counted(&r->p[i], fi) && (r->p[i].col[c] < s->lo || r->p[i].col[c] > s->hi))
             d[s->nout++] = (struct dev){ fabs(r->p[i].col[c] - s->med), i };
     qsort(d, s->nout, sizeof *d, cmp_dev);
     for (size_t k = 0; k < s->nout; k++)
@@ -696,7 +707,7 @@ static int slowness(const struct rsr_html_ranks *r, const struct proc *p, double
 {
     if (r->fig[FIG_WAIT].n) {
         *v = -p->col[PC_WAIT];
-        return p->has[PC_WAIT];
+        return counted(p, FIG_WAIT);
     }
     *v = p->col[PC_IDLE];
     return p->has[PC_IDLE];

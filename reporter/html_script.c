@@ -34,6 +34,7 @@ const char rsr_html_css[] =
     ".sev{font-size:11px;text-transform:uppercase;color:#57606a;margin-left:6px}"
     ".gain{font-size:11px;color:#57606a;margin-left:6px}"
     ".note{color:#57606a;font-size:12px}"
+    "section.banner{border-color:#d1242f;background:#fff5f5}.banner ul{margin:4px 0;padding-left:20px}"
     ".tl-bar{display:flex;gap:6px;align-items:center;margin-bottom:6px;font-size:12px}"
     ".tl-bar button{font:inherit;padding:2px 10px}"
     ".key{display:inline-block;width:10px;height:10px;margin:0 3px 0 10px;vertical-align:middle}"

@@ -143,6 +143,9 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
         in->parent_rank = m->parent_rank;
         in->role = m->role;
         in->start_mono = m->start.mono_ns;
+        for (uint32_t i = 0; i < m->nsettings; i++)
+            if (m->setting_keys[i] && m->setting_values[i] && strcmp(m->setting_keys[i], "flush_ms") == 0)
+                in->flush_ms = (uint32_t)strtoul(m->setting_values[i], NULL, 10);
     }
     if (c->nstrings) {
         uint32_t cap = in->nstrings;
@@ -266,6 +269,7 @@ static void input_begin(struct rsr_input *in, const char *path, int stream, int 
     in->file = strdup(path);
     in->rank = in->local_rank = in->world_size = in->parent_rank = -1;
     in->role = RSF_ROLE_OTHER;
+    in->flush_ms = RSR_FLUSH_MS_DEFAULT;
     in->model = malloc(sizeof *in->model);
     if (in->model) {
         rsr_model_init(in->model);
@@ -286,6 +290,8 @@ static void input_end(struct rsr_input *in, int stream)
          * fails, they stay in memory) */
         if (stream && in->model->sum)
             rsr_summary_spill(in->model->sum);
+        in->model->unclosed = in->walk.cut_short ? RSR_CUT_SHORT : in->walk.saw_end ? RSR_CLOSED : RSR_NO_END_MARK;
+        in->model->flush_ns = (int64_t)in->flush_ms * 1000000;
     }
     finish(in);
 }

@@ -11,6 +11,8 @@
 #include "reporter/model.h"
 
 #define RSR_MAX_PROBLEMS 8
+/* The agent's RINGSIDE_FLUSH_MS default, for files whose settings lack it. */
+#define RSR_FLUSH_MS_DEFAULT 1000
 
 struct rsr_problem {
     uint64_t offset;     /* file offset of the frame */
@@ -62,6 +64,7 @@ struct rsr_input {
     int pid, ppid, rank, local_rank, world_size, parent_rank, role;
     uint64_t start_mono, end_mono;
     uint64_t recorded, dropped, dropped_io;
+    uint32_t flush_ms;          /* the agent's flush interval (its settings; 1000 when not said) */
     uint64_t nio;
     struct rsr_walk walk;
     int open_failed;            /* errno when the file could not be read, else 0 */

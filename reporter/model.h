@@ -15,6 +15,11 @@
 /* Same values as Role in formats/trace.fbs. */
 enum rsr_role { RSR_ROLE_RANK = 0, RSR_ROLE_CHILD = 1, RSR_ROLE_OTHER = 2 };
 
+/* How a source ended: with its end mark; without it (the process was
+ * killed, or is still running); or inside a frame (a full disk, a copy cut
+ * short), the bytes after the last whole frame unread. */
+enum rsr_unclosed { RSR_CLOSED = 0, RSR_NO_END_MARK = 1, RSR_CUT_SHORT = 2 };
+
 /* Kernel classes as design.md defines them ('Analyses'). */
 #define RSR_GPU_CLASSES(X) \
     X(COMPUTE, "compute") \
@@ -209,6 +214,14 @@ struct rsr_model {
     /* The node counters the process sampled (nodes.h), owned; NULL: none. */
     struct rsr_node_proc *node;
     uint64_t late;          /* records the streaming loader got out of order */
+    /* How its source ended (enum rsr_unclosed; RSR_CLOSED for a source
+     * that is not a ringside file), and the most a killed process's file
+     * lacks (its agent's flush interval): what rsr_ends_find reads. */
+    uint8_t unclosed;
+    int64_t flush_ns;
+    /* Set by rsr_ends_find: where its records stop before the job's end,
+     * on the job's time line; 0 where they do not. */
+    int64_t early_end_ns;
     /* Off-CPU time from the process's samples (waits.h), filled where the
      * flame graphs are loaded; zero without samples. */
     struct rsr_proc_waits waits;

@@ -147,7 +147,26 @@ static void io_json(FILE *f, const struct rsr_input *in)
     fputs("]}", f);
 }
 
-static void trace_json(FILE *f, const struct rsr_input *in)
+static void num_key(FILE *f, const char *key, double v)
+{
+    fprintf(f, ",\"%s\":", key);
+    rsr_json_num(f, v);
+}
+
+/* Where process i's records end on the job's time line, and the share of
+ * the job's wall time up to there (ends.h). */
+static void trace_end_json(FILE *f, const struct rsr_job *j, size_t i)
+{
+    const struct rsr_model *m = j->models[i];
+    int64_t t0 = j->storage.job_start_ns, t1 = j->storage.job_end_ns;
+    if (!m->wall_end_ns || t1 <= t0)
+        return;
+    fprintf(f, ",\"ends_early\":%s", m->early_end_ns ? "true" : "false");
+    num_key(f, "ends_s", (double)(m->wall_end_ns - t0) / 1e9);
+    num_key(f, "covers_pct", rsr_ends_covers_pct(m->wall_end_ns, t0, t1));
+}
+
+static void trace_json(FILE *f, const struct rsr_input *in, const struct rsr_job *j, size_t at)
 {
     fputs("\"trace\":{\"file\":", f);
     rsr_json_str(f, in->file);
@@ -168,18 +187,15 @@ static void trace_json(FILE *f, const struct rsr_input *in)
         rsr_json_str(f, strerror(in->open_failed));
         putc('}', f);
     }
-    fputs("]}", f);
+    putc(']', f);
+    if (j && at < j->n)
+        trace_end_json(f, j, at);
+    putc('}', f);
 }
 
 static double ns_us(int64_t ns)
 {
     return (double)ns / 1e3;
-}
-
-static void num_key(FILE *f, const char *key, double v)
-{
-    fprintf(f, ",\"%s\":", key);
-    rsr_json_num(f, v);
 }
 
 /* A straggler's why (collectives.h); the kernels with their mean run on
@@ -450,7 +466,7 @@ static void steps_json(FILE *f, const struct rsr_job *j)
     fputs("]}", f);
 }
 
-static void job_json(FILE *f, const struct rsr_job *j)
+static void job_json(FILE *f, const struct rsr_job *j, const struct rsr_input *ins)
 {
     num_key(f, "skew_us", (double)j->align.max_correction_ns / 1e3);
     fprintf(f, ",\"alignment\":{\"method\":\"%s\",\"matched_collectives\":%" PRIu64 ",\"residual_us\":",
@@ -459,6 +475,19 @@ static void job_json(FILE *f, const struct rsr_job *j)
     fputs("}", f);
     fprintf(f, ",\"start_us\":%.3f", (double)j->storage.job_start_ns / 1e3);
     num_key(f, "wall_s", (double)(j->storage.job_end_ns - j->storage.job_start_ns) / 1e9);
+    fputs(",\n\"ends_early\":[", f);
+    for (size_t i = 0; i < j->ends.n; i++) {
+        const struct rsr_early_end *e = &j->ends.list[i];
+        fputs(i ? ",{\"rank\":" : "{\"rank\":", f);
+        json_int_or_null(f, e->rank);
+        fprintf(f, ",\"pid\":%lld,\"file\":", (long long)j->models[e->model]->pid);
+        rsr_json_str(f, ins[e->model].file);
+        num_key(f, "ends_s", e->ends_s);
+        num_key(f, "covers_pct", e->covers_pct);
+        fprintf(f, ",\"cut_short\":%s,\"unread_bytes\":%" PRIu64 "}", e->unclosed == RSR_CUT_SHORT ? "true" : "false",
+                ins[e->model].walk.bad_bytes);
+    }
+    putc(']', f);
 
     fputs(",\n\"collectives\":[", f);
     for (size_t i = 0; i < j->colls.n_rows; i++) {
@@ -560,7 +589,7 @@ void rsr_report_json(FILE *f, struct rsr_input *ins, int n, const struct rsr_job
     fputs(",\"world_size\":", f);
     json_int_or_null(f, world);
     if (job)
-        job_json(f, job);
+        job_json(f, job, ins);
     if (extra)
         fprintf(f, ",\n%s", extra);
     fputs(",\n\"processes\":[", f);
@@ -577,7 +606,7 @@ void rsr_report_json(FILE *f, struct rsr_input *ins, int n, const struct rsr_job
         fprintf(f, ",\"dropped\":%" PRIu64 ",", in->dropped);
         io_json(f, in);
         putc(',', f);
-        trace_json(f, in);
+        trace_json(f, in, job, (size_t)i);
         if (job && (size_t)i < job->n)
             process_analysis_json(f, job, (size_t)i);
         putc('}', f);
@@ -621,6 +650,27 @@ static void steps_line(FILE *f, const struct rsr_steps *st, double wall_s)
     fprintf(f, "; from %s, confidence %.2f\n", st->source, st->confidence);
 }
 
+/* One line per trace file that ends early (ends.h): whose, where, how
+ * much of the run it covers, and why it stops. */
+static void ends_lines(FILE *f, const struct rsr_input *ins, const struct rsr_job *j)
+{
+    double wall = (double)(j->storage.job_end_ns - j->storage.job_start_ns) / 1e9;
+    for (size_t i = 0; i < j->ends.n; i++) {
+        const struct rsr_early_end *e = &j->ends.list[i];
+        const struct rsr_input *in = &ins[e->model];
+        if (e->rank >= 0)
+            fprintf(f, "  trace ends early: rank %d's file", e->rank);
+        else
+            fprintf(f, "  trace ends early: process %d's file", in->pid);
+        fprintf(f, " ends at %.2f s of %.2f s, covering %.1f%% of the run (", e->ends_s, wall, e->covers_pct);
+        if (e->unclosed == RSR_CUT_SHORT)
+            fprintf(f, "cut short: %" PRIu64 " bytes unread", in->walk.bad_bytes);
+        else
+            fputs("no end mark: the process was killed", f);
+        fputs("); nothing after its end is counted against it\n", f);
+    }
+}
+
 static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rsr_job *j)
 {
     int ranks = 0;
@@ -643,6 +693,7 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
         fprintf(f, "; %" PRIu64 " records dropped (memory bound)", dropped);
     fputc('\n', f);
     steps_line(f, &j->steps, (double)(j->storage.job_end_ns - j->storage.job_start_ns) / 1e9);
+    ends_lines(f, ins, j);
     double idle = 0, comp = 0, comm = 0, copy = 0, exposed = 0, overlap = 0, sync_wait = 0;
     int ng = 0;
     for (size_t i = 0; j->gpu && i < j->n; i++) {
@@ -805,7 +856,8 @@ static void lanes_pick(struct lanes *l, struct rsr_input *ins, int n, const stru
         lane_add(l, j->colls.stragglers[k].model, "straggler");
     size_t lo = SIZE_MAX, hi = SIZE_MAX, first = SIZE_MAX;
     for (int i = 0; i < n; i++) {
-        if (ins[i].rank < 0 || !j->gpu[i].span_ns)
+        /* a file that ends early waited less only for lack of time (ends.h) */
+        if (ins[i].rank < 0 || !j->gpu[i].span_ns || j->models[i]->early_end_ns)
             continue;
         double v = j->colls.matched && j->colls.wait_us ? j->colls.wait_us[i] : -j->gpu[i].idle_pct;
         double vlo = lo == SIZE_MAX ? 0 : j->colls.matched && j->colls.wait_us ? j->colls.wait_us[lo] : -j->gpu[lo].idle_pct;

@@ -1,0 +1,15 @@
+/* The page's banner for trace files that end early (ends.h): from
+ * report.json's ends_early, whose file ends where, how much of the run it
+ * covers and why, above everything else on the page (html.c). */
+#ifndef RSR_HTML_ENDS_H
+#define RSR_HTML_ENDS_H
+
+#include <stdio.h>
+
+#include <yajl/yajl_tree.h>
+
+/* Writes the banner for root (report.json); nothing when no file ends
+ * early. */
+void rsr_html_ends_banner(FILE *f, yajl_val root);
+
+#endif
