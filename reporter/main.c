@@ -8,6 +8,7 @@
 #include "reporter/flame_svg.h"
 #include "reporter/mpi.h"
 #include "reporter/report.h"
+#include "reporter/runs.h"
 #include "reporter/symbolize.h"
 #include "formats/trace.h"
 
@@ -385,6 +386,8 @@ static int cmd_flame(int argc, char **argv)
     rc = 1;
     if (nfiles < 0)
         goto done;
+    if (nfiles > 0)
+        rsr_runs_newest(files, &nfiles);
     const char *kind = rsf_sample_kind_name((unsigned)o.kind);
     if (nfiles == 0) {
         fprintf(stderr, "ringside: flame: no trace files (*.trace.lz4) in %s\n", paths[0]);
