@@ -298,17 +298,19 @@ static int cmp_lived(const void *a, const void *b)
     return (x->start > y->start) - (x->start < y->start);
 }
 
-/* "3 files from 2026-01-02 10:00:00 to 2026-01-02 10:00:09 (job X)" */
+/* "3 files from 2026-01-02 10:00:00 to 2026-01-02 10:00:09 (job X: F and 2 more)" */
 static void group_named(char *buf, size_t n, const struct lived *v, int count)
 {
-    char from[32], to[32];
+    char from[32], to[32], more[32] = "";
     int64_t end = v[0].end;
     for (int i = 1; i < count; i++)
         end = v[i].end > end ? v[i].end : end;
     date_of(from, sizeof from, v[0].start);
     date_of(to, sizeof to, end);
-    snprintf(buf, n, "%d file%s from %s to %s (job %.200s)", count, count == 1 ? "" : "s", from, to,
-             job_of(v[0].in));
+    if (count > 1)
+        snprintf(more, sizeof more, " and %d more", count - 1);
+    snprintf(buf, n, "%d file%s from %s to %s (job %.200s: %.1000s%s)", count, count == 1 ? "" : "s", from, to,
+             job_of(v[0].in), v[0].in->file, more);
 }
 
 static int two_lifetimes(const struct rsr_input *ins, int n)
@@ -323,7 +325,7 @@ static int two_lifetimes(const struct rsr_input *ins, int n)
     int found = 0;
     for (int k = 1; k < m && !found; k++) {
         if (v[k].start > end) {
-            char a[400], b[400], what[900];
+            char a[1400], b[1400], what[2900];
             group_named(a, sizeof a, v, k);
             group_named(b, sizeof b, v + k, m - k);
             snprintf(what, sizeof what, "%s and %s, %.1f s apart", a, b, (double)(v[k].start - end) / NS);
