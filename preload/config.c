@@ -72,9 +72,7 @@ static void sanitize(char *s)
             *s = '_';
 }
 
-/* A job named for one process: host-YYYYMMDD-HHMMSS-pid, the time when it
- * started; the name is the same whoever makes it (the process itself or the
- * processes it starts). */
+/* A job named for one process: host-YYYYMMDD-HHMMSS-pid, at time when. */
 static void job_name(char *buf, size_t n, const char *host, int pid, time_t when)
 {
     struct tm tm;
@@ -83,42 +81,62 @@ static void job_name(char *buf, size_t n, const char *host, int pid, time_t when
              tm.tm_hour, tm.tm_min, tm.tm_sec, pid);
 }
 
-/* Reads a small /proc file into buf (NUL-terminated); the bytes read, or -1. */
-static ssize_t proc_read(const char *path, char *buf, size_t n)
+/* /proc/stat's btime, the boot time in whole seconds; 0 when it cannot be
+ * read. Read in pieces: the lines before it (one per CPU, one counter per
+ * interrupt) have no bound. */
+static long long boot_time(void)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return -1;
-    size_t got = 0;
-    ssize_t r;
-    while (got < n - 1 && ((r = read(fd, buf + got, n - 1 - got)) > 0 || (r < 0 && errno == EINTR)))
-        got += r > 0 ? (size_t)r : 0;
+        return 0;
+    enum { TAIL = 32 };         /* more than "\nbtime " and its number */
+    char buf[4096];
+    size_t kept = 0;
+    long long btime = 0;
+    while (!btime) {
+        ssize_t r = read(fd, buf + kept, sizeof buf - 1 - kept);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        size_t len = kept + (size_t)r;
+        buf[len] = 0;
+        const char *p = strstr(buf, "\nbtime ");
+        if (p && strchr(p + 7, '\n'))
+            btime = strtoll(p + 7, NULL, 10);
+        kept = len < TAIL ? len : TAIL;
+        memmove(buf, buf + len - kept, kept);
+    }
     close(fd);
-    buf[got] = 0;
-    return (ssize_t)got;
+    return btime;
 }
 
 /* When process pid started, in whole seconds since the epoch: the boot time
- * (/proc/stat's btime) plus its start in clock ticks after boot (field 22 of
- * /proc/PID/stat); both fixed for the process's life, so every process that
- * asks gets the same second. 0 when /proc does not say. */
+ * plus its start in clock ticks after boot (field 22 of /proc/PID/stat);
+ * both fixed for the process's life, so every process that asks gets the
+ * same second. 0 when /proc does not say. */
 static time_t proc_started(int pid)
 {
-    char path[64], buf[4096];
+    char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    if (proc_read(path, buf, sizeof buf) <= 0)
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return 0;
+    ssize_t r;
+    while ((r = read(fd, buf, sizeof buf - 1)) < 0 && errno == EINTR)
+        ;
+    close(fd);
+    if (r <= 0)
+        return 0;
+    buf[r] = 0;
     char *p = strrchr(buf, ')'); /* the command name may hold spaces */
     for (int field = 2; p && field < 22; field++)
         p = strchr(p + 1, ' ');
-    if (!p)
-        return 0;
-    unsigned long long ticks = strtoull(p + 1, NULL, 10);
-    static char stat[65536]; /* one line per CPU before btime */
-    if (proc_read("/proc/stat", stat, sizeof stat) <= 0 || !(p = strstr(stat, "\nbtime ")))
-        return 0;
+    long long btime = boot_time();
     long hz = sysconf(_SC_CLK_TCK);
-    return (time_t)(strtoll(p + 7, NULL, 10) + (long long)(ticks / (unsigned long long)(hz > 0 ? hz : 100)));
+    if (!p || !btime || hz <= 0)
+        return 0;
+    return (time_t)(btime + (long long)(strtoull(p + 1, NULL, 10) / (unsigned long long)hz));
 }
 
 /* The job of a rank that torchrun started with the placeholder run id, in
@@ -144,8 +162,12 @@ static const char *torchrun_job(const struct rs_identity *id, char *buf, size_t 
     if (job && !named_by)
         return job;
     if (!job || atoi(named_by) != id->ppid) {
+        /* without /proc, the pid alone: every rank still names it alike */
         time_t started = proc_started(id->ppid);
-        job_name(buf, n, id->host, id->ppid, started ? started : time(NULL));
+        if (started)
+            job_name(buf, n, id->host, id->ppid, started);
+        else
+            snprintf(buf, n, "%.200s-%d", id->host, id->ppid);
         job = buf;
     }
     /* once a job folder: its first local rank, not again after an exec */

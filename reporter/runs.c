@@ -288,8 +288,9 @@ static int two_claims(const struct rsr_input *ins, int n)
 }
 
 struct lived {
-    const struct rsr_input *in;
+    const struct rsr_input *in;     /* the first image's file */
     int64_t start, end;
+    int images;                     /* files: one, or one per exec */
 };
 
 static int cmp_lived(const void *a, const void *b)
@@ -298,18 +299,52 @@ static int cmp_lived(const void *a, const void *b)
     return (x->start > y->start) - (x->start < y->start);
 }
 
+/* Host, pid, then start: the images one process ran, one after another. */
+static int cmp_process(const void *a, const void *b)
+{
+    const struct lived *x = a, *y = b;
+    int h = strcmp(x->in->host ? x->in->host : "", y->in->host ? y->in->host : "");
+    if (h)
+        return h;
+    if (x->in->pid != y->in->pid)
+        return x->in->pid < y->in->pid ? -1 : 1;
+    return cmp_lived(a, b);
+}
+
+/* A program that execs another leaves a file for each image, one ending
+ * where the next begins: one lifetime, from the first's start to the
+ * last's end. Returns how many lifetimes are left in v. */
+static int join_execs(struct lived *v, int m)
+{
+    qsort(v, (size_t)m, sizeof *v, cmp_process);
+    int k = 0;
+    for (int i = 0; i < m; i++) {
+        if (k && v[k - 1].in->pid == v[i].in->pid && v[k - 1].in->host && v[i].in->host &&
+            strcmp(v[k - 1].in->host, v[i].in->host) == 0) {
+            v[k - 1].end = v[i].end > v[k - 1].end ? v[i].end : v[k - 1].end;
+            v[k - 1].images++;
+        } else {
+            v[k++] = v[i];
+        }
+    }
+    return k;
+}
+
 /* "3 files from 2026-01-02 10:00:00 to 2026-01-02 10:00:09 (job X: F and 2 more)" */
 static void group_named(char *buf, size_t n, const struct lived *v, int count)
 {
     char from[32], to[32], more[32] = "";
     int64_t end = v[0].end;
-    for (int i = 1; i < count; i++)
+    int files = v[0].images;
+    for (int i = 1; i < count; i++) {
         end = v[i].end > end ? v[i].end : end;
+        files += v[i].images;
+    }
     date_of(from, sizeof from, v[0].start);
     date_of(to, sizeof to, end);
-    if (count > 1)
-        snprintf(more, sizeof more, " and %d more", count - 1);
-    snprintf(buf, n, "%d file%s from %s to %s (job %.200s: %.1000s%s)", count, count == 1 ? "" : "s", from, to,
+    if (files > 1)
+        snprintf(more, sizeof more, " and %d more", files - 1);
+    snprintf(buf, n, "%d file%s from %s to %s (job %.200s: %.1000s%s)", files, files == 1 ? "" : "s", from, to,
              job_of(v[0].in), v[0].in->file, more);
 }
 
@@ -318,13 +353,16 @@ static int two_lifetimes(const struct rsr_input *ins, int n)
     struct lived *v = alloc((size_t)n, sizeof *v);
     int m = 0;
     for (int i = 0; i < n; i++)
-        if (span_of(&ins[i], &v[m].start, &v[m].end))
+        if (span_of(&ins[i], &v[m].start, &v[m].end)) {
+            v[m].images = 1;
             v[m++].in = &ins[i];
+        }
+    m = join_execs(v, m);
     qsort(v, (size_t)m, sizeof *v, cmp_lived);
     int64_t end = m ? v[0].end : 0;
     int found = 0;
     for (int k = 1; k < m && !found; k++) {
-        if (v[k].start > end) {
+        if (v[k].start > end + RSR_RUN_GAP_NS) {
             char a[1400], b[1400], what[2900];
             group_named(a, sizeof a, v, k);
             group_named(b, sizeof b, v + k, m - k);

@@ -12,8 +12,8 @@ at what time on its own clock, and which trace files appeared after each.
   exits 1 with one line naming both job ids;
 - two runs under one run id (a launcher's fixed id, as old agents filed every
   torchrun run under `none`): refused, naming rank 0's two files;
-- two processes one after the other under one RINGSIDE_JOB: refused, naming
-  both files (their lifetimes do not overlap);
+- two processes 1.5 s apart under one RINGSIDE_JOB: refused, naming both
+  files (their lifetimes are more than 1 s apart);
 - two ranks started by hand at the same time, each in a job folder of its
   own: one run, reported whole from their parent folder."""
 import datetime
@@ -146,6 +146,10 @@ def one_after_the_other(work):
     out = os.path.join(work, "trace-seq")
     pids = []
     for i in range(2):
+        # the second starts 1.5 s after the first ended: more than the 1 s
+        # gap that parts two runs in one folder (reporter/runs.h)
+        if i:
+            time.sleep(1.5)
         env = traced_env(out, RINGSIDE_JOB="seq")
         p = run([RANK_IO, work, "1000", "RANK"], env=env, cwd=work, timeout=60)
         line = p.stdout.decode(errors="replace").split()
