@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,111 @@ static void sanitize(char *s)
             *s = '_';
 }
 
+/* A job named for one process: host-YYYYMMDD-HHMMSS-pid, at time when. */
+static void job_name(char *buf, size_t n, const char *host, int pid, time_t when)
+{
+    struct tm tm;
+    localtime_r(&when, &tm);
+    snprintf(buf, n, "%.200s-%04d%02d%02d-%02d%02d%02d-%d", host, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+             tm.tm_hour, tm.tm_min, tm.tm_sec, pid);
+}
+
+/* /proc/stat's btime, the boot time in whole seconds; 0 when it cannot be
+ * read. Read in pieces: the lines before it (one per CPU, one counter per
+ * interrupt) have no bound. */
+static long long boot_time(void)
+{
+    int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    enum { TAIL = 32 };         /* more than "\nbtime " and its number */
+    char buf[4096];
+    size_t kept = 0;
+    long long btime = 0;
+    while (!btime) {
+        ssize_t r = read(fd, buf + kept, sizeof buf - 1 - kept);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        size_t len = kept + (size_t)r;
+        buf[len] = 0;
+        const char *p = strstr(buf, "\nbtime ");
+        if (p && strchr(p + 7, '\n'))
+            btime = strtoll(p + 7, NULL, 10);
+        kept = len < TAIL ? len : TAIL;
+        memmove(buf, buf + len - kept, kept);
+    }
+    close(fd);
+    return btime;
+}
+
+/* When process pid started, in whole seconds since the epoch: the boot time
+ * plus its start in clock ticks after boot (field 22 of /proc/PID/stat);
+ * both fixed for the process's life, so every process that asks gets the
+ * same second. 0 when /proc does not say. */
+static time_t proc_started(int pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t r;
+    while ((r = read(fd, buf, sizeof buf - 1)) < 0 && errno == EINTR)
+        ;
+    close(fd);
+    if (r <= 0)
+        return 0;
+    buf[r] = 0;
+    char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    long long btime = boot_time();
+    long hz = sysconf(_SC_CLK_TCK);
+    if (!p || !btime || hz <= 0)
+        return 0;
+    return (time_t)(btime + (long long)(strtoull(p + 1, NULL, 10) / (unsigned long long)hz));
+}
+
+/* The job of a rank that torchrun started with the placeholder run id, in
+ * buf. A process a rank starts (a compiler, a data loader) inherits the
+ * rank's variables: it takes the job of the rank's claim. The rank itself
+ * takes RINGSIDE_JOB where the user set it or where torchrun, traced,
+ * named its own job (RINGSIDE_JOB_PID is torchrun's pid: one folder for
+ * the launcher and its ranks); else it names the job after torchrun, its
+ * parent, with the time torchrun started: every rank of one torchrun gets
+ * the same name, two runs two names. */
+static const char *torchrun_job(const struct rs_identity *id, char *buf, size_t n)
+{
+    const char *claim = env("RINGSIDE_RANK_PID");
+    char *end = NULL;
+    long opid = claim ? strtol(claim, &end, 10) : 0;
+    long orank = end && *end == ':' ? strtol(end + 1, &end, 10) : -1;
+    int claimed = end && *end == ':' && end[1] && orank == id->rank;
+    if (claimed && opid != id->pid) {
+        snprintf(buf, n, "%s", end + 1);
+        return buf;
+    }
+    const char *job = env("RINGSIDE_JOB"), *named_by = env("RINGSIDE_JOB_PID");
+    if (job && !named_by)
+        return job;
+    if (!job || atoi(named_by) != id->ppid) {
+        /* without /proc, the pid alone: every rank still names it alike */
+        time_t started = proc_started(id->ppid);
+        if (started)
+            job_name(buf, n, id->host, id->ppid, started);
+        else
+            snprintf(buf, n, "%.200s-%d", id->host, id->ppid);
+        job = buf;
+    }
+    /* once a job folder: its first local rank, not again after an exec */
+    if (id->local_rank == 0 && !claimed && !rs_cfg.disable)
+        rs_notice("torchrun gave no run id (TORCHELASTIC_RUN_ID=%s): this run's traces go to %s/%s",
+                  getenv("TORCHELASTIC_RUN_ID"), rs_cfg.out, job);
+    return job;
+}
+
 static void identity(void)
 {
     struct rs_identity *id = &rs_id;
@@ -109,9 +215,13 @@ static void identity(void)
     }
 
     /* The job, from the same nearest launcher. A Slurm process outside any
-     * step (a batch script, srun itself there) is the job alone, not step 0. */
+     * step (a batch script, srun itself there) is the job alone, not step 0.
+     * torchrun without --rdzv-id gives its ranks the run id "none": that
+     * names no run, and the ranks take one from torchrun itself. */
     char buf[256];
-    const char *job = env("TORCHELASTIC_RUN_ID");
+    const char *run = getenv("TORCHELASTIC_RUN_ID");
+    int placeholder = run && (!*run || strcmp(run, "none") == 0);
+    const char *job = placeholder ? torchrun_job(id, buf, sizeof buf) : env("TORCHELASTIC_RUN_ID");
     if (!job)
         job = env("OMPI_MCA_ess_base_jobid");
     if (!job && env("SLURM_JOB_ID")) {
@@ -127,13 +237,13 @@ static void identity(void)
         job = env("RINGSIDE_JOB");
     if (!job) {
         /* No launcher: name a job for this process tree and pass it on, so
-         * the processes it starts write to the same folder. */
-        time_t now = time(NULL);
-        struct tm tm;
-        localtime_r(&now, &tm);
-        snprintf(buf, sizeof buf, "%s-%04d%02d%02d-%02d%02d%02d-%d", id->host, tm.tm_year + 1900,
-                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, id->pid);
+         * the processes it starts write to the same folder; RINGSIDE_JOB_PID
+         * says which process named it (torchrun_job). */
+        job_name(buf, sizeof buf, id->host, id->pid, time(NULL));
         setenv("RINGSIDE_JOB", buf, 0);
+        char pid[24];
+        snprintf(pid, sizeof pid, "%d", id->pid);
+        setenv("RINGSIDE_JOB_PID", pid, 0);
         job = buf;
     }
     snprintf(id->job, sizeof id->job, "%s", job);

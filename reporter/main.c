@@ -8,6 +8,7 @@
 #include "reporter/flame_svg.h"
 #include "reporter/mpi.h"
 #include "reporter/report.h"
+#include "reporter/runs.h"
 #include "reporter/symbolize.h"
 #include "formats/trace.h"
 
@@ -25,7 +26,8 @@ static const char usage[] =
     "  report DIR... [-o OUT] [--json FILE] [--ranks LIST] [--lines]\n"
     "         [--memory-mb N] [--watch S] [-q]\n"
     "        merge the trace files of a job (a job folder, a folder of job\n"
-    "        folders, or trace files) into OUT/report.json, OUT/index.html\n"
+    "        folders: its newest run, or trace files; files of more than one\n"
+    "        run are refused) into OUT/report.json, OUT/index.html\n"
     "        (a page that opens offline) and OUT/trace.json (for Perfetto and\n"
     "        HTA); OUT defaults to ringside-report; --json FILE writes the JSON\n"
     "        there too, - for stdout; --lines: source lines in the flame\n"
@@ -385,6 +387,8 @@ static int cmd_flame(int argc, char **argv)
     rc = 1;
     if (nfiles < 0)
         goto done;
+    if (nfiles > 0)
+        rsr_runs_newest(files, &nfiles);
     const char *kind = rsf_sample_kind_name((unsigned)o.kind);
     if (nfiles == 0) {
         fprintf(stderr, "ringside: flame: no trace files (*.trace.lz4) in %s\n", paths[0]);

@@ -9,6 +9,7 @@
 #include "reporter/perfetto.h"
 #include "reporter/json.h"
 #include "reporter/mpi.h"
+#include "reporter/runs.h"
 #include "reporter/watch.h"
 #include "formats/rsf_error.h"
 
@@ -1188,11 +1189,12 @@ static int send_share(const struct loaded *J, const struct rsr_mpi *mp, const in
     return rc;
 }
 
-/* Finds and streams the trace files under paths, saying on stderr what was
- * damaged or lost; with flames set, loads the flame trees too. Over MPI,
- * every process reads its share and the first gathers the rest. Returns 0
- * (the first process: J holds the job), 1 with a message (no file, out of
- * memory), or -1 on the other processes once their share is sent (*rc
+/* Finds and streams the trace files under paths (the newest run of a folder
+ * of job folders, runs.h), saying on stderr what was damaged or lost; with
+ * flames set, loads the flame trees too. Over MPI, every process reads its
+ * share and the first gathers the rest. Returns 0 (the first process: J
+ * holds the job), 1 with a message (no file, out of memory, more than one
+ * run), or -1 on the other processes once their share is sent (*rc
  * then holds their exit status). */
 static int job_load(struct loaded *J, char **paths, int npaths, const struct rsr_mpi *mp, int flames,
                     const struct rsr_report_opts *o, int *rc)
@@ -1201,6 +1203,8 @@ static int job_load(struct loaded *J, char **paths, int npaths, const struct rsr
     memset(J, 0, sizeof *J);
     if (mp->rank == 0) {
         J->n = rsr_find_traces(paths, npaths, &J->files);
+        if (J->n > 0)
+            rsr_runs_newest(J->files, &J->n);
         if (J->n == 0)
             fprintf(stderr, "ringside: no trace files (*.trace.lz4) in %s%s\n", paths[0],
                     npaths > 1 ? " or the other folders given" : "");
@@ -1240,7 +1244,7 @@ static int job_load(struct loaded *J, char **paths, int npaths, const struct rsr
     J->peak_rss_mb = rsr_peak_rss_mb();
     int grc = mp->size > 1 ? gather_shares(J, mp, owner) : 0;
     free(owner);
-    if (grc)
+    if (grc || rsr_runs_check(J->ins, J->n))
         return 1;
     for (int i = 0; i < J->n; i++) {
         const struct rsr_input *in = &J->ins[i];
