@@ -110,10 +110,13 @@ def truth_gpu(truth, rank, overlap, ranks=None):
     return 100.0 * inter / length(uc), 100.0 * sp["exposed"] / sp["span"]
 
 
-def per_step_ms(steps):
+def per_step_ms(steps, ops=None):
     """The program's own time per training step, job-wide, from simtrain's
     step lines (SIMGPU_TRUTH "kind":"step"): the last training step's end
-    less the first one's start (any rank), over their count."""
+    less the first one's start (any rank), over their count. With ops (the
+    truth file's other lines), the first step starts at its first GPU
+    operation instead: what a trace can see of it (the host's time before,
+    the agent's start-up on its first record among it, is in no record)."""
     by = {}
     for t in steps:
         if t["phase"] == "train":
@@ -121,7 +124,10 @@ def per_step_ms(steps):
     ks = sorted(by)
     if not ks:
         return 0.0
-    return (max(t["end_ns"] for t in by[ks[-1]]) - min(t["start_ns"] for t in by[ks[0]])) / 1e6 / len(ks)
+    start = min(t["start_ns"] for t in by[ks[0]])
+    if ops:
+        start = min((t["start_ns"] for t in ops if t["start_ns"] >= start), default=start)
+    return (max(t["end_ns"] for t in by[ks[-1]]) - start) / 1e6 / len(ks)
 
 
 def checkpoint_pct_logged(events):

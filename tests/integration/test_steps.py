@@ -238,10 +238,7 @@ def headline():
             findings_ranked(name, d, rep, text, events)
         # what the trace can see of the first step: from its first GPU work
         # (the truth file's first operation of the step on any rank)
-        tr = sorted(truth, key=lambda t: t["start_ns"])
-        t0 = min(t["start_ns"] for t in job.ops[d] if t["start_ns"] >= tr[0]["start_ns"])
-        seen = (max(t["end_ns"] for t in truth if t["phase"] == "train") - t0) / 1e6 / st["count"]
-        runs[name] = (d, seen, rep)
+        runs[name] = (d, per_step_ms(truth, job.ops[d]), rep)
     (d0, w0, r0), (d1, w1, r1) = runs["demo"], runs["demo_no_ckpt"]
     out = os.path.join(d0, "diff")
     p = run([RINGSIDE, "diff", os.path.join(d0, "trace"), os.path.join(d1, "trace"), "-o", out])
