@@ -11,6 +11,7 @@
 #include "reporter/intern.h"
 #include "reporter/json.h"
 #include "reporter/report.h"
+#include "reporter/units.h"
 #include "formats/trace.h"
 
 #include <dirent.h>
@@ -761,12 +762,14 @@ static int diff_page(FILE *f, const struct diff *d, const char *out_dir)
           "<th class=\"n\">busbw after, GB/s</th></tr></thead><tbody>\n", f);
     for (size_t i = 0; i < d->ncolls; i++) {
         const struct coll *c = &d->colls[i];
+        char size[32];
+        rsr_fmt_bytes(size, sizeof size, c->bytes);
         fputs("<tr><td>", f);
         rsr_html_text(f, c->op);
-        fprintf(f, "</td><td class=\"n\" data-v=\"%.17g\">%.0f</td><td class=\"n\" data-v=\"%.17g\">%.0f</td>"
+        fprintf(f, "</td><td class=\"n\" data-v=\"%.17g\">%s</td><td class=\"n\" data-v=\"%.17g\">%.0f</td>"
                    "<td class=\"n\" data-v=\"%.17g\">%.0f</td><td class=\"n\" data-v=\"%.17g\">%.2f</td>"
                    "<td class=\"n\" data-v=\"%.17g\">%.2f</td></tr>\n",
-                c->bytes, c->bytes, c->count[0], c->count[0], c->count[1], c->count[1], c->busbw[0], c->busbw[0],
+                c->bytes, size, c->count[0], c->count[0], c->count[1], c->count[1], c->busbw[0], c->busbw[0],
                 c->busbw[1], c->busbw[1]);
     }
     fputs("</tbody></table>\n<h3>Kernels, largest change first</h3><table class=\"sort\"><thead><tr><th>kernel</th>"

@@ -4,6 +4,7 @@
 #include "reporter/findings.h"
 #include "reporter/summary.h"
 #include "reporter/analyse.h"
+#include "reporter/units.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -380,13 +381,15 @@ int rsr_findings_make(struct rsr_job *j)
             stall += j->storage.ckpts[i].gpu_stall_ns;
             bytes += j->storage.ckpts[i].bytes;
         }
+        char size[32];
+        rsr_fmt_bytes(size, sizeof size, (double)bytes);
         add(&l, "checkpoint_stall", j->storage.checkpoint_pct >= 15 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING,
             j->storage.checkpoint_pct, "Checkpoints stall training",
             "Checkpoint less often, or save asynchronously (torch.distributed.checkpoint async_save, "
             "a background thread writing a host copy), or shard the save across ranks.",
-            "%zu checkpoint writes (%.1f MiB) take %.1f%% of the job's wall time (%.3f s); "
+            "%zu checkpoint writes (%s) take %.1f%% of the job's wall time (%.3f s); "
             "the GPUs sat idle %.3f s during them (summed over ranks)",
-            j->storage.n_ckpts, (double)bytes / 1048576.0, j->storage.checkpoint_pct,
+            j->storage.n_ckpts, size, j->storage.checkpoint_pct,
             (double)j->storage.ckpt_union_ns / 1e9, (double)stall / 1e9);
     }
     {
@@ -456,14 +459,15 @@ int rsr_findings_make(struct rsr_job *j)
         double wall_s = (double)(m->wall_end_ns - m->wall_start_ns) / 1e9;
         uint64_t calls = m->mem_allocs + m->mem_frees;
         if (wall_s > 0 && calls >= 1000 && (double)calls / wall_s >= MEM_CALLS_PER_S) {
+            char size[32];
+            rsr_fmt_bytes(size, sizeof size, (double)m->mem_alloc_bytes);
             add(&l, "memory_churn", RSR_SEV_WARNING, 1, "Device memory allocated and freed over and over",
                 "cuMemAlloc/cuMemFree synchronise and are slow: let the caching allocator keep "
                 "memory (avoid torch.cuda.empty_cache() in the loop), preallocate buffers, or use "
                 "stream-ordered allocation (cudaMallocAsync).",
-                "%s: %llu allocations and %llu frees (%.0f per second), %.1f MiB allocated in all",
+                "%s: %llu allocations and %llu frees (%.0f per second), %s allocated in all",
                 rank_text(who, sizeof who, m), (unsigned long long)m->mem_allocs,
-                (unsigned long long)m->mem_frees, (double)calls / wall_s,
-                (double)m->mem_alloc_bytes / 1048576.0);
+                (unsigned long long)m->mem_frees, (double)calls / wall_s, size);
             break;
         }
     }
@@ -488,13 +492,15 @@ int rsr_findings_make(struct rsr_job *j)
                 best = j->storage.loading[i].pct, wi = i;
         if (best >= DATA_LOADING_PCT) {
             const struct rsr_data_loading *d = &j->storage.loading[wi];
+            char size[32];
+            rsr_fmt_bytes(size, sizeof size, (double)d->read_bytes);
             add(&l, "data_loading", RSR_SEV_WARNING, best, "The GPU waits for data loading",
                 "Load ahead of the GPU: more DataLoader workers, pin_memory, prefetch_factor, "
                 "faster storage or a local cache of the data set.",
                 "%s: reading input files while the GPU sat idle for %.1f%% of its span "
-                "(%.3f s of %.3f s reading, %.1f MiB)",
+                "(%.3f s of %.3f s reading, %s)",
                 rank_text(who, sizeof who, j->models[wi]), best, (double)d->read_idle_ns / 1e9,
-                (double)d->read_ns / 1e9, (double)d->read_bytes / 1048576.0);
+                (double)d->read_ns / 1e9, size);
         }
     }
     low_sm_finding(&l, j);

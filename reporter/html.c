@@ -10,6 +10,7 @@
 #include "reporter/html_json.h"
 #include "reporter/html_ranks.h"
 #include "reporter/html_script.h"
+#include "reporter/units.h"
 #include "formats/trace.h"
 
 #include <dirent.h>
@@ -353,7 +354,7 @@ static void summary_cards(struct page *p)
             bytes += rsr_jv_knum_or(rsr_jv_at(cks, i), "bytes", 0);
         }
         char b[32], s[32];
-        rsr_html_fmt_bytes(b, sizeof b, bytes);
+        rsr_fmt_bytes(b, sizeof b, bytes);
         rsr_html_fmt_ns(s, sizeof s, stall * 1e9);
         if (rsr_jv_len(cks))
             snprintf(d, sizeof d, "%zu checkpoint%s, %s written, GPU stall %s", rsr_jv_len(cks),
@@ -424,8 +425,8 @@ static void summary_cards(struct page *p)
     }
     if (have_io && p->have_io) {
         char r[32], w[32];
-        rsr_html_fmt_bytes(r, sizeof r, rb);
-        rsr_html_fmt_bytes(w, sizeof w, wb);
+        rsr_fmt_bytes(r, sizeof r, rb);
+        rsr_fmt_bytes(w, sizeof w, wb);
         card_open(f, 0);
         fprintf(f, "%s / %s", r, w);
         card_close(f, "Storage read / written");
@@ -1126,7 +1127,7 @@ static int timeline(struct page *p)
                 for (size_t i = 0; i < rows[r].n[l]; i++) {
                     const struct iv *v = &rows[r].lane[l][i];
                     char b[32];
-                    rsr_html_fmt_bytes(b, sizeof b, rsr_jv_knum_or(rsr_jv_at(cks, v->name), "bytes", 0));
+                    rsr_fmt_bytes(b, sizeof b, rsr_jv_knum_or(rsr_jv_at(cks, v->name), "bytes", 0));
                     fprintf(f, "<rect x=\"%.2f\" width=\"%.2f\" data-t=\"checkpoint: %s written\"/>",
                             (double)(v->s - origin) * g.scale, (double)(v->e - v->s) * g.scale, b);
                 }
@@ -1320,7 +1321,7 @@ static void td_fmt(FILE *f, double v, int prec)
 static void td_bytes(FILE *f, double v)
 {
     char b[32];
-    rsr_html_fmt_bytes(b, sizeof b, v);
+    rsr_fmt_bytes(b, sizeof b, v);
     td_num(f, v, b);
 }
 

@@ -10,6 +10,7 @@
 #include "reporter/json.h"
 #include "reporter/mpi.h"
 #include "reporter/watch.h"
+#include "reporter/units.h"
 #include "formats/rsf_error.h"
 
 #include <dirent.h>
@@ -538,16 +539,6 @@ void rsr_report_json(FILE *f, struct rsr_input *ins, int n, const struct rsr_job
     fputs("\n]}\n", f);
 }
 
-static void human_bytes(char *buf, size_t n, uint64_t b)
-{
-    const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-    double v = (double)b;
-    int i = 0;
-    while (v >= 1024 && i < 4)
-        v /= 1024, i++;
-    snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
-}
-
 /* The step time, or why there is none. */
 static void steps_line(FILE *f, const struct rsr_steps *st)
 {
@@ -582,8 +573,8 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
         }
     }
     char r[32], w[32];
-    human_bytes(r, sizeof r, rb);
-    human_bytes(w, sizeof w, wb);
+    rsr_fmt_bytes(r, sizeof r, (double)rb);
+    rsr_fmt_bytes(w, sizeof w, (double)wb);
     fprintf(f, "ringside: %d process%s (%d rank%s), wall %.2f s; file I/O: %s read, %s written", n,
             n == 1 ? "" : "es", ranks, ranks == 1 ? "" : "s",
             (double)(j->storage.job_end_ns - j->storage.job_start_ns) / 1e9, r, w);
@@ -610,7 +601,7 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
         for (size_t i = 0; i < j->colls.n_models; i++)
             wait += j->colls.wait_us[i];
         char bytes[32];
-        human_bytes(bytes, sizeof bytes, top->bytes);
+        rsr_fmt_bytes(bytes, sizeof bytes, (double)top->bytes);
         fprintf(f, "  collectives: %" PRIu64 " calls; top: %s %s x %" PRIu64 " on %d ranks, busbw %.1f GB/s; "
                    "ranks waited %.1f ms in all for the last to arrive\n",
                 j->colls.calls, rsr_coll_op_name(top->op), bytes, top->count, top->ranks, top->busbw_gbs,
@@ -1427,9 +1418,12 @@ static int watch_run(char **paths, int npaths, const struct rsr_report_opts *o, 
             if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
                 fprintf(stderr, "ringside: report %d of the running job failed%s\n", pass,
                         pid < 0 ? " (no process could be started for it)" : "");
-            else if (!o->quiet)
-                fprintf(stderr, "ringside: report %d written to %s: %d trace file%s (%d ended), %.1f MB read\n",
-                        pass, o->out_dir, w.n, w.n == 1 ? "" : "s", w.ended, (double)w.read_bytes / 1e6);
+            else if (!o->quiet) {
+                char rb[32];
+                rsr_fmt_bytes(rb, sizeof rb, (double)w.read_bytes);
+                fprintf(stderr, "ringside: report %d written to %s: %d trace file%s (%d ended), %s read\n", pass,
+                        o->out_dir, w.n, w.n == 1 ? "" : "s", w.ended, rb);
+            }
             free(more);
         }
         sleep_until(next);
