@@ -134,10 +134,12 @@ static const char *const gpu_keys[] = { "compute_pct", "comm_pct", "exposed_comm
                                         "busy_pct", "sm_activity_pct" };
 #define NGPU (sizeof gpu_keys / sizeof gpu_keys[0])
 
-/* The idle time's causes (report.json gpu.idle, summed over streams), as
- * % of the GPU span. */
+/* The idle time's causes on each GPU's busiest stream (report.json
+ * gpu.idle_busiest_stream), as % of the GPU span: within 100, unlike HTA's
+ * sum over streams. */
 static const char *const idle_keys[] = { "host_wait_us", "kernel_wait_us", "other_us" };
-static const char *const idle_names[] = { "idle_host_wait_pct", "idle_kernel_wait_pct", "idle_other_pct" };
+static const char *const idle_names[] = { "busiest_stream_host_wait_pct", "busiest_stream_kernel_wait_pct",
+                                          "busiest_stream_other_idle_pct" };
 #define NIDLE (sizeof idle_keys / sizeof idle_keys[0])
 
 /* The mean of each gpu_keys figure, then of each idle cause, over the
@@ -155,7 +157,7 @@ static size_t gpu_means(yajl_val root, double *mean)
             mean[k] += rsr_jv_knum_or(g, gpu_keys[k], 0);
         double span = rsr_jv_knum_or(g, "span_us", 0);
         for (size_t k = 0; k < NIDLE && span > 0; k++)
-            mean[NGPU + k] += 100 * rsr_jv_knum_or(rsr_jv_key(g, "idle"), idle_keys[k], 0) / span;
+            mean[NGPU + k] += 100 * rsr_jv_knum_or(rsr_jv_key(g, "idle_busiest_stream"), idle_keys[k], 0) / span;
         n++;
     }
     for (size_t k = 0; n && k < NGPU + NIDLE; k++)

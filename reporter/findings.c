@@ -127,10 +127,7 @@ static double g_idle(const struct rsr_gpu_breakdown *b) { return b->idle_pct; }
  * would count a stream with a few operations, idle for most of the span). */
 static double g_host_wait(const struct rsr_gpu_breakdown *b)
 {
-    const struct rsr_stream_idle *main = NULL;
-    for (size_t i = 0; i < b->n_streams; i++)
-        if (!main || b->streams[i].ops > main->ops)
-            main = &b->streams[i];
+    const struct rsr_stream_idle *main = rsr_gpu_busiest_stream(b);
     return main && b->span_ns ? 100.0 * (double)main->host_wait_ns / (double)b->span_ns : 0;
 }
 
@@ -474,15 +471,16 @@ int rsr_findings_make(struct rsr_job *j)
     w = worst_gpu(j, g_idle);
     if (w.n && w.v >= IDLE_PCT) {
         const struct rsr_gpu_breakdown *b = &j->gpu[w.i];
+        const struct rsr_stream_idle *s = rsr_gpu_busiest_stream(b);
+        double span = b->span_ns > 0 ? (double)b->span_ns : 1;
         add(&l, "long_gpu_idle", w.v >= 50 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING, w.v, "The GPU is idle much of the time",
             "See the idle breakdown: host wait points at launch overhead or CPU work (data loading, "
             "Python), other idle at synchronisation, I/O or imbalance; the timeline shows when.",
-            "%s: idle %.1f%% of its GPU span; its %zu stream%s sat idle waiting for the host "
-            "%.1f ms, between kernels %.1f ms, otherwise %.1f ms (summed over streams, as HTA "
-            "counts them); mean over ranks %.1f%%",
-            rank_text(who, sizeof who, j->models[w.i]), w.v, b->n_streams, b->n_streams == 1 ? "" : "s",
-            (double)b->host_wait_ns / 1e6, (double)b->kernel_wait_ns / 1e6,
-            (double)b->other_idle_ns / 1e6, w.mean);
+            "%s: idle %.1f%% of its GPU span; its busiest stream (of %zu) sat idle waiting for the host "
+            "%.1f%% of the span, between kernels %.1f%%, otherwise %.1f%%; mean over ranks %.1f%%",
+            rank_text(who, sizeof who, j->models[w.i]), w.v, b->n_streams,
+            s ? 100.0 * (double)s->host_wait_ns / span : 0, s ? 100.0 * (double)s->kernel_wait_ns / span : 0,
+            s ? 100.0 * (double)s->other_ns / span : 0, w.mean);
     }
     if (!waits_findings(&l, j) && j->storage.loading) {
         size_t wi = 0;

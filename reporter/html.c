@@ -141,7 +141,7 @@ static void gpu_means(yajl_val procs, struct gpu_mean *g)
         g->non_compute += rsr_jv_knum_or(gpu, "non_compute_pct", 0);
         g->exposed += rsr_jv_knum_or(gpu, "exposed_comm_pct", 0);
         g->overlap += rsr_jv_knum_or(gpu, "comm_comp_overlap_pct", 0);
-        yajl_val idle = rsr_jv_key(gpu, "idle");
+        yajl_val idle = rsr_jv_key(gpu, "idle_busiest_stream");
         g->host_wait_us += rsr_jv_knum_or(idle, "host_wait_us", 0);
         g->kernel_wait_us += rsr_jv_knum_or(idle, "kernel_wait_us", 0);
         g->other_us += rsr_jv_knum_or(idle, "other_us", 0);
@@ -334,7 +334,7 @@ static void summary_cards(struct page *p)
         card_pct(f, "Copies", g.memcpy, 0, d);
         double idle_us = g.host_wait_us + g.kernel_wait_us + g.other_us;
         if (idle_us > 0)
-            snprintf(d, sizeof d, "of idle: host wait %.0f%%, kernel wait %.0f%%, other %.0f%%",
+            snprintf(d, sizeof d, "the busiest stream's idle: host wait %.0f%%, kernel wait %.0f%%, other %.0f%%",
                      100 * g.host_wait_us / idle_us, 100 * g.kernel_wait_us / idle_us,
                      100 * g.other_us / idle_us);
         else

@@ -208,11 +208,23 @@ static void gpu_json(FILE *f, const struct rsr_gpu_breakdown *b)
     num_key(f, "no_geometry_pct", b->no_geometry_pct);
     if (b->util_n)
         num_key(f, "nvml_util_pct", b->nvml_util_pct);
-    fputs(",\"idle\":{\"host_wait_us\":", f);
+    /* HTA's idle split, summed over streams (more than the span with
+     * several), and the busiest stream's, the one a figure per GPU uses */
+    fputs(",\"idle_summed_over_streams\":{\"host_wait_us\":", f);
     rsr_json_num(f, ns_us(b->host_wait_ns));
     num_key(f, "kernel_wait_us", ns_us(b->kernel_wait_ns));
     num_key(f, "other_us", ns_us(b->other_idle_ns));
-    fputs("}}", f);
+    fprintf(f, ",\"streams\":%zu}", b->n_streams);
+    const struct rsr_stream_idle *s = rsr_gpu_busiest_stream(b);
+    if (s) {
+        fprintf(f, ",\"idle_busiest_stream\":{\"device\":%" PRId32 ",\"stream\":%" PRId32 ",\"ops\":%" PRIu64,
+                s->device, s->stream, s->ops);
+        num_key(f, "host_wait_us", ns_us(s->host_wait_ns));
+        num_key(f, "kernel_wait_us", ns_us(s->kernel_wait_ns));
+        num_key(f, "other_us", ns_us(s->other_ns));
+        putc('}', f);
+    }
+    putc('}', f);
 }
 
 #define RSR_JSON_KERNELS 30
