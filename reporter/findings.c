@@ -305,10 +305,10 @@ static int waits_findings(struct list *l, const struct rsr_job *j)
         add(l, "gil_contention", RSR_SEV_WARNING, w.v, "Threads wait for Python's GIL",
             "Only one thread runs Python at a time: move CPU-bound Python work out of threads (processes, "
             "DataLoader workers), into code that releases the GIL (NumPy, PyTorch ops), or run fewer threads.",
-            "%s: its threads waited for the GIL %.3f s in all, %.1f%% of its %.3f s wall time (%u threads "
-            "sampled; the wait flame graph's condvar waits inside the interpreter)",
-            rank_text(who, sizeof who, m), (double)m->waits.cause_ns[RSR_CAUSE_GIL] / 1e9, w.v, wall_ns(m) / 1e9,
-            m->waits.nthreads);
+            "%s: its %u threads waited for the GIL %.3f thread-s in all, %.1f%% of its %.3f s wall time "
+            "each on average (the wait flame graph's condvar waits inside the interpreter)",
+            rank_text(who, sizeof who, m), m->waits.nthreads, (double)m->waits.cause_ns[RSR_CAUSE_GIL] / 1e9,
+            w.v / (m->waits.nthreads ? m->waits.nthreads : 1), wall_ns(m) / 1e9);
     }
     /* Ranks in CPU-side collectives: the rank that waits least is the one
      * the others wait for, when the spread is more than noise. */
@@ -446,7 +446,7 @@ int rsr_findings_make(struct rsr_job *j)
                 "Each .item(), .cpu(), print of a tensor or torch.cuda.synchronize() stops the host "
                 "until the GPU is done; keep values on the GPU, batch them, or use non_blocking copies. "
                 "The wait flame graph shows where they come from.",
-                "%s: %zu synchronisations (%.0f per second), %.3f s blocked",
+                "%s: %zu synchronisations (%.0f per second), %.3f thread-s blocked (all threads)",
                 rank_text(who, sizeof who, m), (size_t)syncs, rate, (double)blocked / 1e9);
             break;
         }

@@ -293,8 +293,10 @@ static void waits_json(FILE *f, const struct rsr_proc_waits *w)
         rsr_json_num(f, (double)w->cause_ns[c] / 1e9);
     }
     putc('}', f);
+    /* thread-seconds, over all threads; the most blocked thread's alone */
     num_key(f, "cpu_s", (double)w->cpu_ns / 1e9);
     num_key(f, "wait_s", (double)blocked / 1e9);
+    num_key(f, "most_blocked_thread_s", (double)w->most_wait_ns / 1e9);
     fprintf(f, ",\"threads_sampled\":%u,\"threads\":[", w->nthreads);
     for (uint32_t t = 0; t < w->nkept; t++) {
         const struct rsr_thread_time *th = &w->threads[t];
