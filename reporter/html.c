@@ -1490,6 +1490,25 @@ static int kernels_by_name(yajl_val procs, struct kagg **out, size_t *nu, double
     return 0;
 }
 
+/* The kernel table's GPU time in all (report.json processes[].gpu_time_us),
+ * the figure the GPU flame graph adds up to. */
+static void gpu_time_note(FILE *f, yajl_val procs)
+{
+    double kern = 0, copies = 0;
+    for (size_t i = 0; i < rsr_jv_len(procs); i++) {
+        yajl_val t = rsr_jv_key(rsr_jv_at(procs, i), "gpu_time_us");
+        kern += rsr_jv_knum_or(t, "kernels", 0);
+        copies += rsr_jv_knum_or(t, "copies", 0);
+    }
+    char a[32], b[32], c[32];
+    rsr_html_fmt_ns(a, sizeof a, (kern + copies) * 1e3);
+    rsr_html_fmt_ns(b, sizeof b, kern * 1e3);
+    rsr_html_fmt_ns(c, sizeof c, copies * 1e3);
+    fprintf(f, "<p class=\"note\" id=\"gpu-time\">GPU time in all <span class=\"v\">%s</span>: kernels %s, "
+               "copies and sets %s (every operation counted, overlapping ones too); the GPU flame graph adds up to "
+               "it, its sampled launch stacks scaled to each thread's kernel time.</p>\n", a, b, c);
+}
+
 static int table_kernels(struct page *p)
 {
     FILE *f = p->f;
@@ -1519,6 +1538,7 @@ static int table_kernels(struct page *p)
     fputs("</tbody></table>\n", f);
     table_more(f, shown, u);
     free(k);
+    gpu_time_note(f, rsr_jv_key(p->root, "processes"));
     return 0;
 }
 

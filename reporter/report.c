@@ -231,7 +231,17 @@ static void gpu_json(FILE *f, const struct rsr_gpu_breakdown *b)
 
 static void kernels_json(FILE *f, const struct rsr_model *m, const struct rsr_kernel_summary *k)
 {
-    fputs("\"kernels\":[", f);
+    /* the kernel table's GPU time in all, each operation counted (those
+     * that overlap too): what the GPU flame graph adds up to */
+    int64_t kern = 0, copies = 0;
+    for (size_t i = 0; i < k->n; i++) {
+        int copy = k->stats[i].cls == RSR_GPU_MEMCPY || k->stats[i].cls == RSR_GPU_MEMSET;
+        *(copy ? &copies : &kern) += k->stats[i].total_ns;
+    }
+    fputs("\"gpu_time_us\":{\"kernels\":", f);
+    rsr_json_num(f, ns_us(kern));
+    num_key(f, "copies", ns_us(copies));
+    fputs("},\"kernels\":[", f);
     for (size_t i = 0; i < k->n && i < RSR_JSON_KERNELS; i++) {
         const struct rsr_kernel_stat *s = &k->stats[i];
         fputs(i ? ",{\"name\":" : "{\"name\":", f);
