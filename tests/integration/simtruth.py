@@ -32,13 +32,12 @@ def intersect(a, b):
     return tot
 
 
-def truth_gpu(truth, rank, overlap):
-    """(overlap %, exposed %) of one rank from the truth file. A collective
-    occupies its stream from when the stream reaches it (its launch, the end
-    of the previous operation on the stream, and, with --overlap, the end of
-    the backward kernel it waits for) to its end: what a GPU shows for an
-    NCCL kernel that spins until its peers arrive."""
-    ops = [t for t in truth if t.get("rank") == rank]
+def comm_occupancy(ops, overlap):
+    """The intervals one rank's collectives occupy their streams (ops: that
+    rank's truth lines): from when the stream reaches one (its launch, the
+    end of the previous operation on the stream, and, with --overlap, the
+    end of the backward kernel it waits for) to its end: what a GPU shows
+    for an NCCL kernel that spins until its peers arrive."""
     colls = sorted((t for t in ops if t["kind"] == "collective"), key=lambda t: t["seq"])
     bwd = sorted((t for t in ops if t["kind"] == "kernel" and t["name"].startswith("bwd_")),
                  key=lambda t: t["start_ns"])
@@ -56,6 +55,14 @@ def truth_gpu(truth, rank, overlap):
         if overlap and i < len(bwd):
             arrive = max(arrive, bwd[i]["end_ns"])
         comm.append((min(arrive, c["start_ns"]), c["end_ns"]))
+    return comm
+
+
+def truth_gpu(truth, rank, overlap):
+    """(overlap %, exposed %) of one rank from the truth file, its
+    collectives as comm_occupancy has them."""
+    ops = [t for t in truth if t.get("rank") == rank]
+    comm = comm_occupancy(ops, overlap)
     compute = [(t["start_ns"], t["end_ns"]) for t in ops if t["kind"] == "kernel"]
     starts = [s for s, _ in comm] + [t["start_ns"] for t in ops if t["kind"] != "collective"]
     span = max(t["end_ns"] for t in ops) - min(starts)
@@ -64,6 +71,14 @@ def truth_gpu(truth, rank, overlap):
     return 100.0 * inter / length(uc), 100.0 * (length(uc) - inter) / span
 
 
+
+
+def kernel_time_ns(truth, rank, overlap):
+    """One rank's kernels' GPU time added up, as a GPU measures each: the
+    compute kernels' durations and the collectives' comm_occupancy."""
+    ops = [t for t in truth if t.get("rank") == rank]
+    return sum(t["end_ns"] - t["start_ns"] for t in ops if t["kind"] == "kernel") + \
+        sum(e - s for s, e in comm_occupancy(ops, overlap))
 
 
 def checkpoint_pct_logged(events):
