@@ -12,6 +12,7 @@
 #include "reporter/json.h"
 #include "reporter/report.h"
 #include "reporter/steps.h"
+#include "reporter/units.h"
 #include "formats/trace.h"
 
 #include <dirent.h>
@@ -134,10 +135,12 @@ static const char *const gpu_keys[] = { "compute_pct", "comm_pct", "exposed_comm
                                         "busy_pct", "sm_activity_pct", "sync_wait_pct" };
 #define NGPU (sizeof gpu_keys / sizeof gpu_keys[0])
 
-/* The idle time's causes (report.json gpu.idle, summed over streams), as
- * % of the GPU span. */
+/* The idle time's causes on each GPU's busiest stream (report.json
+ * gpu.idle_busiest_stream), as % of the GPU span: within 100, unlike HTA's
+ * sum over streams. */
 static const char *const idle_keys[] = { "host_wait_us", "kernel_wait_us", "other_us" };
-static const char *const idle_names[] = { "idle_host_wait_pct", "idle_kernel_wait_pct", "idle_other_pct" };
+static const char *const idle_names[] = { "busiest_stream_host_wait_pct", "busiest_stream_kernel_wait_pct",
+                                          "busiest_stream_other_idle_pct" };
 #define NIDLE (sizeof idle_keys / sizeof idle_keys[0])
 
 /* The mean of each gpu_keys figure, then of each idle cause, over the
@@ -155,7 +158,7 @@ static size_t gpu_means(yajl_val root, double *mean)
             mean[k] += rsr_jv_knum_or(g, gpu_keys[k], 0);
         double span = rsr_jv_knum_or(g, "span_us", 0);
         for (size_t k = 0; k < NIDLE && span > 0; k++)
-            mean[NGPU + k] += 100 * rsr_jv_knum_or(rsr_jv_key(g, "idle"), idle_keys[k], 0) / span;
+            mean[NGPU + k] += 100 * rsr_jv_knum_or(rsr_jv_key(g, "idle_busiest_stream"), idle_keys[k], 0) / span;
         n++;
     }
     for (size_t k = 0; n && k < NGPU + NIDLE; k++)
@@ -794,12 +797,14 @@ static int diff_page(FILE *f, const struct diff *d, const char *out_dir)
           "<th class=\"n\">busbw after, GB/s</th></tr></thead><tbody>\n", f);
     for (size_t i = 0; i < d->ncolls; i++) {
         const struct coll *c = &d->colls[i];
+        char size[32];
+        rsr_fmt_bytes(size, sizeof size, c->bytes);
         fputs("<tr><td>", f);
         rsr_html_text(f, c->op);
-        fprintf(f, "</td><td class=\"n\" data-v=\"%.17g\">%.0f</td><td class=\"n\" data-v=\"%.17g\">%.0f</td>"
+        fprintf(f, "</td><td class=\"n\" data-v=\"%.17g\">%s</td><td class=\"n\" data-v=\"%.17g\">%.0f</td>"
                    "<td class=\"n\" data-v=\"%.17g\">%.0f</td><td class=\"n\" data-v=\"%.17g\">%.2f</td>"
                    "<td class=\"n\" data-v=\"%.17g\">%.2f</td></tr>\n",
-                c->bytes, c->bytes, c->count[0], c->count[0], c->count[1], c->count[1], c->busbw[0], c->busbw[0],
+                c->bytes, size, c->count[0], c->count[0], c->count[1], c->count[1], c->busbw[0], c->busbw[0],
                 c->busbw[1], c->busbw[1]);
     }
     fputs("</tbody></table>\n<h3>Kernels, largest change first</h3><table class=\"sort\"><thead><tr><th>kernel</th>"

@@ -4,6 +4,7 @@
 #include "reporter/findings.h"
 #include "reporter/summary.h"
 #include "reporter/analyse.h"
+#include "reporter/units.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -126,10 +127,7 @@ static double g_idle(const struct rsr_gpu_breakdown *b) { return b->idle_pct; }
  * would count a stream with a few operations, idle for most of the span). */
 static double g_host_wait(const struct rsr_gpu_breakdown *b)
 {
-    const struct rsr_stream_idle *main = NULL;
-    for (size_t i = 0; i < b->n_streams; i++)
-        if (!main || b->streams[i].ops > main->ops)
-            main = &b->streams[i];
+    const struct rsr_stream_idle *main = rsr_gpu_busiest_stream(b);
     return main && b->span_ns ? 100.0 * (double)main->host_wait_ns / (double)b->span_ns : 0;
 }
 
@@ -307,10 +305,10 @@ static int waits_findings(struct list *l, const struct rsr_job *j)
         add(l, "gil_contention", RSR_SEV_WARNING, w.v, "Threads wait for Python's GIL",
             "Only one thread runs Python at a time: move CPU-bound Python work out of threads (processes, "
             "DataLoader workers), into code that releases the GIL (NumPy, PyTorch ops), or run fewer threads.",
-            "%s: its threads waited for the GIL %.3f s in all, %.1f%% of its %.3f s wall time (%u threads "
-            "sampled; the wait flame graph's condvar waits inside the interpreter)",
-            rank_text(who, sizeof who, m), (double)m->waits.cause_ns[RSR_CAUSE_GIL] / 1e9, w.v, wall_ns(m) / 1e9,
-            m->waits.nthreads);
+            "%s: its %u threads waited for the GIL %.3f thread-s in all, %.1f%% of its %.3f s wall time "
+            "each on average (the wait flame graph's condvar waits inside the interpreter)",
+            rank_text(who, sizeof who, m), m->waits.nthreads, (double)m->waits.cause_ns[RSR_CAUSE_GIL] / 1e9,
+            w.v / (m->waits.nthreads ? m->waits.nthreads : 1), wall_ns(m) / 1e9);
     }
     /* Ranks in CPU-side collectives: the rank that waits least is the one
      * the others wait for, when the spread is more than noise. */
@@ -380,13 +378,15 @@ int rsr_findings_make(struct rsr_job *j)
             stall += j->storage.ckpts[i].gpu_stall_ns;
             bytes += j->storage.ckpts[i].bytes;
         }
+        char size[32];
+        rsr_fmt_bytes(size, sizeof size, (double)bytes);
         add(&l, "checkpoint_stall", j->storage.checkpoint_pct >= 15 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING,
             j->storage.checkpoint_pct, "Checkpoints stall training",
             "Checkpoint less often, or save asynchronously (torch.distributed.checkpoint async_save, "
             "a background thread writing a host copy), or shard the save across ranks.",
-            "%zu checkpoint writes (%.1f MiB) take %.1f%% of the job's wall time (%.3f s); "
+            "%zu checkpoint writes (%s) take %.1f%% of the job's wall time (%.3f s); "
             "the GPUs sat idle %.3f s during them (summed over ranks)",
-            j->storage.n_ckpts, (double)bytes / 1048576.0, j->storage.checkpoint_pct,
+            j->storage.n_ckpts, size, j->storage.checkpoint_pct,
             (double)j->storage.ckpt_union_ns / 1e9, (double)stall / 1e9);
     }
     {
@@ -465,7 +465,7 @@ int rsr_findings_make(struct rsr_job *j)
                 "Each .item(), .cpu(), print of a tensor or torch.cuda.synchronize() stops the host "
                 "until the GPU is done; keep values on the GPU, batch them, or use non_blocking copies. "
                 "The wait flame graph shows where they come from.",
-                "%s: %zu synchronisations (%.0f per second), %.3f s blocked",
+                "%s: %zu synchronisations (%.0f per second), %.3f thread-s blocked (all threads)",
                 rank_text(who, sizeof who, m), (size_t)syncs, rate, (double)blocked / 1e9);
             break;
         }
@@ -475,29 +475,31 @@ int rsr_findings_make(struct rsr_job *j)
         double wall_s = (double)(m->wall_end_ns - m->wall_start_ns) / 1e9;
         uint64_t calls = m->mem_allocs + m->mem_frees;
         if (wall_s > 0 && calls >= 1000 && (double)calls / wall_s >= MEM_CALLS_PER_S) {
+            char size[32];
+            rsr_fmt_bytes(size, sizeof size, (double)m->mem_alloc_bytes);
             add(&l, "memory_churn", RSR_SEV_WARNING, -1, "Device memory allocated and freed over and over",
                 "cuMemAlloc/cuMemFree synchronise and are slow: let the caching allocator keep "
                 "memory (avoid torch.cuda.empty_cache() in the loop), preallocate buffers, or use "
                 "stream-ordered allocation (cudaMallocAsync).",
-                "%s: %llu allocations and %llu frees (%.0f per second), %.1f MiB allocated in all",
+                "%s: %llu allocations and %llu frees (%.0f per second), %s allocated in all",
                 rank_text(who, sizeof who, m), (unsigned long long)m->mem_allocs,
-                (unsigned long long)m->mem_frees, (double)calls / wall_s,
-                (double)m->mem_alloc_bytes / 1048576.0);
+                (unsigned long long)m->mem_frees, (double)calls / wall_s, size);
             break;
         }
     }
     w = worst_gpu(j, g_idle);
     if (w.n && w.v >= IDLE_PCT) {
         const struct rsr_gpu_breakdown *b = &j->gpu[w.i];
+        const struct rsr_stream_idle *s = rsr_gpu_busiest_stream(b);
+        double span = b->span_ns > 0 ? (double)b->span_ns : 1;
         add(&l, "long_gpu_idle", w.v >= 50 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING, w.v, "The GPU is idle much of the time",
             "See the idle breakdown: host wait points at launch overhead or CPU work (data loading, "
             "Python), other idle at synchronisation, I/O or imbalance; the timeline shows when.",
-            "%s: idle %.1f%% of its GPU span; its %zu stream%s sat idle waiting for the host "
-            "%.1f ms, between kernels %.1f ms, otherwise %.1f ms (summed over streams, as HTA "
-            "counts them); mean over ranks %.1f%%",
-            rank_text(who, sizeof who, j->models[w.i]), w.v, b->n_streams, b->n_streams == 1 ? "" : "s",
-            (double)b->host_wait_ns / 1e6, (double)b->kernel_wait_ns / 1e6,
-            (double)b->other_idle_ns / 1e6, w.mean);
+            "%s: idle %.1f%% of its GPU span; its busiest stream (of %zu) sat idle waiting for the host "
+            "%.1f%% of the span, between kernels %.1f%%, otherwise %.1f%%; mean over ranks %.1f%%",
+            rank_text(who, sizeof who, j->models[w.i]), w.v, b->n_streams,
+            s ? 100.0 * (double)s->host_wait_ns / span : 0, s ? 100.0 * (double)s->kernel_wait_ns / span : 0,
+            s ? 100.0 * (double)s->other_ns / span : 0, w.mean);
     }
     if (!waits_findings(&l, j) && j->storage.loading) {
         size_t wi = 0;
@@ -507,13 +509,15 @@ int rsr_findings_make(struct rsr_job *j)
                 best = j->storage.loading[i].pct, wi = i;
         if (best >= DATA_LOADING_PCT) {
             const struct rsr_data_loading *d = &j->storage.loading[wi];
+            char size[32];
+            rsr_fmt_bytes(size, sizeof size, (double)d->read_bytes);
             add(&l, "data_loading", RSR_SEV_WARNING, best, "The GPU waits for data loading",
                 "Load ahead of the GPU: more DataLoader workers, pin_memory, prefetch_factor, "
                 "faster storage or a local cache of the data set.",
                 "%s: reading input files while the GPU sat idle for %.1f%% of its span "
-                "(%.3f s of %.3f s reading, %.1f MiB)",
+                "(%.3f s of %.3f s reading, %s)",
                 rank_text(who, sizeof who, j->models[wi]), best, (double)d->read_idle_ns / 1e9,
-                (double)d->read_ns / 1e9, (double)d->read_bytes / 1048576.0);
+                (double)d->read_ns / 1e9, size);
         }
     }
     low_sm_finding(&l, j);

@@ -285,6 +285,18 @@ struct agg {
     uint8_t reason;             /* enum rsf_wait_reason: the leaf of a wait stack */
 };
 
+/* GPU time of one launching thread. The agent records the stack of one
+ * timed kernel launch in RINGSIDE_GPU_STACK_EVERY per thread, weighted with
+ * that kernel's GPU time (sampled_ns); the thread's kernels' GPU time in
+ * all (kernel_ns) scales them, so that the GPU flame graph adds up to the
+ * kernel table. Copies, sets and CUDA graph launches have no stack: they
+ * are their own frames (other_ns by class). */
+enum { GPU_OTHER_COPY, GPU_OTHER_GRAPH, GPU_NOTHER };
+struct gpu_thread {
+    uint32_t tid;
+    uint64_t kernel_ns, sampled_ns, other_ns[GPU_NOTHER];
+};
+
 struct proc {
     const char *file;
     const struct rsr_flame_opts *opts;
@@ -304,6 +316,9 @@ struct proc {
     uint32_t naggs, capaggs;
     struct modcache *mcache;    /* (pc, map time) -> module record */
     uint32_t nmcache, capmcache;
+    struct gpu_thread *gth;     /* threads that launched GPU work */
+    uint32_t ngth, capgth;
+    uint32_t stack_every;       /* the agent's gpu_stack_every; 0: not recorded */
 };
 
 #define GROW(arr, n, cap)                                                   \
@@ -369,6 +384,34 @@ static void agg_add(struct proc *p, uint32_t tid, uint32_t stack, uint64_t map_t
     p->naggs++;
 }
 
+static struct gpu_thread *gpu_thread(struct proc *p, uint32_t tid)
+{
+    for (uint32_t i = 0; i < p->ngth; i++)
+        if (p->gth[i].tid == tid)
+            return &p->gth[i];
+    GROW(p->gth, p->ngth, p->capgth);
+    p->gth[p->ngth] = (struct gpu_thread){ .tid = tid };
+    return &p->gth[p->ngth++];
+}
+
+/* The GPU time of a chunk's operations, by launching thread and class. */
+static void take_gpu_time(struct proc *p, const struct rsf_chunk *c)
+{
+    struct gpu_thread *g = NULL;
+    for (uint32_t i = 0; i < c->ngpu; i++) {
+        const struct rsf_gpu_event *e = &c->gpu[i];
+        if (!e->gpu_start_ns || e->gpu_end_ns <= e->gpu_start_ns)
+            continue;
+        if (!g || g->tid != e->tid)
+            g = gpu_thread(p, e->tid);
+        uint64_t d = e->gpu_end_ns - e->gpu_start_ns;
+        if (e->kind == RSF_GPU_KERNEL)
+            g->kernel_ns += d;
+        else
+            g->other_ns[e->kind == RSF_GPU_GRAPH ? GPU_OTHER_GRAPH : GPU_OTHER_COPY] += d;
+    }
+}
+
 static int take_chunk(const struct rsf_chunk *c, void *arg)
 {
     struct proc *p = arg;
@@ -378,7 +421,13 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
             p->skip = 1;
             return 1;
         }
+        for (uint32_t i = 0; i < c->meta->nsettings; i++)
+            if (c->meta->setting_keys[i] && c->meta->setting_values[i] &&
+                strcmp(c->meta->setting_keys[i], "gpu_stack_every") == 0)
+                p->stack_every = (uint32_t)strtoul(c->meta->setting_values[i], NULL, 10);
     }
+    if (p->opts->kind < 0 || p->opts->kind == RSF_SAMPLE_GPU)
+        take_gpu_time(p, c);
     if (c->nstrings) {
         uint32_t last = c->strings_base + c->nstrings;
         if (last > p->nstrings) {
@@ -426,6 +475,8 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
          * does not know stays a wait all the same, without a leaf */
         uint8_t reason = s->kind == RSF_SAMPLE_WAIT && s->reason < RSF_WAIT_NREASONS ? s->reason : 0;
         agg_add(p, s->tid, s->stack, map_time(p, s->ts_ns), s->kind, reason, s->weight_ns);
+        if (s->kind == RSF_SAMPLE_GPU)
+            gpu_thread(p, s->tid)->sampled_ns += s->weight_ns;
     }
     return 0;
 }
@@ -443,6 +494,7 @@ static void proc_free(struct proc *p)
     free(p->threads);
     free(p->aggs);
     free(p->mcache);
+    free(p->gth);
 }
 
 static const char *str_of(const struct proc *p, uint32_t id)
@@ -651,6 +703,42 @@ static int wait_cause(struct loader *L, unsigned reason)
     return rsr_wait_cause(L->names, L->is_python, L->mods, L->nframes, reason);
 }
 
+/* A sampled launch stack's weight scaled to its thread's kernel time
+ * (struct gpu_thread): kernel_ns / sampled_ns times its own. */
+static uint64_t gpu_scaled(struct proc *p, uint32_t tid, uint64_t weight)
+{
+    const struct gpu_thread *g = gpu_thread(p, tid);
+    if (!g->sampled_ns || !g->kernel_ns)
+        return weight;
+    return (uint64_t)((double)weight * (double)g->kernel_ns / (double)g->sampled_ns + 0.5);
+}
+
+/* The GPU time no launch stack stands for, as frames of their own under
+ * the thread: copies and sets, CUDA graph launches, and the kernels of a
+ * thread none of whose launches was sampled. Only in a process whose
+ * launch stacks were recorded: without them there is no GPU flame graph. */
+static void add_unstacked_gpu(struct loader *L, struct proc *p)
+{
+    static const char *const what[] = { "[copies and sets: no launch stack recorded]",
+                                         "[CUDA graph launches: no launch stack recorded]" };
+    for (uint32_t i = 0; i < p->ngth; i++) {
+        const struct gpu_thread *g = &p->gth[i];
+        for (int k = 0; k <= GPU_NOTHER; k++) {
+            uint64_t ns = k < GPU_NOTHER ? g->other_ns[k] : g->sampled_ns ? 0 : g->kernel_ns;
+            if (!ns)
+                continue;
+            L->nframes = 0;
+            if (L->opts->threads) {
+                char buf[300];
+                push(L, rsr_flame_frame(L->fl, thread_name(p, g->tid, buf, sizeof buf), RSR_FRAME_THREAD, ""));
+            }
+            push(L, rsr_flame_frame(L->fl, k < GPU_NOTHER ? what[k] : "[kernels of a thread with no launch sampled]",
+                                    RSR_FRAME_UNKNOWN, ""));
+            rsr_flame_add(L->fl, L->frames, L->nframes, ns, 0);
+        }
+    }
+}
+
 /* Adds p's samples to the trees, and when w is given, its off-CPU time
  * (waits.h) to *w. */
 static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struct rsr_proc_waits *w)
@@ -709,8 +797,17 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
             snprintf(buf, sizeof buf, "[wait: %s]", rsf_wait_reason_label(a->reason));
             push(L, rsr_flame_frame(L->fl, buf, RSR_FRAME_UNKNOWN, ""));
         }
-        rsr_flame_add(L->fl, L->frames, L->nframes, a->weight, a->count);
+        rsr_flame_add(L->fl, L->frames, L->nframes,
+                      a->kind == RSF_SAMPLE_GPU ? gpu_scaled(p, a->tid, a->weight) : a->weight, a->count);
         nsamples[a->kind] += a->count;
+    }
+    if (seen[RSF_SAMPLE_GPU]) {
+        L->fl = L->fls[RSF_SAMPLE_GPU];
+        add_unstacked_gpu(L, p);
+        if (p->stack_every && (!L->fl->stack_every_min || p->stack_every < L->fl->stack_every_min))
+            L->fl->stack_every_min = p->stack_every;
+        if (p->stack_every > L->fl->stack_every_max)
+            L->fl->stack_every_max = p->stack_every;
     }
     if (w)
         rsr_waits_keep_threads(w, threads, nthreads);
@@ -883,6 +980,10 @@ void rsr_flame_merge(struct rsr_flame *dst, const struct rsr_flame *src)
         dst->nodes[d].count += s->count;
     }
     dst->nprocs += src->nprocs;
+    if (src->stack_every_min && (!dst->stack_every_min || src->stack_every_min < dst->stack_every_min))
+        dst->stack_every_min = src->stack_every_min;
+    if (src->stack_every_max > dst->stack_every_max)
+        dst->stack_every_max = src->stack_every_max;
     free(names);
     free(nodes);
 }

@@ -41,6 +41,10 @@ struct rsr_flame {
     uint32_t *slots;              /* (parent, name) -> node, open addressing */
     uint32_t nslots;
     uint32_t nprocs;              /* processes that contributed samples */
+    /* GPU flame graphs: the processes' launch stack sampling, one timed
+     * kernel launch in N per thread, least and most N (0: not recorded);
+     * each thread's sampled stacks are scaled to its kernels' GPU time */
+    uint32_t stack_every_min, stack_every_max;
 };
 
 /* Options of the loader. */

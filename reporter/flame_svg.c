@@ -394,6 +394,17 @@ static int write_svg(FILE *f, const struct rsr_flame *fl, const char *title, str
         rsr_format_ns(bt, sizeof bt, (double)st.btotal);
         fprintf(f, "</text>\n<text x=\"%d\" y=\"40\" text-anchor=\"middle\">%s %s after, %s before; "
                 "click a frame to zoom</text>\n", WIDTH / 2, t, units[k], bt);
+    } else if (fl->kind == RSF_SAMPLE_GPU) {
+        /* the launch stacks are a sample: say which, and that they are scaled */
+        char every[48] = "some launches";
+        if (fl->stack_every_min && fl->stack_every_min == fl->stack_every_max)
+            snprintf(every, sizeof every, "1 kernel launch in %u", fl->stack_every_min);
+        else if (fl->stack_every_min)
+            snprintf(every, sizeof every, "1 kernel launch in %u to %u", fl->stack_every_min,
+                     fl->stack_every_max);
+        fprintf(f, "</text>\n<text x=\"%d\" y=\"40\" text-anchor=\"middle\">%s %s, %u process%s: stacks of %s "
+                "per thread (%" PRIu64 "), scaled to the thread's kernel time; click a frame to zoom</text>\n",
+                WIDTH / 2, t, units[k], fl->nprocs, fl->nprocs == 1 ? "" : "es", every, fl->nodes[0].count);
     } else {
         fprintf(f, "</text>\n<text x=\"%d\" y=\"40\" text-anchor=\"middle\">%s %s, %" PRIu64
                 " samples, %u process%s; click a frame to zoom</text>\n",

@@ -21,6 +21,15 @@ int rsr_gpu_breakdown_compute(const struct rsr_model *m, int64_t kernel_wait_ns,
     return rc;
 }
 
+const struct rsr_stream_idle *rsr_gpu_busiest_stream(const struct rsr_gpu_breakdown *b)
+{
+    const struct rsr_stream_idle *best = NULL;
+    for (size_t i = 0; i < b->n_streams; i++)
+        if (!best || b->streams[i].ops > best->ops)
+            best = &b->streams[i];
+    return best;
+}
+
 void rsr_gpu_breakdown_free(struct rsr_gpu_breakdown *b)
 {
     free(b->streams);

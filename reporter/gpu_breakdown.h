@@ -69,7 +69,10 @@ struct rsr_gpu_breakdown {
     uint32_t gpm_n, util_n;
     struct rsr_stream_idle *streams;    /* by device, then stream */
     size_t n_streams;
-    int64_t host_wait_ns, kernel_wait_ns, other_idle_ns;    /* over all streams */
+    /* Summed over all streams, as HTA counts them: with several streams
+     * more than the span. Kept for the comparison with HTA; a figure per
+     * GPU takes rsr_gpu_busiest_stream's instead. */
+    int64_t host_wait_ns, kernel_wait_ns, other_idle_ns;
 };
 
 /* Computes the breakdown of m (finished: see rsr_model_finish) into *out,
@@ -78,6 +81,10 @@ struct rsr_gpu_breakdown {
  * out of memory (then *out holds nothing to free). */
 int rsr_gpu_breakdown_compute(const struct rsr_model *m, int64_t kernel_wait_ns,
                               struct rsr_gpu_breakdown *out);
+
+/* The stream that ran the most operations (its idle split is within the
+ * span, as a figure per GPU must be), or NULL without streams. */
+const struct rsr_stream_idle *rsr_gpu_busiest_stream(const struct rsr_gpu_breakdown *b);
 
 /* Frees what a breakdown owns; it may be freed twice. */
 void rsr_gpu_breakdown_free(struct rsr_gpu_breakdown *b);

@@ -12,6 +12,7 @@
 #include "reporter/html_ranks.h"
 #include "reporter/html_script.h"
 #include "reporter/steps.h"
+#include "reporter/units.h"
 #include "formats/trace.h"
 
 #include <dirent.h>
@@ -142,7 +143,7 @@ static void gpu_means(yajl_val procs, struct gpu_mean *g)
         g->non_compute += rsr_jv_knum_or(gpu, "non_compute_pct", 0);
         g->exposed += rsr_jv_knum_or(gpu, "exposed_comm_pct", 0);
         g->overlap += rsr_jv_knum_or(gpu, "comm_comp_overlap_pct", 0);
-        yajl_val idle = rsr_jv_key(gpu, "idle");
+        yajl_val idle = rsr_jv_key(gpu, "idle_busiest_stream");
         g->host_wait_us += rsr_jv_knum_or(idle, "host_wait_us", 0);
         g->kernel_wait_us += rsr_jv_knum_or(idle, "kernel_wait_us", 0);
         g->other_us += rsr_jv_knum_or(idle, "other_us", 0);
@@ -345,7 +346,7 @@ static void summary_cards(struct page *p)
         card_pct(f, "Copies", g.memcpy, 0, d);
         double idle_us = g.host_wait_us + g.kernel_wait_us + g.other_us;
         if (idle_us > 0)
-            snprintf(d, sizeof d, "of idle: host wait %.0f%%, kernel wait %.0f%%, other %.0f%%",
+            snprintf(d, sizeof d, "the busiest stream's idle: host wait %.0f%%, kernel wait %.0f%%, other %.0f%%",
                      100 * g.host_wait_us / idle_us, 100 * g.kernel_wait_us / idle_us,
                      100 * g.other_us / idle_us);
         else
@@ -365,7 +366,7 @@ static void summary_cards(struct page *p)
             bytes += rsr_jv_knum_or(rsr_jv_at(cks, i), "bytes", 0);
         }
         char b[32], s[32];
-        rsr_html_fmt_bytes(b, sizeof b, bytes);
+        rsr_fmt_bytes(b, sizeof b, bytes);
         rsr_html_fmt_ns(s, sizeof s, stall * 1e9);
         if (rsr_jv_len(cks))
             snprintf(d, sizeof d, "%zu checkpoint%s, %s written, GPU stall %s", rsr_jv_len(cks),
@@ -436,8 +437,8 @@ static void summary_cards(struct page *p)
     }
     if (have_io && p->have_io) {
         char r[32], w[32];
-        rsr_html_fmt_bytes(r, sizeof r, rb);
-        rsr_html_fmt_bytes(w, sizeof w, wb);
+        rsr_fmt_bytes(r, sizeof r, rb);
+        rsr_fmt_bytes(w, sizeof w, wb);
         card_open(f, 0);
         fprintf(f, "%s / %s", r, w);
         card_close(f, "Storage read / written");
@@ -1150,7 +1151,7 @@ static int timeline(struct page *p)
                 for (size_t i = 0; i < rows[r].n[l]; i++) {
                     const struct iv *v = &rows[r].lane[l][i];
                     char b[32];
-                    rsr_html_fmt_bytes(b, sizeof b, rsr_jv_knum_or(rsr_jv_at(cks, v->name), "bytes", 0));
+                    rsr_fmt_bytes(b, sizeof b, rsr_jv_knum_or(rsr_jv_at(cks, v->name), "bytes", 0));
                     fprintf(f, "<rect x=\"%.2f\" width=\"%.2f\" data-t=\"checkpoint: %s written\"/>",
                             (double)(v->s - origin) * g.scale, (double)(v->e - v->s) * g.scale, b);
                 }
@@ -1344,7 +1345,7 @@ static void td_fmt(FILE *f, double v, int prec)
 static void td_bytes(FILE *f, double v)
 {
     char b[32];
-    rsr_html_fmt_bytes(b, sizeof b, v);
+    rsr_fmt_bytes(b, sizeof b, v);
     td_num(f, v, b);
 }
 
@@ -1513,6 +1514,25 @@ static int kernels_by_name(yajl_val procs, struct kagg **out, size_t *nu, double
     return 0;
 }
 
+/* The kernel table's GPU time in all (report.json processes[].gpu_time_us),
+ * the figure the GPU flame graph adds up to. */
+static void gpu_time_note(FILE *f, yajl_val procs)
+{
+    double kern = 0, copies = 0;
+    for (size_t i = 0; i < rsr_jv_len(procs); i++) {
+        yajl_val t = rsr_jv_key(rsr_jv_at(procs, i), "gpu_time_us");
+        kern += rsr_jv_knum_or(t, "kernels", 0);
+        copies += rsr_jv_knum_or(t, "copies", 0);
+    }
+    char a[32], b[32], c[32];
+    rsr_html_fmt_ns(a, sizeof a, (kern + copies) * 1e3);
+    rsr_html_fmt_ns(b, sizeof b, kern * 1e3);
+    rsr_html_fmt_ns(c, sizeof c, copies * 1e3);
+    fprintf(f, "<p class=\"note\" id=\"gpu-time\">GPU time in all <span class=\"v\">%s</span>: kernels %s, "
+               "copies and sets %s (every operation counted, overlapping ones too); the GPU flame graph adds up to "
+               "it, its sampled launch stacks scaled to each thread's kernel time.</p>\n", a, b, c);
+}
+
 static int table_kernels(struct page *p)
 {
     FILE *f = p->f;
@@ -1542,6 +1562,7 @@ static int table_kernels(struct page *p)
     fputs("</tbody></table>\n", f);
     table_more(f, shown, u);
     free(k);
+    gpu_time_note(f, rsr_jv_key(p->root, "processes"));
     return 0;
 }
 

@@ -155,12 +155,3 @@ void rsr_html_fmt_ns(char *b, size_t n, double ns)
         snprintf(b, n, "%.2f s", ns / 1e9);
 }
 
-void rsr_html_fmt_bytes(char *b, size_t n, double v)
-{
-    static const char *const unit[] = { "B", "kB", "MB", "GB", "TB", "PB" };
-    int i = 0;
-    while (fabs(v) >= 1000 && i < 5)
-        v /= 1000, i++;
-    snprintf(b, n, i ? "%.1f %s" : "%.0f %s", v, unit[i]);
-}
-

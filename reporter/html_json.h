@@ -39,7 +39,5 @@ void rsr_html_proc(FILE *f, yajl_val proc);
 
 /* ns as "12 ns", "1.5 µs", "2.50 ms" or "1.20 s". */
 void rsr_html_fmt_ns(char *b, size_t n, double ns);
-/* Bytes in powers of 1000: "512 B", "1.5 kB", ... "2.0 PB". */
-void rsr_html_fmt_bytes(char *b, size_t n, double v);
 
 #endif

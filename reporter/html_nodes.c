@@ -3,6 +3,7 @@
  * null in report.json and breaks the line. */
 #include "reporter/html_nodes.h"
 #include "reporter/html_json.h"
+#include "reporter/units.h"
 
 #include <math.h>
 #include <string.h>
@@ -141,7 +142,7 @@ static void td_bytes(FILE *f, yajl_val o, const char *key)
 {
     char b[32];
     double v = rsr_jv_knum_or(o, key, 0);
-    rsr_html_fmt_bytes(b, sizeof b, v);
+    rsr_fmt_bytes(b, sizeof b, v);
     td(f, v, b);
 }
 

@@ -48,7 +48,7 @@ _Static_assert(sizeof levels == NLEVELS + 1, "one character per level");
     X(OVERLAP,  "overlap %",             "pct")  \
     X(WAIT,     "waited in collectives", "us")   \
     X(SYNCS,    "GPU syncs",             "int")  \
-    X(BLOCKED,  "blocked in syncs",      "us")   \
+    X(BLOCKED,  "blocked in syncs, all threads", "us") \
     X(ALLOCS,   "allocs / frees",        "pair") \
     X(LOADING,  "data loading %",        "pct")  \
     X(DROPPED,  "dropped",               "int")  \

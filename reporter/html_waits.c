@@ -1,6 +1,8 @@
 /* The page's off-CPU section (see html_waits.h): a table of the processes
- * that were blocked longest, then one bar per thread, running beside
- * blocked, on a scale shared by the threads of a process. */
+ * that were blocked longest (their threads' times added up, in
+ * thread-seconds, and the most blocked thread's own), then one bar per
+ * thread, running beside blocked, on a scale shared by the threads of a
+ * process. */
 #include "reporter/html_waits.h"
 #include "reporter/html_json.h"
 
@@ -26,7 +28,16 @@ static void td_s(FILE *f, double s)
     fprintf(f, "<td class=\"n\" data-v=\"%.17g\">%s</td>", s, b);
 }
 
-/* The three longest reasons, "poll 4.94 s, condvar 4.12 s, ...". */
+/* Time added up over threads, in thread-seconds (the column says so). */
+static void td_thread_s(FILE *f, double s)
+{
+    if (s > 0)
+        fprintf(f, "<td class=\"n\" data-v=\"%.17g\">%.3g</td>", s, s);
+    else
+        fputs("<td class=\"n\" data-v=\"0\">&ndash;</td>", f);
+}
+
+/* The three longest reasons in thread-seconds, "poll 4.94, condvar 4.12, ...". */
 static void top_reasons(FILE *f, yajl_val waits)
 {
     size_t n = rsr_jv_len(waits), used[3] = { SIZE_MAX, SIZE_MAX, SIZE_MAX };
@@ -42,11 +53,9 @@ static void top_reasons(FILE *f, yajl_val waits)
         }
         if (used[k] == SIZE_MAX)
             break;
-        char b[32];
-        rsr_html_fmt_ns(b, sizeof b, best * 1e9);
         fputs(k ? ", " : "", f);
         rsr_html_text(f, rsr_jv_kstr(rsr_jv_at(waits, used[k]), "reason"));
-        fprintf(f, " %s", b);
+        fprintf(f, " %.3g", best);
     }
     fputs("</td>", f);
 }
@@ -102,24 +111,32 @@ void rsr_html_offcpu(FILE *f, yajl_val procs)
     size_t shown = m < RSR_HTML_WAIT_PROCS ? m : RSR_HTML_WAIT_PROCS;
     fputs("<section id=\"offcpu\"><h2>Off-CPU time</h2><p class=\"note\">From the CPU and wait samples: "
           "how long threads ran and how long they were blocked (calls that blocked at least "
-          "RINGSIDE_WAIT_US), why, and the causes the findings name. Times add up over threads. The "
-          "wait flame graphs below show where.</p>\n"
-          "<table class=\"sort\" id=\"table-offcpu\"><thead><tr><th>process</th><th class=\"n\">running</th>"
-          "<th class=\"n\">blocked</th><th>longest reasons</th><th class=\"n\">DataLoader</th>"
-          "<th class=\"n\">GIL</th><th class=\"n\">rendezvous</th><th class=\"n\">collectives</th>"
-          "</tr></thead><tbody>\n", f);
+          "RINGSIDE_WAIT_US), why, and the causes the findings name. Running, blocked, the reasons and "
+          "the causes add up over a process's threads, in thread-seconds (two threads blocked in the "
+          "same second count 2), so they can pass the wall time; the most blocked thread's own time "
+          "cannot. The wait flame graphs below show where.</p>\n"
+          "<table class=\"sort\" id=\"table-offcpu\"><thead><tr><th>process</th><th class=\"n\">threads</th>"
+          "<th class=\"n\">wall</th><th class=\"n\">most blocked thread</th>"
+          "<th class=\"n\">running, thread-s</th><th class=\"n\">blocked, thread-s</th>"
+          "<th>longest reasons, thread-s</th><th class=\"n\">DataLoader, thread-s</th>"
+          "<th class=\"n\">GIL, thread-s</th><th class=\"n\">rendezvous, thread-s</th>"
+          "<th class=\"n\">collectives, thread-s</th></tr></thead><tbody>\n", f);
     for (size_t i = 0; i < shown; i++) {
         yajl_val p = v[i].p, c = rsr_jv_key(p, "wait_causes");
         fputs("<tr><td>", f);
         rsr_html_proc(f, p);
         fputs("</td>", f);
-        td_s(f, rsr_jv_knum_or(p, "cpu_s", 0));
-        td_s(f, v[i].wait_s);
+        fprintf(f, "<td class=\"n\" data-v=\"%.0f\">%.0f</td>", rsr_jv_knum_or(p, "threads_sampled", 0),
+                rsr_jv_knum_or(p, "threads_sampled", 0));
+        td_s(f, rsr_jv_knum_or(p, "wall_s", 0));
+        td_s(f, rsr_jv_knum_or(p, "most_blocked_thread_s", 0));
+        td_thread_s(f, rsr_jv_knum_or(p, "cpu_s", 0));
+        td_thread_s(f, v[i].wait_s);
         top_reasons(f, rsr_jv_key(p, "waits"));
-        td_s(f, rsr_jv_knum_or(c, "dataloader_s", 0));
-        td_s(f, rsr_jv_knum_or(c, "gil_s", 0));
-        td_s(f, rsr_jv_knum_or(c, "rendezvous_s", 0));
-        td_s(f, rsr_jv_knum_or(c, "collective_s", 0));
+        td_thread_s(f, rsr_jv_knum_or(c, "dataloader_s", 0));
+        td_thread_s(f, rsr_jv_knum_or(c, "gil_s", 0));
+        td_thread_s(f, rsr_jv_knum_or(c, "rendezvous_s", 0));
+        td_thread_s(f, rsr_jv_knum_or(c, "collective_s", 0));
         fputs("</tr>\n", f);
     }
     fputs("</tbody></table>\n", f);

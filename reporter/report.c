@@ -11,6 +11,7 @@
 #include "reporter/mpi.h"
 #include "reporter/runs.h"
 #include "reporter/watch.h"
+#include "reporter/units.h"
 #include "formats/rsf_error.h"
 
 #include <dirent.h>
@@ -263,18 +264,40 @@ static void gpu_json(FILE *f, const struct rsr_gpu_breakdown *b)
     num_key(f, "no_geometry_pct", b->no_geometry_pct);
     if (b->util_n)
         num_key(f, "nvml_util_pct", b->nvml_util_pct);
-    fputs(",\"idle\":{\"host_wait_us\":", f);
+    /* HTA's idle split, summed over streams (more than the span with
+     * several), and the busiest stream's, the one a figure per GPU uses */
+    fputs(",\"idle_summed_over_streams\":{\"host_wait_us\":", f);
     rsr_json_num(f, ns_us(b->host_wait_ns));
     num_key(f, "kernel_wait_us", ns_us(b->kernel_wait_ns));
     num_key(f, "other_us", ns_us(b->other_idle_ns));
-    fputs("}}", f);
+    fprintf(f, ",\"streams\":%zu}", b->n_streams);
+    const struct rsr_stream_idle *s = rsr_gpu_busiest_stream(b);
+    if (s) {
+        fprintf(f, ",\"idle_busiest_stream\":{\"device\":%" PRId32 ",\"stream\":%" PRId32 ",\"ops\":%" PRIu64,
+                s->device, s->stream, s->ops);
+        num_key(f, "host_wait_us", ns_us(s->host_wait_ns));
+        num_key(f, "kernel_wait_us", ns_us(s->kernel_wait_ns));
+        num_key(f, "other_us", ns_us(s->other_ns));
+        putc('}', f);
+    }
+    putc('}', f);
 }
 
 #define RSR_JSON_KERNELS 30
 
 static void kernels_json(FILE *f, const struct rsr_model *m, const struct rsr_kernel_summary *k)
 {
-    fputs("\"kernels\":[", f);
+    /* the kernel table's GPU time in all, each operation counted (those
+     * that overlap too): what the GPU flame graph adds up to */
+    int64_t kern = 0, copies = 0;
+    for (size_t i = 0; i < k->n; i++) {
+        int copy = k->stats[i].cls == RSR_GPU_MEMCPY || k->stats[i].cls == RSR_GPU_MEMSET;
+        *(copy ? &copies : &kern) += k->stats[i].total_ns;
+    }
+    fputs("\"gpu_time_us\":{\"kernels\":", f);
+    rsr_json_num(f, ns_us(kern));
+    num_key(f, "copies", ns_us(copies));
+    fputs("},\"kernels\":[", f);
     for (size_t i = 0; i < k->n && i < RSR_JSON_KERNELS; i++) {
         const struct rsr_kernel_stat *s = &k->stats[i];
         fputs(i ? ",{\"name\":" : "{\"name\":", f);
@@ -336,8 +359,10 @@ static void waits_json(FILE *f, const struct rsr_proc_waits *w)
         rsr_json_num(f, (double)w->cause_ns[c] / 1e9);
     }
     putc('}', f);
+    /* thread-seconds, over all threads; the most blocked thread's alone */
     num_key(f, "cpu_s", (double)w->cpu_ns / 1e9);
     num_key(f, "wait_s", (double)blocked / 1e9);
+    num_key(f, "most_blocked_thread_s", (double)w->most_wait_ns / 1e9);
     fprintf(f, ",\"threads_sampled\":%u,\"threads\":[", w->nthreads);
     for (uint32_t t = 0; t < w->nkept; t++) {
         const struct rsr_thread_time *th = &w->threads[t];
@@ -615,16 +640,6 @@ void rsr_report_json(FILE *f, struct rsr_input *ins, int n, const struct rsr_job
     fputs("\n]}\n", f);
 }
 
-static void human_bytes(char *buf, size_t n, uint64_t b)
-{
-    const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-    double v = (double)b;
-    int i = 0;
-    while (v >= 1024 && i < 4)
-        v /= 1024, i++;
-    snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
-}
-
 /* The headline, the job's time per training step (steps.h), with the
  * distribution of steps beside it; or, without steps, the wall time and
  * why. */
@@ -685,8 +700,8 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
         }
     }
     char r[32], w[32];
-    human_bytes(r, sizeof r, rb);
-    human_bytes(w, sizeof w, wb);
+    rsr_fmt_bytes(r, sizeof r, (double)rb);
+    rsr_fmt_bytes(w, sizeof w, (double)wb);
     fprintf(f, "ringside: %d process%s (%d rank%s), wall %.2f s; file I/O: %s read, %s written", n,
             n == 1 ? "" : "es", ranks, ranks == 1 ? "" : "s",
             (double)(j->storage.job_end_ns - j->storage.job_start_ns) / 1e9, r, w);
@@ -716,7 +731,7 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
         for (size_t i = 0; i < j->colls.n_models; i++)
             wait += j->colls.wait_us[i];
         char bytes[32];
-        human_bytes(bytes, sizeof bytes, top->bytes);
+        rsr_fmt_bytes(bytes, sizeof bytes, (double)top->bytes);
         fprintf(f, "  collectives: %" PRIu64 " calls; top: %s %s x %" PRIu64 " on %d ranks, busbw %.1f GB/s; "
                    "ranks waited %.1f ms in all for the last to arrive\n",
                 j->colls.calls, rsr_coll_op_name(top->op), bytes, top->count, top->ranks, top->busbw_gbs,
@@ -1554,9 +1569,12 @@ static int watch_run(char **paths, int npaths, const struct rsr_report_opts *o, 
             if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
                 fprintf(stderr, "ringside: report %d of the running job failed%s\n", pass,
                         pid < 0 ? " (no process could be started for it)" : "");
-            else if (!o->quiet)
-                fprintf(stderr, "ringside: report %d written to %s: %d trace file%s (%d ended), %.1f MB read\n",
-                        pass, o->out_dir, w.n, w.n == 1 ? "" : "s", w.ended, (double)w.read_bytes / 1e6);
+            else if (!o->quiet) {
+                char rb[32];
+                rsr_fmt_bytes(rb, sizeof rb, (double)w.read_bytes);
+                fprintf(stderr, "ringside: report %d written to %s: %d trace file%s (%d ended), %s read\n", pass,
+                        o->out_dir, w.n, w.n == 1 ? "" : "s", w.ended, rb);
+            }
             free(more);
         }
         sleep_until(next);

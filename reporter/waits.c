@@ -65,6 +65,10 @@ void rsr_waits_keep_threads(struct rsr_proc_waits *w, struct rsr_thread_time *al
     if (n > 1)
         qsort(all, n, sizeof *all, by_time);
     w->nthreads = n;
+    w->most_wait_ns = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (all[i].wait_ns > w->most_wait_ns)
+            w->most_wait_ns = all[i].wait_ns;
     w->nkept = n < RSR_WAIT_THREADS ? n : RSR_WAIT_THREADS;
     memcpy(w->threads, all, w->nkept * sizeof *all);
 }

@@ -37,6 +37,10 @@ struct rsr_proc_waits {
     uint64_t count[RSF_WAIT_NREASONS], ns[RSF_WAIT_NREASONS]; /* wait samples by reason */
     uint64_t cause_ns[RSR_NCAUSES];     /* part of those with a cause */
     uint64_t cpu_ns;                    /* CPU samples, all threads */
+    /* Times above add up over threads (thread-seconds: more than the wall
+     * time when threads block at once); the most blocked thread's alone is
+     * within it. */
+    uint64_t most_wait_ns;
     uint32_t nthreads;                  /* threads with samples (more than threads[] may hold) */
     uint32_t nkept;                     /* threads[0..nkept), most time first */
     struct rsr_thread_time threads[RSR_WAIT_THREADS];
@@ -64,8 +68,8 @@ int rsr_wait_cause(const char *const *names, const uint8_t *is_python, const cha
                    unsigned reason);
 
 /* Keeps the RSR_WAIT_THREADS threads of all[0..n) with the most time in
- * w->threads (sorted, most first); sets nthreads and nkept. all is
- * reordered. */
+ * w->threads (sorted, most first); sets nthreads, nkept and most_wait_ns.
+ * all is reordered. */
 void rsr_waits_keep_threads(struct rsr_proc_waits *w, struct rsr_thread_time *all, uint32_t n);
 
 /* Total blocked time of all reasons, ns. */

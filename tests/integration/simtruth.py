@@ -130,6 +130,15 @@ def per_step_ms(steps, ops=None):
     return (max(t["end_ns"] for t in by[ks[-1]]) - start) / 1e6 / len(ks)
 
 
+def kernel_time_ns(truth, rank, overlap):
+    """One rank's kernels' GPU time added up, as a GPU measures each: the
+    compute kernels' durations and the collectives' from their arrival
+    (_rank_ops) to their end."""
+    ops, colls = _rank_ops(truth, rank, overlap)
+    return sum(t["end_ns"] - t["start_ns"] for t in ops if t["kind"] == "kernel") + \
+        sum(c["end_ns"] - a for a, c in colls)
+
+
 def checkpoint_pct_logged(events):
     """(checkpoint share of wall time %, checkpoints logged, ranks logged)
     from simtrain's event log: the union of its checkpoint writes over the

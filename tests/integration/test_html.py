@@ -262,7 +262,7 @@ def hand_report(start_us):
     h = KERNEL_NAMES[0]
     gpu = {"span_us": 4.2e5, "idle_pct": 21.5, "compute_pct": 52.0, "non_compute_pct": 26.5,
            "comm_pct": 31.0, "memcpy_pct": 4.0, "comm_comp_overlap_pct": 38.0,
-           "exposed_comm_pct": 19.2, "idle": {"host_wait_us": 5e4, "kernel_wait_us": 2e4,
+           "exposed_comm_pct": 19.2, "idle_busiest_stream": {"host_wait_us": 5e4, "kernel_wait_us": 2e4,
                                                "other_us": 2e4}}
     procs = []
     for r in range(2):

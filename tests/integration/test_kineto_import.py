@@ -62,8 +62,9 @@ def hta_problems(rep, want_ranks, label):
         for ours, theirs in (("host_wait_us", "host_wait"), ("kernel_wait_us", "kernel_wait"),
                              ("other_us", "other")):
             hta = sum(s.get(theirs, 0) for s in want["idle_by_stream"].values())
-            if abs(g["idle"][ours] - hta) > 0.01 * hta + 1:
-                problems.append("%s rank %s: idle %s %s, HTA %s" % (label, rank, ours, g["idle"][ours], hta))
+            summed = g["idle_summed_over_streams"][ours]
+            if abs(summed - hta) > 0.01 * hta + 1:
+                problems.append("%s rank %s: idle %s %s, HTA %s" % (label, rank, ours, summed, hta))
     return problems
 
 
