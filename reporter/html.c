@@ -1714,9 +1714,9 @@ static void table_stragglers(struct page *p)
             fputs("<td></td>", f);
         fputs("<td>", f);
         rsr_html_text(f, rsr_jv_kstr(s, "phase"));
-        fputs("</td><td><b>", f);
+        fputs("</td><td><strong>", f);
         rsr_html_text(f, rsr_jv_kstr(why, "kind"));
-        fputs("</b>: ", f);
+        fputs("</strong>: ", f);
         rsr_html_value(f, rsr_jv_key(why, "detail"));
         fputs("</td><td>", f);
         rsr_html_value(f, rsr_jv_key(s, "evidence"));
