@@ -422,3 +422,11 @@ void rsf_chunk_view_free(struct rsf_chunk_view *v)
     free(v->owned_stacks);
     memset(v, 0, sizeof *v);
 }
+
+const char *rsf_meta_setting(const struct rsf_meta *m, const char *key)
+{
+    for (uint32_t i = 0; i < m->nsettings; i++)
+        if (m->setting_keys[i] && m->setting_values[i] && strcmp(m->setting_keys[i], key) == 0)
+            return m->setting_values[i];
+    return NULL;
+}

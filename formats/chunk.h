@@ -116,4 +116,8 @@ struct rsf_chunk_view {
 int rsf_chunk_decode(const uint8_t *buf, size_t size, struct rsf_chunk_view *v, size_t *where);
 void rsf_chunk_view_free(struct rsf_chunk_view *v);
 
+/* The value of the agent's setting key in m ("flush_ms", "gpu_stack_every":
+ * the settings a file records in its meta), or NULL when it has none. */
+const char *rsf_meta_setting(const struct rsf_meta *m, const char *key);
+
 #endif

@@ -372,6 +372,18 @@ static void ba(FILE *f, const char *key, double b, double a, int first)
     putc('}', f);
 }
 
+/* ,"key":{"before":b,"after":a,"delta_pct":... with the object left open
+ * for the caller to add to and close. */
+static void ba_change(FILE *f, const char *key, double b, double a)
+{
+    fprintf(f, ",\"%s\":{\"before\":", key);
+    rsr_json_num(f, b);
+    fputs(",\"after\":", f);
+    rsr_json_num(f, a);
+    fputs(",\"delta_pct\":", f);
+    rsr_json_num(f, pct_change(b, a));
+}
+
 static void side_json(FILE *f, yajl_val root)
 {
     fputs("{\"job\":", f);
@@ -472,27 +484,12 @@ static void diff_json(FILE *f, const struct diff *d)
     side_json(f, r0);
     fputs(",\"after\":", f);
     side_json(f, r1);
-    fputs(",\"step_ms\":{\"before\":", f);
-    rsr_json_num(f, d->step_ms[0]);
-    fputs(",\"after\":", f);
-    rsr_json_num(f, d->step_ms[1]);
-    fputs(",\"delta_pct\":", f);
-    rsr_json_num(f, pct_change(d->step_ms[0], d->step_ms[1]));
+    ba_change(f, "step_ms", d->step_ms[0], d->step_ms[1]);
     fprintf(f, ",\"basis\":\"%s\"}", d->steps ? "steps" : "wall");
-    fputs(",\"wall_s\":{\"before\":", f);
-    rsr_json_num(f, d->wall_s[0]);
-    fputs(",\"after\":", f);
-    rsr_json_num(f, d->wall_s[1]);
-    fputs(",\"delta_pct\":", f);
-    rsr_json_num(f, pct_change(d->wall_s[0], d->wall_s[1]));
+    ba_change(f, "wall_s", d->wall_s[0], d->wall_s[1]);
     putc('}', f);
     if (d->steps) {
-        fputs(",\"median_step_ms\":{\"before\":", f);
-        rsr_json_num(f, d->median_ms[0]);
-        fputs(",\"after\":", f);
-        rsr_json_num(f, d->median_ms[1]);
-        fputs(",\"delta_pct\":", f);
-        rsr_json_num(f, pct_change(d->median_ms[0], d->median_ms[1]));
+        ba_change(f, "median_step_ms", d->median_ms[0], d->median_ms[1]);
         putc('}', f);
     }
     fputs(",\"gpu\":{", f);

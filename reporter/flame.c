@@ -421,10 +421,9 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
             p->skip = 1;
             return 1;
         }
-        for (uint32_t i = 0; i < c->meta->nsettings; i++)
-            if (c->meta->setting_keys[i] && c->meta->setting_values[i] &&
-                strcmp(c->meta->setting_keys[i], "gpu_stack_every") == 0)
-                p->stack_every = (uint32_t)strtoul(c->meta->setting_values[i], NULL, 10);
+        const char *every = rsf_meta_setting(c->meta, "gpu_stack_every");
+        if (every)
+            p->stack_every = (uint32_t)strtoul(every, NULL, 10);
     }
     if (p->opts->kind < 0 || p->opts->kind == RSF_SAMPLE_GPU)
         take_gpu_time(p, c);

@@ -143,9 +143,9 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
         in->parent_rank = m->parent_rank;
         in->role = m->role;
         in->start_mono = m->start.mono_ns;
-        for (uint32_t i = 0; i < m->nsettings; i++)
-            if (m->setting_keys[i] && m->setting_values[i] && strcmp(m->setting_keys[i], "flush_ms") == 0)
-                in->flush_ms = (uint32_t)strtoul(m->setting_values[i], NULL, 10);
+        const char *flush = rsf_meta_setting(m, "flush_ms");
+        if (flush)
+            in->flush_ms = (uint32_t)strtoul(flush, NULL, 10);
     }
     if (c->nstrings) {
         uint32_t cap = in->nstrings;

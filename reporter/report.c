@@ -668,9 +668,8 @@ static void steps_line(FILE *f, const struct rsr_steps *st, double wall_s)
 
 /* One line per trace file that ends early (ends.h): whose, where, how
  * much of the run it covers, and why it stops. */
-static void ends_lines(FILE *f, const struct rsr_input *ins, const struct rsr_job *j)
+static void ends_lines(FILE *f, const struct rsr_input *ins, const struct rsr_job *j, double wall)
 {
-    double wall = (double)(j->storage.job_end_ns - j->storage.job_start_ns) / 1e9;
     for (size_t i = 0; i < j->ends.n; i++) {
         const struct rsr_early_end *e = &j->ends.list[i];
         const struct rsr_input *in = &ins[e->model];
@@ -702,14 +701,14 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
     char r[32], w[32];
     rsr_fmt_bytes(r, sizeof r, (double)rb);
     rsr_fmt_bytes(w, sizeof w, (double)wb);
+    double wall_s = (double)(j->storage.job_end_ns - j->storage.job_start_ns) / 1e9;
     fprintf(f, "ringside: %d process%s (%d rank%s), wall %.2f s; file I/O: %s read, %s written", n,
-            n == 1 ? "" : "es", ranks, ranks == 1 ? "" : "s",
-            (double)(j->storage.job_end_ns - j->storage.job_start_ns) / 1e9, r, w);
+            n == 1 ? "" : "es", ranks, ranks == 1 ? "" : "s", wall_s, r, w);
     if (dropped)
         fprintf(f, "; %" PRIu64 " records dropped (memory bound)", dropped);
     fputc('\n', f);
-    steps_line(f, &j->steps, (double)(j->storage.job_end_ns - j->storage.job_start_ns) / 1e9);
-    ends_lines(f, ins, j);
+    steps_line(f, &j->steps, wall_s);
+    ends_lines(f, ins, j, wall_s);
     double idle = 0, comp = 0, comm = 0, copy = 0, exposed = 0, overlap = 0, sync_wait = 0;
     int ng = 0;
     for (size_t i = 0; j->gpu && i < j->n; i++) {

@@ -3,6 +3,7 @@
  * the newest run left out; after loading, the files checked for a second
  * run by job id, rank and lifetime, on the processes' real-time clocks. */
 #include "reporter/runs.h"
+#include "reporter/intern.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,16 +42,6 @@ static size_t common_len(const char *a, const char *b, size_t len)
         len = up ? (size_t)(up - a) : 0;
     }
     return len;
-}
-
-static void *alloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    if (!p) {
-        fprintf(stderr, "ringside: out of memory\n");
-        exit(1);
-    }
-    return p;
 }
 
 /* ---- before loading: the newest run of a folder of job folders ---- */
@@ -96,8 +87,8 @@ static void folders_name(char *buf, size_t n, const struct folder *fs, int nf, i
 
 void rsr_runs_newest(char **files, int *n)
 {
-    struct folder *fs = alloc((size_t)*n, sizeof *fs);
-    int *of = alloc((size_t)*n, sizeof *of), nf = 0;
+    struct folder *fs = rsr_xcalloc((size_t)*n, sizeof *fs);
+    int *of = rsr_xcalloc((size_t)*n, sizeof *of), nf = 0;
     for (int i = 0; i < *n; i++) {
         int f = 0;
         while (f < nf && !same_dir(fs[f].any, files[i]))
@@ -119,7 +110,7 @@ void rsr_runs_newest(char **files, int *n)
         if (written > fo->end)
             fo->end = written;
     }
-    struct folder **order = alloc((size_t)nf, sizeof *order);
+    struct folder **order = rsr_xcalloc((size_t)nf, sizeof *order);
     for (int f = 0; f < nf; f++)
         order[f] = &fs[f];
     qsort(order, (size_t)nf, sizeof *order, cmp_start);
@@ -266,7 +257,7 @@ static void file_named(char *buf, size_t n, const struct rsr_input *in)
 
 static int two_claims(const struct rsr_input *ins, int n)
 {
-    const struct rsr_input **r = alloc((size_t)n, sizeof *r);
+    const struct rsr_input **r = rsr_xcalloc((size_t)n, sizeof *r);
     int m = 0;
     for (int i = 0; i < n; i++)
         if (ins[i].role == RSF_ROLE_RANK && ins[i].rank >= 0)
@@ -350,7 +341,7 @@ static void group_named(char *buf, size_t n, const struct lived *v, int count)
 
 static int two_lifetimes(const struct rsr_input *ins, int n)
 {
-    struct lived *v = alloc((size_t)n, sizeof *v);
+    struct lived *v = rsr_xcalloc((size_t)n, sizeof *v);
     int m = 0;
     for (int i = 0; i < n; i++)
         if (span_of(&ins[i], &v[m].start, &v[m].end)) {

@@ -113,6 +113,19 @@ def report(out):
         os.unlink(path)
 
 
+def report_of(path, work, name):
+    """(exit status, stderr lines, report.json's processes or None) of `ringside
+    report PATH` into WORK/NAME."""
+    js = os.path.join(work, name + ".json")
+    p = run([RINGSIDE, "report", path, "-o", os.path.join(work, name), "--json", js, "-q"])
+    err = [l for l in p.stderr.decode(errors="replace").splitlines() if l.strip()]
+    procs = None
+    if p.returncode == 0:
+        with open(js) as f:
+            procs = json.load(f)["processes"]
+    return p.returncode, err, procs
+
+
 def dump(trace):
     """(records, exit status, stderr) of ringside dump."""
     p = run([RINGSIDE, "dump", trace])

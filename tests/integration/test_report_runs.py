@@ -26,7 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rstest import (AGENT, BUILD, PROG, PYTHON, RINGSIDE, check, cleanup, finish, run,  # noqa: E402
+from rstest import (AGENT, BUILD, PROG, PYTHON, RINGSIDE, check, cleanup, finish, report_of, run,  # noqa: E402
                     tempdir, trace_files, traced_env)
 
 LAUNCH = os.path.join(BUILD, "simlaunch")
@@ -59,18 +59,6 @@ def sim_run(out, work, run_id):
     t1 = time.time()
     new = sorted(set(trace_files(out)) - before)
     return subprocess.CompletedProcess(cmd, p.returncode, so, se), p.pid, t0, t1, new
-
-
-def report_of(path, work, name):
-    """(exit status, stderr lines, report.json's processes or None)."""
-    js = os.path.join(work, name + ".json")
-    p = run([RINGSIDE, "report", path, "-o", os.path.join(work, name), "--json", js, "-q"])
-    err = [l for l in p.stderr.decode(errors="replace").splitlines() if l.strip()]
-    procs = None
-    if p.returncode == 0:
-        with open(js) as f:
-            procs = json.load(f)["processes"]
-    return p.returncode, err, procs
 
 
 def placeholder_runs(work):

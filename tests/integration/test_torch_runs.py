@@ -20,7 +20,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rstest import RINGSIDE, check, cleanup, finish, run, skip, tempdir, trace_files, traced_env  # noqa: E402
+from rstest import (RINGSIDE, check, cleanup, finish, report_of, run, skip, tempdir, trace_files,  # noqa: E402
+                    traced_env)
 
 TORCH_PY = "/usr/bin/python3"   # Debian's torch is for Debian's interpreter
 TORCHRUN = "/usr/bin/torchrun"
@@ -77,18 +78,6 @@ def torchrun(work, out, name, **extra):
 
 def pid_of(trace):
     return int(os.path.basename(trace).split(".")[2])
-
-
-def report_of(path, work, name):
-    """(exit status, stderr lines, report.json's processes or None)."""
-    js = os.path.join(work, name + ".json")
-    p = run([RINGSIDE, "report", path, "-o", os.path.join(work, name), "--json", js, "-q"])
-    err = [l for l in p.stderr.decode(errors="replace").splitlines() if l.strip()]
-    procs = None
-    if p.returncode == 0:
-        with open(js) as f:
-            procs = json.load(f)["processes"]
-    return p.returncode, err, procs
 
 
 def main():
