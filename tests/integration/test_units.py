@@ -6,6 +6,10 @@ program whose threads sleep at the same time:
   text in headless Chromium, in the terminal summary and on the diff page;
   rates (GB/s, MB/s) are not sizes; the page's storage card gives the
   terminal's figures;
+- the findings as the page shows them run largest gain first ("up to N%"
+  on each card, unmeasured last), the same order and figures as
+  report.json's recoverable_pct, and the header's first line names the
+  first of them;
 - no figure per GPU above 100%: every percentage in the page's text (those
   of a change, signed, aside), each process's GPU figures and its busiest
   stream's idle split in report.json, and diff.json's GPU figures;
@@ -69,10 +73,41 @@ def demo_job(d):
     return out
 
 
+FINDINGS = """[].map.call(document.querySelectorAll('ol.findings > li'), function(li){
+  var h = li.querySelector('h3'), g = li.querySelector('.gain');
+  return {title: h.firstChild.textContent, gain: g ? g.textContent : null,
+          shown: li.getBoundingClientRect().height > 0};})"""
+
+
+def findings_checks(rep, cards, first):
+    rj = json.load(open(os.path.join(rep, "report.json")))
+    fs = rj.get("findings", [])
+    if not check("units page: the job has findings to rank", len(fs) >= 2 and len(cards) == len(fs),
+                 "%d in report.json, %d cards" % (len(fs), len(cards))):
+        return
+    gains = []
+    for c in cards:
+        m = re.match(r"up to (\d+)%", c["gain"] or "")
+        gains.append(int(m.group(1)) if m else None)
+    measured = [g for g in gains if g is not None]
+    check("units page: findings shown largest gain first, unmeasured last",
+          all(c["shown"] for c in cards) and measured == sorted(measured, reverse=True) and
+          gains[:len(measured)] == measured, "%s" % [(c["title"], c["gain"]) for c in cards])
+    want = [(f.get("title"), round(f["recoverable_pct"]) if "recoverable_pct" in f else None) for f in fs]
+    check("units page: the cards are report.json's findings, in its order, with its figures",
+          [(c["title"], g) for c, g in zip(cards, gains)] == want,
+          "page %s, json %s" % (list(zip([c["title"] for c in cards], gains)), want))
+    check("units page: the header names the finding that would give back most",
+          first and cards[0]["title"] in first and ("up to %d%%" % gains[0]) in first, "%r" % first)
+
+
 def page_checks(rep, summary):
     with headless.Browser() as b:
         b.open(os.path.join(rep, "index.html"))
         text = b.eval("document.body.innerText")
+        cards = b.eval(FINDINGS)
+        first = b.eval("(document.getElementById('recoverable')||{}).innerText||null")
+    findings_checks(rep, cards, first)
     unit_checks("units page", text)
     unit_checks("units summary", summary)
     over = [m.group(0) for m in PCT.finditer(text) if not m.group(1) and float(m.group(2)) > 100]
