@@ -32,7 +32,7 @@ struct call {
     uint32_t last;              /* the model that came last */
     double wait_sum;            /* the members' waits for it */
     double wait_us;             /* the others' mean wait, when it came last by more than 1 us; else 0 */
-    double last_hidden;         /* the share of the last rank's call that its compute hid */
+    double last_hidden;         /* the share of the last rank's call that its compute hid (call_of) */
 };
 
 static int p2p(const struct rsr_coll_key *k)
@@ -79,10 +79,19 @@ static void call_of(const struct rsr_coll_entry *e, long a, long b, struct call 
     for (long j = a; j < b; j++)
         if (j == a || e[j].model != e[j - 1].model)
             wait_sum += (double)(arrive - e[j].t.start_ns) / 1e3;
-    const struct rsr_coll_tuple *lt = &e[last_j].t;
-    *c = (struct call){ members, arrive, first, end_max, dur, e[last_j].model, wait_sum, 0,
-                        lt->end_ns > lt->start_ns ? (double)rsr_coll_hidden_ns(lt, lt->end_ns) /
-                                                    (double)(lt->end_ns - lt->start_ns) : 0 };
+    /* The last rank's compute during the transfer: of the ranks that came
+     * last together (within 1 us; ranks freed by the previous collective's
+     * end arrive at once), the one that computed most sets the pace. */
+    double last_hidden = 0;
+    for (long j = a; j < b; j++) {
+        const struct rsr_coll_tuple *t = &e[j].t;
+        if ((j > a && e[j].model == e[j - 1].model) || arrive - t->start_ns > 1000 || t->end_ns <= t->start_ns)
+            continue;
+        double h = (double)rsr_coll_hidden_ns(t, t->end_ns) / (double)(t->end_ns - t->start_ns);
+        if (h > last_hidden)
+            last_hidden = h;
+    }
+    *c = (struct call){ members, arrive, first, end_max, dur, e[last_j].model, wait_sum, 0, last_hidden };
     if (members > 1) {
         /* it came last only if it came last by more than 1 us */
         int64_t second = INT64_MIN;

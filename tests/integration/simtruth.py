@@ -67,7 +67,8 @@ def truth_split(truth, ranks, overlap):
     transfer: from there to its end; exposed: of its transfer, what its own
     compute kernels do not cover, at most the share the last rank's compute
     left bare of the last rank's call (the transfer runs on all ranks at
-    once, gated by the last to arrive)."""
+    once, gated by the last to arrive; of ranks arriving together, the least
+    bare)."""
     per = {r: _rank_ops(truth, r, overlap) for r in ranks}
     compute = {r: union([(t["start_ns"], t["end_ns"]) for t in per[r][0] if t["kind"] == "kernel"])
                for r in ranks}
@@ -82,9 +83,13 @@ def truth_split(truth, ranks, overlap):
         out[r] = {"wait": 0, "transfer": 0, "exposed": 0.0,
                   "span": max(t["end_ns"] for t in ops) - min(starts)}
     for members in calls.values():
-        la, lr, lc = max(members, key=lambda m: m[0])
-        whole = lc["end_ns"] - la
-        bare_last = 1 - (intersect([[la, lc["end_ns"]]], compute[lr]) / whole if whole > 0 else 0)
+        la = max(m[0] for m in members)
+        # of the ranks that came last together (within 1 us: those the
+        # previous collective's end freed at once), the one whose compute
+        # hid most of its call sets the pace
+        bare_last = min(1 - intersect([[a, c["end_ns"]]], compute[r]) / (c["end_ns"] - a)
+                        for a, r, c in members if la - a <= 1000 and c["end_ns"] > a) \
+            if any(la - a <= 1000 and c["end_ns"] > a for a, r, c in members) else 1
         for arrive, r, c in members:
             x = max(0, c["end_ns"] - c["start_ns"])
             out[r]["wait"] += c["start_ns"] - arrive

@@ -24,7 +24,10 @@ from simtruth import truth_gpu, truth_split  # noqa: E402
 from test_report_sim import LAUNCH, NRANKS, SIM, TRAIN, run_job  # noqa: E402
 
 # simtrain's ranks: kernels long enough that the host's scheduling on a
-# busy machine weighs little against the slow rank's lateness (3 ms a step)
+# busy machine weighs little against the slow rank's lateness: 6 ms a step,
+# the others' wait for it about a third of a step, well past the straggler
+# threshold (10%, collectives.h) even when the other ranks lose the CPU too
+# (at 3 ms it was 20%, and once 9.5% on a 2-core machine running two jobs)
 ARGS = ["--steps", "60", "--layers", "4", "--fwd-us", "400", "--bwd-us", "800", "--bw-gbs", "100",
         "--bucket-mb", "25"]
 SLOW = 1
@@ -61,10 +64,12 @@ def truth_slower_kernels(truth):
 
 def split_checks(name, rep, truth, overlap):
     """Per rank: wait, transfer and exposed transfer as % of its GPU span
-    within 1 point of the truth's (as test_report_sim.py holds the GPU
-    breakdown): the agent times a collective by an event pair around its
-    kernel, which on a busy machine can end later than the simulator's
-    model ends it."""
+    within 2 points of the truth's (the figures are 20-45%): the agent
+    times a collective by an event pair around its kernel, and a rank's
+    thread that loses the CPU between its start event and NCCL's enqueue
+    leaves its stream idle inside the pair (so a GPU shows it too), which
+    the truth counts as before the arrival; on a 2-core machine running
+    four ranks that reached 1.75 points."""
     sp = truth_split(truth, range(NRANKS), overlap)
     problems = []
     for p in rep["processes"]:
@@ -75,13 +80,13 @@ def split_checks(name, rep, truth, overlap):
         for key, want in (("sync_wait_pct", t["wait"]), ("transfer_pct", t["transfer"]),
                           ("exposed_comm_pct", t["exposed"])):
             want = 100.0 * want / t["span"]
-            if abs(g.get(key, -100) - want) > 1:
+            if abs(g.get(key, -100) - want) > 2:
                 problems.append("rank %d %s %.2f, truth %.2f" % (r, key, g.get(key, -1), want))
     check(name + "_wait_transfer_exposed_vs_truth", not problems, "; ".join(problems))
 
 
 def data_case():
-    d, rep, truth, events, ok = run_job("wait-data", ARGS + ["--no-overlap", "--slow-data", "%d:3000" % SLOW])
+    d, rep, truth, events, ok = run_job("wait-data", ARGS + ["--no-overlap", "--slow-data", "%d:6000" % SLOW])
     if ok:
         why = named_check("slow_data", rep)
         check("slow_data_why_data_loading", why.get("kind") == "data_loading", "why %r" % why)
