@@ -37,7 +37,7 @@ int rsr_job_analyse(struct rsr_model *const *models, size_t n, struct rsr_job *j
         rc = -1;
     if (rsr_timeline_build(models, n, job->storage.job_start_ns, job->storage.job_end_ns, &job->timeline) != 0)
         rc = -1;
-    if (rsr_steps_analyse(models, n, &job->steps) != 0)
+    if (rsr_steps_analyse(models, n, &job->steps) != 0 || rsr_coll_step_waits(models, n, &job->steps) != 0)
         rc = -1;
     if (rsr_nodes_analyse(models, n, job->timeline.start_ns, job->timeline.bin_ns, job->timeline.nbins,
                           &job->nodes) != 0)

@@ -103,6 +103,24 @@ static void call_of(const struct rsr_coll_entry *e, long a, long b, struct call 
     }
 }
 
+/* One rank's part of a call: its wait for the last rank, of that what its
+ * compute did not hide, its transfer (from the last arrival to its end),
+ * and the transfer its compute left bare beyond what the last rank's left
+ * bare (hidden where it matters: the last rank computes meanwhile). */
+struct member {
+    int64_t wait, exposed_wait, transfer;
+    double shadowed;
+};
+
+static struct member member_of(const struct call *c, const struct rsr_coll_tuple *t)
+{
+    int64_t w = c->arrive - t->start_ns, hid = rsr_coll_hidden_ns(t, c->arrive);
+    int64_t x = t->end_ns > c->arrive ? t->end_ns - c->arrive : 0;
+    double bare = (double)(x - (rsr_coll_hidden_ns(t, t->end_ns) - hid));
+    double lost = (double)x * (1 - c->last_hidden);
+    return (struct member){ w, w > hid ? w - hid : 0, x, bare > lost ? bare - lost : 0 };
+}
+
 struct row_acc {
     struct rsr_coll_row r;
     double total_us, wait_sum_us;
@@ -469,18 +487,11 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
             for (long j = a; j < b; j++) {
                 if (j > a && e[j].model == e[j - 1].model)
                     continue;
-                const struct rsr_coll_tuple *t = &e[j].t;
-                int64_t w = c.arrive - t->start_ns, hid = rsr_coll_hidden_ns(t, c.arrive);
-                int64_t x = t->end_ns > c.arrive ? t->end_ns - c.arrive : 0;
-                out->wait_us[e[j].model] += (double)w / 1e3;
-                out->exposed_wait_us[e[j].model] += (double)(w > hid ? w - hid : 0) / 1e3;
-                out->transfer_us[e[j].model] += (double)x / 1e3;
-                /* the transfer this rank's compute left bare, beyond what
-                 * the last rank's left bare: hidden where it matters */
-                double bare = (double)(x - (rsr_coll_hidden_ns(t, t->end_ns) - hid));
-                double lost = (double)x * (1 - c.last_hidden);
-                if (bare > lost)
-                    out->shadowed_us[e[j].model] += (bare - lost) / 1e3;
+                struct member m = member_of(&c, &e[j].t);
+                out->wait_us[e[j].model] += (double)m.wait / 1e3;
+                out->exposed_wait_us[e[j].model] += (double)m.exposed_wait / 1e3;
+                out->transfer_us[e[j].model] += (double)m.transfer / 1e3;
+                out->shadowed_us[e[j].model] += m.shadowed / 1e3;
                 out->coll_us[e[j].model] += (double)c.dur / 1e3;
                 if (c.members > 1)
                     calls[e[j].model]++;
@@ -597,4 +608,63 @@ oom:
     free(rows), free(caused), free(caused_op), free(last), free(calls), free(seen), free(excess);
     rsr_coll_analysis_free(out);
     return -1;
+}
+
+/* The step a time falls in (steps in time order; -1: none). */
+static long step_at(const struct rsr_steps *st, int64_t t)
+{
+    size_t lo = 0, hi = st->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (st->steps[mid].start_ns <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo && t < st->steps[lo - 1].end_ns ? (long)lo - 1 : -1;
+}
+
+int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_steps *st)
+{
+    if (!st->n)
+        return 0;
+    double *wait = calloc(st->n, sizeof *wait), *shadow = calloc(st->n, sizeof *shadow);
+    struct rsr_coll_merge mg;
+    int rc = -1;
+    if (!wait || !shadow || rsr_coll_merge_open(&mg, models, n) != 0)
+        goto done;
+    const struct rsr_coll_entry *e;
+    long ng;
+    while ((ng = rsr_coll_merge_next(&mg, &e)) > 0)
+        for (long a = 0, b; a < ng; a = b) {
+            b = run_end(e, a, ng);
+            struct call c;
+            call_of(e, a, b, &c);
+            for (long j = a; j < b; j++) {
+                if (j > a && e[j].model == e[j - 1].model)
+                    continue;
+                long k = step_at(st, e[j].t.start_ns);
+                if (k < 0)
+                    continue;
+                struct member m = member_of(&c, &e[j].t);
+                wait[k] += (double)m.exposed_wait;
+                shadow[k] += m.shadowed;
+            }
+        }
+    rsr_coll_merge_close(&mg);
+    if (ng < 0)
+        goto done;
+    for (size_t k = 0; k < st->n; k++) {
+        struct rsr_step *x = &st->steps[k];
+        if (x->ranks_ns <= 0)
+            continue;
+        /* the wait and the shadowed transfer were in the communication
+         * compute did not hide (as rsr_coll_split_gpu per process) */
+        x->sync_wait_pct = fmin(x->exposed_comm_pct, 100 * wait[k] / x->ranks_ns);
+        x->exposed_comm_pct = fmax(0, x->exposed_comm_pct - x->sync_wait_pct - 100 * shadow[k] / x->ranks_ns);
+    }
+    rc = 0;
+done:
+    free(wait), free(shadow);
+    return rc;
 }

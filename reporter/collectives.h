@@ -14,6 +14,7 @@
 
 #include "reporter/gpu_breakdown.h"
 #include "reporter/model.h"
+#include "reporter/steps.h"
 
 /* nccl-tests' bus bandwidth factor for op on n ranks: 2(n-1)/n for
  * AllReduce; (n-1)/n for AllGather, ReduceScatter, AlltoAll, Gather,
@@ -147,5 +148,13 @@ void rsr_coll_analysis_free(struct rsr_coll_analysis *a);
  * a rank that has nothing left to compute only waits for it, and a faster
  * transfer would give it nothing (gpu_breakdown.h). */
 void rsr_coll_split_gpu(const struct rsr_coll_analysis *a, size_t i, struct rsr_gpu_breakdown *b);
+
+/* The same split per step: merges the calls again, puts each rank's share
+ * of a call in the step its arrival falls in, and sets each step's
+ * sync_wait_pct (the wait for a late rank compute did not hide) and leaves
+ * in its exposed_comm_pct only the transfer that costs time, both of the
+ * ranks' step time. Returns 0, or -1 when out of memory or a spill read
+ * failed. */
+int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_steps *st);
 
 #endif

@@ -252,6 +252,7 @@ static void step_chart(FILE *f, yajl_val st)
                 max);
     fprintf(f, ". Each bar: <span class=\"key\" style=\"background:#43a047\"></span>compute "
                "<span class=\"key\" style=\"background:#e53935\"></span>exposed communication "
+               "<span class=\"key\" style=\"background:#fb8c00\"></span>waiting for a late rank "
                "<span class=\"key\" style=\"background:#c8c8c8\"></span>GPU idle, the rest in the phase's colour "
                "(<span class=\"key\" style=\"background:#4477aa\"></span>training "
                "<span class=\"key\" style=\"background:#228833\"></span>evaluation "
@@ -276,23 +277,26 @@ static void step_chart(FILE *f, yajl_val st)
         yajl_val x = rsr_jv_at(series, top);
         double dur = rsr_jv_knum_or(x, "dur_ms", 0), h = 100 * fmin(dur, max) / max;
         double comp = fmax(0, rsr_jv_knum_or(x, "compute_pct", 0)), exposed = fmax(0, rsr_jv_knum_or(x, "exposed_comm_pct", 0));
-        double idle = fmax(0, rsr_jv_knum_or(x, "idle_pct", 0)), rest = fmax(0, 100 - comp - exposed - idle);
+        double wait = fmax(0, rsr_jv_knum_or(x, "sync_wait_pct", 0)), idle = fmax(0, rsr_jv_knum_or(x, "idle_pct", 0));
+        double rest = fmax(0, 100 - comp - exposed - wait - idle);
         const char *ph = rsr_jv_kstr(x, "phase");
         const char *phc = ph && strcmp(ph, "train") == 0 ? "#4477aa" : ph && strcmp(ph, "eval") == 0 ? "#228833"
                                                                                                        : "#999999";
         fprintf(f, "<g data-s=\"%.0f\" data-d=\"%.0f\"><title>", rsr_jv_knum_or(x, "start_s", 0) * 1e9, dur * 1e6);
         if (hi - lo > 1)
             fprintf(f, "steps %zu to %zu, the longest: ", lo, hi - 1);
-        fprintf(f, "step %zu (%s): %.3g ms; compute %.0f%%, exposed communication %.0f%%, idle %.0f%%%s%s</title>",
-                top, ph ? ph : "?", dur, comp, exposed, idle,
+        fprintf(f, "step %zu (%s): %.3g ms; compute %.0f%%, exposed communication %.0f%%, waiting for a late rank "
+                   "%.0f%%, idle %.0f%%%s%s</title>",
+                top, ph ? ph : "?", dur, comp, exposed, wait, idle,
                 rsr_jv_key(x, "checkpoint") && YAJL_IS_TRUE(rsr_jv_key(x, "checkpoint")) ? "; checkpoint" : "",
                 is_slow ? "; slow" : "");
-        /* from the bottom: compute, exposed communication, idle, the rest */
-        const double part[4] = { comp, exposed, idle, rest };
-        const char *const colour[4] = { "#43a047", "#e53935", "#c8c8c8", phc };
-        double y = 100, sum = comp + exposed + idle + rest;
-        for (int q = 0; q < 4; q++) {
-            double hq = sum > 0 ? h * part[q] / sum : (q == 3 ? h : 0);
+        /* from the bottom: compute, exposed communication, the wait for a
+         * late rank, idle, the rest */
+        const double part[5] = { comp, exposed, wait, idle, rest };
+        const char *const colour[5] = { "#43a047", "#e53935", "#fb8c00", "#c8c8c8", phc };
+        double y = 100, sum = comp + exposed + wait + idle + rest;
+        for (int q = 0; q < 5; q++) {
+            double hq = sum > 0 ? h * part[q] / sum : (q == 4 ? h : 0);
             if (hq <= 0)
                 continue;
             y -= hq;

@@ -472,6 +472,7 @@ static void steps_json(FILE *f, const struct rsr_job *j)
         fprintf(f, ",\"phase\":\"%s\"", rsr_step_phase_name(x->phase));
         num_key(f, "compute_pct", x->compute_pct);
         num_key(f, "exposed_comm_pct", x->exposed_comm_pct);
+        num_key(f, "sync_wait_pct", x->sync_wait_pct);
         num_key(f, "idle_pct", x->idle_pct);
         num_key(f, "io_ms", x->io_ms);
         num_key(f, "data_wait_ms", x->wait_ms);

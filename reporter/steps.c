@@ -759,6 +759,7 @@ static void fold_finish(struct rsr_step *st, size_t np)
     double len = st->idle_ms, comp = st->compute_pct, exposed = st->exposed_comm_pct;
     double busy = st->idle_pct, busy_max = st->busy_spread_ms, idle = len - busy;
     st->compute_pct = st->exposed_comm_pct = st->idle_pct = 0;
+    st->ranks_ns = len;
     if (len > 0) {
         st->compute_pct = 100 * comp / len;
         st->exposed_comm_pct = 100 * exposed / len;

@@ -99,6 +99,8 @@ void rsr_steps_found_free(struct rsr_steps_found *f);
 struct rsr_step {
     int64_t start_ns, end_ns;
     double compute_pct, exposed_comm_pct, idle_pct;     /* of the ranks' step time */
+    double sync_wait_pct;       /* waiting for a late rank, not hidden (rsr_coll_step_waits) */
+    double ranks_ns;            /* the ranks' step time: their steps' lengths summed */
     double io_ms, wait_ms;      /* I/O calls, data-loading wait: mean over ranks */
     double ckpt_ms;             /* checkpoint writes inside it, longest over ranks */
     double busy_spread_ms;      /* the busiest rank's GPU busy time less the mean rank's */

@@ -154,3 +154,23 @@ def checkpoint_pct_logged(events):
         return 0.0, len(ck), len(mains)
     wall = max(e["end_ns"] for e in mains) - min(e["start_ns"] for e in mains)
     return 100.0 * length(ck) / wall, len(ck), len(mains)
+
+
+def step_wait_pct(truth, steps, ranks):
+    """Per training step (by index), from the truth file: the ranks' waits
+    for the last rank of each collective whose arrival falls in the step,
+    summed, as % of the ranks' lengths of that step (simtrain's step lines,
+    steps). Without overlap (collectives on the compute stream) no compute
+    hides a wait, so this is the wait no compute hid."""
+    win = {}
+    for t in steps:
+        if t["phase"] == "train":
+            win.setdefault(t["index"], {})[t["rank"]] = (t["start_ns"], t["end_ns"])
+    wait = {k: 0 for k in win}
+    for r in ranks:
+        for arrive, c in _rank_ops(truth, r, False)[1]:
+            for k, w in win.items():
+                if r in w and w[r][0] <= arrive < w[r][1]:
+                    wait[k] += c["start_ns"] - arrive
+                    break
+    return {k: 100.0 * wait[k] / sum(e - s for s, e in w.values()) for k, w in win.items()}

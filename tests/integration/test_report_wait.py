@@ -11,6 +11,10 @@ told to slow down. Checks:
 - each rank's wait for the last rank, its transfer and its exposed
   transfer (report.json gpu sync_wait_pct, transfer_pct, exposed_comm_pct)
   against the truth's (simtruth.truth_split);
+- per training step (report.json steps.series sync_wait_pct, without
+  overlap): the median step's wait for the late rank within 2 points of the
+  truth's, and the wait a step breakdown shows is not also counted as
+  exposed communication;
 - overlap off -> on with the straggler still there: exposed transfer falls
   on every rank, and `ringside diff` resolves exposed_communication while
   straggler_rank remains."""
@@ -20,7 +24,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rstest import AGENT, RINGSIDE, check, cleanup, finish, run  # noqa: E402
-from simtruth import truth_gpu, truth_split  # noqa: E402
+from simtruth import step_wait_pct, truth_gpu, truth_split  # noqa: E402
 from test_report_sim import LAUNCH, NRANKS, SIM, TRAIN, run_job  # noqa: E402
 
 # simtrain's ranks: kernels long enough that the host's scheduling on a
@@ -94,6 +98,24 @@ def data_case():
     cleanup(d)
 
 
+def step_checks(name, d, rep, truth):
+    """The wait for the late rank per training step, against the truth's."""
+    with open(os.path.join(d, "truth")) as f:
+        steps = [t for t in (json.loads(line) for line in f if line.strip()) if t.get("kind") == "step"]
+    want = step_wait_pct(truth, steps, range(NRANKS))
+    series = [x for x in rep.get("steps", {}).get("series", []) if x["phase"] == "train"]
+    got = sorted(x.get("sync_wait_pct", -1) for x in series)
+    med = lambda v: v[len(v) // 2] if v else None  # noqa: E731
+    w = sorted(want.values())
+    check(name + "_step_sync_wait_vs_truth", got and w and abs(med(got) - med(w)) <= 2 and med(w) > 10,
+          "median step: %s%% waiting for the late rank, truth %s%%" % (med(got), med(w)))
+    # the job's exposed communication per step is transfer only: with the
+    # wait beside it, compute + exposed + wait + idle fit in the step
+    over = [x["index"] for x in series
+            if x["compute_pct"] + x["exposed_comm_pct"] + x["sync_wait_pct"] + x["idle_pct"] > 100.5]
+    check(name + "_step_parts_fit", not over, "steps whose parts add up past 100%%: %s" % over[:10])
+
+
 def kernels_case():
     """--straggler with overlap off, then on: the kernels named, the split
     against truth both times, and the diff of the two."""
@@ -117,6 +139,8 @@ def kernels_case():
               bar is not None and all(k in want and want[k] >= bar for k in got),
               "named %r; slower by truth (excess ms) %r" % (got, {k: round(v / 1e6, 3) for k, v in want.items()}))
         split_checks(name, rep, truth, overlap)
+        if not overlap:
+            step_checks(name, d, rep, truth)
     if len(runs) == 2:
         off, on = runs[False], runs[True]
         g = {o: {p["rank"]: p["gpu"]["exposed_comm_pct"] for p in runs[o][1]["processes"] if p["rank"] is not None}
