@@ -324,14 +324,28 @@ void rs_stackw_gpu_sample(uint64_t ts, uint64_t weight, uint32_t tid, uint32_t s
     s.nopen++;
 }
 
-/* Whether a sample is reason enough for the process to have a trace file:
- * all but waits for other processes, threads and time (a launcher that
- * only waits in waitpid or poll leaves no file, as before those waits
- * were recorded; with a file, they are written with the rest). */
+/* Whether a sample is reason enough for the process to have a trace file.
+ * A process whose work is waiting (threads on locks, condition variables,
+ * semaphores, joins, barriers, futexes) is kept. A launcher is told apart
+ * by what it waits for: its children, their pipes and sockets, and time
+ * (waitpid, poll, reads of pipes and sockets, sleeps): such a process
+ * leaves no file for those waits alone, as torchrun's agent, srun,
+ * simlaunch and a shell don't, even where it is a rank (a launcher run as
+ * an srun task); with a file, they are written with the rest. */
 static int opens_file(const struct rsf_sample *x)
 {
-    return x->kind != RSF_SAMPLE_WAIT || x->reason == RSF_WAIT_NONE || x->reason == RSF_WAIT_FILE ||
-           x->reason == RSF_WAIT_CUDA_SYNC || x->reason == RSF_WAIT_FILE_LOCK;
+    if (x->kind != RSF_SAMPLE_WAIT)
+        return 1;
+    switch (x->reason) {
+    case RSF_WAIT_CHILD:
+    case RSF_WAIT_PIPE:
+    case RSF_WAIT_SOCKET:
+    case RSF_WAIT_POLL:
+    case RSF_WAIT_SLEEP:
+        return 0;
+    default:
+        return 1;
+    }
 }
 
 int rs_stackw_take(const struct rs_rec_hdr *h, uint32_t tid, const struct rs_tick_map *map,

@@ -15,7 +15,8 @@ ready or a zero time-out, waitpid WNOHANG) record nothing; a wait a signal
 interrupts still fails with EINTR (in the output)."""
 import os
 
-from rstest import PROG, RINGSIDE, check, cleanup, finish, run, tempdir, traced_env
+from rstest import PROG, check, cleanup, finish, run, tempdir, traced_env
+from waitflame import folded, truth
 
 EXPECT = {
     "wait_condvar": "condvar", "wait_mutex": "lock", "wait_rwlock": "rwlock", "wait_spin": "spin",
@@ -25,30 +26,6 @@ EXPECT = {
     "wait_usleep": "sleep", "wait_futex": "futex", "wait_flock": "file-lock",
     "wait_fcntl_lock": "file-lock",
 }
-
-
-def truth(stderr):
-    """{function: ns blocked} as the program measured it."""
-    t = {}
-    for line in stderr.decode().splitlines():
-        f = line.split()
-        if len(f) == 3 and f[0] == "time":
-            t[f[1]] = int(f[2])
-    return t
-
-
-def folded(out):
-    """[(frames, weight)] of the wait flame graph of the traces under out."""
-    path = os.path.join(out, "wait.folded")
-    p = run([RINGSIDE, "flame", out, "--kind", "wait", "-o", path])
-    check("ringside flame --kind wait", p.returncode == 0, p.stderr.decode()[-300:])
-    stacks = []
-    if p.returncode == 0:
-        with open(path) as f:
-            for line in f:
-                frames, _, w = line.rstrip("\n").rpartition(" ")
-                stacks.append((frames.split(";"), int(w)))
-    return stacks
 
 
 def main():

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""A process whose only work is waiting keeps its trace (issue 28):
+tests/programs/only_waits blocks its main thread in turn on a condition
+variable, a semaphore, a pipe, a mutex and a child (2.6 s, held up by
+threads and a child that sleep; nothing computes, reads or writes a file),
+and measures each wait with its own clock. Checks: output and exit status
+as without the agent; one trace file, the program's (its child, which only
+sleeps, leaves none, as a launcher's waits for its children and time leave
+none); the wait flame graph gives each blocking function its time within
+10% of the program's own clock. A shell that only waits for its child
+leaves no file, and a folder where nothing was written gets a message
+naming it and saying why."""
+import os
+import re
+
+from rstest import PROG, RINGSIDE, check, cleanup, finish, run, tempdir, trace_files, traced_env
+from waitflame import folded, truth
+
+WAITS = {"wait_condvar": "condvar", "wait_semaphore": "semaphore", "wait_pipe": "pipe",
+         "wait_mutex": "lock", "wait_child": "child"}
+
+
+def main():
+    out = tempdir("only-waits")
+    prog = os.path.join(PROG, "only_waits")
+    bare = run([prog, "500"], cwd="/tmp")
+    traced = run([prog, "500"], env=traced_env(out), cwd="/tmp")
+    check("only_waits runs without the agent", bare.returncode == 0, bare.stderr.decode()[-300:])
+    check("only_waits: same exit status and output with the agent",
+          traced.returncode == bare.returncode and traced.stdout == bare.stdout,
+          "%d vs %d" % (traced.returncode, bare.returncode))
+    files = trace_files(out)
+    names = [os.path.basename(f) for f in files]
+    check("only_waits: one trace file, the program's",
+          len(files) == 1 and names[0].endswith(".%d.trace.lz4" % pid_of(traced.stderr)),
+          "files %s, the program's pid %d" % (names, pid_of(traced.stderr)))
+    t = truth(traced.stderr)
+    check("only_waits: the program measured every wait", set(t) == set(WAITS), str(sorted(t)))
+    stacks = folded(out) if files else []
+    for fn, reason in sorted(WAITS.items()):
+        leaf = "[wait: %s]" % reason
+        got = sum(w for frames, w in stacks if fn in frames)
+        want = t.get(fn, 0)
+        check("only_waits: %s blocked %s within 10%%" % (fn, leaf),
+              want > 0 and abs(got - want) <= 0.1 * want and
+              any(fn in f and f[-1] == leaf for f, _ in stacks),
+              "flame graph %d ns, program %d ns; stacks %s" % (got, want, [(f[-3:], w) for f, w in stacks if fn in f]))
+    cleanup(out)
+
+    # a launcher-like process: a shell that waits for its child (then
+    # execs a program that does nothing): the child's file alone
+    out = tempdir("only-waits-shell")
+    p = run(["sh", "-c", "%s 100 && exec true" % prog], env=traced_env(out))
+    names = [os.path.basename(f) for f in trace_files(out)]
+    check("a shell that only waits for its child leaves no file",
+          p.returncode == 0 and len(names) == 1 and names[0].endswith(".%d.trace.lz4" % pid_of(p.stderr)),
+          "files %s, the child's pid %d" % (names, pid_of(p.stderr)))
+    cleanup(out)
+
+    empty = tempdir("only-waits-empty")
+    for cmd in (["flame", empty], ["report", empty, "-o", os.path.join(empty, "rep")]):
+        p = run([RINGSIDE] + cmd)
+        err = p.stderr.decode()
+        check("ringside %s on a folder without traces names it and says why" % cmd[0],
+              p.returncode != 0 and empty in err and "no trace files" in err, err[-300:])
+    cleanup(empty)
+    finish()
+
+
+def pid_of(stderr):
+    """The pid only_waits said it ran as (-1: none)."""
+    m = re.search(rb"^pid (\d+)$", stderr, re.M)
+    return int(m.group(1)) if m else -1
+
+
+if __name__ == "__main__":
+    main()
