@@ -436,9 +436,13 @@ static int pending_room(void)
  * went on the stream at the call, before the work; the end event waits here
  * until the program's poll of that communicator on this thread reports it
  * ready, and goes on the stream then, after the work. The work cannot start
- * before it was enqueued, nor (with the start event alone) after the start
- * event ran on an idle stream, so the GPU start is held to no earlier than
- * that moment too (enqueued_ns). Where the program never polls on this
+ * before it was enqueued, which on an idle stream is after the start event
+ * ran: the GPU start is held to no earlier than the last poll that still
+ * said ncclInProgress (enqueued_ns; NCCL marks the communicator ready right
+ * after it enqueued, so that poll came before the work, give or take that
+ * gap). The end event goes on the stream within one poll of the enqueue: a
+ * collective shorter than the program's polling interval is stretched to
+ * it (PyTorch polls in a tight loop). Where the program never polls on this
  * thread, its next NCCL call here settles what NCCL reports ready, and a
  * communicator's end settles the rest without GPU times. */
 struct waiting {
@@ -448,6 +452,9 @@ struct waiting {
 };
 static __thread struct waiting *waiting RS_TLS;
 static __thread int waiting_failed RS_TLS;
+/* The last poll on this thread that said ncclInProgress, and of which communicator. */
+static __thread uint64_t busy_ns RS_TLS;
+static __thread ncclComm_t busy_comm RS_TLS;
 
 static int waiting_room(void)
 {
@@ -470,7 +477,6 @@ static void coll_commit(const struct rs_rec_coll *c);
 /* Records the calls waiting on comm: with an end event when ok. */
 static void waiting_resolve(ncclComm_t comm, int ok)
 {
-    uint64_t now = rs_now();
     int k = 0;
     for (int i = 0; i < nwaiting; i++) {
         struct waiting *x = &waiting[i];
@@ -481,7 +487,7 @@ static void waiting_resolve(ncclComm_t comm, int ok)
         rs_th.guard = 1;
         x->rec.h.file = rs_gpu_end(x->rec.h.file, x->stream, 0, ok);
         rs_th.guard = 0;
-        x->rec.enqueued_ns = now;
+        x->rec.enqueued_ns = busy_comm == comm && busy_ns > x->rec.start_ns ? busy_ns : 0;
         coll_commit(&x->rec);
     }
     nwaiting = k;
@@ -740,8 +746,15 @@ RS_EXPORT ncclResult_t ncclGroupEnd(void)
 RS_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
 {
     ncclResult_t r = CALL(ncclCommGetAsyncError, comm, asyncError);
-    if (r != ncclSuccess || !asyncError || *asyncError == ncclInProgress || !nccl_on())
+    if (r != ncclSuccess || !asyncError || !nccl_on())
         return r;
+    if (*asyncError == ncclInProgress) {
+        if (nwaiting > 0) {
+            busy_ns = rs_now();
+            busy_comm = comm;
+        }
+        return r;
+    }
     int saved = errno;
     struct comm_slot *s = comm_find(comm, 0);
     if (s && atomic_load_explicit(&s->ready, memory_order_acquire) && !atomic_load(&s->facts))
