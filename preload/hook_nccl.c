@@ -720,19 +720,27 @@ RS_EXPORT ncclResult_t ncclGroupEnd(void)
         group_depth--;
     if (group_depth == 0 && npending > 0) {
         int saved = errno;
-        /* A grouped call's work is launched here: its call lasts until now.
-         * A non-blocking group's is launched later (see struct waiting). */
+        /* A non-blocking group's work is launched later (see struct waiting). */
+        int later = r == ncclInProgress && nccl_on();
+        rs_th.guard = 1;
+        for (int i = 0; i < npending && !later; i++) {
+            struct pending *p = &pending[i];
+            if (p->rec.h.file)
+                p->rec.h.file = rs_gpu_end(p->rec.h.file, p->stream, 0, r == ncclSuccess);
+        }
+        rs_th.guard = 0;
+        /* A grouped call's work is launched here: its call lasts until now. */
         uint64_t t1 = rs_now();
         for (int i = 0; i < npending; i++) {
             struct pending *p = &pending[i];
             p->rec.dur_ns = t1 - p->rec.start_ns;
-            if (r == ncclInProgress && p->rec.h.file && nccl_on() && waiting_room()) {
+            if (later && p->rec.h.file && waiting_room()) {
                 waiting[nwaiting++] = (struct waiting){ p->rec, p->stream, p->comm };
                 continue;
             }
-            if (p->rec.h.file) {
+            if (later && p->rec.h.file) {
                 rs_th.guard = 1;
-                p->rec.h.file = rs_gpu_end(p->rec.h.file, p->stream, 0, r == ncclSuccess);
+                p->rec.h.file = rs_gpu_end(p->rec.h.file, p->stream, 0, 0);
                 rs_th.guard = 0;
             }
             coll_commit(&p->rec);
