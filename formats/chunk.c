@@ -79,6 +79,7 @@ static const struct rsf_field_desc chunk_fields[RSF_CHUNK_NSLOTS] = {
     [RSF_CHUNK_DEVICES] = STRUCTF("devices", RSF_F_VEC_STRUCT, struct rsf_device),
     [RSF_CHUNK_SERIES] = STRUCTF("series", RSF_F_VEC_STRUCT, struct rsf_series),
     [RSF_CHUNK_POINTS] = STRUCTF("points", RSF_F_VEC_STRUCT, struct rsf_point),
+    [RSF_CHUNK_COLL_GROUPS] = STRUCTF("coll_groups", RSF_F_VEC_STRUCT, struct rsf_coll_group),
 };
 const struct rsf_table_desc rsf_chunk_desc = { "Chunk", RSF_CHUNK_NSLOTS, chunk_fields };
 
@@ -224,6 +225,7 @@ static int enc_fill(struct enc *e, const struct rsf_chunk *c)
     e->chunk[RSF_CHUNK_DEVICES] = vval(c->devices, c->ndevices);
     e->chunk[RSF_CHUNK_SERIES] = vval(c->series, c->nseries);
     e->chunk[RSF_CHUNK_POINTS] = vval(c->points, c->npoints);
+    e->chunk[RSF_CHUNK_COLL_GROUPS] = vval(c->coll_groups, c->ncoll_groups);
     if (c->nstacks) {
         e->stacks = calloc(c->nstacks, RSF_STACK_NSLOTS * sizeof *e->stacks);
         e->stack_ptrs = calloc(c->nstacks, sizeof *e->stack_ptrs);
@@ -365,6 +367,11 @@ int rsf_chunk_decode(const uint8_t *buf, size_t size, struct rsf_chunk_view *v, 
     c->devices = struct_vec(buf, t, RSF_CHUNK_DEVICES, &c->ndevices);
     c->series = struct_vec(buf, t, RSF_CHUNK_SERIES, &c->nseries);
     c->points = struct_vec(buf, t, RSF_CHUNK_POINTS, &c->npoints);
+    c->coll_groups = struct_vec(buf, t, RSF_CHUNK_COLL_GROUPS, &c->ncoll_groups);
+    if (c->ncoll_groups != c->ncolls) { /* not this format's: the calls stand without groups */
+        c->coll_groups = NULL;
+        c->ncoll_groups = 0;
+    }
 
     uint32_t sv = rsf_fb_deref(buf, t, RSF_CHUNK_STRINGS);
     uint32_t m = rsf_fb_deref(buf, t, RSF_CHUNK_META);

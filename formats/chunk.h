@@ -81,6 +81,8 @@ struct rsf_chunk {
     uint32_t nranges;
     const struct rsf_launch *launches;   /* nlaunches == ngpu, or 0: none */
     uint32_t nlaunches;
+    const struct rsf_coll_group *coll_groups; /* ncoll_groups == ncolls, or 0: none */
+    uint32_t ncoll_groups;
     const struct rsf_function *functions;
     uint32_t nfunctions;
     const struct rsf_device *devices;

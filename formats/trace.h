@@ -208,6 +208,11 @@ struct rsf_launch {
     uint16_t block_x, block_y, block_z, cluster_x, cluster_y, cluster_z;
 };
 
+/* CollGroup: the NCCL group of colls[i] when in coll_groups[i] (0: none). */
+struct rsf_coll_group {
+    uint64_t group;
+};
+
 /* Function: a launched function's attributes, once per file. */
 struct rsf_function {
     uint32_t id, name, static_smem, local_bytes;
@@ -276,6 +281,7 @@ _Static_assert(sizeof(struct rsf_function) == 24, "Function layout");
 _Static_assert(sizeof(struct rsf_device) == 68, "Device layout");
 _Static_assert(sizeof(struct rsf_series) == 24, "Series layout");
 _Static_assert(sizeof(struct rsf_point) == 24, "Point layout");
+_Static_assert(sizeof(struct rsf_coll_group) == 8, "CollGroup layout");
 
 /* Field slots of each table, in trace.fbs declaration order. */
 enum { RSF_SETTING_KEY, RSF_SETTING_VALUE, RSF_SETTING_NSLOTS };
@@ -297,7 +303,7 @@ enum {
     RSF_CHUNK_COUNTERS, RSF_CHUNK_END, RSF_CHUNK_GPU, RSF_CHUNK_SYNCS, RSF_CHUNK_COLLS,
     RSF_CHUNK_COMMS, RSF_CHUNK_MEMS, RSF_CHUNK_STACKS, RSF_CHUNK_SAMPLES, RSF_CHUNK_MODULES,
     RSF_CHUNK_RANGES, RSF_CHUNK_LAUNCHES, RSF_CHUNK_FUNCTIONS, RSF_CHUNK_DEVICES, RSF_CHUNK_SERIES,
-    RSF_CHUNK_POINTS, RSF_CHUNK_NSLOTS
+    RSF_CHUNK_POINTS, RSF_CHUNK_COLL_GROUPS, RSF_CHUNK_NSLOTS
 };
 
 #endif

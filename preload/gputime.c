@@ -242,21 +242,52 @@ static int writer_ctx(void)
     return writer_ctx_set > 0;
 }
 
+/* ms from event a to event b, negative when b came first: asked the other
+ * way round too, for a driver that will not give a negative time. */
+static int elapsed_signed(float *ms, CUevent a, CUevent b)
+{
+    if (rs_cu.elapsed(ms, a, b) == CUDA_SUCCESS)
+        return 0;
+    if (rs_cu.elapsed(ms, b, a) != CUDA_SUCCESS)
+        return -1;
+    *ms = -*ms;
+    return 0;
+}
+
+/* A pair waits as long as its work does (a collective held up for minutes
+ * by a straggler or a checkpoint): while its anchor still holds, it is
+ * mapped through that anchor; once the anchor has been renewed away, its
+ * end is mapped through the newest anchor and its start is the end less
+ * the pair's own elapsed time (float ms: about 2 us lost over 20 s, far
+ * less than such a wait). Nothing is kept for it but the pair itself. */
 int rs_gpu_times(uint32_t pair, uint32_t anchor, uint64_t *start, uint64_t *end)
 {
     *start = *end = 0;
     if (atomic_load(&pool_state) != POOL_READY || atomic_load(&closed) || pair == 0 ||
         pair > npairs || !writer_ctx())
         return -1;
-    uint32_t gen = atomic_load_explicit(&anchor_gen, memory_order_relaxed);
-    if (gen - anchor >= NANCHORS) {
-        pair_push(pair);
-        return -1;
-    }
     CUresult q = rs_cu.event_query(ev_end[pair]);
     if (q == CUDA_ERROR_NOT_READY)
         return 0;
+    uint32_t gen = atomic_load_explicit(&anchor_gen, memory_order_relaxed);
     float ms0, ms1;
+    if (q == CUDA_SUCCESS && gen - anchor >= NANCHORS) {
+        uint32_t slot = gen % NANCHORS;
+        float span;
+        if (elapsed_signed(&ms1, anchor_ev[slot], ev_end[pair]) != 0 ||
+            rs_cu.elapsed(&span, ev_start[pair], ev_end[pair]) != CUDA_SUCCESS || span < 0) {
+            pair_push(pair);
+            return -1;
+        }
+        int64_t e = (int64_t)anchor_ns[slot] + (int64_t)((double)ms1 * 1e6 + (ms1 < 0 ? -0.5 : 0.5));
+        int64_t b = e - (int64_t)((double)span * 1e6 + 0.5);
+        pair_push(pair);
+        if (b < 0)
+            return -1;
+        *start = (uint64_t)b;
+        *end = (uint64_t)e;
+        return 1;
+    }
     uint32_t slot = anchor % NANCHORS;
     if (q != CUDA_SUCCESS || rs_cu.elapsed(&ms0, anchor_ev[slot], ev_start[pair]) != CUDA_SUCCESS ||
         rs_cu.elapsed(&ms1, anchor_ev[slot], ev_end[pair]) != CUDA_SUCCESS || ms0 < 0 || ms1 < ms0) {

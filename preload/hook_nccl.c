@@ -2,8 +2,11 @@
  * bytes as nccl-tests counts them, root or peer, communicator id, sequence
  * number (collectives: per communicator; sends and receives: per
  * communicator, peer and direction), stream, GPU start and end from an event pair
- * around the call, or around the group it belongs to), groups, and the life
- * of communicators (creation with this process's rank and the size, end).
+ * around the call, or around the group it belongs to; for a non-blocking
+ * communicator, its end once NCCL reports the work enqueued), groups (each
+ * grouped call carries its group's number), and the life of communicators
+ * (creation with this process's rank and the size, read once it is ready;
+ * end).
  * Communicator ids are equal on every rank: a hash of the unique id (split:
  * of the parent's id, the colour and the parent's split count). */
 #include "preload/gpu.h"
@@ -69,6 +72,7 @@ REAL_DECL(ncclGetVersion);
 REAL_DECL(ncclCommCount);
 REAL_DECL(ncclCommUserRank);
 REAL_DECL(ncclCommCuDevice);
+REAL_DECL(ncclCommGetAsyncError);
 
 int rs_nccl_version(void)
 {
@@ -97,6 +101,12 @@ struct comm_slot {
     int32_t rank, nranks, device;
     _Atomic uint32_t seq, splits;
     _Atomic int ready;
+    /* A non-blocking communicator cannot be asked its rank, size or device
+     * until NCCL says it is ready (its creation returned ncclInProgress):
+     * facts 0 until then, and its creation's record waits with them. */
+    _Atomic int facts, settling;
+    int kind;
+    uint64_t t0, parent;
 };
 static struct comm_slot comms[COMM_SLOTS];
 
@@ -131,28 +141,70 @@ static struct comm_slot *comm_find(ncclComm_t c, int add)
     return NULL;
 }
 
-/* Remembers communicator c (new, or a handle reused) with its id. */
-static struct comm_slot *comm_add(ncclComm_t c, uint64_t id, int rank, int nranks)
+/* The communicator's state as NCCL reports it (ncclInProgress while a
+ * non-blocking one is not ready; ncclSuccess when it cannot be asked). */
+static ncclResult_t comm_state(ncclComm_t c)
+{
+    ncclResult_t st = ncclSuccess;
+    if (!REAL(ncclCommGetAsyncError) || real_ncclCommGetAsyncError(c, &st) != ncclSuccess)
+        return ncclSuccess;
+    return st;
+}
+
+/* Asks NCCL the rank, size and device not known yet. */
+static void comm_facts(ncclComm_t c, struct comm_slot *s)
+{
+    int rank = s->rank, nranks = s->nranks, dev = -1;
+    if (rank < 0 && REAL(ncclCommUserRank) && real_ncclCommUserRank(c, &rank) != ncclSuccess)
+        rank = -1;
+    if (nranks <= 0 && REAL(ncclCommCount) && real_ncclCommCount(c, &nranks) != ncclSuccess)
+        nranks = 0;
+    if (REAL(ncclCommCuDevice) && real_ncclCommCuDevice(c, &dev) != ncclSuccess)
+        dev = -1;
+    s->rank = rank;
+    s->nranks = nranks;
+    s->device = dev;
+    atomic_store_explicit(&s->facts, 1, memory_order_release);
+}
+
+/* Remembers communicator c (new, or a handle reused) with its id; its
+ * facts now, or, while its creation is in progress, once it is ready. */
+static struct comm_slot *comm_add(ncclComm_t c, uint64_t id, int rank, int nranks, int in_progress)
 {
     struct comm_slot *s = comm_find(c, 1);
     if (!s)
         return NULL;
     atomic_store(&s->ready, 0);
-    if (rank < 0 && REAL(ncclCommUserRank))
-        real_ncclCommUserRank(c, &rank);
-    if (nranks <= 0 && REAL(ncclCommCount))
-        real_ncclCommCount(c, &nranks);
-    int dev = -1;
-    if (REAL(ncclCommCuDevice) && real_ncclCommCuDevice(c, &dev) != ncclSuccess)
-        dev = -1;
     s->id = id;
     s->rank = rank;
     s->nranks = nranks;
-    s->device = dev;
+    s->device = -1;
+    s->kind = -1;
+    atomic_store(&s->facts, 0);
+    atomic_store(&s->settling, 0);
+    if (!in_progress)
+        comm_facts(c, s);
     atomic_store(&s->seq, 0);
     atomic_store(&s->splits, 0);
     atomic_store_explicit(&s->ready, 1, memory_order_release);
     return s;
+}
+
+static void comm_record(int kind, uint64_t t0, uint64_t t1, ncclComm_t c, const struct comm_slot *s,
+                        uint64_t parent);
+
+/* A non-blocking communicator's creation is over (st: how it ended): its
+ * facts are read and its creation recorded, ending now. Once. */
+static void comm_settle(ncclComm_t c, struct comm_slot *s, ncclResult_t st)
+{
+    if (atomic_load_explicit(&s->facts, memory_order_acquire) || atomic_exchange(&s->settling, 1))
+        return;
+    if (st == ncclSuccess)
+        comm_facts(c, s);
+    else
+        atomic_store(&s->facts, 1);
+    if (s->kind >= 0)
+        comm_record(s->kind, s->t0, rs_now(), c, s, s->parent);
 }
 
 /* The slot of a communicator used in a collective; one made now (id: the
@@ -160,9 +212,17 @@ static struct comm_slot *comm_add(ncclComm_t c, uint64_t id, int rank, int nrank
 static struct comm_slot *comm_get(ncclComm_t c)
 {
     struct comm_slot *s = comm_find(c, 0);
-    if (RS_LIKELY(s && atomic_load_explicit(&s->ready, memory_order_acquire)))
+    if (RS_LIKELY(s && atomic_load_explicit(&s->ready, memory_order_acquire))) {
+        /* A call on it: NCCL wants it ready by now, unless the program
+         * never asked through our ncclCommGetAsyncError. */
+        if (RS_UNLIKELY(!atomic_load_explicit(&s->facts, memory_order_acquire))) {
+            ncclResult_t st = comm_state(c);
+            if (st != ncclInProgress)
+                comm_settle(c, s, st);
+        }
         return s;
-    return comm_add(c, (uint64_t)(uintptr_t)c, -1, 0);
+    }
+    return comm_add(c, (uint64_t)(uintptr_t)c, -1, 0, comm_state(c) == ncclInProgress);
 }
 
 static void comm_record(int kind, uint64_t t0, uint64_t t1, ncclComm_t c, const struct comm_slot *s,
@@ -208,8 +268,15 @@ static void comm_created(int kind, ncclResult_t r, uint64_t t0, ncclComm_t c, ui
     if (!c)
         return;
     int saved = errno;
-    struct comm_slot *s = comm_add(c, id, rank, nranks);
-    comm_record(kind, t0, rs_now(), c, s, parent);
+    struct comm_slot *s = comm_add(c, id, rank, nranks, r == ncclInProgress);
+    if (s && r == ncclInProgress) {
+        /* recorded when it is ready: the creation lasts until then */
+        s->t0 = t0;
+        s->parent = parent;
+        s->kind = kind;
+    } else {
+        comm_record(kind, t0, rs_now(), c, s, parent);
+    }
     errno = saved;
 }
 
@@ -281,6 +348,9 @@ RS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
     return r;
 }
 
+static __thread int nwaiting RS_TLS;
+static void waiting_check(ncclComm_t only);
+
 /* Set while a communicator ends: a finalize that destroy makes is not a call of its own. */
 static __thread int in_comm_end RS_TLS;
 
@@ -290,6 +360,8 @@ static __thread int in_comm_end RS_TLS;
         if (!nccl_on() || in_comm_end)                                                         \
             return CALL(name, comm);                                                           \
         int saved = errno;                                                                     \
+        if (nwaiting > 0)                                                                      \
+            waiting_check(comm);                                                               \
         struct comm_slot *s = comm_get(comm);                                                  \
         errno = saved;                                                                         \
         struct comm_slot copy;                                                                 \
@@ -328,9 +400,13 @@ static const uint8_t type_size[ncclNumTypes] = {
 struct pending {
     struct rs_rec_coll rec;
     CUstream stream;
+    ncclComm_t comm;
 };
 static __thread int group_depth RS_TLS;
 static __thread int npending RS_TLS;
+/* The outermost group the thread is in: its number in the process, from 1. */
+static _Atomic uint64_t group_ids;
+static __thread uint64_t group_cur RS_TLS;
 /* A thread's list, mapped at its first group (a group of sends and receives
  * across many peers can hold thousands of calls); NULL: none or no memory. */
 static __thread struct pending *pending RS_TLS;
@@ -350,6 +426,91 @@ static int pending_room(void)
     }
     pending = m;
     return 1;
+}
+
+/* Non-blocking communicators. A call, or a group's end, that returns
+ * ncclInProgress has not put its work on the stream: NCCL's own thread does
+ * that later, and says so through ncclCommGetAsyncError, which the program
+ * polls (PyTorch right after each call, on the calling thread) and must see
+ * ncclSuccess from before it uses the communicator again. The start event
+ * went on the stream at the call, before the work; the end event waits here
+ * until the program's poll of that communicator on this thread reports it
+ * ready, and goes on the stream then, after the work. The work cannot start
+ * before it was enqueued, which on an idle stream is after the start event
+ * ran: the GPU start is held to no earlier than the last poll that still
+ * said ncclInProgress (enqueued_ns; NCCL marks the communicator ready right
+ * after it enqueued, so that poll came before the work, give or take that
+ * gap). The end event goes on the stream within one poll of the enqueue: a
+ * collective shorter than the program's polling interval is stretched to
+ * it (PyTorch polls in a tight loop). Where the program never polls on this
+ * thread, its next NCCL call here settles what NCCL reports ready, and a
+ * communicator's end settles the rest without GPU times. */
+struct waiting {
+    struct rs_rec_coll rec;
+    CUstream stream;
+    ncclComm_t comm;
+};
+static __thread struct waiting *waiting RS_TLS;
+static __thread int waiting_failed RS_TLS;
+/* The last poll on this thread that said ncclInProgress, and of which communicator. */
+static __thread uint64_t busy_ns RS_TLS;
+static __thread ncclComm_t busy_comm RS_TLS;
+
+static int waiting_room(void)
+{
+    if (RS_LIKELY(waiting != NULL))
+        return nwaiting < GROUP_MAX;
+    if (waiting_failed)
+        return 0;
+    void *m = mmap(NULL, GROUP_MAX * sizeof *waiting, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) {
+        waiting_failed = 1;
+        return 0;
+    }
+    waiting = m;
+    return 1;
+}
+
+static void coll_commit(const struct rs_rec_coll *c);
+
+/* Records the calls waiting on comm: with an end event when ok. */
+static void waiting_resolve(ncclComm_t comm, int ok)
+{
+    int k = 0;
+    for (int i = 0; i < nwaiting; i++) {
+        struct waiting *x = &waiting[i];
+        if (x->comm != comm) {
+            waiting[k++] = *x;
+            continue;
+        }
+        rs_th.guard = 1;
+        x->rec.h.file = rs_gpu_end(x->rec.h.file, x->stream, 0, ok);
+        rs_th.guard = 0;
+        x->rec.enqueued_ns = busy_comm == comm && busy_ns > x->rec.start_ns ? busy_ns : 0;
+        coll_commit(&x->rec);
+    }
+    nwaiting = k;
+}
+
+/* Settles the calls whose communicator NCCL reports done; with only set,
+ * that communicator's calls in any case (without GPU times if not done). */
+static void waiting_check(ncclComm_t only)
+{
+    for (int i = 0; i < nwaiting;) {
+        ncclComm_t c = waiting[i].comm;
+        if (only && c != only) {
+            i++;
+            continue;
+        }
+        ncclResult_t st = comm_state(c);
+        if (st == ncclInProgress && !only) {
+            i++;
+            continue;
+        }
+        waiting_resolve(c, st == ncclSuccess);
+        i = 0;
+    }
 }
 
 /* Sequence numbers of sends and receives: per communicator, peer and
@@ -400,6 +561,8 @@ static void coll_commit(const struct rs_rec_coll *c)
         if (!nccl_on())                                                                        \
             return CALL(NAME, __VA_ARGS__);                                                    \
         int saved_ = errno;                                                                    \
+        if (RS_UNLIKELY(nwaiting > 0))                                                         \
+            waiting_check(NULL);                                                               \
         struct comm_slot *s_ = comm_get(COMM);                                                 \
         struct rs_rec_coll c_ = { .h = { sizeof c_, RS_REC_COLL, OP, 0 } };                    \
         int timed_ = rs_cuda_ready() > 0;                                                      \
@@ -422,6 +585,7 @@ static void coll_commit(const struct rs_rec_coll *c)
         c_.redop = (uint8_t)(REDOP);                                                           \
         c_.group = (uint8_t)(group_depth > 255 ? 255 : group_depth);                           \
         c_.flags = fl_;                                                                        \
+        c_.group_id = group_depth > 0 ? group_cur : 0;                                         \
         errno = saved_;                                                                        \
         c_.start_ns = rs_now();                                                                \
         ncclResult_t r_ = CALL(NAME, __VA_ARGS__);                                             \
@@ -429,7 +593,11 @@ static void coll_commit(const struct rs_rec_coll *c)
         if (group_depth > 0 && r_ == ncclSuccess && pending_room()) {                          \
             c_.dur_ns = rs_now() - c_.start_ns;                                                \
             pending[npending].rec = c_;                                                        \
+            pending[npending].comm = (COMM);                                                   \
             pending[npending++].stream = (CUstream)(STREAM);                                   \
+        } else if (r_ == ncclInProgress && c_.h.file && group_depth == 0 && waiting_room()) {  \
+            c_.dur_ns = rs_now() - c_.start_ns;                                                \
+            waiting[nwaiting++] = (struct waiting){ c_, (CUstream)(STREAM), (COMM) };          \
         } else {                                                                               \
             if (c_.h.file) {                                                                   \
                 rs_th.guard = 1;                                                               \
@@ -540,8 +708,8 @@ RS_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t typ
 RS_EXPORT ncclResult_t ncclGroupStart(void)
 {
     ncclResult_t r = CALL(ncclGroupStart);
-    if (r == ncclSuccess)
-        group_depth++;
+    if (r == ncclSuccess && group_depth++ == 0)
+        group_cur = atomic_fetch_add_explicit(&group_ids, 1, memory_order_relaxed) + 1;
     return r;
 }
 
@@ -552,22 +720,56 @@ RS_EXPORT ncclResult_t ncclGroupEnd(void)
         group_depth--;
     if (group_depth == 0 && npending > 0) {
         int saved = errno;
+        /* A non-blocking group's work is launched later (see struct waiting). */
+        int later = r == ncclInProgress && nccl_on();
         rs_th.guard = 1;
-        for (int i = 0; i < npending; i++) {
+        for (int i = 0; i < npending && !later; i++) {
             struct pending *p = &pending[i];
             if (p->rec.h.file)
-                p->rec.h.file = rs_gpu_end(p->rec.h.file, p->stream, 0, r == ncclSuccess || r == ncclInProgress);
+                p->rec.h.file = rs_gpu_end(p->rec.h.file, p->stream, 0, r == ncclSuccess);
         }
         rs_th.guard = 0;
         /* A grouped call's work is launched here: its call lasts until now. */
         uint64_t t1 = rs_now();
         for (int i = 0; i < npending; i++) {
-            pending[i].rec.dur_ns = t1 - pending[i].rec.start_ns;
-            coll_commit(&pending[i].rec);
+            struct pending *p = &pending[i];
+            p->rec.dur_ns = t1 - p->rec.start_ns;
+            if (later && p->rec.h.file && waiting_room()) {
+                waiting[nwaiting++] = (struct waiting){ p->rec, p->stream, p->comm };
+                continue;
+            }
+            if (later && p->rec.h.file) {
+                rs_th.guard = 1;
+                p->rec.h.file = rs_gpu_end(p->rec.h.file, p->stream, 0, 0);
+                rs_th.guard = 0;
+            }
+            coll_commit(&p->rec);
         }
         npending = 0;
         errno = saved;
     }
+    return r;
+}
+
+RS_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
+{
+    ncclResult_t r = CALL(ncclCommGetAsyncError, comm, asyncError);
+    if (r != ncclSuccess || !asyncError || !nccl_on())
+        return r;
+    if (*asyncError == ncclInProgress) {
+        if (nwaiting > 0) {
+            busy_ns = rs_now();
+            busy_comm = comm;
+        }
+        return r;
+    }
+    int saved = errno;
+    struct comm_slot *s = comm_find(comm, 0);
+    if (s && atomic_load_explicit(&s->ready, memory_order_acquire) && !atomic_load(&s->facts))
+        comm_settle(comm, s, *asyncError);
+    if (nwaiting > 0)
+        waiting_resolve(comm, *asyncError == ncclSuccess);
+    errno = saved;
     return r;
 }
 
@@ -577,7 +779,7 @@ RS_EXPORT ncclResult_t ncclGroupEnd(void)
     X(ncclCommSplit) X(ncclCommDestroy) X(ncclCommAbort) X(ncclCommFinalize) X(ncclAllReduce)    \
     X(ncclAllGather) X(ncclReduceScatter) X(ncclBroadcast) X(ncclBcast) X(ncclReduce)            \
     X(ncclAlltoAll) X(ncclGather) X(ncclScatter) X(ncclSend) X(ncclRecv) X(ncclGroupStart)       \
-    X(ncclGroupEnd)
+    X(ncclGroupEnd) X(ncclCommGetAsyncError)
 
 int rs_nccl_present(const char *name, void *p)
 {

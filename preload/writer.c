@@ -53,6 +53,8 @@ static uint32_t take_gpu_stack(uint32_t tid)
 struct held_coll {
     struct rsf_coll_event e;
     uint32_t pair, anchor;
+    uint64_t group;          /* its NCCL group (0: none) */
+    uint64_t enqueued_ns;    /* its GPU start is not before this (0: no bound) */
 };
 
 /* An NVTX range begun and not yet ended; in the start/end table also the
@@ -123,6 +125,9 @@ struct wstate {
     uint32_t nsyncs, syncs_cap;
     struct rsf_coll_event *colls;
     uint32_t ncolls, colls_cap;
+    struct rsf_coll_group *coll_groups; /* colls[i]'s group; any_group: some is not 0 */
+    uint32_t coll_groups_cap;
+    int any_group;
     struct rsf_comm_event *comms;
     uint32_t ncomms, comms_cap;
     struct rsf_mem_event *mems;
@@ -532,6 +537,7 @@ static void emit(int end)
         .functions = w.functions, .nfunctions = w.nfunctions,
         .devices = w.devices, .ndevices = w.ndevices,
         .series = w.series, .nseries = w.nseries, .points = w.points, .npoints = w.npoints,
+        .coll_groups = w.any_group ? w.coll_groups : NULL, .ncoll_groups = w.any_group ? w.ncolls : 0,
     };
     rs_stackw_fill(&c);
     if (rs_cfg.test_skew)
@@ -563,6 +569,7 @@ reset:
     w.ngpu = w.nsyncs = w.ncolls = w.ncomms = w.nmems = w.nranges = 0;
     w.nfunctions = w.ndevices = w.nseries = w.npoints = 0;
     w.any_launch = 0;
+    w.any_group = 0;
     rs_stackw_chunk_done();
     w.chunk_str_base = w.nstr + 1;
     w.last_emit = rs_now();
@@ -587,9 +594,14 @@ static void put_gpu(const struct rsf_gpu_event *e, const struct rsf_launch *geom
     }
 }
 
-static void put_coll(const struct rsf_coll_event *e)
+/* A collective and its NCCL group (0: none). */
+static void put_coll(const struct rsf_coll_event *e, uint64_t group)
 {
-    if (ROOM(colls, ncolls, colls_cap)) {
+    if (ROOM(colls, ncolls, colls_cap) &&
+        !rs_grow((void **)&w.coll_groups, &w.coll_groups_cap, w.ncolls + 1, sizeof *w.coll_groups)) {
+        w.coll_groups[w.ncolls].group = group;
+        if (group)
+            w.any_group = 1;
         w.colls[w.ncolls++] = *e;
         w.recorded++;
     }
@@ -690,9 +702,9 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
             .redop = r->redop, .group = r->group, .flags = r->flags,
         };
         if (h->file && !rs_grow((void **)&w.held_coll, &w.held_coll_cap, w.nheld_coll + 1, sizeof *w.held_coll))
-            w.held_coll[w.nheld_coll++] = (struct held_coll){ e, h->file, r->anchor };
+            w.held_coll[w.nheld_coll++] = (struct held_coll){ e, h->file, r->anchor, r->group_id, r->enqueued_ns };
         else
-            put_coll(&e);
+            put_coll(&e, r->group_id);
         return;
     }
     case RS_REC_COMM: {
@@ -943,9 +955,12 @@ static uint32_t settle_pass(int give_up_now)
             w.held_coll[k++] = *c;
             continue;
         }
-        if (r > 0 && c->e.gpu_start_ns < c->e.launch_ns)
-            c->e.gpu_start_ns = c->e.launch_ns < c->e.gpu_end_ns ? c->e.launch_ns : c->e.gpu_end_ns;
-        put_coll(&c->e);
+        /* a non-blocking communicator's work went on the stream at
+         * enqueued_ns at the latest (hook_nccl.c) */
+        uint64_t floor = c->enqueued_ns > c->e.launch_ns ? c->enqueued_ns : c->e.launch_ns;
+        if (r > 0 && c->e.gpu_start_ns < floor)
+            c->e.gpu_start_ns = floor < c->e.gpu_end_ns ? floor : c->e.gpu_end_ns;
+        put_coll(&c->e, c->group);
     }
     w.nheld_coll = k;
     return w.nheld_gpu + w.nheld_coll;

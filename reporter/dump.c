@@ -171,8 +171,8 @@ static void dump_gpu(struct dump_state *d, const struct rsf_chunk *c)
                 e->launch_ns, e->gpu_start_ns, e->gpu_end_ns, e->count, e->bytes, e->comm,
                 e->stream, e->call_ns, e->tid, e->seq, e->peer);
         enum_field(o, "op", rsf_coll_op_name(e->op), e->op);
-        fprintf(o, ",\"datatype\":%u,\"redop\":%u,\"group\":%u,\"flags\":%u}\n", e->datatype,
-                e->redop, e->group, e->flags);
+        fprintf(o, ",\"datatype\":%u,\"redop\":%u,\"group\":%u,\"flags\":%u,\"group_id\":%" PRIu64 "}\n",
+                e->datatype, e->redop, e->group, e->flags, c->ncoll_groups ? c->coll_groups[i].group : 0);
     }
     for (uint32_t i = 0; i < c->ncomms; i++) {
         const struct rsf_comm_event *e = &c->comms[i];

@@ -47,6 +47,7 @@ SAME_SIZE(Function, rsf_function);
 SAME_SIZE(Device, rsf_device);
 SAME_SIZE(Series, rsf_series);
 SAME_SIZE(Point, rsf_point);
+SAME_SIZE(CollGroup, rsf_coll_group);
 
 #define SAME_VALUE(gen, c) static_assert(int(ringside::gen) == int(c), #gen)
 SAME_VALUE(Role_rank, RSF_ROLE_RANK);
@@ -128,7 +129,8 @@ SLOT(Chunk, VT_FUNCTIONS, RSF_CHUNK_FUNCTIONS);
 SLOT(Chunk, VT_DEVICES, RSF_CHUNK_DEVICES);
 SLOT(Chunk, VT_SERIES, RSF_CHUNK_SERIES);
 SLOT(Chunk, VT_POINTS, RSF_CHUNK_POINTS);
-static_assert(ringside::Chunk::VT_POINTS == 2 + 2 * RSF_CHUNK_NSLOTS, "Chunk slots");
+SLOT(Chunk, VT_COLL_GROUPS, RSF_CHUNK_COLL_GROUPS);
+static_assert(ringside::Chunk::VT_COLL_GROUPS == 2 + 2 * RSF_CHUNK_NSLOTS, "Chunk slots");
 
 // ---- run time: what C++ keeps private (struct field offsets) and names ----
 
@@ -219,6 +221,7 @@ static const cfield series_fields[] = {
     CF(rsf_series, kind), CF(rsf_series, link),
 };
 static const cfield point_fields[] = { CF(rsf_point, ts_ns), CF(rsf_point, value), CF(rsf_point, series) };
+static const cfield coll_group_fields[] = { CF(rsf_coll_group, group) };
 
 // flatc's struct type table lists each field's offset and, after them, the
 // struct's size; a field's size is the gap to the next offset less padding,
@@ -329,6 +332,7 @@ static void check_schema()
     CHECK_STRUCT(Device, rsf_device, device_fields);
     CHECK_STRUCT(Series, rsf_series, series_fields);
     CHECK_STRUCT(Point, rsf_point, point_fields);
+    CHECK_STRUCT(CollGroup, rsf_coll_group, coll_group_fields);
 #undef CHECK_STRUCT
     check_table("Chunk", &rsf_chunk_desc, ringside::ChunkTypeTable());
     for (unsigned op = 0; op <= ringside::IoOp_MAX; op++) {

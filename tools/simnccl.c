@@ -155,7 +155,7 @@ static enum sim_arrival sim_nccl_fail(struct sim_nccl_op *op, int missing, const
         sim_nccl_error(ncclRemoteError, "comm %s, rank %d of %d: %s #%llu: rank %d (pid %d) %s",
                       c->id, c->rank, c->nranks, what, (unsigned long long)op->seq, missing,
                       (int)atomic_load(&c->shm->pid[missing]), why);
-    c->async_error = ncclRemoteError;
+    __atomic_store_n(&c->async_error, ncclRemoteError, __ATOMIC_RELEASE);
     return SIM_FAILED;
 }
 
@@ -362,12 +362,12 @@ static unsigned sim_nccl_channels(void)
     return n;
 }
 
-/* Hands op to the stream; frees it when that fails. */
-static ncclResult_t sim_nccl_launch(struct sim_nccl_op *op, CUfunction f, cudaStream_t stream)
+/* Puts op (counted in its communicator's pending) on the stream; frees it
+ * when that fails. */
+static ncclResult_t sim_nccl_launch_now(void *arg, CUfunction f, cudaStream_t stream)
 {
-    void *arg = op;
+    struct sim_nccl_op *op = arg;
     void *params[1] = { &arg };
-    atomic_fetch_add(&op->comm->pending, 1);
     /* one block of 512 threads per channel, as NCCL's kernels have */
     CUresult r = sim_nccl.launch(f, sim_nccl_channels(), 1, 1, 512, 1, 1, 0, (CUstream)stream, params, NULL);
     if (r == CUDA_SUCCESS)
@@ -379,12 +379,49 @@ static ncclResult_t sim_nccl_launch(struct sim_nccl_op *op, CUfunction f, cudaSt
     return sim_nccl_error(ncclUnhandledCudaError, "cuLaunchKernel failed: CUresult %d", (int)r);
 }
 
+/* Hands op to the stream, or for a non-blocking communicator to the
+ * group's thread (simnccl_async.c); frees it when that fails. */
+static ncclResult_t sim_nccl_launch(struct sim_nccl_op *op, CUfunction f, cudaStream_t stream)
+{
+    atomic_fetch_add(&op->comm->pending, 1);
+    if (!op->comm->nonblocking)
+        return sim_nccl_launch_now(op, f, stream);
+    ncclResult_t r = sim_nccl_async_queue(op, f, stream, op->comm);
+    if (r != ncclSuccess) {
+        atomic_fetch_sub(&op->comm->pending, 1);
+        free(op);
+    }
+    return r;
+}
+
+/* A non-blocking communicator's call outside a group is a group of its own. */
+static ncclResult_t sim_nccl_async_end(const struct ncclComm *comm, ncclResult_t r)
+{
+    if (r != ncclSuccess || !comm->nonblocking || sim_nccl_group.depth > 0 || !sim_nccl_async_pending())
+        return r;
+    return sim_nccl_async_flush(sim_nccl_launch_now);
+}
+
+/* NCCL's ncclCommEnsureReady: a non-blocking communicator whose last
+ * operation is still in progress cannot be used. */
+static ncclResult_t sim_nccl_ready(const struct ncclComm *comm, const char *what)
+{
+    if (sim_nccl_async_state(comm) != ncclInProgress)
+        return ncclSuccess;
+    return sim_nccl_error(ncclInvalidArgument, "%s: comm %s used before its last operation returned ncclSuccess "
+                          "(ncclCommGetAsyncError)", what, comm->id);
+}
+
 static ncclResult_t sim_nccl_check_comm(const struct ncclComm *comm)
 {
     if (!comm || !comm->shm)
         return sim_nccl_error(ncclInvalidArgument, "invalid communicator");
-    if (atomic_load(&comm->broken))
-        return comm->async_error != ncclSuccess ? comm->async_error : ncclInvalidUsage;
+    if (atomic_load(&comm->broken)) {
+        ncclResult_t e = sim_nccl_async_state(comm);
+        return e != ncclSuccess && e != ncclInProgress ? e : ncclInvalidUsage;
+    }
+    if (sim_nccl_ready(comm, "collective") != ncclSuccess)
+        return ncclInvalidArgument;
     pthread_once(&sim_nccl.once, sim_nccl_init_once);
     return sim_nccl.init_result;
 }
@@ -423,7 +460,7 @@ static ncclResult_t sim_nccl_coll(enum sim_nccl_coll_id id, size_t count, ncclDa
     r = sim_nccl_launch(op, sim_nccl.coll_funcs[id], stream);
     if (r != ncclSuccess)
         comm->coll_seq--;
-    return r;
+    return sim_nccl_async_end(comm, r);
 }
 
 static ncclResult_t sim_nccl_p2p_launch(struct ncclComm *comm, cudaStream_t stream,
@@ -467,7 +504,7 @@ static ncclResult_t sim_nccl_p2p(int send, size_t count, ncclDataType_t type, in
                  .k = send ? comm->send_seq[peer]++ : comm->recv_seq[peer]++ },
     };
     if (sim_nccl_group.depth == 0)
-        return sim_nccl_p2p_launch(comm, stream, &p, 1);
+        return sim_nccl_async_end(comm, sim_nccl_p2p_launch(comm, stream, &p, 1));
     if (sim_nccl_group.n == sim_nccl_group.cap) {
         size_t cap = sim_nccl_group.cap ? 2 * sim_nccl_group.cap : 16;
         struct sim_nccl_pending *a = realloc(sim_nccl_group.p2p, cap * sizeof(*a));
@@ -491,7 +528,8 @@ static void sim_nccl_hex_id(struct ncclComm *c)
 }
 
 /* Makes a communicator and enters it in its segment, without waiting for the others. */
-static ncclResult_t sim_nccl_comm_new(ncclComm_t *out, const char *name, int nranks, int rank, int cudev)
+static ncclResult_t sim_nccl_comm_new(ncclComm_t *out, const char *name, int nranks, int rank, int cudev,
+                                     int nonblocking)
 {
     if (!out)
         return sim_nccl_error(ncclInvalidArgument, "NULL communicator pointer");
@@ -508,6 +546,7 @@ static ncclResult_t sim_nccl_comm_new(ncclComm_t *out, const char *name, int nra
     c->rank = rank;
     c->nranks = nranks;
     c->cudev = cudev;
+    c->nonblocking = nonblocking;
     c->alpha_ns = (uint64_t)(sim_nccl_env("SIMNCCL_ALPHA_US", 10) * 1000);
     c->bw_gbs = sim_nccl_env("SIMNCCL_BW_GBS", 100);
     if (c->bw_gbs <= 0)
@@ -528,9 +567,19 @@ static void sim_nccl_comm_free(struct ncclComm *c)
     free(c);
 }
 
-/* Waits for the other ranks, now or (inside a group) at ncclGroupEnd. */
+/* Waits for the other ranks, now or (inside a group) at ncclGroupEnd; a
+ * non-blocking communicator on the group's thread. */
 static ncclResult_t sim_nccl_comm_join(ncclComm_t *out)
 {
+    if ((*out)->nonblocking) {
+        ncclResult_t r = sim_nccl_async_queue_join(*out);
+        if (r != ncclSuccess) {
+            sim_nccl_comm_free(*out);
+            *out = NULL;
+            return r;
+        }
+        return sim_nccl_group.depth > 0 ? ncclSuccess : sim_nccl_async_flush(sim_nccl_launch_now);
+    }
     if (sim_nccl_group.depth > 0 && sim_nccl_group.njoins < SIM_NCCL_MAX_RANKS) {
         sim_nccl_group.joins[sim_nccl_group.njoins++] = *out;
         return ncclSuccess;
@@ -580,29 +629,33 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
     return ncclSuccess;
 }
 
-ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
+static ncclResult_t sim_nccl_init_rank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+                                      const ncclConfig_t *config)
 {
     char name[64];
     ncclResult_t r = sim_nccl_id_name(&id, name, sizeof(name));
     if (r == ncclSuccess)
-        r = sim_nccl_comm_new(comm, name, nranks, rank, sim_nccl_current_device());
+        r = sim_nccl_comm_new(comm, name, nranks, rank, sim_nccl_current_device(), sim_nccl_async_wanted(config));
     return r == ncclSuccess ? sim_nccl_comm_join(comm) : r;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
+{
+    return sim_nccl_init_rank(comm, nranks, id, rank, NULL);
 }
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
                                     ncclConfig_t *config)
 {
-    (void)config;
-    return ncclCommInitRank(comm, nranks, id, rank);
+    return sim_nccl_init_rank(comm, nranks, id, rank, config);
 }
 
 ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nids, ncclUniqueId *ids,
                                       ncclConfig_t *config)
 {
-    (void)config;
     if (nids < 1 || !ids)
         return sim_nccl_error(ncclInvalidArgument, "ncclCommInitRankScalable: no unique id");
-    return ncclCommInitRank(comm, nranks, ids[0], rank);
+    return sim_nccl_init_rank(comm, nranks, ids[0], rank, config);
 }
 
 ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
@@ -616,7 +669,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
     if (r == ncclSuccess)
         r = sim_nccl_id_name(&id, name, sizeof(name));
     for (; r == ncclSuccess && made < ndev; made++)
-        r = sim_nccl_comm_new(&comms[made], name, ndev, made, devlist ? devlist[made] : made);
+        r = sim_nccl_comm_new(&comms[made], name, ndev, made, devlist ? devlist[made] : made, 0);
     for (int i = 0; r == ncclSuccess && i < ndev; i++)
         r = sim_nccl_shm_wait_joined(comms[i]);
     if (r != ncclSuccess) {
@@ -633,7 +686,6 @@ ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
  * gets a segment named after the parent, the split's number and the colour. */
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config)
 {
-    (void)config;
     ncclResult_t r = sim_nccl_check_comm(comm);
     if (r != ncclSuccess)
         return r;
@@ -667,7 +719,10 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newc
     }
     char name[96];
     snprintf(name, sizeof(name), "%.60s-s%llu-c%d", comm->name, (unsigned long long)k, color);
-    r = sim_nccl_comm_new(newcomm, name, n, me, comm->cudev);
+    /* the child is non-blocking as its config says, else as its parent is */
+    int nonblocking = config && config->blocking != NCCL_CONFIG_UNDEF_INT ? sim_nccl_async_wanted(config)
+                                                                           : comm->nonblocking;
+    r = sim_nccl_comm_new(newcomm, name, n, me, comm->cudev, nonblocking);
     return r == ncclSuccess ? sim_nccl_comm_join(newcomm) : r;
 }
 
@@ -703,7 +758,7 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
 {
     if (!comm || !err)
         return sim_nccl_error(ncclInvalidArgument, "ncclCommGetAsyncError: NULL argument");
-    *err = comm->async_error;
+    *err = sim_nccl_async_state(comm);
     return ncclSuccess;
 }
 
@@ -711,6 +766,8 @@ ncclResult_t ncclCommCount(const ncclComm_t comm, int *count)
 {
     if (!comm || !count)
         return sim_nccl_error(ncclInvalidArgument, "ncclCommCount: NULL argument");
+    if (sim_nccl_ready(comm, "ncclCommCount") != ncclSuccess)
+        return ncclInvalidArgument;
     *count = comm->nranks;
     return ncclSuccess;
 }
@@ -719,6 +776,8 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device)
 {
     if (!comm || !device)
         return sim_nccl_error(ncclInvalidArgument, "ncclCommCuDevice: NULL argument");
+    if (sim_nccl_ready(comm, "ncclCommCuDevice") != ncclSuccess)
+        return ncclInvalidArgument;
     *device = comm->cudev;
     return ncclSuccess;
 }
@@ -727,6 +786,8 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank)
 {
     if (!comm || !rank)
         return sim_nccl_error(ncclInvalidArgument, "ncclCommUserRank: NULL argument");
+    if (sim_nccl_ready(comm, "ncclCommUserRank") != ncclSuccess)
+        return ncclInvalidArgument;
     *rank = comm->rank;
     return ncclSuccess;
 }
@@ -908,6 +969,11 @@ ncclResult_t ncclGroupEnd(void)
             r = l;
     }
     sim_nccl_group.n = 0;
+    if (sim_nccl_async_pending()) {
+        ncclResult_t a = sim_nccl_async_flush(sim_nccl_launch_now);
+        if (r == ncclSuccess)
+            r = a;
+    }
     return r;
 }
 

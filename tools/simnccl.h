@@ -61,7 +61,10 @@ struct ncclComm {
     double bw_gbs;
     atomic_int pending;      /* launched operations not yet released */
     atomic_int broken;       /* a peer died or timed out, or the comm was aborted */
-    ncclResult_t async_error;
+    ncclResult_t async_error; /* read and written with __atomic builtins: the
+                                 non-blocking thread sets it too */
+    int nonblocking;         /* ncclConfig_t.blocking = 0, NCCL_COMM_BLOCKING=0 or
+                                SIMNCCL_NONBLOCKING=1 (simnccl_async.c) */
 };
 
 /* Records the message ncclGetLastError returns and prints it on stderr
@@ -71,6 +74,23 @@ ncclResult_t sim_nccl_error(ncclResult_t err, const char *fmt, ...) __attribute_
 /* With SIMNCCL_PORT_COUNTERS=DIR, adds the bytes this rank sent and
  * received to a fake port's counters there (simnccl_port.c); else nothing. */
 void sim_nccl_port_add(uint64_t tx, uint64_t rx);
+
+/* Non-blocking communicators (simnccl_async.c). */
+/* 1 if a communicator made with config (may be NULL) is non-blocking. */
+int sim_nccl_async_wanted(const ncclConfig_t *config);
+/* The communicator's state as ncclCommGetAsyncError reports it. */
+ncclResult_t sim_nccl_async_state(const struct ncclComm *comm);
+/* Queues a launch of f with op on stream for the group's thread; takes op. */
+ncclResult_t sim_nccl_async_queue(void *op, CUfunction f, cudaStream_t stream, struct ncclComm *comm);
+/* Queues a communicator's rendezvous with its peers for the group's thread. */
+ncclResult_t sim_nccl_async_queue_join(struct ncclComm *comm);
+/* 1 when something is queued for the thread. */
+int sim_nccl_async_pending(void);
+/* Hands what is queued to a new thread, which launches it (after
+ * SIMNCCL_NONBLOCKING_DELAY_US) and then marks the communicators ready:
+ * ncclInProgress, or an error when no thread could be made and the work
+ * failed inline. launch: the function that puts one operation on a stream. */
+ncclResult_t sim_nccl_async_flush(ncclResult_t (*launch)(void *op, CUfunction f, cudaStream_t stream));
 
 /* Opens (creating if needed) the segment `name` and enters comm->rank in it.
  * Errors: ncclSystemError (shm_open, mmap), ncclInvalidUsage (the ranks disagree on

@@ -47,6 +47,8 @@ struct sim_train_opts {
     double straggler_factor;
     long slow_data_rank;
     double slow_data_us;
+    long stall_rank, stall_step;
+    double stall_s;
 };
 
 static int sim_train_rank;
@@ -83,6 +85,8 @@ static const char sim_train_usage[] =
     "                        it reads its data file (64 KiB at a time, from the start\n"
     "                        again at its end) until U us have passed, after any\n"
     "                        --data-us loading\n"
+    "  --stall R:S:SEC       rank R sleeps SEC seconds before step S's first\n"
+    "                        collective (steps count from 0)\n"
     "  --eval-every E        after every E training steps, --eval-steps evaluation\n"
     "                        steps: the forward kernels, then an AllReduce of 16\n"
     "                        floats of metrics on the compute stream (default 0: none)\n"
@@ -134,8 +138,21 @@ static void sim_train_cu(CUresult r, const char *what)
     sim_train_die("%s: %s (%d)", what, name, (int)r);
 }
 
+/* The communicator a call that returns ncclInProgress (non-blocking
+ * communicators) is polled on, as PyTorch does, until it is ready. */
+static ncclComm_t *sim_train_comm;
+
 static void sim_train_nccl(ncclResult_t r, const char *what)
 {
+    while (r == ncclInProgress && sim_train_comm && *sim_train_comm) {
+        const struct timespec poll = { 0, 20000 };
+        ncclResult_t st = ncclInProgress;
+        if (ncclCommGetAsyncError(*sim_train_comm, &st) != ncclSuccess)
+            break;
+        r = st;
+        if (r == ncclInProgress)
+            nanosleep(&poll, NULL);
+    }
     if (r != ncclSuccess)
         sim_train_die("%s: %s", what, ncclGetErrorString(r));
 }
@@ -167,7 +184,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
 {
     enum { O_STEPS = 256, O_LAYERS, O_FWD, O_BWD, O_BUCKET, O_OVERLAP, O_NO_OVERLAP, O_DATA,
            O_CKPT_EVERY, O_CKPT_MB, O_CKPT_DIR, O_STRAGGLER, O_BW, O_SEED, O_HELP, O_KERNELS, O_EVAL_EVERY,
-           O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS, O_SLOW_DATA };
+           O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS, O_SLOW_DATA, O_STALL };
     static const struct option longopts[] = {
         { "steps", required_argument, NULL, O_STEPS },
         { "layers", required_argument, NULL, O_LAYERS },
@@ -183,6 +200,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         { "ckpt-dir", required_argument, NULL, O_CKPT_DIR },
         { "straggler", required_argument, NULL, O_STRAGGLER },
         { "slow-data", required_argument, NULL, O_SLOW_DATA },
+        { "stall", required_argument, NULL, O_STALL },
         { "bw-gbs", required_argument, NULL, O_BW },
         { "seed", required_argument, NULL, O_SEED },
         { "eval-every", required_argument, NULL, O_EVAL_EVERY },
@@ -195,7 +213,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
     *o = (struct sim_train_opts){
         .steps = 10, .layers = 4, .kernels = 1, .fwd_us = 200, .bwd_us = 400, .bucket_mb = 25, .overlap = 1,
         .ckpt_mb = 16, .ckpt_dir = ".", .straggler_rank = -1, .straggler_factor = 1, .seed = 1,
-        .slow_data_rank = -1,
+        .slow_data_rank = -1, .stall_rank = -1,
         .eval_steps = 2,
     };
     int c, overlap_set = 0;
@@ -234,6 +252,16 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
             o->straggler_rank = sim_train_long("--straggler RANK", optarg, 0);
             o->straggler_factor = sim_train_double("--straggler FACTOR", colon + 1, 0, 1);
             break;
+        case O_STALL: {
+            char *c1 = strchr(optarg, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+            if (!c1 || !c2)
+                sim_train_usage_error("--stall: '%s' is not RANK:STEP:SECONDS", optarg);
+            *c1 = *c2 = 0;
+            o->stall_rank = sim_train_long("--stall RANK", optarg, 0);
+            o->stall_step = sim_train_long("--stall STEP", c1 + 1, 0);
+            o->stall_s = sim_train_double("--stall SECONDS", c2 + 1, 0, 0);
+            break;
+        }
         case O_SLOW_DATA:
             colon = strchr(optarg, ':');
             if (!colon)
@@ -378,6 +406,7 @@ struct sim_train {
     double slow_us;    /* --slow-data's extra loading on this rank, else 0 */
     double drift;      /* --drift's factor at the current training step */
     unsigned blocks;   /* compute kernels' grid: --kernel-blocks, else the SM count */
+    int stall_now;     /* --stall: sleep before this step's first collective */
 };
 
 #define SIM_TRAIN_METRICS 16   /* floats AllReduce'd by an evaluation step */
@@ -391,6 +420,10 @@ static void sim_train_kernel(struct sim_train *t, CUfunction f, double us)
 
 static void sim_train_allreduce(struct sim_train *t, int layer, CUstream s)
 {
+    if (t->stall_now) {
+        t->stall_now = 0;
+        sim_train_sleep_us(t->o.stall_s * 1e6);
+    }
     NCCL(ncclAllReduce((void *)(uintptr_t)t->grads[layer], (void *)(uintptr_t)t->grads[layer],
                        t->bucket_bytes / 4, ncclFloat32, ncclSum, t->nccl, s));
 }
@@ -693,6 +726,7 @@ int main(int argc, char **argv)
         sim_train_rendezvous(t.rank, &id, path);
     else
         NCCL(ncclGetUniqueId(&id));
+    sim_train_comm = &t.nccl;
     NCCL(ncclCommInitRank(&t.nccl, t.world, id, t.rank));
     if (t.rank == 0 && t.world > 1)
         unlink(path);
@@ -702,6 +736,7 @@ int main(int argc, char **argv)
         if (t.o.steps > 1)
             t.drift = 1 + t.o.drift_pct / 100 * (double)s / (double)(t.o.steps - 1);
         sim_train_step_begin();
+        t.stall_now = t.o.stall_rank == t.rank && t.o.stall_step == s;
         sim_train_step(&t, s);
         if (t.o.ckpt_every > 0 && (s + 1) % t.o.ckpt_every == 0)
             sim_train_checkpoint(&t, s + 1);

@@ -5,7 +5,10 @@
  * then finalize and destroy. The unique id travels through the file argv[1]
  * (rank 0 writes it). NCCL is linked the way a program linked with -lnccl
  * sees it (the global symbols), the driver through cuGetProcAddress_v2.
- * Prints calls=N (collective and point-to-point calls made). */
+ * Prints calls=N (collective and point-to-point calls made). With
+ * non-blocking communicators (SIMNCCL_NONBLOCKING=1), a call that returns
+ * ncclInProgress is followed by polling ncclCommGetAsyncError until the
+ * communicator is ready, as PyTorch does. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +22,7 @@
     X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommSplit) X(ncclCommFinalize) X(ncclCommDestroy) \
     X(ncclAllReduce) X(ncclAllGather) X(ncclReduceScatter) X(ncclBroadcast) X(ncclReduce)         \
     X(ncclAlltoAll) X(ncclGather) X(ncclScatter) X(ncclSend) X(ncclRecv) X(ncclGroupStart)         \
-    X(ncclGroupEnd)
+    X(ncclGroupEnd) X(ncclCommGetAsyncError)
 #define CU_FNS(X) X(cuInit) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) \
     X(cuStreamCreate) X(cuMemAlloc) X(cuStreamSynchronize)
 
@@ -42,10 +45,26 @@ static void die(const char *what, int r)
             die(#call, r_);                          \
     } while (0)
 
+/* An NCCL call's result, once the communicator *cp is ready. */
+static ncclResult_t ready(ncclResult_t r, ncclComm_t *cp)
+{
+    while (r == ncclInProgress && *cp) {
+        struct timespec us = { 0, 10000 };
+        if (f.ncclCommGetAsyncError(*cp, &r) != ncclSuccess)
+            return ncclInternalError;
+        if (r == ncclInProgress)
+            nanosleep(&us, NULL);
+    }
+    return r;
+}
+
+static ncclComm_t *cur;   /* the communicator the calls below are on */
+#define NCHECK(call) CHECK(ready((call), cur))
+
 static int calls;
 #define COLL(call)      \
     do {                \
-        CHECK(call);    \
+        NCHECK(call);   \
         calls++;        \
     } while (0)
 
@@ -100,8 +119,9 @@ int main(int argc, char **argv)
             die("reading the id file", 0);
         fclose(i);
     }
-    ncclComm_t comm, sub;
-    CHECK(f.ncclCommInitRank(&comm, n, id, rank));
+    ncclComm_t comm = NULL, sub = NULL;
+    cur = &comm;
+    NCHECK(f.ncclCommInitRank(&comm, n, id, rank));
     cudaStream_t cs = (cudaStream_t)s;
     COLL(f.ncclAllReduce(pa, pb, 1000, ncclFloat32, ncclSum, comm, cs));
     COLL(f.ncclAllGather(pa, pb, 500, ncclFloat16, comm, cs));
@@ -114,12 +134,13 @@ int main(int argc, char **argv)
     CHECK(f.ncclGroupStart());
     COLL(f.ncclSend(pa, 128, ncclFloat32, (rank + 1) % n, comm, cs));
     COLL(f.ncclRecv(pb, 128, ncclFloat32, (rank + n - 1) % n, comm, cs));
-    CHECK(f.ncclGroupEnd());
+    NCHECK(f.ncclGroupEnd());
     CHECK(f.ncclGroupStart());
     COLL(f.ncclAllReduce(pa, pb, 2000, ncclBfloat16, ncclMin, comm, cs));
     COLL(f.ncclAllReduce(pa, pb, 3000, ncclUint32, ncclSum, comm, cs));
-    CHECK(f.ncclGroupEnd());
-    CHECK(f.ncclCommSplit(comm, rank % 2, rank, &sub, NULL));
+    NCHECK(f.ncclGroupEnd());
+    cur = &sub;
+    NCHECK(f.ncclCommSplit(comm, rank % 2, rank, &sub, NULL));
     COLL(f.ncclAllReduce(pa, pb, 64, ncclFloat32, ncclSum, sub, cs));
     CHECK(f.cuStreamSynchronize(s));
     CHECK(f.ncclCommFinalize(sub));

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""A collective that waits 20 s keeps its GPU times (the timing anchors are
+renewed every second; the wait outlives 16 of them): simtrain --stall 1:5:20
+on 2 ranks, rank 1 sleeping 20 s before step 5's first AllReduce. Rank 0's
+AllReduce at step 5 (its first, by the simulator's truth) has a GPU time of
+19 s or more, matching the truth's; the report says rank 0 waited for rank 1
+(its sync wait against rank 1's)."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import capture  # noqa: E402
+import rstest  # noqa: E402
+from rstest import check  # noqa: E402
+
+LAUNCH = os.path.join(rstest.BUILD, "simlaunch")
+TRAIN = os.path.join(rstest.BUILD, "simtrain")
+if not os.path.exists(os.path.join(capture.SIM, "libnccl.so.2")) or not os.path.exists(TRAIN):
+    rstest.skip("long wait", "build/sim or build/simtrain is not built")
+    rstest.finish()
+
+tmp = rstest.tempdir("long-wait")
+out, tdir = os.path.join(tmp, "out"), os.path.join(tmp, "truth")
+os.makedirs(out)
+os.makedirs(tdir)
+env = capture.sim_env(out, tdir)  # SIMNCCL_TIMEOUT_S 30 covers the 20 s wait
+p = rstest.run([LAUNCH, "-n", "2", "--", TRAIN, "--steps", "8", "--layers", "2", "--stall", "1:5:20",
+                "--ckpt-dir", tmp], env=env, timeout=200)
+traces = [t for t in rstest.trace_files(out) if os.path.basename(t).startswith("rank-")]
+if check("simtrain --stall 1:5:20: 2 ranks run, two traces", p.returncode == 0 and len(traces) == 2,
+         "status %d: %s" % (p.returncode, p.stderr.decode(errors="replace")[-300:])):
+    for tr in traces:
+        by, _ = capture.records(tr)
+        meta = by["meta"][0]
+        if meta["rank"] != 0:
+            continue
+        tl = capture.truth(tdir, meta["pid"])
+        want = sorted((t for t in tl if t["kind"] == "collective"), key=lambda t: t["seq"])
+        # two AllReduces a step (one per layer): step 5's first is seq 10
+        t = want[10] if len(want) > 10 else None
+        c = [c for c in by.get("coll", []) if c["seq"] == 10]
+        # the truth's start is when the last rank arrived; rank 0's stream
+        # reached the call soon after its launch
+        ok = t is not None and len(c) == 1 and t["end_ns"] - t["launch_ns"] >= 19.5e9
+        if check("truth: rank 0's first AllReduce of step 5 ends 19.5 s or more after its launch", ok, "%r" % (t,)):
+            c = c[0]
+            dur = c["gpu_end_ns"] - c["gpu_start_ns"]
+            check("rank 0's AllReduce at step 5 keeps its GPU time (%.3f s; 19 s or more)" % (dur / 1e9),
+                  dur >= 19e9, "%r" % c)
+            check("its GPU end within 2 us of the truth's, its start between its launch and the last arrival",
+                  abs(c["gpu_end_ns"] - t["end_ns"]) <= capture.TOL_NS and
+                  t["launch_ns"] <= c["gpu_start_ns"] <= t["start_ns"] + capture.TOL_NS,
+                  "end %d, start %d ns off" % (c["gpu_end_ns"] - t["end_ns"], c["gpu_start_ns"] - t["start_ns"]))
+    rep = rstest.report(out)
+    procs = {q["rank"]: q for q in rep["processes"] if q.get("rank") is not None}
+    w0 = procs.get(0, {}).get("gpu", {}).get("sync_wait_pct", 0)
+    w1 = procs.get(1, {}).get("gpu", {}).get("sync_wait_pct", 0)
+    check("report: rank 0 waited for rank 1 (sync wait %.1f%% of its span against rank 1's %.1f%%)" % (w0, w1),
+          w0 > 50 and w0 > 10 * max(w1, 0.1), "%r" % procs.get(0, {}).get("gpu"))
+rstest.cleanup(tmp)
+rstest.finish()
