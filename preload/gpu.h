@@ -29,6 +29,7 @@ struct rs_cuda_real {
     __typeof__(cuCtxPushCurrent_v2) *ctx_push;
     __typeof__(cuCtxPopCurrent_v2) *ctx_pop;
     __typeof__(cuCtxSynchronize) *ctx_sync;
+    __typeof__(cuStreamGetCtx) *stream_get_ctx;
     __typeof__(cuFuncGetName) *func_get_name;
     __typeof__(cuKernelGetName) *kernel_get_name;
     __typeof__(cuDriverGetVersion) *driver_version;
@@ -97,6 +98,8 @@ extern int rs_gpu_device;
 /* The device of the calling thread's current context (described the first
  * time), else rs_gpu_device: what a GPU record of this thread says. */
 int rs_gpu_here(void);
+/* The device of the context whose events time pair (not 0). */
+int rs_gpu_pair_device(uint32_t pair);
 /* Context ctx is about to be destroyed (cuCtxDestroy, a primary context's
  * reset or last release): its pool takes no more pairs, its pending ones
  * are read once its work is done, and its slot is freed; the driver frees

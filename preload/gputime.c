@@ -261,6 +261,29 @@ static CUresult record(CUevent e, CUstream s, int ptsz)
     return rec(e, s);
 }
 
+/* A pair of pool p with its start event recorded on s; 0 when none (*r:
+ * the record's result). */
+static uint32_t begin_in(struct pool *p, CUstream s, int ptsz, uint32_t *anchor, CUresult *r)
+{
+    uint32_t pair = pair_pop(p);
+    if (RS_UNLIKELY(atomic_load_explicit(&p->nfree, memory_order_relaxed) < LOW_PAIRS)) {
+        /* The writer reads pairs back and grows the pool on its passes,
+         * which full record blocks alone start only now and then. */
+        int e = errno;
+        rs_writer_kick();
+        errno = e;
+    }
+    if (!pair)
+        return 0;
+    *anchor = atomic_load_explicit(&p->anchor_gen, memory_order_acquire);
+    *r = record(p->ev_start[pair], s, ptsz);
+    if (*r != CUDA_SUCCESS) {
+        pair_push(p, pair);
+        return 0;
+    }
+    return (uint32_t)(p - pools) << PAIR_BITS | pair;
+}
+
 uint32_t rs_gpu_begin(CUstream s, int ptsz, uint32_t *anchor, uint8_t *flags)
 {
     if (RS_UNLIKELY(atomic_load_explicit(&rs_captures, memory_order_relaxed) > 0)) {
@@ -280,24 +303,15 @@ uint32_t rs_gpu_begin(CUstream s, int ptsz, uint32_t *anchor, uint8_t *flags)
     if (!rs_cu.ctx_get_current || rs_cu.ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx)
         return 0;
     struct pool *p = pool_of(ctx);
-    if (!p)
-        return 0;
-    uint32_t pair = pair_pop(p);
-    if (RS_UNLIKELY(atomic_load_explicit(&p->nfree, memory_order_relaxed) < LOW_PAIRS)) {
-        /* The writer reads pairs back and grows the pool on its passes,
-         * which full record blocks alone start only now and then. */
-        int e = errno;
-        rs_writer_kick();
-        errno = e;
-    }
-    if (!pair)
-        return 0;
-    *anchor = atomic_load_explicit(&p->anchor_gen, memory_order_acquire);
-    if (record(p->ev_start[pair], s, ptsz) != CUDA_SUCCESS) {
-        pair_push(p, pair);
-        return 0;
-    }
-    return (uint32_t)(p - pools) << PAIR_BITS | pair;
+    CUresult r = CUDA_ERROR_INVALID_CONTEXT;
+    uint32_t pair = p ? begin_in(p, s, ptsz, anchor, &r) : 0;
+    CUcontext sctx = NULL;
+    /* A stream of another context than the current one: events of that
+     * context's pool (the driver refuses one of another context's). */
+    if (!pair && r == CUDA_ERROR_INVALID_HANDLE && (uintptr_t)s > 2 && rs_cu.stream_get_ctx &&
+        rs_cu.stream_get_ctx(s, &sctx) == CUDA_SUCCESS && sctx && sctx != ctx && (p = pool_of(sctx)) != NULL)
+        pair = begin_in(p, s, ptsz, anchor, &r);
+    return pair;
 }
 
 uint32_t rs_gpu_end(uint32_t pair, CUstream s, int ptsz, int ok)
@@ -312,6 +326,11 @@ uint32_t rs_gpu_end(uint32_t pair, CUstream s, int ptsz, int ok)
      * pair later is fine (a record replaces the event's state). */
     pair_push(p, idx);
     return 0;
+}
+
+int rs_gpu_pair_device(uint32_t pair)
+{
+    return pools[(pair >> PAIR_BITS) % MAX_POOLS].device;
 }
 
 int rs_gpu_here(void)

@@ -88,6 +88,7 @@ static int cuda_setup(void)
     R(ctx_push, "cuCtxPushCurrent_v2");
     R(ctx_pop, "cuCtxPopCurrent_v2");
     R(ctx_sync, "cuCtxSynchronize");
+    R(stream_get_ctx, "cuStreamGetCtx");
     R(func_get_name, "cuFuncGetName");
     R(kernel_get_name, "cuKernelGetName");
     R(driver_version, "cuDriverGetVersion");
@@ -369,7 +370,7 @@ static void gpu_record(int kind, uint64_t t0, uint64_t t1, CUstream s, int ptsz,
     r->bytes = bytes;
     r->name = name;
     r->anchor = anchor;
-    r->device = (int16_t)rs_gpu_here();
+    r->device = (int16_t)(pair ? rs_gpu_pair_device(pair) : rs_gpu_here());
     r->dir = (uint8_t)dir;
     r->flags = flags;
     if (geom)

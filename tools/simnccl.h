@@ -62,6 +62,7 @@ struct ncclComm {
     atomic_int pending;      /* launched operations not yet released */
     atomic_int broken;       /* a peer died or timed out, or the comm was aborted */
     ncclResult_t async_error;
+    CUcontext ctx;           /* current at init: NCCL sets its device to enqueue */
 };
 
 /* Records the message ncclGetLastError returns and prints it on stderr
