@@ -359,6 +359,8 @@ static void gpu_record(int kind, uint64_t t0, uint64_t t1, CUstream s, int ptsz,
                        const struct rsf_launch *geom)
 {
     uint64_t sid = rs_stream_id(s, ptsz);
+    /* before the reservation: a device seen first is described in a record of its own */
+    int16_t dev = (int16_t)(pair ? rs_gpu_pair_device(pair) : rs_gpu_here());
     size_t size = geom ? sizeof(struct rs_rec_kernel) : sizeof(struct rs_rec_gpu);
     struct rs_rec_gpu *r = rs_reserve(size, geom ? RS_REC_KERNEL : RS_REC_GPU);
     if (!r)
@@ -370,7 +372,7 @@ static void gpu_record(int kind, uint64_t t0, uint64_t t1, CUstream s, int ptsz,
     r->bytes = bytes;
     r->name = name;
     r->anchor = anchor;
-    r->device = (int16_t)(pair ? rs_gpu_pair_device(pair) : rs_gpu_here());
+    r->device = dev;
     r->dir = (uint8_t)dir;
     r->flags = flags;
     if (geom)
