@@ -26,6 +26,10 @@ struct rs_cuda_real {
     __typeof__(cuCtxGetCurrent) *ctx_get_current;
     __typeof__(cuCtxSetCurrent) *ctx_set_current;
     __typeof__(cuCtxGetDevice) *ctx_get_device;
+    __typeof__(cuCtxPushCurrent_v2) *ctx_push;
+    __typeof__(cuCtxPopCurrent_v2) *ctx_pop;
+    __typeof__(cuCtxSynchronize) *ctx_sync;
+    __typeof__(cuStreamGetCtx) *stream_get_ctx;
     __typeof__(cuFuncGetName) *func_get_name;
     __typeof__(cuKernelGetName) *kernel_get_name;
     __typeof__(cuDriverGetVersion) *driver_version;
@@ -70,6 +74,8 @@ int rs_nccl_present(const char *name, void *p);
  * caller holds rs_th.guard. Returns the function's id (Launch.func), 0 when
  * the record could not be made. */
 uint32_t rs_func_describe(CUfunction f, const char *name);
+/* Describes device dev in a DEVICE record the first time it is seen. */
+void rs_gpu_device_seen(int dev);
 /* The first device a launch described (-1: none yet). */
 int rs_gpu_first_device(void);
 /* In a forked child: devices are described again in its own file. */
@@ -87,7 +93,17 @@ uint32_t rs_gpu_begin(CUstream s, int ptsz, uint32_t *anchor, uint8_t *flags);
 /* Records the end event of pair on s after the work was enqueued (ok) or
  * gives the pair back (!ok, or the record failed). Returns pair or 0. */
 uint32_t rs_gpu_end(uint32_t pair, CUstream s, int ptsz, int ok);
-/* The device of the timing pool's context (-1 when none yet). */
+/* The device of the first timing pool's context (-1 when none yet). */
 extern int rs_gpu_device;
+/* The device of the calling thread's current context (described the first
+ * time), else rs_gpu_device: what a GPU record of this thread says. */
+int rs_gpu_here(void);
+/* The device of the context whose events time pair (not 0). */
+int rs_gpu_pair_device(uint32_t pair);
+/* Context ctx is about to be destroyed (cuCtxDestroy, a primary context's
+ * reset or last release): its pool takes no more pairs, its pending ones
+ * are read once its work is done, and its slot is freed; the driver frees
+ * its events with the context. Program threads only, never the writer. */
+void rs_gpu_ctx_gone(CUcontext ctx);
 
 #endif

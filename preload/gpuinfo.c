@@ -115,6 +115,11 @@ uint32_t rs_func_describe(CUfunction f, const char *name)
     return id;
 }
 
+void rs_gpu_device_seen(int dev)
+{
+    device_describe(dev);
+}
+
 int rs_gpu_first_device(void)
 {
     return atomic_load(&first_device);

@@ -85,6 +85,10 @@ static int cuda_setup(void)
     R(ctx_get_current, "cuCtxGetCurrent");
     R(ctx_set_current, "cuCtxSetCurrent");
     R(ctx_get_device, "cuCtxGetDevice");
+    R(ctx_push, "cuCtxPushCurrent_v2");
+    R(ctx_pop, "cuCtxPopCurrent_v2");
+    R(ctx_sync, "cuCtxSynchronize");
+    R(stream_get_ctx, "cuStreamGetCtx");
     R(func_get_name, "cuFuncGetName");
     R(kernel_get_name, "cuKernelGetName");
     R(driver_version, "cuDriverGetVersion");
@@ -355,6 +359,8 @@ static void gpu_record(int kind, uint64_t t0, uint64_t t1, CUstream s, int ptsz,
                        const struct rsf_launch *geom)
 {
     uint64_t sid = rs_stream_id(s, ptsz);
+    /* before the reservation: a device seen first is described in a record of its own */
+    int16_t dev = (int16_t)(pair ? rs_gpu_pair_device(pair) : rs_gpu_here());
     size_t size = geom ? sizeof(struct rs_rec_kernel) : sizeof(struct rs_rec_gpu);
     struct rs_rec_gpu *r = rs_reserve(size, geom ? RS_REC_KERNEL : RS_REC_GPU);
     if (!r)
@@ -366,7 +372,7 @@ static void gpu_record(int kind, uint64_t t0, uint64_t t1, CUstream s, int ptsz,
     r->bytes = bytes;
     r->name = name;
     r->anchor = anchor;
-    r->device = (int16_t)rs_gpu_device;
+    r->device = dev;
     r->dir = (uint8_t)dir;
     r->flags = flags;
     if (geom)
@@ -1139,6 +1145,105 @@ RS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
     MEM_CALL(RSF_MEM_FREE_ASYNC, p, 0, CALL(cuMemFreeAsync_ptsz, p, s));
 }
 
+/* ---- contexts: a timing pool is settled before its context goes ---- */
+
+/* Primary contexts as this process retained them: the handle and how many
+ * retains are not released, to tell the release that destroys it. */
+#define PRIMARY_DEVICES 64
+static struct {
+    _Atomic uintptr_t ctx;
+    _Atomic int refs;
+} primaries[PRIMARY_DEVICES];
+
+static CUcontext primary_of(CUdevice dev)
+{
+    return dev >= 0 && dev < PRIMARY_DEVICES ? (CUcontext)atomic_load(&primaries[dev].ctx) : NULL;
+}
+
+/* Before a call that destroys ctx: the agent's pool in it is settled. */
+static void ctx_going(CUcontext ctx)
+{
+    if (!ctx || rs_th.guard || rs_cuda_ready() <= 0)
+        return;
+    int saved = errno;
+    rs_th.guard = 1;
+    rs_gpu_ctx_gone(ctx);
+    rs_th.guard = 0;
+    errno = saved;
+}
+
+REAL_DECL(cuCtxDestroy);
+REAL_DECL(cuCtxDestroy_v2);
+REAL_DECL(cuDevicePrimaryCtxRetain);
+REAL_DECL(cuDevicePrimaryCtxRelease);
+REAL_DECL(cuDevicePrimaryCtxRelease_v2);
+REAL_DECL(cuDevicePrimaryCtxReset);
+REAL_DECL(cuDevicePrimaryCtxReset_v2);
+
+RS_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
+{
+    ctx_going(ctx);
+    return CALL(cuCtxDestroy, ctx);
+}
+
+RS_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    ctx_going(ctx);
+    return CALL(cuCtxDestroy_v2, ctx);
+}
+
+RS_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    CUresult r = CALL(cuDevicePrimaryCtxRetain, pctx, dev);
+    if (r == CUDA_SUCCESS && pctx && dev >= 0 && dev < PRIMARY_DEVICES) {
+        atomic_store(&primaries[dev].ctx, (uintptr_t)*pctx);
+        atomic_fetch_add(&primaries[dev].refs, 1);
+    }
+    return r;
+}
+
+/* The last release resets the primary context. */
+static void primary_releasing(CUdevice dev)
+{
+    if (dev >= 0 && dev < PRIMARY_DEVICES && atomic_load(&primaries[dev].refs) <= 1)
+        ctx_going(primary_of(dev));
+}
+
+static CUresult primary_released(CUdevice dev, CUresult r)
+{
+    if (r == CUDA_SUCCESS && dev >= 0 && dev < PRIMARY_DEVICES) {
+        int n = atomic_load(&primaries[dev].refs);
+        while (n > 0 && !atomic_compare_exchange_weak(&primaries[dev].refs, &n, n - 1))
+            ;
+    }
+    return r;
+}
+
+RS_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    primary_releasing(dev);
+    return primary_released(dev, CALL(cuDevicePrimaryCtxRelease, dev));
+}
+
+RS_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    primary_releasing(dev);
+    return primary_released(dev, CALL(cuDevicePrimaryCtxRelease_v2, dev));
+}
+
+/* cudaDeviceReset comes here. */
+RS_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    ctx_going(primary_of(dev));
+    return CALL(cuDevicePrimaryCtxReset, dev);
+}
+
+RS_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    ctx_going(primary_of(dev));
+    return CALL(cuDevicePrimaryCtxReset_v2, dev);
+}
+
 /* ---- the table of hooked entry points, for cuGetProcAddress and dlsym ----
  * X(exported name, name cuGetProcAddress is asked for, CUDA version of the
  * variant, per-thread variant): every variant of a hooked name as the
@@ -1256,6 +1361,13 @@ RS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
     X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, 1)                                        \
     X(cuStreamDestroy, "cuStreamDestroy", 2000, 0)                                            \
     X(cuStreamDestroy_v2, "cuStreamDestroy", 4000, 0)                                         \
+    X(cuCtxDestroy, "cuCtxDestroy", 2000, 0)                                                  \
+    X(cuCtxDestroy_v2, "cuCtxDestroy", 4000, 0)                                               \
+    X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 7000, 0)                          \
+    X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease", 7000, 0)                        \
+    X(cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease", 11000, 0)                    \
+    X(cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset", 7000, 0)                            \
+    X(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 11000, 0)                        \
     HOOKS_13(X)
 
 REAL_DECL(cuGetProcAddress);

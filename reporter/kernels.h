@@ -30,6 +30,7 @@ struct rsr_kernel_stat {
     uint64_t geom_count;
     int64_t geom_ns;
     double blocks_sum, tpb_sum, waves_sum, coverage_ns, occupancy_ns;
+    uint64_t devices;           /* bit d: ran on device ordinal d (0..63) */
 };
 
 struct rsr_kernel_summary {

@@ -308,6 +308,11 @@ static void kernels_json(FILE *f, const struct rsr_model *m, const struct rsr_ke
         num_key(f, "min_us", ns_us(s->min_ns));
         num_key(f, "max_us", ns_us(s->max_ns));
         fprintf(f, ",\"short_count\":%" PRIu64, s->short_count);
+        fputs(",\"devices\":[", f);
+        for (int d = 0, n = 0; d < 64; d++)
+            if (s->devices >> d & 1)
+                fprintf(f, n++ ? ",%d" : "%d", d);
+        putc(']', f);
         if (s->geom_count) {
             double n = (double)s->geom_count, t = s->geom_ns > 0 ? (double)s->geom_ns : 1;
             num_key(f, "blocks", s->blocks_sum / n);

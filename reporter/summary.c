@@ -455,6 +455,8 @@ static void kernel_stat(struct rsr_acc *a, const struct rsr_acc_op *op, int64_t 
     }
     struct rsr_kernel_stat *s = &a->stats[a->slot[op->name] - 1];
     s->count++;
+    if (op->device >= 0 && op->device < 64)
+        s->devices |= 1ull << op->device;
     s->total_ns += dur;
     if (dur < s->min_ns)
         s->min_ns = dur;

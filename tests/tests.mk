@@ -18,7 +18,7 @@ PROG_SRC := $(wildcard tests/programs/*.c)
 PROG_BIN := $(PROG_SRC:tests/programs/%.c=$(BUILD)/tests/prog/%)
 
 # The CUDA and NCCL programs read cuda.h and nccl.h as system headers.
-$(BUILD)/tests/prog/cuda_paths $(BUILD)/tests/prog/nccl_ops: RS_CFLAGS += -isystem $(CUDA_HOME)/include
+$(BUILD)/tests/prog/cuda_paths $(BUILD)/tests/prog/cuda_contexts $(BUILD)/tests/prog/nccl_ops: RS_CFLAGS += -isystem $(CUDA_HOME)/include
 
 $(BUILD)/tests/prog/%: tests/programs/%.c
 	$(call say,CC,$<)

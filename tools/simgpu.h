@@ -22,6 +22,15 @@
  *   Queries answer from the model against the clock; synchronisations really sleep
  *   until the modelled end. cuEventElapsedTime gives the model's milliseconds.
  *
+ * CONTEXTS
+ *   As the real driver keeps them: the current context is per thread (cuCtxSetCurrent,
+ *   Push/Pop); streams and events belong to the context current when made; an event
+ *   recorded on a stream of another context fails with CUDA_ERROR_INVALID_HANDLE, as
+ *   does cuEventElapsedTime of two contexts' events. cuCtxDestroy, cuDevicePrimaryCtxReset
+ *   and a primary context's last release end what the context made: a later use of its
+ *   streams or events fails with CUDA_ERROR_CONTEXT_IS_DESTROYED and says so on stderr
+ *   ("... a handle of a destroyed context"), where the real driver's behaviour is undefined.
+ *
  * SIMPLIFICATIONS
  *   The legacy default stream (0 or CU_STREAM_LEGACY) is one queue per context that
  *   does not synchronise implicitly with other streams. The per-thread default

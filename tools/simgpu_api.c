@@ -114,6 +114,7 @@ static CUresult sim_ctx_init(struct CUctx_st *c, int device, unsigned flags)
     c->legacy = s;
     s->magic = SIM_MAGIC_STREAM;
     s->ctx = c;
+    s->gen = c->gen;
     s->id = sim_model_next_stream_id();
     sim_model_register_stream(s);
     return CUDA_SUCCESS;
@@ -149,6 +150,23 @@ CUresult sim_check_init(void)
 struct CUctx_st *sim_current_ctx(void)
 {
     return sim_ctx_depth > 0 ? sim_ctx_stack[sim_ctx_depth - 1] : NULL;
+}
+
+CUresult sim_check_alive(const struct CUctx_st *c, unsigned gen, const char *what)
+{
+    if (c && c->magic == SIM_MAGIC_CTX && c->gen == gen)
+        return CUDA_SUCCESS;
+    fprintf(stderr, "simgpu: %s: a handle of a destroyed context\n", what);
+    return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+}
+
+/* Primary context d is reset: what it made is gone; a new legacy stream.
+ * Under sim_lock. */
+static CUresult sim_primary_reset(int d)
+{
+    struct CUctx_st *c = &sim_drv.primary[d];
+    c->gen++;
+    return sim_ctx_init(c, d, c->flags);
 }
 
 static CUresult sim_check_device(CUdevice dev)
@@ -537,8 +555,8 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
     pthread_mutex_lock(&sim_lock);
     if (sim_drv.primary_refs[dev] == 0)
         r = CUDA_ERROR_INVALID_CONTEXT;
-    else
-        sim_drv.primary_refs[dev]--;
+    else if (--sim_drv.primary_refs[dev] == 0)
+        r = sim_primary_reset(dev);  /* "automatically reset once the last reference ... is released" */
     pthread_mutex_unlock(&sim_lock);
     return r;
 }
@@ -573,14 +591,21 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
     return cuDevicePrimaryCtxSetFlags_v2(dev, flags);
 }
 
+/* Resetting does not release: the context stays retained, anew. */
 SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
-    return sim_check_device(dev);
+    CUresult r = sim_check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&sim_lock);
+    r = sim_primary_reset(dev);
+    pthread_mutex_unlock(&sim_lock);
+    return r;
 }
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
 {
-    return sim_check_device(dev);
+    return cuDevicePrimaryCtxReset_v2(dev);
 }
 
 /* ---- memory ---- */

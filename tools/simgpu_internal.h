@@ -50,16 +50,21 @@ struct sim_op {
     struct sim_geom geom;         /* kernels */
 };
 
+/* A context's streams and events carry its generation: a primary context
+ * reset (or released by its last user) starts a new one, and what the old
+ * one made is gone with it, as a destroyed context's is. */
 struct CUctx_st {
     enum sim_magic magic;
     int device;
     unsigned flags;
+    unsigned gen;
     struct CUstream_st *legacy;   /* the legacy default stream */
 };
 
 struct CUstream_st {
     enum sim_magic magic;
     struct CUctx_st *ctx;
+    unsigned gen;                 /* the context's when made */
     uint64_t id;
     unsigned flags;
     int priority;
@@ -71,6 +76,8 @@ struct CUstream_st {
 
 struct CUevent_st {
     enum sim_magic magic;
+    struct CUctx_st *ctx;         /* current when it was made */
+    unsigned gen;
     unsigned flags;
     struct sim_op *op;            /* the record's marker; NULL before the first record */
 };
@@ -144,6 +151,10 @@ void sim_activity_add(const struct sim_op *op);
 CUresult sim_check_init(void);           /* CUDA_ERROR_NOT_INITIALIZED before cuInit */
 CUresult sim_check_fds(void);            /* the caller's fd table holds the driver's file */
 struct CUctx_st *sim_current_ctx(void);  /* the calling thread's, or NULL */
+/* CUDA_SUCCESS while context c of generation gen lives, else
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED, said on stderr (what, in a line with
+ * "destroyed context"): the real driver's behaviour there is undefined. */
+CUresult sim_check_alive(const struct CUctx_st *c, unsigned gen, const char *what);
 int sim_is_device_ptr(uintptr_t p);      /* 1 inside a cuMemAlloc block */
 
 /* Model (simgpu_model.c). All sim_model_* functions expect sim_lock held, except

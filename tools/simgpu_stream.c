@@ -17,6 +17,7 @@ static struct CUstream_st *sim_stream_new(struct CUctx_st *ctx, unsigned flags, 
         return NULL;
     s->magic = SIM_MAGIC_STREAM;
     s->ctx = ctx;
+    s->gen = ctx->gen;
     s->id = sim_model_next_stream_id();
     s->flags = flags;
     s->priority = priority;
@@ -41,15 +42,17 @@ static CUresult sim_stream_get(CUstream h, int ptds, struct CUstream_st **out)
             *out = c->legacy;
             return CUDA_SUCCESS;
         }
-        if (!sim_ptds_stream || sim_ptds_stream->ctx != c)
+        if (!sim_ptds_stream || sim_ptds_stream->ctx != c || sim_ptds_stream->gen != c->gen)
             sim_ptds_stream = sim_stream_new(c, 0, 0);
         *out = sim_ptds_stream;
         return sim_ptds_stream ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
     }
     if (h->magic != SIM_MAGIC_STREAM)
         return CUDA_ERROR_INVALID_HANDLE;
-    *out = h;
-    return CUDA_SUCCESS;
+    r = sim_check_alive(h->ctx, h->gen, "stream");
+    if (r == CUDA_SUCCESS)
+        *out = h;
+    return r;
 }
 
 /* ---- streams ---- */
@@ -152,7 +155,9 @@ static CUresult sim_stream_wait_event(CUstream h, int ptds, CUevent e)
     if (!e || e->magic != SIM_MAGIC_EVENT)
         return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&sim_lock);
-    CUresult r = sim_stream_get(h, ptds, &s);
+    CUresult r = sim_check_alive(e->ctx, e->gen, "cuStreamWaitEvent: event");
+    if (r == CUDA_SUCCESS)
+        r = sim_stream_get(h, ptds, &s);
     /* An event never recorded is already complete; waits inside a capture are ignored. */
     if (r == CUDA_SUCCESS && e->op && !s->capture) {
         struct sim_op *mark = sim_model_enqueue(s, SIM_MARK, e->op);
@@ -209,12 +214,15 @@ SIM_EXPORT CUresult cuEventCreate(CUevent *ph, unsigned int flags)
         return CUDA_ERROR_INVALID_VALUE;
     if (r != CUDA_SUCCESS || (r = sim_check_fds()) != CUDA_SUCCESS)
         return r;
-    if (!sim_current_ctx())
+    struct CUctx_st *c = sim_current_ctx();
+    if (!c)
         return CUDA_ERROR_INVALID_CONTEXT;
     struct CUevent_st *e = calloc(1, sizeof(*e));
     if (!e)
         return CUDA_ERROR_OUT_OF_MEMORY;
     e->magic = SIM_MAGIC_EVENT;
+    e->ctx = c;
+    e->gen = c->gen;
     e->flags = flags;
     *ph = e;
     return CUDA_SUCCESS;
@@ -245,7 +253,13 @@ static CUresult sim_event_record(CUevent e, CUstream h, int ptds)
     if (!e || e->magic != SIM_MAGIC_EVENT)
         return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&sim_lock);
-    CUresult r = sim_stream_get(h, ptds, &s);
+    CUresult r = sim_check_alive(e->ctx, e->gen, "cuEventRecord: event");
+    if (r == CUDA_SUCCESS)
+        r = sim_stream_get(h, ptds, &s);
+    /* "hEvent and hStream must be from the same context otherwise
+     * CUDA_ERROR_INVALID_HANDLE is returned" (cuda.h) */
+    if (r == CUDA_SUCCESS && s->ctx != e->ctx)
+        r = CUDA_ERROR_INVALID_HANDLE;
     if (r == CUDA_SUCCESS && !s->capture) {
         struct sim_op *mark = sim_model_enqueue(s, SIM_MARK, NULL);
         if (mark) {
@@ -290,7 +304,9 @@ SIM_EXPORT CUresult cuEventQuery(CUevent e)
     if (sim_check_fds() != CUDA_SUCCESS)
         return CUDA_ERROR_OPERATING_SYSTEM;
     pthread_mutex_lock(&sim_lock);
-    CUresult r = e->op ? sim_model_query(e->op) : CUDA_SUCCESS;
+    CUresult r = sim_check_alive(e->ctx, e->gen, "cuEventQuery");
+    if (r == CUDA_SUCCESS && e->op)
+        r = sim_model_query(e->op);
     pthread_mutex_unlock(&sim_lock);
     return r;
 }
@@ -318,7 +334,11 @@ SIM_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
     if (sim_check_fds() != CUDA_SUCCESS)
         return CUDA_ERROR_OPERATING_SYSTEM;
     pthread_mutex_lock(&sim_lock);
-    CUresult r = start->op && end->op ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = sim_check_alive(start->ctx, start->gen, "cuEventElapsedTime");
+    if (r == CUDA_SUCCESS)
+        r = sim_check_alive(end->ctx, end->gen, "cuEventElapsedTime");
+    if (r == CUDA_SUCCESS && (start->ctx != end->ctx || !start->op || !end->op))
+        r = CUDA_ERROR_INVALID_HANDLE;
     if (r == CUDA_SUCCESS)
         r = sim_model_query(start->op);
     if (r == CUDA_SUCCESS)

@@ -368,8 +368,16 @@ static ncclResult_t sim_nccl_launch_now(void *arg, CUfunction f, cudaStream_t st
 {
     struct sim_nccl_op *op = arg;
     void *params[1] = { &arg };
+    /* On the communicator's device, whatever the caller's (NCCL sets its
+     * device around the enqueue and restores the caller's), and on NCCL's
+     * own thread for a non-blocking communicator. */
+    CUcontext cur = NULL, popped;
+    int pushed = op->comm->ctx && cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != op->comm->ctx &&
+                 cuCtxPushCurrent(op->comm->ctx) == CUDA_SUCCESS;
     /* one block of 512 threads per channel, as NCCL's kernels have */
     CUresult r = sim_nccl.launch(f, sim_nccl_channels(), 1, 1, 512, 1, 1, 0, (CUstream)stream, params, NULL);
+    if (pushed)
+        cuCtxPopCurrent(&popped);
     if (r == CUDA_SUCCESS)
         return ncclSuccess;
     atomic_fetch_sub(&op->comm->pending, 1);
@@ -547,6 +555,8 @@ static ncclResult_t sim_nccl_comm_new(ncclComm_t *out, const char *name, int nra
     c->nranks = nranks;
     c->cudev = cudev;
     c->nonblocking = nonblocking;
+    if (cuCtxGetCurrent(&c->ctx) != CUDA_SUCCESS)
+        c->ctx = NULL;
     c->alpha_ns = (uint64_t)(sim_nccl_env("SIMNCCL_ALPHA_US", 10) * 1000);
     c->bw_gbs = sim_nccl_env("SIMNCCL_BW_GBS", 100);
     if (c->bw_gbs <= 0)

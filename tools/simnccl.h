@@ -65,6 +65,7 @@ struct ncclComm {
                                  non-blocking thread sets it too */
     int nonblocking;         /* ncclConfig_t.blocking = 0, NCCL_COMM_BLOCKING=0 or
                                 SIMNCCL_NONBLOCKING=1 (simnccl_async.c) */
+    CUcontext ctx;           /* current at init: NCCL sets its device to enqueue */
 };
 
 /* Records the message ncclGetLastError returns and prints it on stderr

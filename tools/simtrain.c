@@ -49,7 +49,10 @@ struct sim_train_opts {
     double slow_data_us;
     long stall_rank, stall_step;
     double stall_s;
+    long devices;
 };
+
+#define SIM_TRAIN_MAX_DEVICES 8
 
 static int sim_train_rank;
 
@@ -94,6 +97,11 @@ static const char sim_train_usage[] =
     "  --drift PCT           kernels slow down linearly over the training steps, the\n"
     "                        last step's PCT% longer than the first's (default 0)\n"
     "  --bw-gbs G            simulated NCCL bus bandwidth in GB/s (sets SIMNCCL_BW_GBS)\n"
+    "  --devices N           spread each rank's layers over N devices (LOCAL_RANK*N on),\n"
+    "                        each its primary context, compute stream and module, in\n"
+    "                        blocks of consecutive layers (a pipeline): each hand-over\n"
+    "                        an event the next device's stream waits for; NCCL, the\n"
+    "                        optimizer, data and checkpoints on the first (default 1)\n"
     "  --seed S              seed of the data and checkpoint contents (default 1)\n"
     "  --help                this text\n"
     "Environment: SIMTRAIN_EVENTS=FILE appends, at exit, one JSON line per checkpoint\n"
@@ -184,7 +192,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
 {
     enum { O_STEPS = 256, O_LAYERS, O_FWD, O_BWD, O_BUCKET, O_OVERLAP, O_NO_OVERLAP, O_DATA,
            O_CKPT_EVERY, O_CKPT_MB, O_CKPT_DIR, O_STRAGGLER, O_BW, O_SEED, O_HELP, O_KERNELS, O_EVAL_EVERY,
-           O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS, O_SLOW_DATA, O_STALL };
+           O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS, O_SLOW_DATA, O_STALL, O_DEVICES };
     static const struct option longopts[] = {
         { "steps", required_argument, NULL, O_STEPS },
         { "layers", required_argument, NULL, O_LAYERS },
@@ -207,13 +215,14 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         { "eval-steps", required_argument, NULL, O_EVAL_STEPS },
         { "drift", required_argument, NULL, O_DRIFT },
         { "kernel-blocks", required_argument, NULL, O_KERNEL_BLOCKS },
+        { "devices", required_argument, NULL, O_DEVICES },
         { "help", no_argument, NULL, O_HELP },
         { NULL, 0, NULL, 0 },
     };
     *o = (struct sim_train_opts){
         .steps = 10, .layers = 4, .kernels = 1, .fwd_us = 200, .bwd_us = 400, .bucket_mb = 25, .overlap = 1,
         .ckpt_mb = 16, .ckpt_dir = ".", .straggler_rank = -1, .straggler_factor = 1, .seed = 1,
-        .slow_data_rank = -1, .stall_rank = -1,
+        .slow_data_rank = -1, .stall_rank = -1, .devices = 1,
         .eval_steps = 2,
     };
     int c, overlap_set = 0;
@@ -237,6 +246,11 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         case O_EVAL_STEPS: o->eval_steps = sim_train_long("--eval-steps", optarg, 1); break;
         case O_DRIFT: o->drift_pct = sim_train_double("--drift", optarg, 0, 0); break;
         case O_KERNEL_BLOCKS: o->kernel_blocks = sim_train_long("--kernel-blocks", optarg, 1); break;
+        case O_DEVICES:
+            o->devices = sim_train_long("--devices", optarg, 1);
+            if (o->devices > SIM_TRAIN_MAX_DEVICES)
+                sim_train_usage_error("--devices: at most %d", SIM_TRAIN_MAX_DEVICES);
+            break;
         case O_OVERLAP:
         case O_NO_OVERLAP:
             if (overlap_set && o->overlap != (c == O_OVERLAP))
@@ -407,7 +421,27 @@ struct sim_train {
     double drift;      /* --drift's factor at the current training step */
     unsigned blocks;   /* compute kernels' grid: --kernel-blocks, else the SM count */
     int stall_now;     /* --stall: sleep before this step's first collective */
+    /* --devices: each device's context, compute stream and hand-over event;
+     * compute is that of device cur, the one whose context is current */
+    CUcontext ctxs[SIM_TRAIN_MAX_DEVICES];
+    CUdevice devs[SIM_TRAIN_MAX_DEVICES];
+    CUstream computes[SIM_TRAIN_MAX_DEVICES];
+    CUevent handoff[SIM_TRAIN_MAX_DEVICES];
+    int *layer_dev, cur;
 };
+
+/* Work goes on device d from here: its context current, its stream waiting
+ * for what the previous device did. */
+static void sim_train_on(struct sim_train *t, int d)
+{
+    if (d == t->cur)
+        return;
+    CU(cuEventRecord(t->handoff[t->cur], t->compute));
+    CU(cuCtxSetCurrent(t->ctxs[d]));
+    CU(cuStreamWaitEvent(t->computes[d], t->handoff[t->cur], 0));
+    t->cur = d;
+    t->compute = t->computes[d];
+}
 
 #define SIM_TRAIN_METRICS 16   /* floats AllReduce'd by an evaluation step */
 
@@ -445,6 +479,7 @@ static void sim_train_read_slowly(struct sim_train *t)
 static void sim_train_step(struct sim_train *t, long step)
 {
     const struct sim_train_opts *o = &t->o;
+    sim_train_on(t, 0);
     if (o->data_us > 0) {
         sim_train_sleep_us(o->data_us);
         off_t off = (off_t)(step % SIM_TRAIN_DATA_BATCHES) * SIM_TRAIN_BATCH_BYTES;
@@ -454,10 +489,13 @@ static void sim_train_step(struct sim_train *t, long step)
     }
     if (t->slow_us > 0)
         sim_train_read_slowly(t);
-    for (long l = 0; l < o->layers; l++)
+    for (long l = 0; l < o->layers; l++) {
+        sim_train_on(t, t->layer_dev[l]);
         for (long k = 0; k < o->kernels; k++)
             sim_train_kernel(t, t->fwd[l], o->fwd_us / (double)o->kernels);
+    }
     for (long l = o->layers - 1; l >= 0; l--) {
+        sim_train_on(t, t->layer_dev[l]);
         for (long k = 0; k < o->kernels; k++)
             sim_train_kernel(t, t->bwd[l], o->bwd_us / (double)o->kernels);
         if (o->overlap) {
@@ -466,6 +504,7 @@ static void sim_train_step(struct sim_train *t, long step)
             sim_train_allreduce(t, (int)l, t->comm);
         }
     }
+    sim_train_on(t, 0);
     if (o->overlap) {
         CU(cuEventRecord(t->comm_done, t->comm));
         CU(cuStreamWaitEvent(t->compute, t->comm_done, 0));
@@ -481,9 +520,12 @@ static void sim_train_step(struct sim_train *t, long step)
 static void sim_train_eval(struct sim_train *t)
 {
     const struct sim_train_opts *o = &t->o;
-    for (long l = 0; l < o->layers; l++)
+    for (long l = 0; l < o->layers; l++) {
+        sim_train_on(t, t->layer_dev[l]);
         for (long k = 0; k < o->kernels; k++)
             sim_train_kernel(t, t->fwd[l], o->fwd_us / (double)o->kernels);
+    }
+    sim_train_on(t, 0);
     NCCL(ncclAllReduce((void *)(uintptr_t)t->metrics, (void *)(uintptr_t)t->metrics, SIM_TRAIN_METRICS,
                        ncclFloat32, ncclSum, t->nccl, t->compute));
     CU(cuStreamSynchronize(t->compute));
@@ -606,21 +648,29 @@ static void sim_train_checkpoint(struct sim_train *t, long step)
 static void sim_train_setup(struct sim_train *t)
 {
     const struct sim_train_opts *o = &t->o;
-    CUcontext ctx;
-    CUmodule mod;
+    CUmodule mods[SIM_TRAIN_MAX_DEVICES];
     char name[64], data_path[4096];
     int local = sim_train_env_int("LOCAL_RANK", 0);
 
     sim_train_load_driver();
     CU(cuInit(0));
-    CU(cuDeviceGet(&t->dev, local));
-    CU(cuDevicePrimaryCtxRetain(&ctx, t->dev));
-    CU(cuCtxSetCurrent(ctx));
+    t->layer_dev = calloc((size_t)o->layers, sizeof(*t->layer_dev));
+    if (!t->layer_dev)
+        sim_train_die("out of memory");
+    static const char image[] = "simtrain kernels";
+    for (int d = (int)o->devices - 1; d >= 0; d--) {
+        CU(cuDeviceGet(&t->devs[d], local * (int)o->devices + d));
+        CU(cuDevicePrimaryCtxRetain(&t->ctxs[d], t->devs[d]));
+        CU(cuCtxSetCurrent(t->ctxs[d]));
+        CU(cuModuleLoadData(&mods[d], image));
+        CU(cuStreamCreate(&t->computes[d], CU_STREAM_NON_BLOCKING));
+        CU(cuEventCreate(&t->handoff[d], CU_EVENT_DISABLE_TIMING));
+    }
+    t->dev = t->devs[0];
+    t->compute = t->computes[0];
     int sms = 0;
     CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, t->dev));
     t->blocks = o->kernel_blocks ? (unsigned)o->kernel_blocks : sms > 0 ? (unsigned)sms : 1;
-    static const char image[] = "simtrain kernels";
-    CU(cuModuleLoadData(&mod, image));
     t->fwd = calloc((size_t)o->layers, sizeof(*t->fwd));
     t->bwd = calloc((size_t)o->layers, sizeof(*t->bwd));
     t->bwd_done = calloc((size_t)o->layers, sizeof(*t->bwd_done));
@@ -631,18 +681,21 @@ static void sim_train_setup(struct sim_train *t)
     if (t->bucket_bytes == 0)
         t->bucket_bytes = 4;
     for (long l = 0; l < o->layers; l++) {
+        int d = (int)(l * o->devices / o->layers);
+        t->layer_dev[l] = d;
+        CU(cuCtxSetCurrent(t->ctxs[d]));
         snprintf(name, sizeof(name), "fwd_gemm_l%ld", l);
-        CU(cuModuleGetFunction(&t->fwd[l], mod, name));
+        CU(cuModuleGetFunction(&t->fwd[l], mods[d], name));
         snprintf(name, sizeof(name), "bwd_gemm_l%ld", l);
-        CU(cuModuleGetFunction(&t->bwd[l], mod, name));
+        CU(cuModuleGetFunction(&t->bwd[l], mods[d], name));
         CU(cuEventCreate(&t->bwd_done[l], CU_EVENT_DISABLE_TIMING));
         CU(cuMemAlloc(&t->grads[l], t->bucket_bytes));
     }
-    CU(cuModuleGetFunction(&t->optimizer, mod, "optimizer_step"));
+    CU(cuCtxSetCurrent(t->ctxs[0]));
+    CU(cuModuleGetFunction(&t->optimizer, mods[0], "optimizer_step"));
     if (o->eval_every > 0)
         CU(cuMemAlloc(&t->metrics, SIM_TRAIN_METRICS * sizeof(float)));
     CU(cuEventCreate(&t->comm_done, CU_EVENT_DISABLE_TIMING));
-    CU(cuStreamCreate(&t->compute, CU_STREAM_NON_BLOCKING));
     CU(cuStreamCreate(&t->comm, CU_STREAM_NON_BLOCKING));
 
     int loads = o->data_us > 0 || t->slow_us > 0;
@@ -676,6 +729,7 @@ static void sim_train_setup(struct sim_train *t)
 
 static void sim_train_teardown(struct sim_train *t)
 {
+    sim_train_on(t, 0);
     CU(cuStreamSynchronize(t->compute));
     CU(cuStreamSynchronize(t->comm));
     NCCL(ncclCommDestroy(t->nccl));
@@ -695,9 +749,13 @@ static void sim_train_teardown(struct sim_train *t)
         CU(cuMemFree(t->batch_dev));
         close(t->data_fd);
     }
-    CU(cuStreamDestroy(t->compute));
     CU(cuStreamDestroy(t->comm));
-    CU(cuDevicePrimaryCtxRelease(t->dev));
+    for (int d = 0; d < (int)t->o.devices; d++) {
+        CU(cuStreamDestroy(t->computes[d]));
+        CU(cuEventDestroy(t->handoff[d]));
+    }
+    for (int d = 0; d < (int)t->o.devices; d++)
+        CU(cuDevicePrimaryCtxRelease(t->devs[d]));
 }
 
 int main(int argc, char **argv)
