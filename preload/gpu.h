@@ -77,6 +77,23 @@ void rs_gpuinfo_forked(void);
 /* In a forked child: the launched functions are described again (hook_cuda.c). */
 void rs_func_cache_forked(void);
 
+/* ---- kernel names from the calls that make the handles (funcnames.c) ---- */
+
+/* Notes handle (a CUfunction or CUkernel) as function name of owner (the
+ * CUmodule or CUlibrary that made it); name is copied. A handle noted before
+ * under another name (the driver reused it) is also forgotten by the launch
+ * cache. Nothing is noted when the table or its text arena is full. */
+void rs_fname_note(const void *handle, const char *name, const void *owner);
+/* handle's noted name (text that lives as long as the process) and, when
+ * owner is not NULL, its owner in *owner; NULL when not noted. */
+const char *rs_fname_of(const void *handle, const void **owner);
+/* owner (a module or library) is unloaded: forgets its handles' names here
+ * and in the launch cache. */
+void rs_fname_forget(const void *owner);
+/* The launch cache (hook_cuda.c) forgets function f: its next launch asks
+ * its name again and describes it in a new FUNC record. */
+void rs_func_forget(const void *f);
+
 /* ---- GPU timing (gputime.c) ---- */
 
 /* Starts timing work about to be enqueued on stream s: takes a pair from the
