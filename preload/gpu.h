@@ -62,6 +62,10 @@ uint64_t rs_stream_id(CUstream s, int ptsz);
 /* Whether p, what dlsym found for the NCCL function name, may be given out:
  * not when it is the agent's wrapper and no real NCCL is loaded behind it. */
 int rs_nccl_present(const char *name, void *p);
+/* What dlsym gives for the NCCL function name when p is the definition found
+ * without the agent: the agent's wrapper when p is the real function it wraps,
+ * else p. */
+void *rs_nccl_wrapper(const char *name, void *p);
 
 /* ---- launched functions and devices (gpuinfo.c) ---- */
 

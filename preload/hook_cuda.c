@@ -10,6 +10,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -1552,6 +1553,38 @@ static void *not_found(const char *name, void *p)
     return NULL;
 }
 
+/* Whether p is a definition of the agent's own. */
+static int is_ours(const void *p)
+{
+    static const void *base;
+    Dl_info info;
+    if (!base && dladdr((const void *)is_ours, &info))
+        base = info.dli_fbase;
+    return p && dladdr(p, &info) && info.dli_fbase == base;
+}
+
+/* What dlsym(RTLD_DEFAULT, name) gives caller without the agent: the global
+ * scope after the agent (p, what the agent's own lookup found, when it is not
+ * the agent's), then the caller's own scope, which holds the libraries of an
+ * object loaded RTLD_LOCAL (a libcuda or libnccl only it sees). */
+static void *default_sym(const char *name, void *p, const void *caller)
+{
+    if (is_ours(p))
+        p = real_dlsym(RTLD_NEXT, name);
+    if (p)
+        return p;
+    Dl_info info;
+    struct link_map *lm = NULL;
+    if (!dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm || !lm->l_name || !lm->l_name[0])
+        return NULL;
+    void *h = dlopen(lm->l_name, RTLD_NOLOAD | RTLD_LAZY);
+    if (!h)
+        return NULL;
+    p = real_dlsym(h, name);
+    dlclose(h);
+    return p;
+}
+
 RS_EXPORT void *dlsym(void *handle, const char *name)
 {
     if (RS_UNLIKELY(!real_dlsym)) {
@@ -1565,9 +1598,30 @@ RS_EXPORT void *dlsym(void *handle, const char *name)
     if (handle == RTLD_NEXT || ((name[0] != 'c' || name[1] != 'u') && !nccl))
         return real_dlsym(handle, name);
     void *p = real_dlsym(handle, name);
-    if (!p || rs_th.guard)
+    if (rs_th.guard)
         return p;
     int saved = errno;
+    if (handle == RTLD_DEFAULT) {
+        /* as the caller would find it, then our wrapper for a hooked function */
+        void *q = default_sym(name, p, __builtin_return_address(0));
+        if (q && nccl)
+            q = rs_nccl_wrapper(name, q);
+        else if (q && rs_cfg.cuda && !rs_cfg.disable)
+            for (size_t i = 0; i < NHOOKS; i++)
+                if (strcmp(hooks[i].sym, name) == 0) {
+                    if (hook_real(&hooks[i]) == q)
+                        q = hooks[i].wrapper;
+                    break;
+                }
+        if (!q)
+            q = not_found(name, p);
+        errno = saved;
+        return q;
+    }
+    if (!p) {
+        errno = saved;
+        return p;
+    }
     if (nccl) {
         /* Our wrapper found by name (RTLD_DEFAULT) where no NCCL is loaded:
          * a program probing for NCCL must not be told it is there. */
