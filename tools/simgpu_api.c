@@ -725,9 +725,11 @@ SIM_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 
 static struct CUmod_st *sim_module_new(void)
 {
-    struct CUmod_st *m = calloc(1, sizeof(*m));
+    /* malloc, not calloc, which never takes a chunk just freed: handles come
+     * back as a real driver's do */
+    struct CUmod_st *m = malloc(sizeof(*m));
     if (m)
-        m->magic = SIM_MAGIC_MODULE;
+        *m = (struct CUmod_st){ .magic = SIM_MAGIC_MODULE };
     return m;
 }
 
@@ -805,7 +807,8 @@ static CUresult sim_func_find(struct CUfunc_st **out, struct CUmod_st *m, const 
     pthread_mutex_lock(&sim_lock);
     for (f = m->funcs; f && strcmp(f->name, name) != 0; f = f->next)
         ;
-    if (!f && (f = calloc(1, size)) != NULL) {
+    if (!f && (f = malloc(size)) != NULL) {
+        memset(f, 0, size);
         f->magic = SIM_MAGIC_FUNC;
         f->module = m;
         f->name = strdup(name);
@@ -874,7 +877,7 @@ static CUresult sim_library_new(CUlibrary *library, const void *code)
         return CUDA_ERROR_INVALID_VALUE;
     if (!sim_drv.initialised)
         return CUDA_ERROR_NOT_INITIALIZED;
-    l = calloc(1, sizeof(*l));
+    l = malloc(sizeof(*l));
     if (!l || !(l->module = sim_module_new())) {
         free(l);
         return CUDA_ERROR_OUT_OF_MEMORY;
