@@ -66,6 +66,10 @@ uint64_t rs_stream_id(CUstream s, int ptsz);
 /* Whether p, what dlsym found for the NCCL function name, may be given out:
  * not when it is the agent's wrapper and no real NCCL is loaded behind it. */
 int rs_nccl_present(const char *name, void *p);
+/* What dlsym gives for the NCCL function name when p is the definition found
+ * without the agent: the agent's wrapper when p is the real function it wraps,
+ * else p. */
+void *rs_nccl_wrapper(const char *name, void *p);
 
 /* ---- launched functions and devices (gpuinfo.c) ---- */
 
@@ -82,6 +86,23 @@ int rs_gpu_first_device(void);
 void rs_gpuinfo_forked(void);
 /* In a forked child: the launched functions are described again (hook_cuda.c). */
 void rs_func_cache_forked(void);
+
+/* ---- kernel names from the calls that make the handles (funcnames.c) ---- */
+
+/* Notes handle (a CUfunction or CUkernel) as function name of owner (the
+ * CUmodule or CUlibrary that made it); name is copied. A handle noted before
+ * under another name (the driver reused it) is also forgotten by the launch
+ * cache. Nothing is noted when the table or its text arena is full. */
+void rs_fname_note(const void *handle, const char *name, const void *owner);
+/* handle's noted name (text that lives as long as the process) and, when
+ * owner is not NULL, its owner in *owner; NULL when not noted. */
+const char *rs_fname_of(const void *handle, const void **owner);
+/* owner (a module or library) is unloaded: forgets its handles' names here
+ * and in the launch cache. */
+void rs_fname_forget(const void *owner);
+/* The launch cache (hook_cuda.c) forgets function f: its next launch asks
+ * its name again and describes it in a new FUNC record. */
+void rs_func_forget(const void *f);
 
 /* ---- GPU timing (gputime.c) ---- */
 

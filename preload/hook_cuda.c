@@ -10,6 +10,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -165,6 +166,7 @@ struct name_slot {
     _Atomic uintptr_t key;
     _Atomic(const char *) name;
     _Atomic uint32_t id;       /* Launch.func (gpuinfo.c); 0: not described (yet) */
+    _Atomic int stale;         /* its module was unloaded: describe the handle anew */
 };
 static struct name_slot *names;
 static char *arena;
@@ -203,9 +205,12 @@ static const char *name_copy(const char *s)
     return arena + at;
 }
 
+/* f's name: as the call that made it gave it (funcnames.c), else the driver's. */
 static const char *name_ask(CUfunction f)
 {
-    const char *s = NULL;
+    const char *s = rs_fname_of(f, NULL);
+    if (s)
+        return s;
     if (rs_cu.func_get_name && rs_cu.func_get_name(&s, f) == CUDA_SUCCESS && s)
         return s;
     s = NULL;
@@ -229,6 +234,16 @@ static struct func_ref func_known(CUfunction f, struct name_slot *s)
                               atomic_load_explicit(&s->id, memory_order_acquire) };
 }
 
+/* The slot taken for f (or found stale): f's name asked for, f described. */
+static struct func_ref func_new(CUfunction f, struct name_slot *s)
+{
+    const char *n = name_copy(name_ask(f));
+    atomic_store_explicit(&s->name, n, memory_order_release);
+    uint32_t id = rs_func_describe(f, n);
+    atomic_store_explicit(&s->id, id, memory_order_release);
+    return (struct func_ref){ n, id };
+}
+
 /* f's name and id from a lock-free cache CUfunction -> (name, id), the
  * text copied once into an arena that lives as long as the process; the
  * thread that adds f describes it (FUNC record) before its launch record. */
@@ -241,6 +256,9 @@ static struct func_ref func_of(CUfunction f)
     for (uint32_t i = 0; i < NAME_PROBES; i++) {
         struct name_slot *s = &names[(h + i) & (NAME_SLOTS - 1)];
         uintptr_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (k == key && RS_UNLIKELY(atomic_load_explicit(&s->stale, memory_order_acquire)) &&
+            atomic_exchange(&s->stale, 0))
+            return func_new(f, s);
         if (k == key)
             return func_known(f, s);
         if (k == 0) {
@@ -250,14 +268,30 @@ static struct func_ref func_of(CUfunction f)
                     continue;
                 return func_known(f, s);
             }
-            const char *n = name_copy(name_ask(f));
-            atomic_store_explicit(&s->name, n, memory_order_release);
-            uint32_t id = rs_func_describe(f, n);
-            atomic_store_explicit(&s->id, id, memory_order_release);
-            return (struct func_ref){ n, id };
+            return func_new(f, s);
         }
     }
     return (struct func_ref){ NULL, 0 };
+}
+
+void rs_func_forget(const void *f)
+{
+    if (atomic_load_explicit(&names_state, memory_order_acquire) != 1)
+        return;
+    uintptr_t key = (uintptr_t)f;
+    uint32_t h = (uint32_t)((key >> 4) * 2654435761u);
+    for (uint32_t i = 0; i < NAME_PROBES; i++) {
+        struct name_slot *s = &names[(h + i) & (NAME_SLOTS - 1)];
+        uintptr_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (k == 0)
+            return;
+        if (k == key) {
+            atomic_store_explicit(&s->name, NULL, memory_order_release);
+            atomic_store_explicit(&s->id, 0, memory_order_release);
+            atomic_store_explicit(&s->stale, 1, memory_order_release);
+            return;
+        }
+    }
 }
 
 void rs_func_cache_forked(void)
@@ -1244,6 +1278,137 @@ RS_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
     return CALL(cuDevicePrimaryCtxReset_v2, dev);
 }
 
+REAL_DECL(cuMemAllocFromPoolAsync);
+REAL_DECL(cuMemAllocFromPoolAsync_ptsz);
+REAL_DECL(cuMemCreate);
+REAL_DECL(cuMemRelease);
+REAL_DECL(cuMemMap);
+REAL_DECL(cuMemUnmap);
+
+RS_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
+{
+    MEM_CALL(RSF_MEM_ALLOC_ASYNC, *p, n, CALL(cuMemAllocFromPoolAsync, p, n, pool, s));
+}
+
+RS_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
+{
+    MEM_CALL(RSF_MEM_ALLOC_ASYNC, *p, n, CALL(cuMemAllocFromPoolAsync_ptsz, p, n, pool, s));
+}
+
+/* Virtual memory management (PyTorch's expandable segments, NCCL's buffers):
+ * cuMemCreate allocates physical memory (ptr: the allocation handle),
+ * cuMemRelease frees it; mapping it into an address range is not an
+ * allocation, recorded apart (ptr: the address). */
+RS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *prop,
+                               unsigned long long flags)
+{
+    MEM_CALL(RSF_MEM_VMM_CREATE, *h, n, CALL(cuMemCreate, h, n, prop, flags));
+}
+
+RS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+{
+    MEM_CALL(RSF_MEM_VMM_RELEASE, h, 0, CALL(cuMemRelease, h));
+}
+
+RS_EXPORT CUresult cuMemMap(CUdeviceptr p, size_t n, size_t offset, CUmemGenericAllocationHandle h,
+                            unsigned long long flags)
+{
+    MEM_CALL(RSF_MEM_VMM_MAP, p, n, CALL(cuMemMap, p, n, offset, h, flags));
+}
+
+RS_EXPORT CUresult cuMemUnmap(CUdeviceptr p, size_t n)
+{
+    MEM_CALL(RSF_MEM_VMM_UNMAP, p, n, CALL(cuMemUnmap, p, n));
+}
+
+/* ---- modules and libraries: kernel names from the calls that make the
+ * handles (funcnames.c), forgotten when their module or library goes ---- */
+
+REAL_DECL(cuModuleGetFunction);
+REAL_DECL(cuLibraryGetKernel);
+REAL_DECL(cuKernelGetFunction);
+REAL_DECL(cuModuleUnload);
+REAL_DECL(cuLibraryUnload);
+REAL_DECL(cuLibraryGetModule);
+
+/* Names are noted whenever CUDA capture is on, tracing or not: a launch
+ * traced later needs them. */
+static inline int names_on(void)
+{
+    return rs_cfg.cuda && !rs_cfg.disable && !rs_th.guard;
+}
+
+RS_EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule mod, const char *name)
+{
+    CUresult r = CALL(cuModuleGetFunction, f, mod, name);
+    if (r == CUDA_SUCCESS && f && names_on()) {
+        int saved = errno;
+        rs_fname_note(*f, name, mod);
+        errno = saved;
+    }
+    return r;
+}
+
+RS_EXPORT CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary lib, const char *name)
+{
+    CUresult r = CALL(cuLibraryGetKernel, k, lib, name);
+    if (r == CUDA_SUCCESS && k && names_on()) {
+        int saved = errno;
+        rs_fname_note(*k, name, lib);
+        errno = saved;
+    }
+    return r;
+}
+
+/* The function of a kernel in the current context: the kernel's name, owned
+ * by its library. */
+RS_EXPORT CUresult cuKernelGetFunction(CUfunction *f, CUkernel k)
+{
+    CUresult r = CALL(cuKernelGetFunction, f, k);
+    if (r == CUDA_SUCCESS && f && names_on()) {
+        int saved = errno;
+        const void *owner = NULL;
+        const char *name = rs_fname_of(k, &owner);
+        if (name)
+            rs_fname_note(*f, name, owner);
+        errno = saved;
+    }
+    return r;
+}
+
+RS_EXPORT CUresult cuModuleUnload(CUmodule mod)
+{
+    CUresult r = CALL(cuModuleUnload, mod);
+    if (r == CUDA_SUCCESS && names_on()) {
+        int saved = errno;
+        rs_fname_forget(mod);
+        errno = saved;
+    }
+    return r;
+}
+
+/* A library's kernels, and the functions of its module (cuLibraryGetModule),
+ * go with it: the module is asked for before the library is gone. */
+RS_EXPORT CUresult cuLibraryUnload(CUlibrary lib)
+{
+    CUmodule mod = NULL;
+    int on = names_on();
+    if (on) {
+        int saved = errno;
+        if (!REAL(cuLibraryGetModule) || real_cuLibraryGetModule(&mod, lib) != CUDA_SUCCESS)
+            mod = NULL;
+        errno = saved;
+    }
+    CUresult r = CALL(cuLibraryUnload, lib);
+    if (r == CUDA_SUCCESS && on) {
+        int saved = errno;
+        rs_fname_forget(lib);
+        rs_fname_forget(mod);
+        errno = saved;
+    }
+    return r;
+}
+
 /* ---- the table of hooked entry points, for cuGetProcAddress and dlsym ----
  * X(exported name, name cuGetProcAddress is asked for, CUDA version of the
  * variant, per-thread variant): every variant of a hooked name as the
@@ -1359,6 +1524,17 @@ RS_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
     X(cuMemAllocAsync_ptsz, "cuMemAllocAsync", 11020, 1)                                      \
     X(cuMemFreeAsync, "cuMemFreeAsync", 11020, 0)                                             \
     X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, 1)                                        \
+    X(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, 0)                           \
+    X(cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync", 11020, 1)                      \
+    X(cuMemCreate, "cuMemCreate", 10020, 0)                                                   \
+    X(cuMemRelease, "cuMemRelease", 10020, 0)                                                 \
+    X(cuMemMap, "cuMemMap", 10020, 0)                                                         \
+    X(cuMemUnmap, "cuMemUnmap", 10020, 0)                                                     \
+    X(cuModuleGetFunction, "cuModuleGetFunction", 2000, 0)                                    \
+    X(cuLibraryGetKernel, "cuLibraryGetKernel", 12000, 0)                                     \
+    X(cuKernelGetFunction, "cuKernelGetFunction", 12000, 0)                                   \
+    X(cuModuleUnload, "cuModuleUnload", 2000, 0)                                              \
+    X(cuLibraryUnload, "cuLibraryUnload", 12000, 0)                                           \
     X(cuStreamDestroy, "cuStreamDestroy", 2000, 0)                                            \
     X(cuStreamDestroy_v2, "cuStreamDestroy", 4000, 0)                                         \
     X(cuCtxDestroy, "cuCtxDestroy", 2000, 0)                                                  \
@@ -1489,6 +1665,38 @@ static void *not_found(const char *name, void *p)
     return NULL;
 }
 
+/* Whether p is a definition of the agent's own. */
+static int is_ours(const void *p)
+{
+    static const void *base;
+    Dl_info info;
+    if (!base && dladdr((const void *)is_ours, &info))
+        base = info.dli_fbase;
+    return p && dladdr(p, &info) && info.dli_fbase == base;
+}
+
+/* What dlsym(RTLD_DEFAULT, name) gives caller without the agent: the global
+ * scope after the agent (p, what the agent's own lookup found, when it is not
+ * the agent's), then the caller's own scope, which holds the libraries of an
+ * object loaded RTLD_LOCAL (a libcuda or libnccl only it sees). */
+static void *default_sym(const char *name, void *p, const void *caller)
+{
+    if (is_ours(p))
+        p = real_dlsym(RTLD_NEXT, name);
+    if (p)
+        return p;
+    Dl_info info;
+    struct link_map *lm = NULL;
+    if (!dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm || !lm->l_name || !lm->l_name[0])
+        return NULL;
+    void *h = dlopen(lm->l_name, RTLD_NOLOAD | RTLD_LAZY);
+    if (!h)
+        return NULL;
+    p = real_dlsym(h, name);
+    dlclose(h);
+    return p;
+}
+
 RS_EXPORT void *dlsym(void *handle, const char *name)
 {
     if (RS_UNLIKELY(!real_dlsym)) {
@@ -1502,9 +1710,30 @@ RS_EXPORT void *dlsym(void *handle, const char *name)
     if (handle == RTLD_NEXT || ((name[0] != 'c' || name[1] != 'u') && !nccl))
         return real_dlsym(handle, name);
     void *p = real_dlsym(handle, name);
-    if (!p || rs_th.guard)
+    if (rs_th.guard)
         return p;
     int saved = errno;
+    if (handle == RTLD_DEFAULT) {
+        /* as the caller would find it, then our wrapper for a hooked function */
+        void *q = default_sym(name, p, __builtin_return_address(0));
+        if (q && nccl)
+            q = rs_nccl_wrapper(name, q);
+        else if (q && rs_cfg.cuda && !rs_cfg.disable)
+            for (size_t i = 0; i < NHOOKS; i++)
+                if (strcmp(hooks[i].sym, name) == 0) {
+                    if (hook_real(&hooks[i]) == q)
+                        q = hooks[i].wrapper;
+                    break;
+                }
+        if (!q)
+            q = not_found(name, p);
+        errno = saved;
+        return q;
+    }
+    if (!p) {
+        errno = saved;
+        return p;
+    }
     if (nccl) {
         /* Our wrapper found by name (RTLD_DEFAULT) where no NCCL is loaded:
          * a program probing for NCCL must not be told it is there. */

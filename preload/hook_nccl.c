@@ -781,6 +781,14 @@ RS_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyn
     X(ncclAlltoAll) X(ncclGather) X(ncclScatter) X(ncclSend) X(ncclRecv) X(ncclGroupStart)       \
     X(ncclGroupEnd) X(ncclCommGetAsyncError)
 
+void *rs_nccl_wrapper(const char *name, void *p)
+{
+#define NCCL_WRAP(fn) if (!strcmp(name, #fn)) return p && p == nccl_sym_quiet(#fn) ? (void *)fn : p;
+    NCCL_HOOKS(NCCL_WRAP)
+#undef NCCL_WRAP
+    return p;
+}
+
 int rs_nccl_present(const char *name, void *p)
 {
 #define NCCL_IS_OURS(fn) if (p == (void *)fn) return strcmp(name, #fn) != 0 || nccl_sym_quiet(#fn) != NULL;

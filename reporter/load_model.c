@@ -403,8 +403,11 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
         const struct rsf_mem_event *e = &c->mems[i];
         switch (e->kind) {
         case RSF_MEM_ALLOC: case RSF_MEM_ALLOC_HOST: case RSF_MEM_ALLOC_MANAGED: case RSF_MEM_ALLOC_ASYNC:
+        case RSF_MEM_VMM_CREATE:
             m->mem_allocs++;
             m->mem_alloc_bytes += e->bytes;
+            break;
+        case RSF_MEM_VMM_MAP: case RSF_MEM_VMM_UNMAP:
             break;
         default:
             m->mem_frees++;

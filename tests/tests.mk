@@ -18,7 +18,8 @@ PROG_SRC := $(wildcard tests/programs/*.c)
 PROG_BIN := $(PROG_SRC:tests/programs/%.c=$(BUILD)/tests/prog/%)
 
 # The CUDA and NCCL programs read cuda.h and nccl.h as system headers.
-$(BUILD)/tests/prog/cuda_paths $(BUILD)/tests/prog/cuda_contexts $(BUILD)/tests/prog/nccl_ops: RS_CFLAGS += -isystem $(CUDA_HOME)/include
+$(BUILD)/tests/prog/cuda_paths $(BUILD)/tests/prog/cuda_contexts $(BUILD)/tests/prog/nccl_ops $(BUILD)/tests/prog/cuda_names: RS_CFLAGS += -isystem $(CUDA_HOME)/include
+$(BUILD)/tests/prog/cuda_names: RS_LDFLAGS += -ldl
 
 $(BUILD)/tests/prog/%: tests/programs/%.c
 	$(call say,CC,$<)
@@ -41,6 +42,13 @@ $(BUILD)/tests/prog/libspin.so: tests/programs/lib/spin.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(RS_CFLAGS) -shared -o $@ $< $(RS_LDFLAGS)
 test-build: $(BUILD)/tests/prog/libspin.so
+
+# A library loaded RTLD_LOCAL that needs the stand-ins (cuda_names dlsym).
+$(BUILD)/tests/prog/libnames_probe.so: tests/programs/lib/names_probe.c $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libnccl.so.2
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(RS_CFLAGS) -shared -o $@ $< $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libnccl.so.2 -ldl $(RS_LDFLAGS)
+test-build: $(BUILD)/tests/prog/libnames_probe.so
 include tests/cudart/cudart.mk
 
 # The NVTX program: the toolkit's header-only NVTX v3 (read as system

@@ -57,6 +57,10 @@
  *   SIMGPU_SMS         SMs per device (default 132)
  *   SIMGPU_REGS        registers per thread of every function (default 32)
  *   SIMGPU_STATIC_SMEM static shared memory of every function, bytes (default 0)
+ *   SIMGPU_DRIVER_VERSION  the driver version played (default 13000): cuDriverGetVersion
+ *                      says it; entry points newer than it are absent to cuGetProcAddress
+ *                      and dlsym (12020: an R535 driver, without cuFuncGetName and
+ *                      cuKernelGetName)
  *
  * SMS
  *   Each device has the limits of an H100 (132 SMs of 2048 threads, 32 blocks,
@@ -121,11 +125,12 @@ struct sim_ext_ops {
     void (*release)(void *arg);
 };
 
-/* Makes a function named `name` whose launches are external operations: launch it
- * with cuLaunchKernel (or _ptsz) and kernelParams[0] pointing to a `void *` holding
- * the argument the callbacks receive. The launch takes ownership of that argument
- * when it returns CUDA_SUCCESS, not otherwise. The function lives as long as the
- * process. Errors: CUDA_ERROR_INVALID_VALUE (a NULL argument), CUDA_ERROR_OUT_OF_MEMORY. */
-CUresult sim_func_create_ext(CUfunction *func, const char *name, const struct sim_ext_ops *ops);
+/* Makes the launches of func (a function of a module or library) external
+ * operations: launch it with cuLaunchKernel (or _ptsz) and kernelParams[0]
+ * pointing to a `void *` holding the argument the callbacks receive. The launch
+ * takes ownership of that argument when it returns CUDA_SUCCESS, not otherwise.
+ * Errors: CUDA_ERROR_INVALID_VALUE (a NULL ops), CUDA_ERROR_INVALID_HANDLE (not a
+ * function). */
+CUresult sim_func_set_ext(CUfunction func, const struct sim_ext_ops *ops);
 
 #endif

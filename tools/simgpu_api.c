@@ -13,7 +13,6 @@
 #include "tools/simgpu_internal.h"
 #include "tools/simgpu_errors.h"
 
-#define SIM_DRIVER_VERSION 13000
 #define SIM_CTX_STACK 8
 
 struct sim_settings sim_cfg;
@@ -185,7 +184,7 @@ SIM_EXPORT CUresult cuDriverGetVersion(int *version)
 {
     if (!version)
         return CUDA_ERROR_INVALID_VALUE;
-    *version = SIM_DRIVER_VERSION;
+    *version = sim_driver_version();
     return CUDA_SUCCESS;
 }
 
@@ -370,8 +369,7 @@ SIM_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params,
     return sim_ctx_new(pctx, flags, dev);
 }
 
-SIM_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
-                                   CUdevice dev)
+CUresult sim_impl_cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags, CUdevice dev)
 {
     (void)params;
     return sim_ctx_new(pctx, flags, dev);
@@ -528,7 +526,7 @@ SIM_EXPORT CUresult cuCtxSynchronize(void)
 
 /* CUDA 13.0: of a given context, NULL the current one. Exported only: the
  * simulator's cuGetProcAddress gives the 2.0 variant for every version. */
-SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+CUresult sim_impl_cuCtxSynchronize_v2(CUcontext ctx)
 {
     return sim_ctx_sync(ctx ? ctx : sim_current_ctx());
 }
@@ -610,7 +608,7 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
 
 /* ---- memory ---- */
 
-static CUresult sim_alloc_new(void **p, size_t bytes, int host)
+CUresult sim_alloc_new(void **p, size_t bytes, int host)
 {
     struct sim_alloc *a;
     if (!p || bytes == 0)
@@ -637,7 +635,7 @@ static CUresult sim_alloc_new(void **p, size_t bytes, int host)
     return CUDA_SUCCESS;
 }
 
-static CUresult sim_alloc_free(uintptr_t base, int host)
+CUresult sim_alloc_free(uintptr_t base, int host)
 {
     struct sim_alloc **pp, *a = NULL;
     if (!base)
@@ -752,9 +750,11 @@ SIM_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 
 static struct CUmod_st *sim_module_new(void)
 {
-    struct CUmod_st *m = calloc(1, sizeof(*m));
+    /* malloc, not calloc, which never takes a chunk just freed: handles come
+     * back as a real driver's do */
+    struct CUmod_st *m = malloc(sizeof(*m));
     if (m)
-        m->magic = SIM_MAGIC_MODULE;
+        *m = (struct CUmod_st){ .magic = SIM_MAGIC_MODULE };
     return m;
 }
 
@@ -798,13 +798,28 @@ SIM_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
     return sim_module_load(module, fname);
 }
 
-/* Functions outlive their module: operations still queued keep their names. */
-SIM_EXPORT CUresult cuModuleUnload(CUmodule module)
+/* The module and its functions are freed, so that their addresses come back
+ * as other handles, as a real driver's do; their names are not: operations
+ * still queued and captured graphs keep them. */
+static CUresult sim_module_unload(struct CUmod_st *module)
 {
     if (!module || module->magic != SIM_MAGIC_MODULE)
         return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&sim_lock);
     module->magic = SIM_MAGIC_DEAD;
+    for (struct CUfunc_st *f = module->funcs, *next; f; f = next) {
+        next = f->next;
+        f->magic = SIM_MAGIC_DEAD;
+        free(f);
+    }
+    pthread_mutex_unlock(&sim_lock);
+    free(module);
     return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuModuleUnload(CUmodule module)
+{
+    return sim_module_unload(module);
 }
 
 static CUresult sim_func_find(struct CUfunc_st **out, struct CUmod_st *m, const char *name, size_t size)
@@ -817,7 +832,8 @@ static CUresult sim_func_find(struct CUfunc_st **out, struct CUmod_st *m, const 
     pthread_mutex_lock(&sim_lock);
     for (f = m->funcs; f && strcmp(f->name, name) != 0; f = f->next)
         ;
-    if (!f && (f = calloc(1, size)) != NULL) {
+    if (!f && (f = malloc(size)) != NULL) {
+        memset(f, 0, size);
         f->magic = SIM_MAGIC_FUNC;
         f->module = m;
         f->name = strdup(name);
@@ -839,7 +855,7 @@ SIM_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const 
     return sim_func_find(hfunc, hmod, name, sizeof(struct CUkern_st));
 }
 
-SIM_EXPORT CUresult cuFuncGetName(const char **name, CUfunction hfunc)
+CUresult sim_impl_cuFuncGetName(const char **name, CUfunction hfunc)
 {
     if (!name)
         return CUDA_ERROR_INVALID_VALUE;
@@ -886,7 +902,7 @@ static CUresult sim_library_new(CUlibrary *library, const void *code)
         return CUDA_ERROR_INVALID_VALUE;
     if (!sim_drv.initialised)
         return CUDA_ERROR_NOT_INITIALIZED;
-    l = calloc(1, sizeof(*l));
+    l = malloc(sizeof(*l));
     if (!l || !(l->module = sim_module_new())) {
         free(l);
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -932,7 +948,9 @@ SIM_EXPORT CUresult cuLibraryUnload(CUlibrary library)
     if (!library || library->magic != SIM_MAGIC_LIBRARY)
         return CUDA_ERROR_INVALID_HANDLE;
     library->magic = SIM_MAGIC_DEAD;
-    return cuModuleUnload(library->module);
+    CUresult r = sim_module_unload(library->module);
+    free(library);
+    return r;
 }
 
 SIM_EXPORT CUresult cuLibraryGetModule(CUmodule *module, CUlibrary library)
@@ -968,23 +986,21 @@ SIM_EXPORT CUresult cuKernelGetFunction(CUfunction *func, CUkernel kernel)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuKernelGetName(const char **name, CUkernel kernel)
+CUresult sim_impl_cuKernelGetName(const char **name, CUkernel kernel)
 {
-    return cuFuncGetName(name, kernel ? &kernel->func : NULL);
+    return sim_impl_cuFuncGetName(name, kernel ? &kernel->func : NULL);
 }
 
-SIM_EXPORT CUresult sim_func_create_ext(CUfunction *func, const char *name, const struct sim_ext_ops *ops)
+SIM_EXPORT CUresult sim_func_set_ext(CUfunction func, const struct sim_ext_ops *ops)
 {
-    static struct CUmod_st ext_module = { .magic = SIM_MAGIC_MODULE };
-    struct CUfunc_st *f = NULL;
-    if (!func || !name || !ops)
+    if (!ops)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = sim_func_find(&f, &ext_module, name, sizeof(struct CUkern_st));
-    if (r == CUDA_SUCCESS) {
-        f->ext = ops;
-        *func = f;
-    }
-    return r;
+    if (!func || func->magic != SIM_MAGIC_FUNC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&sim_lock);
+    func->ext = ops;
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
 }
 
 /* ---- errors ---- */

@@ -147,6 +147,21 @@ extern pthread_mutex_t sim_lock;
 void sim_geometry(const unsigned dims[6], unsigned smem_dyn, struct sim_geom *g);
 void sim_activity_add(const struct sim_op *op);
 
+/* The driver version played (simgpu_version.c): SIMGPU_DRIVER_VERSION, else
+ * SIM_DRIVER_VERSION_DEFAULT. */
+#define SIM_DRIVER_VERSION_DEFAULT 13000
+int sim_driver_version(void);
+/* X(name, CUDA version that added it): the exports newer than CUDA 12.0, each
+ * implemented as sim_impl_<name> and exported through simgpu_version.c. */
+#define SIM_NEWER_EXPORTS(X)                                                                \
+    X(cuFuncGetName, 12030) X(cuKernelGetName, 12030) X(cuCtxCreate_v4, 12050)             \
+    X(cuCtxSynchronize_v2, 13000) X(cuEventElapsedTime_v2, 12080)                           \
+    X(cuStreamGetDevice, 12080) X(cuStreamGetDevice_ptsz, 12080)                            \
+    X(cuStreamGetCaptureInfo_v3, 12030) X(cuStreamGetCaptureInfo_v3_ptsz, 12030)
+#define SIM_IMPL_DECL(name, since) __typeof__(name) sim_impl_##name;
+SIM_NEWER_EXPORTS(SIM_IMPL_DECL)
+#undef SIM_IMPL_DECL
+
 /* Driver state (simgpu_api.c). */
 CUresult sim_check_init(void);           /* CUDA_ERROR_NOT_INITIALIZED before cuInit */
 CUresult sim_check_fds(void);            /* the caller's fd table holds the driver's file */
@@ -156,6 +171,10 @@ struct CUctx_st *sim_current_ctx(void);  /* the calling thread's, or NULL */
  * "destroyed context"): the real driver's behaviour there is undefined. */
 CUresult sim_check_alive(const struct CUctx_st *c, unsigned gen, const char *what);
 int sim_is_device_ptr(uintptr_t p);      /* 1 inside a cuMemAlloc block */
+/* A block of device (host: pinned host) memory, as cuMemAlloc / cuMemAllocHost
+ * give; its free (CUDA_ERROR_INVALID_VALUE: not one of these). */
+CUresult sim_alloc_new(void **p, size_t bytes, int host);
+CUresult sim_alloc_free(uintptr_t base, int host);
 
 /* Model (simgpu_model.c). All sim_model_* functions expect sim_lock held, except
  * sim_model_wait, which takes it itself. */

@@ -2,7 +2,8 @@
  * PyTorch, NCCL, Triton) reaches the driver. A base name and the caller's CUDA
  * version pick the newest ABI variant that version knows (cuMemAlloc -> _v2,
  * cuCtxCreate -> _v4 ...); the per-thread-default-stream flag picks the _ptsz/_ptds
- * variant where one exists; symbolStatus is always filled. */
+ * variant where one exists; symbolStatus is always filled. Variants newer than the
+ * driver version played (SIMGPU_DRIVER_VERSION) are not there at all. */
 #include <string.h>
 #include "tools/simgpu_internal.h"
 
@@ -40,7 +41,7 @@ struct sim_proc {
     X("cuDevicePrimaryCtxSetFlags", 7000, cuDevicePrimaryCtxSetFlags, NULL)                 \
     X("cuDevicePrimaryCtxReset", 11000, cuDevicePrimaryCtxReset_v2, NULL)                   \
     X("cuDevicePrimaryCtxReset", 7000, cuDevicePrimaryCtxReset, NULL)                       \
-    X("cuCtxCreate", 12050, cuCtxCreate_v4, NULL)                                           \
+    X("cuCtxCreate", 12050, sim_impl_cuCtxCreate_v4, NULL)                                           \
     X("cuCtxCreate", 11040, cuCtxCreate_v3, NULL)                                           \
     X("cuCtxCreate", 3020, cuCtxCreate_v2, NULL)                                            \
     X("cuCtxCreate", 2000, cuCtxCreate, NULL)                                               \
@@ -63,6 +64,18 @@ struct sim_proc {
     X("cuMemHostAlloc", 2020, cuMemHostAlloc, NULL)                                         \
     X("cuMemFreeHost", 2000, cuMemFreeHost, NULL)                                           \
     X("cuMemGetInfo", 3020, cuMemGetInfo_v2, NULL)                                          \
+    X("cuMemAllocAsync", 11020, cuMemAllocAsync, cuMemAllocAsync_ptsz)                     \
+    X("cuMemAllocFromPoolAsync", 11020, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz) \
+    X("cuMemFreeAsync", 11020, cuMemFreeAsync, cuMemFreeAsync_ptsz)                        \
+    X("cuDeviceGetDefaultMemPool", 11020, cuDeviceGetDefaultMemPool, NULL)                  \
+    X("cuMemGetAllocationGranularity", 10020, cuMemGetAllocationGranularity, NULL)          \
+    X("cuMemAddressReserve", 10020, cuMemAddressReserve, NULL)                              \
+    X("cuMemAddressFree", 10020, cuMemAddressFree, NULL)                                    \
+    X("cuMemCreate", 10020, cuMemCreate, NULL)                                              \
+    X("cuMemRelease", 10020, cuMemRelease, NULL)                                            \
+    X("cuMemMap", 10020, cuMemMap, NULL)                                                    \
+    X("cuMemUnmap", 10020, cuMemUnmap, NULL)                                                \
+    X("cuMemSetAccess", 10020, cuMemSetAccess, NULL)                                        \
     X("cuPointerGetAttribute", 4000, cuPointerGetAttribute, NULL)                           \
     X("cuModuleLoad", 2000, cuModuleLoad, NULL)                                             \
     X("cuModuleLoadData", 2000, cuModuleLoadData, NULL)                                     \
@@ -70,7 +83,7 @@ struct sim_proc {
     X("cuModuleLoadFatBinary", 2000, cuModuleLoadFatBinary, NULL)                           \
     X("cuModuleUnload", 2000, cuModuleUnload, NULL)                                         \
     X("cuModuleGetFunction", 2000, cuModuleGetFunction, NULL)                               \
-    X("cuFuncGetName", 12030, cuFuncGetName, NULL)                                          \
+    X("cuFuncGetName", 12030, sim_impl_cuFuncGetName, NULL)                                          \
     X("cuFuncGetAttribute", 2020, cuFuncGetAttribute, NULL)                                 \
     X("cuFuncSetAttribute", 9000, cuFuncSetAttribute, NULL)                                 \
     X("cuFuncSetCacheConfig", 3000, cuFuncSetCacheConfig, NULL)                             \
@@ -80,7 +93,7 @@ struct sim_proc {
     X("cuLibraryGetKernel", 12000, cuLibraryGetKernel, NULL)                                \
     X("cuLibraryGetModule", 12000, cuLibraryGetModule, NULL)                                \
     X("cuKernelGetFunction", 12000, cuKernelGetFunction, NULL)                              \
-    X("cuKernelGetName", 12030, cuKernelGetName, NULL)                                      \
+    X("cuKernelGetName", 12030, sim_impl_cuKernelGetName, NULL)                                      \
     X("cuLaunchKernel", 4000, cuLaunchKernel, cuLaunchKernel_ptsz)                          \
     X("cuLaunchKernelEx", 11060, cuLaunchKernelEx, cuLaunchKernelEx_ptsz)                   \
     X("cuLaunchCooperativeKernel", 9000, cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz) \
@@ -117,12 +130,12 @@ struct sim_proc {
     X("cuStreamGetFlags", 5050, cuStreamGetFlags, cuStreamGetFlags_ptsz)                    \
     X("cuStreamGetPriority", 5050, cuStreamGetPriority, cuStreamGetPriority_ptsz)           \
     X("cuStreamGetCtx", 9020, cuStreamGetCtx, cuStreamGetCtx_ptsz)                          \
-    X("cuStreamGetDevice", 12080, cuStreamGetDevice, cuStreamGetDevice_ptsz)                \
+    X("cuStreamGetDevice", 12080, sim_impl_cuStreamGetDevice, sim_impl_cuStreamGetDevice_ptsz)                \
     X("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz) \
     X("cuStreamBeginCapture", 10000, cuStreamBeginCapture, cuStreamBeginCapture_ptsz)       \
     X("cuStreamEndCapture", 10000, cuStreamEndCapture, cuStreamEndCapture_ptsz)             \
     X("cuStreamIsCapturing", 10000, cuStreamIsCapturing, cuStreamIsCapturing_ptsz)          \
-    X("cuStreamGetCaptureInfo", 12030, cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo_v3_ptsz) \
+    X("cuStreamGetCaptureInfo", 12030, sim_impl_cuStreamGetCaptureInfo_v3, sim_impl_cuStreamGetCaptureInfo_v3_ptsz) \
     X("cuStreamGetCaptureInfo", 11030, cuStreamGetCaptureInfo_v2, cuStreamGetCaptureInfo_v2_ptsz) \
     X("cuGraphCreate", 10000, cuGraphCreate, NULL)                                          \
     X("cuGraphDestroy", 10000, cuGraphDestroy, NULL)                                        \
@@ -139,7 +152,7 @@ struct sim_proc {
     X("cuEventRecordWithFlags", 11010, cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz) \
     X("cuEventQuery", 2000, cuEventQuery, NULL)                                             \
     X("cuEventSynchronize", 2000, cuEventSynchronize, NULL)                                 \
-    X("cuEventElapsedTime", 12080, cuEventElapsedTime_v2, NULL)                             \
+    X("cuEventElapsedTime", 12080, sim_impl_cuEventElapsedTime_v2, NULL)                             \
     X("cuEventElapsedTime", 2000, cuEventElapsedTime, NULL)                                 \
     X("cuEventDestroy", 4000, cuEventDestroy_v2, NULL)                                      \
     X("cuEventDestroy", 2000, cuEventDestroy, NULL)
@@ -160,7 +173,8 @@ static CUresult sim_proc_find(const char *symbol, void **pfn, int version, cuuin
     *pfn = NULL;
     for (size_t i = 0; i < sizeof(sim_procs) / sizeof(sim_procs[0]); i++) {
         const struct sim_proc *p = &sim_procs[i];
-        if (strcmp(p->name, symbol) != 0)
+        /* an entry point newer than the driver played does not exist */
+        if (strcmp(p->name, symbol) != 0 || p->version > sim_driver_version())
             continue;
         if (p->version > version) {
             st = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;

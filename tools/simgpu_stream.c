@@ -182,8 +182,10 @@ SIM_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream h, CUevent e, unsigned int f
     return sim_stream_wait_event(h, 1, e);
 }
 
-/* Accessors: one per property, each on both the legacy and the per-thread name. */
-#define SIM_STREAM_GETTER(name, type, expr)                                      \
+/* Accessors: one per property, each on both the legacy and the per-thread name
+ * (EXPORTED: the name defined, sim_impl_<name> for an export newer than 12.0). */
+#define SIM_STREAM_GETTER(name, type, expr) SIM_STREAM_GETTER_AS(SIM_EXPORT, name, name, type, expr)
+#define SIM_STREAM_GETTER_AS(decl, exported, name, type, expr)                   \
     static CUresult sim_##name(CUstream h, int ptds, type *out)                   \
     {                                                                             \
         struct CUstream_st *s;                                                    \
@@ -196,14 +198,14 @@ SIM_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream h, CUevent e, unsigned int f
         pthread_mutex_unlock(&sim_lock);                                          \
         return r;                                                                 \
     }                                                                             \
-    SIM_EXPORT CUresult name(CUstream h, type *out) { return sim_##name(h, 0, out); } \
-    SIM_EXPORT CUresult name##_ptsz(CUstream h, type *out) { return sim_##name(h, 1, out); }
+    decl CUresult exported(CUstream h, type *out) { return sim_##name(h, 0, out); } \
+    decl CUresult exported##_ptsz(CUstream h, type *out) { return sim_##name(h, 1, out); }
 
 SIM_STREAM_GETTER(cuStreamGetId, unsigned long long, s->id)
 SIM_STREAM_GETTER(cuStreamGetFlags, unsigned int, s->flags)
 SIM_STREAM_GETTER(cuStreamGetPriority, int, s->priority)
 SIM_STREAM_GETTER(cuStreamGetCtx, CUcontext, s->ctx)
-SIM_STREAM_GETTER(cuStreamGetDevice, CUdevice, s->ctx->device)
+SIM_STREAM_GETTER_AS(, sim_impl_cuStreamGetDevice, cuStreamGetDevice, CUdevice, s->ctx->device)
 
 /* ---- events ---- */
 
@@ -323,7 +325,7 @@ SIM_EXPORT CUresult cuEventSynchronize(CUevent e)
     return op ? sim_model_wait(op) : CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
+CUresult sim_impl_cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
 {
     if (!ms)
         return CUDA_ERROR_INVALID_VALUE;
@@ -351,7 +353,7 @@ SIM_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
 
 SIM_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
 {
-    return cuEventElapsedTime_v2(ms, start, end);
+    return sim_impl_cuEventElapsedTime_v2(ms, start, end);
 }
 
 /* ---- capture and graphs ---- */
@@ -490,14 +492,14 @@ static CUresult sim_capture_info_v3(CUstream h, int ptds, CUstreamCaptureStatus 
     return sim_capture_info(h, ptds, status, id, graph);
 }
 
-SIM_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream h, CUstreamCaptureStatus *status, cuuint64_t *id,
+CUresult sim_impl_cuStreamGetCaptureInfo_v3(CUstream h, CUstreamCaptureStatus *status, cuuint64_t *id,
                                               CUgraph *graph, const CUgraphNode **deps,
                                               const CUgraphEdgeData **edges, size_t *ndeps)
 {
     return sim_capture_info_v3(h, 0, status, id, graph, deps, edges, ndeps);
 }
 
-SIM_EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream h, CUstreamCaptureStatus *status,
+CUresult sim_impl_cuStreamGetCaptureInfo_v3_ptsz(CUstream h, CUstreamCaptureStatus *status,
                                                    cuuint64_t *id, CUgraph *graph,
                                                    const CUgraphNode **deps,
                                                    const CUgraphEdgeData **edges, size_t *ndeps)

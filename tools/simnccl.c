@@ -326,28 +326,49 @@ static const struct sim_ext_ops sim_nccl_p2p_ops = {
 
 /* ---- launching ---- */
 
-/* The driver's cuLaunchKernel is looked up the way the CUDA runtime does, so a
- * tool that watches cuGetProcAddress sees NCCL's kernels as on a real system. */
-static void sim_nccl_init_once(void)
+/* A driver function looked up the way the CUDA runtime does; NULL if none. */
+static void *sim_nccl_proc(const char *name)
 {
     void *fn = NULL;
     CUdriverProcAddressQueryResult st;
-    if (cuGetProcAddress_v2("cuLaunchKernel", &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st) !=
-        CUDA_SUCCESS) {
+    if (cuGetProcAddress_v2(name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS)
+        return NULL;
+    return fn;
+}
+
+/* The driver's functions are looked up the way the CUDA runtime does, and
+ * NCCL's kernels are had from its library as the runtime has them
+ * (cuLibraryLoadData, cuLibraryGetKernel, cuKernelGetFunction), so a tool that
+ * watches those calls sees NCCL's kernels made and named as on a real system;
+ * the simulator is then told that their launches are collectives. */
+static void sim_nccl_init_once(void)
+{
+    static const char image[] = "simnccl device code";
+    __typeof__(cuInit) *init = (__typeof__(init))sim_nccl_proc("cuInit");
+    __typeof__(cuLibraryLoadData) *load = (__typeof__(load))sim_nccl_proc("cuLibraryLoadData");
+    __typeof__(cuLibraryGetKernel) *get_kernel = (__typeof__(get_kernel))sim_nccl_proc("cuLibraryGetKernel");
+    __typeof__(cuKernelGetFunction) *get_func = (__typeof__(get_func))sim_nccl_proc("cuKernelGetFunction");
+    sim_nccl.launch = (__typeof__(sim_nccl.launch))sim_nccl_proc("cuLaunchKernel");
+    if (!init || !load || !get_kernel || !get_func || !sim_nccl.launch) {
         sim_nccl.init_result = sim_nccl_error(ncclUnhandledCudaError,
-                                            "cuGetProcAddress(cuLaunchKernel) failed: not the simulated libcuda.so.1?");
+                                            "cuGetProcAddress failed: not the simulated libcuda.so.1?");
         return;
     }
-    sim_nccl.launch = (__typeof__(sim_nccl.launch))fn;
-    for (int i = 0; i < SIM_NCCL_NCOLLS; i++) {
-        if (sim_func_create_ext(&sim_nccl.coll_funcs[i], sim_nccl_colls[i].kernel, &sim_nccl_coll_ops) !=
-            CUDA_SUCCESS) {
+    CUlibrary lib;
+    if (init(0) != CUDA_SUCCESS || load(&lib, image, NULL, NULL, 0, NULL, NULL, 0) != CUDA_SUCCESS) {
+        sim_nccl.init_result = sim_nccl_error(ncclUnhandledCudaError, "loading NCCL's kernels failed");
+        return;
+    }
+    for (int i = 0; i <= SIM_NCCL_NCOLLS; i++) {
+        CUfunction *f = i < SIM_NCCL_NCOLLS ? &sim_nccl.coll_funcs[i] : &sim_nccl.p2p_func;
+        const char *name = i < SIM_NCCL_NCOLLS ? sim_nccl_colls[i].kernel : "ncclDevKernel_SendRecv";
+        CUkernel k;
+        if (get_kernel(&k, lib, name) != CUDA_SUCCESS || get_func(f, k) != CUDA_SUCCESS ||
+            sim_func_set_ext(*f, i < SIM_NCCL_NCOLLS ? &sim_nccl_coll_ops : &sim_nccl_p2p_ops) != CUDA_SUCCESS) {
             sim_nccl.init_result = sim_nccl_error(ncclSystemError, "out of memory");
             return;
         }
     }
-    if (sim_func_create_ext(&sim_nccl.p2p_func, "ncclDevKernel_SendRecv", &sim_nccl_p2p_ops) != CUDA_SUCCESS)
-        sim_nccl.init_result = sim_nccl_error(ncclSystemError, "out of memory");
 }
 
 /* NCCL's channels: SIMNCCL_CHANNELS, default 16. */
