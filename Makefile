@@ -1,5 +1,6 @@
 # ringside build. `make` builds build/libagent.so and build/ringside;
-# `make deps` installs what is missing (Debian); `make test`, `make bench`,
+# `make deps` installs what is missing (Debian); `make test`, `make unit`
+# (the unit tests alone), `make check T=NAME` (one test), `make bench`,
 # `make demo`, `make install PREFIX=...`. V=1 shows full commands.
 
 CUDA_HOME ?= /usr/local/cuda

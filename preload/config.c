@@ -276,6 +276,7 @@ static void identity(void)
 void rs_config_load(int argc, char **argv)
 {
     memset(&rs_cfg, 0, sizeof rs_cfg);
+    rs_cfg.log = 1; /* a bad RINGSIDE_LOG itself gets its notice */
     rs_cfg.log = (int)env_long("RINGSIDE_LOG", 1, 0, 2);
     rs_cfg.disable = env_flag("RINGSIDE_DISABLE", 0);
     rs_cfg.io = env_flag("RINGSIDE_IO", 1);

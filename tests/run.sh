@@ -5,13 +5,54 @@
 # that exits non-zero without reporting a failure counts as one failure.
 # Before that line, the failures are listed again, so that the tail of a
 # long log (all that some CI pages show) names them.
+#
+#   sh tests/run.sh [--unit] [--list] [NAME]
+#
+# NAME: only the tests whose file name contains it (test_ring,
+# test_units.py); --unit: the unit tests alone (make unit); --list: print
+# the names that would run and exit 1 when there are none, before anything
+# is built (make check). The tests are found from their sources
+# (tests/unit/test_*.c, tests/integration/test_*): a unit test whose binary
+# is missing from $BUILD/tests is a failure, not a test left out.
 BUILD=${BUILD:-build}
+UNIT_ONLY=0; LIST=0
+while :; do
+  case "${1:-}" in
+    --unit) UNIT_ONLY=1; shift ;;
+    --list) LIST=1; shift ;;
+    *) break ;;
+  esac
+done
 ONLY=${1:-}
+# The tests that run, one "unit:NAME" or "integration:NAME" line each.
+selected() {
+  for src in tests/unit/test_*.c; do
+    [ -f "$src" ] || continue
+    name=$(basename "$src" .c)
+    case "$name" in *"$ONLY"*) echo "unit:$name" ;; esac
+  done
+  [ "$UNIT_ONLY" -eq 1 ] && return
+  for t in tests/integration/test_*; do
+    [ -x "$t" ] || continue
+    name=$(basename "$t")
+    case "$name" in *"$ONLY"*) echo "integration:$name" ;; esac
+  done
+}
+tests=$(selected)
+if [ -z "$tests" ]; then
+  echo "tests/run.sh: no test's name contains '$ONLY' (unit tests: tests/unit/test_*.c, integration tests: tests/integration/test_*)" >&2
+  exit 1
+fi
+if [ "$LIST" -eq 1 ]; then
+  echo "$tests" | sed 's/^/  /; s/:/ /'
+  exit 0
+fi
 pass=0; fail=0; skip=0
-out=$(mktemp); failed=$(mktemp); trap 'rm -f "$out" "$failed"' EXIT
-run_one() {
-  name=$1; shift
-  "$@" >"$out" 2>&1; rc=$?
+out=$(mktemp); failed=$(mktemp); units=$(mktemp -d)
+trap 'rm -rf "$out" "$failed" "$units"' EXIT
+# Counts the lines of a test's output (in $out) that exited with status rc.
+count() {
+  name=$1; rc=$2
   p=$(grep -c '^ok ' "$out"); f=$(grep -c '^not ok ' "$out"); s=$(grep -c '^skip ' "$out")
   grep -E '^(ok|not ok|skip) ' "$out" | sed "s|^|[$name] |"
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
@@ -24,15 +65,25 @@ run_one() {
   fi
   pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
 }
-for t in "$BUILD"/tests/test_*; do
-  [ -x "$t" ] || continue
-  case "$t" in *"$ONLY"*) ;; *) continue ;; esac
-  run_one "$(basename "$t")" "$t"
-done
-for t in tests/integration/test_*; do
-  [ -x "$t" ] || continue
-  case "$t" in *"$ONLY"*) ;; *) continue ;; esac
-  run_one "$(basename "$t")" env BUILD="$BUILD" "$t"
+# The unit tests first, as many at a time as there are CPUs (they share
+# nothing and time nothing against a bound the load could break), each into
+# a file of its own; then counted in order.
+for t in $tests; do
+  case "$t" in unit:*) [ -x "$BUILD/tests/${t#unit:}" ] && echo "${t#unit:}" ;; esac
+done | xargs -r -P "$(nproc 2>/dev/null || echo 1)" -I{} \
+  sh -c '"$1/tests/$2" >"$3/$2.out" 2>&1; echo $? >"$3/$2.rc"' sh "$BUILD" {} "$units"
+for t in $tests; do
+  kind=${t%%:*}; name=${t#*:}
+  if [ "$kind" = integration ]; then
+    env BUILD="$BUILD" "tests/integration/$name" >"$out" 2>&1
+    count "$name" $?
+  elif [ -f "$units/$name.rc" ]; then
+    cp "$units/$name.out" "$out"
+    count "$name" "$(cat "$units/$name.rc")"
+  else
+    echo "[$name] not ok: $BUILD/tests/$name is not built (make test-build)" | tee -a "$failed"
+    fail=$((fail + 1))
+  fi
 done
 # The failures again, last, where a log's tail shows them.
 if [ -s "$failed" ]; then

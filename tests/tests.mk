@@ -1,6 +1,9 @@
 # Tests: unit tests (Check) in tests/unit/test_*.c, one binary each, linked with
-# the format and reporter objects; integration tests are the executables
-# tests/integration/test_*; tests/run.sh runs both and prints the total line.
+# the format and reporter objects (the agent's core for its own: below);
+# integration tests are the executables tests/integration/test_*;
+# tests/run.sh runs both and prints the total line. `make test` runs them
+# all after the package step, `make unit` the unit tests alone, `make check
+# T=NAME` the tests whose name contains NAME.
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -12,6 +15,21 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/rs_check.h $(FORMAT_OBJ) $(REPORTER_
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(RS_CFLAGS) -Wno-missing-prototypes -o $@ $< $(FORMAT_OBJ) $(REPORTER_LIB_OBJ) \
 	    $(RS_LDFLAGS) -lcheck -lsubunit -lrt $(REPORTER_LIBS)
+
+# The agent's core (ring, fd table, settings, clock, and the notices they
+# print) has unit tests of its own: linked with the agent's objects as
+# libagent.so has them (hidden visibility keeps symbols out of a shared
+# object's exports only; in an executable they link as any other), not with
+# the reporter's. A static pattern rule: it wins over the one above.
+AGENT_UNIT_BIN := $(addprefix $(BUILD)/tests/test_,ring fdtab settings clock)
+AGENT_CORE_OBJ := $(addprefix $(BUILD)/obj/preload/,ring.o fdtab.o config.o clock.o log.o)
+
+$(AGENT_UNIT_BIN): $(BUILD)/tests/%: tests/unit/%.c tests/unit/rs_check.h tests/unit/rs_agent_unit.h \
+    $(AGENT_CORE_OBJ) $(FORMAT_OBJ)
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(RS_CFLAGS) -Wno-missing-prototypes -DRS_SRC_DIR='"$(CURDIR)"' -o $@ $< \
+	    $(AGENT_CORE_OBJ) $(FORMAT_OBJ) $(RS_LDFLAGS) -lcheck -lsubunit -lrt -llz4 -lm
 
 # Small programs the integration tests run under the agent.
 PROG_SRC := $(wildcard tests/programs/*.c)
@@ -32,6 +50,20 @@ test-build: all $(UNIT_BIN) $(PROG_BIN) $(TEST_EXTRA)
 test: deps
 	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)BUILD=$(BUILD) sh tests/run.sh
+
+# The fast tier: the unit tests alone, built and run without the package
+# step (seconds once the objects are built).
+.PHONY: unit check
+unit: $(UNIT_BIN)
+	$(Q)BUILD=$(BUILD) sh tests/run.sh --unit
+
+# One test, or the few whose name contains T (make check T=test_ring): the
+# name is looked up before anything is built; no package step.
+check:
+	$(if $(T),,$(error make check T=NAME runs the tests whose file name contains NAME, e.g. T=test_ring))
+	$(Q)BUILD=$(BUILD) sh tests/run.sh --list '$(T)'
+	$(Q)$(MAKE) --no-print-directory test-build
+	$(Q)BUILD=$(BUILD) sh tests/run.sh '$(T)'
 include tests/format.mk
 include tests/html.mk
 include tests/flame.mk
