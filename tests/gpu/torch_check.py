@@ -134,10 +134,15 @@ def load_json(path):
 def kineto_kernels(trace):
     """The kernels of a Kineto (torch.profiler) trace, a path or its parsed JSON: dicts of
     name, device, stream, start_ns, dur_ns (ts and dur are microseconds, with three
-    decimals), graph (CUPTI's graph id, 0 outside a graph) and correlation."""
+    decimals), graph (CUPTI's graph id; -1 in a graph of a trace without them; 0 outside a
+    graph) and correlation."""
     doc = load_json(trace) if isinstance(trace, str) else trace
     out = []
     events = doc if isinstance(doc, list) else doc.get("traceEvents", [])
+    # CUPTI gives a graph's kernels the correlation id of the cudaGraphLaunch that ran them;
+    # "graph id" is in Kineto's JSON only from 2026 on
+    launches = set(e.get("args", {}).get("correlation") for e in events if isinstance(e, dict)
+                   and e.get("cat") in ("cuda_runtime", "cuda_driver") and "GraphLaunch" in str(e.get("name")))
     for e in events:
         if not isinstance(e, dict) or e.get("cat") != "kernel" or e.get("ph") != "X":
             continue
@@ -145,7 +150,8 @@ def kineto_kernels(trace):
         out.append({"name": norm_name(e.get("name")), "device": a.get("device", e.get("pid")),
                     "stream": (a.get("device", e.get("pid")), a.get("stream", e.get("tid"))),
                     "start_ns": round(float(e["ts"]) * 1000), "dur_ns": round(float(e.get("dur", 0)) * 1000),
-                    "graph": a.get("graph id", 0) or 0, "correlation": a.get("correlation")})
+                    "graph": a.get("graph id", 0) or (-1 if a.get("correlation") in launches else 0),
+                    "correlation": a.get("correlation")})
     return out
 
 
@@ -198,14 +204,27 @@ def pair_streams(rs, kin):
     return pairs
 
 
-def align(a, b):
-    """Index pairs (i, j) of equal names in two name sequences, in order: all of them when
-    the sequences are equal, else the longest matching blocks (difflib)."""
-    if a == b:
-        return [(i, i) for i in range(len(a))]
-    import difflib
-    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    return [(blk.a + n, blk.b + n) for blk in sm.get_matching_blocks() for n in range(blk.size)]
+def align(a, b, window=64, run=3):
+    """Index pairs (i, j) of equal names in two name sequences, in order. Where they part
+    (a kernel one tool has and the other has not), the side that skips fewer names to agree
+    again for `run` names running is skipped; with no such skip within `window`, one name
+    of each."""
+    pairs, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        if a[i] == b[j]:
+            pairs.append((i, j))
+            i, j = i + 1, j + 1
+            continue
+        step = None
+        for k in range(1, window + 1):
+            if a[i + k:i + k + run] == b[j:j + run] and i + k < len(a):
+                step = (k, 0)
+            elif b[j + k:j + k + run] == a[i:i + run] and j + k < len(b):
+                step = (0, k)
+            if step:
+                break
+        i, j = (i + step[0], j + step[1]) if step else (i + 1, j + 1)
+    return pairs
 
 
 def percentile(xs, p):
@@ -219,7 +238,8 @@ def match_kernels(rs, kin, rel=DUR_REL, abs_us=DUR_ABS_US):
     """Holds ringside's kernels (ringside_kernels) against Kineto's (kineto_kernels) of the
     same launches: streams paired by their kernels' names, kernels in order on each stream
     (a stream runs its kernels in launch order) matched by name; the clocks mapped by the
-    median offset of the matched starts and the drift fitted over them. Returns a dict:
+    median offset of the matched starts and the drift fitted over them (Kineto's clock less
+    ringside's, in ppm). Returns a dict:
     counts (ringside, kineto), count_diff {name: (ringside, kineto)}, streams (pairs),
     pairs (matched), unmatched (ringside, kineto), untimed, dur_bad [(name, rs_us, kin_us)],
     dur_diff_us (median, p99, max |difference|), offset_ns, drift_ppm, start_us (p99, max
@@ -279,8 +299,8 @@ def check_match(what, m):
     """The checks of one match_kernels result: counts equal (by name), every launch matched and
     timed, durations within DUR_REL or DUR_ABS_US, starts within START_US."""
     diff = sorted(m["count_diff"].items(), key=lambda x: -abs(x[1][0] - x[1][1]))
-    ok = check(m["counts"][1] > 0 and m["counts"][0] == m["counts"][1] and not diff, "%s: kernel counts equal, name by name (%d)"
-               % (what, m["counts"][1]), "ringside %d, Kineto %d; (ringside, Kineto) by name: %s"
+    ok = check(m["counts"][1] > 0 and m["counts"][0] == m["counts"][1] and not diff,
+               "%s: kernel counts equal, name by name (%d)" % (what, m["counts"][1]), "ringside %d, Kineto %d; (ringside, Kineto) by name: %s"
                % (m["counts"][0], m["counts"][1], "; ".join("%s: %s" % (n[:80], c) for n, c in diff[:4])))
     ok &= check(m["unmatched"] == (0, 0), "%s: every kernel matched in stream order" % what,
                 "%d of ringside's and %d of Kineto's left unmatched" % m["unmatched"])
@@ -349,7 +369,8 @@ def budget(timeout):
 def worker(args, name, out_json, agent=None, trace=None, extra=(), timeout=120, env_extra=None):
     """Runs `--worker name` in a new interpreter; its result JSON as a dict, or None (a failed
     check saying why)."""
-    cmd = [args.python, os.path.abspath(__file__), "--worker", name, "--result", out_json] + sizes(args) + list(extra)
+    cmd = [args.python, os.path.abspath(__file__), "--worker", name, "--result", out_json] + sizes(args)
+    cmd += list(extra)
     rc, text = run(cmd, env=base_env(agent, trace, **(env_extra or {})), timeout=budget(timeout))
     label = "%s worker%s" % (name, " under the agent" if agent else "")
     if not check(rc == 0 and os.path.exists(out_json), "%s ran (%s)" % (label, " ".join(extra) or "defaults"),
@@ -403,7 +424,8 @@ def part_kineto_losses(args, parts):
     bare = worker(args, "train", os.path.join(d, "none.json"), extra=["--overhead", "none"] if over else [],
                   timeout=WORKER_TIMEOUT_S)
     agent = worker(args, "train", os.path.join(d, "agent.json"), agent=args.agent,
-                   trace=os.path.join(d, "trace-agent"), extra=["--overhead", "agent"] if over else [], timeout=WORKER_TIMEOUT_S)
+                   trace=os.path.join(d, "trace-agent"), extra=["--overhead", "agent"] if over else [],
+                   timeout=WORKER_TIMEOUT_S)
     if "losses" in parts and bare and agent:
         a, b = bare["losses"], agent["losses"]
         first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
@@ -480,8 +502,8 @@ def part_graph(args):
            % (g["replays"], per_replay, len(in_graph), len(table), opaque,
               sum(1 for n in in_graph if n in got), len(in_graph)),
            replays=g["replays"], kernels_per_replay=per_replay, graph_names=len(in_graph), opaque=opaque)
-    check(in_graph and g["replays"] > 0, "graph: Kineto saw the graph's kernels (graph id set)",
-          "no kernel with a graph id among %d" % len(kin))
+    check(in_graph and g["replays"] > 0, "graph: Kineto saw the graph's kernels (a graph id, or a "
+          "cudaGraphLaunch's correlation)", "none among %d kernels" % len(kin))
     check(not opaque, "graph: no graph launch left unexpanded ('CUDA graph' rows)",
           "report.json lists 'CUDA graph' x%d: the report does not expand graphs into their kernels" % opaque)
     full = len(table) >= REPORT_KERNELS
@@ -529,7 +551,8 @@ def nccl_run(args, mode):
     # -r 1 -t 1: each rank's stdout into a log under d/logs and on to ours (and Debian's
     # torchrun 1.13, the CPU path's, fails without them)
     cmd = [args.python, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(args.gpus),
-           "-r", "1", "-t", "1", "--log_dir", os.path.join(d, "logs"), os.path.abspath(__file__), "--worker", "nccl", "--result", os.path.join(d, "rank-%r.json")] + sizes(args)
+           "-r", "1", "-t", "1", "--log_dir", os.path.join(d, "logs"), os.path.abspath(__file__),
+           "--worker", "nccl", "--result", os.path.join(d, "rank-%r.json")] + sizes(args)
     env = base_env(args.agent, trace, TORCH_NCCL_USE_COMM_NONBLOCKING="1" if mode == "nonblocking" else "0")
     rc, text = run(cmd, env=env, timeout=budget(NCCL_TIMEOUT_S))
     what = "nccl (%s): torchrun, %d rank(s)" % (mode, args.gpus)
@@ -658,8 +681,8 @@ def worker_train(a):
         span[1] = time.monotonic_ns()
         prof.__exit__(None, None, None)
         prof.export_chrome_trace(a.kineto)
-    out = {"pid": os.getpid(), "torch": torch.__version__, "losses": [float(v).hex() for v in losses.cpu().tolist()],
-           "profile_ns": span, "gpu": torch.cuda.get_device_name() if a.device == "cuda" else "cpu"}
+    out = {"pid": os.getpid(), "torch": torch.__version__,
+           "losses": [float(v).hex() for v in losses.cpu().tolist()], "profile_ns": span, "gpu": torch.cuda.get_device_name() if a.device == "cuda" else "cpu"}
     if a.overhead:
         out["overhead"] = overhead_loops(torch, a.device, with_profiler=a.overhead == "none")
     return out
@@ -837,7 +860,8 @@ def main():
     ap.add_argument("--json", help="the figures, as JSON (default OUT/torch-check.json)")
     ap.add_argument("--parts", default=",".join(p for p, _ in PARTS))
     ap.add_argument("--python", default=sys.executable, help="the interpreter with torch")
-    ap.add_argument("--budget", type=int, default=BUDGET_S, help="seconds for all the parts (default %d)" % BUDGET_S)
+    ap.add_argument("--budget", type=int, default=BUDGET_S,
+                    help="seconds for all the parts (default %d)" % BUDGET_S)
     ap.add_argument("--gpus", type=int, default=0, help="ranks of the NCCL part (default: every GPU)")
     ap.add_argument("--device", default="cuda", help=argparse.SUPPRESS)   # cpu: the workers' code on CPU torch
     ap.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
@@ -887,11 +911,11 @@ def main():
             note("%s part took %.1f s" % (name, time.monotonic() - t))
             figures.setdefault("seconds", {})[name] = round(time.monotonic() - t, 1)
     figures["results"] = dict(results)
-    with open(args.json or os.path.join(args.out, "torch-check.json"), "w") as f:
+    path = args.json or os.path.join(args.out, "torch-check.json")
+    with open(path, "w") as f:
         json.dump(figures, f, indent=1)
-    print("torch-check: %d ok, %d not ok in %.1f s; figures in %s" % (
-        results["ok"], results["not ok"], time.monotonic() - t_all, args.json or os.path.join(args.out, "torch-check.json")),
-        flush=True)
+    print("torch-check: %d ok, %d not ok in %.1f s; figures in %s"
+          % (results["ok"], results["not ok"], time.monotonic() - t_all, path), flush=True)
     return 1 if results["not ok"] else 0
 
 
