@@ -1,11 +1,17 @@
 #!/bin/sh
-# `make gpu-check` (issue 20): on a machine with an NVIDIA GPU and the CUDA toolkit,
-# builds tests/gpu/workload.cu with nvcc into $BUILD/gpu/ (with NCCL where it is
-# found), the agent and the reporter if needed, and runs tests/gpu/check.py, which
-# runs the workload under the agent and holds the trace and the report against the
-# workload's own figures. Where there is no GPU (no device files, no working
-# `nvidia-smi -L`, no nvcc) it prints one line "gpu-check: no GPU (what is missing)"
-# and exits 0. Exit status: 0 passed or no GPU, 1 a check or a build failed.
+# `make gpu-check` (issues 20 and 27): the checks that need a real NVIDIA GPU, in one run
+# that ends well inside 8 minutes. Two parts, each timed:
+#   workload  tests/gpu/workload.cu, built with nvcc into $BUILD/gpu/ (with NCCL where it
+#             is found), run under the agent; tests/gpu/check.py holds the trace and the
+#             report against the workload's own figures (launches, times, geometry).
+#   torch     tests/gpu/torch_check.py: PyTorch jobs under the agent against torch.profiler
+#             (Kineto), CUDA graphs, torchrun with NCCL, overheads, losses; its figures
+#             also go to $BUILD/gpu/torch-check.json.
+# The agent and the reporter are built first. Where there is no GPU (no device file, no
+# working `nvidia-smi -L`) it prints "gpu-check: no GPU (what is missing)", then the list
+# of what it would have checked, and exits 0. A GPU without nvcc leaves the workload part
+# out (a skip line), without PyTorch the torch part fails (TORCH=0 leaves it out). Exit
+# status: 0 passed or no GPU, 1 a check or a build failed.
 #
 # Knobs (environment; make passes BUILD, CUDA_HOME and NVCC):
 #   BUILD        build folder (default build)
@@ -19,6 +25,10 @@
 #   BUILD_ONLY=1 build $BUILD/gpu/workload and stop (no GPU needed): for a GPU machine
 #                without the toolkit, with CUDART=static (and NCCL=0 unless it has NCCL)
 #   WORKLOAD     a workload built that way: run it, build none (no nvcc needed)
+#   TORCH        1 (default): the torch part; 0: leave it out
+#   TORCH_PYTHON the interpreter with PyTorch (default python3); TORCH_PARTS: its parts
+#                (default all: see torch_check.py --list); TORCH_BUDGET: its seconds (330)
+#   JOBS         make's jobs for the agent and the reporter (default: the CPUs)
 #   MAKE, PYTHON the make and python3 to run
 BUILD=${BUILD:-build}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
@@ -32,12 +42,31 @@ BUILD_ONLY=${BUILD_ONLY:-}
 WORKLOAD=${WORKLOAD:-}
 MAKE=${MAKE:-make}
 PYTHON=${PYTHON:-python3}
+TORCH=${TORCH:-1}
+TORCH_PYTHON=${TORCH_PYTHON:-$PYTHON}
+TORCH_PARTS=${TORCH_PARTS:-}
+TORCH_BUDGET=${TORCH_BUDGET:-330}
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 OUT=$BUILD/gpu
+
+# What a GPU machine would be checked for.
+plan() {
+  echo "gpu-check: on a machine with an NVIDIA GPU, it checks:"
+  echo "  - workload: the CUDA workload of known times and geometry (tests/gpu/workload.cu, with a" \
+       "one-rank NCCL all-reduce): every launch, copy and the all-reduce recorded, GPU times within 5%" \
+       "or 20 us of its cudaEvents, each kernel's blocks, waves, SM coverage and occupancy, SM activity"
+  "$PYTHON" tests/gpu/torch_check.py --list || echo "  - (tests/gpu/torch_check.py --list failed)"
+}
 
 no_gpu() {
   echo "gpu-check: no GPU ($1); nothing was checked"
+  plan
   exit 0
 }
+
+# Seconds since the epoch, and a part's duration line.
+now() { date +%s; }
+took() { echo "gpu-check: the $1 part took $(($(now) - $2)) s"; }
 
 fail() {
   echo "gpu-check: FAILED: $1"
@@ -152,29 +181,54 @@ if [ -n "$BUILD_ONLY" ]; then
 fi
 
 detect_gpu
-if [ -n "$WORKLOAD" ]; then
-  [ -x "$WORKLOAD" ] || fail "WORKLOAD=$WORKLOAD is not an executable file"
-elif ! have_nvcc; then
-  no_gpu "$ngpus GPU(s), but no CUDA compiler: nvcc not found at $NVCC (set CUDA_HOME or NVCC)"
-fi
+t_all=$(now)
 echo "gpu-check: $gpu, driver ${driver:-?}"
+failed=
+t=$(now)
+echo "gpu-check: building the agent and the reporter ($MAKE -j$JOBS BUILD=$BUILD)"
+$MAKE --no-print-directory -j"$JOBS" BUILD="$BUILD" all || fail "building the agent and the reporter failed"
+took build "$t"
+
+# The workload part: tests/gpu/check.py on the workload (nvcc builds it, or WORKLOAD).
+t=$(now)
 nccl_state=
 if [ -n "$WORKLOAD" ]; then
+  [ -x "$WORKLOAD" ] || fail "WORKLOAD=$WORKLOAD is not an executable file"
   echo "gpu-check: the workload built before: $WORKLOAD"
-else
+elif have_nvcc; then
   build_workload
   WORKLOAD=$OUT/workload
 fi
-
-echo "gpu-check: building the agent and the reporter ($MAKE BUILD=$BUILD)"
-$MAKE --no-print-directory BUILD="$BUILD" all || fail "building the agent and the reporter failed"
-
-if [ "$nccl_state" = failed ]; then set -- --nccl-build-failed; else set --; fi
-"$PYTHON" tests/gpu/check.py --build "$BUILD" --workload "$WORKLOAD" --run "$OUT/run" "$@"
-rc=$?
-if [ "$rc" -eq 0 ]; then
-  echo "gpu-check: passed ($gpu)"
+if [ -z "$WORKLOAD" ]; then
+  echo "skip - the workload part: nvcc not found at $NVCC (set CUDA_HOME or NVCC, or build it" \
+       "elsewhere with BUILD_ONLY=1 and pass WORKLOAD)"
 else
-  echo "gpu-check: FAILED ($gpu); the truth, trace, dumps and report are in $OUT/run"
+  if [ "$nccl_state" = failed ]; then set -- --nccl-build-failed; else set --; fi
+  timeout 150 "$PYTHON" tests/gpu/check.py --build "$BUILD" --workload "$WORKLOAD" --run "$OUT/run" "$@" \
+    || { failed="$failed workload"; echo "gpu-check: the workload part FAILED; its files are in $OUT/run"; }
+  took workload "$t"
 fi
-exit "$rc"
+
+# The torch part.
+t=$(now)
+if [ "$TORCH" = 0 ]; then
+  echo "skip - the torch part: TORCH=0"
+else
+  # torch_check.py keeps to its budget; timeout is the backstop
+  timeout $((TORCH_BUDGET + 60)) "$TORCH_PYTHON" tests/gpu/torch_check.py --build "$BUILD" --out "$OUT/torch" \
+    --budget "$TORCH_BUDGET" --json "$OUT/torch-check.json" ${TORCH_PARTS:+--parts "$TORCH_PARTS"} \
+    || { failed="$failed torch"; echo "gpu-check: the torch part FAILED; its files are in $OUT/torch"; }
+  took torch "$t"
+fi
+
+echo "gpu-check: $(($(now) - t_all)) s in all"
+if [ -z "$WORKLOAD" ] && [ "$TORCH" = 0 ]; then
+  echo "gpu-check: both parts left out ($gpu); nothing was checked"
+  exit 0
+fi
+if [ -z "$failed" ]; then
+  echo "gpu-check: passed ($gpu)"
+  exit 0
+fi
+echo "gpu-check: FAILED:$failed ($gpu)"
+exit 1

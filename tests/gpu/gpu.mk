@@ -1,9 +1,10 @@
-# `make gpu-check` (issue 20): on a machine with an NVIDIA GPU and the CUDA toolkit,
-# tests/gpu/gpu-check.sh builds the real-GPU workload (tests/gpu/workload.cu) with nvcc
-# into $(BUILD)/gpu/, and the agent and reporter if needed, runs it under the agent and
-# checks the trace and the report against the workload's own figures (tests/gpu/check.py).
-# Elsewhere it prints "gpu-check: no GPU (what is missing)" and exits 0. Knobs: see the
-# script's header (NCCL=0|1, NCCL_HOME, NVCC_ARCH, CUDART=static, ...).
+# `make gpu-check` (issues 20 and 27): on a machine with an NVIDIA GPU, tests/gpu/gpu-check.sh
+# builds the agent and the reporter, then the real-GPU workload (tests/gpu/workload.cu) with
+# nvcc into $(BUILD)/gpu/ and checks it under the agent (tests/gpu/check.py), then runs the
+# PyTorch checks (tests/gpu/torch_check.py: Kineto, CUDA graphs, torchrun with NCCL, overheads,
+# losses; figures in $(BUILD)/gpu/torch-check.json). Elsewhere it prints "gpu-check: no GPU
+# (what is missing)" and the list of what it would check, and exits 0. Knobs: see the
+# script's header (NCCL=0|1, NCCL_HOME, NVCC_ARCH, CUDART=static, TORCH=0, TORCH_PYTHON, ...).
 # Included by the top Makefile after its own rules (needs BUILD, CUDA_HOME).
 
 NVCC ?= $(CUDA_HOME)/bin/nvcc
