@@ -146,6 +146,8 @@ static void dump_gpu(struct dump_state *d, const struct rsf_chunk *c)
         enum_field(o, "kind", rsf_gpu_kind_name(e->kind), e->kind);
         enum_field(o, "dir", rsf_copy_dir_name(e->dir), e->dir);
         fprintf(o, ",\"flags\":%u", e->flags);
+        if (e->kind == RSF_GPU_GRAPH)
+            fprintf(o, ",\"graph\":%u", e->graph);
         const struct rsf_launch *l = c->nlaunches ? &c->launches[i] : NULL;
         if (l && (l->grid_x || l->func))
             fprintf(o, ",\"launch\":{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem_dyn\":%u"
@@ -153,6 +155,28 @@ static void dump_gpu(struct dump_state *d, const struct rsf_chunk *c)
                     l->grid_x, l->grid_y, l->grid_z, l->block_x, l->block_y, l->block_z, l->smem_dyn,
                     l->func, l->cluster_x, l->cluster_y, l->cluster_z);
         fputs("}\n", o);
+    }
+    for (uint32_t i = 0; i < c->ngraph_nodes; i++) {
+        const struct rsf_graph_node *e = &c->graph_nodes[i];
+        fprintf(o, "{\"type\":\"graph_node\",\"graph\":%u,\"node\":%u", e->graph, e->node);
+        enum_field(o, "kind", rsf_graph_node_kind_name(e->kind), e->kind);
+        string_ref(o, d, "name", e->name);
+        fprintf(o, ",\"stack\":%u,\"device\":%d,\"bytes\":%" PRIu64, e->stack, e->device, e->bytes);
+        if (e->kind == RSF_GNODE_COLLECTIVE) {
+            enum_field(o, "op", rsf_coll_op_name(e->op), e->op);
+            fprintf(o, ",\"comm\":%" PRIu64, e->comm);
+        }
+        if (e->kind == RSF_GNODE_MEMCPY)
+            enum_field(o, "dir", rsf_copy_dir_name(e->dir), e->dir);
+        if (e->grid_x || e->func)
+            fprintf(o, ",\"launch\":{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem_dyn\":%u,\"func\":%u}",
+                    e->grid_x, e->grid_y, e->grid_z, e->block_x, e->block_y, e->block_z, e->smem_dyn, e->func);
+        fputs("}\n", o);
+    }
+    for (uint32_t i = 0; i < c->ngraph_edges; i++) {
+        const struct rsf_graph_edge *e = &c->graph_edges[i];
+        fprintf(o, "{\"type\":\"graph_edge\",\"graph\":%u,\"from\":%u,\"to\":%u}\n", e->graph, e->from,
+                e->to);
     }
     for (uint32_t i = 0; i < c->nsyncs; i++) {
         const struct rsf_sync_event *e = &c->syncs[i];

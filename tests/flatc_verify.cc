@@ -47,6 +47,8 @@ SAME_SIZE(Function, rsf_function);
 SAME_SIZE(Device, rsf_device);
 SAME_SIZE(Series, rsf_series);
 SAME_SIZE(Point, rsf_point);
+SAME_SIZE(GraphNode, rsf_graph_node);
+SAME_SIZE(GraphEdge, rsf_graph_edge);
 
 #define SAME_VALUE(gen, c) static_assert(int(ringside::gen) == int(c), #gen)
 SAME_VALUE(Role_rank, RSF_ROLE_RANK);
@@ -158,7 +160,7 @@ static const cfield gpu_event_fields[] = {
     CF(rsf_gpu_event, launch_ns), CF(rsf_gpu_event, gpu_start_ns), CF(rsf_gpu_event, gpu_end_ns),
     CF(rsf_gpu_event, stream), CF(rsf_gpu_event, bytes), CF(rsf_gpu_event, call_ns),
     CF(rsf_gpu_event, tid), CF(rsf_gpu_event, name), CF(rsf_gpu_event, device),
-    CF(rsf_gpu_event, kind), CF(rsf_gpu_event, dir), CF(rsf_gpu_event, flags),
+    CF(rsf_gpu_event, kind), CF(rsf_gpu_event, dir), CF(rsf_gpu_event, flags), CF(rsf_gpu_event, graph),
 };
 static const cfield sync_event_fields[] = {
     CF(rsf_sync_event, start_ns), CF(rsf_sync_event, dur_ns), CF(rsf_sync_event, target),
@@ -219,6 +221,14 @@ static const cfield series_fields[] = {
     CF(rsf_series, kind), CF(rsf_series, link),
 };
 static const cfield point_fields[] = { CF(rsf_point, ts_ns), CF(rsf_point, value), CF(rsf_point, series) };
+static const cfield graph_node_fields[] = {
+    CF(rsf_graph_node, bytes), CF(rsf_graph_node, comm), CF(rsf_graph_node, graph), CF(rsf_graph_node, node),
+    CF(rsf_graph_node, name), CF(rsf_graph_node, stack), CF(rsf_graph_node, grid_x), CF(rsf_graph_node, grid_y),
+    CF(rsf_graph_node, grid_z), CF(rsf_graph_node, smem_dyn), CF(rsf_graph_node, func),
+    CF(rsf_graph_node, block_x), CF(rsf_graph_node, block_y), CF(rsf_graph_node, block_z),
+    CF(rsf_graph_node, device), CF(rsf_graph_node, kind), CF(rsf_graph_node, op), CF(rsf_graph_node, dir),
+};
+static const cfield graph_edge_fields[] = { CF(rsf_graph_edge, graph), CF(rsf_graph_edge, from), CF(rsf_graph_edge, to) };
 
 // flatc's struct type table lists each field's offset and, after them, the
 // struct's size; a field's size is the gap to the next offset less padding,
@@ -329,6 +339,8 @@ static void check_schema()
     CHECK_STRUCT(Device, rsf_device, device_fields);
     CHECK_STRUCT(Series, rsf_series, series_fields);
     CHECK_STRUCT(Point, rsf_point, point_fields);
+    CHECK_STRUCT(GraphNode, rsf_graph_node, graph_node_fields);
+    CHECK_STRUCT(GraphEdge, rsf_graph_edge, graph_edge_fields);
 #undef CHECK_STRUCT
     check_table("Chunk", &rsf_chunk_desc, ringside::ChunkTypeTable());
     for (unsigned op = 0; op <= ringside::IoOp_MAX; op++) {
@@ -356,6 +368,15 @@ static void check_schema()
             fail("SeriesKind " + std::to_string(k) + ": trace.h says " + (mine ? mine : "(none)") +
                  ", trace.fbs " + theirs);
     }
+    for (unsigned k = 0; k <= ringside::GraphNodeKind_MAX; k++) {
+        const char *mine = rsf_graph_node_kind_name(k);
+        const char *theirs = ringside::EnumNameGraphNodeKind(static_cast<ringside::GraphNodeKind>(k));
+        if (!mine || std::strcmp(mine, theirs) != 0)
+            fail("GraphNodeKind " + std::to_string(k) + ": trace.h says " + (mine ? mine : "(none)") +
+                 ", trace.fbs " + theirs);
+    }
+    if (rsf_graph_node_kind_name(ringside::GraphNodeKind_MAX + 1) != nullptr)
+        fail("rsf_graph_node_kind_name names a value past the end of GraphNodeKind");
     for (unsigned k = 0; k <= ringside::LinkKind_MAX; k++) {
         const char *mine = rsf_link_kind_name(k);
         const char *theirs = ringside::EnumNameLinkKind(static_cast<ringside::LinkKind>(k));
