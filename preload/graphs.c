@@ -42,7 +42,7 @@ static __thread struct {
     int on, taken;
     uint8_t op;
     uint64_t bytes, comm;
-} coll_th;
+} coll_th RS_TLS;
 
 /* ---- handles -> graph ids ---- */
 

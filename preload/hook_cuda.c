@@ -353,7 +353,7 @@ RS_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
 /* ---- records ---- */
 
 /* The graph a cuGraphLaunch on this thread runs, for its GPU record. */
-static __thread uint32_t graph_launching;
+static __thread uint32_t graph_launching RS_TLS;
 
 /* GPU work launched; geom: a kernel's launch geometry (a KERNEL record),
  * NULL for other work (a GPU record). */

@@ -130,7 +130,9 @@ SLOT(Chunk, VT_FUNCTIONS, RSF_CHUNK_FUNCTIONS);
 SLOT(Chunk, VT_DEVICES, RSF_CHUNK_DEVICES);
 SLOT(Chunk, VT_SERIES, RSF_CHUNK_SERIES);
 SLOT(Chunk, VT_POINTS, RSF_CHUNK_POINTS);
-static_assert(ringside::Chunk::VT_POINTS == 2 + 2 * RSF_CHUNK_NSLOTS, "Chunk slots");
+SLOT(Chunk, VT_GRAPH_NODES, RSF_CHUNK_GRAPH_NODES);
+SLOT(Chunk, VT_GRAPH_EDGES, RSF_CHUNK_GRAPH_EDGES);
+static_assert(ringside::Chunk::VT_GRAPH_EDGES == 2 + 2 * RSF_CHUNK_NSLOTS, "Chunk slots");
 
 // ---- run time: what C++ keeps private (struct field offsets) and names ----
 
