@@ -80,6 +80,8 @@ static const struct rsf_field_desc chunk_fields[RSF_CHUNK_NSLOTS] = {
     [RSF_CHUNK_SERIES] = STRUCTF("series", RSF_F_VEC_STRUCT, struct rsf_series),
     [RSF_CHUNK_POINTS] = STRUCTF("points", RSF_F_VEC_STRUCT, struct rsf_point),
     [RSF_CHUNK_COLL_GROUPS] = STRUCTF("coll_groups", RSF_F_VEC_STRUCT, struct rsf_coll_group),
+    [RSF_CHUNK_GRAPH_NODES] = STRUCTF("graph_nodes", RSF_F_VEC_STRUCT, struct rsf_graph_node),
+    [RSF_CHUNK_GRAPH_EDGES] = STRUCTF("graph_edges", RSF_F_VEC_STRUCT, struct rsf_graph_edge),
 };
 const struct rsf_table_desc rsf_chunk_desc = { "Chunk", RSF_CHUNK_NSLOTS, chunk_fields };
 
@@ -119,6 +121,7 @@ RSF_NAME_FN(rsf_comm_kind_name, RSF_COMM_KINDS)
 RSF_NAME_FN(rsf_mem_kind_name, RSF_MEM_KINDS)
 RSF_NAME_FN(rsf_sample_kind_name, RSF_SAMPLE_KINDS)
 RSF_NAME_FN(rsf_range_kind_name, RSF_RANGE_KINDS)
+RSF_NAME_FN(rsf_graph_node_kind_name, RSF_GRAPH_NODE_KINDS)
 RSF_NAME_FN(rsf_series_kind_name, RSF_SERIES_KINDS)
 RSF_NAME_FN(rsf_link_kind_name, RSF_LINK_KINDS)
 #undef RSF_NAME
@@ -226,6 +229,8 @@ static int enc_fill(struct enc *e, const struct rsf_chunk *c)
     e->chunk[RSF_CHUNK_SERIES] = vval(c->series, c->nseries);
     e->chunk[RSF_CHUNK_POINTS] = vval(c->points, c->npoints);
     e->chunk[RSF_CHUNK_COLL_GROUPS] = vval(c->coll_groups, c->ncoll_groups);
+    e->chunk[RSF_CHUNK_GRAPH_NODES] = vval(c->graph_nodes, c->ngraph_nodes);
+    e->chunk[RSF_CHUNK_GRAPH_EDGES] = vval(c->graph_edges, c->ngraph_edges);
     if (c->nstacks) {
         e->stacks = calloc(c->nstacks, RSF_STACK_NSLOTS * sizeof *e->stacks);
         e->stack_ptrs = calloc(c->nstacks, sizeof *e->stack_ptrs);
@@ -372,6 +377,8 @@ int rsf_chunk_decode(const uint8_t *buf, size_t size, struct rsf_chunk_view *v, 
         c->coll_groups = NULL;
         c->ncoll_groups = 0;
     }
+    c->graph_nodes = struct_vec(buf, t, RSF_CHUNK_GRAPH_NODES, &c->ngraph_nodes);
+    c->graph_edges = struct_vec(buf, t, RSF_CHUNK_GRAPH_EDGES, &c->ngraph_edges);
 
     uint32_t sv = rsf_fb_deref(buf, t, RSF_CHUNK_STRINGS);
     uint32_t m = rsf_fb_deref(buf, t, RSF_CHUNK_META);

@@ -91,6 +91,10 @@ struct rsf_chunk {
     uint32_t nseries;
     const struct rsf_point *points;
     uint32_t npoints;
+    const struct rsf_graph_node *graph_nodes;     /* CUDA graphs' captured nodes */
+    uint32_t ngraph_nodes;
+    const struct rsf_graph_edge *graph_edges;
+    uint32_t ngraph_edges;
 };
 
 extern const struct rsf_table_desc rsf_chunk_desc;

@@ -143,7 +143,8 @@ struct rsf_gpu_event {
     uint32_t call_ns, tid, name;
     int16_t device;
     uint8_t kind, dir, flags;
-    uint8_t pad_[7];
+    uint8_t pad_[3];
+    uint32_t graph;          /* graph launches: the GraphNode.graph run (0: not known) */
 };
 
 struct rsf_sync_event {
@@ -230,6 +231,26 @@ struct rsf_device {
         smem_reserved_per_block, warp_size, clock_khz, name, uuid, pci;
 };
 
+/* CUDA graphs: enum GraphNodeKind; a captured node and an edge between two. */
+#define RSF_GRAPH_NODE_KINDS(X) X(KERNEL, kernel) X(COLLECTIVE, collective) X(MEMCPY, memcpy) \
+    X(MEMSET, memset)
+#define RSF_ENUM_GNODE(id, name) RSF_GNODE_##id,
+enum rsf_graph_node_kind { RSF_GRAPH_NODE_KINDS(RSF_ENUM_GNODE) RSF_GNODE_NKINDS };
+#undef RSF_ENUM_GNODE
+const char *rsf_graph_node_kind_name(unsigned v);
+
+struct rsf_graph_node {
+    uint64_t bytes, comm;
+    uint32_t graph, node, name, stack;
+    uint32_t grid_x, grid_y, grid_z, smem_dyn, func;
+    uint16_t block_x, block_y, block_z;
+    int16_t device;
+    uint8_t kind, op, dir;
+    uint8_t pad_[1];
+};
+
+struct rsf_graph_edge { uint32_t graph, from, to; };
+
 /* enum SeriesKind, LinkKind (trace.fbs says what each series' values are) */
 #define RSF_SERIES_KINDS(X) X(LINK_TX, link_tx) X(LINK_RX, link_rx) X(DISK_READ, disk_read) \
     X(DISK_WRITE, disk_write) X(NFS_READ, nfs_read) X(NFS_WRITE, nfs_write) \
@@ -283,6 +304,8 @@ _Static_assert(sizeof(struct rsf_device) == 68, "Device layout");
 _Static_assert(sizeof(struct rsf_series) == 24, "Series layout");
 _Static_assert(sizeof(struct rsf_point) == 24, "Point layout");
 _Static_assert(sizeof(struct rsf_coll_group) == 8, "CollGroup layout");
+_Static_assert(sizeof(struct rsf_graph_node) == 64, "GraphNode layout");
+_Static_assert(sizeof(struct rsf_graph_edge) == 12, "GraphEdge layout");
 
 /* Field slots of each table, in trace.fbs declaration order. */
 enum { RSF_SETTING_KEY, RSF_SETTING_VALUE, RSF_SETTING_NSLOTS };
@@ -304,7 +327,7 @@ enum {
     RSF_CHUNK_COUNTERS, RSF_CHUNK_END, RSF_CHUNK_GPU, RSF_CHUNK_SYNCS, RSF_CHUNK_COLLS,
     RSF_CHUNK_COMMS, RSF_CHUNK_MEMS, RSF_CHUNK_STACKS, RSF_CHUNK_SAMPLES, RSF_CHUNK_MODULES,
     RSF_CHUNK_RANGES, RSF_CHUNK_LAUNCHES, RSF_CHUNK_FUNCTIONS, RSF_CHUNK_DEVICES, RSF_CHUNK_SERIES,
-    RSF_CHUNK_POINTS, RSF_CHUNK_COLL_GROUPS, RSF_CHUNK_NSLOTS
+    RSF_CHUNK_POINTS, RSF_CHUNK_COLL_GROUPS, RSF_CHUNK_GRAPH_NODES, RSF_CHUNK_GRAPH_EDGES, RSF_CHUNK_NSLOTS
 };
 
 #endif

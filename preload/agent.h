@@ -176,6 +176,7 @@ enum rs_rec_kind {
     /* CUDA and NCCL (hook_cuda.c, hook_nccl.c): 16..47 */
     RS_REC_GPU = 16, RS_REC_SYNC = 17, RS_REC_MEM = 18, RS_REC_COLL = 19, RS_REC_COMM = 20,
     RS_REC_KERNEL = 21, RS_REC_FUNC = 22, RS_REC_DEVICE = 23,
+    RS_REC_GRAPH_NODE = 40, RS_REC_GRAPH_EDGE = 41,     /* CUDA graphs (graphs.c) */
     /* node and GPU counters (metrics.c, nvml.c): 24, 25 */
     RS_REC_SERIES = 24, RS_REC_POINT = 25,
     /* CPU samples (sample.h): 48..79. NVTX (nvtx.c): 80 */
@@ -352,6 +353,8 @@ struct rs_rec_gpu {
     uint32_t anchor;             /* anchor generation of the pair */
     int16_t device;
     uint8_t dir, flags;          /* enum rsf_copy_dir, RSF_GPUF_* */
+    uint32_t graph;              /* graph launches: the graph id run (graphs.c) */
+    uint32_t pad_;
 };
 
 /* A kernel launch with its geometry (kind KERNEL: h.op is RSF_GPU_KERNEL):
@@ -377,6 +380,21 @@ struct rs_rec_device {
     struct rs_rec_hdr h;
     struct rsf_device d;
     char name[96], uuid[48], pci[24];
+};
+
+/* A node captured into a CUDA graph (kind GRAPH_NODE: h.op is enum
+ * rsf_graph_node_kind): the node as trace.fbs has it, name and stack filled by
+ * the writer (name: text that lives as long as the process, or NULL; the
+ * stack from the gpu sample before it). An edge (kind GRAPH_EDGE). */
+struct rs_rec_graph_node {
+    struct rs_rec_hdr h;
+    const char *name;
+    struct rsf_graph_node n;
+};
+struct rs_rec_graph_edge {
+    struct rs_rec_hdr h;
+    struct rsf_graph_edge e;
+    uint32_t pad_;
 };
 
 /* A host thread blocked on the GPU (kind SYNC): h.op is enum rsf_sync_kind. */

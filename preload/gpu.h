@@ -42,6 +42,10 @@ struct rs_cuda_real {
     __typeof__(cuDeviceGetName) *device_get_name;
     __typeof__(cuDeviceGetUuid) *device_get_uuid;
     __typeof__(cuDeviceGetPCIBusId) *device_get_pci_bus_id;
+    __typeof__(cuStreamGetCaptureInfo_v3) *capture_info_v3;
+    __typeof__(cuStreamGetCaptureInfo_v3_ptsz) *capture_info_v3_ptsz;
+    __typeof__(cuStreamGetCaptureInfo_v2) *capture_info_v2;
+    __typeof__(cuStreamGetCaptureInfo_v2_ptsz) *capture_info_v2_ptsz;
 };
 extern struct rs_cuda_real rs_cu;
 
@@ -103,6 +107,39 @@ void rs_fname_forget(const void *owner);
 /* The launch cache (hook_cuda.c) forgets function f: its next launch asks
  * its name again and describes it in a new FUNC record. */
 void rs_func_forget(const void *f);
+/* ---- CUDA graphs (graphs.c) ---- */
+
+/* A launch into a capture, as seen before the call: the capture, the agent's
+ * graph id (0: not capturing, or not followed) and the nodes it depends on. */
+#define RS_GRAPH_DEPS 32
+struct rs_graph_capture {
+    CUstream s;
+    int ptsz;
+    uint64_t capture_id;
+    uint32_t gid, ndeps;
+    uint32_t deps[RS_GRAPH_DEPS];
+};
+/* Before a call that puts work on capturing stream s. */
+void rs_graph_before(struct rs_graph_capture *gc, CUstream s, int ptsz);
+/* After it succeeded: its node (and edges) recorded, with the call's stack;
+ * gpu_kind is enum rsf_gpu_kind, geom the kernel's geometry or NULL. */
+void rs_graph_node(const struct rs_graph_capture *gc, int gpu_kind, const char *name,
+                   const struct rsf_launch *geom, uint64_t bytes, int dir);
+/* An NCCL call on capturing stream s (op: enum rsf_coll_op): the kernel it
+ * launches is recorded as its collective node; coll_end records one without a
+ * kernel where none was seen (ok: the call succeeded). */
+void rs_graph_coll_begin(struct rs_graph_capture *gc, CUstream s, int op, uint64_t bytes, uint64_t comm);
+void rs_graph_coll_end(const struct rs_graph_capture *gc, int ok);
+/* The driver's id of s's capture (0: none), before cuStreamEndCapture; then
+ * the capture is over, graph (NULL when it failed) holds its nodes. */
+uint64_t rs_graph_capture_of(CUstream s, int ptsz);
+void rs_graph_capture_ended(uint64_t capture_id, const void *graph);
+/* made (a clone, an executable graph, one updated) runs from's nodes; a
+ * destroyed graph or executable graph is forgotten. */
+void rs_graph_made(const void *made, const void *from);
+void rs_graph_gone(const void *h);
+/* The graph id an executable graph runs (0: not known). Lock-free. */
+uint32_t rs_graph_exec_gid(const void *exec);
 
 /* ---- GPU timing (gputime.c) ---- */
 

@@ -104,6 +104,10 @@ static int cuda_setup(void)
     if (!rs_cu.device_get_uuid)
         R(device_get_uuid, "cuDeviceGetUuid");
     R(device_get_pci_bus_id, "cuDeviceGetPCIBusId");
+    R(capture_info_v3, "cuStreamGetCaptureInfo_v3");
+    R(capture_info_v3_ptsz, "cuStreamGetCaptureInfo_v3_ptsz");
+    R(capture_info_v2, "cuStreamGetCaptureInfo_v2");
+    R(capture_info_v2_ptsz, "cuStreamGetCaptureInfo_v2_ptsz");
 #undef R
     if (!rs_cu.ctx_get_current) {
         rs_notice("no CUDA driver functions found (libcuda.so.1 missing or unknown); CUDA capture is off");
@@ -386,6 +390,9 @@ RS_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
 
 /* ---- records ---- */
 
+/* The graph a cuGraphLaunch on this thread runs, for its GPU record. */
+static __thread uint32_t graph_launching RS_TLS;
+
 /* GPU work launched; geom: a kernel's launch geometry (a KERNEL record),
  * NULL for other work (a GPU record). */
 static void gpu_record(int kind, uint64_t t0, uint64_t t1, CUstream s, int ptsz, uint64_t bytes,
@@ -409,6 +416,8 @@ static void gpu_record(int kind, uint64_t t0, uint64_t t1, CUstream s, int ptsz,
     r->device = dev;
     r->dir = (uint8_t)dir;
     r->flags = flags;
+    r->graph = kind == RSF_GPU_GRAPH ? graph_launching : 0;
+    r->pad_ = 0;
     if (geom)
         ((struct rs_rec_kernel *)r)->geom = *geom;
     rs_commit(size);
@@ -459,6 +468,9 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         uint32_t anchor_ = 0;                                                                  \
         uint8_t fl_ = (uint8_t)((FLAGS) | ((PTSZ) ? RSF_GPUF_PTSZ : 0));                       \
         uint32_t pair_ = rs_gpu_begin(STREAM, PTSZ, &anchor_, &fl_);                           \
+        struct rs_graph_capture gc_;                                                           \
+        if (RS_UNLIKELY(fl_ & RSF_GPUF_CAPTURED))                                              \
+            rs_graph_before(&gc_, STREAM, PTSZ);                                               \
         errno = saved_;                                                                        \
         uint64_t t0_ = rs_now();                                                               \
         CUresult r_ = CALL;                                                                    \
@@ -471,6 +483,8 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
             struct func_ref fn_ = { NULL, 0 };                                                 \
             (void)fn_;                                                                         \
             const char *name_ = NAME;                                                          \
+            if (RS_UNLIKELY(fl_ & RSF_GPUF_CAPTURED))                                          \
+                rs_graph_node(&gc_, KIND, name_, GEOM, BYTES, DIR);                            \
             gpu_record(KIND, t0_, t1_, STREAM, PTSZ, BYTES, name_, DIR, fl_, pair_, anchor_, GEOM); \
             if ((SYNC_KIND) >= 0)                                                              \
                 sync_record(SYNC_KIND, t0_, t1_, rs_stream_id(STREAM, PTSZ));                  \
@@ -624,12 +638,84 @@ REAL_DECL(cuGraphLaunch_ptsz);
 
 RS_EXPORT CUresult cuGraphLaunch(CUgraphExec g, CUstream s)
 {
+    graph_launching = rs_graph_exec_gid(g);
     GPU_WORK(RSF_GPU_GRAPH, s, 0, 0, NULL, 0, 0, -1, CALL(cuGraphLaunch, g, s));
 }
 
 RS_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
 {
+    graph_launching = rs_graph_exec_gid(g);
     GPU_WORK(RSF_GPU_GRAPH, s, 1, 0, NULL, 0, 0, -1, CALL(cuGraphLaunch_ptsz, g, s));
+}
+
+/* Graphs made from others run their nodes: followed so that a launch names
+ * the graph it runs (graphs.c). The driver's answer passes through as is. */
+#define GRAPH_FOLLOW(CALL, OK_DO)                                                              \
+    do {                                                                                       \
+        CUresult r_ = CALL;                                                                    \
+        if (r_ == CUDA_SUCCESS && !rs_th.guard && rs_cfg.cuda) {                               \
+            int saved_ = errno;                                                                \
+            OK_DO;                                                                             \
+            errno = saved_;                                                                    \
+        }                                                                                      \
+        return r_;                                                                             \
+    } while (0)
+
+REAL_DECL(cuGraphInstantiateWithFlags);
+REAL_DECL(cuGraphInstantiate);
+REAL_DECL(cuGraphInstantiate_v2);
+REAL_DECL(cuGraphInstantiateWithParams);
+REAL_DECL(cuGraphInstantiateWithParams_ptsz);
+REAL_DECL(cuGraphExecUpdate_v2);
+REAL_DECL(cuGraphClone);
+REAL_DECL(cuGraphDestroy);
+REAL_DECL(cuGraphExecDestroy);
+
+RS_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *x, CUgraph g, unsigned long long flags)
+{
+    GRAPH_FOLLOW(CALL(cuGraphInstantiateWithFlags, x, g, flags), rs_graph_made(*x, g));
+}
+
+RS_EXPORT CUresult cuGraphInstantiate(CUgraphExec *x, CUgraph g, CUgraphNode *err, char *log, size_t n)
+{
+    GRAPH_FOLLOW(CALL(cuGraphInstantiate, x, g, err, log, n), rs_graph_made(*x, g));
+}
+
+RS_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *x, CUgraph g, CUgraphNode *err, char *log, size_t n)
+{
+    GRAPH_FOLLOW(CALL(cuGraphInstantiate_v2, x, g, err, log, n), rs_graph_made(*x, g));
+}
+
+RS_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *x, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    GRAPH_FOLLOW(CALL(cuGraphInstantiateWithParams, x, g, p), rs_graph_made(*x, g));
+}
+
+RS_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *x, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    GRAPH_FOLLOW(CALL(cuGraphInstantiateWithParams_ptsz, x, g, p), rs_graph_made(*x, g));
+}
+
+RS_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec x, CUgraph g, CUgraphExecUpdateResultInfo *info)
+{
+    GRAPH_FOLLOW(CALL(cuGraphExecUpdate_v2, x, g, info), rs_graph_made(x, g));
+}
+
+RS_EXPORT CUresult cuGraphClone(CUgraph *clone, CUgraph g)
+{
+    GRAPH_FOLLOW(CALL(cuGraphClone, clone, g), rs_graph_made(*clone, g));
+}
+
+RS_EXPORT CUresult cuGraphDestroy(CUgraph g)
+{
+    rs_graph_gone(g);
+    return CALL(cuGraphDestroy, g);
+}
+
+RS_EXPORT CUresult cuGraphExecDestroy(CUgraphExec x)
+{
+    rs_graph_gone(x);
+    return CALL(cuGraphExecDestroy, x);
 }
 
 REAL_DECL(cuStreamBeginCapture);
@@ -691,14 +777,37 @@ RS_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const
     return capture_began(CALL(cuStreamBeginCaptureToGraph_ptsz, s, g, deps, edges, ndeps, mode));
 }
 
+/* The capture's nodes are the graph's (graphs.c); asked before the end. */
+static uint64_t capture_id_of(CUstream s, int ptsz)
+{
+    if (!cu_on())
+        return 0;
+    rs_th.guard = 1;
+    int saved = errno;
+    uint64_t id = rs_graph_capture_of(s, ptsz);
+    errno = saved;
+    rs_th.guard = 0;
+    return id;
+}
+
+static CUresult capture_graph(CUresult r, uint64_t id, CUgraph *g)
+{
+    int saved = errno;
+    rs_graph_capture_ended(id, r == CUDA_SUCCESS && g ? *g : NULL);
+    errno = saved;
+    return capture_ended(r);
+}
+
 RS_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g)
 {
-    return capture_ended(CALL(cuStreamEndCapture, s, g));
+    uint64_t id = capture_id_of(s, 0);
+    return capture_graph(CALL(cuStreamEndCapture, s, g), id, g);
 }
 
 RS_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g)
 {
-    return capture_ended(CALL(cuStreamEndCapture_ptsz, s, g));
+    uint64_t id = capture_id_of(s, 1);
+    return capture_graph(CALL(cuStreamEndCapture_ptsz, s, g), id, g);
 }
 
 /* ---- copies and sets ---- */
@@ -1449,6 +1558,15 @@ RS_EXPORT CUresult cuLibraryUnload(CUlibrary lib)
     X(cuStreamBeginCaptureToGraph_ptsz, "cuStreamBeginCaptureToGraph", 12030, 1)              \
     X(cuStreamEndCapture, "cuStreamEndCapture", 10000, 0)                                     \
     X(cuStreamEndCapture_ptsz, "cuStreamEndCapture", 10000, 1)                                \
+    X(cuGraphInstantiateWithFlags, "cuGraphInstantiate", 12000, 0)                            \
+    X(cuGraphInstantiate_v2, "cuGraphInstantiate", 11000, 0)                                  \
+    X(cuGraphInstantiate, "cuGraphInstantiate", 10000, 0)                                     \
+    X(cuGraphInstantiateWithParams, "cuGraphInstantiateWithParams", 12000, 0)                 \
+    X(cuGraphInstantiateWithParams_ptsz, "cuGraphInstantiateWithParams", 12000, 1)            \
+    X(cuGraphExecUpdate_v2, "cuGraphExecUpdate", 12000, 0)                                    \
+    X(cuGraphClone, "cuGraphClone", 10000, 0)                                                 \
+    X(cuGraphDestroy, "cuGraphDestroy", 10000, 0)                                             \
+    X(cuGraphExecDestroy, "cuGraphExecDestroy", 10000, 0)                                     \
     X(cuMemcpyHtoD_v2, "cuMemcpyHtoD", 3020, 0)                                               \
     X(cuMemcpyHtoD_v2_ptds, "cuMemcpyHtoD", 7000, 1)                                          \
     X(cuMemcpyDtoH_v2, "cuMemcpyDtoH", 3020, 0)                                               \

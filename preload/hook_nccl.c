@@ -586,10 +586,22 @@ static void coll_commit(const struct rs_rec_coll *c)
         c_.group = (uint8_t)(group_depth > 255 ? 255 : group_depth);                           \
         c_.flags = fl_;                                                                        \
         c_.group_id = group_depth > 0 ? group_cur : 0;                                         \
+        struct rs_graph_capture gc_;                                                           \
+        int captured_ = (fl_ & RSF_GPUF_CAPTURED) && group_depth == 0;                         \
+        if (captured_) {                                                                       \
+            rs_th.guard = 1;                                                                   \
+            rs_graph_coll_begin(&gc_, (CUstream)(STREAM), OP, c_.bytes, c_.comm);              \
+            rs_th.guard = 0;                                                                   \
+        }                                                                                      \
         errno = saved_;                                                                        \
         c_.start_ns = rs_now();                                                                \
         ncclResult_t r_ = CALL(NAME, __VA_ARGS__);                                             \
         saved_ = errno;                                                                        \
+        if (captured_) {                                                                       \
+            rs_th.guard = 1;                                                                   \
+            rs_graph_coll_end(&gc_, r_ == ncclSuccess);                                        \
+            rs_th.guard = 0;                                                                   \
+        }                                                                                      \
         if (group_depth > 0 && r_ == ncclSuccess && pending_room()) {                          \
             c_.dur_ns = rs_now() - c_.start_ns;                                                \
             pending[npending].rec = c_;                                                        \

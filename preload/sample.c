@@ -407,6 +407,15 @@ void rs_gpu_stack_sample(uint64_t t0)
     put_sample(RSF_SAMPLE_GPU | RS_SAMPLE_NS, RSF_WAIT_NONE, t0, 0, buf, n);
 }
 
+void rs_gpu_stack_sample_always(uint64_t t0)
+{
+    if (!rs_unwind_ready())
+        return;
+    uint64_t buf[RS_STACK_MAX];
+    int n = rs_stack_capture(buf, RS_STACK_MAX);
+    put_sample(RSF_SAMPLE_GPU | RS_SAMPLE_NS, RSF_WAIT_NONE, t0, 0, buf, n);
+}
+
 void rs_wait_sample_ns_slow(uint64_t t0, uint64_t t1, int reason)
 {
     if (!atomic_load_explicit(&rs_hot.on, memory_order_relaxed) || !rs_unwind_ready())

@@ -126,6 +126,9 @@ void rs_wait_resolve_early(void);
  * gpu sample of weight 0, which the writer weights with that kernel's GPU
  * time once it is known. Call with rs_th.guard set. */
 void rs_gpu_stack_sample(uint64_t t0);
+/* The same, whatever RINGSIDE_GPU_STACK_EVERY says: a node captured into a
+ * CUDA graph (once per node) keeps the stack of its capture. */
+void rs_gpu_stack_sample_always(uint64_t t0);
 static inline void rs_wait_sample(uint64_t t0, uint64_t t1, int reason)
 {
     if (RS_UNLIKELY(t1 - t0 >= rs_hot.wait_ticks))

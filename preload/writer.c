@@ -121,6 +121,10 @@ struct wstate {
     uint32_t nseries, series_cap;
     struct rsf_point *points;
     uint32_t npoints, points_cap;
+    struct rsf_graph_node *gnodes;       /* CUDA graphs' captured nodes and edges */
+    uint32_t ngnodes, gnodes_cap;
+    struct rsf_graph_edge *gedges;
+    uint32_t ngedges, gedges_cap;
     struct rsf_sync_event *syncs;
     uint32_t nsyncs, syncs_cap;
     struct rsf_coll_event *colls;
@@ -457,7 +461,7 @@ static void emit(int end)
     if (end)
         ranges_close_all();
     int events = w.nio || w.ngpu || w.nsyncs || w.ncolls || w.ncomms || w.nmems || w.nranges ||
-                 w.nfunctions || w.ndevices || w.nseries || w.npoints;
+                 w.nfunctions || w.ndevices || w.nseries || w.npoints || w.ngnodes || w.ngedges;
     int empty = !events && !rs_stackw_any() && !w.nfiles && !w.nthreads && w.nstr + 1 == w.chunk_str_base;
     if (empty && !end && w.seq > 0)
         return;
@@ -538,6 +542,7 @@ static void emit(int end)
         .devices = w.devices, .ndevices = w.ndevices,
         .series = w.series, .nseries = w.nseries, .points = w.points, .npoints = w.npoints,
         .coll_groups = w.any_group ? w.coll_groups : NULL, .ncoll_groups = w.any_group ? w.ncolls : 0,
+        .graph_nodes = w.gnodes, .ngraph_nodes = w.ngnodes, .graph_edges = w.gedges, .ngraph_edges = w.ngedges,
     };
     rs_stackw_fill(&c);
     if (rs_cfg.test_skew)
@@ -568,6 +573,7 @@ reset:
     w.nio = w.nfiles = w.nthreads = 0;
     w.ngpu = w.nsyncs = w.ncolls = w.ncomms = w.nmems = w.nranges = 0;
     w.nfunctions = w.ndevices = w.nseries = w.npoints = 0;
+    w.ngnodes = w.ngedges = 0;
     w.any_launch = 0;
     w.any_group = 0;
     rs_stackw_chunk_done();
@@ -625,7 +631,7 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
         struct rsf_gpu_event e = {
             .launch_ns = r->start_ns, .stream = r->stream, .bytes = r->bytes,
             .call_ns = dur32(r->dur_ns), .tid = tid, .name = r->name ? intern(r->name) : 0,
-            .device = r->device, .kind = h->op, .dir = r->dir, .flags = r->flags,
+            .device = r->device, .kind = h->op, .dir = r->dir, .flags = r->flags, .graph = r->graph,
         };
         uint32_t stack = take_gpu_stack(tid);
         if (h->file && !rs_grow((void **)&w.held_gpu, &w.held_gpu_cap, w.nheld_gpu + 1, sizeof *w.held_gpu))
@@ -669,6 +675,26 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
         if (ROOM(points, npoints, points_cap)) {
             w.points[w.npoints++] = (struct rsf_point){ .ts_ns = r->ts_ns, .value = r->value,
                                                         .series = h->file };
+            w.recorded++;
+        }
+        return;
+    }
+    case RS_REC_GRAPH_NODE: {
+        const struct rs_rec_graph_node *r = (const void *)h;
+        uint32_t stack = take_gpu_stack(tid);
+        if (ROOM(gnodes, ngnodes, gnodes_cap)) {
+            struct rsf_graph_node n = r->n;
+            n.name = r->name ? intern(r->name) : 0;
+            n.stack = stack;
+            w.gnodes[w.ngnodes++] = n;
+            w.recorded++;
+        }
+        return;
+    }
+    case RS_REC_GRAPH_EDGE: {
+        const struct rs_rec_graph_edge *r = (const void *)h;
+        if (ROOM(gedges, ngedges, gedges_cap)) {
+            w.gedges[w.ngedges++] = r->e;
             w.recorded++;
         }
         return;

@@ -146,6 +146,7 @@ static void dump_gpu(struct dump_state *d, const struct rsf_chunk *c)
         enum_field(o, "kind", rsf_gpu_kind_name(e->kind), e->kind);
         enum_field(o, "dir", rsf_copy_dir_name(e->dir), e->dir);
         fprintf(o, ",\"flags\":%u", e->flags);
+        fprintf(o, ",\"graph\":%u", e->graph);
         const struct rsf_launch *l = c->nlaunches ? &c->launches[i] : NULL;
         if (l && (l->grid_x || l->func))
             fprintf(o, ",\"launch\":{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem_dyn\":%u"
@@ -153,6 +154,25 @@ static void dump_gpu(struct dump_state *d, const struct rsf_chunk *c)
                     l->grid_x, l->grid_y, l->grid_z, l->block_x, l->block_y, l->block_z, l->smem_dyn,
                     l->func, l->cluster_x, l->cluster_y, l->cluster_z);
         fputs("}\n", o);
+    }
+    for (uint32_t i = 0; i < c->ngraph_nodes; i++) {
+        const struct rsf_graph_node *e = &c->graph_nodes[i];
+        fprintf(o, "{\"type\":\"graph_node\",\"bytes\":%" PRIu64 ",\"comm\":%" PRIu64 ",\"graph\":%u,\"node\":%u",
+                e->bytes, e->comm, e->graph, e->node);
+        string_ref(o, d, "name", e->name);
+        fprintf(o, ",\"stack\":%u,\"grid_x\":%u,\"grid_y\":%u,\"grid_z\":%u,\"smem_dyn\":%u,\"func\":%u"
+                   ",\"block_x\":%u,\"block_y\":%u,\"block_z\":%u,\"device\":%d",
+                e->stack, e->grid_x, e->grid_y, e->grid_z, e->smem_dyn, e->func, e->block_x, e->block_y, e->block_z,
+                e->device);
+        enum_field(o, "kind", rsf_graph_node_kind_name(e->kind), e->kind);
+        enum_field(o, "op", rsf_coll_op_name(e->op), e->op);
+        enum_field(o, "dir", rsf_copy_dir_name(e->dir), e->dir);
+        fputs("}\n", o);
+    }
+    for (uint32_t i = 0; i < c->ngraph_edges; i++) {
+        const struct rsf_graph_edge *e = &c->graph_edges[i];
+        fprintf(o, "{\"type\":\"graph_edge\",\"graph\":%u,\"from\":%u,\"to\":%u}\n", e->graph, e->from,
+                e->to);
     }
     for (uint32_t i = 0; i < c->nsyncs; i++) {
         const struct rsf_sync_event *e = &c->syncs[i];

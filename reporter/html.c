@@ -1547,7 +1547,17 @@ static int table_kernels(struct page *p)
         return -1;
     if (!k)
         return 0;
-    fputs("<h3>Kernels (all processes)</h3><table class=\"sort\" id=\"table-kernels\"><thead><tr>", f);
+    fputs("<h3>Kernels (all processes)</h3>", f);
+    double graph_ops = 0;
+    yajl_val procs = rsr_jv_key(p->root, "processes");
+    for (size_t i = 0; i < rsr_jv_len(procs); i++)
+        graph_ops += rsr_jv_knum_or(rsr_jv_key(rsr_jv_at(procs, i), "cuda_graphs"), "node_ops", 0);
+    if (graph_ops > 0)
+        fputs("<p class=\"note\" id=\"graph-note\">Times inside CUDA graphs are the graph's measured time "
+              "shared by its nodes: each kernel by its mean time outside graphs in the same process, the "
+              "collectives by what is left of the graph's time, in proportion to their bytes. Names, "
+              "counts and geometry are the captured ones.</p>", f);
+    fputs("<table class=\"sort\" id=\"table-kernels\"><thead><tr>", f);
     th(f, "kernel", 0), th(f, "processes", 1), th(f, "count", 1), th(f, "total", 1);
     th(f, "mean", 1), th(f, "% of kernel time", 1);
     fputs("</tr></thead><tbody>\n", f);

@@ -3,6 +3,7 @@
  * CollEvent an rsr_coll, linked at the end to the communication kernel that
  * ran it, matched by stream and GPU start. */
 #include "reporter/load_model.h"
+#include "reporter/graphs.h"
 #include "reporter/nodes.h"
 #include "reporter/occupancy.h"
 #include "reporter/summary.h"
@@ -157,6 +158,58 @@ static void take_geom(struct rsr_model_loader *L, struct rsr_gpu_op *op, const s
         rsr_geom_op(op, &L->devices[dev], f, l);
 }
 
+/* A kernel name's class, found once per name by substring. */
+static int kernel_cls(struct rsr_model_loader *L, uint32_t name)
+{
+    if (grow_u32(&L->clsmap, &L->nclsmap, name + 1) != 0)
+        return -1;
+    if (!L->clsmap[name])
+        L->clsmap[name] = (uint32_t)rsr_gpu_classify_kernel(rsr_model_str(L->m, name)) + 1;
+    return (int)L->clsmap[name] - 1;
+}
+
+/* A graph launch being shared among its nodes: one op per node. */
+struct graph_launch {
+    struct rsr_model_loader *L;
+    const struct rsf_gpu_event *e;
+    uint64_t corr;
+};
+
+static int graph_node_op(void *arg, const struct rsr_graph_node *n, int64_t start, int64_t end)
+{
+    struct graph_launch *gl = arg;
+    struct rsr_model_loader *L = gl->L;
+    struct rsr_op_name_buf { char s[48]; } b;
+    struct rsr_gpu_op *op = rsr_model_add_op(L->m);
+    if (!op)
+        return -1;
+    op->start_ns = start;
+    op->end_ns = end;
+    op->correlation = gl->corr;
+    L->m->graph_ops++;
+    op->launch_ns = L->stream ? (int64_t)gl->e->launch_ns : 0;
+    op->stream = stream_id(gl->e->stream);
+    op->device = gl->e->device;
+    op->bytes = n->kind == RSF_GNODE_MEMCPY || n->kind == RSF_GNODE_MEMSET ? n->bytes : 0;
+    op->name = n->name;
+    if (!op->name) {
+        snprintf(b.s, sizeof b.s, "%s", n->kind == RSF_GNODE_MEMCPY ? "Memcpy" : n->kind == RSF_GNODE_MEMSET ? "Memset"
+                                        : n->kind == RSF_GNODE_KERNEL ? "kernel" : "");
+        if (n->kind == RSF_GNODE_COLLECTIVE)
+            snprintf(b.s, sizeof b.s, "nccl:%s", rsr_coll_op_name(n->op + 1));
+        op->name = intern(L->m, b.s);
+    }
+    int cls = n->kind == RSF_GNODE_MEMCPY ? RSR_GPU_MEMCPY : n->kind == RSF_GNODE_MEMSET ? RSR_GPU_MEMSET
+                                                                                       : kernel_cls(L, op->name);
+    if (cls < 0)
+        return -1;
+    /* an NCCL call is communication whatever its kernel is called */
+    op->cls = (uint8_t)(n->kind == RSF_GNODE_COLLECTIVE ? RSR_GPU_COMM : cls);
+    if (n->geom.grid_x)
+        take_geom(L, op, &n->geom);
+    return 0;
+}
+
 static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, const struct rsf_launch *geom,
                     char *const *strings, uint32_t nstrings)
 {
@@ -182,6 +235,21 @@ static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, c
     }
     if (!e->gpu_start_ns || e->gpu_end_ns < e->gpu_start_ns)
         return 0; /* not timed */
+    if (!L->graphs && !(L->graphs = rsr_graphs_new()))
+        return -1;
+    if (e->kind == RSF_GPU_GRAPH && e->graph) {
+        /* its nodes, each with its share of the launch's time (graphs.h) */
+        struct graph_launch gl = { L, e, corr };
+        int n = rsr_graphs_split(L->graphs, e->graph, (int64_t)e->gpu_start_ns, (int64_t)e->gpu_end_ns,
+                                 graph_node_op, &gl);
+        if (n < 0)
+            return -1;
+        if (n > 0) {
+            see_start(L, (int64_t)e->gpu_start_ns);
+            see_time(m, (int64_t)e->gpu_start_ns, (int64_t)e->gpu_end_ns);
+            return 0;
+        }
+    }
     struct rsr_gpu_op *op = rsr_model_add_op(m);
     if (!op)
         return -1;
@@ -205,14 +273,13 @@ static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, c
     switch (e->kind) {
     case RSF_GPU_MEMCPY: op->cls = RSR_GPU_MEMCPY; break;
     case RSF_GPU_MEMSET: op->cls = RSR_GPU_MEMSET; break;
-    case RSF_GPU_KERNEL:
-        /* once per name: the classes are found by substring */
-        if (grow_u32(&L->clsmap, &L->nclsmap, op->name + 1) != 0)
+    case RSF_GPU_KERNEL: {
+        int cls = kernel_cls(L, op->name);
+        if (cls < 0 || rsr_graphs_seen(L->graphs, op->name, op->end_ns - op->start_ns) != 0)
             return -1;
-        if (!L->clsmap[op->name])
-            L->clsmap[op->name] = (uint32_t)rsr_gpu_classify_kernel(rsr_model_str(m, op->name)) + 1;
-        op->cls = (uint8_t)(L->clsmap[op->name] - 1);
+        op->cls = (uint8_t)cls;
         break;
+    }
     default: op->cls = RSR_GPU_COMPUTE; break;
     }
     if (geom && e->kind == RSF_GPU_KERNEL && geom->grid_x)
@@ -275,6 +342,18 @@ static int take_comm(struct rsr_model_loader *L, const struct rsf_comm_event *e)
     }
     L->comms[L->ncomms++] = (struct rsr_comm_info){ e->comm, e->rank, e->nranks };
     return 0;
+}
+
+struct graph_names {
+    struct rsr_model_loader *L;
+    char *const *strings;
+    uint32_t nstrings;
+};
+
+static uint32_t graph_name(void *arg, uint32_t sid)
+{
+    struct graph_names *gn = arg;
+    return str_id(gn->L, sid, gn->strings, gn->nstrings);
 }
 
 int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c, char *const *strings,
@@ -352,6 +431,11 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
             L->nfuncs = n;
         }
         L->funcs[id] = c->functions[i];
+    }
+    if (c->ngraph_nodes || c->ngraph_edges) {
+        struct graph_names gn = { L, strings, nstrings };
+        if ((!L->graphs && !(L->graphs = rsr_graphs_new())) || rsr_graphs_take(L->graphs, c, graph_name, &gn) != 0)
+            goto oom;
     }
     for (uint32_t i = 0; i < c->ngpu; i++)
         if (take_gpu(L, &c->gpu[i], c->nlaunches ? &c->launches[i] : NULL, strings, nstrings) != 0)
@@ -689,6 +773,8 @@ done:
     free(L->funcs);
     L->funcs = NULL;
     L->nfuncs = 0;
+    rsr_graphs_free(L->graphs);
+    L->graphs = NULL;
     rsr_gpum_free(&L->gpum);
     L->smap = L->fmap = NULL;
     L->comms = NULL;

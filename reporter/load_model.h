@@ -34,6 +34,7 @@ struct rsr_model_loader {
     struct rsf_function *funcs;
     uint32_t nfuncs;
     struct rsr_gpum gpum;       /* NVML's figures (gpumetrics.h) */
+    struct rsr_graphs *graphs;  /* CUDA graphs' nodes (graphs.h); NULL until a first kernel */
     int failed;                 /* out of memory: the model is incomplete */
 
     /* Streaming (rsr_model_loader_stream): the model's record arrays are a

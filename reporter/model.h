@@ -192,6 +192,7 @@ struct rsr_model {
     size_t n_clocks, cap_clocks;
     uint64_t mem_allocs, mem_frees; /* cuMemAlloc* / cuMemFree* calls */
     uint64_t mem_alloc_bytes;
+    uint64_t graph_ops;             /* GPU ops that are CUDA graph nodes, timed by their share (graphs.h) */
     /* What rsr_model_shift added to every time: after rsr_align, the model's
      * times are on the job's time line (ns, about CLOCK_REALTIME) and
      * local = job - clock_offset_ns. */

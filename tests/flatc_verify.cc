@@ -48,6 +48,8 @@ SAME_SIZE(Device, rsf_device);
 SAME_SIZE(Series, rsf_series);
 SAME_SIZE(Point, rsf_point);
 SAME_SIZE(CollGroup, rsf_coll_group);
+SAME_SIZE(GraphNode, rsf_graph_node);
+SAME_SIZE(GraphEdge, rsf_graph_edge);
 
 #define SAME_VALUE(gen, c) static_assert(int(ringside::gen) == int(c), #gen)
 SAME_VALUE(Role_rank, RSF_ROLE_RANK);
@@ -130,7 +132,9 @@ SLOT(Chunk, VT_DEVICES, RSF_CHUNK_DEVICES);
 SLOT(Chunk, VT_SERIES, RSF_CHUNK_SERIES);
 SLOT(Chunk, VT_POINTS, RSF_CHUNK_POINTS);
 SLOT(Chunk, VT_COLL_GROUPS, RSF_CHUNK_COLL_GROUPS);
-static_assert(ringside::Chunk::VT_COLL_GROUPS == 2 + 2 * RSF_CHUNK_NSLOTS, "Chunk slots");
+SLOT(Chunk, VT_GRAPH_NODES, RSF_CHUNK_GRAPH_NODES);
+SLOT(Chunk, VT_GRAPH_EDGES, RSF_CHUNK_GRAPH_EDGES);
+static_assert(ringside::Chunk::VT_GRAPH_EDGES == 2 + 2 * RSF_CHUNK_NSLOTS, "Chunk slots");
 
 // ---- run time: what C++ keeps private (struct field offsets) and names ----
 
@@ -160,7 +164,7 @@ static const cfield gpu_event_fields[] = {
     CF(rsf_gpu_event, launch_ns), CF(rsf_gpu_event, gpu_start_ns), CF(rsf_gpu_event, gpu_end_ns),
     CF(rsf_gpu_event, stream), CF(rsf_gpu_event, bytes), CF(rsf_gpu_event, call_ns),
     CF(rsf_gpu_event, tid), CF(rsf_gpu_event, name), CF(rsf_gpu_event, device),
-    CF(rsf_gpu_event, kind), CF(rsf_gpu_event, dir), CF(rsf_gpu_event, flags),
+    CF(rsf_gpu_event, kind), CF(rsf_gpu_event, dir), CF(rsf_gpu_event, flags), CF(rsf_gpu_event, graph),
 };
 static const cfield sync_event_fields[] = {
     CF(rsf_sync_event, start_ns), CF(rsf_sync_event, dur_ns), CF(rsf_sync_event, target),
@@ -222,6 +226,14 @@ static const cfield series_fields[] = {
 };
 static const cfield point_fields[] = { CF(rsf_point, ts_ns), CF(rsf_point, value), CF(rsf_point, series) };
 static const cfield coll_group_fields[] = { CF(rsf_coll_group, group) };
+static const cfield graph_node_fields[] = {
+    CF(rsf_graph_node, bytes), CF(rsf_graph_node, comm), CF(rsf_graph_node, graph), CF(rsf_graph_node, node),
+    CF(rsf_graph_node, name), CF(rsf_graph_node, stack), CF(rsf_graph_node, grid_x), CF(rsf_graph_node, grid_y),
+    CF(rsf_graph_node, grid_z), CF(rsf_graph_node, smem_dyn), CF(rsf_graph_node, func),
+    CF(rsf_graph_node, block_x), CF(rsf_graph_node, block_y), CF(rsf_graph_node, block_z),
+    CF(rsf_graph_node, device), CF(rsf_graph_node, kind), CF(rsf_graph_node, op), CF(rsf_graph_node, dir),
+};
+static const cfield graph_edge_fields[] = { CF(rsf_graph_edge, graph), CF(rsf_graph_edge, from), CF(rsf_graph_edge, to) };
 
 // flatc's struct type table lists each field's offset and, after them, the
 // struct's size; a field's size is the gap to the next offset less padding,
@@ -333,6 +345,8 @@ static void check_schema()
     CHECK_STRUCT(Series, rsf_series, series_fields);
     CHECK_STRUCT(Point, rsf_point, point_fields);
     CHECK_STRUCT(CollGroup, rsf_coll_group, coll_group_fields);
+    CHECK_STRUCT(GraphNode, rsf_graph_node, graph_node_fields);
+    CHECK_STRUCT(GraphEdge, rsf_graph_edge, graph_edge_fields);
 #undef CHECK_STRUCT
     check_table("Chunk", &rsf_chunk_desc, ringside::ChunkTypeTable());
     for (unsigned op = 0; op <= ringside::IoOp_MAX; op++) {
@@ -360,6 +374,15 @@ static void check_schema()
             fail("SeriesKind " + std::to_string(k) + ": trace.h says " + (mine ? mine : "(none)") +
                  ", trace.fbs " + theirs);
     }
+    for (unsigned k = 0; k <= ringside::GraphNodeKind_MAX; k++) {
+        const char *mine = rsf_graph_node_kind_name(k);
+        const char *theirs = ringside::EnumNameGraphNodeKind(static_cast<ringside::GraphNodeKind>(k));
+        if (!mine || std::strcmp(mine, theirs) != 0)
+            fail("GraphNodeKind " + std::to_string(k) + ": trace.h says " + (mine ? mine : "(none)") +
+                 ", trace.fbs " + theirs);
+    }
+    if (rsf_graph_node_kind_name(ringside::GraphNodeKind_MAX + 1) != nullptr)
+        fail("rsf_graph_node_kind_name names a value past the end of GraphNodeKind");
     for (unsigned k = 0; k <= ringside::LinkKind_MAX; k++) {
         const char *mine = rsf_link_kind_name(k);
         const char *theirs = ringside::EnumNameLinkKind(static_cast<ringside::LinkKind>(k));

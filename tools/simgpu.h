@@ -37,9 +37,9 @@
  *   stream (CU_STREAM_PER_THREAD, or 0 in the _ptsz/_ptds entry points) is one queue
  *   per thread. Kernels do not overlap on a stream and streams never contend: every
  *   stream runs as if it had the GPU alone. Stream capture records the kernels,
- *   copies and memsets of the captured stream; events and waits inside a capture are
- *   accepted and ignored; a captured graph replays those operations in order.
- *   Collectives cannot be captured (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED).
+ *   copies, memsets and collectives as the driver does (simgpu_graph.c: capture
+ *   modes, streams joined through events, invalidation); a graph launch runs each
+ *   node with its duration once the nodes it depends on are done.
  *   cuPointerGetAttribute answers CU_POINTER_ATTRIBUTE_MEMORY_TYPE only, and only for
  *   the simulator's own allocations (CUDA_ERROR_INVALID_VALUE for other pointers).
  *   cuMemsetD2D* and cuMemcpy3DPeer* are one operation each, for rows laid out back to
@@ -87,8 +87,9 @@
  *     for kernels and collectives' launches, their geometry in the model (SMS
  *     above): blocks, threads_per_block, blocks_per_sm, waves, sm_coverage and
  *     occupancy (0..1, the share of the GPU's warp slots held);
- *     direction ("HtoD", "DtoH", "DtoD", "HtoH") for copies; graph: true for
- *     operations replayed from a graph;
+ *     direction ("HtoD", "DtoH", "DtoD", "HtoH") for copies; graph: for operations
+ *     replayed from a graph, that graph's id (1, 2...: the graph captured or made,
+ *     or the one an executable graph was last updated from; a clone has its own);
  *     for collectives and p2p: op ("AllReduce", "Send", ...), comm (hex id), nranks,
  *     seq (per communicator, from 0), count, datatype, root or peer where it has one;
  *     failed: true when the collective gave up (a rank died or timed out).
@@ -123,6 +124,14 @@ struct sim_ext_ops {
     int (*describe)(void *arg, int line, char *buf, size_t len);
     /* The operation is over (decided and written): free arg. */
     void (*release)(void *arg);
+    /* A launch captured into a graph: the graph keeps arg as a template (released
+     * with release when the graph goes). copy(arg, 0) gives another template (a
+     * cloned or instantiated graph); copy(arg, 1) the operation one replay of the
+     * graph runs, which takes its place among the library's operations (a
+     * collective's next sequence number) at that cuGraphLaunch. NULL when out of
+     * memory. An operation without copy cannot be captured
+     * (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED). */
+    void *(*copy)(const void *arg, int launch);
 };
 
 /* Makes the launches of func (a function of a module or library) external

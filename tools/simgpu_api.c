@@ -509,7 +509,8 @@ static CUresult sim_ctx_sync(struct CUctx_st *c)
     if (!c)
         return CUDA_ERROR_INVALID_CONTEXT;
     pthread_mutex_lock(&sim_lock);
-    size_t n = sim_model_tails(c, tails, sizeof(tails) / sizeof(tails[0]));
+    r = sim_capture_forbid(NULL);
+    size_t n = r == CUDA_SUCCESS ? sim_model_tails(c, tails, sizeof(tails) / sizeof(tails[0])) : 0;
     pthread_mutex_unlock(&sim_lock);
     for (size_t i = 0; i < n; i++) {
         CUresult w = sim_model_wait(tails[i]);
@@ -617,6 +618,11 @@ CUresult sim_alloc_new(void **p, size_t bytes, int host)
         return CUDA_ERROR_INVALID_CONTEXT;
     if (!host && sim_drv.used_bytes + bytes > sim_cfg.mem_bytes)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&sim_lock);
+    CUresult forbid = host ? CUDA_SUCCESS : sim_capture_forbid(NULL);   /* cudaMalloc is unsafe in a capture */
+    pthread_mutex_unlock(&sim_lock);
+    if (forbid != CUDA_SUCCESS)
+        return forbid;
     a = malloc(sizeof(*a));
     /* Large blocks come from mmap: pages nobody touches cost nothing. */
     if (!a || posix_memalign(p, 256, bytes) != 0) {

@@ -18,7 +18,8 @@
  * error code rather than a crash in the common cases. */
 enum sim_magic {
     SIM_MAGIC_CTX = 0x5c7c7001, SIM_MAGIC_STREAM, SIM_MAGIC_EVENT, SIM_MAGIC_MODULE,
-    SIM_MAGIC_FUNC, SIM_MAGIC_GRAPH, SIM_MAGIC_EXEC, SIM_MAGIC_LIBRARY, SIM_MAGIC_DEAD
+    SIM_MAGIC_FUNC, SIM_MAGIC_GRAPH, SIM_MAGIC_EXEC, SIM_MAGIC_LIBRARY, SIM_MAGIC_DEAD,
+    SIM_MAGIC_NODE
 };
 
 enum sim_kind { SIM_MARK, SIM_KERNEL, SIM_MEMCPY, SIM_MEMSET, SIM_EXT };
@@ -38,7 +39,8 @@ struct sim_op {
     struct sim_op *next, *prev;   /* unresolved list, in creation order */
     struct sim_op *deps[2];
     int refs;
-    int resolved, failed, graph;
+    int resolved, failed;
+    uint64_t graph;               /* replayed from the graph of this id (simgpu_graph.c); 0: not */
     enum sim_kind kind;
     uint64_t launch_ns, dur_ns, start_ns, end_ns;
     uint64_t stream_id, bytes;
@@ -50,9 +52,17 @@ struct sim_op {
     struct sim_geom geom;         /* kernels */
 };
 
+/* A set of graph nodes, by index in their graph (simgpu_graph.c). */
+struct sim_deps {
+    size_t *idx;
+    size_t n, cap;
+};
+struct sim_capture;
+
 /* A context's streams and events carry its generation: a primary context
  * reset (or released by its last user) starts a new one, and what the old
  * one made is gone with it, as a destroyed context's is. */
+
 struct CUctx_st {
     enum sim_magic magic;
     int device;
@@ -69,8 +79,8 @@ struct CUstream_st {
     unsigned flags;
     int priority;
     struct sim_op *tail;          /* last operation, NULL when none yet */
-    struct CUgraph_st *capture;   /* graph being captured into, or NULL */
-    uint64_t capture_id;
+    struct sim_capture *capture;  /* the capture sequence it is part of, or NULL */
+    struct sim_deps capture_deps; /* in it: the nodes its next captured work depends on */
     struct CUstream_st *next_all, *prev_all;  /* every stream of the process */
 };
 
@@ -80,6 +90,8 @@ struct CUevent_st {
     unsigned gen;
     unsigned flags;
     struct sim_op *op;            /* the record's marker; NULL before the first record */
+    uint64_t capture_id;          /* last recorded in this capture sequence; 0: not captured */
+    struct sim_deps capture_deps; /* the nodes it stands for there */
 };
 
 struct CUfunc_st {
@@ -104,7 +116,8 @@ struct CUlib_st {
     struct CUmod_st *module;
 };
 
-/* A captured operation, replayed by cuGraphLaunch. */
+/* What a launch, copy or memset asks of a stream: queued at once, or captured
+ * into a graph node and replayed by cuGraphLaunch. */
 struct sim_node {
     enum sim_kind kind;
     const char *name, *direction;
@@ -113,19 +126,31 @@ struct sim_node {
     const void *src;
     int fill;
     unsigned fill_size;           /* memset element size; 0 for a copy */
-    struct sim_geom geom;         /* kernels */
+    struct sim_geom geom;         /* kernels and collectives */
+    const struct sim_ext_ops *ext;    /* SIM_EXT: the library's operation */
+    void *ext_arg;                /* in a graph: the template each replay copies */
+};
+
+/* Graphs, captured nodes and executable graphs: simgpu_graph.c. */
+struct CUgraphNode_st {
+    enum sim_magic magic;
+    struct CUgraph_st *graph;
+    size_t index;
+    struct sim_node p;
+    struct sim_deps deps;         /* earlier nodes of the same graph */
+    int has_succ;                 /* another node depends on it */
 };
 
 struct CUgraph_st {
     enum sim_magic magic;
-    struct sim_node *nodes;
+    uint64_t id;                  /* the truth file's "graph" */
+    struct CUgraphNode_st **nodes;
     size_t n, cap;
 };
 
 struct CUgraphExec_st {
     enum sim_magic magic;
-    struct sim_node *nodes;
-    size_t n;
+    struct CUgraph_st *graph;     /* its own copy of what it was made from */
 };
 
 /* Settings, read once by cuInit. */
@@ -201,6 +226,30 @@ void sim_model_unregister_stream(struct CUstream_st *s);
  * tails, with a reference each; returns how many. */
 size_t sim_model_tails(struct CUctx_st *ctx, struct sim_op **tails, size_t max);
 uint64_t sim_model_next_stream_id(void);
+
+/* Streams (simgpu_stream.c): the stream behind a handle (0: the legacy one, or
+ * the per-thread one when ptds), under sim_lock. */
+CUresult sim_stream_get(CUstream h, int ptds, struct CUstream_st **out);
+
+/* Capture (simgpu_graph.c), all under sim_lock. */
+/* Adds n to the graph s is being captured into (s->capture set): a node that
+ * depends on s's current nodes. CUDA_ERROR_STREAM_CAPTURE_INVALIDATED once the
+ * capture is invalidated; _UNSUPPORTED for an operation that cannot be captured. */
+CUresult sim_capture_add(struct CUstream_st *s, const struct sim_node *n);
+/* A potentially unsafe call (a synchronisation, a query, an allocation) on
+ * stream s (NULL: none in particular) by the calling thread: CUDA_SUCCESS when
+ * the capture modes allow it; else CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and
+ * the captures that forbid it are invalidated, as the driver does. */
+CUresult sim_capture_forbid(struct CUstream_st *s);
+/* cuEventRecord on a capturing stream: e stands for s's current nodes. */
+CUresult sim_capture_event_record(struct CUevent_st *e, struct CUstream_st *s);
+/* cuStreamWaitEvent where s is capturing or e was recorded in a capture: s
+ * joins e's capture, or its nodes depend on e's too. Errors as the driver's. */
+CUresult sim_capture_event_wait(struct CUstream_st *s, struct CUevent_st *e, unsigned flags);
+/* The stream is being destroyed: it leaves its capture. */
+void sim_capture_stream_gone(struct CUstream_st *s);
+/* Moves the bytes of a copy or memset node (outside sim_lock: it may be long). */
+void sim_node_apply(const struct sim_node *n);
 
 /* Truth (simgpu_truth.c): writes the lines of a resolved operation, if SIMGPU_TRUTH is set. */
 void sim_truth_write(const struct sim_op *op);

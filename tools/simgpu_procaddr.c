@@ -147,6 +147,10 @@ struct sim_proc {
     X("cuGraphLaunch", 10000, cuGraphLaunch, cuGraphLaunch_ptsz)                            \
     X("cuGraphUpload", 11010, cuGraphUpload, cuGraphUpload_ptsz)                            \
     X("cuGraphExecDestroy", 10000, cuGraphExecDestroy, NULL)                                \
+    X("cuGraphExecUpdate", 12000, cuGraphExecUpdate_v2, NULL)                               \
+    X("cuGraphClone", 10000, cuGraphClone, NULL)                                            \
+    X("cuGraphGetNodes", 10000, cuGraphGetNodes, NULL)                                      \
+    X("cuThreadExchangeStreamCaptureMode", 10010, cuThreadExchangeStreamCaptureMode, NULL)  \
     X("cuEventCreate", 2000, cuEventCreate, NULL)                                           \
     X("cuEventRecord", 2000, cuEventRecord, cuEventRecord_ptsz)                             \
     X("cuEventRecordWithFlags", 11010, cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz) \

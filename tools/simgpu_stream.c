@@ -27,7 +27,7 @@ static struct CUstream_st *sim_stream_new(struct CUctx_st *ctx, unsigned flags, 
 
 /* The stream behind a handle: 0 is the legacy default stream, or the per-thread
  * one for the _ptsz/_ptds entry points (ptds). Under sim_lock. */
-static CUresult sim_stream_get(CUstream h, int ptds, struct CUstream_st **out)
+CUresult sim_stream_get(CUstream h, int ptds, struct CUstream_st **out)
 {
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
@@ -89,6 +89,7 @@ SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream h)
     if (!h || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD || h->magic != SIM_MAGIC_STREAM)
         return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&sim_lock);
+    sim_capture_stream_gone(h);
     sim_model_unregister_stream(h);
     sim_op_unref(h->tail);
     h->magic = SIM_MAGIC_DEAD;
@@ -108,8 +109,8 @@ static CUresult sim_stream_sync(CUstream h, int ptds)
     struct sim_op *tail = NULL;
     pthread_mutex_lock(&sim_lock);
     CUresult r = sim_stream_get(h, ptds, &s);
-    if (r == CUDA_SUCCESS && s->capture)
-        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (r == CUDA_SUCCESS)
+        r = sim_capture_forbid(s);
     if (r == CUDA_SUCCESS && (tail = s->tail) != NULL)
         sim_op_ref(tail);
     pthread_mutex_unlock(&sim_lock);
@@ -131,8 +132,8 @@ static CUresult sim_stream_query(CUstream h, int ptds)
     struct CUstream_st *s;
     pthread_mutex_lock(&sim_lock);
     CUresult r = sim_stream_get(h, ptds, &s);
-    if (r == CUDA_SUCCESS && s->capture)
-        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (r == CUDA_SUCCESS)
+        r = sim_capture_forbid(s);
     if (r == CUDA_SUCCESS && s->tail)
         r = sim_model_query(s->tail);
     pthread_mutex_unlock(&sim_lock);
@@ -149,7 +150,7 @@ SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream h)
     return sim_stream_query(h, 1);
 }
 
-static CUresult sim_stream_wait_event(CUstream h, int ptds, CUevent e)
+static CUresult sim_stream_wait_event(CUstream h, int ptds, CUevent e, unsigned flags)
 {
     struct CUstream_st *s;
     if (!e || e->magic != SIM_MAGIC_EVENT)
@@ -158,8 +159,11 @@ static CUresult sim_stream_wait_event(CUstream h, int ptds, CUevent e)
     CUresult r = sim_check_alive(e->ctx, e->gen, "cuStreamWaitEvent: event");
     if (r == CUDA_SUCCESS)
         r = sim_stream_get(h, ptds, &s);
-    /* An event never recorded is already complete; waits inside a capture are ignored. */
-    if (r == CUDA_SUCCESS && e->op && !s->capture) {
+    /* A wait in or on a capture is the graph's business; an event never
+     * recorded is already complete. */
+    if (r == CUDA_SUCCESS && (s->capture || e->capture_id)) {
+        r = sim_capture_event_wait(s, e, flags);
+    } else if (r == CUDA_SUCCESS && e->op) {
         struct sim_op *mark = sim_model_enqueue(s, SIM_MARK, e->op);
         if (mark)
             sim_model_submit(mark);
@@ -172,14 +176,12 @@ static CUresult sim_stream_wait_event(CUstream h, int ptds, CUevent e)
 
 SIM_EXPORT CUresult cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags)
 {
-    (void)flags;
-    return sim_stream_wait_event(h, 0, e);
+    return sim_stream_wait_event(h, 0, e, flags);
 }
 
 SIM_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream h, CUevent e, unsigned int flags)
 {
-    (void)flags;
-    return sim_stream_wait_event(h, 1, e);
+    return sim_stream_wait_event(h, 1, e, flags);
 }
 
 /* Accessors: one per property, each on both the legacy and the per-thread name
@@ -238,6 +240,7 @@ SIM_EXPORT CUresult cuEventDestroy_v2(CUevent e)
     sim_op_unref(e->op);
     e->magic = SIM_MAGIC_DEAD;
     pthread_mutex_unlock(&sim_lock);
+    free(e->capture_deps.idx);
     free(e);
     return CUDA_SUCCESS;
 }
@@ -262,9 +265,12 @@ static CUresult sim_event_record(CUevent e, CUstream h, int ptds)
      * CUDA_ERROR_INVALID_HANDLE is returned" (cuda.h) */
     if (r == CUDA_SUCCESS && s->ctx != e->ctx)
         r = CUDA_ERROR_INVALID_HANDLE;
-    if (r == CUDA_SUCCESS && !s->capture) {
+    if (r == CUDA_SUCCESS && s->capture) {
+        r = sim_capture_event_record(e, s);
+    } else if (r == CUDA_SUCCESS) {
         struct sim_op *mark = sim_model_enqueue(s, SIM_MARK, NULL);
         if (mark) {
+            e->capture_id = 0;
             sim_op_unref(e->op);
             e->op = mark;
             sim_op_ref(mark);
@@ -307,6 +313,8 @@ SIM_EXPORT CUresult cuEventQuery(CUevent e)
         return CUDA_ERROR_OPERATING_SYSTEM;
     pthread_mutex_lock(&sim_lock);
     CUresult r = sim_check_alive(e->ctx, e->gen, "cuEventQuery");
+    if (r == CUDA_SUCCESS)
+        r = e->capture_id ? CUDA_ERROR_CAPTURED_EVENT : sim_capture_forbid(NULL);
     if (r == CUDA_SUCCESS && e->op)
         r = sim_model_query(e->op);
     pthread_mutex_unlock(&sim_lock);
@@ -315,14 +323,15 @@ SIM_EXPORT CUresult cuEventQuery(CUevent e)
 
 SIM_EXPORT CUresult cuEventSynchronize(CUevent e)
 {
-    struct sim_op *op;
+    struct sim_op *op = NULL;
     if (!e || e->magic != SIM_MAGIC_EVENT)
         return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&sim_lock);
-    if ((op = e->op) != NULL)
+    CUresult r = e->capture_id ? CUDA_ERROR_CAPTURED_EVENT : sim_capture_forbid(NULL);
+    if (r == CUDA_SUCCESS && (op = e->op) != NULL)
         sim_op_ref(op);
     pthread_mutex_unlock(&sim_lock);
-    return op ? sim_model_wait(op) : CUDA_SUCCESS;
+    return op ? sim_model_wait(op) : r;
 }
 
 CUresult sim_impl_cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
@@ -356,282 +365,10 @@ SIM_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
     return sim_impl_cuEventElapsedTime_v2(ms, start, end);
 }
 
-/* ---- capture and graphs ---- */
-
-static CUresult sim_graph_add(struct CUgraph_st *g, const struct sim_node *n)
-{
-    if (g->n == g->cap) {
-        size_t cap = g->cap ? g->cap * 2 : 16;
-        struct sim_node *nodes = realloc(g->nodes, cap * sizeof(*nodes));
-        if (!nodes)
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        g->nodes = nodes;
-        g->cap = cap;
-    }
-    g->nodes[g->n++] = *n;
-    return CUDA_SUCCESS;
-}
-
-static struct CUgraph_st *sim_graph_new(void)
-{
-    struct CUgraph_st *g = calloc(1, sizeof(*g));
-    if (g)
-        g->magic = SIM_MAGIC_GRAPH;
-    return g;
-}
-
-static CUresult sim_begin_capture(CUstream h, int ptds)
-{
-    static uint64_t next_capture_id = 1;
-    struct CUstream_st *s;
-    pthread_mutex_lock(&sim_lock);
-    CUresult r = sim_stream_get(h, ptds, &s);
-    if (r == CUDA_SUCCESS && (!h || h == CU_STREAM_LEGACY))
-        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    if (r == CUDA_SUCCESS && s->capture)
-        r = CUDA_ERROR_ILLEGAL_STATE;
-    if (r == CUDA_SUCCESS) {
-        s->capture = sim_graph_new();
-        s->capture_id = next_capture_id++;
-        if (!s->capture)
-            r = CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    pthread_mutex_unlock(&sim_lock);
-    return r;
-}
-
-SIM_EXPORT CUresult cuStreamBeginCapture(CUstream h)
-{
-    return sim_begin_capture(h, 0);
-}
-
-SIM_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream h)
-{
-    return sim_begin_capture(h, 1);
-}
-
-SIM_EXPORT CUresult cuStreamBeginCapture_v2(CUstream h, CUstreamCaptureMode mode)
-{
-    (void)mode;
-    return sim_begin_capture(h, 0);
-}
-
-SIM_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream h, CUstreamCaptureMode mode)
-{
-    (void)mode;
-    return sim_begin_capture(h, 1);
-}
-
-static CUresult sim_end_capture(CUstream h, int ptds, CUgraph *graph)
-{
-    struct CUstream_st *s;
-    if (!graph)
-        return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&sim_lock);
-    CUresult r = sim_stream_get(h, ptds, &s);
-    if (r == CUDA_SUCCESS && !s->capture)
-        r = CUDA_ERROR_ILLEGAL_STATE;
-    if (r == CUDA_SUCCESS) {
-        *graph = s->capture;
-        s->capture = NULL;
-    }
-    pthread_mutex_unlock(&sim_lock);
-    return r;
-}
-
-SIM_EXPORT CUresult cuStreamEndCapture(CUstream h, CUgraph *graph)
-{
-    return sim_end_capture(h, 0, graph);
-}
-
-SIM_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream h, CUgraph *graph)
-{
-    return sim_end_capture(h, 1, graph);
-}
-
-static CUresult sim_capture_info(CUstream h, int ptds, CUstreamCaptureStatus *status, cuuint64_t *id,
-                                 CUgraph *graph)
-{
-    struct CUstream_st *s;
-    if (!status)
-        return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&sim_lock);
-    CUresult r = sim_stream_get(h, ptds, &s);
-    if (r == CUDA_SUCCESS) {
-        *status = s->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
-        if (id && s->capture)
-            *id = s->capture_id;
-        if (graph)
-            *graph = s->capture;
-    }
-    pthread_mutex_unlock(&sim_lock);
-    return r;
-}
-
-SIM_EXPORT CUresult cuStreamIsCapturing(CUstream h, CUstreamCaptureStatus *status)
-{
-    return sim_capture_info(h, 0, status, NULL, NULL);
-}
-
-SIM_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream h, CUstreamCaptureStatus *status)
-{
-    return sim_capture_info(h, 1, status, NULL, NULL);
-}
-
-/* The captured operations form a chain: no dependency list to report. */
-static CUresult sim_capture_info_v3(CUstream h, int ptds, CUstreamCaptureStatus *status, cuuint64_t *id,
-                                    CUgraph *graph, const CUgraphNode **deps,
-                                    const CUgraphEdgeData **edges, size_t *ndeps)
-{
-    if (deps)
-        *deps = NULL;
-    if (edges)
-        *edges = NULL;
-    if (ndeps)
-        *ndeps = 0;
-    return sim_capture_info(h, ptds, status, id, graph);
-}
-
-CUresult sim_impl_cuStreamGetCaptureInfo_v3(CUstream h, CUstreamCaptureStatus *status, cuuint64_t *id,
-                                              CUgraph *graph, const CUgraphNode **deps,
-                                              const CUgraphEdgeData **edges, size_t *ndeps)
-{
-    return sim_capture_info_v3(h, 0, status, id, graph, deps, edges, ndeps);
-}
-
-CUresult sim_impl_cuStreamGetCaptureInfo_v3_ptsz(CUstream h, CUstreamCaptureStatus *status,
-                                                   cuuint64_t *id, CUgraph *graph,
-                                                   const CUgraphNode **deps,
-                                                   const CUgraphEdgeData **edges, size_t *ndeps)
-{
-    return sim_capture_info_v3(h, 1, status, id, graph, deps, edges, ndeps);
-}
-
-SIM_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream h, CUstreamCaptureStatus *status, cuuint64_t *id,
-                                              CUgraph *graph, const CUgraphNode **deps, size_t *ndeps)
-{
-    return sim_capture_info_v3(h, 0, status, id, graph, deps, NULL, ndeps);
-}
-
-SIM_EXPORT CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream h, CUstreamCaptureStatus *status,
-                                                   cuuint64_t *id, CUgraph *graph,
-                                                   const CUgraphNode **deps, size_t *ndeps)
-{
-    return sim_capture_info_v3(h, 1, status, id, graph, deps, NULL, ndeps);
-}
-
-SIM_EXPORT CUresult cuGraphCreate(CUgraph *graph, unsigned int flags)
-{
-    (void)flags;
-    if (!graph)
-        return CUDA_ERROR_INVALID_VALUE;
-    *graph = sim_graph_new();
-    return *graph ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-}
-
-SIM_EXPORT CUresult cuGraphDestroy(CUgraph graph)
-{
-    if (!graph || graph->magic != SIM_MAGIC_GRAPH)
-        return CUDA_ERROR_INVALID_HANDLE;
-    graph->magic = SIM_MAGIC_DEAD;
-    free(graph->nodes);
-    free(graph);
-    return CUDA_SUCCESS;
-}
-
-static CUresult sim_graph_instantiate(CUgraphExec *exec, CUgraph graph)
-{
-    if (!exec)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!graph || graph->magic != SIM_MAGIC_GRAPH)
-        return CUDA_ERROR_INVALID_HANDLE;
-    struct CUgraphExec_st *x = calloc(1, sizeof(*x));
-    if (!x || (graph->n && !(x->nodes = malloc(graph->n * sizeof(*x->nodes))))) {
-        free(x);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    if (graph->n)
-        memcpy(x->nodes, graph->nodes, graph->n * sizeof(*x->nodes));
-    x->n = graph->n;
-    x->magic = SIM_MAGIC_EXEC;
-    *exec = x;
-    return CUDA_SUCCESS;
-}
-
-SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags)
-{
-    (void)flags;
-    return sim_graph_instantiate(exec, graph);
-}
-
-SIM_EXPORT CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph, CUgraphNode *err_node, char *log,
-                                       size_t log_size)
-{
-    (void)err_node;
-    if (log && log_size)
-        log[0] = '\0';
-    return sim_graph_instantiate(exec, graph);
-}
-
-SIM_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *exec, CUgraph graph, CUgraphNode *err_node,
-                                          char *log, size_t log_size)
-{
-    return cuGraphInstantiate(exec, graph, err_node, log, log_size);
-}
-
-static CUresult sim_graph_instantiate_params(CUgraphExec *exec, CUgraph graph,
-                                             CUDA_GRAPH_INSTANTIATE_PARAMS *params)
-{
-    CUresult r = sim_graph_instantiate(exec, graph);
-    if (params)
-        params->result_out = r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
-    return r;
-}
-
-SIM_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *exec, CUgraph graph,
-                                                 CUDA_GRAPH_INSTANTIATE_PARAMS *params)
-{
-    return sim_graph_instantiate_params(exec, graph, params);
-}
-
-SIM_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *exec, CUgraph graph,
-                                                      CUDA_GRAPH_INSTANTIATE_PARAMS *params)
-{
-    return sim_graph_instantiate_params(exec, graph, params);
-}
-
-SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec)
-{
-    if (!exec || exec->magic != SIM_MAGIC_EXEC)
-        return CUDA_ERROR_INVALID_HANDLE;
-    exec->magic = SIM_MAGIC_DEAD;
-    free(exec->nodes);
-    free(exec);
-    return CUDA_SUCCESS;
-}
-
-/* Moves the bytes of a copy or memset node (outside sim_lock: it may be long). */
-static void sim_node_apply(const struct sim_node *n)
-{
-    if (n->bytes == 0)
-        return;
-    if (n->kind == SIM_MEMCPY) {
-        memmove(n->dst, n->src, (size_t)n->bytes);
-    } else if (n->fill_size == 1) {
-        memset(n->dst, n->fill, (size_t)n->bytes);
-    } else if (n->fill_size == 2) {
-        uint16_t v = (uint16_t)n->fill;
-        for (uint64_t i = 0; i < n->bytes / 2; i++)
-            memcpy((char *)n->dst + 2 * i, &v, 2);
-    } else {
-        uint32_t v = (uint32_t)n->fill;
-        for (uint64_t i = 0; i < n->bytes / 4; i++)
-            memcpy((char *)n->dst + 4 * i, &v, 4);
-    }
-}
+/* ---- launches, copies and sets: queued, or captured (simgpu_graph.c) ---- */
 
 /* Queues one operation for a node (under sim_lock); the caller moves the bytes. */
-static CUresult sim_node_enqueue(struct CUstream_st *s, const struct sim_node *n, int graph, struct sim_op **keep)
+static CUresult sim_node_enqueue(struct CUstream_st *s, const struct sim_node *n, struct sim_op **keep)
 {
     struct sim_op *op = sim_model_enqueue(s, n->kind, NULL);
     if (!op)
@@ -640,7 +377,6 @@ static CUresult sim_node_enqueue(struct CUstream_st *s, const struct sim_node *n
     op->direction = n->direction;
     op->dur_ns = n->dur_ns;
     op->bytes = n->bytes;
-    op->graph = graph;
     op->geom = n->geom;
     if (keep) {
         sim_op_ref(op);
@@ -659,55 +395,18 @@ static CUresult sim_submit_node(CUstream h, int ptds, const struct sim_node *n, 
     pthread_mutex_lock(&sim_lock);
     CUresult r = sim_stream_get(h, ptds, &s);
     if (r == CUDA_SUCCESS && s->capture) {
-        r = sync ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : sim_graph_add(s->capture, n);
+        r = sync ? sim_capture_forbid(s) : sim_capture_add(s, n);
         pthread_mutex_unlock(&sim_lock);
         return r;
     }
+    if (r == CUDA_SUCCESS && sync)
+        r = sim_capture_forbid(NULL);
     if (r == CUDA_SUCCESS)
-        r = sim_node_enqueue(s, n, 0, sync ? &op : NULL);
+        r = sim_node_enqueue(s, n, sync ? &op : NULL);
     pthread_mutex_unlock(&sim_lock);
     if (r == CUDA_SUCCESS && n->kind != SIM_KERNEL)
         sim_node_apply(n);
     return op ? sim_model_wait(op) : r;
-}
-
-static CUresult sim_graph_launch(CUgraphExec exec, CUstream h, int ptds)
-{
-    struct CUstream_st *s;
-    if (!exec || exec->magic != SIM_MAGIC_EXEC)
-        return CUDA_ERROR_INVALID_HANDLE;
-    pthread_mutex_lock(&sim_lock);
-    CUresult r = sim_stream_get(h, ptds, &s);
-    if (r == CUDA_SUCCESS && s->capture)
-        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    for (size_t i = 0; r == CUDA_SUCCESS && i < exec->n; i++)
-        r = sim_node_enqueue(s, &exec->nodes[i], 1, NULL);
-    pthread_mutex_unlock(&sim_lock);
-    for (size_t i = 0; r == CUDA_SUCCESS && i < exec->n; i++)
-        if (exec->nodes[i].kind != SIM_KERNEL)
-            sim_node_apply(&exec->nodes[i]);
-    return r;
-}
-
-SIM_EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream h)
-{
-    return sim_graph_launch(exec, h, 0);
-}
-
-SIM_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream h)
-{
-    return sim_graph_launch(exec, h, 1);
-}
-
-SIM_EXPORT CUresult cuGraphUpload(CUgraphExec exec, CUstream h)
-{
-    (void)h;
-    return exec && exec->magic == SIM_MAGIC_EXEC ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
-}
-
-SIM_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec exec, CUstream h)
-{
-    return cuGraphUpload(exec, h);
 }
 
 /* ---- kernel launches ---- */
@@ -749,9 +448,11 @@ static CUresult sim_launch(CUfunction f, const unsigned dims[6], unsigned smem, 
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&sim_lock);
     r = sim_stream_get(h, ptds, &s);
-    if (r == CUDA_SUCCESS && s->capture)
-        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    if (r == CUDA_SUCCESS) {
+    if (r == CUDA_SUCCESS && s->capture) {
+        struct sim_node n = { .kind = SIM_EXT, .name = f->name, .ext = f->ext, .ext_arg = *(void **)params[0] };
+        sim_geometry(dims, smem, &n.geom);
+        r = sim_capture_add(s, &n);
+    } else if (r == CUDA_SUCCESS) {
         struct sim_op *op = sim_model_enqueue(s, SIM_EXT, NULL);
         if (op) {
             op->name = f->name;

@@ -120,9 +120,12 @@ void sim_truth_write(const struct sim_op *op)
         }
         if (n < 0 || (size_t)n >= sizeof(line))
             continue;
+        char graph[32] = "";
+        if (op->graph)
+            snprintf(graph, sizeof(graph), ",\"graph\":%llu", (unsigned long long)op->graph);
         int m = snprintf(line + n, sizeof(line) - (size_t)n,
                          "%s%s,\"launch_ns\":%llu,\"start_ns\":%llu,\"end_ns\":%llu}\n",
-                         op->graph ? ",\"graph\":true" : "", op->failed ? ",\"failed\":true" : "",
+                         graph, op->failed ? ",\"failed\":true" : "",
                          (unsigned long long)op->launch_ns, (unsigned long long)op->start_ns,
                          (unsigned long long)op->end_ns);
         if (m < 0 || (size_t)(n + m) >= sizeof(line))

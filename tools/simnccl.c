@@ -81,6 +81,7 @@ struct sim_nccl_op {
     ncclDataType_t type;
     int root;
     int published;
+    int graph_template;  /* captured into a graph: never runs, copied by each replay */
     uint64_t deadline_ns, next_check_ns;
     int n;
     struct sim_nccl_p2p p2p[];
@@ -313,16 +314,55 @@ static int sim_nccl_describe(void *arg, int line, char *buf, size_t len)
 static void sim_nccl_release(void *arg)
 {
     struct sim_nccl_op *op = arg;
-    atomic_fetch_sub(&op->comm->pending, 1);
+    if (!op->graph_template)
+        atomic_fetch_sub(&op->comm->pending, 1);
     free(op);
 }
 
+/* A collective captured into a graph rendezvouses anew at each replay: the
+ * replay's copy takes the communicator's next sequence numbers then, as the
+ * program's own calls do. */
+static void *sim_nccl_copy(const void *arg, int launch)
+{
+    const struct sim_nccl_op *t = arg;
+    size_t size = sizeof(*t) + (size_t)t->n * sizeof(t->p2p[0]);
+    struct sim_nccl_op *op = malloc(size);
+    if (!op)
+        return NULL;
+    memcpy(op, t, size);
+    op->graph_template = !launch;
+    if (!launch)
+        return op;
+    struct ncclComm *c = op->comm;
+    op->published = 0;
+    op->deadline_ns = sim_nccl_now_ns() + c->timeout_ns;
+    op->next_check_ns = 0;
+    if (op->coll >= 0)
+        op->seq = c->coll_seq++;
+    for (int i = 0; i < op->n; i++) {
+        struct sim_nccl_p2p *e = &op->p2p[i];
+        e->k = e->send ? c->send_seq[e->peer]++ : c->recv_seq[e->peer]++;
+    }
+    if (op->coll < 0 && op->n)
+        op->seq = op->p2p[0].k;
+    atomic_fetch_add(&c->pending, 1);
+    return op;
+}
+
 static const struct sim_ext_ops sim_nccl_coll_ops = {
-    "collective", sim_nccl_arrive, sim_nccl_describe, sim_nccl_release
+    "collective", sim_nccl_arrive, sim_nccl_describe, sim_nccl_release, sim_nccl_copy
 };
 static const struct sim_ext_ops sim_nccl_p2p_ops = {
-    "p2p", sim_nccl_arrive, sim_nccl_describe, sim_nccl_release
+    "p2p", sim_nccl_arrive, sim_nccl_describe, sim_nccl_release, sim_nccl_copy
 };
+
+/* Whether stream is being captured into a graph: its operation is then a
+ * template, and takes no sequence number until a replay. */
+static int sim_nccl_capturing(cudaStream_t stream)
+{
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    return cuStreamIsCapturing((CUstream)stream, &st) == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
 
 /* ---- launching ---- */
 
@@ -401,10 +441,9 @@ static ncclResult_t sim_nccl_launch_now(void *arg, CUfunction f, cudaStream_t st
         cuCtxPopCurrent(&popped);
     if (r == CUDA_SUCCESS)
         return ncclSuccess;
-    atomic_fetch_sub(&op->comm->pending, 1);
+    if (!op->graph_template)
+        atomic_fetch_sub(&op->comm->pending, 1);
     free(op);
-    if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
-        return sim_nccl_error(ncclInvalidUsage, "collectives cannot be captured into a CUDA graph on the simulator");
     return sim_nccl_error(ncclUnhandledCudaError, "cuLaunchKernel failed: CUresult %d", (int)r);
 }
 
@@ -412,8 +451,10 @@ static ncclResult_t sim_nccl_launch_now(void *arg, CUfunction f, cudaStream_t st
  * group's thread (simnccl_async.c); frees it when that fails. */
 static ncclResult_t sim_nccl_launch(struct sim_nccl_op *op, CUfunction f, cudaStream_t stream)
 {
-    atomic_fetch_add(&op->comm->pending, 1);
-    if (!op->comm->nonblocking)
+    /* a graph's template never runs: its replays' copies are counted */
+    if (!op->graph_template)
+        atomic_fetch_add(&op->comm->pending, 1);
+    if (!op->comm->nonblocking || op->graph_template)
         return sim_nccl_launch_now(op, f, stream);
     ncclResult_t r = sim_nccl_async_queue(op, f, stream, op->comm);
     if (r != ncclSuccess) {
@@ -485,9 +526,10 @@ static ncclResult_t sim_nccl_coll(enum sim_nccl_coll_id id, size_t count, ncclDa
     op->bytes = (uint64_t)count * sim_nccl_types[type].size * (info->bytes_times_n ? (uint64_t)comm->nranks : 1);
     op->dur_ns = sim_nccl_duration(comm, op->bytes, info->busbw);
     op->deadline_ns = sim_nccl_now_ns() + comm->timeout_ns;
-    op->seq = comm->coll_seq++;
+    op->graph_template = sim_nccl_capturing(stream);
+    op->seq = op->graph_template ? 0 : comm->coll_seq++;
     r = sim_nccl_launch(op, sim_nccl.coll_funcs[id], stream);
-    if (r != ncclSuccess)
+    if (r != ncclSuccess && !op->graph_template)
         comm->coll_seq--;
     return sim_nccl_async_end(comm, r);
 }
@@ -512,6 +554,15 @@ static ncclResult_t sim_nccl_p2p_launch(struct ncclComm *comm, cudaStream_t stre
     }
     op->seq = op->p2p[0].k;
     op->dur_ns = sim_nccl_duration(comm, longest, 0);
+    if ((op->graph_template = sim_nccl_capturing(stream)) != 0) {
+        /* numbered at each replay: give back the numbers the calls took */
+        for (int i = op->n - 1; i >= 0; i--) {
+            const struct sim_nccl_p2p *e = &op->p2p[i];
+            uint64_t *next = e->send ? &comm->send_seq[e->peer] : &comm->recv_seq[e->peer];
+            if (*next == e->k + 1)
+                *next = e->k;
+        }
+    }
     return sim_nccl_launch(op, sim_nccl.p2p_func, stream);
 }
 

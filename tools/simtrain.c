@@ -30,7 +30,9 @@
     X(cuModuleGetFunction) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)   \
     X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventRecord) X(cuEventDestroy)             \
     X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemAllocHost) X(cuMemFreeHost)      \
-    X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuDeviceGetAttribute)
+    X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuDeviceGetAttribute)                    \
+    X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) \
+    X(cuGraphDestroy) X(cuGraphExecDestroy)
 
 static struct {
 #define SIM_TRAIN_MEMBER(fn) __typeof__(fn) *fn;
@@ -42,6 +44,7 @@ struct sim_train_opts {
     long steps, layers, ckpt_every, seed, kernels, eval_every, eval_steps, kernel_blocks;
     double fwd_us, bwd_us, bucket_mb, data_us, ckpt_mb, bw_gbs, drift_pct;
     int overlap;
+    int graph, graph_nccl;   /* --graph, --graph-nccl */
     const char *ckpt_dir;
     long straggler_rank;
     double straggler_factor;
@@ -102,6 +105,14 @@ static const char sim_train_usage[] =
     "                        blocks of consecutive layers (a pipeline): each hand-over\n"
     "                        an event the next device's stream waits for; NCCL, the\n"
     "                        optimizer, data and checkpoints on the first (default 1)\n"
+    "  --graph               after a first (warm-up) step, capture the forward and\n"
+    "                        backward passes into a CUDA graph once and replay it with\n"
+    "                        cuGraphLaunch in every later step; the AllReduces and the\n"
+    "                        optimizer run after it as without --graph. The kernels'\n"
+    "                        durations are those at the capture (--drift stops there)\n"
+    "  --graph-nccl          --graph with the whole step in the graph: the AllReduces\n"
+    "                        (on the communication stream with --overlap) and the\n"
+    "                        optimizer too\n"
     "  --seed S              seed of the data and checkpoint contents (default 1)\n"
     "  --help                this text\n"
     "Environment: SIMTRAIN_EVENTS=FILE appends, at exit, one JSON line per checkpoint\n"
@@ -192,7 +203,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
 {
     enum { O_STEPS = 256, O_LAYERS, O_FWD, O_BWD, O_BUCKET, O_OVERLAP, O_NO_OVERLAP, O_DATA,
            O_CKPT_EVERY, O_CKPT_MB, O_CKPT_DIR, O_STRAGGLER, O_BW, O_SEED, O_HELP, O_KERNELS, O_EVAL_EVERY,
-           O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS, O_SLOW_DATA, O_STALL, O_DEVICES };
+           O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS, O_SLOW_DATA, O_STALL, O_DEVICES, O_GRAPH, O_GRAPH_NCCL };
     static const struct option longopts[] = {
         { "steps", required_argument, NULL, O_STEPS },
         { "layers", required_argument, NULL, O_LAYERS },
@@ -216,6 +227,8 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         { "drift", required_argument, NULL, O_DRIFT },
         { "kernel-blocks", required_argument, NULL, O_KERNEL_BLOCKS },
         { "devices", required_argument, NULL, O_DEVICES },
+        { "graph", no_argument, NULL, O_GRAPH },
+        { "graph-nccl", no_argument, NULL, O_GRAPH_NCCL },
         { "help", no_argument, NULL, O_HELP },
         { NULL, 0, NULL, 0 },
     };
@@ -251,6 +264,8 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
             if (o->devices > SIM_TRAIN_MAX_DEVICES)
                 sim_train_usage_error("--devices: at most %d", SIM_TRAIN_MAX_DEVICES);
             break;
+        case O_GRAPH: o->graph = 1; break;
+        case O_GRAPH_NCCL: o->graph = o->graph_nccl = 1; break;
         case O_OVERLAP:
         case O_NO_OVERLAP:
             if (overlap_set && o->overlap != (c == O_OVERLAP))
@@ -295,6 +310,8 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
     }
     if (optind < argc)
         sim_train_usage_error("unexpected argument '%s'", argv[optind]);
+    if (o->graph && o->devices > 1)
+        sim_train_usage_error("--graph captures one device's stream: not with --devices %ld", o->devices);
 }
 
 static int sim_train_env_int(const char *name, int def)
@@ -414,6 +431,7 @@ struct sim_train {
     unsigned char *ckpt_host, *batch_host;
     size_t bucket_bytes, ckpt_bytes;
     ncclComm_t nccl;
+    CUgraphExec graph;   /* --graph: the step captured, once */
     int data_fd;
     CUdevice dev;
     double scale;      /* straggler factor on this rank */
@@ -476,6 +494,64 @@ static void sim_train_read_slowly(struct sim_train *t)
     }
 }
 
+/* Which part of a step's GPU work sim_train_gpu enqueues. */
+enum sim_train_part {
+    SIM_TRAIN_WHOLE,    /* the passes, the AllReduces, the optimizer */
+    SIM_TRAIN_PASSES,   /* the forward and backward passes only (--graph) */
+    SIM_TRAIN_REST      /* what follows them: the AllReduces, the optimizer */
+};
+
+static void sim_train_gpu(struct sim_train *t, enum sim_train_part part)
+{
+    const struct sim_train_opts *o = &t->o;
+    if (part != SIM_TRAIN_REST) {
+        for (long l = 0; l < o->layers; l++) {
+            sim_train_on(t, t->layer_dev[l]);
+            for (long k = 0; k < o->kernels; k++)
+                sim_train_kernel(t, t->fwd[l], o->fwd_us / (double)o->kernels);
+        }
+        for (long l = o->layers - 1; l >= 0; l--) {
+            sim_train_on(t, t->layer_dev[l]);
+            for (long k = 0; k < o->kernels; k++)
+                sim_train_kernel(t, t->bwd[l], o->bwd_us / (double)o->kernels);
+            if (o->overlap && part == SIM_TRAIN_WHOLE) {
+                CU(cuEventRecord(t->bwd_done[l], t->compute));
+                CU(cuStreamWaitEvent(t->comm, t->bwd_done[l], 0));
+                sim_train_allreduce(t, (int)l, t->comm);
+            }
+        }
+    }
+    sim_train_on(t, 0);
+    if (part == SIM_TRAIN_PASSES)
+        return;
+    if (o->overlap) {
+        if (part == SIM_TRAIN_REST) {   /* the passes ran in a graph: every bucket is ready */
+            CU(cuEventRecord(t->bwd_done[0], t->compute));
+            CU(cuStreamWaitEvent(t->comm, t->bwd_done[0], 0));
+            for (long l = o->layers - 1; l >= 0; l--)
+                sim_train_allreduce(t, (int)l, t->comm);
+        }
+        CU(cuEventRecord(t->comm_done, t->comm));
+        CU(cuStreamWaitEvent(t->compute, t->comm_done, 0));
+    } else {
+        for (long l = o->layers - 1; l >= 0; l--)
+            sim_train_allreduce(t, (int)l, t->compute);
+    }
+    sim_train_kernel(t, t->optimizer, o->fwd_us / 2);
+}
+
+/* --graph: the step's work captured on the compute stream (the communication
+ * stream joins through the events), instantiated once. */
+static void sim_train_capture(struct sim_train *t)
+{
+    CUgraph g;
+    CU(cuStreamBeginCapture(t->compute, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    sim_train_gpu(t, t->o.graph_nccl ? SIM_TRAIN_WHOLE : SIM_TRAIN_PASSES);
+    CU(cuStreamEndCapture(t->compute, &g));
+    CU(cuGraphInstantiate(&t->graph, g, 0));
+    CU(cuGraphDestroy(g));
+}
+
 static void sim_train_step(struct sim_train *t, long step)
 {
     const struct sim_train_opts *o = &t->o;
@@ -489,30 +565,15 @@ static void sim_train_step(struct sim_train *t, long step)
     }
     if (t->slow_us > 0)
         sim_train_read_slowly(t);
-    for (long l = 0; l < o->layers; l++) {
-        sim_train_on(t, t->layer_dev[l]);
-        for (long k = 0; k < o->kernels; k++)
-            sim_train_kernel(t, t->fwd[l], o->fwd_us / (double)o->kernels);
-    }
-    for (long l = o->layers - 1; l >= 0; l--) {
-        sim_train_on(t, t->layer_dev[l]);
-        for (long k = 0; k < o->kernels; k++)
-            sim_train_kernel(t, t->bwd[l], o->bwd_us / (double)o->kernels);
-        if (o->overlap) {
-            CU(cuEventRecord(t->bwd_done[l], t->compute));
-            CU(cuStreamWaitEvent(t->comm, t->bwd_done[l], 0));
-            sim_train_allreduce(t, (int)l, t->comm);
-        }
-    }
-    sim_train_on(t, 0);
-    if (o->overlap) {
-        CU(cuEventRecord(t->comm_done, t->comm));
-        CU(cuStreamWaitEvent(t->compute, t->comm_done, 0));
+    if (!o->graph || step == 0) {
+        sim_train_gpu(t, SIM_TRAIN_WHOLE);
     } else {
-        for (long l = o->layers - 1; l >= 0; l--)
-            sim_train_allreduce(t, (int)l, t->compute);
+        if (!t->graph)
+            sim_train_capture(t);
+        CU(cuGraphLaunch(t->graph, t->compute));
+        if (!o->graph_nccl)
+            sim_train_gpu(t, SIM_TRAIN_REST);
     }
-    sim_train_kernel(t, t->optimizer, o->fwd_us / 2);
     CU(cuStreamSynchronize(t->compute));
 }
 
@@ -733,6 +794,8 @@ static void sim_train_teardown(struct sim_train *t)
     CU(cuStreamSynchronize(t->compute));
     CU(cuStreamSynchronize(t->comm));
     NCCL(ncclCommDestroy(t->nccl));
+    if (t->graph)
+        CU(cuGraphExecDestroy(t->graph));
     for (long l = 0; l < t->o.layers; l++) {
         CU(cuEventDestroy(t->bwd_done[l]));
         CU(cuMemFree(t->grads[l]));

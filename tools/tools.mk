@@ -3,7 +3,8 @@
 # training loop on them; build/simlaunch, a torchrun-like launcher.
 
 SIMGPU_SRC  := tools/simgpu_api.c tools/simgpu_stream.c tools/simgpu_model.c tools/simgpu_occupancy.c \
-               tools/simgpu_truth.c tools/simgpu_procaddr.c tools/simgpu_version.c tools/simgpu_vmm.c
+               tools/simgpu_truth.c tools/simgpu_procaddr.c tools/simgpu_version.c tools/simgpu_vmm.c \
+               tools/simgpu_graph.c
 SIMNCCL_SRC := tools/simnccl.c tools/simnccl_shm.c tools/simnccl_port.c tools/simnccl_async.c
 SIMGPU_OBJ  := $(SIMGPU_SRC:%.c=$(BUILD)/obj/%.o)
 SIMNCCL_OBJ := $(SIMNCCL_SRC:%.c=$(BUILD)/obj/%.o)

@@ -68,8 +68,8 @@ int main(int argc, char **argv)
         { 1200, 1200, 4242, 4242, 2, 3, 5, 0, RSF_RANGE_MARK, 0 },
     };
     static const struct rsf_gpu_event gpu[] = {
-        { 1400, 1500, 1600, 7, 0, 900, 4242, 1, 0, RSF_GPU_KERNEL, RSF_COPY_NONE, 0, {0} },
-        { 1700, 1800, 1900, 7, 4096, 50, 4242, 0, 0, RSF_GPU_MEMCPY, RSF_COPY_HTOD, 0, {0} },
+        { 1400, 1500, 1600, 7, 0, 900, 4242, 1, 0, RSF_GPU_KERNEL, RSF_COPY_NONE, 0, {0}, 0 },
+        { 1700, 1800, 1900, 7, 4096, 50, 4242, 0, 0, RSF_GPU_MEMCPY, RSF_COPY_HTOD, 0, {0}, 0 },
     };
     static const struct rsf_coll_event colls[] = {
         { 2000, 2100, 2900, 1024, 4096, 99, 8, 30, 4242, 0, -1, RSF_COLL_ALLREDUCE, 7, 0, 0, 0, {0} },

@@ -69,10 +69,18 @@ for mode, flag in MODES:
     else:
         for i, g in enumerate(graphs):
             ops = replay[i * per:(i + 1) * per]
-            if abs(g["gpu_start_ns"] - ops[0]["start_ns"]) > capture.TOL_NS or \
-               abs(g["gpu_end_ns"] - ops[-1]["end_ns"]) > capture.TOL_NS:
-                probs.append("graph launch %d: GPU %d..%d, replayed work %d..%d" % (
-                    i, g["gpu_start_ns"], g["gpu_end_ns"], ops[0]["start_ns"], ops[-1]["end_ns"]))
+            # as any launch (capture.gpu_problems): on an idle stream the
+            # work starts inside the call, and the end event completes at
+            # the work's end or, when the call outlasted it, at the call's
+            t = {"launch_ns": ops[0]["launch_ns"], "start_ns": ops[0]["start_ns"], "end_ns": ops[-1]["end_ns"]}
+            if t["start_ns"] == t["launch_ns"]:
+                start_ok = g["launch_ns"] - capture.TOL_NS <= g["gpu_start_ns"] <= t["start_ns"] + capture.TOL_NS
+            else:
+                start_ok = abs(g["gpu_start_ns"] - t["start_ns"]) <= capture.TOL_NS
+            if not start_ok or not capture.end_ok(g, t):
+                probs.append("graph launch %d: GPU %d..%d, replayed work %d..%d, call %d..%d" % (
+                    i, g["gpu_start_ns"], g["gpu_end_ns"], ops[0]["start_ns"], ops[-1]["end_ns"],
+                    g["launch_ns"], g["launch_ns"] + g["call_ns"]))
     report_problems(name + ": graph launches timed as their replayed work", probs)
     syncs = by.get("sync", [])
     kinds = sorted(s["kind"] for s in syncs)

@@ -68,7 +68,8 @@ def dump(path):
             chunks.append({"chunk": rec, "meta": None, "string": [], "file": [], "thread": [],
                            "clock": [], "io": [], "gpu": [], "sync": [], "coll": [], "comm": [],
                            "mem": [], "stack": [], "sample": [], "module": [], "range": [],
-                           "function": [], "device": [], "series": [], "point": []})
+                           "function": [], "device": [], "series": [], "point": [],
+                           "graph_node": [], "graph_edge": []})
         else:
             key = rec.pop("type")
             if key == "meta":
@@ -87,7 +88,7 @@ VECTORS = {  # flatc's vector -> dump's record type and the fields they share
     "clocks": ("clock", ["mono_ns", "real_ns"]),
     "io": ("io", ["start_ns", "dur_ns", "offset", "result", "file", "tid", "op"]),
     "gpu": ("gpu", ["launch_ns", "gpu_start_ns", "gpu_end_ns", "stream", "bytes", "call_ns", "tid",
-                    "name", "device", "kind", "dir", "flags"]),
+                    "name", "device", "kind", "dir", "flags", "graph"]),
     "syncs": ("sync", ["start_ns", "dur_ns", "target", "tid", "kind"]),
     "colls": ("coll", ["launch_ns", "gpu_start_ns", "gpu_end_ns", "count", "bytes", "comm", "stream",
                        "call_ns", "tid", "seq", "peer", "op", "datatype", "redop", "group", "flags"]),
@@ -106,6 +107,10 @@ VECTORS = {  # flatc's vector -> dump's record type and the fields they share
                            "clock_khz", "name", "uuid", "pci"]),
     "series": ("series", ["rate", "id", "name", "device", "kind", "link"]),
     "points": ("point", ["ts_ns", "value", "series"]),
+    "graph_nodes": ("graph_node", ["bytes", "comm", "graph", "node", "name", "stack", "grid_x", "grid_y", "grid_z",
+                                   "smem_dyn", "func", "block_x", "block_y", "block_z", "device", "kind", "op",
+                                   "dir"]),
+    "graph_edges": ("graph_edge", ["graph", "from", "to"]),
 }
 
 
@@ -256,7 +261,7 @@ def reverse_direction(tmp):
         "end": False,
         "gpu": [{"launch_ns": 1, "gpu_start_ns": 2, "gpu_end_ns": 18446744073709551615, "stream": 4,
                  "bytes": 5, "call_ns": 6, "tid": 7, "name": 3, "device": -1, "kind": k, "dir": d,
-                 "flags": 31} for k, d in zip(enum_names("GpuKind"), enum_names("CopyDir"))],
+                 "flags": 31, "graph": 4294967295} for k, d in zip(enum_names("GpuKind"), enum_names("CopyDir"))],
         "syncs": [{"start_ns": 1, "dur_ns": 2, "target": 3, "tid": 4, "kind": k}
                   for k in enum_names("SyncKind")],
         "colls": [{"launch_ns": 1, "gpu_start_ns": 2, "gpu_end_ns": 3, "count": 4, "bytes": 5,
@@ -278,6 +283,11 @@ def reverse_direction(tmp):
         "ranges": [{"start_ns": 1 + i, "end_ns": 18446744073709551615, "tid": 7, "end_tid": 4294967295,
                     "name": 3, "domain": 2 * i, "category": 4294967295, "depth": 65535, "kind": k,
                     "flags": 1} for i, k in enumerate(enum_names("RangeKind"))],
+        "graph_nodes": [{"bytes": 18446744073709551615, "comm": 2, "graph": 3, "node": 4 + i, "name": 3,
+                         "stack": 1, "grid_x": 4294967295, "grid_y": 6, "grid_z": 7, "smem_dyn": 8, "func": 9,
+                         "block_x": 65535, "block_y": 11, "block_z": 12, "device": -1, "kind": k,
+                         "op": "recv", "dir": "peer"} for i, k in enumerate(enum_names("GraphNodeKind"))],
+        "graph_edges": [{"graph": 3, "from": 4, "to": 5}, {"graph": 4294967295, "from": 0, "to": 4294967295}],
     }
     # Only defaults in the meta (flatc then stores nothing), and the end mark.
     second = {"seq": 1, "meta": {"host": "x"}, "strings_base": 4, "strings": ["/d"],
@@ -342,6 +352,11 @@ def main():
             {"LD_LIBRARY_PATH": os.path.join(BUILD, "sim"), "RINGSIDE_METRICS_HZ": "100"},
             ("launches", "functions", "devices", "series", "points"))
         nvtx_chunks += sim_chunks
+        # CUDA graphs' nodes and edges (formats: GraphNode, GraphEdge, GpuEvent.graph)
+        _, graph_chunks = check_program(
+            "simtrain_graph", [os.path.join(BUILD, "simtrain"), "--steps", "4", "--graph", "--graph-nccl"], tmp, 1,
+            {"LD_LIBRARY_PATH": os.path.join(BUILD, "sim")}, ("graph_nodes", "graph_edges"))
+        nvtx_chunks += graph_chunks
 
         # The agent's records against what the programs really wrote.
         got = (written_to(dd_files, dd_out), written_to(py_files, target))

@@ -29,9 +29,10 @@ static const struct rsf_io_event io[] = {
 };
 static const struct rsf_counters counters = { 123456789012ull, UINT64_MAX, 1, 2, 3, UINT64_MAX - 4, 5 };
 static const struct rsf_gpu_event gpu[] = {
-    { 1, 2, 3, 4, 5, 6, 7, 1, -1, RSF_GPU_KERNEL, RSF_COPY_NONE, RSF_GPUF_PTSZ, {0} },
+    { 1, 2, 3, 4, 5, 6, 7, 1, -1, RSF_GPU_KERNEL, RSF_COPY_NONE, RSF_GPUF_PTSZ, {0}, 0 },
     { UINT64_MAX, 0, UINT64_MAX, 9, 1 << 20, UINT32_MAX, 8, 2, 7, RSF_GPU_MEMCPY, RSF_COPY_PEER,
-      RSF_GPUF_SYNC, {0} },
+      RSF_GPUF_SYNC, {0}, 0 },
+    { 11, 12, 13, 14, 0, 15, 16, 0, 0, RSF_GPU_GRAPH, RSF_COPY_NONE, 0, {0}, UINT32_MAX },
 };
 static const struct rsf_sync_event syncs[] = { { 10, 20, 30, 40, RSF_SYNC_QUERY, {0} } };
 static const struct rsf_coll_event colls[] = {
@@ -64,7 +65,7 @@ static const struct rsf_chunk full = {
     .seq = 9, .meta = &meta, .strings_base = 17, .strings = strings, .nstrings = 4,
     .files = files, .nfiles = 3, .threads = threads, .nthreads = 2, .clocks = clocks,
     .nclocks = 2, .io = io, .nio = 3, .counters = &counters, .end = true,
-    .gpu = gpu, .ngpu = 2, .syncs = syncs, .nsyncs = 1, .colls = colls, .ncolls = 1,
+    .gpu = gpu, .ngpu = 3, .syncs = syncs, .nsyncs = 1, .colls = colls, .ncolls = 1,
     .comms = comms, .ncomms = 1, .mems = mems, .nmems = 1, .stacks = stacks, .nstacks = 3,
     .samples = samples, .nsamples = 1, .modules = modules, .nmodules = 1,
     .ranges = ranges, .nranges = 2,
