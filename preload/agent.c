@@ -333,12 +333,22 @@ static void resolve_early(void)
     (void)RS_REAL(execvpe);
 }
 
+/* The process's start as its file's meta says it: a pair of clock readings. */
+static void stamp_start(void)
+{
+    struct timespec real;
+    rs_id.start_mono = rs_now();
+    clock_gettime(CLOCK_REALTIME, &real);
+    rs_id.start_real = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
+}
+
 static void after_fork_child(void)
 {
     if (!atomic_load(&rs_hot.on))
         return;
     int cs = rs_nocancel();
     rs_identity_forked();
+    stamp_start();       /* a child starts at the fork, not at its parent's start */
     rs_gpu_forked();
     rs_nvml_forked();
     rs_ring_reset();
@@ -391,10 +401,7 @@ __attribute__((constructor)) static void rs_start(int argc, char **argv, char **
         rs_th.guard = 0;
         return;
     }
-    struct timespec real;
-    rs_id.start_mono = rs_now();
-    clock_gettime(CLOCK_REALTIME, &real);
-    rs_id.start_real = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
+    stamp_start();
     if (rs_ring_init() != 0) {
         rs_notice("cannot reserve %zu MiB for buffers; tracing is off", rs_cfg.buffer_bytes >> 20);
         rs_th.guard = 0;

@@ -3,7 +3,8 @@
 workers (forked) each writing its own files gives one trace per process,
 children with role child and their parent's rank, and the bytes each
 process wrote; a program that execs another gets a new file for the new
-image, and the old one ends cleanly."""
+image, and the old one ends cleanly; a child forked late starts at its
+fork (its meta's clock pair), not at its parent's start."""
 import os
 
 from rstest import PYTHON, check, cleanup, dump, finish, report, run, tempdir, trace_files, traced_env
@@ -24,7 +25,48 @@ if __name__ == "__main__":
 """
 
 
+LATE_FORK = r"""
+import os, sys, time
+time.sleep(0.5)
+t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+r0 = time.time_ns()
+pid = os.fork()
+if pid == 0:
+    open(os.path.join(sys.argv[1], "child.out"), "wb").write(b"c" * 4096)
+    os._exit(0)
+os.waitpid(pid, 0)
+t1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+print(pid, t0, t1, r0)
+"""
+
+
+def late_fork():
+    """A child forked half a second after its parent started: its meta's
+    start pair lies between the parent's clock readings around the fork."""
+    out, work = tempdir("trace-late-fork"), tempdir("late-fork")
+    script = os.path.join(work, "late.py")
+    with open(script, "w") as f:
+        f.write(LATE_FORK)
+    p = run([PYTHON, script, work], env=traced_env(out))
+    if check("late fork: program runs", p.returncode == 0, p.stderr.decode()[-300:]):
+        pid, t0, t1, r0 = (int(x) for x in p.stdout.split())
+        metas = {}
+        for t in trace_files(out):
+            recs, rc, _ = dump(t)
+            for r in recs:
+                if r["type"] == "meta":
+                    metas[r["pid"]] = r
+        m = metas.get(pid)
+        start = m["start"]["mono_ns"] if m else None
+        check("late fork: the child's start is its fork, on both clocks",
+              m and t0 <= start <= t1 and abs(m["start"]["real_ns"] - (r0 + start - t0)) < 50_000_000,
+              "child start %r, fork between %d and %d; parents' starts %r"
+              % (m and m["start"], t0, t1, [x["start"] for k, x in metas.items() if k != pid]))
+    cleanup(out, work)
+
+
 def main():
+    late_fork()
     out, work = tempdir("trace-fork"), tempdir("fork")
     script = os.path.join(work, "pool.py")
     with open(script, "w") as f:
