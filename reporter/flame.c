@@ -683,8 +683,9 @@ static struct rsr_thread_time *thread_time(struct rsr_thread_time **all, uint32_
     return t;
 }
 
-/* The cause of the wait whose frames are in L->frames (waits.h). */
-static int wait_cause(struct loader *L, unsigned reason)
+/* The names of the frames in L->frames, with their modules and kinds, in
+ * L->names, L->mods and L->is_python. */
+static void frame_names(struct loader *L)
 {
     const struct rsr_flame *fl = L->fl;
     if (L->nframes > L->capnames) {
@@ -699,6 +700,12 @@ static int wait_cause(struct loader *L, unsigned reason)
         L->is_python[i] = fl->name_class[id] == RSR_FRAME_PYTHON;
         L->mods[i] = rsr_intern_str(&fl->modules, fl->name_module[id]);
     }
+}
+
+/* The cause of the wait whose frames are in L->frames (waits.h). */
+static int wait_cause(struct loader *L, unsigned reason)
+{
+    frame_names(L);
     return rsr_wait_cause(L->names, L->is_python, L->mods, L->nframes, reason);
 }
 
@@ -777,9 +784,12 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
         }
         if (w && (a->kind == RSF_SAMPLE_WAIT || a->kind == RSF_SAMPLE_CPU)) {
             struct rsr_thread_time *t = thread_time(&threads, &nthreads, &capthreads, p, a->tid);
+            int top;
             if (a->kind == RSF_SAMPLE_CPU) {
                 w->cpu_ns += a->weight;
                 t->cpu_ns += a->weight;
+                frame_names(L);
+                top = RSR_TOP_CPU;
             } else {
                 w->count[a->reason] += a->count;
                 w->ns[a->reason] += a->weight;
@@ -787,7 +797,11 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
                 int cause = wait_cause(L, a->reason);
                 if (cause >= 0)
                     w->cause_ns[cause] += a->weight;
+                top = cause == RSR_CAUSE_DATALOADER                                    ? RSR_TOP_DATA
+                      : a->reason == RSF_WAIT_FILE || a->reason == RSF_WAIT_FILE_LOCK ? RSR_TOP_IO
+                                                                                      : -1;
             }
+            rsr_waits_top_offer(w, top, a->weight, L->names, L->nframes);
         }
         if (a->reason != RSF_WAIT_NONE) {
             /* why the thread waited, as the leaf: "[wait: condvar]" (files

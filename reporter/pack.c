@@ -271,6 +271,10 @@ static int unpack_model(struct rsr_unpack *u, struct rsr_model *m)
     get(u, &m->waits, sizeof m->waits);
     if (m->waits.nkept > RSR_WAIT_THREADS)
         u->failed = 1;
+    for (int k = 0; k < RSR_NTOP; k++)
+        for (int i = 0; i < RSR_TOP_STACKS; i++)
+            if (!memchr(m->waits.top[k][i].text, 0, sizeof m->waits.top[k][i].text))
+                u->failed = 1;
     if (rsr_unpack_u64(u) && !u->failed) {
         m->sum = calloc(1, sizeof *m->sum);
         if (!m->sum || unpack_summary(u, m->sum) != 0)

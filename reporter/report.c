@@ -200,17 +200,54 @@ static double ns_us(int64_t ns)
     return (double)ns / 1e3;
 }
 
-/* A straggler's why (collectives.h); the kernels with their mean run on
- * every rank, for the page's table. frames: the stacks' top frames, none
- * kept per process for now. */
-static void why_json(FILE *f, const struct rsr_job *j, const struct rsr_straggler_why *w)
+/* The straggler's heaviest stacks that go with why it was late (waits.h):
+ * waiting for data loading, else file I/O, else running on the CPU, for
+ * data loading; file I/O, else CPU, for I/O and checkpoints; the CPU for
+ * host work and launch gaps. None for kernels (the kernels say it) and
+ * when nothing stands out. */
+static void why_frames(FILE *f, const struct rsr_proc_waits *pw, int kind)
 {
+    int order[3] = { -1, -1, -1 };
+    switch (kind) {
+    case RSR_WHY_DATA_LOADING:
+        order[0] = RSR_TOP_DATA, order[1] = RSR_TOP_IO, order[2] = RSR_TOP_CPU;
+        break;
+    case RSR_WHY_IO:
+    case RSR_WHY_CHECKPOINT:
+        order[0] = RSR_TOP_IO, order[1] = RSR_TOP_CPU;
+        break;
+    case RSR_WHY_HOST_COMPUTE:
+    case RSR_WHY_LAUNCH_GAPS:
+        order[0] = RSR_TOP_CPU;
+        break;
+    default:
+        break;
+    }
+    const struct rsr_top_stack *t = NULL;
+    for (int k = 0; pw && k < 3 && order[k] >= 0 && !t; k++)
+        if (pw->top[order[k]][0].ns)
+            t = pw->top[order[k]];
+    fputs(",\"frames\":[", f);
+    for (int i = 0; t && i < RSR_TOP_STACKS && t[i].ns; i++) {
+        if (i)
+            putc(',', f);
+        rsr_json_str(f, t[i].text);
+    }
+    putc(']', f);
+}
+
+/* A straggler's why (collectives.h); the kernels with their mean run on
+ * every rank, for the page's table. */
+static void why_json(FILE *f, const struct rsr_job *j, const struct rsr_straggler *s)
+{
+    const struct rsr_straggler_why *w = &s->why;
     fprintf(f, ",\"why\":{\"kind\":\"%s\"", rsr_why_kind_name(w->kind));
     num_key(f, "share_pct", w->share_pct);
     num_key(f, "excess_us", w->excess_us);
     fputs(",\"detail\":", f);
     rsr_json_str(f, w->detail);
-    fputs(",\"frames\":[],\"kernels\":[", f);
+    why_frames(f, s->model < j->n ? &j->models[s->model]->waits : NULL, w->kind);
+    fputs(",\"kernels\":[", f);
     for (size_t k = 0; k < w->n_kernels; k++) {
         const struct rsr_why_kernel *x = &w->kernels[k];
         fputs(k ? ",{\"name\":" : "{\"name\":", f);
@@ -558,7 +595,7 @@ static void job_json(FILE *f, const struct rsr_job *j, const struct rsr_input *i
         fprintf(f, ",\"last\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"phase\":\"%s\",\"evidence\":", s->last, s->calls,
                 rsr_coll_op_name(s->worst_op));
         rsr_json_str(f, s->evidence);
-        why_json(f, j, &s->why);
+        why_json(f, j, s);
         putc('}', f);
     }
     /* the test behind the list (collectives.h), so that an empty list reads

@@ -2,6 +2,7 @@
  * its symbolised frames, and the threads worth showing. */
 #include "reporter/waits.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,4 +80,28 @@ uint64_t rsr_waits_total_ns(const struct rsr_proc_waits *w)
     for (unsigned r = 0; r < RSF_WAIT_NREASONS; r++)
         t += w->ns[r];
     return t;
+}
+
+void rsr_waits_top_offer(struct rsr_proc_waits *w, int kind, uint64_t ns, const char *const *names, uint32_t n)
+{
+    if (kind < 0 || kind >= RSR_NTOP || !ns || !n)
+        return;
+    struct rsr_top_stack *t = w->top[kind], one = { ns, "" };
+    size_t o = 0;
+    for (uint32_t i = n > RSR_TOP_FRAMES ? n - RSR_TOP_FRAMES : 0; i < n && o < sizeof one.text; i++)
+        o += (size_t)snprintf(one.text + o, sizeof one.text - o, "%s%s", o ? ";" : "", names[i] ? names[i] : "?");
+    int k = 0;
+    while (k < RSR_TOP_STACKS && t[k].ns && strcmp(t[k].text, one.text) != 0)
+        k++;
+    if (k < RSR_TOP_STACKS && t[k].ns) {         /* the same frames: add up, move up */
+        one.ns += t[k].ns;
+        memmove(&t[k], &t[k + 1], (size_t)(RSR_TOP_STACKS - 1 - k) * sizeof *t);
+        t[RSR_TOP_STACKS - 1].ns = 0;
+    }
+    for (k = 0; k < RSR_TOP_STACKS && t[k].ns >= one.ns; k++)
+        ;
+    if (k == RSR_TOP_STACKS)
+        return;
+    memmove(&t[k + 1], &t[k], (size_t)(RSR_TOP_STACKS - 1 - k) * sizeof *t);
+    t[k] = one;
 }

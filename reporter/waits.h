@@ -33,6 +33,19 @@ struct rsr_thread_time {
     uint64_t wait_ns;       /* wait samples' weight: time blocked */
 };
 
+/* A process's heaviest stacks of three kinds, kept to say what a late
+ * rank was doing (report.json stragglers[].why.frames): on the CPU, blocked
+ * in file I/O, waiting for its DataLoader. Each as its innermost frames,
+ * root first, ";" between them (as folded stacks are written). */
+enum rsr_top_kind { RSR_TOP_CPU, RSR_TOP_IO, RSR_TOP_DATA, RSR_NTOP };
+#define RSR_TOP_STACKS 3
+#define RSR_TOP_FRAMES 4
+
+struct rsr_top_stack {
+    uint64_t ns;            /* its samples' weight; 0: none */
+    char text[240];
+};
+
 struct rsr_proc_waits {
     uint64_t count[RSF_WAIT_NREASONS], ns[RSF_WAIT_NREASONS]; /* wait samples by reason */
     uint64_t cause_ns[RSR_NCAUSES];     /* part of those with a cause */
@@ -44,7 +57,13 @@ struct rsr_proc_waits {
     uint32_t nthreads;                  /* threads with samples (more than threads[] may hold) */
     uint32_t nkept;                     /* threads[0..nkept), most time first */
     struct rsr_thread_time threads[RSR_WAIT_THREADS];
+    struct rsr_top_stack top[RSR_NTOP][RSR_TOP_STACKS];   /* heaviest first */
 };
+
+/* Offers a stack of kind (enum rsr_top_kind) weighing ns, its frames'
+ * names[0..n) root first, to w's heaviest: kept when it weighs more than
+ * the lightest kept (the same text adds up). */
+void rsr_waits_top_offer(struct rsr_proc_waits *w, int kind, uint64_t ns, const char *const *names, uint32_t n);
 
 /* What one wait stack is for, or -1: frames are the stack's names root
  * first (no "[wait: ...]" leaf), with for each whether it is a Python frame

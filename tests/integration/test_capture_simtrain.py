@@ -157,7 +157,8 @@ p = rstest.run([LAUNCH, "-n", "4", "--"] + train_cmd(tdir, "--straggler", "2:1.5
                env=capture.sim_env(out, tdir))
 traces = rstest.trace_files(out)
 if check("four ranks: simlaunch -n 4 runs, four traces", p.returncode == 0 and len(traces) == 4,
-         "status %d, %d traces: %s" % (p.returncode, len(traces), p.stderr.decode(errors="replace")[-300:])):
+         "status %d, %d traces %s: %s" % (p.returncode, len(traces), [os.path.basename(t) for t in traces],
+                                          p.stderr.decode(errors="replace")[-300:])):
     maps, starts, ranks = [], {}, []
     for tr in traces:
         by, rc = capture.records(tr)

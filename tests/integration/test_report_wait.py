@@ -3,8 +3,9 @@
 against the simulator's truth file (every collective's launch, the last
 rank's arrival as its start, its end; every kernel) and the rank the job was
 told to slow down. Checks:
-- a rank slowed by data loading alone (--slow-data R:U): it is named, and
-  why.kind is data_loading;
+- a rank slowed by data loading alone (--slow-data R:U): it is named,
+  why.kind is data_loading, and why.frames' heaviest stack ends in the
+  function simtrain loads with;
 - a rank whose kernels run 1.5 times longer (--straggler R:1.5): it is
   named, why.kind is kernels, and the kernels it names are the ones the
   truth shows slower on that rank, the largest excess first;
@@ -94,6 +95,9 @@ def data_case():
     if ok:
         why = named_check("slow_data", rep)
         check("slow_data_why_data_loading", why.get("kind") == "data_loading", "why %r" % why)
+        # simtrain's --slow-data rank spends it reading in sim_train_read_slowly
+        check("slow_data_why_frames_name_the_loading", why.get("frames") and
+              why["frames"][0].split(";")[-1] == "sim_train_read_slowly", "frames %r" % why.get("frames"))
         split_checks("slow_data", rep, truth, False)
     cleanup(d)
 
