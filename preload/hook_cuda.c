@@ -1559,6 +1559,7 @@ RS_EXPORT CUresult cuLibraryUnload(CUlibrary lib)
     X(cuStreamEndCapture, "cuStreamEndCapture", 10000, 0)                                     \
     X(cuStreamEndCapture_ptsz, "cuStreamEndCapture", 10000, 1)                                \
     X(cuGraphInstantiateWithFlags, "cuGraphInstantiate", 12000, 0)                            \
+    X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 11040, 0)                   \
     X(cuGraphInstantiate_v2, "cuGraphInstantiate", 11000, 0)                                  \
     X(cuGraphInstantiate, "cuGraphInstantiate", 10000, 0)                                     \
     X(cuGraphInstantiateWithParams, "cuGraphInstantiateWithParams", 12000, 0)                 \

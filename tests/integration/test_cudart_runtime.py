@@ -33,7 +33,7 @@ PTDS = 2  # CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
 # What design.md says the agent captures, as the runtime asks for it (base names).
 HOOKED_NAMES = {"cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "cuGraphLaunch",
                 "cuStreamSynchronize", "cuEventSynchronize", "cuCtxSynchronize", "cuMemAlloc",
-                "cuMemFree", "cuGetProcAddress"}
+                "cuMemFree", "cuGetProcAddress", "cuGraphInstantiateWithFlags"}
 HOOKED_PREFIXES = ("cuMemcpy", "cuMemset")
 
 
