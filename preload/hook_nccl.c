@@ -528,7 +528,7 @@ static uint32_t coll_seq(struct comm_slot *s, int op, int peer)
     if (op != RSF_COLL_SEND && op != RSF_COLL_RECV)
         return atomic_fetch_add_explicit(&s->seq, 1, memory_order_relaxed);
     uint64_t key = (s->id * 1099511628211ull) ^ ((uint64_t)(uint32_t)peer << 1 | (op == RSF_COLL_RECV));
-    key |= 1; /* never 0, the empty slot */
+    key += !key; /* never 0, the empty slot (and the direction's bit kept) */
     uint32_t h = (uint32_t)(key ^ key >> 29) * 2654435761u;
     for (uint32_t i = 0; i < 64; i++) {
         __typeof__(&p2p_seq[0]) e = &p2p_seq[(h + i) & (P2P_SLOTS - 1)];

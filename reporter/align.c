@@ -57,10 +57,11 @@ static int groups_add(struct groups *g, uint64_t comm, uint32_t seq, int64_t fir
     return 0;
 }
 
-/* Sends and receives end when their pair is done, not together. */
+/* Sends and receives (alone or grouped) end when their pair is done, not
+ * together. */
 static int p2p(const struct rsr_coll_key *k)
 {
-    return k->op == RSR_COLL_SEND || k->op == RSR_COLL_RECV;
+    return k->op == RSR_COLL_SEND || k->op == RSR_COLL_RECV || k->op == RSR_COLL_SENDRECV;
 }
 
 /* Finds the groups (one end per model: a process repeating (comm, seq)

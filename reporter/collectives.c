@@ -1,5 +1,5 @@
 /* Collectives across ranks (see collectives.h): the models' collective
- * tuples are merged in (communicator, sequence number) order (summary.h),
+ * tuples (an NCCL group's calls on a communicator folded into one) are merged in (communicator, sequence number) order (summary.h),
  * never gathered into one array; each run is one call seen on several ranks, from which its time, the waits, and who came
  * last follow. Rows are then summed per (op, communicator, bytes), and the
  * calls, in time order, are cut into parts to tell stragglers from chance. */
@@ -515,11 +515,11 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
                     caused_op[c.last * RSR_COLL_NOPS + (c0->op < RSR_COLL_NOPS ? c0->op : 0)] += c.wait_us;
                 }
             }
-            /* row: (op, comm, bytes) */
+            /* row: (op, comm, bytes, calls per group) */
             int32_t ranks = c0->group_size > 0 ? c0->group_size : (int32_t)c.members;
             size_t r = 0;
             while (r < nrows && !(rows[r].r.op == c0->op && rows[r].r.comm_id == c0->comm_id &&
-                                  rows[r].r.bytes == c0->bytes))
+                                  rows[r].r.bytes == c0->bytes && rows[r].r.group_calls == c0->calls))
                 r++;
             if (r == nrows) {
                 if (nrows == caprows) {
@@ -535,6 +535,7 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
                 rows[nrows].r.comm_id = c0->comm_id;
                 rows[nrows].r.bytes = c0->bytes;
                 rows[nrows].r.ranks = ranks;
+                rows[nrows].r.group_calls = c0->calls;
                 nrows++;
             }
             rows[r].r.count++;

@@ -21,10 +21,15 @@
  * Scatter; 1 for Broadcast, Reduce, Send, Recv (and unknown ops). */
 double rsr_busbw_factor(int op, int n);
 
+/* A row's calls may be NCCL groups, each folded into one call
+ * (coll_groups.h): group_calls says how many calls each holds (1: calls of
+ * their own), bytes are the group's, its time from the last rank's arrival
+ * at the group to the group's end, and the bandwidths follow from those. */
 struct rsr_coll_row {
     uint8_t op;                 /* enum rsr_coll_op */
     uint64_t comm_id;
     int32_t ranks;              /* communicator size (ranks seen when not known) */
+    uint32_t group_calls;       /* calls per group; 1: not grouped */
     uint64_t bytes;             /* per call, as nccl-tests counts */
     uint64_t count;             /* calls */
     double mean_us;             /* last arrival to end, mean over calls */

@@ -1425,6 +1425,9 @@ static void table_collectives(struct page *p)
         yajl_val c = rsr_jv_at(cs, i);
         fputs("<tr><td>", f);
         rsr_html_value(f, rsr_jv_key(c, "op"));
+        double calls = rsr_jv_knum_or(c, "group_calls", 1);
+        if (calls > 1)
+            fprintf(f, " (NCCL groups of %.0f calls)", calls);
         fputs("</td><td class=\"name\">", f);
         rsr_html_value(f, rsr_jv_key(c, "comm"));
         fputs("</td>", f);

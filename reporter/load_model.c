@@ -3,6 +3,7 @@
  * CollEvent an rsr_coll, linked at the end to the communication kernel that
  * ran it, matched by stream and GPU start. */
 #include "reporter/load_model.h"
+#include "reporter/coll_groups.h"
 #include "reporter/graphs.h"
 #include "reporter/nodes.h"
 #include "reporter/occupancy.h"
@@ -288,7 +289,7 @@ static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, c
     return 0;
 }
 
-static int take_coll(struct rsr_model_loader *L, const struct rsf_coll_event *e)
+static int take_coll(struct rsr_model_loader *L, const struct rsf_coll_event *e, uint64_t group)
 {
     struct rsr_model *m = L->m;
     if (L->windowed && ((int64_t)(e->gpu_end_ns > e->launch_ns ? e->gpu_end_ns : e->launch_ns) < L->win_from ||
@@ -319,6 +320,11 @@ static int take_coll(struct rsr_model_loader *L, const struct rsf_coll_event *e)
     see_start(L, c->start_ns);
     see_time(m, c->launch_ns, c->call_end_ns);
     see_time(m, c->start_ns, c->end_ns);
+    int32_t nranks = -1;
+    for (uint32_t i = 0; i < L->ncomms; i++)
+        if (L->comms[i].comm == c->comm_id)
+            nranks = L->comms[i].nranks;
+    rsr_group_take(&L->groups, m, group, nranks);
     return 0;
 }
 
@@ -481,7 +487,7 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
         if (take_comm(L, &c->comms[i]) != 0)
             goto oom;
     for (uint32_t i = 0; i < c->ncolls; i++)
-        if (take_coll(L, &c->colls[i]) != 0)
+        if (take_coll(L, &c->colls[i], c->ncoll_groups ? c->coll_groups[i].group : 0) != 0)
             goto oom;
     for (uint32_t i = 0; i < c->nmems; i++) {
         const struct rsf_mem_event *e = &c->mems[i];
@@ -653,6 +659,7 @@ static void drain(struct rsr_model_loader *L, int final)
         if (m->colls[k].start_ns < cut)
             comm_sizes(L, &m->colls[k]);
     link_colls(L, cut);
+    rsr_group_close(&L->groups);    /* the colls move */
     size_t w = 0;
     for (size_t k = 0; k < m->n_colls; k++) {
         struct rsr_coll *c = &m->colls[k];
@@ -775,6 +782,7 @@ done:
     L->nfuncs = 0;
     rsr_graphs_free(L->graphs);
     L->graphs = NULL;
+    rsr_group_free(&L->groups);
     rsr_gpum_free(&L->gpum);
     L->smap = L->fmap = NULL;
     L->comms = NULL;

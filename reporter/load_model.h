@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "formats/chunk.h"
+#include "reporter/coll_groups.h"
 #include "reporter/gpumetrics.h"
 #include "reporter/model.h"
 
@@ -35,6 +36,7 @@ struct rsr_model_loader {
     uint32_t nfuncs;
     struct rsr_gpum gpum;       /* NVML's figures (gpumetrics.h) */
     struct rsr_graphs *graphs;  /* CUDA graphs' nodes (graphs.h); NULL until a first kernel */
+    struct rsr_group_fold groups;   /* NCCL groups being folded (coll_groups.h) */
     int failed;                 /* out of memory: the model is incomplete */
 
     /* Streaming (rsr_model_loader_stream): the model's record arrays are a

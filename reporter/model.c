@@ -501,8 +501,9 @@ enum rsr_coll_op rsr_coll_op_parse(const char *name, size_t len)
         { "reducescatter", RSR_COLL_REDUCESCATTER }, { "alltoall", RSR_COLL_ALLTOALL },
         { "broadcast", RSR_COLL_BROADCAST },         { "reduce", RSR_COLL_REDUCE },
         { "gather", RSR_COLL_GATHER },               { "scatter", RSR_COLL_SCATTER },
-        { "send", RSR_COLL_SEND },                   { "recv", RSR_COLL_RECV },
-        { "barrier", RSR_COLL_BARRIER },
+        { "sendrecv", RSR_COLL_SENDRECV },           { "send", RSR_COLL_SEND },
+        { "recv", RSR_COLL_RECV },                   { "barrier", RSR_COLL_BARRIER },
+        { "group", RSR_COLL_GROUP },
     };
     char norm[32];
     size_t n = 0;

@@ -34,7 +34,9 @@ enum rsr_gpu_class {
     RSR_GPU_NCLASSES
 };
 
-/* Collective operations; the text is NCCL's spelling (ncclAllReduce...). */
+/* Collective operations; the text is NCCL's spelling (ncclAllReduce...).
+ * The last two name NCCL groups folded into one unit (load_model.c): sends
+ * and receives that are not an all-to-all, and collectives of several ops. */
 #define RSR_COLL_OPS(X) \
     X(UNKNOWN,       "Unknown") \
     X(ALLREDUCE,     "AllReduce") \
@@ -47,7 +49,9 @@ enum rsr_gpu_class {
     X(SCATTER,       "Scatter") \
     X(SEND,          "Send") \
     X(RECV,          "Recv") \
-    X(BARRIER,       "Barrier")
+    X(BARRIER,       "Barrier") \
+    X(SENDRECV,      "SendRecv") \
+    X(GROUP,         "Group")
 
 enum rsr_coll_op {
 #define RSR_COLL_OP_ENUM(name, text) RSR_COLL_##name,
@@ -111,6 +115,9 @@ struct rsr_coll {
     int32_t peer;           /* root or peer, -1: none */
     int64_t launch_ns, call_end_ns;  /* the ncclX call on the host */
     int64_t start_ns, end_ns;        /* its GPU work (start: this rank's arrival) */
+    /* An NCCL group's calls on one communicator, folded into this one record
+     * (load_model.c): how many; 0 or 1: a call of its own. */
+    uint32_t group_calls;
 };
 
 /* One file I/O call (ringside files). path is a string id (0: not known);

@@ -565,6 +565,7 @@ static void job_json(FILE *f, const struct rsr_job *j, const struct rsr_input *i
         fprintf(f, "%s{\"op\":\"%s\",\"comm\":\"%016llx\",\"ranks\":%d,\"bytes\":%" PRIu64 ",\"count\":%" PRIu64,
                 i ? ",\n" : "\n", rsr_coll_op_name(r->op), (unsigned long long)r->comm_id, r->ranks, r->bytes,
                 r->count);
+        fprintf(f, ",\"group_calls\":%u", r->group_calls);
         num_key(f, "mean_us", r->mean_us);
         num_key(f, "algbw_gbs", r->algbw_gbs);
         num_key(f, "busbw_gbs", r->busbw_gbs);

@@ -30,12 +30,15 @@
  * geometry: gpu_breakdown.h's sm_active_ns) */
 enum rsr_fine_series { RSR_FINE_BUSY, RSR_FINE_COMM, RSR_FINE_READ, RSR_FINE_WRITE, RSR_FINE_SM, RSR_FINE_NSERIES };
 
-/* What a collective's call is, shared by all its calls with the same key. */
+/* What a collective's call is, shared by all its calls with the same key.
+ * A call may be an NCCL group's calls on one communicator, folded into one
+ * (coll_groups.h): calls says how many (1: a call of its own). */
 struct rsr_coll_key {
     uint64_t comm_id;
     uint64_t bytes;
     int32_t group_size;         /* -1: not known */
     uint8_t op;                 /* enum rsr_coll_op */
+    uint16_t calls;
 };
 
 /* Eighths of a collective's GPU time whose compute cover is kept. */

@@ -36,7 +36,7 @@ PROG_SRC := $(wildcard tests/programs/*.c)
 PROG_BIN := $(PROG_SRC:tests/programs/%.c=$(BUILD)/tests/prog/%)
 
 # The CUDA and NCCL programs read cuda.h and nccl.h as system headers.
-$(BUILD)/tests/prog/cuda_paths $(BUILD)/tests/prog/cuda_contexts $(BUILD)/tests/prog/nccl_ops $(BUILD)/tests/prog/cuda_names $(BUILD)/tests/prog/graph_modes: RS_CFLAGS += -isystem $(CUDA_HOME)/include
+$(BUILD)/tests/prog/cuda_paths $(BUILD)/tests/prog/cuda_contexts $(BUILD)/tests/prog/nccl_ops $(BUILD)/tests/prog/nccl_groups $(BUILD)/tests/prog/cuda_names $(BUILD)/tests/prog/graph_modes: RS_CFLAGS += -isystem $(CUDA_HOME)/include
 $(BUILD)/tests/prog/cuda_names: RS_LDFLAGS += -ldl
 # graph_modes links the driver (the simulator's at run time) and pthreads.
 $(BUILD)/tests/prog/graph_modes: RS_LDFLAGS += -L$(BUILD)/sim -lcuda -pthread

@@ -3,47 +3,17 @@
  * type and root, a group of sends and receives around a ring, a group of two
  * AllReduces, a communicator split by rank parity with a collective on it,
  * then finalize and destroy. The unique id travels through the file argv[1]
- * (rank 0 writes it). NCCL is linked the way a program linked with -lnccl
- * sees it (the global symbols), the driver through cuGetProcAddress_v2.
+ * (nccl_prog.h).
  * Prints calls=N (collective and point-to-point calls made). With
  * non-blocking communicators (SIMNCCL_NONBLOCKING=1), a call that returns
  * ncclInProgress is followed by polling ncclCommGetAsyncError until the
  * communicator is ready, as PyTorch does. */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <cuda.h>
-#include <nccl.h>
-
-#define NCCL_FNS(X)                                                                               \
-    X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommSplit) X(ncclCommFinalize) X(ncclCommDestroy) \
-    X(ncclAllReduce) X(ncclAllGather) X(ncclReduceScatter) X(ncclBroadcast) X(ncclReduce)         \
-    X(ncclAlltoAll) X(ncclGather) X(ncclScatter) X(ncclSend) X(ncclRecv) X(ncclGroupStart)         \
-    X(ncclGroupEnd) X(ncclCommGetAsyncError)
-#define CU_FNS(X) X(cuInit) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) \
-    X(cuStreamCreate) X(cuMemAlloc) X(cuStreamSynchronize)
-
-static struct {
-#define MEMBER(fn) __typeof__(fn) *fn;
-    NCCL_FNS(MEMBER) CU_FNS(MEMBER)
-#undef MEMBER
-} f;
-
-static void die(const char *what, int r)
-{
-    fprintf(stderr, "nccl_ops: %s failed (%d)\n", what, r);
-    exit(1);
-}
-
-#define CHECK(call)                                  \
-    do {                                             \
-        int r_ = (int)(call);                        \
-        if (r_ != 0)                                 \
-            die(#call, r_);                          \
-    } while (0)
+#include "nccl_prog.h"
 
 /* An NCCL call's result, once the communicator *cp is ready. */
 static ncclResult_t ready(ncclResult_t r, ncclComm_t *cp)
@@ -76,49 +46,11 @@ int main(int argc, char **argv)
     }
     int rank = atoi(getenv("RANK") ? getenv("RANK") : "0");
     int n = atoi(getenv("WORLD_SIZE") ? getenv("WORLD_SIZE") : "1");
-    void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!cu || !dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL))
-        die("dlopen", 0);
-#define NSYM(fn) if (!(*(void **)&f.fn = dlsym(RTLD_DEFAULT, #fn))) die("dlsym " #fn, 0);
-    NCCL_FNS(NSYM)
-    __typeof__(cuGetProcAddress_v2) *gpa = (__typeof__(gpa))dlsym(cu, "cuGetProcAddress_v2");
-    CUdriverProcAddressQueryResult st;
-    if (!gpa)
-        die("dlsym cuGetProcAddress_v2", 0);
-#define CSYM(fn) CHECK(gpa(#fn, (void **)&f.fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st));
-    CU_FNS(CSYM)
-
-    CUdevice dev;
-    CUcontext ctx;
     CUstream s;
-    CUdeviceptr a, b;
-    CHECK(f.cuInit(0));
-    CHECK(f.cuDeviceGet(&dev, 0));
-    CHECK(f.cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(f.cuCtxSetCurrent(ctx));
-    CHECK(f.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    CHECK(f.cuMemAlloc(&a, 1 << 20));
-    CHECK(f.cuMemAlloc(&b, 1 << 20));
-    void *pa = (void *)(uintptr_t)a, *pb = (void *)(uintptr_t)b;
-
+    void *pa, *pb;
+    nccl_prog_open("nccl_ops", &s, &pa, &pb, 1 << 20);
     ncclUniqueId id;
-    if (rank == 0) {
-        char tmp[4200];
-        CHECK(f.ncclGetUniqueId(&id));
-        snprintf(tmp, sizeof tmp, "%s.tmp", argv[1]);
-        FILE *o = fopen(tmp, "wb");
-        if (!o || fwrite(&id, sizeof id, 1, o) != 1 || fclose(o) != 0 || rename(tmp, argv[1]) != 0)
-            die("writing the id file", 0);
-    } else {
-        FILE *i = NULL;
-        for (int t = 0; t < 3000 && !(i = fopen(argv[1], "rb")); t++) {
-            struct timespec ms = { 0, 10000000 };
-            nanosleep(&ms, NULL);
-        }
-        if (!i || fread(&id, sizeof id, 1, i) != 1)
-            die("reading the id file", 0);
-        fclose(i);
-    }
+    nccl_prog_id(&id, rank, argv[1]);
     ncclComm_t comm = NULL, sub = NULL;
     cur = &comm;
     NCHECK(f.ncclCommInitRank(&comm, n, id, rank));
