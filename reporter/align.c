@@ -85,7 +85,8 @@ static int find_groups(struct rsr_model *const *models, size_t n, struct groups 
             last = e[j].model;
             members++;
         }
-        if (members < 2)
+        /* calls replayed in graphs: their ends are estimates (graphs.h) */
+        if (members < 2 || (e[0].t.seq & RSR_SEQ_REPLAYED))
             continue;
         if (groups_add(g, e[0].k->comm_id, e[0].t.seq, first, members, sum) != 0) {
             ng = -1;

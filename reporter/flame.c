@@ -5,6 +5,7 @@
  * callers included) into one call tree shared by all the files. */
 #include "reporter/flame.h"
 #include "reporter/flame_svg.h"
+#include "reporter/graphs.h"
 #include "reporter/load.h"
 #include "reporter/symbolize.h"
 #include "reporter/waits.h"
@@ -283,14 +284,18 @@ struct agg {
     uint64_t weight, count;
     uint8_t kind;               /* enum rsf_sample_kind */
     uint8_t reason;             /* enum rsf_wait_reason: the leaf of a wait stack */
+    uint32_t leaf;              /* a CUDA graph node's time: its name in gnames + 1 */
 };
 
 /* GPU time of one launching thread. The agent records the stack of one
  * timed kernel launch in RINGSIDE_GPU_STACK_EVERY per thread, weighted with
  * that kernel's GPU time (sampled_ns); the thread's kernels' GPU time in
  * all (kernel_ns) scales them, so that the GPU flame graph adds up to the
- * kernel table. Copies, sets and CUDA graph launches have no stack: they
- * are their own frames (other_ns by class). */
+ * kernel table. Copies, sets and CUDA graph launches of a graph whose nodes
+ * are not known have no stack: they are their own frames (other_ns by
+ * class). A graph launch whose nodes are known is shared among them as the
+ * kernel table shares it (graphs.h), each node's share under the stack that
+ * captured it, the node's name as the leaf. */
 enum { GPU_OTHER_COPY, GPU_OTHER_GRAPH, GPU_NOTHER };
 struct gpu_thread {
     uint32_t tid;
@@ -319,6 +324,8 @@ struct proc {
     struct gpu_thread *gth;     /* threads that launched GPU work */
     uint32_t ngth, capgth;
     uint32_t stack_every;       /* the agent's gpu_stack_every; 0: not recorded */
+    struct rsr_graphs *graphs;  /* CUDA graphs' nodes; NULL until needed */
+    struct rsr_intern gnames;   /* kernel and node names, for graphs */
 };
 
 #define GROW(arr, n, cap)                                                   \
@@ -343,15 +350,15 @@ static uint64_t map_time(const struct proc *p, uint64_t ts)
 }
 
 static uint32_t agg_slot(const struct proc *p, uint32_t tid, uint32_t stack, uint64_t map_ts,
-                         uint8_t kind, uint8_t reason)
+                         uint8_t kind, uint8_t reason, uint32_t leaf)
 {
     uint64_t h = rsr_hash_u64(((uint64_t)tid << 32 | stack) ^
-                              rsr_hash_u64(map_ts + kind + ((uint64_t)reason << 8)));
+                              rsr_hash_u64(map_ts + kind + ((uint64_t)reason << 8) + ((uint64_t)leaf << 16)));
     return (uint32_t)h & (p->capaggs - 1);
 }
 
 static void agg_add(struct proc *p, uint32_t tid, uint32_t stack, uint64_t map_ts, uint8_t kind,
-                    uint8_t reason, uint64_t w)
+                    uint8_t reason, uint32_t leaf, uint64_t w)
 {
     if ((p->naggs + 1) * 2 > p->capaggs) {
         struct agg *old = p->aggs;
@@ -362,25 +369,25 @@ static void agg_add(struct proc *p, uint32_t tid, uint32_t stack, uint64_t map_t
             if (!old[i].count)
                 continue;
             uint32_t j = agg_slot(p, old[i].tid, old[i].stack, old[i].map_ts, old[i].kind,
-                                  old[i].reason);
+                                  old[i].reason, old[i].leaf);
             while (p->aggs[j].count)
                 j = (j + 1) & (p->capaggs - 1);
             p->aggs[j] = old[i];
         }
         free(old);
     }
-    uint32_t i = agg_slot(p, tid, stack, map_ts, kind, reason);
+    uint32_t i = agg_slot(p, tid, stack, map_ts, kind, reason, leaf);
     while (p->aggs[i].count) {
         struct agg *a = &p->aggs[i];
         if (a->tid == tid && a->stack == stack && a->map_ts == map_ts && a->kind == kind &&
-            a->reason == reason) {
+            a->reason == reason && a->leaf == leaf) {
             a->weight += w;
             a->count++;
             return;
         }
         i = (i + 1) & (p->capaggs - 1);
     }
-    p->aggs[i] = (struct agg){ tid, stack, map_ts, w, 1, kind, reason };
+    p->aggs[i] = (struct agg){ tid, stack, map_ts, w, 1, kind, reason, leaf };
     p->naggs++;
 }
 
@@ -394,16 +401,75 @@ static struct gpu_thread *gpu_thread(struct proc *p, uint32_t tid)
     return &p->gth[p->ngth++];
 }
 
-/* The GPU time of a chunk's operations, by launching thread and class. */
+static void graphs_oom(void)
+{
+    fputs("ringside: out of memory\n", stderr);
+    exit(1);
+}
+
+/* A name of the file's (string id) in gnames, + 1; 0: none. */
+static uint32_t gname_of(void *arg, uint32_t sid)
+{
+    struct proc *p = arg;
+    const char *s = sid && sid < p->nstrings ? p->strings[sid] : NULL;
+    return s ? rsr_intern(&p->gnames, s) + 1 : 0;
+}
+
+/* A graph launch being shared among its nodes (graphs.h). */
+struct graph_share {
+    struct proc *p;
+    const struct rsf_gpu_event *e;
+};
+
+static int graph_node_share(void *arg, const struct rsr_graph_node *n, int64_t start, int64_t end)
+{
+    struct graph_share *gs = arg;
+    char b[48];
+    uint32_t leaf = n->name;
+    if (!leaf) {
+        if (n->kind == RSF_GNODE_COLLECTIVE)
+            snprintf(b, sizeof b, "nccl:%s", rsf_coll_op_name(n->op));
+        else
+            snprintf(b, sizeof b, "%s", n->kind == RSF_GNODE_MEMCPY ? "Memcpy" : n->kind == RSF_GNODE_MEMSET
+                                                                                ? "Memset" : "kernel");
+        leaf = rsr_intern(&gs->p->gnames, b) + 1;
+    }
+    if (end > start)
+        agg_add(gs->p, gs->e->tid, n->stack, map_time(gs->p, gs->e->launch_ns), RSF_SAMPLE_GPU, 0, leaf,
+                (uint64_t)(end - start));
+    return 0;
+}
+
+/* The GPU time of a chunk's operations, by launching thread and class; a
+ * graph launch whose nodes are known, by node (graph_node_share), as the
+ * kernel table has it: the same split, fed the same times in the same
+ * order (load_model.c). */
 static void take_gpu_time(struct proc *p, const struct rsf_chunk *c)
 {
     struct gpu_thread *g = NULL;
+    if ((c->ngraph_nodes || c->ngraph_edges) && !p->graphs && !(p->graphs = rsr_graphs_new()))
+        graphs_oom();
+    if (p->graphs && (c->ngraph_nodes || c->ngraph_edges) && rsr_graphs_take(p->graphs, c, gname_of, p) != 0)
+        graphs_oom();
     for (uint32_t i = 0; i < c->ngpu; i++) {
         const struct rsf_gpu_event *e = &c->gpu[i];
-        if (!e->gpu_start_ns || e->gpu_end_ns <= e->gpu_start_ns)
+        if (!e->gpu_start_ns || e->gpu_end_ns < e->gpu_start_ns)
+            continue;
+        if (p->graphs && e->kind == RSF_GPU_KERNEL && rsr_graphs_seen(p->graphs, gname_of(p, e->name), e) != 0)
+            graphs_oom();
+        if (e->gpu_end_ns == e->gpu_start_ns)
             continue;
         if (!g || g->tid != e->tid)
             g = gpu_thread(p, e->tid);
+        if (p->graphs && e->kind == RSF_GPU_GRAPH && e->graph) {
+            struct graph_share gs = { p, e };
+            int n = rsr_graphs_split(p->graphs, e->graph, (int64_t)e->gpu_start_ns, (int64_t)e->gpu_end_ns,
+                                     graph_node_share, &gs);
+            if (n < 0)
+                graphs_oom();
+            if (n > 0)
+                continue;
+        }
         uint64_t d = e->gpu_end_ns - e->gpu_start_ns;
         if (e->kind == RSF_GPU_KERNEL)
             g->kernel_ns += d;
@@ -425,8 +491,6 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
         if (every)
             p->stack_every = (uint32_t)strtoul(every, NULL, 10);
     }
-    if (p->opts->kind < 0 || p->opts->kind == RSF_SAMPLE_GPU)
-        take_gpu_time(p, c);
     if (c->nstrings) {
         uint32_t last = c->strings_base + c->nstrings;
         if (last > p->nstrings) {
@@ -438,6 +502,8 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
             if (!p->strings[c->strings_base + i])
                 p->strings[c->strings_base + i] = rsr_xstrdup(c->strings[i]);
     }
+    if (p->opts->kind < 0 || p->opts->kind == RSF_SAMPLE_GPU)
+        take_gpu_time(p, c);
     for (uint32_t i = 0; i < c->nthreads; i++) {
         GROW(p->threads, p->nthreads, p->capthreads);
         p->threads[p->nthreads].tid = c->threads[i].tid;
@@ -473,7 +539,7 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
         /* the reason tells wait samples apart only; a value this reader
          * does not know stays a wait all the same, without a leaf */
         uint8_t reason = s->kind == RSF_SAMPLE_WAIT && s->reason < RSF_WAIT_NREASONS ? s->reason : 0;
-        agg_add(p, s->tid, s->stack, map_time(p, s->ts_ns), s->kind, reason, s->weight_ns);
+        agg_add(p, s->tid, s->stack, map_time(p, s->ts_ns), s->kind, reason, 0, s->weight_ns);
         if (s->kind == RSF_SAMPLE_GPU)
             gpu_thread(p, s->tid)->sampled_ns += s->weight_ns;
     }
@@ -494,6 +560,8 @@ static void proc_free(struct proc *p)
     free(p->aggs);
     free(p->mcache);
     free(p->gth);
+    rsr_graphs_free(p->graphs);
+    rsr_intern_free(&p->gnames);
 }
 
 static const char *str_of(const struct proc *p, uint32_t id)
@@ -803,6 +871,8 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
             }
             rsr_waits_top_offer(w, top, a->weight, L->names, L->nframes);
         }
+        if (a->leaf)
+            push(L, rsr_flame_frame(L->fl, rsr_intern_str(&p->gnames, a->leaf - 1), RSR_FRAME_UNKNOWN, ""));
         if (a->reason != RSF_WAIT_NONE) {
             /* why the thread waited, as the leaf: "[wait: condvar]" (files
              * written before the reason was recorded have none) */
@@ -811,7 +881,7 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
             push(L, rsr_flame_frame(L->fl, buf, RSR_FRAME_UNKNOWN, ""));
         }
         rsr_flame_add(L->fl, L->frames, L->nframes,
-                      a->kind == RSF_SAMPLE_GPU ? gpu_scaled(p, a->tid, a->weight) : a->weight, a->count);
+                      a->kind == RSF_SAMPLE_GPU && !a->leaf ? gpu_scaled(p, a->tid, a->weight) : a->weight, a->count);
         nsamples[a->kind] += a->count;
     }
     if (seen[RSF_SAMPLE_GPU]) {

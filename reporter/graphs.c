@@ -7,6 +7,7 @@
 #include <string.h>
 
 #define MAX_NODES (1u << 20)
+#define BOUND_NS 20000
 
 struct graph {
     uint32_t gid;
@@ -22,8 +23,10 @@ struct graph {
 struct rsr_graphs {
     struct graph *g;
     uint32_t n, cap;
-    double *sum_ns;                /* by name: GPU time outside graphs */
-    uint32_t *count;
+    struct rsr_graph_mean {        /* by name: GPU time outside graphs, measured [0] or bounded [1] */
+        double sum_ns[2];
+        uint32_t count[2];
+    } *mean;
     uint32_t nnames;
     double *when, *dur;            /* a split's scratch, by node */
     uint32_t scratch;
@@ -44,8 +47,7 @@ void rsr_graphs_free(struct rsr_graphs *g)
         free(g->g[i].edges);
     }
     free(g->g);
-    free(g->sum_ns);
-    free(g->count);
+    free(g->mean);
     free(g->when);
     free(g->dur);
     free(g);
@@ -101,7 +103,7 @@ int rsr_graphs_take(struct rsr_graphs *g, const struct rsf_chunk *c,
         if (!gr || node_room(gr, e->node) != 0)
             return -1;
         gr->nodes[e->node] = (struct rsr_graph_node){
-            .name = e->name ? name_of(arg, e->name) : 0, .stack = e->stack, .bytes = e->bytes,
+            .name = e->name ? name_of(arg, e->name) : 0, .stack = e->stack, .bytes = e->bytes, .comm = e->comm,
             .geom = { .grid_x = e->grid_x, .grid_y = e->grid_y, .grid_z = e->grid_z, .smem_dyn = e->smem_dyn,
                       .func = e->func, .block_x = e->block_x, .block_y = e->block_y, .block_z = e->block_z },
             .kind = e->kind, .op = e->op };
@@ -128,29 +130,35 @@ int rsr_graphs_take(struct rsr_graphs *g, const struct rsf_chunk *c,
     return 0;
 }
 
-int rsr_graphs_seen(struct rsr_graphs *g, uint32_t name, int64_t ns)
+int rsr_graphs_seen(struct rsr_graphs *g, uint32_t name, const struct rsf_gpu_event *e)
 {
-    if (!name || ns <= 0)
+    int64_t ns = (int64_t)(e->gpu_end_ns - e->gpu_start_ns);
+    if (!name || e->gpu_end_ns <= e->gpu_start_ns)
         return 0;
     if (name >= g->nnames) {
         uint32_t n = g->nnames ? g->nnames : 64;
         while (n <= name)
             n *= 2;
-        double *s = realloc(g->sum_ns, n * sizeof *s);
-        if (!s)
+        struct rsr_graph_mean *m = realloc(g->mean, n * sizeof *m);
+        if (!m)
             return -1;
-        g->sum_ns = s;
-        uint32_t *k = realloc(g->count, n * sizeof *k);
-        if (!k)
-            return -1;
-        g->count = k;
-        memset(s + g->nnames, 0, (n - g->nnames) * sizeof *s);
-        memset(k + g->nnames, 0, (n - g->nnames) * sizeof *k);
+        memset(m + g->nnames, 0, (n - g->nnames) * sizeof *m);
+        g->mean = m;
         g->nnames = n;
     }
-    g->sum_ns[name] += (double)ns;
-    g->count[name]++;
+    int bounded = e->gpu_end_ns <= e->launch_ns + e->call_ns + BOUND_NS;
+    g->mean[name].sum_ns[bounded] += (double)ns;
+    g->mean[name].count[bounded]++;
     return 0;
+}
+
+/* name's mean time outside graphs, measured (bounded 0) or bounded (1); -1
+ * when it has none of that kind. */
+static double mean_of(const struct rsr_graphs *g, uint32_t name, int bounded)
+{
+    if (!name || name >= g->nnames || !g->mean[name].count[bounded])
+        return -1;
+    return g->mean[name].sum_ns[bounded] / g->mean[name].count[bounded];
 }
 
 /* The estimated schedule with collectives lasting x per byte (at least one
@@ -203,25 +211,29 @@ int rsr_graphs_split(struct rsr_graphs *g, uint32_t gid, int64_t start, int64_t 
         qsort(gr->edges, gr->nedges, sizeof *gr->edges, by_to);
         gr->dirty = 0;
     }
-    /* compute, copies and sets: their name's mean outside graphs (else the mean
-     * of those); collectives: whatever the launch's time leaves, in proportion
-     * to their bytes (their time outside graphs holds waits for other ranks) */
+    /* compute, copies and sets: their name's mean measured time outside
+     * graphs (else the mean of those; a name only ever bounded, its bound
+     * where below that mean); collectives: whatever the launch's time leaves,
+     * in proportion to their bytes (their time outside graphs holds waits for
+     * other ranks) */
     double known = 0;
     uint32_t nknown = 0, ncoll = 0;
     for (uint32_t i = 0; i < gr->n; i++) {
-        uint32_t nm = gr->have[i] ? gr->nodes[i].name : 0;
         int coll = gr->have[i] && gr->nodes[i].kind == RSF_GNODE_COLLECTIVE;
-        g->dur[i] = !coll && nm && nm < g->nnames && g->count[nm] ? g->sum_ns[nm] / g->count[nm] : -1;
+        g->dur[i] = !coll && gr->have[i] ? mean_of(g, gr->nodes[i].name, 0) : -1;
         if (g->dur[i] >= 0) {
             known += g->dur[i];
             nknown++;
         }
         ncoll += coll;
     }
-    double fill = nknown ? known / nknown : 1;
-    for (uint32_t i = 0; i < gr->n; i++)
-        if (g->dur[i] < 0 && !(gr->have[i] && gr->nodes[i].kind == RSF_GNODE_COLLECTIVE))
-            g->dur[i] = gr->have[i] ? fill : 0;
+    double fill = nknown ? known / nknown : -1;
+    for (uint32_t i = 0; i < gr->n; i++) {
+        if (g->dur[i] >= 0 || (gr->have[i] && gr->nodes[i].kind == RSF_GNODE_COLLECTIVE))
+            continue;
+        double bound = gr->have[i] ? mean_of(g, gr->nodes[i].name, 1) : 0;
+        g->dur[i] = !gr->have[i] ? 0 : bound >= 0 && (fill < 0 || bound < fill) ? bound : fill >= 0 ? fill : 1;
+    }
     double want = (double)(end - start), x = 0;
     if (ncoll && schedule(g, gr, 0) < want) {
         /* the bytes' time x: the schedule's length grows with it */

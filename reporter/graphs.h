@@ -18,7 +18,7 @@
 /* A captured node; name is the caller's string id (as name_of gave it). */
 struct rsr_graph_node {
     uint32_t name, stack;
-    uint64_t bytes;
+    uint64_t bytes, comm;  /* comm: the communicator's id, collectives */
     struct rsf_launch geom;
     uint8_t kind;          /* enum rsf_graph_node_kind */
     uint8_t op;            /* enum rsf_coll_op, collectives */
@@ -34,8 +34,12 @@ void rsr_graphs_free(struct rsr_graphs *g);
  * unknown nodes) are left out. Returns 0, or -1 when out of memory. */
 int rsr_graphs_take(struct rsr_graphs *g, const struct rsf_chunk *c,
                     uint32_t (*name_of)(void *arg, uint32_t sid), void *arg);
-/* A kernel named name (caller's id) ran ns on the GPU outside any graph. */
-int rsr_graphs_seen(struct rsr_graphs *g, uint32_t name, int64_t ns);
+/* A kernel named name (caller's id) ran outside any graph, timed as e says.
+ * A time whose end is its launch call's end (within 20 us) bounds the kernel
+ * rather than measuring it (the end event went on the stream after the work
+ * was done: a slow first launch, say): such times count only for a name that
+ * has no other. Returns 0, or -1 when out of memory. */
+int rsr_graphs_seen(struct rsr_graphs *g, uint32_t name, const struct rsf_gpu_event *e);
 /* Shares [start, end) of a launch of graph gid among its nodes: fn(arg, node,
  * its start, its end) for each, in node order. Returns the number of nodes
  * (0: the graph is not known, fn not called), or -1 when out of memory or fn

@@ -1415,6 +1415,15 @@ static void table_collectives(struct page *p)
         fputs("<p class=\"note\">None recorded.</p>\n", f);
         return;
     }
+    double replayed = 0;
+    yajl_val procs = rsr_jv_key(p->root, "processes");
+    for (size_t i = 0; i < rsr_jv_len(procs); i++)
+        replayed += rsr_jv_knum_or(rsr_jv_key(rsr_jv_at(procs, i), "cuda_graphs"), "collectives", 0);
+    if (replayed > 0)
+        fprintf(f, "<p class=\"note\" id=\"graph-colls-note\">%.0f calls were replayed in CUDA graphs: their "
+                "times are their share of the graph launch's measured time (what the graph's kernels leave, "
+                "in proportion to bytes, as in the kernel table), not measured one by one; ranks' calls are "
+                "matched by the order of the replays.</p>\n", replayed);
     fputs("<table class=\"sort\" id=\"table-collectives\"><thead><tr>", f);
     th(f, "op", 0), th(f, "communicator", 0), th(f, "ranks", 1), th(f, "bytes", 1);
     th(f, "count", 1), th(f, "mean", 1), th(f, "mean wait for the last rank", 1);

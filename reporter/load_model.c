@@ -176,6 +176,53 @@ struct graph_launch {
     uint64_t corr;
 };
 
+/* The communicator's entry, added (rank and size not known) when new;
+ * NULL when out of memory. */
+static struct rsr_comm_info *comm_info(struct rsr_model_loader *L, uint64_t comm)
+{
+    for (uint32_t i = 0; i < L->ncomms; i++)
+        if (L->comms[i].comm == comm)
+            return &L->comms[i];
+    if (L->ncomms == L->capcomms) {
+        uint32_t c = L->capcomms ? L->capcomms * 2 : 8;
+        void *p = realloc(L->comms, c * sizeof *L->comms);
+        if (!p)
+            return NULL;
+        L->comms = p;
+        L->capcomms = c;
+    }
+    L->comms[L->ncomms] = (struct rsr_comm_info){ comm, -1, -1, 0 };
+    return &L->comms[L->ncomms++];
+}
+
+/* A collective node's call: its share of the launch's time (graphs.h) as its
+ * GPU time, numbered among the communicator's replayed calls (model.h); link_colls
+ * links it to the node's op as it does a call outside graphs. */
+static int graph_coll(struct graph_launch *gl, const struct rsr_graph_node *n, int64_t start, int64_t end)
+{
+    struct rsr_model_loader *L = gl->L;
+    struct rsr_comm_info *ci = comm_info(L, n->comm);
+    struct rsr_coll *c = ci ? rsr_model_add_coll(L->m) : NULL;
+    if (!c)
+        return -1;
+    c->op = n->op < RSF_COLL_NOPS ? (uint8_t)(n->op + 1) : RSR_COLL_UNKNOWN;
+    c->bytes = n->bytes;
+    c->dtype = intern(L->m, "unknown");
+    char hex[24];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)n->comm);
+    c->comm = intern(L->m, hex);
+    c->comm_id = n->comm ? n->comm : 1;
+    c->seq = RSR_SEQ_REPLAYED | (ci->replayed++ & ~RSR_SEQ_REPLAYED);
+    c->launch_ns = (int64_t)gl->e->launch_ns;
+    c->call_end_ns = (int64_t)gl->e->launch_ns + gl->e->call_ns;
+    c->start_ns = start;
+    c->end_ns = end;
+    c->members = (uint32_t)stream_id(gl->e->stream);
+    L->m->graph_colls++;
+    see_time(L->m, c->launch_ns, c->call_end_ns);
+    return 0;
+}
+
 static int graph_node_op(void *arg, const struct rsr_graph_node *n, int64_t start, int64_t end)
 {
     struct graph_launch *gl = arg;
@@ -208,7 +255,7 @@ static int graph_node_op(void *arg, const struct rsr_graph_node *n, int64_t star
     op->cls = (uint8_t)(n->kind == RSF_GNODE_COLLECTIVE ? RSR_GPU_COMM : cls);
     if (n->geom.grid_x)
         take_geom(L, op, &n->geom);
-    return 0;
+    return n->kind == RSF_GNODE_COLLECTIVE ? graph_coll(gl, n, start, end) : 0;
 }
 
 static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, const struct rsf_launch *geom,
@@ -276,7 +323,7 @@ static int take_gpu(struct rsr_model_loader *L, const struct rsf_gpu_event *e, c
     case RSF_GPU_MEMSET: op->cls = RSR_GPU_MEMSET; break;
     case RSF_GPU_KERNEL: {
         int cls = kernel_cls(L, op->name);
-        if (cls < 0 || rsr_graphs_seen(L->graphs, op->name, op->end_ns - op->start_ns) != 0)
+        if (cls < 0 || rsr_graphs_seen(L->graphs, op->name, e) != 0)
             return -1;
         op->cls = (uint8_t)cls;
         break;
@@ -332,21 +379,11 @@ static int take_comm(struct rsr_model_loader *L, const struct rsf_comm_event *e)
 {
     if (e->kind != RSF_COMM_INIT && e->kind != RSF_COMM_INIT_ALL && e->kind != RSF_COMM_SPLIT)
         return 0;
-    for (uint32_t i = 0; i < L->ncomms; i++)
-        if (L->comms[i].comm == e->comm) {
-            L->comms[i].rank = e->rank;
-            L->comms[i].nranks = e->nranks;
-            return 0;
-        }
-    if (L->ncomms == L->capcomms) {
-        uint32_t c = L->capcomms ? L->capcomms * 2 : 8;
-        void *p = realloc(L->comms, c * sizeof *L->comms);
-        if (!p)
-            return -1;
-        L->comms = p;
-        L->capcomms = c;
-    }
-    L->comms[L->ncomms++] = (struct rsr_comm_info){ e->comm, e->rank, e->nranks };
+    struct rsr_comm_info *ci = comm_info(L, e->comm);
+    if (!ci)
+        return -1;
+    ci->rank = e->rank;
+    ci->nranks = e->nranks;
     return 0;
 }
 

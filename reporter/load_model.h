@@ -25,6 +25,7 @@ struct rsr_model_loader {
     struct rsr_comm_info {
         uint64_t comm;
         int32_t rank, nranks;
+        uint32_t replayed;      /* its calls replayed in CUDA graphs so far */
     } *comms;
     uint32_t ncomms, capcomms;
     uint64_t next_corr;

@@ -96,6 +96,7 @@ struct rsr_launch {
 
 /* What is known of the NCCL collective a communication kernel ran. Unknown
  * numbers are 0 (counts, sizes) or -1 (group size, rank in group). */
+#define RSR_SEQ_REPLAYED 0x80000000u
 struct rsr_coll {
     uint64_t in_count;      /* elements in the send buffer */
     uint64_t out_count;     /* elements in the receive buffer */
@@ -111,7 +112,10 @@ struct rsr_coll {
      * Kineto, rsr_model_finish fills the times from the linked op and seq
      * counts per comm string). Times are ns on the model's clock, 0: none. */
     uint64_t comm_id;       /* equal on every rank of the communicator; 0: none */
-    uint32_t seq;           /* call number on that communicator, from 0 */
+    uint32_t seq;           /* call number on that communicator, from 0; a
+                             * call replayed in a CUDA graph: RSR_SEQ_REPLAYED
+                             * plus its number among the communicator's
+                             * replayed calls (ranks replay in the same order) */
     int32_t peer;           /* root or peer, -1: none */
     int64_t launch_ns, call_end_ns;  /* the ncclX call on the host */
     int64_t start_ns, end_ns;        /* its GPU work (start: this rank's arrival) */
@@ -200,6 +204,7 @@ struct rsr_model {
     uint64_t mem_allocs, mem_frees; /* cuMemAlloc* / cuMemFree* calls */
     uint64_t mem_alloc_bytes;
     uint64_t graph_ops;             /* GPU ops that are CUDA graph nodes, timed by their share (graphs.h) */
+    uint64_t graph_colls;           /* collectives replayed in CUDA graphs, timed the same way */
     /* What rsr_model_shift added to every time: after rsr_align, the model's
      * times are on the job's time line (ns, about CLOCK_REALTIME) and
      * local = job - clock_offset_ns. */

@@ -448,7 +448,8 @@ static void process_analysis_json(FILE *f, const struct rsr_job *j, size_t i)
     rsr_json_num(f, sm ? (double)sm->sync_blocked_ns / 1e9 : 0);
     fprintf(f, "},\"memory\":{\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64 "}",
             m->mem_allocs, m->mem_frees, m->mem_alloc_bytes);
-    fprintf(f, ",\"cuda_graphs\":{\"node_ops\":%" PRIu64 "}", m->graph_ops);
+    fprintf(f, ",\"cuda_graphs\":{\"node_ops\":%" PRIu64 ",\"collectives\":%" PRIu64 "}", m->graph_ops,
+            m->graph_colls);
     if (j->align.models && i < j->align.n) {
         fputs(",\"clock\":{\"offset_ns\":", f);
         fprintf(f, "%lld", (long long)m->clock_offset_ns);
