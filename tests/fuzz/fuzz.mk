@@ -44,7 +44,7 @@ $(BUILD)/fuzz/fuzz_nodes: tests/fuzz/fuzz_nodes.c tests/fuzz/fuzz_tree.h preload
 # Seeds: a small simtrain job reported twice (report.json, folded stacks,
 # trace.json), the shared Kineto traces cut down, this machine's /proc and /sys.
 $(BUILD)/fuzz/seeds-all/.made: tests/fuzz/make_seeds.sh tests/fuzz/kineto_cut.py $(BUILD)/ringside \
-    $(BUILD)/libagent.so $(BUILD)/simtrain $(BUILD)/simlaunch
+    $(BUILD)/libagent.so $(BUILD)/simtrain $(BUILD)/simlaunch $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libnccl.so.2
 	$(Q)rm -rf $(@D) && mkdir -p $(@D)
 	$(Q)BUILD=$(BUILD) sh tests/fuzz/make_seeds.sh $(@D)
 	$(Q)touch $@
