@@ -132,7 +132,8 @@ static ssize_t read_file(const char *path, char *buf, size_t n)
 }
 
 /* A decimal number at *p (spaces before it skipped; leading zeros are not
- * octal); *p moves past it. Returns 0, or -1 when there is none. */
+ * octal); *p moves past it. Returns 0, or -1 when there is none or it does
+ * not fit in 64 bits (a wrapped number would be a made-up figure). */
 static int parse_u64(const char **p, uint64_t *v)
 {
     const char *s = *p;
@@ -142,7 +143,8 @@ static int parse_u64(const char **p, uint64_t *v)
         return -1;
     uint64_t x = 0;
     for (; *s >= '0' && *s <= '9'; s++)
-        x = x * 10 + (uint64_t)(*s - '0');
+        if (__builtin_mul_overflow(x, 10, &x) || __builtin_add_overflow(x, (uint64_t)(*s - '0'), &x))
+            return -1;
     *p = s;
     *v = x;
     return 0;
@@ -222,7 +224,8 @@ static uint64_t ib_rate(const char *path)
         return 0;
     char *end;
     double g = strtod(b, &end);
-    if (end == b || g <= 0 || strncmp(end, " Gb/sec", 7) != 0)
+    /* past 1e6 Gb/s it is no port's rate (and would not fit the bytes) */
+    if (end == b || !(g > 0 && g < 1e6) || strncmp(end, " Gb/sec", 7) != 0)
         return 0;
     return (uint64_t)(g * 1e9 / 8);
 }
@@ -284,7 +287,8 @@ static void find_net(void)
             read_u64(p, &type);
         /* speed: Mb/s; -1 (no link, or a virtual interface) does not read
          * as a number and leaves the rate unknown */
-        if (PATH(p, "/sys/class/net/", e->d_name, "/speed") != 0 || read_u64(p, &speed) != 0)
+        if (PATH(p, "/sys/class/net/", e->d_name, "/speed") != 0 || read_u64(p, &speed) != 0 ||
+            speed > UINT64_MAX / 1000000)
             speed = 0;
         int link = strcmp(e->d_name, "lo") == 0 || type == 772 ? RSF_LINK_LOOPBACK : RSF_LINK_ETH;
         static const char *const files[2] = { "tx_bytes", "rx_bytes" };
@@ -470,7 +474,7 @@ static void sample_files(void)
 {
     for (int i = 0; i < M.nfiles; i++) {
         uint64_t v;
-        if (read_u64(M.files[i].path, &v) == 0)
+        if (read_u64(M.files[i].path, &v) == 0 && v <= UINT64_MAX / M.files[i].scale)
             rs_series_point(M.files[i].id, rs_now(), v * M.files[i].scale);
     }
 }
@@ -495,7 +499,7 @@ static void sample_disks(void)
             int k = 0;
             while (k < 7 && parse_u64(&q, &f[k]) == 0)
                 k++;
-            if (k == 7) {
+            if (k == 7 && f[2] <= UINT64_MAX / 512 && f[6] <= UINT64_MAX / 512) {
                 rs_series_point(M.disks[i].id_read, t, f[2] * 512);
                 rs_series_point(M.disks[i].id_write, t, f[6] * 512);
             }
@@ -555,11 +559,15 @@ static void sample_cpu_mem(void)
         int k = 0;
         while (k < 8 && parse_u64(&q, &f[k]) == 0)
             k++;
-        if (k >= 4) {
-            uint64_t busy = f[0] + f[1] + f[2] + f[5] + f[6] + f[7];
+        uint64_t busy = 0, total = 0;
+        int wrap = 0;
+        for (int i = 0; i < 8; i++)
+            wrap |= __builtin_add_overflow(total, f[i], &total) ||
+                    (i != 3 && i != 4 && __builtin_add_overflow(busy, f[i], &busy));
+        if (k >= 4 && !wrap) {
             uint64_t t = rs_now();
             rs_series_point(M.id_cpu_busy, t, busy);
-            rs_series_point(M.id_cpu_total, t, busy + f[3] + f[4]);
+            rs_series_point(M.id_cpu_total, t, total);
         }
     }
     if (PATH(p, "/proc/meminfo") != 0 || read_file(p, M.buf, sizeof M.buf) < 0)

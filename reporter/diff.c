@@ -25,6 +25,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <yajl/yajl_parse.h>
+
 /* ---- the two sides ---- */
 
 struct side {
@@ -87,6 +89,37 @@ static void remove_tree(const char *dir)
     rmdir(dir);
 }
 
+/* Where text (as yajl_tree_parse read it: up to its first NUL) stops
+ * being JSON, and why, into msg as one line: "byte 120: invalid object
+ * key", "byte 4096: the JSON ends early". */
+static void json_error_at(const char *text, char *msg, size_t n)
+{
+    size_t len = strlen(text);
+    yajl_handle y = yajl_alloc(NULL, NULL, NULL);
+    if (!y) {
+        snprintf(msg, n, "out of memory");
+        return;
+    }
+    yajl_status st = yajl_parse(y, (const unsigned char *)text, len);
+    size_t at = st == yajl_status_ok ? len : yajl_get_bytes_consumed(y);
+    if (st == yajl_status_ok)
+        st = yajl_complete_parse(y);
+    unsigned char *why = st == yajl_status_ok ? NULL : yajl_get_error(y, 0, (const unsigned char *)text, len);
+    /* yajl's message: "parse error: REASON\n"; its first line, without the prefix */
+    const char *r = why ? (const char *)why : "empty";
+    const char *colon = strstr(r, "error: ");
+    if (colon)
+        r = colon + 7;
+    int k = (int)strcspn(r, "\n");
+    if (at >= len && why)
+        snprintf(msg, n, "byte %zu: the JSON ends early (%.*s)", at, k, r);
+    else
+        snprintf(msg, n, "byte %zu: %.*s", at, k, r);
+    if (why)
+        yajl_free_error(y, why);
+    yajl_free(y);
+}
+
 /* Opens one side: a report folder, or a trace folder reported first. */
 static int side_open(struct side *s, const char *path)
 {
@@ -111,11 +144,16 @@ static int side_open(struct side *s, const char *path)
         return 1;
     }
     s->root = yajl_tree_parse(text, err, sizeof err);
+    if (!s->root) {
+        json_error_at(text, err, sizeof err);
+        fprintf(stderr, "ringside: diff: %s: not a ringside report: %s\n", p, err);
+    }
     free(text);
+    if (!s->root)
+        return 1;
     const char *schema = rsr_jv_kstr(s->root, "schema");
-    if (!s->root || !schema || strcmp(schema, "ringside-report/1") != 0) {
-        fprintf(stderr, "ringside: diff: %s: not a ringside report (%s)\n", p,
-                !s->root ? err : "no schema ringside-report/1");
+    if (!schema || strcmp(schema, "ringside-report/1") != 0) {
+        fprintf(stderr, "ringside: diff: %s: not a ringside report (no schema ringside-report/1)\n", p);
         return 1;
     }
     return 0;
@@ -599,7 +637,54 @@ static int write_two_column(FILE *out, const char *const path[2])
     return ferror(out) ? -1 : 0;
 }
 
-/* Whether both sides kept kind's folded stacks; their paths in path[]. */
+/* Checks that every line of the folded file at path is "stack count" as
+ * rsr_flame_read_folded and write_two_column read it, and that its counts
+ * add up to less than 2^62 (so that two files summed stay exact). Returns 0,
+ * or -1 with one line on stderr naming the file and the line. */
+static int folded_check(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "ringside: diff: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char *line = NULL, *end;
+    size_t cap = 0;
+    ssize_t len;
+    unsigned long long total = 0, no = 0;
+    const char *why = NULL;
+    while (!why && (len = getline(&line, &cap, f)) > 0) {
+        no++;
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            line[--len] = 0;
+        if (!len)
+            continue;
+        char *sp = strrchr(line, ' ');
+        errno = 0;
+        unsigned long long w = sp && sp[1] >= '0' && sp[1] <= '9' ? strtoull(sp + 1, &end, 10) : 0;
+        if (memchr(line, 0, (size_t)len))
+            why = "a NUL byte";
+        else if (!sp || sp == line || !(sp[1] >= '0' && sp[1] <= '9') || *end)
+            why = "not a folded line (\"frame;frame;... count\")";
+        else if (errno == ERANGE || w >= (1ull << 62) - total)
+            why = "the counts add up past 2^62";
+        total += w;
+    }
+    int rc = 0;
+    if (why) {
+        fprintf(stderr, "ringside: diff: %s: line %llu: %s\n", path, no, why);
+        rc = -1;
+    } else if (ferror(f)) {
+        fprintf(stderr, "ringside: diff: %s: %s\n", path, strerror(errno ? errno : EIO));
+        rc = -1;
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* Whether both sides kept kind's folded stacks (1; their paths in path[]),
+ * not both (0), or one of them is not a folded file (-1, said on stderr). */
 static int both_folded(const struct diff *d, const char *kind, char path[2][4200])
 {
     for (int s = 0; s < 2; s++) {
@@ -607,7 +692,7 @@ static int both_folded(const struct diff *d, const char *kind, char path[2][4200
         if (!is_file(path[s]))
             return 0;
     }
-    return 1;
+    return folded_check(path[0]) || folded_check(path[1]) ? -1 : 1;
 }
 
 /* OUT/diff-KIND.svg (after, coloured by the change) and OUT/diff-KIND.folded
@@ -618,7 +703,10 @@ static int diff_flames(const struct diff *d, const char *out_dir)
     for (unsigned k = 0; k < RSF_SAMPLE_NKINDS; k++) {
         const char *kind = rsf_sample_kind_name(k);
         char path[2][4200], p[4200];
-        if (!both_folded(d, kind, path))
+        int both = both_folded(d, kind, path);
+        if (both < 0)
+            return -1;
+        if (!both)
             continue;
         struct rsr_flame fl[2];
         int bad = 0;
@@ -883,8 +971,10 @@ int rsr_diff_main(const char *before, const char *after, const struct rsr_diff_o
     if (!rc && o->kind) {
         /* --kind K -o FILE.folded: the two-column stacks of one kind */
         char path[2][4200];
-        if (!both_folded(&d, o->kind, path)) {
+        int both = both_folded(&d, o->kind, path);
+        if (both == 0)
             fprintf(stderr, "ringside: diff: no %s stacks on both sides (flame-%s.folded)\n", o->kind, o->kind);
+        if (both <= 0) {
             rc = 1;
         } else {
             FILE *f = strcmp(o->out, "-") == 0 ? stdout : fopen(o->out, "w");

@@ -68,6 +68,7 @@ check:
 	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)BUILD=$(BUILD) sh tests/run.sh '$(T)'
 include tests/format.mk
+include tests/fuzz/fuzz.mk
 include tests/html.mk
 include tests/flame.mk
 
