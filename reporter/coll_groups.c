@@ -43,7 +43,7 @@ static void settle(const struct rsr_group_unit *u, struct rsr_coll *c, int32_t n
         c->seq = u->coll_seq;
     } else {
         c->op = all_to_all(u, nranks) ? RSR_COLL_ALLTOALL : RSR_COLL_SENDRECV;
-        c->seq = u->p2p_seq | RSR_GROUP_P2P_SEQ;
+        c->seq = (u->p2p_seq & RSR_SEQ_NUMBER) | RSR_GROUP_P2P_SEQ;
     }
     c->peer = -1;
 }

@@ -19,7 +19,7 @@
  * of an all-to-all or a ring exchange counts alike. (Its calls' own numbers
  * are per peer and direction, and a rank's sends to one peer may belong to
  * groups of several kinds.) */
-#define RSR_GROUP_P2P_SEQ 0x80000000u
+#define RSR_GROUP_P2P_SEQ RSR_SEQ_P2P_GROUP
 
 struct rsr_group_fold {
     struct rsr_group_unit {

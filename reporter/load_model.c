@@ -212,7 +212,7 @@ static int graph_coll(struct graph_launch *gl, const struct rsr_graph_node *n, i
     snprintf(hex, sizeof hex, "%016llx", (unsigned long long)n->comm);
     c->comm = intern(L->m, hex);
     c->comm_id = n->comm ? n->comm : 1;
-    c->seq = RSR_SEQ_REPLAYED | (ci->replayed++ & ~RSR_SEQ_REPLAYED);
+    c->seq = RSR_SEQ_REPLAYED | (ci->replayed++ & RSR_SEQ_NUMBER);
     c->launch_ns = (int64_t)gl->e->launch_ns;
     c->call_end_ns = (int64_t)gl->e->launch_ns + gl->e->call_ns;
     c->start_ns = start;

@@ -96,7 +96,12 @@ struct rsr_launch {
 
 /* What is known of the NCCL collective a communication kernel ran. Unknown
  * numbers are 0 (counts, sizes) or -1 (group size, rank in group). */
+/* A call number's top bits say what numbers it: replayed in a CUDA graph
+ * (load_model.c), a group of sends and receives (coll_groups.h); below
+ * them, the number itself. */
 #define RSR_SEQ_REPLAYED 0x80000000u
+#define RSR_SEQ_P2P_GROUP 0x40000000u
+#define RSR_SEQ_NUMBER 0x3fffffffu
 struct rsr_coll {
     uint64_t in_count;      /* elements in the send buffer */
     uint64_t out_count;     /* elements in the receive buffer */
