@@ -56,6 +56,7 @@ struct sim_train_opts {
 };
 
 #define SIM_TRAIN_MAX_DEVICES 8
+#define SIM_TRAIN_GRAPH_WARMUP 3   /* --graph: steps run eagerly before the capture */
 
 static int sim_train_rank;
 
@@ -105,9 +106,10 @@ static const char sim_train_usage[] =
     "                        blocks of consecutive layers (a pipeline): each hand-over\n"
     "                        an event the next device's stream waits for; NCCL, the\n"
     "                        optimizer, data and checkpoints on the first (default 1)\n"
-    "  --graph               after a first (warm-up) step, capture the forward and\n"
-    "                        backward passes into a CUDA graph once and replay it with\n"
-    "                        cuGraphLaunch in every later step; the AllReduces and the\n"
+    "  --graph               after three warm-up steps (as PyTorch's CUDA graphs want),\n"
+    "                        capture the forward and backward passes into a CUDA graph\n"
+    "                        once and replay it with cuGraphLaunch in every later step\n"
+    "                        (fewer than four steps: none is captured); the AllReduces and the\n"
     "                        optimizer run after it as without --graph. The kernels'\n"
     "                        durations are those at the capture (--drift stops there)\n"
     "  --graph-nccl          --graph with the whole step in the graph: the AllReduces\n"
@@ -565,7 +567,7 @@ static void sim_train_step(struct sim_train *t, long step)
     }
     if (t->slow_us > 0)
         sim_train_read_slowly(t);
-    if (!o->graph || step == 0) {
+    if (!o->graph || step < SIM_TRAIN_GRAPH_WARMUP) {
         sim_train_gpu(t, SIM_TRAIN_WHOLE);
     } else {
         if (!t->graph)
