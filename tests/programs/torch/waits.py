@@ -7,7 +7,8 @@ Each prints one JSON line with its own account of the time it waited.
                               next(), "wall": s}
     waits.py ddp SLOW         one rank of a gloo DDP job (env:// ranks); rank
                               1 spins SLOW s of CPU a step in slow_down().
-                              {"rank", "slow_cpu": its thread's CPU s there}
+                              {"rank", "slow_cpu": its thread's CPU s there,
+                              "slow_wall": the wall time that took}
     waits.py gil THREADS      THREADS threads (1: the main thread alone) burn
                               pure Python CPU. {"wall": s, "cpu": s}
 """
@@ -74,17 +75,19 @@ def ddp(slow):
     torch.set_num_threads(1)
     model = nn.parallel.DistributedDataParallel(nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10)))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    slow_cpu = 0.0
+    slow_cpu = slow_wall = 0.0
     for _ in range(STEPS):
         x, y = torch.randn(16, 64), torch.randint(0, 10, (16,))
         if rank == 1:
+            t0 = time.monotonic()
             slow_cpu += slow_down(slow)
+            slow_wall += time.monotonic() - t0
         loss = nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
     dist.destroy_process_group()
-    return {"rank": rank, "slow_cpu": slow_cpu}
+    return {"rank": rank, "slow_cpu": slow_cpu, "slow_wall": slow_wall}
 
 
 def burn(n):
