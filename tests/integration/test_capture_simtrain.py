@@ -8,7 +8,6 @@ blocking syncs at least as long as the work they waited for; the settings
 RINGSIDE_GPU_TIMING, RINGSIDE_CUDA and RINGSIDE_NCCL."""
 import ctypes
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -154,18 +153,12 @@ if len(totals) == 2:
 out, tdir = os.path.join(tmp, "four"), os.path.join(tmp, "four-truth")
 os.makedirs(out)
 os.makedirs(tdir)
-launcher = subprocess.Popen([LAUNCH, "-n", "4", "--"] + train_cmd(tdir, "--straggler", "2:1.5"),
-                            env=capture.sim_env(out, tdir), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-_, err = launcher.communicate(timeout=300)
-# The ranks' four traces. The launcher only waits for them, but on a busy
-# machine the kernel may charge it a CPU tick while it reaps them (a CPU
-# sample in wait4): then it has a file of its own, which is the launcher's.
-everything = rstest.trace_files(out)
-traces = [t for t in everything if not t.endswith(".%d.trace.lz4" % launcher.pid)]
-if check("four ranks: simlaunch -n 4 runs, four traces", launcher.returncode == 0 and len(traces) == 4,
-         "status %d, %d traces %s, the launcher pid %d: %s"
-         % (launcher.returncode, len(everything), [os.path.basename(t) for t in everything], launcher.pid,
-            err.decode(errors="replace")[-300:])):
+p = rstest.run([LAUNCH, "-n", "4", "--"] + train_cmd(tdir, "--straggler", "2:1.5"),
+               env=capture.sim_env(out, tdir))
+traces = rstest.trace_files(out)
+if check("four ranks: simlaunch -n 4 runs, four traces", p.returncode == 0 and len(traces) == 4,
+         "status %d, %d traces %s: %s" % (p.returncode, len(traces), [os.path.basename(t) for t in traces],
+                                          p.stderr.decode(errors="replace")[-300:])):
     maps, starts, ranks = [], {}, []
     for tr in traces:
         by, rc = capture.records(tr)
