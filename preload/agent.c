@@ -224,6 +224,8 @@ static int before_exec(void)
 /* The exec failed (its result is r): sampling goes on. */
 static int exec_failed(int rearm, int r)
 {
+    if (!rs_in_vchild())
+        rs_writer_resume();
     if (rearm) {
         int saved = errno;
         rs_sample_after_exec_failed();

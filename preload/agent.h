@@ -546,6 +546,9 @@ int rs_writer_start(void);
  * (up to a few seconds). final: also write the end chunk (exit, exec). Safe
  * in a signal handler; returns at once on the writer thread itself. */
 void rs_writer_flush(int final);
+/* After a final flush, recording goes on in the same file (an exec
+ * failed): the chunks that follow are not ended. */
+void rs_writer_resume(void);
 /* In a forked child: start over with no file and a new writer thread. */
 void rs_writer_forked(void);
 /* Writer thread identity, so signal code can tell. */
