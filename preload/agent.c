@@ -63,9 +63,12 @@ static int sig_index(int sig)
     return sig == SIGTERM ? 0 : sig == SIGINT ? 1 : -1;
 }
 
+_Atomic int rs_dying;
+
 static void on_fatal(int sig)
 {
     int saved = errno;
+    atomic_store(&rs_dying, 1);
     rs_finish();
     struct sigaction dfl = { .sa_handler = SIG_DFL };
     RS_REAL(sigaction)(sig, &dfl, NULL);
