@@ -63,9 +63,12 @@ static int sig_index(int sig)
     return sig == SIGTERM ? 0 : sig == SIGINT ? 1 : -1;
 }
 
+_Atomic int rs_dying;
+
 static void on_fatal(int sig)
 {
     int saved = errno;
+    atomic_store(&rs_dying, 1);
     rs_finish();
     struct sigaction dfl = { .sa_handler = SIG_DFL };
     RS_REAL(sigaction)(sig, &dfl, NULL);
@@ -224,6 +227,8 @@ static int before_exec(void)
 /* The exec failed (its result is r): sampling goes on. */
 static int exec_failed(int rearm, int r)
 {
+    if (!rs_in_vchild())
+        rs_writer_resume();
     if (rearm) {
         int saved = errno;
         rs_sample_after_exec_failed();

@@ -546,6 +546,15 @@ int rs_writer_start(void);
  * (up to a few seconds). final: also write the end chunk (exit, exec). Safe
  * in a signal handler; returns at once on the writer thread itself. */
 void rs_writer_flush(int final);
+/* After a final flush, recording goes on in the same file (an exec
+ * failed): the chunks that follow are not ended. */
+void rs_writer_resume(void);
+/* Set once SIGTERM or SIGINT is ending the process (agent.c): the thread
+ * the signal interrupted may hold the loader's lock (in dlopen or dlsym,
+ * in a constructor), and waits in the handler for the last flush, so the
+ * writer must not take that lock (a lookup by name, a dlopen) from then
+ * on, or both wait 5 s and the trace is lost. */
+extern _Atomic int rs_dying;
 /* In a forked child: start over with no file and a new writer thread. */
 void rs_writer_forked(void);
 /* Writer thread identity, so signal code can tell. */

@@ -80,6 +80,8 @@ int rs_nccl_version(void)
     if (!rs_cfg.nccl)
         return 0;
     if (!real_ncclGetVersion) {
+        if (atomic_load(&rs_dying)) /* dlopen takes the loader's lock */
+            return 0;
         void *h = dlopen("libnccl.so.2", RTLD_NOLOAD | RTLD_LAZY);
         if (!h)
             return 0;

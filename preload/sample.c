@@ -361,7 +361,8 @@ void rs_sample_writer_tick(const struct rs_tick_map *map)
         ns_per_tick = map->ns_per_tick;
         rs_hot.wait_ticks = (uint64_t)((double)rs_wait_ns / map->ns_per_tick);
     }
-    rs_py_try_init();
+    if (!atomic_load(&rs_dying)) /* its lookups take the loader's lock */
+        rs_py_try_init();
 }
 
 __attribute__((destructor)) static void sample_stats(void)

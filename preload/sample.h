@@ -117,6 +117,9 @@ void rs_wait_note(uint64_t t0, uint64_t t1, int reason);
             rs_wait_note(t0_, t1_, REASON);                             \
         return r_;                                                      \
     } while (0)
+/* Whether pc is in the agent's hooks of the waits for children (wait,
+ * waitpid, waitid, wait3, wait4). */
+int rs_child_wait_pc(uint64_t pc);
 /* Looks up the real functions of hook_wait.c now (a vfork child must not be
  * the first: the lookup takes the loader's lock and allocates). */
 void rs_wait_resolve_early(void);

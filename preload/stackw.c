@@ -324,6 +324,24 @@ void rs_stackw_gpu_sample(uint64_t ts, uint64_t weight, uint32_t tid, uint32_t s
     s.nopen++;
 }
 
+/* Whether a CPU sample was taken inside a wait for children: the C
+ * library's frames of the real call, then the agent's hook of it (the
+ * kernel charges the waiter for reaping a child; the timer's signal comes
+ * as the call returns). Frames after the first are return addresses. */
+static int in_child_wait(const struct rs_rec_sample *r)
+{
+    uint32_t n = r->h.file & RS_SAMPLE_NFRAMES_MASK;
+    for (uint32_t i = 0; i < n && i < 4; i++) {
+        uint64_t pc = r->frames[i];
+        if (pc & RS_PYFRAME_BIT)
+            return 0;
+        pc -= i > 0;
+        if (rs_unwind_is_agent(pc))
+            return rs_child_wait_pc(pc);
+    }
+    return 0;
+}
+
 /* Whether a sample is reason enough for the process to have a trace file.
  * A process whose work is waiting (threads on locks, condition variables,
  * semaphores, joins, barriers, futexes) is kept. A launcher is told apart
@@ -332,8 +350,10 @@ void rs_stackw_gpu_sample(uint64_t ts, uint64_t weight, uint32_t tid, uint32_t s
  * leaves no file for those waits alone, as torchrun's agent, srun,
  * simlaunch and a shell don't, even where it is a rank (a launcher run as
  * an srun task); with a file, they are written with the rest. */
-static int opens_file(const struct rsf_sample *x)
+static int opens_file(const struct rsf_sample *x, const struct rs_rec_sample *r)
 {
+    if (x->kind == RSF_SAMPLE_CPU)
+        return !in_child_wait(r);
     if (x->kind != RSF_SAMPLE_WAIT)
         return 1;
     switch (x->reason) {
@@ -369,7 +389,7 @@ int rs_stackw_take(const struct rs_rec_hdr *h, uint32_t tid, const struct rs_tic
         .tid = tid, .stack = id, .kind = kind,
         .reason = (uint8_t)(h->file >> RS_SAMPLE_REASON_SHIFT),
     };
-    s.nopen += (uint32_t)opens_file(&s.samples[s.nsamples - 1]);
+    s.nopen += (uint32_t)opens_file(&s.samples[s.nsamples - 1], r);
     return rs_stackw_full();
 }
 

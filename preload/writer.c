@@ -87,6 +87,7 @@ struct wstate {
     int broken;                  /* writing failed: drop everything */
     off_t good_size;             /* file size after the last whole frame */
     int touched;                 /* an event other than closing an inherited fd */
+    int ended;                   /* the end chunk is written: what follows is ended too */
 
     /* strings: id -> text, and a hash set to find ids */
     char **str;                  /* str[id], id from 1 */
@@ -162,8 +163,16 @@ struct wstate {
 static struct wstate w;
 static pthread_t writer_thread;
 static _Atomic int writer_running;
-static _Atomic uint32_t req_seq, done_seq;
-static _Atomic int req_final;
+/* Flush requests: the count of requests << 32, | 1 while one asks for the
+ * end chunk. One word, so that the writer takes a request and whether it
+ * is final at once: with two, a pass could serve the request of an exit
+ * (done_seq) before its final flag was set, and the process end without
+ * its end mark. */
+#define REQ_ONE (1ull << 32)
+#define REQ_FINAL 1ull
+static _Atomic uint64_t req_word;
+static _Atomic uint32_t done_seq;
+static _Atomic int resumed;        /* an exec failed: recording goes on after the end chunk */
 
 /* ---- the writer's own fd table ----
  * While more than one thread shares a process's fd table, the kernel takes
@@ -463,8 +472,12 @@ static void emit(int end)
     int events = w.nio || w.ngpu || w.nsyncs || w.ncolls || w.ncomms || w.nmems || w.nranges ||
                  w.nfunctions || w.ndevices || w.nseries || w.npoints || w.ngnodes || w.ngedges;
     int empty = !events && !rs_stackw_any() && !w.nfiles && !w.nthreads && w.nstr + 1 == w.chunk_str_base;
-    if (empty && !end && w.seq > 0)
+    if (empty && w.seq > 0 && (!end || w.ended))
         return;
+    /* After the end chunk (exit, a fatal signal), records other threads made
+     * before recording stopped are written as ended too: a chunk without
+     * the end mark after it would read as a process cut short. */
+    end |= w.ended;
     /* No file until there is an event: a process that only inherited some
      * fds, or only closed them (a shell, a launcher's child between fork and
      * exec), leaves nothing behind. What is assembled waits for the first
@@ -569,6 +582,7 @@ static void emit(int end)
     }
     w.good_size += (off_t)n;
     w.seq++;
+    w.ended = end;
 reset:
     w.nio = w.nfiles = w.nthreads = 0;
     w.ngpu = w.nsyncs = w.ncolls = w.ncomms = w.nmems = w.nranges = 0;
@@ -1151,7 +1165,7 @@ static void *writer_main(void *arg)
     if (reopen)
         reopen_file();
     uint64_t period = (uint64_t)rs_cfg.flush_ms * 1000000u / 2;
-    /* done_seq, not req_seq: a flush asked for before this thread got to
+    /* done_seq, not req_word: a flush asked for before this thread got to
      * run (a forked child that execs at once) is still pending. */
     uint32_t served = atomic_load(&done_seq);
     for (;;) {
@@ -1173,13 +1187,16 @@ static void *writer_main(void *arg)
         }
         uint64_t now = rs_now();
         uint64_t due = w.last_emit + period;
-        if (atomic_load(&req_seq) == served && now < due) {
+        if ((uint32_t)(atomic_load(&req_word) >> 32) == served && now < due) {
             atomic_store(&rs_writer_sleeping, 1);
             futex_wait(&rs_writer_wake, wake, due - now);
             atomic_store(&rs_writer_sleeping, 0);
         }
-        uint32_t req = atomic_load(&req_seq);
-        int final = atomic_exchange(&req_final, 0);
+        uint64_t taken = atomic_fetch_and(&req_word, ~REQ_FINAL);
+        uint32_t req = (uint32_t)(taken >> 32);
+        int final = (taken & REQ_FINAL) != 0;
+        if (atomic_exchange(&resumed, 0))
+            w.ended = 0;
         /* Records drained now were made since the last pair (nearly all):
          * convert them on the line through that pair and a new one. */
         struct rs_tick_map next;
@@ -1302,9 +1319,11 @@ void rs_writer_flush(int final)
 {
     if (!atomic_load(&writer_running) || rs_writer_is_self())
         return;
-    uint32_t mine = atomic_fetch_add(&req_seq, 1) + 1;
-    if (final)
-        atomic_store(&req_final, 1);
+    uint64_t cur = atomic_load(&req_word), next;
+    do
+        next = (cur + REQ_ONE) | (final ? REQ_FINAL : 0);
+    while (!atomic_compare_exchange_weak(&req_word, &cur, next));
+    uint32_t mine = (uint32_t)(next >> 32);
     rs_writer_kick();
     uint64_t deadline = rs_now() + 5000000000u;
     for (;;) {
@@ -1313,11 +1332,20 @@ void rs_writer_flush(int final)
             return;
         uint64_t now = rs_now();
         if (now >= deadline) {
-            rs_debug("the writer did not answer a flush in 5 s");
+            /* at the end, what is not written yet is lost: say so */
+            if (final)
+                rs_notice("the writer did not finish the trace file in 5 s; its last records are lost");
+            else
+                rs_debug("the writer did not answer a flush in 5 s");
             return;
         }
         futex_wait(&done_seq, done, 10000000u);
     }
+}
+
+void rs_writer_resume(void)
+{
+    atomic_store(&resumed, 1);
 }
 
 void rs_writer_forked(void)
@@ -1334,9 +1362,9 @@ void rs_writer_forked(void)
     atomic_store(&stop_req, 0);
     reopen = 0;
     rs_stackw_new_file();
-    atomic_store(&req_seq, 0);
+    atomic_store(&req_word, 0);
+    atomic_store(&resumed, 0);
     atomic_store(&done_seq, 0);
-    atomic_store(&req_final, 0);
     if (rs_writer_start() != 0) {
         rs_notice("cannot start the writer in child %d; tracing is off", getpid());
         atomic_store(&rs_hot.on, 0);

@@ -91,3 +91,11 @@ include tests/cudart/cudart.mk
 # headers), which dlopens its injection library.
 $(BUILD)/tests/prog/nvtx_ranges $(BUILD)/tests/prog/nvtx_steps: RS_CFLAGS += -isystem $(CUDA_HOME)/include
 $(BUILD)/tests/prog/nvtx_ranges $(BUILD)/tests/prog/nvtx_steps: RS_LDFLAGS += -ldl
+
+# The stress target (not in make test): STRESS_N short launches under the
+# agent (default 500), each held against what its processes did.
+STRESS_N ?= 500
+.PHONY: stress
+stress:
+	$(Q)$(MAKE) --no-print-directory test-build
+	$(Q)BUILD=$(BUILD) STRESS_N=$(STRESS_N) python3 tests/stress/stress.py
