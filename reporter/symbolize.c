@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <gelf.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +227,61 @@ static int try_open(struct symfile *f, const char *path, char *have, size_t cap)
     return 1;
 }
 
+/* path as the root's own processes see it: each symbolic link on the way
+ * followed inside src.sysroot (an absolute target starts from the root, as
+ * in a chroot: /etc/alternatives and the like), at most 40 of them. A
+ * malloc'd path under the root; where a part is missing, the rest is
+ * joined as it is. */
+static char *under_root(const char *path)
+{
+    size_t rl = strlen(src.sysroot), cap = rl + PATH_MAX * 2;
+    char *out = rsr_xmalloc(cap), rest[PATH_MAX * 2], target[PATH_MAX];
+    snprintf(rest, sizeof rest, "%s", path);
+    memcpy(out, src.sysroot, rl + 1);
+    size_t len = rl;   /* out holds the root and the resolved parts */
+    char *p = rest;
+    for (int hops = 0; *p;) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        char *end = strchr(p, '/');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == 2 && p[0] == '.' && p[1] == '.') {
+            while (len > rl && out[len - 1] != '/')
+                len--;
+            if (len > rl)
+                len--;
+            out[len] = '\0';
+        } else if (!(n == 1 && p[0] == '.')) {
+            if (len + n + 2 > cap)
+                break;
+            out[len] = '/';
+            memcpy(out + len + 1, p, n);
+            out[len + 1 + n] = '\0';
+            ssize_t t = hops < 40 ? readlink(out, target, sizeof target - 1) : -1;
+            if (t > 0) {
+                hops++;
+                target[t] = '\0';
+                char next[PATH_MAX * 2];
+                snprintf(next, sizeof next, "%s%s%s", target, end ? "/" : "", end ? end + 1 : "");
+                snprintf(rest, sizeof rest, "%s", next);
+                p = rest;
+                if (target[0] == '/') {
+                    len = rl;
+                    out[len] = '\0';
+                }
+                continue;
+            }
+            len += n + 1;
+        }
+        p = end ? end + 1 : p + n;
+    }
+    if (len == rl)
+        snprintf(out + len, cap - len, "/");
+    return out;
+}
+
 /* The traced file by build id from the debuginfod servers: its path in the
  * client's cache (malloc'd), or NULL with *why set. A failure other than
  * "not there" is said once and ends the asking. */
@@ -270,9 +326,7 @@ static void open_file(struct rsr_sym *s, struct symfile *f)
     const char *changed = NULL;   /* the first file found with another build id */
     char *rooted = NULL;
     if (src.sysroot && f->path[0] == '/') {
-        size_t n = strlen(src.sysroot) + strlen(f->path) + 1;
-        rooted = rsr_xmalloc(n);
-        snprintf(rooted, n, "%s%s", src.sysroot, f->path);
+        rooted = under_root(f->path);
         int r = try_open(f, rooted, have, sizeof have);
         if (r == 1) {
             free(rooted);
@@ -304,7 +358,8 @@ static void open_file(struct rsr_sym *s, struct symfile *f)
         f->state = RSR_SYM_FILE_CHANGED;
         f->why = "build id differs";
         if (!s->quiet)
-            fprintf(stderr, "ringside: %s: build id %s, not the traced %s: not the file that ran; "
+            fprintf(stderr, "ringside: %s: build id %s, not the traced %s: the file changed since "
+                    "the run (or is another one); "
                     "its frames are shown as [%s+0xOFFSET]\n", changed, seen[0] ? seen : "(none)",
                     f->build_id, f->base);
     } else if (!s->quiet) {
