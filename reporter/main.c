@@ -362,6 +362,16 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
+/* The trace files of the newest run under paths, as report takes them:
+ * the count (files malloc'd), or -1 with a message. */
+static int newest_traces(char **paths, int n, char ***files)
+{
+    int nfiles = rsr_find_traces(paths, n, files);
+    if (nfiles > 0)
+        rsr_runs_newest(*files, &nfiles);
+    return nfiles;
+}
+
 static int cmd_flame(int argc, char **argv)
 {
     struct rsr_flame_opts o = { .kind = RSF_SAMPLE_CPU, .rank = -1 };
@@ -425,12 +435,9 @@ static int cmd_flame(int argc, char **argv)
     if (rsr_sym_configure(sysroot, symbols) != 0)
         goto done;
     char **files = NULL;
-    int nfiles = rsr_find_traces(paths, n, &files);
-    rc = 1;
+    int nfiles = newest_traces(paths, n, &files);
     if (nfiles < 0)
         goto done;
-    if (nfiles > 0)
-        rsr_runs_newest(files, &nfiles);
     const char *kind = rsf_sample_kind_name((unsigned)o.kind);
     if (nfiles == 0) {
         fprintf(stderr, "ringside: flame: no trace files (*.trace.lz4) in %s\n", paths[0]);
@@ -517,11 +524,9 @@ static int cmd_symbols(int argc, char **argv)
     if (rsr_sym_configure(sysroot, NULL) != 0)
         goto done;
     char **files = NULL;
-    int nfiles = rsr_find_traces(paths, n, &files);
+    int nfiles = newest_traces(paths, n, &files);
     if (nfiles < 0)
         goto done;
-    if (nfiles > 0)
-        rsr_runs_newest(files, &nfiles);
     struct rsr_sym *s = nfiles ? rsr_sym_new(quiet) : NULL;
     if (!nfiles) {
         fprintf(stderr, "ringside: symbols: no trace files (*.trace.lz4) in %s\n", paths[0]);
