@@ -39,7 +39,26 @@ void rsr_flame_free(struct rsr_flame *fl)
     free(fl->name_module);
     free(fl->nodes);
     free(fl->slots);
+    for (uint32_t i = 0; i < fl->nunnamed; i++) {
+        free(fl->unnamed[i].path);
+        free(fl->unnamed[i].why);
+    }
+    free(fl->unnamed);
     memset(fl, 0, sizeof *fl);
+}
+
+struct rsr_flame_unnamed *rsr_flame_unnamed_of(struct rsr_flame *fl, const char *path, const char *why)
+{
+    for (uint32_t i = 0; i < fl->nunnamed; i++)
+        if (strcmp(fl->unnamed[i].path, path) == 0 && strcmp(fl->unnamed[i].why, why) == 0)
+            return &fl->unnamed[i];
+    if (fl->nunnamed == fl->capunnamed) {
+        fl->capunnamed = fl->capunnamed ? fl->capunnamed * 2 : 16;
+        fl->unnamed = rsr_xrealloc(fl->unnamed, fl->capunnamed * sizeof *fl->unnamed);
+    }
+    struct rsr_flame_unnamed *u = &fl->unnamed[fl->nunnamed++];
+    *u = (struct rsr_flame_unnamed){ rsr_xstrdup(path), rsr_xstrdup(why), 0, 0, 0 };
+    return u;
 }
 
 uint32_t rsr_flame_frame(struct rsr_flame *fl, const char *name, enum rsr_frame_class cls,
@@ -650,6 +669,9 @@ struct loader {
     const char **names, **mods;
     uint8_t *is_python;
     uint32_t capnames;
+    /* the fl->unnamed entries the stack being built touched */
+    uint32_t *touched;
+    uint32_t ntouched, captouched;
 };
 
 static void push(struct loader *L, uint32_t id)
@@ -658,13 +680,31 @@ static void push(struct loader *L, uint32_t id)
     L->frames[L->nframes++] = id;
 }
 
+/* Pushes the unnamed frame name of module path, counting it (a new
+ * address, and the stack once) against path and why. */
+static void push_unnamed(struct loader *L, const char *name, const char *module, const char *path,
+                         const char *why)
+{
+    struct rsr_flame *fl = L->fl;
+    uint32_t before = fl->names.n;
+    push(L, rsr_flame_frame(fl, name, RSR_FRAME_UNKNOWN, module));
+    struct rsr_flame_unnamed *u = rsr_flame_unnamed_of(fl, path, why);
+    u->addresses += fl->names.n > before;
+    uint32_t idx = (uint32_t)(u - fl->unnamed);
+    for (uint32_t i = 0; i < L->ntouched; i++)
+        if (L->touched[i] == idx)
+            return;
+    GROW(L->touched, L->ntouched, L->captouched);
+    L->touched[L->ntouched++] = idx;
+}
+
 static void push_native(struct loader *L, struct proc *p, uint64_t pc, int exact, uint64_t map_ts)
 {
     struct rsr_flame *fl = L->fl;
     char buf[1024];
     struct module_rec *m = find_module(p, pc, map_ts);
     if (!m) {
-        push(L, rsr_flame_frame(fl, "[unknown]", RSR_FRAME_UNKNOWN, ""));
+        push_unnamed(L, "[unknown]", "", "[unknown]", "no mapping holds the address");
         return;
     }
     const char *path = str_of(p, m->m.path);
@@ -681,15 +721,16 @@ static void push_native(struct loader *L, struct proc *p, uint64_t pc, int exact
     }
     if (!m->have_bias) {
         /* nothing but the file offset is known */
+        const char *why = m->file < 0 ? "no file (vDSO or anonymous memory)" : rsr_sym_file_why(L->sym, m->file);
         snprintf(buf, sizeof buf, "[%s+0x%" PRIx64 "]", base, pc - m->m.start + m->m.file_off);
-        push(L, rsr_flame_frame(fl, buf, RSR_FRAME_UNKNOWN, base));
+        push_unnamed(L, buf, base, path, why ? why : "no segment of the file holds the mapping");
         return;
     }
     uint64_t addr = pc - m->bias;
     const struct rsr_sym_result *r = rsr_sym_lookup(L->sym, m->file, exact ? addr : addr - 1);
     if (!r->known) {
         snprintf(buf, sizeof buf, "[%s+0x%" PRIx64 "]", base, addr);
-        push(L, rsr_flame_frame(fl, buf, RSR_FRAME_UNKNOWN, base));
+        push_unnamed(L, buf, base, path, r->why ? r->why : "no symbols");
         return;
     }
     for (uint32_t i = 0; i < r->nlevels; i++) {
@@ -829,6 +870,7 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
         if (!seen[a->kind]++)
             L->fl->nprocs++;
         L->nframes = 0;
+        L->ntouched = 0;
         if (L->opts->threads) {
             char buf[300];
             push(L, rsr_flame_frame(L->fl, thread_name(p, a->tid, buf, sizeof buf), RSR_FRAME_THREAD,
@@ -880,8 +922,12 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
             snprintf(buf, sizeof buf, "[wait: %s]", rsf_wait_reason_label(a->reason));
             push(L, rsr_flame_frame(L->fl, buf, RSR_FRAME_UNKNOWN, ""));
         }
-        rsr_flame_add(L->fl, L->frames, L->nframes,
-                      a->kind == RSF_SAMPLE_GPU && !a->leaf ? gpu_scaled(p, a->tid, a->weight) : a->weight, a->count);
+        uint64_t weight = a->kind == RSF_SAMPLE_GPU && !a->leaf ? gpu_scaled(p, a->tid, a->weight) : a->weight;
+        rsr_flame_add(L->fl, L->frames, L->nframes, weight, a->count);
+        for (uint32_t t = 0; t < L->ntouched; t++) {
+            L->fl->unnamed[L->touched[t]].samples += a->count;
+            L->fl->unnamed[L->touched[t]].weight += weight;
+        }
         nsamples[a->kind] += a->count;
     }
     if (seen[RSF_SAMPLE_GPU]) {
@@ -927,7 +973,7 @@ static void add_procs(struct rsr_flame *const *fls, struct proc *const *procs, i
                       const struct rsr_flame_opts *opts, uint64_t *nsamples, struct rsr_proc_waits *waits)
 {
     struct loader L = { .fls = fls, .opts = opts };
-    L.sym = rsr_sym_new(opts->quiet);
+    L.sym = opts->sym ? opts->sym : rsr_sym_new(opts->quiet);
     if (!L.sym) {
         fputs("ringside: out of memory\n", stderr);
         exit(1);
@@ -939,7 +985,9 @@ static void add_procs(struct rsr_flame *const *fls, struct proc *const *procs, i
     free(L.names);
     free(L.mods);
     free(L.is_python);
-    rsr_sym_free(L.sym);
+    free(L.touched);
+    if (!opts->sym)
+        rsr_sym_free(L.sym);
 }
 
 static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
@@ -1063,6 +1111,13 @@ void rsr_flame_merge(struct rsr_flame *dst, const struct rsr_flame *src)
         dst->nodes[d].count += s->count;
     }
     dst->nprocs += src->nprocs;
+    for (uint32_t i = 0; i < src->nunnamed; i++) {
+        const struct rsr_flame_unnamed *s = &src->unnamed[i];
+        struct rsr_flame_unnamed *d = rsr_flame_unnamed_of(dst, s->path, s->why);
+        d->addresses += s->addresses;
+        d->samples += s->samples;
+        d->weight += s->weight;
+    }
     if (src->stack_every_min && (!dst->stack_every_min || src->stack_every_min < dst->stack_every_min))
         dst->stack_every_min = src->stack_every_min;
     if (src->stack_every_max > dst->stack_every_max)
@@ -1084,6 +1139,23 @@ void rsr_flame_load_all(struct rsr_flame *fls, char **files, int nfiles, int qui
     if (waits)
         memset(waits, 0, (size_t)nfiles * sizeof *waits);
     load_kinds(each, files, nfiles, &o, nsamples, waits);
+}
+
+uint64_t rsr_flame_symbolize(char **files, int nfiles, struct rsr_sym *sym, int quiet)
+{
+    struct rsr_flame fls[RSF_SAMPLE_NKINDS], *each[RSF_SAMPLE_NKINDS];
+    uint64_t nsamples[RSF_SAMPLE_NKINDS] = { 0 }, total = 0;
+    struct rsr_flame_opts o = { .kind = -1, .rank = -1, .quiet = quiet, .sym = sym };
+    for (int k = 0; k < RSF_SAMPLE_NKINDS; k++) {
+        rsr_flame_init(&fls[k], k);
+        each[k] = &fls[k];
+    }
+    load_kinds(each, files, nfiles, &o, nsamples, NULL);
+    for (int k = 0; k < RSF_SAMPLE_NKINDS; k++) {
+        total += nsamples[k];
+        rsr_flame_free(&fls[k]);
+    }
+    return total;
 }
 
 static int folded_writer(FILE *f, const struct rsr_flame *fl, const char *title)

@@ -10,6 +10,8 @@
 
 #include "reporter/intern.h"
 
+struct rsr_sym;
+
 /* What a frame is, for colours and hover text. */
 enum rsr_frame_class {
     RSR_FRAME_NATIVE,     /* a function found in an ELF file */
@@ -29,6 +31,17 @@ struct rsr_flame_node {
     uint64_t count;       /* samples under and at this frame */
 };
 
+/* The frames of one module that could not be named, and why (the
+ * symboliser's words: "file not found here", "build id differs", "no
+ * symbols"...). path is the traced one, or "[vdso]" and the like, or
+ * "[unknown]" for addresses no mapping holds. */
+struct rsr_flame_unnamed {
+    char *path, *why;             /* owned */
+    uint64_t addresses;           /* distinct unnamed addresses */
+    uint64_t samples;             /* samples whose stack holds one of them */
+    uint64_t weight;              /* their weight (ns) */
+};
+
 struct rsr_flame {
     int kind;                     /* enum rsf_sample_kind */
     struct rsr_intern names;      /* frame names */
@@ -45,6 +58,8 @@ struct rsr_flame {
      * kernel launch in N per thread, least and most N (0: not recorded);
      * each thread's sampled stacks are scaled to its kernels' GPU time */
     uint32_t stack_every_min, stack_every_max;
+    struct rsr_flame_unnamed *unnamed;  /* by module and reason */
+    uint32_t nunnamed, capunnamed;
 };
 
 /* Options of the loader. */
@@ -54,6 +69,7 @@ struct rsr_flame_opts {
     int threads;    /* thread names as root frames */
     int lines;      /* "func (file.c:line)" instead of "func", "mod.py:func:line" */
     int quiet;      /* no notices on stderr */
+    struct rsr_sym *sym;  /* a symboliser to use (and keep); NULL: one of its own */
 };
 
 /* An empty tree for samples of kind. Free with rsr_flame_free. */
@@ -87,6 +103,9 @@ int rsr_flame_write_folded(FILE *f, const struct rsr_flame *fl);
  * count. The array is malloc'd: the caller frees it. */
 uint32_t *rsr_flame_children(const struct rsr_flame *fl, uint32_t node, uint32_t *n);
 
+/* The entry of (path, why) in fl->unnamed, added when new. */
+struct rsr_flame_unnamed *rsr_flame_unnamed_of(struct rsr_flame *fl, const char *path, const char *why);
+
 /* Adds every sample of src (a tree of the same kind) to dst. */
 void rsr_flame_merge(struct rsr_flame *dst, const struct rsr_flame *src);
 
@@ -97,6 +116,11 @@ void rsr_flame_merge(struct rsr_flame *dst, const struct rsr_flame *src);
 struct rsr_proc_waits;
 void rsr_flame_load_all(struct rsr_flame *fls, char **files, int nfiles, int quiet, int lines,
                         struct rsr_proc_waits *waits);
+
+/* Symbolises every sampled stack of every kind in the files with sym (which
+ * keeps what it looked up: `ringside symbols` packs it), as
+ * rsr_flame_load_all would. Returns the number of samples. */
+uint64_t rsr_flame_symbolize(char **files, int nfiles, struct rsr_sym *sym, int quiet);
 
 /* Live loading (`report --watch`): a file's samples added up as its chunks
  * come (rsr_flame_feed_chunk, an rsr_chunk_fn), then symbolised into

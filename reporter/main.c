@@ -10,6 +10,7 @@
 #include "reporter/report.h"
 #include "reporter/runs.h"
 #include "reporter/symbolize.h"
+#include "reporter/unnamed.h"
 #include "formats/trace.h"
 
 #include <errno.h>
@@ -24,7 +25,7 @@ static const char usage[] =
     "usage: ringside COMMAND [ARGS]\n"
     "\n"
     "  report DIR... [-o OUT] [--json FILE] [--ranks LIST] [--lines]\n"
-    "         [--memory-mb N] [--watch S] [-q]\n"
+    "         [--memory-mb N] [--watch S] [--sysroot DIR] [--symbols FILE] [-q]\n"
     "        merge the trace files of a job (a job folder, a folder of job\n"
     "        folders: its newest run, or trace files; files of more than one\n"
     "        run are refused) into OUT/report.json, OUT/index.html\n"
@@ -42,7 +43,13 @@ static const char usage[] =
     "        --watch S: while the job runs, read its files as they grow (new\n"
     "        frames only) and rewrite OUT every S seconds (the page reloads\n"
     "        itself); ends with the one-shot report once every file has its end\n"
-    "        mark and nothing grew for S seconds, or on Ctrl-C\n"
+    "        mark and nothing grew for S seconds, or on Ctrl-C.\n"
+    "        --sysroot DIR: the traced files are looked for under DIR first (the\n"
+    "        root of the container or image the job ran in); --symbols FILE: the\n"
+    "        symbols packed by `ringside symbols` where the job ran. Files still\n"
+    "        missing are asked by build id of the debuginfod servers of\n"
+    "        DEBUGINFOD_URLS. Build ids are checked; report.json \"symbols\" and\n"
+    "        the summary say which frames stayed unnamed and why\n"
     "  diff BEFORE AFTER [-o OUT] [--json FILE] [-q]\n"
     "  diff BEFORE AFTER --kind cpu|wait|gpu -o FILE.folded\n"
     "        what changed between two runs, each a report folder (from report\n"
@@ -63,7 +70,7 @@ static const char usage[] =
     "        in DIR, one per process (a trace.json of ringside report holds\n"
     "        every rank), named as the agent names them\n"
     "  flame DIR... [-o FILE.svg|FILE.folded] [--kind cpu|wait|gpu] [--rank R]\n"
-    "        [--threads] [--lines]\n"
+    "        [--threads] [--lines] [--sysroot DIR] [--symbols FILE]\n"
     "        a flame graph of the sampled stacks (default cpu, all ranks): an\n"
     "        interactive SVG, or folded lines (\"root;...;leaf weight_ns\") for\n"
     "        flamegraph.pl and speedscope when FILE ends in .folded or is -;\n"
@@ -72,6 +79,11 @@ static const char usage[] =
     "        launched there (gpu). --threads: thread names as root frames;\n"
     "        --lines: source file:line in frame names (mod.py:func:line for\n"
     "        Python)\n"
+    "  symbols DIR... -o FILE [--sysroot DIR] [-q]\n"
+    "        run where the job ran: packs the symbols of the native frames the\n"
+    "        traces hold (for each module by build id, the names of those\n"
+    "        addresses and its segments, not whole files) into FILE, for\n"
+    "        report/flame --symbols FILE anywhere\n"
     "  symbolize FILE ADDR...\n"
     "        function, inlined callers and file:line of addresses of an ELF file\n"
     "        (innermost first, as addr2line -a -f -i prints them)\n"
@@ -90,6 +102,21 @@ static int bad_usage(const char *what)
 {
     fprintf(stderr, "ringside: %s\n%s", what, usage);
     return 2;
+}
+
+/* --sysroot DIR and --symbols FILE at argv[*i]: 1 taken (value in *sysroot
+ * or *symbols, *i past it), 0 not one of them, -1 without its value. */
+static int symbol_option(int argc, char **argv, int *i, const char **sysroot, const char **symbols)
+{
+    int root = strcmp(argv[*i], "--sysroot") == 0;
+    if (!root && strcmp(argv[*i], "--symbols") != 0)
+        return 0;
+    if (*i + 1 == argc) {
+        fprintf(stderr, "ringside: %s needs a %s\n", argv[*i], root ? "folder" : "file");
+        return -1;
+    }
+    *(root ? sysroot : symbols) = argv[++*i];
+    return 1;
 }
 
 /* "0,3,8-9" into r[0..*n) (at most max); -1 when it is not such a list. */
@@ -129,9 +156,15 @@ static int cmd_report(int argc, char **argv)
     char **paths = calloc((size_t)argc + 1, sizeof *paths);
     if (!paths)
         return 1;
-    int n = 0, out_given = 0;
+    int n = 0, out_given = 0, so;
+    const char *sysroot = NULL, *symbols = NULL;
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--out") == 0) {
+        if ((so = symbol_option(argc, argv, &i, &sysroot, &symbols)) != 0) {
+            if (so < 0) {
+                free(paths);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--out") == 0) {
             if (++i == argc) {
                 free(paths);
                 return bad_usage("-o needs a folder");
@@ -189,7 +222,7 @@ static int cmd_report(int argc, char **argv)
             free(paths);
             return bad_usage("--watch rewrites a report folder: give -o OUT");
         }
-        rc = rsr_report_main(paths, n, &o);
+        rc = rsr_sym_configure(sysroot, symbols) != 0 ? 1 : rsr_report_main(paths, n, &o);
     }
     free(paths);
     return rc;
@@ -329,6 +362,16 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
+/* The trace files of the newest run under paths, as report takes them:
+ * the count (files malloc'd), or -1 with a message. */
+static int newest_traces(char **paths, int n, char ***files)
+{
+    int nfiles = rsr_find_traces(paths, n, files);
+    if (nfiles > 0)
+        rsr_runs_newest(*files, &nfiles);
+    return nfiles;
+}
+
 static int cmd_flame(int argc, char **argv)
 {
     struct rsr_flame_opts o = { .kind = RSF_SAMPLE_CPU, .rank = -1 };
@@ -336,9 +379,15 @@ static int cmd_flame(int argc, char **argv)
     char **paths = calloc((size_t)argc + 1, sizeof *paths);
     if (!paths)
         return 1;
-    int n = 0, rc = 2;
+    int n = 0, rc = 2, so;
+    const char *sysroot = NULL, *symbols = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
+        if ((so = symbol_option(argc, argv, &i, &sysroot, &symbols)) != 0) {
+            if (so < 0)
+                goto done;
+            continue;
+        }
         if ((strcmp(a, "-o") == 0 || strcmp(a, "--kind") == 0 || strcmp(a, "--rank") == 0) &&
             i + 1 == argc) {
             fprintf(stderr, "ringside: flame: %s needs a value\n", a);
@@ -382,13 +431,13 @@ static int cmd_flame(int argc, char **argv)
         rc = bad_usage("flame needs a trace folder");
         goto done;
     }
-    char **files = NULL;
-    int nfiles = rsr_find_traces(paths, n, &files);
     rc = 1;
+    if (rsr_sym_configure(sysroot, symbols) != 0)
+        goto done;
+    char **files = NULL;
+    int nfiles = newest_traces(paths, n, &files);
     if (nfiles < 0)
         goto done;
-    if (nfiles > 0)
-        rsr_runs_newest(files, &nfiles);
     const char *kind = rsf_sample_kind_name((unsigned)o.kind);
     if (nfiles == 0) {
         fprintf(stderr, "ringside: flame: no trace files (*.trace.lz4) in %s\n", paths[0]);
@@ -424,10 +473,78 @@ static int cmd_flame(int argc, char **argv)
                     rc = 0;
                 if (!err && !o.quiet && f != stdout)
                     fprintf(stderr, "ringside: flame: %" PRIu64 " %s samples -> %s\n", got, kind, path);
+                if (!err && !o.quiet)
+                    rsr_unnamed_summary(stderr, &fl, 1);
             }
         }
         rsr_flame_free(&fl);
     }
+    for (int i = 0; i < nfiles; i++)
+        free(files[i]);
+    free(files);
+done:
+    free(paths);
+    return rc;
+}
+
+static int cmd_symbols(int argc, char **argv)
+{
+    const char *out = NULL, *sysroot = NULL, *symbols = NULL;
+    int n = 0, quiet = 0, so, rc = 2;
+    char **paths = calloc((size_t)argc + 1, sizeof *paths);
+    if (!paths)
+        return 1;
+    for (int i = 0; i < argc; i++) {
+        if ((so = symbol_option(argc, argv, &i, &sysroot, &symbols)) != 0) {
+            if (so < 0 || symbols) {
+                if (symbols)
+                    fputs("ringside: symbols: --symbols is for report and flame\n", stderr);
+                goto done;
+            }
+        } else if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--out") == 0) {
+            if (++i == argc) {
+                rc = bad_usage("-o needs a file");
+                goto done;
+            }
+            out = argv[i];
+        } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
+            quiet = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "ringside: symbols: unknown option %s\n", argv[i]);
+            goto done;
+        } else {
+            paths[n++] = argv[i];
+        }
+    }
+    if (!n || !out) {
+        rc = bad_usage(!n ? "symbols needs a trace folder" : "symbols needs -o FILE");
+        goto done;
+    }
+    rc = 1;
+    if (rsr_sym_configure(sysroot, NULL) != 0)
+        goto done;
+    char **files = NULL;
+    int nfiles = newest_traces(paths, n, &files);
+    if (nfiles < 0)
+        goto done;
+    struct rsr_sym *s = nfiles ? rsr_sym_new(quiet) : NULL;
+    if (!nfiles) {
+        fprintf(stderr, "ringside: symbols: no trace files (*.trace.lz4) in %s\n", paths[0]);
+    } else if (s) {
+        uint64_t got = rsr_flame_symbolize(files, nfiles, s, quiet);
+        FILE *f = fopen(out, "w");
+        int err = !f || rsr_sym_write_pack(s, f) != 0;
+        if (f && fclose(f) != 0)
+            err = 1;
+        if (err)
+            fprintf(stderr, "ringside: symbols: %s: %s\n", out, strerror(errno ? errno : EIO));
+        else
+            rc = 0;
+        if (!err && !quiet)
+            fprintf(stderr, "ringside: symbols: the frames of %" PRIu64 " samples in %d trace file%s -> %s\n",
+                    got, nfiles, nfiles == 1 ? "" : "s", out);
+    }
+    rsr_sym_free(s);
     for (int i = 0; i < nfiles; i++)
         free(files[i]);
     free(files);
@@ -499,11 +616,13 @@ int main(int argc, char **argv)
         return cmd_flame(argc - 2, argv + 2);
     if (strcmp(cmd, "symbolize") == 0)
         return cmd_symbolize(argc - 2, argv + 2);
+    if (strcmp(cmd, "symbols") == 0)
+        return cmd_symbols(argc - 2, argv + 2);
     if (strcmp(cmd, "dump") == 0) {
         if (argc != 3)
             return bad_usage("dump takes one trace file");
         return rsr_dump(argv[2], stdout);
     }
     fprintf(stderr, "ringside: unknown command '%s'\n", cmd);
-    return bad_usage("commands: report, diff, export, import-kineto, flame, symbolize, dump");
+    return bad_usage("commands: report, diff, export, import-kineto, flame, symbols, symbolize, dump");
 }

@@ -359,6 +359,14 @@ void rsr_pack_flame(struct rsr_pack *b, const struct rsr_flame *fl)
         put_str(b, rsr_intern_str(&fl->modules, fl->name_module[i]));
     }
     put_array(b, fl->nodes, fl->nnodes, sizeof *fl->nodes);
+    rsr_pack_u64(b, fl->nunnamed);
+    for (uint32_t i = 0; i < fl->nunnamed; i++) {
+        put_str(b, fl->unnamed[i].path);
+        put_str(b, fl->unnamed[i].why);
+        rsr_pack_u64(b, fl->unnamed[i].addresses);
+        rsr_pack_u64(b, fl->unnamed[i].samples);
+        rsr_pack_u64(b, fl->unnamed[i].weight);
+    }
 }
 
 int rsr_unpack_flame(struct rsr_unpack *u, struct rsr_flame *dst)
@@ -381,6 +389,20 @@ int rsr_unpack_flame(struct rsr_unpack *u, struct rsr_flame *dst)
     for (size_t i = 1; i < n && !u->failed; i++)
         if (nodes[i].parent >= i || nodes[i].name >= nnames)
             u->failed = 1;
+    uint64_t nunnamed = rsr_unpack_u64(u);
+    for (uint64_t i = 0; i < nunnamed && !u->failed; i++) {
+        char *path = get_str(u), *why = get_str(u);
+        if (!path || !why) {
+            u->failed = 1;
+        } else {
+            struct rsr_flame_unnamed *e = rsr_flame_unnamed_of(&src, path, why);
+            e->addresses += rsr_unpack_u64(u);
+            e->samples += rsr_unpack_u64(u);
+            e->weight += rsr_unpack_u64(u);
+        }
+        free(path);
+        free(why);
+    }
     if (!u->failed && n) {
         free(src.nodes);
         src.nodes = nodes;

@@ -2,6 +2,7 @@
  * the text summary. Damaged files are reported (file, offset, bytes that
  * could not be read) and everything readable in them is still used. */
 #include "reporter/report.h"
+#include "reporter/unnamed.h"
 #include "reporter/flame.h"
 #include "reporter/analyse.h"
 #include "reporter/summary.h"
@@ -1349,9 +1350,20 @@ static char *reporter_json(const struct loaded *J, const struct rsr_mpi *mp, dou
     double rss = rsr_peak_rss_mb();
     if (rss < J->peak_rss_mb)
         rss = J->peak_rss_mb;
-    if (asprintf(&s, "\"reporter\": {\"version\": \"%s\", \"mpi_processes\": %d, \"peak_rss_mb\": %.1f, "
-                     "\"wall_s\": %.3f}", RINGSIDE_VERSION, mp->size, rss, now_s() - t0) < 0)
+    char *sym = NULL;
+    size_t nsym = 0;
+    FILE *mem = open_memstream(&sym, &nsym);
+    if (!mem)
         return NULL;
+    rsr_unnamed_json(mem, J->fls);
+    if (fclose(mem) != 0) {
+        free(sym);
+        return NULL;
+    }
+    if (asprintf(&s, "%s, \"reporter\": {\"version\": \"%s\", \"mpi_processes\": %d, \"peak_rss_mb\": %.1f, "
+                     "\"wall_s\": %.3f}", sym, RINGSIDE_VERSION, mp->size, rss, now_s() - t0) < 0)
+        s = NULL;
+    free(sym);
     return s;
 }
 
@@ -1451,8 +1463,10 @@ static int report_write(const struct loaded *J, char **paths, int npaths, const 
         else
             rc = write_file(o->json_path, json, len);
     }
-    if (!rc && !o->quiet)
+    if (!rc && !o->quiet) {
         summary(o->json_path && strcmp(o->json_path, "-") == 0 ? stderr : stdout, ins, n, &job);
+        rsr_unnamed_summary(o->json_path && strcmp(o->json_path, "-") == 0 ? stderr : stdout, J->fls, RSF_SAMPLE_NKINDS);
+    }
     /* What was written is kept, but a script must not take it for whole. */
     int lacking = arc != 0;
     for (int i = 0; i < n; i++)

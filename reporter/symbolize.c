@@ -4,15 +4,20 @@
  * callers turn runtime addresses into file addresses with rsr_sym_bias. */
 #include "reporter/symbolize.h"
 #include "reporter/intern.h"
+#include "reporter/sympack.h"
 
 #include <dwarf.h>
+#include <elfutils/debuginfod.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <errno.h>
 #include <gelf.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The C++ runtime's demangler (libstdc++, extern "C"). */
@@ -24,6 +29,8 @@ struct symfile {
     Dwfl *dwfl;
     Dwfl_Module *mod;
     enum rsr_sym_file_state state;
+    const char *why;        /* state not OK: in a few words */
+    const struct rsr_sympack_mod *pack;  /* from the symbols file, else NULL */
 };
 
 struct cache_slot {
@@ -43,12 +50,91 @@ struct rsr_sym {
 
 static char *debuginfo_path;
 
+/* What rsr_sym_configure set: process-wide, as the sources are the same for
+ * every symboliser of one command. */
+static struct {
+    char *sysroot;                /* without a trailing slash; NULL: none */
+    struct rsr_sympack pack;
+    int have_pack;
+    char *pack_path;
+    const char *urls;             /* DEBUGINFOD_URLS; NULL: not set */
+    debuginfod_client *client;
+    int down;                     /* a query failed for want of the server: no more */
+} src;
+
 static const Dwfl_Callbacks callbacks = {
     .find_elf = dwfl_build_id_find_elf,
     .find_debuginfo = dwfl_standard_find_debuginfo,
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = &debuginfo_path,
 };
+
+/* Cancels debuginfod queries once a server has failed (said once), libdwfl's
+ * own ones for debug info included: a dead server costs one time-out. */
+static int debuginfod_progress(debuginfod_client *c, long a, long b)
+{
+    (void)c, (void)a, (void)b;
+    return src.down;
+}
+
+int rsr_sym_configure(const char *sysroot, const char *symbols_file)
+{
+    if (sysroot) {
+        struct stat st;
+        if (stat(sysroot, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "ringside: --sysroot %s: %s\n", sysroot,
+                    errno && stat(sysroot, &st) != 0 ? strerror(errno) : "not a folder");
+            return -1;
+        }
+        src.sysroot = rsr_xstrdup(sysroot);
+        size_t n = strlen(src.sysroot);
+        while (n > 1 && src.sysroot[n - 1] == '/')
+            src.sysroot[--n] = '\0';
+        /* separate debug info by build id under the root too */
+        size_t cap = 2 * n + 64;
+        debuginfo_path = rsr_xmalloc(cap);
+        snprintf(debuginfo_path, cap, ":.debug:%s/usr/lib/debug:/usr/lib/debug", src.sysroot);
+    }
+    if (symbols_file) {
+        if (rsr_sympack_read(symbols_file, &src.pack) != 0)
+            return -1;
+        src.have_pack = 1;
+        src.pack_path = rsr_xstrdup(symbols_file);
+    }
+    const char *urls = getenv("DEBUGINFOD_URLS");
+    if (urls && *urls) {
+        src.urls = urls;
+        /* the client's own default is 90 s a server: too long to wait */
+        setenv("DEBUGINFOD_TIMEOUT", "5", 0);
+        src.client = debuginfod_begin();
+        if (src.client)
+            debuginfod_set_progressfn(src.client, debuginfod_progress);
+        else
+            fprintf(stderr, "ringside: debuginfod: the client cannot start; DEBUGINFOD_URLS is not used\n");
+    }
+    return 0;
+}
+
+void rsr_sym_unconfigure(void)
+{
+    free(src.sysroot);
+    free(src.pack_path);
+    if (src.have_pack)
+        rsr_sympack_free(&src.pack);
+    if (src.client)
+        debuginfod_end(src.client);
+    free(debuginfo_path);
+    debuginfo_path = NULL;
+    memset(&src, 0, sizeof src);
+}
+
+void rsr_sym_sources(const char **sysroot, const char **symbols_file, const char **urls, int *down)
+{
+    *sysroot = src.sysroot;
+    *symbols_file = src.pack_path;
+    *urls = src.urls;
+    *down = src.down;
+}
 
 struct rsr_sym *rsr_sym_new(int quiet)
 {
@@ -104,43 +190,184 @@ static void module_build_id(Dwfl_Module *mod, char *buf, size_t cap)
         snprintf(buf + 2 * i, 3, "%02x", bits[i]);
 }
 
+/* Opens path (as found) for f: 1 when usable (f->dwfl, f->mod set), 0 when
+ * it is not a readable ELF file, -1 when its build id is not the traced
+ * one (what it has in have). */
+static int try_open(struct symfile *f, const char *path, char *have, size_t cap)
+{
+    have[0] = '\0';
+    if (access(path, R_OK) != 0)
+        return 0;
+    Dwfl *dwfl = dwfl_begin(&callbacks);
+    if (!dwfl)
+        return 0;
+    if (src.client) {
+        /* libdwfl's own client, for debug info: stopped as ours is */
+        debuginfod_client *c = dwfl_get_debuginfod_client(dwfl);
+        if (c)
+            debuginfod_set_progressfn(c, debuginfod_progress);
+    }
+    dwfl_report_begin(dwfl);
+    /* ET_DYN placed at its own p_vaddr: addresses are link-time ones. */
+    Dwfl_Module *mod = dwfl_report_elf(dwfl, f->base, path, -1, 0, true);
+    dwfl_report_end(dwfl, NULL, NULL);
+    if (!mod) {
+        dwfl_end(dwfl);
+        return 0;
+    }
+    if (f->build_id[0]) {
+        module_build_id(mod, have, cap);
+        if (strcasecmp(have, f->build_id) != 0) {
+            dwfl_end(dwfl);
+            return -1;
+        }
+    }
+    f->dwfl = dwfl;
+    f->mod = mod;
+    return 1;
+}
+
+/* path as the root's own processes see it: each symbolic link on the way
+ * followed inside src.sysroot (an absolute target starts from the root, as
+ * in a chroot: /etc/alternatives and the like), at most 40 of them. A
+ * malloc'd path under the root; where a part is missing, the rest is
+ * joined as it is. */
+static char *under_root(const char *path)
+{
+    size_t rl = strlen(src.sysroot), cap = rl + PATH_MAX * 2;
+    char *out = rsr_xmalloc(cap), rest[PATH_MAX * 2], target[PATH_MAX];
+    snprintf(rest, sizeof rest, "%s", path);
+    memcpy(out, src.sysroot, rl + 1);
+    size_t len = rl;   /* out holds the root and the resolved parts */
+    char *p = rest;
+    for (int hops = 0; *p;) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        char *end = strchr(p, '/');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == 2 && p[0] == '.' && p[1] == '.') {
+            while (len > rl && out[len - 1] != '/')
+                len--;
+            if (len > rl)
+                len--;
+            out[len] = '\0';
+        } else if (!(n == 1 && p[0] == '.')) {
+            if (len + n + 2 > cap)
+                break;
+            out[len] = '/';
+            memcpy(out + len + 1, p, n);
+            out[len + 1 + n] = '\0';
+            ssize_t t = hops < 40 ? readlink(out, target, sizeof target - 1) : -1;
+            if (t > 0) {
+                hops++;
+                target[t] = '\0';
+                char next[PATH_MAX * 2];
+                snprintf(next, sizeof next, "%s%s%s", target, end ? "/" : "", end ? end + 1 : "");
+                snprintf(rest, sizeof rest, "%s", next);
+                p = rest;
+                if (target[0] == '/') {
+                    len = rl;
+                    out[len] = '\0';
+                }
+                continue;
+            }
+            len += n + 1;
+        }
+        p = end ? end + 1 : p + n;
+    }
+    if (len == rl)
+        snprintf(out + len, cap - len, "/");
+    return out;
+}
+
+/* The traced file by build id from the debuginfod servers: its path in the
+ * client's cache (malloc'd), or NULL with *why set. A failure other than
+ * "not there" is said once and ends the asking. */
+static char *from_debuginfod(struct rsr_sym *s, struct symfile *f, const char **why)
+{
+    if (!src.client || !f->build_id[0] || src.down)
+        return NULL;
+    char *path = NULL;
+    int fd = debuginfod_find_executable(src.client, (const unsigned char *)f->build_id, 0, &path);
+    if (fd >= 0) {
+        close(fd);
+        return path;
+    }
+    free(path);
+    if (fd == -ENOENT) {
+        *why = "file not found here nor on the debuginfod servers";
+        return NULL;
+    }
+    src.down = 1;
+    if (!s->quiet)
+        fprintf(stderr, "ringside: debuginfod (%s): %s; no more files are asked of it\n", src.urls,
+                strerror(-fd));
+    return NULL;
+}
+
 static void open_file(struct rsr_sym *s, struct symfile *f)
 {
     f->state = RSR_SYM_FILE_MISSING;
-    if (access(f->path, R_OK) != 0) {
-        if (!s->quiet)
-            fprintf(stderr, "ringside: %s: cannot be read here; its frames are shown as [%s+0xOFFSET]\n",
-                    f->path, f->base);
-        return;
-    }
-    f->dwfl = dwfl_begin(&callbacks);
-    if (!f->dwfl)
-        return;
-    dwfl_report_begin(f->dwfl);
-    /* ET_DYN placed at its own p_vaddr: addresses are link-time ones. */
-    f->mod = dwfl_report_elf(f->dwfl, f->base, f->path, -1, 0, true);
-    dwfl_report_end(f->dwfl, NULL, NULL);
-    if (!f->mod) {
-        if (!s->quiet)
-            fprintf(stderr, "ringside: %s: %s; its frames are shown as [%s+0xOFFSET]\n", f->path,
-                    dwfl_errmsg(-1), f->base);
-        dwfl_end(f->dwfl);
-        f->dwfl = NULL;
-        return;
-    }
-    if (f->build_id[0]) {
-        char have[2 * 64 + 1];
-        module_build_id(f->mod, have, sizeof have);
-        if (strcasecmp(have, f->build_id) != 0) {
-            if (!s->quiet)
-                fprintf(stderr, "ringside: %s: build id %s, not the traced %s: the file changed since "
-                        "the run; its frames are shown as [%s+0xOFFSET]\n", f->path,
-                        have[0] ? have : "(none)", f->build_id, f->base);
-            f->state = RSR_SYM_FILE_CHANGED;
+    f->why = "file not found here";
+    if (src.have_pack) {
+        const struct rsr_sympack_mod *m = rsr_sympack_find(&src.pack, f->path, f->build_id);
+        if (m && m->ok) {
+            f->pack = m;
+            f->state = RSR_SYM_FILE_OK;
+            f->why = NULL;
             return;
         }
+        if (m)
+            f->why = m->why;
     }
-    f->state = RSR_SYM_FILE_OK;
+    char have[2 * 64 + 1], seen[2 * 64 + 1] = "";
+    const char *changed = NULL;   /* the first file found with another build id */
+    char *rooted = NULL;
+    if (src.sysroot && f->path[0] == '/') {
+        rooted = under_root(f->path);
+        int r = try_open(f, rooted, have, sizeof have);
+        if (r == 1) {
+            free(rooted);
+            f->state = RSR_SYM_FILE_OK;
+            f->why = NULL;
+            return;
+        }
+        if (r < 0) {
+            changed = rooted;
+            snprintf(seen, sizeof seen, "%s", have);
+        }
+    }
+    int r = try_open(f, f->path, have, sizeof have);
+    if (r < 0 && !changed) {
+        changed = f->path;
+        snprintf(seen, sizeof seen, "%s", have);
+    }
+    char *fetched = r == 1 ? NULL : from_debuginfod(s, f, &f->why);
+    if (fetched && try_open(f, fetched, have, sizeof have) == 1)
+        r = 1;
+    free(fetched);
+    if (r == 1) {
+        free(rooted);
+        f->state = RSR_SYM_FILE_OK;
+        f->why = NULL;
+        return;
+    }
+    if (changed) {
+        f->state = RSR_SYM_FILE_CHANGED;
+        f->why = "build id differs";
+        if (!s->quiet)
+            fprintf(stderr, "ringside: %s: build id %s, not the traced %s: the file changed since "
+                    "the run (or is another one); "
+                    "its frames are shown as [%s+0xOFFSET]\n", changed, seen[0] ? seen : "(none)",
+                    f->build_id, f->base);
+    } else if (!s->quiet) {
+        fprintf(stderr, "ringside: %s: %s%s; its frames are shown as [%s+0xOFFSET]\n", f->path,
+                strcmp(f->why, "file not found here") == 0 ? "cannot be read here" : f->why,
+                src.sysroot && !src.have_pack ? " (nor under the --sysroot)" : "", f->base);
+    }
+    free(rooted);
 }
 
 int rsr_sym_file(struct rsr_sym *s, const char *path, const char *build_id)
@@ -169,18 +396,33 @@ enum rsr_sym_file_state rsr_sym_file_state(const struct rsr_sym *s, int file)
     return s->files[file].state;
 }
 
+const char *rsr_sym_file_why(const struct rsr_sym *s, int file)
+{
+    return s->files[file].state == RSR_SYM_FILE_OK ? NULL : s->files[file].why;
+}
+
 int rsr_sym_bias(struct rsr_sym *s, int file, uint64_t start, uint64_t file_off, uint64_t *bias)
 {
     struct symfile *f = &s->files[file];
     if (f->state != RSR_SYM_FILE_OK)
         return -1;
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t mask = (uint64_t)(page > 0 ? page : 4096) - 1;
+    if (f->pack) {
+        for (uint32_t i = 0; i < f->pack->nloads; i++) {
+            const struct rsr_sympack_load *l = &f->pack->loads[i];
+            if ((l->offset & ~mask) <= file_off && file_off < l->offset + l->filesz) {
+                *bias = start - file_off - l->vaddr + l->offset;
+                return 0;
+            }
+        }
+        return -1;
+    }
     GElf_Addr mbias;
     Elf *elf = dwfl_module_getelf(f->mod, &mbias);
     size_t nph;
     if (!elf || elf_getphdrnum(elf, &nph) != 0)
         return -1;
-    long page = sysconf(_SC_PAGESIZE);
-    uint64_t mask = (uint64_t)(page > 0 ? page : 4096) - 1;
     for (size_t i = 0; i < nph; i++) {
         GElf_Phdr ph;
         if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
@@ -358,7 +600,18 @@ static struct rsr_sym_result *resolve(struct rsr_sym *s, int file, uint64_t addr
     struct rsr_sym_result *r = rsr_xcalloc(1, sizeof *r);
     struct rsr_sym_level *inner_first = NULL;
     uint32_t n = 0;
-    if (f->state == RSR_SYM_FILE_OK) {
+    if (f->pack) {
+        const struct rsr_sympack_addr *e = rsr_sympack_addr(f->pack, addr);
+        if (e && e->res.known) {
+            r->known = 1;
+            r->nlevels = e->res.nlevels;
+            struct rsr_sym_level *lv = rsr_xmalloc(e->res.nlevels * sizeof *lv);
+            memcpy(lv, e->res.levels, e->res.nlevels * sizeof *lv);
+            r->levels = lv;
+            return r;
+        }
+        r->why = e ? e->res.why : "not in the symbols file";
+    } else if (f->state == RSR_SYM_FILE_OK) {
         n = dwarf_levels(s, f->mod, addr, &inner_first);
         if (n > 0 && strcmp(inner_first[n - 1].func, "??") == 0) {
             /* a function DIE without a name: the symbol table's */
@@ -394,6 +647,8 @@ static struct rsr_sym_result *resolve(struct rsr_sym *s, int file, uint64_t addr
     }
     if (n == 0) {
         char buf[512];
+        if (!r->why)
+            r->why = f->state == RSR_SYM_FILE_OK ? "no symbols" : f->why;
         snprintf(buf, sizeof buf, "[%s+0x%" PRIx64 "]", f->base, addr);
         inner_first = rsr_xcalloc(1, sizeof *inner_first);
         inner_first->func = keep(s, buf);
@@ -451,4 +706,60 @@ const struct rsr_sym_result *rsr_sym_lookup(struct rsr_sym *s, int file, uint64_
     s->slots[i].res = resolve(s, file, addr);
     s->nused++;
     return s->slots[i].res;
+}
+
+static int by_slot_addr(const void *a, const void *b)
+{
+    const struct cache_slot *x = *(const struct cache_slot *const *)a, *y = *(const struct cache_slot *const *)b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* The PT_LOAD segments of f, for the symbols file. */
+static uint32_t file_loads(const struct symfile *f, struct rsr_sympack_load *loads)
+{
+    if (f->pack) {
+        memcpy(loads, f->pack->loads, f->pack->nloads * sizeof *loads);
+        return f->pack->nloads;
+    }
+    GElf_Addr mbias;
+    Elf *elf = f->mod ? dwfl_module_getelf(f->mod, &mbias) : NULL;
+    size_t nph;
+    uint32_t n = 0;
+    if (!elf || elf_getphdrnum(elf, &nph) != 0)
+        return 0;
+    for (size_t i = 0; i < nph && n < RSR_SYMPACK_MAXLOADS; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+            loads[n++] = (struct rsr_sympack_load){ ph.p_offset, ph.p_vaddr, ph.p_filesz };
+    }
+    return n;
+}
+
+int rsr_sym_write_pack(const struct rsr_sym *s, FILE *f)
+{
+    if (rsr_sympack_write_head(f) != 0)
+        return -1;
+    const struct cache_slot **mine = rsr_xcalloc(s->nused + 1, sizeof *mine);
+    int rc = 0;
+    for (uint32_t i = 0; i < s->nfiles && !rc; i++) {
+        const struct symfile *sf = &s->files[i];
+        struct rsr_sympack_load loads[RSR_SYMPACK_MAXLOADS];
+        uint32_t nloads = sf->state == RSR_SYM_FILE_OK ? file_loads(sf, loads) : 0;
+        const char *state = sf->state == RSR_SYM_FILE_OK ? "ok" : sf->state == RSR_SYM_FILE_CHANGED ? "changed" : "missing";
+        if (rsr_sympack_write_mod(f, state, sf->build_id, sf->path, loads, nloads) != 0) {
+            rc = -1;
+            break;
+        }
+        if (sf->state != RSR_SYM_FILE_OK)
+            continue;
+        uint32_t n = 0;
+        for (uint32_t k = 0; k < s->nslots; k++)
+            if (s->slots[k].file == (int32_t)i)
+                mine[n++] = &s->slots[k];
+        qsort(mine, n, sizeof *mine, by_slot_addr);
+        for (uint32_t k = 0; k < n && !rc; k++)
+            rc = rsr_sympack_write_addr(f, mine[k]->addr, mine[k]->res);
+    }
+    free(mine);
+    return rc;
 }
