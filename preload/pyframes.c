@@ -71,6 +71,20 @@ static int safe_read(uint64_t addr, void *dst, size_t n)
     return addr && process_vm_readv(self_pid, &l, 1, &r, 1, 0) == (ssize_t)n ? 0 : -1;
 }
 
+/* The parts of _Py_DebugOffsets the sampler reads that 3.13 and 3.14
+ * share (3.14 adds fields at their ends). */
+struct debug_frame {
+    uint64_t size, previous, executable, instr_ptr, localsplus, owner;
+};
+struct debug_code {
+    uint64_t size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames,
+        localspluskinds, co_code_adaptive;
+};
+struct debug_thread {
+    uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id, datastack_chunk,
+        status;
+};
+
 /* The layout of _Py_DebugOffsets (3.13) as far as the sampler reads it
  * (Include/internal/pycore_runtime.h of 3.13). */
 struct debug_offsets_313 {
@@ -78,11 +92,9 @@ struct debug_offsets_313 {
     uint64_t version, free_threaded;
     uint64_t runtime_state[3];
     uint64_t interpreter_state[13];
-    struct { uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
-             datastack_chunk, status; } thread_state;
-    struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
-    struct { uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
-             localsplusnames, localspluskinds, co_code_adaptive; } code_object;
+    struct debug_thread thread_state;
+    struct debug_frame interpreter_frame;
+    struct debug_code code_object;
     uint64_t pyobject[2], type_object[4], tuple_object[3], list_object[3], dict_object[3];
     uint64_t float_object[2], long_object[3], bytes_object[3];
     struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
@@ -96,12 +108,11 @@ struct debug_offsets_314 {
     uint64_t version, free_threaded;
     uint64_t runtime_state[3];
     uint64_t interpreter_state[16];
-    struct { uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
-             datastack_chunk, status; } thread_state;
-    struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner, stackpointer,
-             tlbc_index; } interpreter_frame;
-    struct { uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
-             localsplusnames, localspluskinds, co_code_adaptive, co_tlbc; } code_object;
+    struct debug_thread thread_state;
+    struct debug_frame interpreter_frame;
+    uint64_t stackpointer, tlbc_index;
+    struct debug_code code_object;
+    uint64_t co_tlbc;
     uint64_t pyobject[2], type_object[4], tuple_object[3], list_object[3], set_object[4];
     uint64_t dict_object[3], float_object[2], long_object[3], bytes_object[3];
     struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
@@ -119,6 +130,44 @@ static int debug_offsets_read(void *d, size_t n, unsigned minor)
     return safe_read((uint64_t)rt, d, n);
 }
 
+/* off from the parts both versions share; -1 when an offset lies past the
+ * size the same table gives for its struct (not the layout read). */
+static int debug_offsets_use(unsigned minor, const struct debug_thread *t, const struct debug_frame *f,
+                             const struct debug_code *c, const uint64_t bytes[3], uint64_t ascii_size)
+{
+    off = (struct rs_pyoffsets){
+        .minor = minor, .tstate_frame = t->current_frame,
+        .frame_previous = f->previous, .frame_code = f->executable, .frame_entry = f->owner,
+        /* Frames with an owner of 3 or more are not Python code's: in 3.13
+         * FRAME_OWNED_BY_CSTACK (3), the entry frame of each eval call; in
+         * 3.14 that entry frame is FRAME_OWNED_BY_INTERPRETER (3), and
+         * FRAME_OWNED_BY_CSTACK (4) other C frames. */
+        .entry_mode = RS_PY_ENTRY_SHIM, .cstack_owner = 3,
+        .frame_instr = f->instr_ptr, .code_units = c->co_code_adaptive,
+        .code_filename = c->filename, .code_name = c->qualname,
+        .code_linetable = c->linetable, .code_firstlineno = c->firstlineno,
+        .bytes_size = bytes[1], .bytes_data = bytes[2],
+        .ascii_size = ascii_size,
+        /* PyCompactUnicodeObject adds utf8_length and utf8 in 3.12+. */
+        .compact_size = ascii_size + 16,
+    };
+    if (off.frame_previous >= f->size || off.frame_code >= f->size || off.frame_entry >= f->size ||
+        off.frame_instr >= f->size || off.code_units > c->size || off.code_filename >= c->size ||
+        off.code_name >= c->size || off.code_linetable >= c->size || off.code_firstlineno >= c->size ||
+        off.tstate_frame >= t->size)
+        return -1;
+    return 0;
+}
+
+static int offsets_313(void)
+{
+    struct debug_offsets_313 d;
+    if (debug_offsets_read(&d, sizeof d, 13) != 0 || d.free_threaded)
+        return -1;
+    return debug_offsets_use(13, &d.thread_state, &d.interpreter_frame, &d.code_object, d.bytes_object,
+                             d.unicode_object.asciiobject_size);
+}
+
 static int offsets_314(void)
 {
     struct debug_offsets_314 d;
@@ -130,51 +179,12 @@ static int offsets_314(void)
         rs_notice("free-threaded Python 3.14 is not supported; Python frames are not recorded");
         return -2;
     }
-    off = (struct rs_pyoffsets){
-        .minor = 14, .tstate_frame = d.thread_state.current_frame,
-        .frame_previous = d.interpreter_frame.previous,
-        .frame_code = d.interpreter_frame.executable, .frame_entry = d.interpreter_frame.owner,
-        /* f_executable is a _PyStackRef: the object's address with a
-         * reference-count tag in its low two bits (pycore_stackref.h). */
-        .code_tag = 3,
-        /* The entry frame each eval call pushes is FRAME_OWNED_BY_INTERPRETER
-         * (3); FRAME_OWNED_BY_CSTACK (4) frames are outside Python code too. */
-        .entry_mode = RS_PY_ENTRY_SHIM, .cstack_owner = 3,
-        .frame_instr = d.interpreter_frame.instr_ptr, .code_units = d.code_object.co_code_adaptive,
-        .code_filename = d.code_object.filename, .code_name = d.code_object.qualname,
-        .code_linetable = d.code_object.linetable, .code_firstlineno = d.code_object.firstlineno,
-        .bytes_size = d.bytes_object[1], .bytes_data = d.bytes_object[2],
-        .ascii_size = d.unicode_object.asciiobject_size,
-        .compact_size = d.unicode_object.asciiobject_size + 16,
-    };
-    /* Offsets past the sizes the same table gives are not this layout. */
-    if (off.frame_previous >= d.interpreter_frame.size || off.frame_code >= d.interpreter_frame.size ||
-        off.frame_entry >= d.interpreter_frame.size || off.frame_instr >= d.interpreter_frame.size ||
-        off.code_units > d.code_object.size || off.code_filename >= d.code_object.size ||
-        off.code_name >= d.code_object.size || off.code_linetable >= d.code_object.size ||
-        off.code_firstlineno >= d.code_object.size || off.tstate_frame >= d.thread_state.size)
+    if (debug_offsets_use(14, &d.thread_state, &d.interpreter_frame, &d.code_object, d.bytes_object,
+                          d.unicode_object.asciiobject_size) != 0)
         return -1;
-    return 0;
-}
-
-static int offsets_313(void)
-{
-    struct debug_offsets_313 d;
-    if (debug_offsets_read(&d, sizeof d, 13) != 0 || d.free_threaded)
-        return -1;
-    off = (struct rs_pyoffsets){
-        .minor = 13, .tstate_frame = d.thread_state.current_frame,
-        .frame_previous = d.interpreter_frame.previous,
-        .frame_code = d.interpreter_frame.executable, .frame_entry = d.interpreter_frame.owner,
-        .entry_mode = RS_PY_ENTRY_SHIM, .cstack_owner = 3,
-        .frame_instr = d.interpreter_frame.instr_ptr, .code_units = d.code_object.co_code_adaptive,
-        .code_filename = d.code_object.filename, .code_name = d.code_object.qualname,
-        .code_linetable = d.code_object.linetable, .code_firstlineno = d.code_object.firstlineno,
-        .bytes_size = d.bytes_object[1], .bytes_data = d.bytes_object[2],
-        .ascii_size = d.unicode_object.asciiobject_size,
-        /* PyCompactUnicodeObject adds utf8_length and utf8 in 3.12+. */
-        .compact_size = d.unicode_object.asciiobject_size + 16,
-    };
+    /* f_executable is a _PyStackRef: the object's address with a
+     * reference-count tag in its low two bits (pycore_stackref.h). */
+    off.code_tag = 3;
     return 0;
 }
 

@@ -16,7 +16,8 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
-from rstest import AGENT, BUILD, RINGSIDE, ROOT, check, cleanup, finish, run, tempdir  # noqa: E402
+from rstest import AGENT, BUILD, ROOT, check, cleanup, finish, run, tempdir  # noqa: E402
+import samples  # noqa: E402
 
 SCRIPT = os.path.join(ROOT, "tests", "programs", "py_nested3.py")
 CHROOT = os.environ.get("RINGSIDE_CHROOT", os.path.join(BUILD, "chroot-sid"))
@@ -32,17 +33,13 @@ def in_chroot(work, *cmd, **env):
     return run(["unshare", "-m", "--", "sh", "-c", ENTER, "sh", CHROOT, work] + extra + list(cmd))
 
 
-def folded(out, extra=()):
-    path = os.path.join(out, "cpu.folded")
-    p = run([RINGSIDE, "flame", out, "--kind", "cpu", "-o", path, "-q"] + list(extra))
-    if not check("py3.14: ringside flame%s runs outside the chroot" % "".join(" " + e for e in extra),
-                 p.returncode == 0, p.stderr.decode(errors="replace")[-300:]):
-        return {}
+def flame(out, lines=False):
+    """{stack: weight} of the CPU flame graph, reported outside the chroot."""
+    rows = samples.folded(out, "cpu", lines)
+    check("py3.14: ringside flame%s runs outside the chroot" % (" --lines" if lines else ""), rows is not None)
     got = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            stack, _, w = line.rstrip("\n").rpartition(" ")
-            got[stack] = got.get(stack, 0) + int(w)
+    for frames, w in rows or []:
+        got[";".join(frames)] = got.get(";".join(frames), 0) + w
     return got
 
 
@@ -84,7 +81,7 @@ def main():
     clock = json.loads(p.stdout.decode().strip().splitlines()[-1])
     total_clock = sum(clock.values())
     out = os.path.join(work, "out")
-    got = folded(out)
+    got = flame(out)
     own = dict.fromkeys(NAMES, 0)
     nested = 0
     for stack, w in got.items():
@@ -109,7 +106,7 @@ def main():
     check("py3.14: nested under <module>;main;outer;middle in order", in_three and nested >= 0.9 * in_three,
           "%d of %d ns" % (nested, in_three))
     lo, hi = source_lines("inner")
-    lined = folded(out, ["--lines"])
+    lined = flame(out, lines=True)
     lines = {}
     for stack, w in lined.items():
         leaf = [x for x in stack.split(";") if x.startswith("py_nested3.py:")][-1:]
