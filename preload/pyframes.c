@@ -1,12 +1,12 @@
-/* CPython 3.10-3.13 frames for the sampler. The signal handler reads the
+/* CPython 3.10-3.14 frames for the sampler. The signal handler reads the
  * sampled thread's own frame chain (the thread is stopped in the handler,
  * but a frame may be half pushed or torn down, so every read goes through
  * process_vm_readv on this process, which fails cleanly on a bad address)
  * and puts each frame's code object address and instruction index where the
  * interpreter's _PyEval_EvalFrameDefault frames were; the writer turns them
  * into "pkg/mod.py:qualname:line" strings later (pynames.c). Offsets:
- * _Py_DebugOffsets in 3.13, the generated table pyoffsets.h
- * (tools/pyoffsets.sh) for 3.10-3.12. */
+ * _Py_DebugOffsets in 3.13 and 3.14 (read from _PyRuntime at run time),
+ * the generated table pyoffsets.h (tools/pyoffsets.sh) for 3.10-3.12. */
 #include "preload/sample.h"
 
 #include <dlfcn.h>
@@ -23,14 +23,18 @@ enum { RS_PY_ENTRY_EACH, RS_PY_ENTRY_FLAG, RS_PY_ENTRY_SHIM };
 /* Where things are in one CPython minor version. entry_mode says how native
  * eval calls map to Python frames: EACH (3.10: one frame per call), FLAG
  * (3.11: a call runs frames up to one whose frame_entry byte is set), SHIM
- * (3.12+: a frame owned by the C stack, frame_entry == cstack_owner, lies
- * outside the frames of each call). */
+ * (3.12+: a frame not owned by Python code, frame_entry >= cstack_owner,
+ * lies outside the frames of each call, in the eval call's own C stack
+ * frame: that, not the program counter, finds the call, since a compiler
+ * may split _PyEval_EvalFrameDefault into parts its symbol does not cover,
+ * as Debian's GCC build of 3.14 does). */
 struct rs_pyoffsets {
     unsigned minor;
     size_t tstate_frame;     /* 3.11/3.12: tstate->cframe; else the frame */
     size_t cframe_current;   /* 3.11/3.12: cframe->current_frame */
     size_t frame_previous, frame_code, frame_entry;
     int entry_mode, cstack_owner;
+    uint64_t code_tag;       /* 3.14: tag bits of the _PyStackRef f_executable */
     /* The frame's instruction at frame_instr: an int index in code units
      * when instr_index is set (3.10's f_lasti), else a pointer into the
      * code object, whose code units start at code_units. */
@@ -46,7 +50,7 @@ struct rs_pyoffsets {
 
 _Atomic int rs_py_ready;
 static struct rs_pyoffsets off;
-static int via_cframe;
+static int via_cframe, by_stack;
 static size_t frame_span;
 static uint64_t eval_lo, eval_hi;
 static uint64_t code_type, unicode_type, bytes_type;
@@ -67,42 +71,120 @@ static int safe_read(uint64_t addr, void *dst, size_t n)
     return addr && process_vm_readv(self_pid, &l, 1, &r, 1, 0) == (ssize_t)n ? 0 : -1;
 }
 
-/* The layout of _Py_DebugOffsets (3.13) as far as the sampler reads it. */
+/* The parts of _Py_DebugOffsets the sampler reads that 3.13 and 3.14
+ * share (3.14 adds fields at their ends). */
+struct debug_frame {
+    uint64_t size, previous, executable, instr_ptr, localsplus, owner;
+};
+struct debug_code {
+    uint64_t size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames,
+        localspluskinds, co_code_adaptive;
+};
+struct debug_thread {
+    uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id, datastack_chunk,
+        status;
+};
+
+/* The layout of _Py_DebugOffsets (3.13) as far as the sampler reads it
+ * (Include/internal/pycore_runtime.h of 3.13). */
 struct debug_offsets_313 {
     char cookie[8];
     uint64_t version, free_threaded;
     uint64_t runtime_state[3];
     uint64_t interpreter_state[13];
-    struct { uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
-             datastack_chunk, status; } thread_state;
-    struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
-    struct { uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
-             localsplusnames, localspluskinds, co_code_adaptive; } code_object;
+    struct debug_thread thread_state;
+    struct debug_frame interpreter_frame;
+    struct debug_code code_object;
     uint64_t pyobject[2], type_object[4], tuple_object[3], list_object[3], dict_object[3];
     uint64_t float_object[2], long_object[3], bytes_object[3];
     struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
 };
 
+/* The same for 3.14 (Include/internal/pycore_debug_offsets.h of 3.14): the
+ * interpreter state, frame and code object grew fields, and a set object
+ * came before the dict's. */
+struct debug_offsets_314 {
+    char cookie[8];
+    uint64_t version, free_threaded;
+    uint64_t runtime_state[3];
+    uint64_t interpreter_state[16];
+    struct debug_thread thread_state;
+    struct debug_frame interpreter_frame;
+    uint64_t stackpointer, tlbc_index;
+    struct debug_code code_object;
+    uint64_t co_tlbc;
+    uint64_t pyobject[2], type_object[4], tuple_object[3], list_object[3], set_object[4];
+    uint64_t dict_object[3], float_object[2], long_object[3], bytes_object[3];
+    struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
+};
+
+/* _Py_DebugOffsets is the first member of _PyRuntime, so it is at the
+ * symbol; 0 when it holds the cookie and version 3.minor. */
+static int debug_offsets_read(void *d, size_t n, unsigned minor)
+{
+    struct { char cookie[8]; uint64_t version; } head;
+    void *rt = dlsym(RTLD_DEFAULT, "_PyRuntime");
+    if (!rt || safe_read((uint64_t)rt, &head, sizeof head) != 0 || memcmp(head.cookie, "xdebugpy", 8) != 0 ||
+        (head.version >> 16) != (0x0300u | minor))
+        return -1;
+    return safe_read((uint64_t)rt, d, n);
+}
+
+/* off from the parts both versions share; -1 when an offset lies past the
+ * size the same table gives for its struct (not the layout read). */
+static int debug_offsets_use(unsigned minor, const struct debug_thread *t, const struct debug_frame *f,
+                             const struct debug_code *c, const uint64_t bytes[3], uint64_t ascii_size)
+{
+    off = (struct rs_pyoffsets){
+        .minor = minor, .tstate_frame = t->current_frame,
+        .frame_previous = f->previous, .frame_code = f->executable, .frame_entry = f->owner,
+        /* Frames with an owner of 3 or more are not Python code's: in 3.13
+         * FRAME_OWNED_BY_CSTACK (3), the entry frame of each eval call; in
+         * 3.14 that entry frame is FRAME_OWNED_BY_INTERPRETER (3), and
+         * FRAME_OWNED_BY_CSTACK (4) other C frames. */
+        .entry_mode = RS_PY_ENTRY_SHIM, .cstack_owner = 3,
+        .frame_instr = f->instr_ptr, .code_units = c->co_code_adaptive,
+        .code_filename = c->filename, .code_name = c->qualname,
+        .code_linetable = c->linetable, .code_firstlineno = c->firstlineno,
+        .bytes_size = bytes[1], .bytes_data = bytes[2],
+        .ascii_size = ascii_size,
+        /* PyCompactUnicodeObject adds utf8_length and utf8 in 3.12+. */
+        .compact_size = ascii_size + 16,
+    };
+    if (off.frame_previous >= f->size || off.frame_code >= f->size || off.frame_entry >= f->size ||
+        off.frame_instr >= f->size || off.code_units > c->size || off.code_filename >= c->size ||
+        off.code_name >= c->size || off.code_linetable >= c->size || off.code_firstlineno >= c->size ||
+        off.tstate_frame >= t->size)
+        return -1;
+    return 0;
+}
+
 static int offsets_313(void)
 {
     struct debug_offsets_313 d;
-    void *rt = dlsym(RTLD_DEFAULT, "_PyRuntime");
-    if (!rt || safe_read((uint64_t)rt, &d, sizeof d) != 0 || memcmp(d.cookie, "xdebugpy", 8) != 0 ||
-        (d.version >> 16) != 0x030D || d.free_threaded)
+    if (debug_offsets_read(&d, sizeof d, 13) != 0 || d.free_threaded)
         return -1;
-    off = (struct rs_pyoffsets){
-        .minor = 13, .tstate_frame = d.thread_state.current_frame,
-        .frame_previous = d.interpreter_frame.previous,
-        .frame_code = d.interpreter_frame.executable, .frame_entry = d.interpreter_frame.owner,
-        .entry_mode = RS_PY_ENTRY_SHIM, .cstack_owner = 3,
-        .frame_instr = d.interpreter_frame.instr_ptr, .code_units = d.code_object.co_code_adaptive,
-        .code_filename = d.code_object.filename, .code_name = d.code_object.qualname,
-        .code_linetable = d.code_object.linetable, .code_firstlineno = d.code_object.firstlineno,
-        .bytes_size = d.bytes_object[1], .bytes_data = d.bytes_object[2],
-        .ascii_size = d.unicode_object.asciiobject_size,
-        /* PyCompactUnicodeObject adds utf8_length and utf8 in 3.12+. */
-        .compact_size = d.unicode_object.asciiobject_size + 16,
-    };
+    return debug_offsets_use(13, &d.thread_state, &d.interpreter_frame, &d.code_object, d.bytes_object,
+                             d.unicode_object.asciiobject_size);
+}
+
+static int offsets_314(void)
+{
+    struct debug_offsets_314 d;
+    if (debug_offsets_read(&d, sizeof d, 14) != 0)
+        return -1;
+    if (d.free_threaded) {
+        /* Its frames run per-thread copies of the bytecode (tlbc_index),
+         * its objects have a larger header: not read here yet. */
+        rs_notice("free-threaded Python 3.14 is not supported; Python frames are not recorded");
+        return -2;
+    }
+    if (debug_offsets_use(14, &d.thread_state, &d.interpreter_frame, &d.code_object, d.bytes_object,
+                          d.unicode_object.asciiobject_size) != 0)
+        return -1;
+    /* f_executable is a _PyStackRef: the object's address with a
+     * reference-count tag in its low two bits (pycore_stackref.h). */
+    off.code_tag = 3;
     return 0;
 }
 
@@ -131,6 +213,8 @@ int rs_py_try_init(void)
     int found = -1;
     if (minor == 13) {
         found = offsets_313();
+    } else if (minor == 14) {
+        found = offsets_314();
     } else {
         for (size_t i = 0; i < sizeof rs_pyoffsets_table / sizeof rs_pyoffsets_table[0]; i++)
             if (rs_pyoffsets_table[i].minor == minor) {
@@ -138,21 +222,26 @@ int rs_py_try_init(void)
                 found = 0;
             }
     }
+    if (found == -2)
+        return 0;
     if (found != 0) {
         rs_notice("no frame offsets for Python %u.%u; Python frames are not recorded", major, minor);
         return 0;
     }
     via_cframe = minor == 11 || minor == 12;
+    by_stack = off.entry_mode == RS_PY_ENTRY_SHIM;
     frame_span = max4(off.frame_previous, off.frame_code, off.frame_entry, off.frame_instr) + 8;
     void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
     Dl_info info;
     const ElfW(Sym) *sym = NULL;
-    if (!eval || !dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size) {
+    if (!by_stack && (!eval || !dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size)) {
         rs_notice("cannot find _PyEval_EvalFrameDefault; Python frames are not recorded");
         return 0;
     }
-    eval_lo = (uint64_t)eval;
-    eval_hi = eval_lo + sym->st_size;
+    if (!by_stack) {
+        eval_lo = (uint64_t)eval;
+        eval_hi = eval_lo + sym->st_size;
+    }
     code_type = (uint64_t)dlsym(RTLD_DEFAULT, "PyCode_Type");
     unicode_type = (uint64_t)dlsym(RTLD_DEFAULT, "PyUnicode_Type");
     bytes_type = (uint64_t)dlsym(RTLD_DEFAULT, "PyBytes_Type");
@@ -191,6 +280,7 @@ static int read_frame(uint64_t frame, uint64_t *prev, uint64_t *code, uint8_t *e
         return -1;
     memcpy(prev, buf + off.frame_previous, 8);
     memcpy(code, buf + off.frame_code, 8);
+    *code &= ~off.code_tag;
     *entry = off.entry_mode == RS_PY_ENTRY_EACH ? 0 : buf[off.frame_entry];
     int64_t unit;
     if (off.instr_index) {
@@ -208,7 +298,7 @@ static int read_frame(uint64_t frame, uint64_t *prev, uint64_t *code, uint8_t *e
 }
 
 /* Appends the Python frames one native eval call runs, from *frame on;
- * leaves *frame at the first frame of the next (outer) call. */
+ * leaves *frame at the first frame of the next (outer) call. 3.10, 3.11. */
 static int eval_frames(uint64_t *frame, uint64_t *out, int room)
 {
     int got = 0, guard = 0;
@@ -219,30 +309,77 @@ static int eval_frames(uint64_t *frame, uint64_t *out, int room)
             *frame = 0;
             break;
         }
-        if (off.entry_mode == RS_PY_ENTRY_SHIM && entry == off.cstack_owner) {
-            *frame = prev;
-            if (got)
-                break;
-            continue;
-        }
         if (code && code <= RS_PY_CODE_MASK)
             out[got++] = RS_PYFRAME_BIT | pos << RS_PY_POS_SHIFT | code;
         *frame = prev;
-        if (off.entry_mode == RS_PY_ENTRY_EACH || (off.entry_mode == RS_PY_ENTRY_FLAG && entry))
+        if (off.entry_mode == RS_PY_ENTRY_EACH || entry)
             break;
     }
     return got;
 }
 
-int rs_py_splice(uint64_t *pcs, int n, int max)
+/* 3.12+: the Python frames from *frame on up to the next shim frame (at
+ * most room of them kept), and that shim's address in *shim (0: the chain
+ * ended first); *frame is left past the shim. Shims with no frames before
+ * them are passed over. */
+static int shim_group(uint64_t *frame, uint64_t *out, int room, uint64_t *shim)
+{
+    int got = 0, guard = 0;
+    *shim = 0;
+    while (*frame && guard++ < 4096) {
+        uint64_t at = *frame, prev, code, pos;
+        uint8_t entry;
+        if (read_frame(at, &prev, &code, &entry, &pos) != 0) {
+            *frame = 0;
+            break;
+        }
+        *frame = prev;
+        if (entry >= off.cstack_owner) {
+            if (!got)
+                continue;
+            *shim = at;
+            break;
+        }
+        if (code && code <= RS_PY_CODE_MASK && got < room)
+            out[got++] = RS_PYFRAME_BIT | pos << RS_PY_POS_SHIFT | code;
+    }
+    return got;
+}
+
+/* 3.12+: each group of Python frames replaces the native frame whose stack
+ * (from its stack pointer up to its caller's) holds the group's shim, the
+ * eval call's own entry frame. */
+static int splice_by_stack(uint64_t *pcs, const uint64_t *sps, int n, int cap, uint64_t frame)
+{
+    uint64_t out[RS_STACK_MAX], group[RS_STACK_MAX], shim;
+    int m = 0, ng = shim_group(&frame, group, cap, &shim);
+    for (int i = 0; i < n && m < cap; i++) {
+        /* a shim below this frame was in none unwound: its group is lost */
+        while (shim && shim < sps[i])
+            ng = shim_group(&frame, group, cap, &shim);
+        uint64_t top = i + 1 < n ? sps[i + 1] : UINT64_MAX;
+        if (shim && shim < top && ng) {
+            int k = ng < cap - m ? ng : cap - m;
+            memcpy(out + m, group, (size_t)k * sizeof *out);
+            m += k;
+            ng = shim_group(&frame, group, cap, &shim);
+        } else {
+            out[m++] = pcs[i];
+        }
+    }
+    memcpy(pcs, out, (size_t)m * sizeof *pcs);
+    return m;
+}
+
+int rs_py_splice(uint64_t *pcs, const uint64_t *sps, int n, int max)
 {
     if (!atomic_load_explicit(&rs_py_ready, memory_order_relaxed))
         return n;
     int first = -1;
-    for (int i = 0; i < n && first < 0; i++)
+    for (int i = 0; i < n && first < 0 && !by_stack; i++)
         if (pcs[i] >= eval_lo && pcs[i] < eval_hi)
             first = i;
-    if (first < 0)
+    if ((first < 0 && !by_stack) || n <= 0)
         return n;
     if (!p_initialized())
         return n;
@@ -251,12 +388,15 @@ int rs_py_splice(uint64_t *pcs, int n, int max)
         return n;
     if (via_cframe && (!frame || safe_read(frame + off.cframe_current, &frame, 8) != 0))
         return n;
+    int cap = max < RS_STACK_MAX ? max : RS_STACK_MAX;
+    if (by_stack)
+        return frame ? splice_by_stack(pcs, sps, n, cap, frame) : n;
     uint64_t out[RS_STACK_MAX];
     int m = 0;
-    for (int i = 0; i < n && m < max && m < RS_STACK_MAX; i++) {
+    for (int i = 0; i < n && m < cap; i++) {
         int got = 0;
         if (pcs[i] >= eval_lo && pcs[i] < eval_hi && frame)
-            got = eval_frames(&frame, out + m, (max < RS_STACK_MAX ? max : RS_STACK_MAX) - m);
+            got = eval_frames(&frame, out + m, cap - m);
         if (got)
             m += got;
         else

@@ -136,8 +136,9 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
      * and wait for itself. */
     int inside = rs_th.guard;
     rs_th.guard = 1;
-    int n = rs_unwind(uc, t->scratch, RS_STACK_MAX);
-    n = rs_py_splice(t->scratch, n, RS_STACK_MAX);
+    uint64_t sps[RS_STACK_MAX];
+    int n = rs_unwind(uc, t->scratch, sps, RS_STACK_MAX);
+    n = rs_py_splice(t->scratch, sps, n, RS_STACK_MAX);
     rs_th.guard = inside;
     uint64_t unwound = rs_ticks();
     if (inside) {
@@ -378,12 +379,13 @@ __attribute__((destructor)) static void sample_stats(void)
 
 int rs_stack_capture(uint64_t *buf, int max)
 {
-    int n = rs_unwind(NULL, buf, max);
+    uint64_t sps[RS_STACK_MAX];
+    int n = rs_unwind(NULL, buf, sps, max < RS_STACK_MAX ? max : RS_STACK_MAX);
     int skip = 0;
     while (skip < n && rs_unwind_is_agent(buf[skip]))
         skip++;
     memmove(buf, buf + skip, (size_t)(n - skip) * sizeof *buf);
-    return rs_py_splice(buf, n - skip, max);
+    return rs_py_splice(buf, sps + skip, n - skip, max);
 }
 
 void rs_sample_flush_pending(void)

@@ -147,13 +147,14 @@ int rs_unwind_init(void);
 /* Whether rs_unwind_init succeeded. */
 int rs_unwind_ready(void);
 /* Unwinds from ucontext uc (a signal handler's third argument), or from
- * here when uc is NULL, into pcs (innermost first); returns the count.
+ * here when uc is NULL, into pcs (innermost first), and each frame's stack
+ * pointer into sps unless it is NULL; returns the count.
  * Async-signal-safe. */
-int rs_unwind(void *uc, uint64_t *pcs, int max);
+int rs_unwind(void *uc, uint64_t *pcs, uint64_t *sps, int max);
 /* Whether pc lies in libagent.so itself. */
 int rs_unwind_is_agent(uint64_t pc);
 
-/* ---- pyframes.c: CPython 3.10-3.13 frames ---- */
+/* ---- pyframes.c: CPython 3.10-3.14 frames ---- */
 
 /* A Python frame's word: RS_PYFRAME_BIT; in bits 47-62 the index (in code
  * units) of the instruction the frame is at, plus one (0: not known, or past
@@ -169,9 +170,11 @@ int rs_py_try_init(void);
 extern _Atomic int rs_py_ready;
 /* Replaces, in pcs[0..n) (innermost first, capacity max), each native
  * _PyEval_EvalFrameDefault frame by the Python frames it runs, read from the
- * calling thread's frame chain. Returns the new count. Async-signal-safe:
- * every read of interpreter memory goes through process_vm_readv. */
-int rs_py_splice(uint64_t *pcs, int n, int max);
+ * calling thread's frame chain; sps[0..n) are the frames' stack pointers
+ * (rs_unwind), by which 3.12 and later find the eval calls. Returns the new
+ * count. Async-signal-safe: every read of interpreter memory goes through
+ * process_vm_readv. */
+int rs_py_splice(uint64_t *pcs, const uint64_t *sps, int n, int max);
 /* What tells one code object from another made later at the same address:
  * its filename, qualname and line table objects. */
 struct rs_py_ident {

@@ -80,7 +80,7 @@ int rs_unwind_init(void)
     return 0;
 }
 
-int rs_unwind(void *uc, uint64_t *pcs, int max)
+int rs_unwind(void *uc, uint64_t *pcs, uint64_t *sps, int max)
 {
     unw_cursor_t cur;
     unw_context_t here;
@@ -96,8 +96,12 @@ int rs_unwind(void *uc, uint64_t *pcs, int max)
     if (p_init_local2(&cur, uc, flags) == 0) {
         do {
             unw_word_t ip;
-            if (p_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0)
+            unw_word_t sp = 0;
+            if (p_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0 ||
+                (sps && p_get_reg(&cur, UNW_REG_SP, &sp) != 0))
                 break;
+            if (sps)
+                sps[n] = sp;
             pcs[n++] = ip;
         } while (n < max && p_step(&cur) > 0);
     }

@@ -6,26 +6,37 @@
 # Before that line, the failures are listed again, so that the tail of a
 # long log (all that some CI pages show) names them.
 #
-#   sh tests/run.sh [--unit] [--list] [NAME]
+#   sh tests/run.sh [--unit] [--list] [--dir DIR] [NAME]
 #
 # NAME: only the tests whose file name contains it (test_ring,
 # test_units.py); --unit: the unit tests alone (make unit); --list: print
 # the names that would run and exit 1 when there are none, before anything
-# is built (make check). The tests are found from their sources
+# is built (make check); --dir DIR: the programs DIR/test_* instead of the
+# integration tests, and no unit tests (make test-modern: tests/modern,
+# which need the chroot of make chroot). The tests are found from their sources
 # (tests/unit/test_*.c, tests/integration/test_*): a unit test whose binary
 # is missing from $BUILD/tests is a failure, not a test left out.
 BUILD=${BUILD:-build}
-UNIT_ONLY=0; LIST=0
+UNIT_ONLY=0; LIST=0; DIR=
 while :; do
   case "${1:-}" in
     --unit) UNIT_ONLY=1; shift ;;
     --list) LIST=1; shift ;;
+    --dir) DIR=${2:?--dir needs a folder}; shift 2 ;;
     *) break ;;
   esac
 done
 ONLY=${1:-}
 # The tests that run, one "unit:NAME" or "integration:NAME" line each.
 selected() {
+  if [ -n "$DIR" ]; then
+    for t in "$DIR"/test_*; do
+      [ -x "$t" ] || continue
+      name=$(basename "$t")
+      case "$name" in *"$ONLY"*) echo "integration:$name" ;; esac
+    done
+    return
+  fi
   for src in tests/unit/test_*.c; do
     [ -f "$src" ] || continue
     name=$(basename "$src" .c)
@@ -40,6 +51,7 @@ selected() {
 }
 tests=$(selected)
 if [ -z "$tests" ]; then
+  [ -n "$DIR" ] && echo "tests/run.sh: no program $DIR/test_* whose name contains '$ONLY'" >&2 && exit 1
   echo "tests/run.sh: no test's name contains '$ONLY' (unit tests: tests/unit/test_*.c, integration tests: tests/integration/test_*)" >&2
   exit 1
 fi
@@ -75,7 +87,7 @@ done | xargs -r -P "$(nproc 2>/dev/null || echo 1)" -I{} \
 for t in $tests; do
   kind=${t%%:*}; name=${t#*:}
   if [ "$kind" = integration ]; then
-    env BUILD="$BUILD" "tests/integration/$name" >"$out" 2>&1
+    env BUILD="$BUILD" "${DIR:-tests/integration}/$name" >"$out" 2>&1
     count "$name" $?
   elif [ -f "$units/$name.rc" ]; then
     cp "$units/$name.out" "$out"

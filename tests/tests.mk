@@ -71,6 +71,7 @@ include tests/format.mk
 include tests/fuzz/fuzz.mk
 include tests/html.mk
 include tests/flame.mk
+include tests/modern/modern.mk
 
 # A shared library for the Python + ctypes sampler test.
 $(BUILD)/tests/prog/libspin.so: tests/programs/lib/spin.c
