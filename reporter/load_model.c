@@ -562,9 +562,12 @@ static int cmp_i64p(const void *a, const void *b, void *arg)
 }
 
 /* Links each timed collective to the unlinked communication op on its
- * stream whose start is nearest to its own, within 2 us (the op's events
- * and the collective's are taken around the same launch); a collective with
- * none gets an op of its own, so its GPU time is counted once either way. */
+ * stream whose start is nearest to its own, from 2 us before it to its end:
+ * the kernel is launched inside the NCCL call, so its event pair lies in
+ * the collective's, later by the host's time in between (NCCL's set-up on
+ * a first call, a thread that loses the CPU: often more than 2 us). A
+ * collective with none gets an op of its own, so its GPU time is counted
+ * once either way. */
 static void link_colls(struct rsr_model_loader *L, int64_t cut)
 {
     struct rsr_model *m = L->m;
@@ -601,7 +604,8 @@ static void link_colls(struct rsr_model_loader *L, int64_t cut)
         }
         size_t best = SIZE_MAX;
         int64_t best_d = 0;
-        for (size_t j = lo; j < nidx && m->ops[idx[j]].start_ns <= c->start_ns + tol; j++) {
+        int64_t upto = (c->end_ns > c->start_ns ? c->end_ns : c->start_ns) + tol;
+        for (size_t j = lo; j < nidx && m->ops[idx[j]].start_ns <= upto; j++) {
             struct rsr_gpu_op *op = &m->ops[idx[j]];
             if (op->coll >= 0 || op->stream != stream)
                 continue;

@@ -9,6 +9,8 @@
  * Send/Recv). A rank that dies or never comes fails the operation after
  * SIMNCCL_TIMEOUT_S (default 60; at once when its process is gone).
  * Defaults: SIMNCCL_ALPHA_US 10, SIMNCCL_BW_GBS 100, read at communicator creation.
+ * SIMNCCL_ENQUEUE_US (default 0): the host time each call spends, spinning, before
+ * it launches its kernel, as the real NCCL's enqueue does (several us a call).
  * Sends and receives between ncclGroupStart and ncclGroupEnd become one operation
  * per communicator and stream that starts when all their peers are ready. */
 #include <errno.h>
@@ -451,6 +453,9 @@ static ncclResult_t sim_nccl_launch_now(void *arg, CUfunction f, cudaStream_t st
  * group's thread (simnccl_async.c); frees it when that fails. */
 static ncclResult_t sim_nccl_launch(struct sim_nccl_op *op, CUfunction f, cudaStream_t stream)
 {
+    /* the host's part of the call before the kernel is on the stream */
+    for (uint64_t until = sim_nccl_now_ns() + op->comm->enqueue_ns; sim_nccl_now_ns() < until;)
+        ;
     /* a graph's template never runs: its replays' copies are counted */
     if (!op->graph_template)
         atomic_fetch_add(&op->comm->pending, 1);
@@ -634,6 +639,7 @@ static ncclResult_t sim_nccl_comm_new(ncclComm_t *out, const char *name, int nra
     if (c->bw_gbs <= 0)
         c->bw_gbs = 100;
     c->timeout_ns = (uint64_t)(sim_nccl_env("SIMNCCL_TIMEOUT_S", 60) * 1e9);
+    c->enqueue_ns = (uint64_t)(sim_nccl_env("SIMNCCL_ENQUEUE_US", 0) * 1000);
     ncclResult_t r = sim_nccl_shm_attach(c);
     if (r != ncclSuccess) {
         free(c);

@@ -58,6 +58,7 @@ struct ncclComm {
     uint64_t coll_seq, split_seq;
     uint64_t send_seq[SIM_NCCL_MAX_RANKS], recv_seq[SIM_NCCL_MAX_RANKS];
     uint64_t alpha_ns, timeout_ns;
+    uint64_t enqueue_ns;     /* SIMNCCL_ENQUEUE_US: host time a call spends before its kernel */
     double bw_gbs;
     atomic_int pending;      /* launched operations not yet released */
     atomic_int broken;       /* a peer died or timed out, or the comm was aborted */
