@@ -15,6 +15,8 @@
 #include <string.h>
 #include <cuda.h>
 
+#include "cuda_prog.h"
+
 #define DRIVER(X)                                                                                  \
     X(cuInit, 12000) X(cuDeviceGet, 12000) X(cuDevicePrimaryCtxRetain, 12000)                     \
     X(cuDevicePrimaryCtxRelease, 12000) X(cuDevicePrimaryCtxReset, 12000) X(cuCtxSetCurrent, 12000) \
@@ -31,19 +33,6 @@ static struct {
 
 static uint64_t kernel_ns = 2000000;
 static int kernels;
-
-static void die(const char *what, int r)
-{
-    fprintf(stderr, "cuda_contexts: %s failed (%d)\n", what, r);
-    exit(1);
-}
-
-#define CU(call)                                                     \
-    do {                                                             \
-        CUresult r_ = (call);                                        \
-        if (r_ != CUDA_SUCCESS)                                      \
-            die(#call, r_);                                          \
-    } while (0)
 
 static void resolve(void)
 {
@@ -134,6 +123,7 @@ static void run_destroy(void)
 
 int main(int argc, char **argv)
 {
+    prog_name = "cuda_contexts";
     if (argc < 2 || (strcmp(argv[1], "switch") != 0 && strcmp(argv[1], "destroy") != 0)) {
         fprintf(stderr, "usage: cuda_contexts switch|destroy [kernel-us]\n");
         return 2;

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <cuda.h>
 
+#include "cuda_prog.h"
+
 #define DRIVER(X)                                                                                  \
     X(cuInit) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuModuleLoadData)    \
     X(cuModuleGetFunction) X(cuModuleUnload) X(cuLibraryLoadData) X(cuLibraryGetKernel)           \
@@ -31,19 +33,6 @@ static struct {
     DRIVER(MEMBER)
 #undef MEMBER
 } d;
-
-static void die(const char *what, int r)
-{
-    fprintf(stderr, "cuda_names: %s failed (%d)\n", what, r);
-    exit(1);
-}
-
-#define CU(call)                                 \
-    do {                                         \
-        CUresult r_ = (call);                    \
-        if (r_ != CUDA_SUCCESS)                  \
-            die(#call, (int)r_);                 \
-    } while (0)
 
 static void setup(void)
 {
@@ -164,6 +153,7 @@ static void lookups(const char *lib)
 
 int main(int argc, char **argv)
 {
+    prog_name = "cuda_names";
     if (argc >= 3 && !strcmp(argv[1], "dlsym")) {
         lookups(argv[2]);
         return 0;

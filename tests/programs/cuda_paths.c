@@ -16,6 +16,8 @@
 #include <string.h>
 #include <cuda.h>
 
+#include "cuda_prog.h"
+
 #define STR2(x) #x
 #define STR(x) STR2(x)
 
@@ -40,19 +42,6 @@ static struct {
 #undef MEMBER
     __typeof__(cuCtxSynchronize_v2) *ctx_sync_v2; /* by its exported name in every mode */
 } d;
-
-static void die(const char *what, int r)
-{
-    fprintf(stderr, "cuda_paths: %s failed (%d)\n", what, r);
-    exit(1);
-}
-
-#define CU(call)                                                     \
-    do {                                                             \
-        CUresult r_ = (call);                                        \
-        if (r_ != CUDA_SUCCESS)                                      \
-            die(#call, r_);                                          \
-    } while (0)
 
 static void resolve(const char *mode, const char *flags_s)
 {
@@ -120,6 +109,7 @@ static void kernel(CUfunction f, CUstream s, uint64_t ns)
 
 int main(int argc, char **argv)
 {
+    prog_name = "cuda_paths";
     if (argc < 2) {
         fprintf(stderr, "usage: cuda_paths exported|triton|procaddr|procaddr1 [legacy|ptsz [pending]]\n");
         return 2;
