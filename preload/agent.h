@@ -104,6 +104,34 @@ __attribute__((format(printf, 1, 2))) void rs_debug(const char *fmt, ...);
  * held or a record half made; it acts at the program's next cancellation
  * point instead. */
 
+/* A lock-free table of handles: nslots (a power of two) structs of size
+ * stride at base, each with an _Atomic uintptr_t key at key_off (0: free).
+ * Returns key's entry, looking at most probes places from its hash; with
+ * add, a free place taken for it (kept once taken, for its next use). NULL
+ * when key is 0, not there, or the places around its hash are full. */
+static inline void *rs_slot(void *base, size_t stride, size_t key_off, uint32_t nslots, uint32_t probes,
+                            uintptr_t key, int add)
+{
+    if (!key)
+        return NULL;
+    uint32_t h = (uint32_t)((key >> 4) * 2654435761u);
+    for (uint32_t i = 0; i < probes; i++) {
+        char *e = (char *)base + (size_t)((h + i) & (nslots - 1)) * stride;
+        _Atomic uintptr_t *k = (_Atomic uintptr_t *)(void *)(e + key_off);
+        uintptr_t v = atomic_load_explicit(k, memory_order_acquire);
+        if (v == key)
+            return e;
+        if (v == 0) {
+            if (!add)
+                return NULL;
+            uintptr_t zero = 0;
+            if (atomic_compare_exchange_strong(k, &zero, key) || zero == key)
+                return e;
+        }
+    }
+    return NULL;
+}
+
 static inline int rs_nocancel(void)
 {
     int old = PTHREAD_CANCEL_ENABLE;

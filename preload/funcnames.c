@@ -48,30 +48,11 @@ static inline int fn_ready(void)
     return st == 1 || (st == 0 && fn_setup());
 }
 
-static uint32_t fn_hash(uintptr_t key)
-{
-    return (uint32_t)((key >> 4) * 2654435761u);
-}
-
 /* The slot of key; with add, taken for it when there is none. NULL: none
  * (or the table is full around key's place). */
 static struct fn_slot *fn_slot(uintptr_t key, int add)
 {
-    uint32_t h = fn_hash(key);
-    for (uint32_t i = 0; i < FN_PROBES; i++) {
-        struct fn_slot *s = &slots[(h + i) & (FN_SLOTS - 1)];
-        uintptr_t k = atomic_load_explicit(&s->key, memory_order_acquire);
-        if (k == key)
-            return s;
-        if (k == 0) {
-            if (!add)
-                return NULL;
-            uintptr_t zero = 0;
-            if (atomic_compare_exchange_strong(&s->key, &zero, key) || zero == key)
-                return s;
-        }
-    }
-    return NULL;
+    return rs_slot(slots, sizeof *slots, offsetof(struct fn_slot, key), FN_SLOTS, FN_PROBES, key, add);
 }
 
 /* A copy of s in the arena, which lives as long as the process; NULL when

@@ -123,24 +123,8 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 
 static struct comm_slot *comm_find(ncclComm_t c, int add)
 {
-    uintptr_t key = (uintptr_t)c;
-    if (!key)
-        return NULL;
-    uint32_t h = (uint32_t)((key >> 4) * 2654435761u);
-    for (uint32_t i = 0; i < COMM_SLOTS; i++) {
-        struct comm_slot *s = &comms[(h + i) & (COMM_SLOTS - 1)];
-        uintptr_t k = atomic_load_explicit(&s->handle, memory_order_acquire);
-        if (k == key)
-            return s;
-        if (k == 0) {
-            if (!add)
-                return NULL;
-            uintptr_t zero = 0;
-            if (atomic_compare_exchange_strong(&s->handle, &zero, key) || zero == key)
-                return s;
-        }
-    }
-    return NULL;
+    return rs_slot(comms, sizeof comms[0], offsetof(struct comm_slot, handle), COMM_SLOTS, COMM_SLOTS,
+                   (uintptr_t)c, add);
 }
 
 /* The communicator's state as NCCL reports it (ncclInProgress while a
