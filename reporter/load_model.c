@@ -412,6 +412,7 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
         m->world_size = me->world_size;
         m->pid = me->pid;
         m->role = me->role <= RSR_ROLE_OTHER ? me->role : RSR_ROLE_OTHER;
+        m->parent_rank = me->parent_rank;
         if (me->host)
             m->host = intern(m, me->host);
         if (me->job)

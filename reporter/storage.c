@@ -60,7 +60,9 @@ static int model_checkpoints(const struct rsr_summary *sm, const struct rsr_mode
         if (!b)
             break;
         first = last = b;
-        cur = (struct rsr_checkpoint){ mi, m->rank, b->start_ns, b->end_ns, b->bytes, 1, 0 };
+        int child = m->rank < 0 && m->role == RSR_ROLE_CHILD && m->parent_rank >= 0;
+        cur = (struct rsr_checkpoint){ mi, child ? m->parent_rank : m->rank, b->start_ns, b->end_ns, b->bytes, 1, 0,
+                                       m->pid, (uint8_t)child };
     }
     return 0;
 }
