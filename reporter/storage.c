@@ -105,7 +105,7 @@ int rsr_storage_analyse(struct rsr_model *const *models, size_t n, struct rsr_st
                 out->job_end_ns = m->wall_end_ns;
         }
         const struct rsr_summary *sm = rsr_model_summary(models[i]);
-        if (!sm || model_checkpoints(sm, m, i, out, &cap) != 0)
+        if (!sm || (m->compile_kind == RSR_COMPILE_NOT && model_checkpoints(sm, m, i, out, &cap) != 0))
             goto oom;
         out->loading[i] = sm->loading;
     }
