@@ -20,25 +20,18 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch2env  # noqa: E402
-from rstest import check, cleanup, finish, report, report_problems, skip, tempdir  # noqa: E402
-
-CHROOT = torch2env.chroot_dir()
+from rstest import check, cleanup, finish, report, report_problems  # noqa: E402
 
 
 def main():
-    why = torch2env.why_not(CHROOT)
-    if why:
-        skip("test_torch2_compile", why)
-        finish()
-    work = tempdir("torch2-compile")
+    chroot, work, job = torch2env.start("test_torch2_compile")
     try:
-        _, job = torch2env.stage(work)
         out = os.path.join(work, "trace")
         ck = os.path.join(work, "ck")
         os.makedirs(ck)
         env = {"LD_PRELOAD": os.path.join(work, "libagent.so"), "RINGSIDE_OUT": out, "RINGSIDE_JOB": "compile",
                "RINGSIDE_SAMPLE_HZ": "199", "TORCHINDUCTOR_CACHE_DIR": os.path.join(work, "inductor")}
-        (rc, stdout, stderr), = torch2env.run_ranks(CHROOT, job, [ck, "--compile", "--save", "none", "--steps", "2"],
+        (rc, stdout, stderr), = torch2env.run_ranks(chroot, job, [ck, "--compile", "--save", "none", "--steps", "2"],
                                                     env, world=1)
         last = [o for o in torch2env.json_lines(stdout) if "compile" in o]
         if not check("job exits 0 and reports its compile", rc == 0 and last, "%s: %s" % (rc, stderr[-2000:])):

@@ -23,7 +23,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch2env  # noqa: E402
-from rstest import RINGSIDE, check, cleanup, finish, report, report_problems, run, skip, tempdir  # noqa: E402
+from rstest import RINGSIDE, check, cleanup, finish, report, report_problems, run  # noqa: E402
 
 CHROOT = torch2env.chroot_dir()
 ARGS = ["--steps", "6", "--ckpt-every", "3", "--hidden", "512"]
@@ -136,13 +136,8 @@ def flame_names(out):
 
 
 def main():
-    why = torch2env.why_not(CHROOT)
-    if why:
-        skip("test_torch2_ddp", why)
-        finish()
-    work = tempdir("torch2-ddp")
+    _, work, job = torch2env.start("test_torch2_ddp")
     try:
-        _, job = torch2env.stage(work)
         out = torch_save(work, job)
         dcp_process(work, job)
         flame_names(out)

@@ -14,7 +14,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
-from rstest import AGENT, ROOT  # noqa: E402
+from rstest import AGENT, ROOT, finish, skip, tempdir  # noqa: E402
 
 JOB = os.path.join(ROOT, "tests", "modern", "torch2_job.py")
 
@@ -34,6 +34,18 @@ def why_not(chroot):
     if os.geteuid() != 0:
         return "chroot needs root"
     return ""
+
+
+def start(name):
+    """(chroot, work folder, the job's path there) for test name; when the
+    test cannot run here, says why (skip) and exits."""
+    chroot = chroot_dir()
+    why = why_not(chroot)
+    if why:
+        skip(name, why)
+        finish()
+    work = tempdir(name)
+    return chroot, work, stage(work)[1]
 
 
 def stage(work):
