@@ -912,6 +912,9 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
                                                                                       : -1;
             }
             rsr_waits_top_offer(w, top, a->weight, L->names, L->nframes);
+            int part = rsr_compile_part(L->names, L->is_python, L->nframes);
+            if (part >= 0)
+                w->compile_ns[part] += a->weight;
         }
         if (a->leaf)
             push(L, rsr_flame_frame(L->fl, rsr_intern_str(&p->gnames, a->leaf - 1), RSR_FRAME_UNKNOWN, ""));

@@ -6,6 +6,7 @@
  * its identity and its per-path totals, within the bound of --memory-mb. */
 #include "reporter/load.h"
 #include "reporter/summary.h"
+#include "reporter/compile.h"
 #include "formats/frame.h"
 #include "formats/rsf_error.h"
 
@@ -142,6 +143,7 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
         in->world_size = m->world_size;
         in->parent_rank = m->parent_rank;
         in->role = m->role;
+        in->compile_kind = rsr_compile_kind_of((char *const *)m->argv, (int)m->argc);
         in->start_mono = m->start.mono_ns;
         const char *flush = rsf_meta_setting(m, "flush_ms");
         if (flush)

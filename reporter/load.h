@@ -62,6 +62,7 @@ struct rsr_input {
     int has_meta;
     char *host, *job;
     int pid, ppid, rank, local_rank, world_size, parent_rank, role;
+    int compile_kind;           /* enum rsr_compile_kind, from its argv */
     uint64_t start_mono, end_mono;
     uint64_t recorded, dropped, dropped_io;
     uint32_t flush_ms;          /* the agent's flush interval (its settings; 1000 when not said) */

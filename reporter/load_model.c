@@ -412,6 +412,8 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
         m->world_size = me->world_size;
         m->pid = me->pid;
         m->role = me->role <= RSR_ROLE_OTHER ? me->role : RSR_ROLE_OTHER;
+        m->parent_rank = me->parent_rank;
+        m->compile_kind = (uint8_t)rsr_compile_kind_of((char *const *)me->argv, (int)me->argc);
         if (me->host)
             m->host = intern(m, me->host);
         if (me->job)

@@ -28,7 +28,7 @@ size_t rsr_model_bytes(const struct rsr_model *m)
 void rsr_model_init(struct rsr_model *m)
 {
     memset(m, 0, sizeof *m);
-    m->rank = m->local_rank = m->world_size = -1;
+    m->rank = m->local_rank = m->world_size = m->parent_rank = -1;
     m->role = RSR_ROLE_OTHER;
 }
 

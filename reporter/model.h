@@ -243,6 +243,13 @@ struct rsr_model {
     /* Off-CPU time from the process's samples (waits.h), filled where the
      * flame graphs are loaded; zero without samples. */
     struct rsr_proc_waits waits;
+    /* Added for the modern framework (issue 34): the rank whose process
+     * started this one (role child; -1: none), to which its checkpoint
+     * writes count (a background checkpoint writer); and what it is to
+     * torch.compile (enum rsr_compile_kind, from its argv): what compile
+     * workers and compilers write is code, never a checkpoint. */
+    int32_t parent_rank;
+    uint8_t compile_kind;
 };
 
 /* Bytes of memory m holds: its record arrays, strings and summary. */

@@ -3,6 +3,7 @@
  * could not be read) and everything readable in them is still used. */
 #include "reporter/report.h"
 #include "reporter/unnamed.h"
+#include "reporter/compile.h"
 #include "reporter/flame.h"
 #include "reporter/analyse.h"
 #include "reporter/summary.h"
@@ -583,6 +584,7 @@ static void job_json(FILE *f, const struct rsr_job *j, const struct rsr_input *i
         num_key(f, "dur_s", (double)(c->end_ns - c->start_ns) / 1e9);
         fprintf(f, ",\"bytes\":%" PRIu64 ",\"files\":%u", c->bytes, c->files);
         num_key(f, "gpu_stall_s", (double)c->gpu_stall_ns / 1e9);
+        fprintf(f, ",\"pid\":%" PRId64 ",\"writer\":\"%s\"", c->pid, c->by_child ? "child" : "rank");
         putc('}', f);
     }
     fputs("]", f);
@@ -665,6 +667,7 @@ void rsr_report_json(FILE *f, struct rsr_input *ins, int n, const struct rsr_job
         job_json(f, job, ins);
     if (extra)
         fprintf(f, ",\n%s", extra);
+    rsr_compile_job_json(f, ins, n);
     fputs(",\n\"processes\":[", f);
     for (int i = 0; i < n; i++) {
         const struct rsr_input *in = &ins[i];
@@ -676,7 +679,9 @@ void rsr_report_json(FILE *f, struct rsr_input *ins, int n, const struct rsr_job
         rsr_json_str(f, in->host);
         fprintf(f, ",\"pid\":%d,\"ppid\":%d,\"wall_s\":", in->pid, in->ppid);
         rsr_json_num(f, in->end_mono > in->start_mono ? (in->end_mono - in->start_mono) / 1e9 : 0);
-        fprintf(f, ",\"dropped\":%" PRIu64 ",", in->dropped);
+        fprintf(f, ",\"dropped\":%" PRIu64, in->dropped);
+        rsr_compile_process_json(f, ins, n, i);
+        putc(',', f);
         io_json(f, in);
         putc(',', f);
         trace_json(f, in, job, (size_t)i);
@@ -790,6 +795,7 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
         fprintf(f, "  checkpoints: %zu, %.1f%% of wall time; GPU idle during them %.3f s\n", j->storage.n_ckpts,
                 j->storage.checkpoint_pct, (double)stall / 1e9);
     }
+    rsr_compile_summary(f, ins, n);
     if (j->colls.n_stragglers) {
         const struct rsr_straggler *s = &j->colls.stragglers[0];
         fprintf(f, "  slowest rank: %d (the others waited for it %.1f%% of their time beyond an equal rank's "

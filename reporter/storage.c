@@ -60,7 +60,9 @@ static int model_checkpoints(const struct rsr_summary *sm, const struct rsr_mode
         if (!b)
             break;
         first = last = b;
-        cur = (struct rsr_checkpoint){ mi, m->rank, b->start_ns, b->end_ns, b->bytes, 1, 0 };
+        int child = m->rank < 0 && m->role == RSR_ROLE_CHILD && m->parent_rank >= 0;
+        cur = (struct rsr_checkpoint){ mi, child ? m->parent_rank : m->rank, b->start_ns, b->end_ns, b->bytes, 1, 0,
+                                       m->pid, (uint8_t)child };
     }
     return 0;
 }
@@ -103,7 +105,7 @@ int rsr_storage_analyse(struct rsr_model *const *models, size_t n, struct rsr_st
                 out->job_end_ns = m->wall_end_ns;
         }
         const struct rsr_summary *sm = rsr_model_summary(models[i]);
-        if (!sm || model_checkpoints(sm, m, i, out, &cap) != 0)
+        if (!sm || (m->compile_kind == RSR_COMPILE_NOT && model_checkpoints(sm, m, i, out, &cap) != 0))
             goto oom;
         out->loading[i] = sm->loading;
     }

@@ -17,11 +17,16 @@
 
 struct rsr_checkpoint {
     size_t model;               /* index in the models given */
-    int32_t rank;
+    int32_t rank;               /* the writer's rank, or for a process a rank
+                                   started (a background checkpoint writer:
+                                   torch.distributed.checkpoint's async save
+                                   by process), that rank; -1: none */
     int64_t start_ns, end_ns;   /* job time line */
     uint64_t bytes;
     uint32_t files;             /* files written in it */
     int64_t gpu_stall_ns;       /* GPU idle inside the window (within its GPU span) */
+    int64_t pid;                /* the process that wrote it */
+    uint8_t by_child;           /* written by a process the rank started */
 };
 
 struct rsr_data_loading {

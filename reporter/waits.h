@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "formats/trace.h"
+#include "reporter/compile.h"
 
 /* What a wait is for, when its stack says so (rsr_wait_cause). */
 #define RSR_WAIT_CAUSES(X) X(DATALOADER, dataloader) X(GIL, gil) X(RENDEZVOUS, rendezvous) \
@@ -58,6 +59,9 @@ struct rsr_proc_waits {
     uint32_t nkept;                     /* threads[0..nkept), most time first */
     struct rsr_thread_time threads[RSR_WAIT_THREADS];
     struct rsr_top_stack top[RSR_NTOP][RSR_TOP_STACKS];   /* heaviest first */
+    /* torch.compile's compilation (compile.h): the CPU and wait samples'
+     * weight of stacks in each part (enum rsr_compile_part), all threads */
+    uint64_t compile_ns[RSR_COMPILE_NPARTS];
 };
 
 /* Offers a stack of kind (enum rsr_top_kind) weighing ns, its frames'

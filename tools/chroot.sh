@@ -12,7 +12,7 @@ REFRESH=0
 DIR=${1:?usage: sh tools/chroot.sh [--refresh] DIR}
 SUITE=${SUITE:-sid}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
-PKGS="python3,python3-torch,python3-numpy,libunwind8${PACKAGES:+,$PACKAGES}"
+PKGS="python3,python3-torch,python3-numpy,libunwind8,g++,libtorch-dev${PACKAGES:+,$PACKAGES}"
 STAMP="$DIR/.ringside-chroot"
 [ "$REFRESH" -eq 0 ] && [ -f "$STAMP" ] && exit 0
 if [ "$(id -u)" != 0 ]; then
