@@ -1,7 +1,8 @@
 #!/bin/sh
 # Makes the chroot of the modern stack the tests in tests/modern run in (make
 # chroot): Debian unstable by debootstrap, with Python 3.14, PyTorch 2.x
-# (CPU), NumPy and libunwind (the agent's unwinder), into DIR once; a stamp
+# (CPU), NumPy, libunwind (the agent's unwinder), g++ and libtorch-dev (torch.compile
+# builds C++ with them), into DIR once; a stamp
 # file marks it done, so a second run does nothing. Root only (debootstrap).
 #   sh tools/chroot.sh DIR            make DIR unless it is done
 #   sh tools/chroot.sh --refresh DIR  make it anew (make chroot-refresh)
