@@ -639,9 +639,12 @@ int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_st
     if (!st->n)
         return 0;
     double *wait = calloc(st->n, sizeof *wait), *shadow = calloc(st->n, sizeof *shadow);
+    /* per step, the call the others waited longest for, and who came last */
+    double *worst = calloc(st->n, sizeof *worst);
+    uint32_t *late = calloc(st->n, sizeof *late);
     struct rsr_coll_merge mg;
     int rc = -1;
-    if (!wait || !shadow || rsr_coll_merge_open(&mg, models, n) != 0)
+    if (!wait || !shadow || !worst || !late || rsr_coll_merge_open(&mg, models, n) != 0)
         goto done;
     const struct rsr_coll_entry *e;
     long ng;
@@ -650,6 +653,9 @@ int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_st
             b = run_end(e, a, ng);
             struct call c;
             call_of(e, a, b, &c);
+            long kc = step_at(st, c.first);
+            if (kc >= 0 && c.wait_us > worst[kc])
+                worst[kc] = c.wait_us, late[kc] = c.last;
             for (long j = a; j < b; j++) {
                 if (j > a && e[j].model == e[j - 1].model)
                     continue;
@@ -673,8 +679,21 @@ int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_st
         x->sync_wait_pct = fmin(x->exposed_comm_pct, 100 * wait[k] / x->ranks_ns);
         x->exposed_comm_pct = fmax(0, x->exposed_comm_pct - x->sync_wait_pct - 100 * shadow[k] / x->ranks_ns);
     }
+    /* A slow step whose excess the ranks spent mostly waiting for one late
+     * rank (a one-off stall, a rank that fell behind once): that rank is
+     * its cause, whatever the step's other figures say. */
+    for (size_t i = 0; i < st->n_slow; i++) {
+        struct rsr_step_slow *sl = &st->slow[i];
+        const struct rsr_step *x = &st->steps[sl->index];
+        double excess_ms = (double)(x->end_ns - x->start_ns) / 1e6 - st->phase_median_ms[x->phase];
+        if (worst[sl->index] > 0 && late[sl->index] < n && excess_ms > 0 &&
+            worst[sl->index] / 1e3 >= 0.5 * excess_ms) {
+            sl->cause = "straggler";
+            sl->rank = models[late[sl->index]]->rank;
+        }
+    }
     rc = 0;
 done:
-    free(wait), free(shadow);
+    free(wait), free(shadow), free(worst), free(late);
     return rc;
 }

@@ -235,12 +235,22 @@ static void steps_findings(struct list *l, const struct rsr_steps *st)
         for (size_t c = 1; c < 5; c++)
             if (n_cause[c] > n_cause[top])
                 top = c;
-        char why[160];
+        char why[200];
         size_t o = 0;
         why[0] = 0;
-        for (size_t c = 0; c < 5 && o < sizeof why; c++)
-            if (n_cause[c])
-                o += (size_t)snprintf(why + o, sizeof why - o, "%s%zu %s", o ? ", " : "", n_cause[c], causes[c]);
+        for (size_t c = 0; c < 5 && o < sizeof why; c++) {
+            if (!n_cause[c])
+                continue;
+            o += (size_t)snprintf(why + o, sizeof why - o, "%s%zu %s", o ? ", " : "", n_cause[c], causes[c]);
+            /* the late ranks named (the first few) */
+            int named = 0;
+            for (size_t i = 0; c == 2 && i < st->n_slow && named < 4 && o < sizeof why; i++)
+                if (strcmp(st->slow[i].cause, causes[c]) == 0 && st->slow[i].rank >= 0)
+                    o += (size_t)snprintf(why + o, sizeof why - o, "%s%d", named++ ? "," : " (rank ",
+                                          (int)st->slow[i].rank);
+            if (named && o < sizeof why)
+                o += (size_t)snprintf(why + o, sizeof why - o, ")");
+        }
         add(l, "slow_steps", pct_extra >= 20 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING, pct_extra, "Some steps are slow",
             advice[top],
             "%zu of %zu steps took %.1fx their phase's median or more (training median %.1f ms); they took "

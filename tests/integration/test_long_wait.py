@@ -57,5 +57,12 @@ if check("simtrain --stall 1:5:20: 2 ranks run, two traces", p.returncode == 0 a
     w1 = procs.get(1, {}).get("gpu", {}).get("sync_wait_pct", 0)
     check("report: rank 0 waited for rank 1 (sync wait %.1f%% of its span against rank 1's %.1f%%)" % (w0, w1),
           w0 > 50 and w0 > 10 * max(w1, 0.1), "%r" % procs.get(0, {}).get("gpu"))
+    # and says who: the stalled step is slow, its cause rank 1 (a one-off is
+    # no straggler over the whole job, but it is that step's)
+    slow = [x for x in rep.get("steps", {}).get("slow", []) if x["dur_ms"] >= 19000]
+    check("report: the stalled step is slow, for rank 1", len(slow) == 1 and slow[0]["cause"] == "straggler"
+          and slow[0]["rank"] == 1, "%r" % rep.get("steps", {}).get("slow"))
+    ev = [f["evidence"] for f in rep.get("findings", []) if f["id"] == "slow_steps"]
+    check("report: the slow-steps finding names rank 1", ev and "rank 1" in ev[0], "%r" % ev)
 rstest.cleanup(tmp)
 rstest.finish()
