@@ -15,21 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "wait_prog.h"
+
 #define NOINLINE __attribute__((noinline))
 
 static long delay_ms = 500;
-
-static long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
-static void report(const char *name, long long t0)
-{
-    fprintf(stderr, "time %s %lld\n", name, now_ns() - t0);
-}
 
 /* The helpers hold things up by sleeping: a wait for time, which alone
  * gives a process no file. */

@@ -28,22 +28,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "wait_prog.h"
+
 #define NOINLINE __attribute__((noinline))
 
 static long delay_ms = 50;
 static const char *dir;
-
-static long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
-static void report(const char *name, long long t0)
-{
-    fprintf(stderr, "time %s %lld\n", name, now_ns() - t0);
-}
 
 /* The helpers hold things up by spinning on the clock: a sleep would be
  * a wait of its own, and the handshakes spin on flags for the same
