@@ -61,15 +61,23 @@ def sim_run(out, work, run_id):
     return subprocess.CompletedProcess(cmd, p.returncode, so, se), p.pid, t0, t1, new
 
 
-def placeholder_runs(work):
-    out = os.path.join(work, "trace")
+def two_runs(out, work, run_id, label):
+    """sim_run twice under run_id; their results, or None when one failed."""
     runs = []
     for i in range(2):
-        res, pid, t0, t1, new = sim_run(out, work, "none")
-        if not check("placeholder run %d: simlaunch and simtrain exit 0" % i, res.returncode == 0,
+        res, pid, t0, t1, new = sim_run(out, work, run_id)
+        if not check("%s %d: simlaunch and simtrain exit 0" % (label, i), res.returncode == 0,
                      res.stderr.decode(errors="replace")[-500:]):
-            return
+            return None
         runs.append((res, pid, t0, t1, new))
+    return runs
+
+
+def placeholder_runs(work):
+    out = os.path.join(work, "trace")
+    runs = two_runs(out, work, "none", "placeholder run")
+    if not runs:
+        return
     folders = []
     for i, (res, pid, t0, t1, new) in enumerate(runs):
         dirs = {os.path.dirname(f) for f in new}
@@ -114,13 +122,10 @@ def placeholder_runs(work):
 
 def same_id_runs(work):
     out = os.path.join(work, "trace-same")
-    runs = []
-    for i in range(2):
-        res, pid, t0, t1, new = sim_run(out, work, "same")
-        if not check("one run id twice, run %d: exit 0" % i, res.returncode == 0,
-                     res.stderr.decode(errors="replace")[-500:]):
-            return
-        runs.append(new)
+    runs = two_runs(out, work, "same", "one run id twice, run")
+    if not runs:
+        return
+    runs = [r[4] for r in runs]
     check("one run id twice: both runs in its folder", {os.path.dirname(f) for f in runs[0] + runs[1]} ==
           {os.path.join(out, "same")}, str(runs))
     rank0 = [[os.path.basename(f) for f in new if os.path.basename(f).startswith("rank-0.")] for new in runs]
