@@ -389,6 +389,9 @@ struct pending {
     ncclComm_t comm;
 };
 static __thread int group_depth RS_TLS;
+/* Inside a collective's real call: NCCL's own calls of its API (ncclBcast is
+ * ncclBroadcast; they bind to our hooks) are part of the call recorded. */
+static __thread int coll_inside RS_TLS;
 static __thread int npending RS_TLS;
 /* The outermost group the thread is in: its number in the process, from 1. */
 static _Atomic uint64_t group_ids;
@@ -544,7 +547,7 @@ static void coll_commit(const struct rs_rec_coll *c)
 /* Records one call: times_n: bytes count x nranks (nccl-tests). */
 #define COLL(OP, NAME, COUNT, TYPE, REDOP, PEER, TIMES_N, COMM, STREAM, ...)                   \
     do {                                                                                       \
-        if (!nccl_on())                                                                        \
+        if (!nccl_on() || coll_inside)                                                         \
             return CALL(NAME, __VA_ARGS__);                                                    \
         int saved_ = errno;                                                                    \
         if (RS_UNLIKELY(nwaiting > 0))                                                         \
@@ -581,8 +584,10 @@ static void coll_commit(const struct rs_rec_coll *c)
         }                                                                                      \
         errno = saved_;                                                                        \
         c_.start_ns = rs_now();                                                                \
+        coll_inside = 1;                                                                       \
         ncclResult_t r_ = CALL(NAME, __VA_ARGS__);                                             \
         saved_ = errno;                                                                        \
+        coll_inside = 0;                                                                       \
         if (captured_) {                                                                       \
             rs_th.guard = 1;                                                                   \
             rs_graph_coll_end(&gc_, r_ == ncclSuccess);                                        \

@@ -968,11 +968,12 @@ ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, n
     return sim_nccl_coll(SIM_NCCL_BROADCAST, count, type, root, comm, stream);
 }
 
+/* As NCCL's own: the in-place ncclBroadcast, called through the exported
+ * symbol (a preloaded ncclBroadcast is what it reaches). */
 ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t type, int root, ncclComm_t comm,
                        cudaStream_t stream)
 {
-    (void)buff;
-    return sim_nccl_coll(SIM_NCCL_BROADCAST, count, type, root, comm, stream);
+    return ncclBroadcast(buff, buff, count, type, root, comm, stream);
 }
 
 ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t type,

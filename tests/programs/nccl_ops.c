@@ -3,7 +3,8 @@
  * type and root, a group of sends and receives around a ring, a group of two
  * AllReduces, a communicator split by rank parity with a collective on it,
  * then finalize and destroy. The unique id travels through the file argv[1]
- * (nccl_prog.h).
+ * (nccl_prog.h). ncclBcast is called too: NCCL makes it an ncclBroadcast
+ * through its exported symbol, which must not count twice.
  * Prints calls=N (collective and point-to-point calls made). With
  * non-blocking communicators (SIMNCCL_NONBLOCKING=1), a call that returns
  * ncclInProgress is followed by polling ncclCommGetAsyncError until the
@@ -59,6 +60,7 @@ int main(int argc, char **argv)
     COLL(f.ncclAllGather(pa, pb, 500, ncclFloat16, comm, cs));
     COLL(f.ncclReduceScatter(pa, pb, 250, ncclInt32, ncclMax, comm, cs));
     COLL(f.ncclBroadcast(pa, pb, 300, ncclInt8, 1 % n, comm, cs));
+    COLL(f.ncclBcast(pa, 320, ncclInt8, 0, comm, cs));
     COLL(f.ncclReduce(pa, pb, 700, ncclFloat64, ncclProd, 0, comm, cs));
     COLL(f.ncclAlltoAll(pa, pb, 100, ncclFloat32, comm, cs));
     COLL(f.ncclGather(pa, pb, 50, ncclUint8, 0, comm, cs));

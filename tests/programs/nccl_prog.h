@@ -17,7 +17,7 @@
 #define NCCL_FNS(X)                                                                               \
     X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommSplit) X(ncclCommFinalize) X(ncclCommDestroy) \
     X(ncclAllReduce) X(ncclAllGather) X(ncclReduceScatter) X(ncclBroadcast) X(ncclReduce)         \
-    X(ncclAlltoAll) X(ncclGather) X(ncclScatter) X(ncclSend) X(ncclRecv) X(ncclGroupStart)         \
+    X(ncclAlltoAll) X(ncclGather) X(ncclScatter) X(ncclSend) X(ncclRecv) X(ncclGroupStart) X(ncclBcast) \
     X(ncclGroupEnd) X(ncclCommGetAsyncError)
 #define CU_FNS(X) X(cuInit) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) \
     X(cuStreamCreate) X(cuMemAlloc) X(cuStreamSynchronize)
