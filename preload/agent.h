@@ -56,6 +56,7 @@ struct rs_settings {
     /* RINGSIDE_TEST_NO_TSC, for tests only: hooks time with CLOCK_MONOTONIC,
      * as on a host whose clocksource is not the TSC (clock.c). */
     int test_no_tsc;
+    int test_gpu_raw_start;      /* GPU starts as the start events say (gpu-check's calibration) */
     long wait_us;            /* RINGSIDE_WAIT_US: shortest blocking call with a wait stack */
     long gpu_stack_every;    /* RINGSIDE_GPU_STACK_EVERY: 1 timed launch in N; 0 off */
     int own_fds;             /* RINGSIDE_OWN_FDS: the writer keeps its own fd table (writer.c) */
@@ -382,7 +383,7 @@ struct rs_rec_gpu {
     int16_t device;
     uint8_t dir, flags;          /* enum rsf_copy_dir, RSF_GPUF_* */
     uint32_t graph;              /* graph launches: the graph id run (graphs.c) */
-    uint32_t pad_;
+    uint32_t ret_ns;             /* the real call's own time (dur_ns has our end event too) */
 };
 
 /* A kernel launch with its geometry (kind KERNEL: h.op is RSF_GPU_KERNEL):

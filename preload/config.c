@@ -292,6 +292,7 @@ void rs_config_load(int argc, char **argv)
     rs_cfg.test_skew = env("RINGSIDE_TEST_CLOCK_SKEW_US") != NULL;
     rs_cfg.test_skew_us = env_long("RINGSIDE_TEST_CLOCK_SKEW_US", 0, -3600L * 1000000, 3600L * 1000000);
     rs_cfg.test_no_tsc = env_flag("RINGSIDE_TEST_NO_TSC", 0);
+    rs_cfg.test_gpu_raw_start = env_flag("RINGSIDE_TEST_GPU_RAW_START", 0);
     rs_cfg.metrics_hz = (int)env_long("RINGSIDE_METRICS_HZ", 10, 0, 1000);
     snprintf(rs_cfg.test_sysfs, sizeof rs_cfg.test_sysfs, "%s", env("RINGSIDE_TEST_SYSFS") ? env("RINGSIDE_TEST_SYSFS") : "");
     const char *ex = getenv("RINGSIDE_IO_EXCLUDE"); /* set but empty: exclude nothing */

@@ -395,7 +395,7 @@ static __thread uint32_t graph_launching RS_TLS;
 
 /* GPU work launched; geom: a kernel's launch geometry (a KERNEL record),
  * NULL for other work (a GPU record). */
-static void gpu_record(int kind, uint64_t t0, uint64_t t1, CUstream s, int ptsz, uint64_t bytes,
+static void gpu_record(int kind, uint64_t t0, uint64_t ret, uint64_t t1, CUstream s, int ptsz, uint64_t bytes,
                        const char *name, int dir, uint8_t flags, uint32_t pair, uint32_t anchor,
                        const struct rsf_launch *geom)
 {
@@ -417,7 +417,7 @@ static void gpu_record(int kind, uint64_t t0, uint64_t t1, CUstream s, int ptsz,
     r->dir = (uint8_t)dir;
     r->flags = flags;
     r->graph = kind == RSF_GPU_GRAPH ? graph_launching : 0;
-    r->pad_ = 0;
+    r->ret_ns = ret - t0 < UINT32_MAX ? (uint32_t)(ret - t0) : UINT32_MAX;
     if (geom)
         ((struct rs_rec_kernel *)r)->geom = *geom;
     rs_commit(size);
@@ -475,6 +475,7 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         uint64_t t0_ = rs_now();                                                               \
         CUresult r_ = CALL;                                                                    \
         saved_ = errno;                                                                        \
+        uint64_t ret_ = rs_now(); /* the GPU has the work by now (writer.c) */                 \
         pair_ = rs_gpu_end(pair_, STREAM, PTSZ, r_ == CUDA_SUCCESS);                           \
         uint64_t t1_ = rs_now(); /* the end event is on the stream by now */                   \
         if (r_ == CUDA_SUCCESS) {                                                              \
@@ -485,7 +486,7 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
             const char *name_ = NAME;                                                          \
             if (RS_UNLIKELY(fl_ & RSF_GPUF_CAPTURED))                                          \
                 rs_graph_node(&gc_, KIND, name_, GEOM, BYTES, DIR);                            \
-            gpu_record(KIND, t0_, t1_, STREAM, PTSZ, BYTES, name_, DIR, fl_, pair_, anchor_, GEOM); \
+            gpu_record(KIND, t0_, ret_, t1_, STREAM, PTSZ, BYTES, name_, DIR, fl_, pair_, anchor_, GEOM); \
             if ((SYNC_KIND) >= 0)                                                              \
                 sync_record(SYNC_KIND, t0_, t1_, rs_stream_id(STREAM, PTSZ));                  \
         }                                                                                      \

@@ -161,6 +161,7 @@ struct sim_settings {
     double copy_gbs, dtod_gbs;
     int rank;                     /* $RANK, -1 when unset */
     int sms, regs, static_smem;   /* SIMGPU_SMS, SIMGPU_REGS, SIMGPU_STATIC_SMEM */
+    uint64_t pickup_ns;           /* SIMGPU_PICKUP_NS: handover to the earliest start */
 };
 
 extern struct sim_settings sim_cfg;
@@ -253,5 +254,9 @@ void sim_node_apply(const struct sim_node *n);
 
 /* Truth (simgpu_truth.c): writes the lines of a resolved operation, if SIMGPU_TRUTH is set. */
 void sim_truth_write(const struct sim_op *op);
+/* Writes the lines sim_truth_write keeps (sim_lock held): they are written
+ * before the next handover, at waits and at exit, not after one, so that a
+ * call hands its work over at its end, as the driver does. */
+void sim_truth_flush(void);
 
 #endif

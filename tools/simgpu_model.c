@@ -128,6 +128,7 @@ static void *sim_progress_main(void *unused)
     pthread_mutex_lock(&sim_lock);
     for (;;) {
         sim_model_progress();
+        sim_truth_flush();
         if (!sim_model.head) {
             pthread_cond_wait(&sim_model.wake, &sim_lock);
             continue;
@@ -157,6 +158,7 @@ struct sim_op *sim_model_enqueue(struct CUstream_st *s, enum sim_kind kind, stru
     struct sim_op *op = calloc(1, sizeof(*op));
     if (!op)
         return NULL;
+    sim_truth_flush();
     op->refs = 1;
     op->kind = kind;
     op->launch_ns = sim_now_ns();
@@ -175,6 +177,8 @@ struct sim_op *sim_model_enqueue(struct CUstream_st *s, enum sim_kind kind, stru
  * sim_model_submit, which consumes the caller's reference. */
 void sim_model_submit(struct sim_op *op)
 {
+    /* The handover, at the end of the call; the GPU picks the work up a little later. */
+    op->launch_ns = sim_now_ns() + sim_cfg.pickup_ns;
     if (!sim_op_try_resolve(op)) {
         op->prev = sim_model.tail;
         op->next = NULL;
@@ -194,6 +198,7 @@ void sim_model_submit(struct sim_op *op)
 CUresult sim_model_wait(struct sim_op *op)
 {
     pthread_mutex_lock(&sim_lock);
+    sim_truth_flush();
     for (;;) {
         if (!op->resolved)
             sim_model_progress();
@@ -206,6 +211,7 @@ CUresult sim_model_wait(struct sim_op *op)
     uint64_t end = op->end_ns;
     int failed = op->failed;
     sim_op_unref(op);
+    sim_truth_flush();
     pthread_mutex_unlock(&sim_lock);
     sim_sleep_until(end);
     return failed ? CUDA_ERROR_LAUNCH_TIMEOUT : CUDA_SUCCESS;
@@ -215,6 +221,7 @@ CUresult sim_model_query(struct sim_op *op)
 {
     if (!op->resolved)
         sim_model_progress();
+    sim_truth_flush();
     if (!op->resolved || op->end_ns > sim_now_ns())
         return CUDA_ERROR_NOT_READY;
     return op->failed ? CUDA_ERROR_LAUNCH_TIMEOUT : CUDA_SUCCESS;
@@ -292,5 +299,6 @@ __attribute__((destructor)) static void sim_model_drain(void)
         sim_sleep_ns(SIM_POLL_NS);
         pthread_mutex_lock(&sim_lock);
     }
+    sim_truth_flush();
     pthread_mutex_unlock(&sim_lock);
 }

@@ -1,7 +1,10 @@
 /* The truth file: with SIMGPU_TRUTH=FILE, one JSON line per operation the model has
  * decided (format in simgpu.h). Tests hold what the agent recorded and what the
  * reporter concluded against it. Lines are written whole with O_APPEND so that
- * several processes can share one file; "%p" in FILE gives each process its own. */
+ * several processes can share one file; "%p" in FILE gives each process its own.
+ * The lines wait in memory until sim_truth_flush (the next call's start, a wait,
+ * the progress thread, exit): a write after a handover would make the call
+ * outlast its handover by a system call, which the driver's calls do not. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +16,76 @@ static struct {
     int fd;
     pid_t pid;        /* the process the file was opened for: a forked child reopens */
     int off;          /* SIMGPU_TRUTH unset, or the file could not be opened */
+    char *buf;        /* lines not yet written, of process buf_pid */
+    size_t len, cap;
+    pid_t buf_pid;
 } sim_truth = { .fd = -1 };
+
+#define SIM_TRUTH_FLUSH_AT (256u << 10)
+
+static void sim_truth_fail(void)
+{
+    fprintf(stderr, "simgpu: truth file write failed: %m\n");
+    sim_truth.off = 1;
+    close(sim_truth.fd);
+    sim_truth.fd = -1;
+}
+
+void sim_truth_flush(void)
+{
+    if (!sim_truth.len)
+        return;
+    /* a forked child's copy of its parent's lines is the parent's to write */
+    if (sim_truth.buf_pid != getpid() || sim_truth.fd < 0 || sim_truth.pid != getpid()) {
+        sim_truth.len = 0;
+        return;
+    }
+    /* whole lines per write: O_APPEND keeps them whole among processes */
+    size_t o = 0;
+    while (o < sim_truth.len) {
+        ssize_t n = write(sim_truth.fd, sim_truth.buf + o, sim_truth.len - o);
+        if (n <= 0) {
+            sim_truth_fail();
+            break;
+        }
+        o += (size_t)n;
+    }
+    sim_truth.len = 0;
+}
+
+/* At exit: what is left (after simgpu_model.c's drain, which comes first or
+ * flushes itself). */
+__attribute__((destructor)) static void sim_truth_at_exit(void)
+{
+    pthread_mutex_lock(&sim_lock);
+    sim_truth_flush();
+    pthread_mutex_unlock(&sim_lock);
+}
+
+static void sim_truth_keep(const char *line, size_t n)
+{
+    if (sim_truth.len && sim_truth.buf_pid != getpid())
+        sim_truth.len = 0;
+    sim_truth.buf_pid = getpid();
+    if (sim_truth.len + n > sim_truth.cap) {
+        size_t cap = sim_truth.cap ? sim_truth.cap * 2 : 64u << 10;
+        while (cap < sim_truth.len + n)
+            cap *= 2;
+        char *b = realloc(sim_truth.buf, cap);
+        if (!b) {
+            sim_truth_flush();
+            if (write(sim_truth.fd, line, n) < 0)
+                sim_truth_fail();
+            return;
+        }
+        sim_truth.buf = b;
+        sim_truth.cap = cap;
+    }
+    memcpy(sim_truth.buf + sim_truth.len, line, n);
+    sim_truth.len += n;
+    if (sim_truth.len >= SIM_TRUTH_FLUSH_AT)
+        sim_truth_flush();
+}
 
 /* The path with each "%p" replaced by the pid. */
 static void sim_truth_path(const char *pattern, char *out, size_t len)
@@ -130,13 +202,6 @@ void sim_truth_write(const struct sim_op *op)
                          (unsigned long long)op->end_ns);
         if (m < 0 || (size_t)(n + m) >= sizeof(line))
             continue;
-        /* One write per line: O_APPEND keeps lines of several processes whole. */
-        if (write(sim_truth.fd, line, (size_t)(n + m)) < 0) {
-            fprintf(stderr, "simgpu: truth file write failed: %m\n");
-            sim_truth.off = 1;
-            close(sim_truth.fd);
-            sim_truth.fd = -1;
-            return;
-        }
+        sim_truth_keep(line, (size_t)(n + m));
     }
 }
