@@ -19,7 +19,8 @@
 #   NVIDIA_SMI   nvidia-smi to ask (default: the one on PATH)
 #   GPU_DEVICES  the device files that mean a GPU is there (default /dev/nvidia[0-9]*)
 #   NCCL         auto (default), 0 (build without), 1 (fail without);
-#                NCCL_HOME where nccl.h and libnccl are (include/, lib/ or lib64/)
+#                NCCL_HOME where nccl.h and libnccl are (include/, lib/ or lib64/); else
+#                the toolkit, /usr, /usr/local, then TORCH_PYTHON's nvidia.nccl package
 #   NVCC_ARCH    nvcc's architecture flags (default -arch=native, else sm_80 and sm_90)
 #   CUDART       shared (default: the runtime as PyTorch loads it) or static (nvcc's default)
 #   BUILD_ONLY=1 build $BUILD/gpu/workload and stop (no GPU needed): for a GPU machine
@@ -98,7 +99,9 @@ detect_gpu() {
 nccl_inc=; nccl_lib=
 find_nccl() {
   multiarch=$(cc -print-multiarch 2>/dev/null)
-  for d in ${NCCL_HOME:+"$NCCL_HOME"} "$CUDA_HOME" /usr /usr/local; do
+  # PyTorch's wheels bring NCCL as the package nvidia.nccl (include/, lib/)
+  pip_nccl=$("$TORCH_PYTHON" -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
+  for d in ${NCCL_HOME:+"$NCCL_HOME"} "$CUDA_HOME" /usr /usr/local ${pip_nccl:+"$pip_nccl"}; do
     [ -f "$d/include/nccl.h" ] || continue
     for l in "$d/lib64" "$d/lib" ${multiarch:+"$d/lib/$multiarch"}; do
       for so in "$l/libnccl.so" "$l/libnccl.so.2"; do
@@ -123,7 +126,8 @@ build() {
   set -- -O2 -std=c++17 -Xcompiler -Wall,-Wextra -cudart "$CUDART" "$@" -o "$OUT/workload" \
          tests/gpu/workload.cu
   if [ "$nccl_state" = yes ]; then
-    set -- "$@" -DHAVE_NCCL -I"$nccl_inc" "$nccl_lib"
+    # through -Xlinker: nvcc takes no file named *.so.2 (pip's nvidia-nccl has no libnccl.so)
+    set -- "$@" -DHAVE_NCCL -I"$nccl_inc" -Xlinker "$nccl_lib"
     rpath=${rpath:+$rpath:}$(dirname "$nccl_lib")
   fi
   "$NVCC" "$@" ${rpath:+-Xlinker -rpath,"$rpath"} >"$OUT/nvcc.log" 2>&1
@@ -155,9 +159,9 @@ build_workload() {
       nccl_state=yes
       echo "gpu-check: NCCL: $nccl_inc/nccl.h, $nccl_lib"
     elif [ "$NCCL" = 1 ]; then
-      fail "NCCL=1, but no nccl.h with libnccl.so in NCCL_HOME ($NCCL_HOME), $CUDA_HOME, /usr or /usr/local"
+      fail "NCCL=1, but no nccl.h with libnccl.so in NCCL_HOME ($NCCL_HOME), $CUDA_HOME, /usr, /usr/local or the nvidia.nccl package"
     else
-      echo "gpu-check: NCCL not found (NCCL_HOME, $CUDA_HOME, /usr, /usr/local): no all-reduce"
+      echo "gpu-check: NCCL not found (NCCL_HOME, $CUDA_HOME, /usr, /usr/local, nvidia.nccl): no all-reduce"
     fi
   fi
   rm -f "$OUT/workload"

@@ -238,7 +238,7 @@ def match_kernels(rs, kin, rel=DUR_REL, abs_us=DUR_ABS_US):
     """Holds ringside's kernels (ringside_kernels) against Kineto's (kineto_kernels) of the
     same launches: streams paired by their kernels' names, kernels in order on each stream
     (a stream runs its kernels in launch order) matched by name; the clocks mapped by the
-    median offset of the matched starts and the drift fitted over them (Kineto's clock less
+    median offset of the matched ends and the drift fitted over them (Kineto's clock less
     ringside's, in ppm). Returns a dict:
     counts (ringside, kineto), count_diff {name: (ringside, kineto)}, streams (pairs),
     pairs (matched), unmatched (ringside, kineto), untimed, dur_bad [(name, rs_us, kin_us)],
@@ -267,9 +267,13 @@ def match_kernels(rs, kin, rel=DUR_REL, abs_us=DUR_ABS_US):
     res["dur_bad"] = bad
     res["dur_diff_us"] = (statistics.median(diffs) if diffs else 0.0, percentile(diffs, 99),
                           max(diffs) if diffs else 0.0)
-    offs = [(r["start_ns"], k["start_ns"] - r["start_ns"]) for r, k in timed]
+    # The clocks are mapped by the kernels' ends: an end event runs as the kernel ends, while
+    # a start is an estimate on an idle stream (the kernel is handed over after the start
+    # event was recorded), which would bias the mapping.
+    ends = [(r["start_ns"] + r["dur_ns"], k["start_ns"] + k["dur_ns"]) for r, k in timed]
     res["offset_ns"], res["drift_ppm"], res["start_us"] = 0, 0.0, (0.0, 0.0)
-    if offs:
+    if ends:
+        offs = [(a, b - a) for a, b in ends]
         med = statistics.median(o for _, o in offs)
         t0 = offs[0][0]
         # least squares of the offsets on time, about the median: the two clocks' drift
@@ -279,7 +283,8 @@ def match_kernels(rs, kin, rel=DUR_REL, abs_us=DUR_ABS_US):
         var = sum((t - mt) ** 2 for t in ts)
         slope = sum((t - mt) * y for t, y in zip(ts, ys)) / var if var > 0 else 0.0
         my = sum(ys) / len(ys)
-        resid = [abs(y - my - slope * (t - mt)) / 1e3 for t, y in zip(ts, ys)]
+        resid = [abs(k["start_ns"] - r["start_ns"] - med - my - slope * (t - mt)) / 1e3
+                 for (r, k), t in zip(timed, ts)]
         res["offset_ns"], res["drift_ppm"] = med, slope / 1e3
         res["start_us"] = (percentile(resid, 99), max(resid))
     return res
@@ -542,6 +547,26 @@ def part_nccl(args):
           "%g us of the blocking run's" % (NB_REL * 100, NB_ABS_US), "; ".join(far) or "none to compare")
 
 
+NCCL_LOG_OPS = {"AllReduce": "allreduce", "AllGather": "allgather", "ReduceScatter": "reducescatter",
+                "Broadcast": "broadcast", "Reduce": "reduce", "AllToAll": "alltoall", "Send": "send",
+                "Recv": "recv", "Gather": "gather", "Scatter": "scatter"}
+
+
+def nccl_logged(d, pid):
+    """{op: calls} of NCCL's COLL log lines ("NCCL INFO AllReduce: opCount ...") of process pid
+    under d; {} when there is no such log."""
+    out = collections.Counter()
+    for name in os.listdir(d):
+        if not (name.startswith("nccl.") and name.endswith(".%d.log" % pid)):
+            continue
+        with open(os.path.join(d, name), errors="replace") as f:
+            for line in f:
+                m = re.search(r"NCCL INFO (\w+): opCount", line)
+                if m:
+                    out[NCCL_LOG_OPS.get(m.group(1), m.group(1).lower())] += 1
+    return dict(out)
+
+
 def nccl_run(args, mode):
     """One torchrun job; {(op, bytes): mean GPU time in us} from the dump, or None."""
     d = os.path.join(args.out, "nccl-" + mode)
@@ -553,7 +578,10 @@ def nccl_run(args, mode):
     cmd = [args.python, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(args.gpus),
            "-r", "1", "-t", "1", "--log_dir", os.path.join(d, "logs"), os.path.abspath(__file__),
            "--worker", "nccl", "--result", os.path.join(d, "rank-%r.json")] + sizes(args)
-    env = base_env(args.agent, trace, TORCH_NCCL_USE_COMM_NONBLOCKING="1" if mode == "nonblocking" else "0")
+    # NCCL's own log of every collective it was called for: the truth of what reached NCCL
+    # (PyTorch may leave out a call a rank alone need not make)
+    env = base_env(args.agent, trace, TORCH_NCCL_USE_COMM_NONBLOCKING="1" if mode == "nonblocking" else "0",
+                   NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="COLL", NCCL_DEBUG_FILE=os.path.join(d, "nccl.%h.%p.log"))
     rc, text = run(cmd, env=env, timeout=budget(NCCL_TIMEOUT_S))
     what = "nccl (%s): torchrun, %d rank(s)" % (mode, args.gpus)
     if not check(rc == 0, what + " ran under the agent", "exit status %d: %s" % (rc, tail(text, 10))):
@@ -572,8 +600,18 @@ def nccl_run(args, mode):
         colls = [r for r in recs if r.get("type") == "coll"]
         want = collections.Counter((NCCL_OPS[o], b) for o, b in info["ops"])
         have = collections.Counter((r.get("op"), r.get("bytes")) for r in colls)
+        logged = nccl_logged(d, info["pid"])
+        if logged:
+            got = collections.Counter(r.get("op") for r in colls)
+            note("nccl (%s): rank %d: torch issued %s; NCCL's log has %s; ringside recorded %s"
+                 % (mode, info["rank"], sorted(collections.Counter(k[0] for k in info["ops"]).items()),
+                    sorted(logged.items()), sorted(got.items())))
+            check(got == logged, "nccl (%s): rank %d: every collective NCCL logged (NCCL_DEBUG=INFO, COLL) "
+                  "recorded once (%d)" % (mode, info["rank"], sum(logged.values())),
+                  "by op: NCCL %s, recorded %s" % (sorted(logged.items()), sorted(got.items())))
+            want = collections.Counter({k: c for k, c in want.items() if logged.get(k[0])})
         check(all(have[k] == c for k, c in want.items()), "nccl (%s): rank %d: every collective it issued "
-              "recorded with its bytes (%d)" % (mode, info["rank"], sum(want.values())),
+              "that reached NCCL recorded with its bytes (%d)" % (mode, info["rank"], sum(want.values())),
               "(op, bytes): issued %s, recorded %s" % (sorted(want.items()), sorted(have.items())))
         untimed = [r for r in colls if not r.get("gpu_start_ns") or (r.get("gpu_end_ns") or 0) < r["gpu_start_ns"]]
         check(colls and not untimed, "nccl (%s): rank %d: every collective has a GPU time" % (mode, info["rank"]),
@@ -591,7 +629,9 @@ def nccl_run(args, mode):
                 times[(op, nbytes)] = statistics.mean(ts) if ts else -1.0
     rep = report_json(args, trace, os.path.join(d, "report"))
     if rep is not None:
-        want = collections.Counter((REPORT_OPS[NCCL_OPS[o]], b) for o, b in ranks[0]["ops"])
+        logged = nccl_logged(d, ranks[0]["pid"])
+        want = collections.Counter((REPORT_OPS[NCCL_OPS[o]], b) for o, b in ranks[0]["ops"]
+                                   if not logged or logged.get(NCCL_OPS[o]))
         rows = collections.Counter()
         for c in rep.get("collectives", []):
             rows[(c.get("op"), c.get("bytes"))] += c.get("count", 0)
