@@ -822,11 +822,22 @@ static CUresult sim_graph_launch(CUgraphExec exec, CUstream h, int ptds)
     CUresult r = sim_stream_get(h, ptds, &s);
     if (r == CUDA_SUCCESS && s->capture)
         r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    if (r == CUDA_SUCCESS)
-        r = sim_graph_enqueue(s, exec->graph);
     pthread_mutex_unlock(&sim_lock);
+    /* the bytes first: the call hands the graph over at its end, as the driver does */
     for (size_t i = 0; r == CUDA_SUCCESS && i < exec->graph->n; i++)
         sim_node_apply(&exec->graph->nodes[i]->p);
+    if (r == CUDA_SUCCESS) {
+        pthread_mutex_lock(&sim_lock);
+        r = sim_stream_get(h, ptds, &s);
+        if (r == CUDA_SUCCESS && s->capture)
+            r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        if (r == CUDA_SUCCESS) {
+            sim_model_hold(1);
+            r = sim_graph_enqueue(s, exec->graph);
+            sim_model_hold(0);
+        }
+        pthread_mutex_unlock(&sim_lock);
+    }
     return r;
 }
 

@@ -162,6 +162,7 @@ struct sim_settings {
     int rank;                     /* $RANK, -1 when unset */
     int sms, regs, static_smem;   /* SIMGPU_SMS, SIMGPU_REGS, SIMGPU_STATIC_SMEM */
     uint64_t pickup_ns;           /* SIMGPU_PICKUP_NS: handover to the earliest start */
+    uint64_t kernel_gap_ns;       /* SIMGPU_KERNEL_GAP_NS: a kernel after other work */
 };
 
 extern struct sim_settings sim_cfg;
@@ -211,6 +212,7 @@ uint64_t sim_now_ns(void);
  * which resolves it if it can and consumes that reference. */
 struct sim_op *sim_model_enqueue(struct CUstream_st *s, enum sim_kind kind, struct sim_op *also);
 void sim_model_submit(struct sim_op *op);
+void sim_model_hold(int on);
 void sim_op_ref(struct sim_op *op);
 void sim_op_unref(struct sim_op *op);
 /* Resolves what can be resolved now. */

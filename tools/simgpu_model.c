@@ -61,6 +61,7 @@ void sim_op_unref(struct sim_op *op)
 static int sim_op_try_resolve(struct sim_op *op)
 {
     uint64_t ready = op->launch_ns;
+    uint64_t gap = op->kind == SIM_KERNEL ? sim_cfg.kernel_gap_ns : 0;
     int failed = 0;
     for (int i = 0; i < 2; i++) {
         const struct sim_op *d = op->deps[i];
@@ -68,8 +69,8 @@ static int sim_op_try_resolve(struct sim_op *op)
             continue;
         if (!d->resolved)
             return 0;
-        if (d->end_ns > ready)
-            ready = d->end_ns;
+        if (d->end_ns + gap > ready)
+            ready = d->end_ns + gap;
         failed |= d->failed;
     }
     if (op->kind == SIM_EXT && !failed) {
@@ -175,10 +176,52 @@ struct sim_op *sim_model_enqueue(struct CUstream_st *s, enum sim_kind kind, stru
 
 /* The caller fills the operation after sim_model_enqueue and submits it with
  * sim_model_submit, which consumes the caller's reference. */
+static struct {
+    int on;
+    struct sim_op **ops;
+    size_t n, cap;
+} sim_held;
+
+static void sim_model_submit_now(struct sim_op *op, uint64_t handover);
+
+/* A graph launch hands its nodes over together, at the end of the call: while
+ * held, sim_model_submit keeps them; sim_model_hold(0) submits them. */
+void sim_model_hold(int on)
+{
+    if (on) {
+        sim_held.on = 1;
+        return;
+    }
+    sim_held.on = 0;
+    uint64_t now = sim_now_ns();
+    for (size_t i = 0; i < sim_held.n; i++)
+        sim_model_submit_now(sim_held.ops[i], now);
+    sim_held.n = 0;
+}
+
 void sim_model_submit(struct sim_op *op)
 {
+    if (sim_held.on) {
+        if (sim_held.n == sim_held.cap) {
+            size_t cap = sim_held.cap ? sim_held.cap * 2 : 64;
+            struct sim_op **ops = realloc(sim_held.ops, cap * sizeof(*ops));
+            if (ops) {
+                sim_held.ops = ops;
+                sim_held.cap = cap;
+            }
+        }
+        if (sim_held.n < sim_held.cap) {
+            sim_held.ops[sim_held.n++] = op;
+            return;
+        }
+    }
+    sim_model_submit_now(op, sim_now_ns());
+}
+
+static void sim_model_submit_now(struct sim_op *op, uint64_t handover)
+{
     /* The handover, at the end of the call; the GPU picks the work up a little later. */
-    op->launch_ns = sim_now_ns() + sim_cfg.pickup_ns;
+    op->launch_ns = handover + sim_cfg.pickup_ns;
     if (!sim_op_try_resolve(op)) {
         op->prev = sim_model.tail;
         op->next = NULL;

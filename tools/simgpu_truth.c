@@ -31,8 +31,52 @@ static void sim_truth_fail(void)
     sim_truth.fd = -1;
 }
 
+/* Operations decided whose lines are not made yet (a reference each): their
+ * formatting too waits for sim_truth_flush. */
+static struct {
+    struct sim_op **ops;
+    size_t n, cap;
+} sim_truth_ops;
+
+static void sim_truth_format(const struct sim_op *op);
+static int sim_truth_open(void);
+
+void sim_truth_write(const struct sim_op *op)
+{
+    if (op->kind == SIM_MARK || !sim_truth_open())
+        return;
+    /* a collective's description is the library's, released once decided */
+    if (op->kind != SIM_EXT) {
+        if (sim_truth_ops.n == sim_truth_ops.cap) {
+            size_t cap = sim_truth_ops.cap ? sim_truth_ops.cap * 2 : 256;
+            struct sim_op **ops = realloc(sim_truth_ops.ops, cap * sizeof(*ops));
+            if (ops) {
+                sim_truth_ops.ops = ops;
+                sim_truth_ops.cap = cap;
+            }
+        }
+        if (sim_truth_ops.n < sim_truth_ops.cap) {
+            sim_op_ref((struct sim_op *)op);
+            sim_truth_ops.ops[sim_truth_ops.n++] = (struct sim_op *)op;
+            if (sim_truth_ops.n >= 4096)
+                sim_truth_flush();
+            return;
+        }
+    }
+    sim_truth_format(op);
+}
+
 void sim_truth_flush(void)
 {
+    if (sim_truth_ops.n) {
+        size_t n = sim_truth_ops.n;
+        sim_truth_ops.n = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (sim_truth.fd >= 0 && sim_truth.pid == getpid())
+                sim_truth_format(sim_truth_ops.ops[i]);
+            sim_op_unref(sim_truth_ops.ops[i]);
+        }
+    }
     if (!sim_truth.len)
         return;
     /* a forked child's copy of its parent's lines is the parent's to write */
@@ -155,10 +199,8 @@ static const char *const sim_kind_names[] = {
     [SIM_MARK] = "mark", [SIM_KERNEL] = "kernel", [SIM_MEMCPY] = "memcpy", [SIM_MEMSET] = "memset",
 };
 
-void sim_truth_write(const struct sim_op *op)
+static void sim_truth_format(const struct sim_op *op)
 {
-    if (op->kind == SIM_MARK || !sim_truth_open())
-        return;
     char name[1024], own[1024], line[4096], geom[192] = "";
     sim_json_string(name, sizeof(name), op->name ? op->name : "");
     if (op->geom.blocks)
