@@ -165,7 +165,11 @@ def gpu_ns(r):
 def check_times(what, recs, truths):
     """The i-th record against the i-th truth (both in launch order): GPU time against
     the cudaEvent time, and start against the workload's event start (their offsets
-    must agree within TIME_ABS_US of their median: the agent's host-clock mapping)."""
+    must agree within TIME_ABS_US of their median: the agent's host-clock mapping).
+    The workload's events are recorded around its launch: on an idle stream they hold
+    the launch call's own time too, which the agent takes out (preload/writer.c), so
+    the agent's time may be shorter, and its start later, by up to that call.
+    Returns [(offset us, the call's us)]."""
     bad, untimed, offsets = [], 0, []
     for r, t in zip(recs, truths):
         if t["event_ms"] is None:
@@ -174,10 +178,10 @@ def check_times(what, recs, truths):
         if got is None:
             untimed += 1
             continue
-        want_us, got_us = t["event_ms"] * 1e3, got / 1e3
-        if not close(got_us, want_us):
-            bad.append("%.1f us recorded, %.1f us by cudaEvents" % (got_us, want_us))
-        offsets.append(r["gpu_start_ns"] / 1e3 - t["start_ms"] * 1e3)
+        want_us, got_us, call_us = t["event_ms"] * 1e3, got / 1e3, r.get("call_ns", 0) / 1e3
+        if not (close(got_us, want_us) or close(got_us + max(0.0, min(call_us, want_us - got_us)), want_us)):
+            bad.append("%.1f us recorded, %.1f us by cudaEvents (the call %.1f us)" % (got_us, want_us, call_us))
+        offsets.append((r["gpu_start_ns"] / 1e3 - t["start_ms"] * 1e3, call_us))
     timed = sum(t["event_ms"] is not None for t in truths)
     check(not untimed, "%s: each one the workload timed has a GPU time" % what,
           "%d of %d without" % (untimed, timed))
@@ -209,11 +213,11 @@ def check_trace(truth, recs, nccl_build_failed):
             offsets += check_times(what, got, [t])
 
     if offsets:
-        mid = sorted(offsets)[len(offsets) // 2]
-        off = [o for o in offsets if abs(o - mid) > TIME_ABS_US]
-        check(not off, "GPU start times keep the workload's spacing (within %d us)" % TIME_ABS_US,
-              "%d of %d starts off by up to %.1f us" % (len(off), len(offsets),
-                                                        max(abs(o - mid) for o in offsets)))
+        mid = sorted(o for o, _ in offsets)[len(offsets) // 2]
+        off = [o - mid for o, c in offsets if not -TIME_ABS_US <= o - mid <= c + TIME_ABS_US]
+        check(not off, "GPU start times keep the workload's spacing (within %d us, and later by at most "
+              "the launch call)" % TIME_ABS_US, "%d of %d starts off by up to %.1f us" % (
+                  len(off), len(offsets), max((abs(o) for o in off), default=0)))
 
     side = set(r["stream"] for r in kernels.get("spin_side", []))
     main = set(r["stream"] for r in kernels.get("spin_quarter", []))

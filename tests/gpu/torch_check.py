@@ -39,7 +39,7 @@ import time
 PARTS = (
     ("kineto", "PyTorch bf16 training loop (%d steps) under the agent and torch.profiler at once: "
                "per kernel, ringside's GPU start and duration against Kineto's for the same launches "
-               "(counts equal; durations within 5%% or 5 us for 99%% of them, 2 us at the median)"),
+               "(counts equal; durations within 5%% or 5 us for 95%% of them, 2 us at the median)"),
     ("losses", "the same loop with and without the agent: losses bit-identical"),
     ("graph", "the loop captured with torch.cuda.graph and replayed: report.json's kernel table "
               "names the graph's kernels with Kineto's counts"),
@@ -52,8 +52,8 @@ PARTS = (
 
 STEPS = 50                      # training steps of the kineto and losses parts
 DUR_REL, DUR_ABS_US = 0.05, 5.0  # a kernel's duration: within 5%, or 5 us for short ones,
-DUR_SHARE = 0.99                # for 99% of the kernels (a thread descheduled inside a launch
-DUR_MEDIAN_US = 2.0             # call moves its start), and within 2 us at the median
+DUR_SHARE = 0.95                # for 95% of the kernels (event timing places a start from its
+DUR_MEDIAN_US = 2.0             # start event: preload/writer.c), and within 2 us at the median
 START_US = 20.0                 # a kernel's start, after the clocks are mapped (p99)
 GPU_BOUND_MAX = 1.05            # the agent on a GPU-bound loop: at most 5% more wall time
 NB_REL, NB_ABS_US = 0.25, 20.0  # non-blocking against blocking: a collective's mean GPU time
