@@ -349,6 +349,7 @@ static void stamp_start(void)
 
 static void after_fork_child(void)
 {
+    rs_dl_fork_child();
     if (!atomic_load(&rs_hot.on))
         return;
     int cs = rs_nocancel();
@@ -419,7 +420,7 @@ __attribute__((constructor)) static void rs_start(int argc, char **argv, char **
         rs_th.guard = 0;
         return;
     }
-    pthread_atfork(NULL, NULL, after_fork_child);
+    pthread_atfork(rs_dl_fork_prepare, rs_dl_fork_parent, after_fork_child);
     signals_init();
     resolve_early();
     atomic_store(&rs_hot.on, 1);

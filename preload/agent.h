@@ -697,4 +697,14 @@ void *rs_resolve(const char *name);
         real_##name;                                    \
     })
 
+/* ---- where work started (gpustart.c; the writer thread's) ---- */
+
+/* e's start: e->gpu_start_ns is its start event's time, e->gpu_end_ns its
+ * end; ret_ns the real launch call's own time; prev_end the end of the work
+ * settled before it on its stream (0: none known). */
+uint64_t rs_gpu_work_start(const struct rsf_gpu_event *e, uint32_t ret_ns, uint64_t prev_end);
+/* The end of the last work settled on stream (the agent's stream id), to
+ * read and to set; 0 when none. */
+uint64_t *rs_gpu_stream_end(uint64_t stream);
+
 #endif

@@ -92,9 +92,13 @@ static int each_object(struct dl_phdr_info *info, size_t size, void *varg)
 void rs_modules_poll(rs_module_fn fn, void *arg)
 {
     struct counts c = { 0, 0 };
+    if (!rs_dl_enter())
+        return; /* a fork is under way: the next poll */
     dl_iterate_phdr(read_counts, &c);
-    if (polled && c.adds == seen_adds && c.subs == seen_subs)
+    if (polled && c.adds == seen_adds && c.subs == seen_subs) {
+        rs_dl_leave();
         return;
+    }
     polled = 1;
     seen_adds = c.adds;
     seen_subs = c.subs;
@@ -102,6 +106,7 @@ void rs_modules_poll(rs_module_fn fn, void *arg)
     ssize_t n = readlink("/proc/self/exe", a.exe, sizeof a.exe - 1);
     a.exe[n > 0 ? n : 0] = 0;
     dl_iterate_phdr(each_object, &a);
+    rs_dl_leave();
 }
 
 void rs_modules_reset(void)

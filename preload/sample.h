@@ -151,6 +151,20 @@ int rs_unwind_ready(void);
  * pointer into sps unless it is NULL; returns the count.
  * Async-signal-safe. */
 int rs_unwind(void *uc, uint64_t *pcs, uint64_t *sps, int max);
+/* The agent's own ways into the loader's object list (libunwind's walks and
+ * the writer's module polls) pass this gate, which a fork closes: a thread
+ * inside dl_iterate_phdr when another forks leaves the child the loader's
+ * lock held by no thread of its own, and the child's first stack capture or
+ * exception hangs (a multiprocessing Pool worker did, holding its queue's
+ * lock). rs_dl_enter says whether the caller may go in (async-signal-safe;
+ * 0 while a fork is under way: skip); rs_dl_leave after. */
+int rs_dl_enter(void);
+void rs_dl_leave(void);
+/* pthread_atfork handlers (agent.c): close the gate and wait for those inside;
+ * open it again in the parent and in the child. */
+void rs_dl_fork_prepare(void);
+void rs_dl_fork_parent(void);
+void rs_dl_fork_child(void);
 /* Whether pc lies in libagent.so itself. */
 int rs_unwind_is_agent(uint64_t pc);
 

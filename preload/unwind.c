@@ -80,6 +80,50 @@ int rs_unwind_init(void)
     return 0;
 }
 
+static _Atomic int dl_forking, dl_inside;
+
+int rs_dl_enter(void)
+{
+    /* The loader changing its list (a dlopen or dlclose under way) holds
+     * its lock; in a child forked meanwhile the change never ends, and the
+     * lock is held by no thread: never walk there. */
+    if (atomic_load(&dl_forking) || rs_loader_busy())
+        return 0;
+    atomic_fetch_add(&dl_inside, 1);
+    if (atomic_load(&dl_forking)) {
+        atomic_fetch_sub(&dl_inside, 1);
+        return 0;
+    }
+    return 1;
+}
+
+void rs_dl_leave(void)
+{
+    atomic_fetch_sub(&dl_inside, 1);
+}
+
+void rs_dl_fork_prepare(void)
+{
+    atomic_store(&dl_forking, 1);
+    /* bounded: a fork from a signal handler that interrupted a walk on this
+     * very thread would wait for itself */
+    for (int i = 0; i < 4000 && atomic_load(&dl_inside) > 0; i++) {
+        struct timespec t = { 0, 50000 };
+        nanosleep(&t, NULL);
+    }
+}
+
+void rs_dl_fork_parent(void)
+{
+    atomic_store(&dl_forking, 0);
+}
+
+void rs_dl_fork_child(void)
+{
+    atomic_store(&dl_inside, 0); /* the child has none of the other threads */
+    atomic_store(&dl_forking, 0);
+}
+
 int rs_unwind(void *uc, uint64_t *pcs, uint64_t *sps, int max)
 {
     unw_cursor_t cur;
@@ -91,6 +135,8 @@ int rs_unwind(void *uc, uint64_t *pcs, uint64_t *sps, int max)
         uc = &here;
         flags = 0;
     }
+    if (!rs_dl_enter())
+        return 0;
     int cs = rs_nocancel(); /* libunwind tests addresses through a pipe */
     int n = 0;
     if (p_init_local2(&cur, uc, flags) == 0) {
@@ -106,5 +152,6 @@ int rs_unwind(void *uc, uint64_t *pcs, uint64_t *sps, int max)
         } while (n < max && p_step(&cur) > 0);
     }
     rs_cancel_restore(cs);
+    rs_dl_leave();
     return n;
 }

@@ -21,15 +21,15 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/rs_check.h $(FORMAT_OBJ) $(REPORTER_
 # libagent.so has them (hidden visibility keeps symbols out of a shared
 # object's exports only; in an executable they link as any other), not with
 # the reporter's. A static pattern rule: it wins over the one above.
-AGENT_UNIT_BIN := $(addprefix $(BUILD)/tests/test_,ring fdtab settings clock)
-AGENT_CORE_OBJ := $(addprefix $(BUILD)/obj/preload/,ring.o fdtab.o config.o clock.o log.o)
+AGENT_UNIT_BIN := $(addprefix $(BUILD)/tests/test_,ring fdtab settings clock gpustart)
+AGENT_CORE_OBJ := $(addprefix $(BUILD)/obj/preload/,ring.o fdtab.o config.o clock.o log.o gpustart.o)
 
 $(AGENT_UNIT_BIN): $(BUILD)/tests/%: tests/unit/%.c tests/unit/rs_check.h tests/unit/rs_agent_unit.h \
     $(AGENT_CORE_OBJ) $(FORMAT_OBJ)
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(RS_CFLAGS) -Wno-missing-prototypes -DRS_SRC_DIR='"$(CURDIR)"' -o $@ $< \
-	    $(AGENT_CORE_OBJ) $(FORMAT_OBJ) $(RS_LDFLAGS) -lcheck -lsubunit -lrt -llz4 -lm
+	    $(AGENT_CORE_OBJ) $(FORMAT_OBJ) $(RS_LDFLAGS) -lcheck -lsubunit -lrt -llz4 -lz -lm
 
 # Small programs the integration tests run under the agent.
 PROG_SRC := $(wildcard tests/programs/*.c)
@@ -37,7 +37,7 @@ PROG_BIN := $(PROG_SRC:tests/programs/%.c=$(BUILD)/tests/prog/%)
 
 # The CUDA and NCCL programs read cuda.h and nccl.h as system headers.
 $(BUILD)/tests/prog/cuda_paths $(BUILD)/tests/prog/cuda_contexts $(BUILD)/tests/prog/nccl_ops $(BUILD)/tests/prog/nccl_groups $(BUILD)/tests/prog/cuda_names $(BUILD)/tests/prog/graph_modes: RS_CFLAGS += -isystem $(CUDA_HOME)/include
-$(BUILD)/tests/prog/cuda_names: RS_LDFLAGS += -ldl
+$(BUILD)/tests/prog/cuda_names $(BUILD)/tests/prog/fork_unwind: RS_LDFLAGS += -ldl
 # graph_modes links the driver (the simulator's at run time) and pthreads.
 $(BUILD)/tests/prog/graph_modes: RS_LDFLAGS += -L$(BUILD)/sim -lcuda -pthread
 $(BUILD)/tests/prog/graph_modes: $(BUILD)/sim/libcuda.so.1

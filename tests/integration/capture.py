@@ -58,6 +58,21 @@ def end_ok(e, t):
     return t["end_ns"] - TOL_NS <= e["gpu_end_ns"] <= hi + TOL_NS
 
 
+def start_window(g, t):
+    """(earliest, latest) GPU start the agent may give a GpuEvent g whose truth line is t.
+    The agent's start (preload/gpustart.c): on an idle stream, its start event plus
+    the call's own time; on a busy one, the start event (a kernel, plus the GPU's
+    gap). A call that went on after its handover (descheduled, say) puts it later by
+    as much; a stream that came free while the call was handing the work over looks
+    busy, and puts it earlier by at most the call. A synchronous call returns after
+    its work, handed over when it liked: between the call's start and the truth."""
+    if g["flags"] & FLAG_SYNC:
+        return g["launch_ns"] - TOL_NS, t["start_ns"] + TOL_NS
+    slack = max(0, g["launch_ns"] + g["call_ns"] - (t["launch_ns"] - PICKUP_NS))
+    early = t["start_ns"] - TOL_NS - (g["call_ns"] if t["start_ns"] == t["launch_ns"] else slack)
+    return early, t["start_ns"] + TOL_NS + slack
+
+
 def gpu_problems(tl, gpu, exact_start=True, undirected=()):
     """Every truth operation launched by the program (kernels, copies, sets,
     NCCL kernels) against the agent's GpuEvents that are not graph launches
@@ -110,18 +125,7 @@ def gpu_problems(tl, gpu, exact_start=True, undirected=()):
             if not end_ok(g, t):
                 problems.append("%s: GPU end %d, truth %d, call ended %d" % (
                     where, g["gpu_end_ns"], t["end_ns"], g["launch_ns"] + g["call_ns"]))
-            # The agent's start (preload/writer.c): on an idle stream, its
-            # start event plus the call's own time; on a busy one, the start
-            # event (a kernel, plus the GPU's gap). A call that went on after
-            # its handover (descheduled, say) puts it later by as much; a
-            # stream that came free while the call was handing the work over
-            # looks busy, and puts it earlier by at most the call.
-            slack = max(0, g["launch_ns"] + g["call_ns"] - (t["launch_ns"] - PICKUP_NS))
-            early = t["start_ns"] - TOL_NS - (g["call_ns"] if t["start_ns"] == t["launch_ns"] else slack)
-            late = t["start_ns"] + TOL_NS + slack
-            if g["flags"] & FLAG_SYNC:
-                # returns after its work, handed over when it liked
-                early, late = g["launch_ns"] - TOL_NS, t["start_ns"] + TOL_NS
+            early, late = start_window(g, t)
             if (exact_start or not nccl) and not (early <= g["gpu_start_ns"] <= late):
                 problems.append("%s: GPU start off by %d ns (allowed %d..%d)" % (
                     where, ds, early - t["start_ns"], late - t["start_ns"]))

@@ -69,14 +69,12 @@ for mode, flag in MODES:
     else:
         for i, g in enumerate(graphs):
             ops = replay[i * per:(i + 1) * per]
-            # as any launch (capture.gpu_problems): on an idle stream the
-            # work starts inside the call, and the end event completes at
-            # the work's end or, when the call outlasted it, at the call's
+            # as any launch (capture.start_window, capture.end_ok): the end
+            # event completes at the work's end or, when the call outlasted
+            # it, at the call's
             t = {"launch_ns": ops[0]["launch_ns"], "start_ns": ops[0]["start_ns"], "end_ns": ops[-1]["end_ns"]}
-            if t["start_ns"] == t["launch_ns"]:
-                start_ok = g["launch_ns"] - capture.TOL_NS <= g["gpu_start_ns"] <= t["start_ns"] + capture.TOL_NS
-            else:
-                start_ok = abs(g["gpu_start_ns"] - t["start_ns"]) <= capture.TOL_NS
+            early, late = capture.start_window(g, t)
+            start_ok = early <= g["gpu_start_ns"] <= late
             if not start_ok or not capture.end_ok(g, t):
                 probs.append("graph launch %d: GPU %d..%d, replayed work %d..%d, call %d..%d" % (
                     i, g["gpu_start_ns"], g["gpu_end_ns"], ops[0]["start_ns"], ops[-1]["end_ns"],

@@ -1,5 +1,5 @@
 /* What the unit tests of the agent's core (test_ring, test_fdtab,
- * test_settings, test_clock) share: the one writer function the core's
+ * test_settings, test_clock, test_gpustart) share: the one writer function the core's
  * objects call (writer.c is not linked: no trace file, so no fd is the
  * writer's), a drain that copies every record out of the ring, and the
  * capture of what the agent prints on stderr. One translation unit each. */

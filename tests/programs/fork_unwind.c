@@ -1,0 +1,102 @@
+/* Forks while other threads walk the loader's object list: two threads wait
+ * 2 ms at a time (each wait a stack capture under the agent, libunwind
+ * walking the list), a third opens and closes a library every few
+ * milliseconds (so that the agent's writer walks the whole list to see what
+ * changed), the main thread forks N children, and each child waits 2 ms
+ * too (its own stack capture) and exits. A child forked while a walk held the
+ * loader's lock inherits that lock held by no thread of its own, and hangs in
+ * its first capture. The parent gives each child 2 s, kills the ones that
+ * hang, and prints "forks=N hung=H".
+ * Usage: fork_unwind N [LIBRARY]: LIBRARY the one opened and closed (default
+ * libz.so.1; one that brings many others along makes the writer's walk long). */
+#include <dlfcn.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static atomic_int stop;
+
+/* A few frames deep, so that a walk has work to do. */
+static __attribute__((noinline)) void wait_a_little(int depth)
+{
+    if (depth > 0) {
+        wait_a_little(depth - 1);
+        return;
+    }
+    poll(NULL, 0, 2);
+}
+
+static void *waiter(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stop))
+        wait_a_little(6);
+    return NULL;
+}
+
+/* The child's status within 5 s; -1 (and the child killed) when it hangs. */
+static int reap(pid_t pid)
+{
+    for (int i = 0; i < 200; i++) {
+        int status;
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            return status;
+        struct timespec t = { 0, 10000000 };
+        nanosleep(&t, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+static const char *lib = "libz.so.1";
+
+static void *opener(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stop)) {
+        void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+        struct timespec t = { 0, 3000000 };
+        nanosleep(&t, NULL);
+        if (h)
+            dlclose(h);
+        nanosleep(&t, NULL);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int n = argc > 1 ? atoi(argv[1]) : 200, hung = 0;
+    if (argc > 2)
+        lib = argv[2];
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++)
+        if (pthread_create(&t[i], NULL, i < 2 ? waiter : opener, NULL) != 0)
+            return 2;
+    for (int i = 0; i < n; i++) {
+        pid_t pid = fork();
+        if (pid < 0)
+            return 2;
+        if (pid == 0) {
+            wait_a_little(6);
+            _exit(0);
+        }
+        if (reap(pid) < 0) {
+            fprintf(stderr, "fork_unwind: child %d hung\n", (int)pid);
+            hung++;
+        }
+    }
+    atomic_store(&stop, 1);
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    printf("forks=%d hung=%d\n", n, hung);
+    return hung ? 1 : 0;
+}
