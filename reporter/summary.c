@@ -541,9 +541,13 @@ static void kmarks_learn(struct rsr_acc *a)
 
 /* Step marks for an op at [s, e) before it joins the unions: the idle gap
  * it ends, and its kernel mark (summary.h). */
+/* Idle gaps this short are the GPU's own between back-to-back work (an H200
+ * begins a kernel 2 to 4 us after the work before it), not a step's edge. */
+#define STEP_GAP_MIN_NS 5000
+
 static void step_marks(struct rsr_acc *a, const struct rsr_acc_op *op, int64_t s, int64_t e)
 {
-    if (a->all.open && s > a->all.e && s - a->all.e > a->gap_len) {
+    if (a->all.open && s > a->all.e + STEP_GAP_MIN_NS && s - a->all.e > a->gap_len) {
         a->gap_len = s - a->all.e;
         a->gap_end = s;
         a->gap_host = a->sync_end > a->all.e && a->sync_end <= s ? a->sync_end - a->all.e : 0;

@@ -6,6 +6,7 @@
  * variables; rank 0 publishes the NCCL unique id in a file (see sim_train_rendezvous). */
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -42,6 +43,8 @@ static struct {
 
 struct sim_train_opts {
     long steps, layers, ckpt_every, seed, kernels, eval_every, eval_steps, kernel_blocks;
+    double seconds;               /* --seconds: train until then (one rank only) */
+    const char *progress;         /* --progress FILE: the steps so far, every 100 */
     double fwd_us, bwd_us, bucket_mb, data_us, ckpt_mb, bw_gbs, drift_pct;
     int overlap;
     int graph, graph_nccl;   /* --graph, --graph-nccl */
@@ -65,6 +68,10 @@ static const char sim_train_usage[] =
     "A data-parallel training loop on the simulated GPU (LD_LIBRARY_PATH=build/sim).\n"
     "Ranks come from RANK, WORLD_SIZE, LOCAL_RANK (torchrun; simlaunch sets them).\n"
     "  --steps N             training steps (default 10)\n"
+    "  --seconds S           train for S seconds instead (one rank only: ranks would\n"
+    "                        not agree on the last step), at most --steps if given\n"
+    "  --progress FILE       write the steps done so far to FILE every 100 steps\n"
+    "                        (make soak's bytes per step)\n"
     "  --kernels-per-layer K each layer's forward and backward pass as K kernels of\n"
     "                        fwd-us/K and bwd-us/K (default 1): more launches per step\n"
     "  --layers L            layers: one forward and one backward kernel each, and one\n"
@@ -205,9 +212,12 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
 {
     enum { O_STEPS = 256, O_LAYERS, O_FWD, O_BWD, O_BUCKET, O_OVERLAP, O_NO_OVERLAP, O_DATA,
            O_CKPT_EVERY, O_CKPT_MB, O_CKPT_DIR, O_STRAGGLER, O_BW, O_SEED, O_HELP, O_KERNELS, O_EVAL_EVERY,
-           O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS, O_SLOW_DATA, O_STALL, O_DEVICES, O_GRAPH, O_GRAPH_NCCL };
+           O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS, O_SLOW_DATA, O_STALL, O_DEVICES, O_GRAPH, O_GRAPH_NCCL,
+           O_SECONDS, O_PROGRESS };
     static const struct option longopts[] = {
         { "steps", required_argument, NULL, O_STEPS },
+        { "seconds", required_argument, NULL, O_SECONDS },
+        { "progress", required_argument, NULL, O_PROGRESS },
         { "layers", required_argument, NULL, O_LAYERS },
         { "kernels-per-layer", required_argument, NULL, O_KERNELS },
         { "fwd-us", required_argument, NULL, O_FWD },
@@ -240,12 +250,14 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         .slow_data_rank = -1, .stall_rank = -1, .devices = 1,
         .eval_steps = 2,
     };
-    int c, overlap_set = 0;
+    int c, overlap_set = 0, steps_set = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         char *colon;
         switch (c) {
-        case O_STEPS: o->steps = sim_train_long("--steps", optarg, 1); break;
+        case O_STEPS: o->steps = sim_train_long("--steps", optarg, 1); steps_set = 1; break;
+        case O_SECONDS: o->seconds = sim_train_double("--seconds", optarg, 0, 1); break;
+        case O_PROGRESS: o->progress = optarg; break;
         case O_LAYERS: o->layers = sim_train_long("--layers", optarg, 1); break;
         case O_KERNELS: o->kernels = sim_train_long("--kernels-per-layer", optarg, 1); break;
         case O_FWD: o->fwd_us = sim_train_double("--fwd-us", optarg, 0, 0); break;
@@ -314,6 +326,8 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         sim_train_usage_error("unexpected argument '%s'", argv[optind]);
     if (o->graph && o->devices > 1)
         sim_train_usage_error("--graph captures one device's stream: not with --devices %ld", o->devices);
+    if (o->seconds > 0 && !steps_set)
+        o->steps = LONG_MAX;
 }
 
 static int sim_train_env_int(const char *name, int def)
@@ -616,8 +630,12 @@ static struct sim_train_step_log {
 } *sim_train_steps;
 static size_t sim_train_nsteps;
 
+static int sim_train_log_steps; /* SIMGPU_TRUTH is set: memory grows with the steps only then */
+
 static void sim_train_step_begin(void)
 {
+    if (!sim_train_log_steps)
+        return;
     void *grown = realloc(sim_train_steps, (sim_train_nsteps + 1) * sizeof(*sim_train_steps));
     if (!grown)
         sim_train_die("out of memory");
@@ -627,8 +645,23 @@ static void sim_train_step_begin(void)
 
 static void sim_train_step_end(int eval)
 {
+    if (!sim_train_log_steps)
+        return;
     sim_train_steps[sim_train_nsteps].end_ns = sim_train_now_ns();
     sim_train_steps[sim_train_nsteps++].eval = eval;
+}
+
+/* --progress: the steps done, written over the file's start. */
+static void sim_train_progress(const char *path, long steps)
+{
+    char line[32];
+    int n = snprintf(line, sizeof(line), "%ld\n", steps);
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        sim_train_die("--progress %s: %s", path, strerror(errno));
+    if (pwrite(fd, line, (size_t)n, 0) != n)
+        sim_train_die("--progress %s: %s", path, strerror(errno));
+    close(fd);
 }
 
 /* SIMGPU_TRUTH's path with "%p" made the pid, as the simulator reads it. */
@@ -854,9 +887,16 @@ int main(int argc, char **argv)
     if (t.rank == 0 && t.world > 1)
         unlink(path);
 
+    if (t.o.seconds > 0 && t.world > 1)
+        sim_train_usage_error("--seconds: one rank only (WORLD_SIZE is %d)", t.world);
+    const char *truth = getenv("SIMGPU_TRUTH");
+    sim_train_log_steps = truth && *truth;
     double t0 = sim_train_now_s();
+    long done = 0;
     for (long s = 0; s < t.o.steps; s++) {
-        if (t.o.steps > 1)
+        if (t.o.seconds > 0 && sim_train_now_s() - t0 >= t.o.seconds)
+            break;
+        if (t.o.steps > 1 && t.o.steps < LONG_MAX)
             t.drift = 1 + t.o.drift_pct / 100 * (double)s / (double)(t.o.steps - 1);
         sim_train_step_begin();
         t.stall_now = t.o.stall_rank == t.rank && t.o.stall_step == s;
@@ -869,11 +909,16 @@ int main(int argc, char **argv)
             sim_train_eval(&t);
             sim_train_step_end(1);
         }
+        done = s + 1;
+        if (t.o.progress && done % 100 == 0)
+            sim_train_progress(t.o.progress, done);
     }
     double dt = sim_train_now_s() - t0;
     sim_train_teardown(&t);
-    printf("simtrain: rank %d of %d: %ld steps in %.3f s (%.3f ms/step)\n", t.rank, t.world, t.o.steps, dt,
-           dt * 1e3 / (double)t.o.steps);
+    if (t.o.progress)
+        sim_train_progress(t.o.progress, done);
+    printf("simtrain: rank %d of %d: %ld steps in %.3f s (%.3f ms/step)\n", t.rank, t.world, done, dt,
+           dt * 1e3 / (double)(done ? done : 1));
     sim_train_write_events(t.rank, main_start, sim_train_now_ns());
     sim_train_write_steps(t.rank);
     free(sim_train_ckpts);

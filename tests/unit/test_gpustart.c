@@ -48,6 +48,18 @@ START_TEST(busy_stream_kernel_gap)
 }
 END_TEST
 
+START_TEST(waited_for_another_stream)
+{
+    /* the start event ran 500 us after the call returned (it waited for an
+     * event of another stream): the kernel was there, as on a busy stream */
+    struct rsf_gpu_event e = ev(RSF_GPU_KERNEL, 0, 1000 * US, 1507 * US, 1600 * US);
+    ck_assert_uint_eq(rs_gpu_work_start(&e, 7 * US, 900 * US), 1507 * US + 2500);
+    /* a copy at once */
+    e.kind = RSF_GPU_MEMCPY;
+    ck_assert_uint_eq(rs_gpu_work_start(&e, 7 * US, 900 * US), 1507 * US);
+}
+END_TEST
+
 START_TEST(kernel_never_sooner_than_the_gap)
 {
     /* an idle-looking stream (its start event waited for another stream) and
@@ -192,6 +204,7 @@ static Suite *gpustart_suite(void)
     const struct rs_test tests[] = {
         { "gpustart_idle_stream_adds_the_call", idle_stream_adds_the_call },
         { "gpustart_busy_stream_kernel_gap", busy_stream_kernel_gap },
+        { "gpustart_waited_for_another_stream", waited_for_another_stream },
         { "gpustart_kernel_never_sooner_than_the_gap", kernel_never_sooner_than_the_gap },
         { "gpustart_sync_and_ended_keep_the_event", sync_and_ended_keep_the_event },
         { "gpustart_stream_table", stream_table },
