@@ -100,3 +100,13 @@ STRESS_N ?= 500
 stress:
 	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)BUILD=$(BUILD) STRESS_N=$(STRESS_N) python3 tests/stress/stress.py
+
+# The soak (not in make test; issue 28): simulated training and a real PyTorch
+# DDP job under the agent for SOAK_MIN minutes (default 30), the agent's memory,
+# drops, bytes per step and writer's lag sampled, the soaked job reported
+# (tests/soak/soak.py says what passes). SOAK_KEEP=1 keeps its files in build/soak.
+SOAK_MIN ?= 30
+.PHONY: soak
+soak:
+	$(Q)$(MAKE) --no-print-directory test-build
+	$(Q)BUILD=$(BUILD) SOAK_MIN=$(SOAK_MIN) python3 tests/soak/soak.py $(if $(SOAK_KEEP),--keep)

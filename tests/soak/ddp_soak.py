@@ -5,7 +5,7 @@ itself for --seconds. Each step every rank reads a 64 KiB shard of its data
 file, and every --ckpt-every steps rank 0 saves a checkpoint with torch.save
 (written over the last). The ranks stop together: each step they AllReduce
 whether their time is up. Every 20 steps each rank writes the steps done so
-far to OUT/progress-rank<R>.txt (the soak's bytes per step), and at the end
+far and its pid to OUT/progress-rank<R>.txt (the soak's bytes per step), and at the end
 prints {"rank", "pid", "steps", "loss"} as a JSON line.
 
     ddp_soak.py OUT --seconds S [--ckpt-every K]"""
@@ -34,7 +34,7 @@ def free_port():
 def progress(out, rank, steps):
     path = os.path.join(out, "progress-rank%d.txt" % rank)
     with open(path + ".tmp", "w") as f:
-        f.write("%d\n" % steps)
+        f.write("%d %d\n" % (steps, os.getpid()))
     os.replace(path + ".tmp", path)
 
 
