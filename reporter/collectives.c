@@ -659,6 +659,9 @@ int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_st
             for (long j = a; j < b; j++) {
                 if (j > a && e[j].model == e[j - 1].model)
                     continue;
+                /* the step time (ranks_ns) is of the processes in the steps alone */
+                if (st->in_steps && (e[j].model >= st->n_models || !st->in_steps[e[j].model]))
+                    continue;
                 long k = step_at(st, e[j].t.start_ns);
                 if (k < 0)
                     continue;

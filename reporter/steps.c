@@ -998,6 +998,12 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
         goto done;
     }
     out->n = mode;
+    out->in_steps = calloc(n, 1);
+    if (!out->in_steps) {
+        rc = -1;
+        goto done;
+    }
+    out->n_models = n;
     size_t folded = 0;
     for (size_t r = 0; r < np; r++) {
         if (fd[r].n != mode)
@@ -1005,8 +1011,10 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
         struct proc p;
         int kind;
         int got = proc_get(&p, models[fd[r].model], fd[r].model, &kind);
-        if (got > 0 && p.n == mode)
+        if (got > 0 && p.n == mode) {
             fold_proc(out->steps, &p, models[fd[r].model], folded++ == 0);
+            out->in_steps[fd[r].model] = 1;
+        }
         free(p.v);
         if (got < 0) {
             rc = -1;
@@ -1035,6 +1043,7 @@ void rsr_steps_free(struct rsr_steps *s)
 {
     free(s->steps);
     free(s->slow);
+    free(s->in_steps);
     memset(s, 0, sizeof *s);
 }
 

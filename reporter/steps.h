@@ -136,6 +136,8 @@ struct rsr_steps {
     struct rsr_step_slow *slow;
     size_t n_slow;
     size_t ranks;               /* processes whose steps make the job's */
+    uint8_t *in_steps;          /* [n_models]: 1 for those processes (models' order) */
+    size_t n_models;
 };
 
 /* Whether a range's name marks a step: "step" or "iter" in any case
