@@ -292,7 +292,7 @@ void rs_ring_reset(void)
     pool_fill();
 }
 
-/* Blocks whose records stopped making sense (a record of no size, or past
+/* Blocks whose records stopped making sense (a record smaller than its header, or past
  * what was committed): the rest of such a block is lost, counted, and said
  * once, rather than read forever (make soak found a writer spinning on a
  * record of size 0 after 10 minutes; the cause is not found yet). */
@@ -302,7 +302,7 @@ static void drain_block(struct rs_block *b, uint32_t upto, rs_rec_fn fn, void *a
 {
     while (b->consumed < upto) {
         const struct rs_rec_hdr *h = (const void *)(b->data + b->consumed);
-        if (RS_UNLIKELY(h->size < sizeof *h || h->size % 8 || h->size > upto - b->consumed)) {
+        if (RS_UNLIKELY(h->size < sizeof *h || h->size > upto - b->consumed)) {
             atomic_fetch_add_explicit(&dropped_all, 1, memory_order_relaxed);
             if (!atomic_exchange(&broken_said, 1))
                 rs_notice("a buffer of thread %u holds a broken record (size %u at byte %u of %u); "
