@@ -964,34 +964,49 @@ static int times_of(struct stalled *st, uint64_t stream, uint32_t pair, uint32_t
     return r;
 }
 
-static void settle_gpu(struct held_gpu *g, int r)
+/* Settles a held launch once its times are known (or given up on: no
+ * times then); returns 0, leaving it held, while they are not. */
+static int settle_gpu(struct held_gpu *g, struct stalled *st, int give_up_now)
 {
+    int r = give_up_now ? -1 : times_of(st, g->e.stream, g->pair, g->anchor, &g->e.gpu_start_ns,
+                                         &g->e.gpu_end_ns);
+    if (r == 0)
+        return 0;
     if (r > 0) {
         uint64_t *prev = rs_gpu_stream_end(g->e.stream);
-        uint64_t s0 = rs_cfg.test_gpu_raw_start ? g->e.gpu_start_ns
-                                                : rs_gpu_work_start(&g->e, g->ret_ns, *prev);
-        *prev = g->e.gpu_end_ns;
         if (rs_cfg.test_gpu_raw_start)
-            g->e.call_ns = g->ret_ns; /* and the real call's own time */
-        g->e.gpu_start_ns = s0 < g->e.gpu_end_ns ? s0 : g->e.gpu_end_ns;
+            g->e.call_ns = g->ret_ns; /* the start event as it is, and the real call's own time */
+        else
+            g->e.gpu_start_ns = rs_gpu_work_start(&g->e, g->ret_ns, *prev);
+        *prev = g->e.gpu_end_ns;
+        if (g->e.gpu_start_ns > g->e.gpu_end_ns)
+            g->e.gpu_start_ns = g->e.gpu_end_ns;
     }
     if (r > 0 && g->stack && g->e.gpu_end_ns > g->e.gpu_start_ns) {
         rs_stackw_gpu_sample(g->e.launch_ns, g->e.gpu_end_ns - g->e.gpu_start_ns, g->e.tid, g->stack);
         w.recorded++;
     }
     put_gpu(&g->e, &g->geom);
+    return 1;
 }
 
-static void settle_coll(struct held_coll *c, int r)
+/* The same for a held collective. */
+static int settle_coll(struct held_coll *c, struct stalled *st, int give_up_now)
 {
-    /* a non-blocking communicator's work went on the stream at
-     * enqueued_ns at the latest (hook_nccl.c) */
-    uint64_t floor = c->enqueued_ns > c->e.launch_ns ? c->enqueued_ns : c->e.launch_ns;
-    if (r > 0 && c->e.gpu_start_ns < floor)
-        c->e.gpu_start_ns = floor < c->e.gpu_end_ns ? floor : c->e.gpu_end_ns;
-    if (r > 0)
+    int r = give_up_now ? -1 : times_of(st, c->e.stream, c->pair, c->anchor, &c->e.gpu_start_ns,
+                                         &c->e.gpu_end_ns);
+    if (r == 0)
+        return 0;
+    if (r > 0) {
+        /* a non-blocking communicator's work went on the stream at
+         * enqueued_ns at the latest (hook_nccl.c) */
+        uint64_t floor = c->enqueued_ns > c->e.launch_ns ? c->enqueued_ns : c->e.launch_ns;
+        if (c->e.gpu_start_ns < floor)
+            c->e.gpu_start_ns = floor < c->e.gpu_end_ns ? floor : c->e.gpu_end_ns;
         *rs_gpu_stream_end(c->e.stream) = c->e.gpu_end_ns;
+    }
     put_coll(&c->e, c->group);
+    return 1;
 }
 
 /* One pass over the held launches and collectives, merged in launch order
@@ -1001,24 +1016,14 @@ static uint32_t settle_pass(int give_up_now)
     struct stalled st = { .n = 0 };
     uint32_t kg = 0, kc = 0, i = 0, j = 0;
     while (i < w.nheld_gpu || j < w.nheld_coll) {
-        int gpu = j >= w.nheld_coll ||
-                  (i < w.nheld_gpu && w.held_gpu[i].e.launch_ns <= w.held_coll[j].e.launch_ns);
-        if (gpu) {
+        if (j >= w.nheld_coll || (i < w.nheld_gpu && w.held_gpu[i].e.launch_ns <= w.held_coll[j].e.launch_ns)) {
             struct held_gpu *g = &w.held_gpu[i++];
-            int r = give_up_now ? -1 : times_of(&st, g->e.stream, g->pair, g->anchor, &g->e.gpu_start_ns,
-                                                 &g->e.gpu_end_ns);
-            if (r == 0)
+            if (!settle_gpu(g, &st, give_up_now))
                 w.held_gpu[kg++] = *g;
-            else
-                settle_gpu(g, r);
         } else {
             struct held_coll *c = &w.held_coll[j++];
-            int r = give_up_now ? -1 : times_of(&st, c->e.stream, c->pair, c->anchor, &c->e.gpu_start_ns,
-                                                 &c->e.gpu_end_ns);
-            if (r == 0)
+            if (!settle_coll(c, &st, give_up_now))
                 w.held_coll[kc++] = *c;
-            else
-                settle_coll(c, r);
         }
     }
     w.nheld_gpu = kg;

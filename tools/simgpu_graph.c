@@ -813,24 +813,28 @@ static CUresult sim_graph_enqueue(struct CUstream_st *s, const struct CUgraph_st
     return r;
 }
 
+/* The stream a graph is launched on (sim_lock held): not one being captured. */
+static CUresult sim_graph_stream(CUstream h, int ptds, struct CUstream_st **s)
+{
+    CUresult r = sim_stream_get(h, ptds, s);
+    return r == CUDA_SUCCESS && (*s)->capture ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : r;
+}
+
 static CUresult sim_graph_launch(CUgraphExec exec, CUstream h, int ptds)
 {
     struct CUstream_st *s;
     if (!exec || exec->magic != SIM_MAGIC_EXEC)
         return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&sim_lock);
-    CUresult r = sim_stream_get(h, ptds, &s);
-    if (r == CUDA_SUCCESS && s->capture)
-        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    CUresult r = sim_graph_stream(h, ptds, &s);
     pthread_mutex_unlock(&sim_lock);
-    /* the bytes first: the call hands the graph over at its end, as the driver does */
+    /* the bytes first: the call hands the graph over at its end, as the driver
+     * does (the stream is asked again: another thread may have changed it) */
     for (size_t i = 0; r == CUDA_SUCCESS && i < exec->graph->n; i++)
         sim_node_apply(&exec->graph->nodes[i]->p);
     if (r == CUDA_SUCCESS) {
         pthread_mutex_lock(&sim_lock);
-        r = sim_stream_get(h, ptds, &s);
-        if (r == CUDA_SUCCESS && s->capture)
-            r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        r = sim_graph_stream(h, ptds, &s);
         if (r == CUDA_SUCCESS) {
             sim_model_hold(1);
             r = sim_graph_enqueue(s, exec->graph);

@@ -212,9 +212,18 @@ uint64_t sim_now_ns(void);
  * which resolves it if it can and consumes that reference. */
 struct sim_op *sim_model_enqueue(struct CUstream_st *s, enum sim_kind kind, struct sim_op *also);
 void sim_model_submit(struct sim_op *op);
+/* A graph launch hands its nodes over together: between sim_model_hold(1) and
+ * sim_model_hold(0), sim_model_submit keeps them; the second submits them. */
 void sim_model_hold(int on);
 void sim_op_ref(struct sim_op *op);
 void sim_op_unref(struct sim_op *op);
+/* A growing list of operations (the held ones, the truth file's pending ones). */
+struct sim_op_list {
+    struct sim_op **ops;
+    size_t n, cap;
+};
+/* Appends op (no reference taken); -1 when out of memory. */
+int sim_op_list_push(struct sim_op_list *l, struct sim_op *op);
 /* Resolves what can be resolved now. */
 void sim_model_progress(void);
 /* Waits (lock not held) until op is resolved and its end has passed, then drops a

@@ -174,47 +174,42 @@ struct sim_op *sim_model_enqueue(struct CUstream_st *s, enum sim_kind kind, stru
     return op;
 }
 
-/* The caller fills the operation after sim_model_enqueue and submits it with
- * sim_model_submit, which consumes the caller's reference. */
-static struct {
-    int on;
-    struct sim_op **ops;
-    size_t n, cap;
-} sim_held;
+int sim_op_list_push(struct sim_op_list *l, struct sim_op *op)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        struct sim_op **ops = realloc(l->ops, cap * sizeof(*ops));
+        if (!ops)
+            return -1;
+        l->ops = ops;
+        l->cap = cap;
+    }
+    l->ops[l->n++] = op;
+    return 0;
+}
+
+static int sim_holding;
+static struct sim_op_list sim_held;
 
 static void sim_model_submit_now(struct sim_op *op, uint64_t handover);
 
-/* A graph launch hands its nodes over together, at the end of the call: while
- * held, sim_model_submit keeps them; sim_model_hold(0) submits them. */
 void sim_model_hold(int on)
 {
-    if (on) {
-        sim_held.on = 1;
+    sim_holding = on;
+    if (on)
         return;
-    }
-    sim_held.on = 0;
     uint64_t now = sim_now_ns();
     for (size_t i = 0; i < sim_held.n; i++)
         sim_model_submit_now(sim_held.ops[i], now);
     sim_held.n = 0;
 }
 
+/* The caller fills the operation after sim_model_enqueue and submits it with
+ * sim_model_submit, which consumes the caller's reference. */
 void sim_model_submit(struct sim_op *op)
 {
-    if (sim_held.on) {
-        if (sim_held.n == sim_held.cap) {
-            size_t cap = sim_held.cap ? sim_held.cap * 2 : 64;
-            struct sim_op **ops = realloc(sim_held.ops, cap * sizeof(*ops));
-            if (ops) {
-                sim_held.ops = ops;
-                sim_held.cap = cap;
-            }
-        }
-        if (sim_held.n < sim_held.cap) {
-            sim_held.ops[sim_held.n++] = op;
-            return;
-        }
-    }
+    if (sim_holding && sim_op_list_push(&sim_held, op) == 0)
+        return;
     sim_model_submit_now(op, sim_now_ns());
 }
 

@@ -33,10 +33,7 @@ static void sim_truth_fail(void)
 
 /* Operations decided whose lines are not made yet (a reference each): their
  * formatting too waits for sim_truth_flush. */
-static struct {
-    struct sim_op **ops;
-    size_t n, cap;
-} sim_truth_ops;
+static struct sim_op_list sim_truth_ops;
 
 static void sim_truth_format(const struct sim_op *op);
 static int sim_truth_open(void);
@@ -46,22 +43,11 @@ void sim_truth_write(const struct sim_op *op)
     if (op->kind == SIM_MARK || !sim_truth_open())
         return;
     /* a collective's description is the library's, released once decided */
-    if (op->kind != SIM_EXT) {
-        if (sim_truth_ops.n == sim_truth_ops.cap) {
-            size_t cap = sim_truth_ops.cap ? sim_truth_ops.cap * 2 : 256;
-            struct sim_op **ops = realloc(sim_truth_ops.ops, cap * sizeof(*ops));
-            if (ops) {
-                sim_truth_ops.ops = ops;
-                sim_truth_ops.cap = cap;
-            }
-        }
-        if (sim_truth_ops.n < sim_truth_ops.cap) {
-            sim_op_ref((struct sim_op *)op);
-            sim_truth_ops.ops[sim_truth_ops.n++] = (struct sim_op *)op;
-            if (sim_truth_ops.n >= 4096)
-                sim_truth_flush();
-            return;
-        }
+    if (op->kind != SIM_EXT && sim_op_list_push(&sim_truth_ops, (struct sim_op *)op) == 0) {
+        sim_op_ref((struct sim_op *)op);
+        if (sim_truth_ops.n >= 4096)
+            sim_truth_flush();
+        return;
     }
     sim_truth_format(op);
 }
