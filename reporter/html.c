@@ -450,6 +450,19 @@ static void summary_cards(struct page *p)
         rsr_html_fmt_ns(w, sizeof w, ws * 1e9);
         fprintf(f, "%s reading, %s writing (all processes)</div></div>\n", r, w);
     }
+    /* torch.compile's compilation, as the terminal's line says it */
+    yajl_val cc = rsr_jv_key(p->root, "compile");
+    if (cc) {
+        double t = rsr_jv_knum_or(cc, "time_s", 0), np = rsr_jv_knum_or(cc, "processes", 0),
+               nw = rsr_jv_knum_or(cc, "workers", 0), nc = rsr_jv_knum_or(cc, "compiler_runs", 0);
+        card_open(f, 0);
+        fprintf(f, "%.2f s", t);
+        card_close(f, "torch.compile");
+        fprintf(f, "compiling: Dynamo %.2f s, Inductor %.2f s in %.0f process%s; %.0f compile worker%s, "
+                   "%.0f compiler run%s</div></div>\n",
+                rsr_jv_knum_or(cc, "dynamo_s", 0), rsr_jv_knum_or(cc, "inductor_s", 0), np, np == 1 ? "" : "es", nw,
+                nw == 1 ? "" : "s", nc, nc == 1 ? "" : "s");
+    }
     /* The process count is in the header; a card only when records were
      * lost, since every figure above is then short of them. */
     if (dropped > 0) {
@@ -1865,6 +1878,53 @@ void rsr_html_flame_frame(FILE *f, const char *svg_path)
     free(svg);
 }
 
+/* The frames the report could not name (report.json symbols.unnamed, as
+ * the terminal says them): per kind of sample, the heaviest modules with
+ * their share of that kind's samples and why. */
+#define UNNAMED_SHOWN 4
+static void unnamed_note(struct page *p)
+{
+    FILE *f = p->f;
+    yajl_val sym = rsr_jv_key(p->root, "symbols"), un = rsr_jv_key(sym, "unnamed");
+    if (!rsr_jv_len(un))
+        return;
+    int files = 0;
+    fputs("<p class=\"note\" id=\"unnamed\">Frames not named", f);
+    const char *kind = NULL;
+    size_t in_kind = 0, more = 0;
+    for (size_t i = 0; i < rsr_jv_len(un); i++) {
+        yajl_val u = rsr_jv_at(un, i);
+        const char *k = rsr_jv_kstr(u, "kind"), *why = rsr_jv_kstr(u, "reason");
+        files += why && (strstr(why, "not found") || strstr(why, "differs"));
+        if (!k)
+            continue;
+        if (!kind || strcmp(k, kind) != 0) {
+            if (more)
+                fprintf(f, "; %zu more module%s", more, more == 1 ? "" : "s");
+            fputs(kind ? ". " : ": ", f);
+            rsr_html_text(f, k);
+            fputs(" samples: ", f);
+            kind = k, in_kind = 0, more = 0;
+        }
+        if (in_kind++ >= UNNAMED_SHOWN) {
+            more++;
+            continue;
+        }
+        double addr = rsr_jv_knum_or(u, "addresses", 0);
+        fputs(in_kind > 1 ? "; " : "", f);
+        rsr_html_text(f, rsr_jv_kstr(u, "module"));
+        fprintf(f, " %.1f%% (%.0f address%s: ", 100 * rsr_jv_knum_or(u, "share", 0), addr, addr == 1 ? "" : "es");
+        rsr_html_text(f, why);
+        fputs(")", f);
+    }
+    if (more)
+        fprintf(f, "; %zu more module%s", more, more == 1 ? "" : "s");
+    fputs(files ? ". <code>--sysroot DIR</code>, <code>--symbols FILE</code> or <code>DEBUGINFOD_URLS</code> "
+                  "give the files of the machine that ran the job.</p>\n"
+                : ".</p>\n",
+          f);
+}
+
 static void flames(struct page *p, const char *const *svgs, size_t n)
 {
     FILE *f = p->f;
@@ -1872,6 +1932,8 @@ static void flames(struct page *p, const char *const *svgs, size_t n)
     if (!n)
         fputs("<p class=\"note\">None: the traces hold no stacks, or `ringside flame` was not "
               "run into this folder.</p>\n", f);
+    else
+        unnamed_note(p);
     for (size_t i = 0; i < n; i++)
         rsr_html_flame_frame(f, svgs[i]);
     fputs("</section>\n", f);

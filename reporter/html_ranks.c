@@ -412,6 +412,32 @@ static void put_trace(FILE *f, yajl_val tr)
     rsr_html_js_str(f, b);
 }
 
+/* A process's role; a torch.compile worker or compiler run says whose
+ * (compile.for_pid on its host, by that process's name). */
+static void put_role(FILE *f, const struct rsr_html_ranks *r, const struct proc *me)
+{
+    yajl_val v = me->v, c = rsr_jv_key(v, "compile");
+    const char *kind = rsr_jv_kstr(c, "kind");
+    if (!kind) {
+        rsr_html_js_str(f, rsr_jv_kstr(v, "role"));
+        return;
+    }
+    const char *what = strcmp(kind, "worker") == 0 ? "compile worker" : "compiler run";
+    char b[80];
+    double owner, pid;
+    if (!rsr_jv_knum(c, "for_pid", &owner)) {
+        rsr_html_js_str(f, what);
+        return;
+    }
+    snprintf(b, sizeof b, "%s of pid %.0f", what, owner);
+    for (size_t i = 0; i < r->n; i++)
+        if (r->p[i].rank >= 0 && r->p[i].host == me->host && rsr_jv_knum(r->p[i].v, "pid", &pid) && pid == owner) {
+            snprintf(b, sizeof b, "%s of rank %.0f", what, r->p[i].rank);
+            break;
+        }
+    rsr_html_js_str(f, b);
+}
+
 static void put_procs(FILE *f, const struct rsr_html_ranks *r)
 {
     fputs("\"hosts\":[", f);
@@ -433,7 +459,7 @@ static void put_procs(FILE *f, const struct rsr_html_ranks *r)
         fputs(i ? ",\n[" : "\n[", f);
         rsr_html_js_str(f, name);
         putc(',', f);
-        rsr_html_js_str(f, rsr_jv_kstr(p->v, "role"));
+        put_role(f, r, p);
         fprintf(f, ",%zu", p->host);
         for (int c = PC_WALL; c < PC_TRACE; c++) {
             putc(',', f);

@@ -89,12 +89,26 @@ def leaf_hot(frames):
 
 def report_json(work, name, args, env=None):
     js = os.path.join(work, name + ".json")
-    p = run([RINGSIDE, "report"] + args + ["--json", js], env=env, timeout=120)
+    p = run([RINGSIDE, "report"] + args + ["-o", os.path.join(work, name), "--json", js], env=env, timeout=120)
     data = None
     if p.returncode == 0:
         with open(js) as f:
             data = json.load(f)
     return data, p
+
+
+def read_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def note_of(page):
+    """The page's paragraph of unnamed frames, or ""."""
+    i = page.find('id="unnamed"')
+    return page[i:page.find("</p>", i)] if i >= 0 else ""
 
 
 def unnamed_of(rep, module):
@@ -209,6 +223,11 @@ def main():
             check("without --sysroot: flame_hot's frames unnamed, 'file not found here' in report.json",
                   u and u[0]["reason"] == "file not found here" and u[0]["path"] == APP and u[0]["samples"] > 0,
                   json.dumps(rep["symbols"])[:400])
+            page = read_text(os.path.join(work, "plain", "index.html"))
+            share = "flame_hot %.1f%% (%d address" % (100 * u[0]["share"], u[0]["addresses"]) if u else "?"
+            check("without --sysroot: the page names the module, its share as report.json has it, and why",
+                  'id="unnamed"' in page and share in page and "file not found here" in page and "--sysroot" in page,
+                  "%r not in the page's note" % share)
         rows, p = folded_rows([traces])
         check("without --sysroot: no hot_a/b/c in the flame graph, [flame_hot+0x...] instead",
               rows and not any(leaf_hot(f) for f, _ in rows) and
@@ -227,6 +246,8 @@ def main():
         check("--sysroot ROOT: report.json names no unnamed flame_hot frames, and the sysroot",
               rep is not None and not unnamed_of(rep, "flame_hot") and rep["symbols"]["sysroot"] == root,
               p.stderr.decode()[-300:])
+        check("--sysroot ROOT: the page's note of unnamed frames does not name flame_hot",
+              "flame_hot " not in note_of(read_text(os.path.join(work, "rooted", "index.html"))), "")
 
         other = os.path.join(work, "other")
         copy_in(other, HOT3, APP)

@@ -14,13 +14,17 @@ rank, no training checkpoints.
 - compilation time (waits on Python 3.14 frames, another part of issue
   34): the rank's processes[].compile.time_s (Dynamo and Inductor) is
   within 25% (and 0.5 s) of what the workload timed, its first compiled
-  call less a later one, and Inductor's part is not zero."""
+  call less a later one, and Inductor's part is not zero;
+- the page says the same: its torch.compile card has report.json's time,
+  its process table "compile worker of rank 0" / "compiler run of rank 0"
+  for each of them."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch2env  # noqa: E402
-from rstest import check, cleanup, finish, report, report_problems  # noqa: E402
+import json  # noqa: E402
+from rstest import RINGSIDE, check, cleanup, finish, report_problems, run  # noqa: E402
 
 
 def main():
@@ -39,7 +43,14 @@ def main():
         res = last[0]
         c = res["compile"]
         check("compiled result equals the eager one", c["equal"], "max difference %g" % c["max_diff"])
-        rep = report(out)
+        pdir, js = os.path.join(work, "report"), os.path.join(work, "report.json")
+        p = run([RINGSIDE, "report", out, "-o", pdir, "--json", js, "-q"])
+        if not check("ringside report", p.returncode == 0, p.stderr.decode(errors="replace")[-2000:]):
+            finish()
+        with open(js) as f:
+            rep = json.load(f)
+        with open(os.path.join(pdir, "index.html")) as f:
+            page = f.read()
         procs = rep["processes"]
         rank = [p for p in procs if p["rank"] == 0]
         check("one rank 0, the workload's process", [p["pid"] for p in rank] == [res["pid"]],
@@ -66,6 +77,12 @@ def main():
         check("compilation time within 25%% of the workload's (%.2f s)" % truth,
               abs(got - truth) <= 0.25 * truth + 0.5, "report %.2f s" % got)
         check("Inductor's part of it is not zero", owned.get("inductor_s", 0) > 0, str(owned))
+        card = "%.2f s</div><div class=\"k\">torch.compile" % job_c.get("time_s", -1)
+        check("the page's torch.compile card has report.json's time", card in page, "%r not in the page" % card)
+        roles = ["compile worker of rank 0" if p["compile"]["kind"] == "worker" else "compiler run of rank 0"
+                 for p in mine]
+        check("the page's process table names each compile process's rank",
+              all(page.count('"%s"' % r) >= roles.count(r) for r in set(roles)), str(sorted(set(roles))))
     finally:
         cleanup(work)
     finish()
