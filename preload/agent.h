@@ -355,6 +355,23 @@ struct __attribute__((aligned(64))) rs_thread_hot {
 };
 extern __thread struct rs_thread_hot rs_th RS_TLS;
 
+/* Sets rs_th.guard for a record written by a function that may be called
+ * with it set or not; rs_guard_restore puts back what rs_guard_hold
+ * returned. The fences keep the compiler from moving the record's stores
+ * outside (a signal handler is what the guard is against). */
+static inline int rs_guard_hold(void)
+{
+    int was = rs_th.guard;
+    rs_th.guard = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    return was;
+}
+static inline void rs_guard_restore(int was)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    rs_th.guard = was;
+}
+
 /* Whether this thread is a child that shares the parent's memory (above):
  * hooks that change agent state whatever guard says (the fd table, signal
  * dispositions, exit and exec) return the real call at once when it is. */
@@ -477,12 +494,23 @@ struct rs_rec_range {
     char name[];
 };
 
+#ifdef RS_RING_CHECK
+/* A checking build (make agent-check): a record reserved without
+ * rs_th.guard, which a CPU sample's handler could then write into, says
+ * which record and where from on stderr, and aborts. */
+void rs_ring_check_failed(int kind) __attribute__((noinline, noreturn));
+#endif
+
 /* Space for a record of size bytes (multiple of 8) in this thread's buffer,
  * or NULL when it must be dropped (counted under kind). Inline: this is
  * every hook's hot path. Leaves errno as it was. */
 static inline void *rs_reserve(size_t size, int kind)
 {
     uint8_t *p = rs_th.wp;
+#ifdef RS_RING_CHECK
+    if (!rs_th.guard)
+        rs_ring_check_failed(kind);
+#endif
     if (RS_LIKELY((size_t)(rs_th.wend - p) >= size))
         return p;
     return rs_reserve_slow(size, kind);

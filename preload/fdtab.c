@@ -153,9 +153,12 @@ static void record_path(int kind, int op, uint32_t id, uint32_t dir, const char 
 {
     size_t n = strlen(path) + 1;
     size_t size = (sizeof(struct rs_rec_open) + n + 7) & ~(size_t)7;
+    int g = rs_guard_hold();
     struct rs_rec_open *r = rs_reserve(size, kind);
-    if (!r)
+    if (!r) {
+        rs_guard_restore(g);
         return;
+    }
     r->h.size = (uint16_t)size;
     r->h.kind = (uint8_t)kind;
     r->h.op = (uint8_t)op;
@@ -167,6 +170,7 @@ static void record_path(int kind, int op, uint32_t id, uint32_t dir, const char 
     r->dir = dir;
     memcpy(r->path, path, n);
     rs_commit(size);
+    rs_guard_restore(g);
 }
 
 uint32_t rs_file_opened(int op, int dirfd, const char *path, int flags, int fd, uint64_t t0,

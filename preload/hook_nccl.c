@@ -214,9 +214,12 @@ static struct comm_slot *comm_get(ncclComm_t c)
 static void comm_record(int kind, uint64_t t0, uint64_t t1, ncclComm_t c, const struct comm_slot *s,
                         uint64_t parent)
 {
+    int g = rs_guard_hold();
     struct rs_rec_comm *r = rs_reserve(sizeof *r, RS_REC_COMM);
-    if (!r)
+    if (!r) {
+        rs_guard_restore(g);
         return;
+    }
     r->h = (struct rs_rec_hdr){ sizeof *r, RS_REC_COMM, (uint8_t)kind, 0 };
     r->start_ns = t0;
     r->dur_ns = t1 - t0;
@@ -228,6 +231,7 @@ static void comm_record(int kind, uint64_t t0, uint64_t t1, ncclComm_t c, const 
     r->device = s ? s->device : -1;
     r->pad_ = 0;
     rs_commit(sizeof *r);
+    rs_guard_restore(g);
 }
 
 /* ---- communicator creation and end ---- */
@@ -537,11 +541,13 @@ static uint32_t coll_seq(struct comm_slot *s, int op, int peer)
 
 static void coll_commit(const struct rs_rec_coll *c)
 {
+    int g = rs_guard_hold();
     struct rs_rec_coll *r = rs_reserve(sizeof *r, RS_REC_COLL);
-    if (!r)
-        return;
-    *r = *c;
-    rs_commit(sizeof *r);
+    if (r) {
+        *r = *c;
+        rs_commit(sizeof *r);
+    }
+    rs_guard_restore(g);
 }
 
 /* Records one call: times_n: bytes count x nranks (nccl-tests). */

@@ -47,6 +47,14 @@ $(BUILD)/tests/prog/%: tests/programs/%.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(RS_CFLAGS) -o $@ $< $(RS_LDFLAGS)
 
+# The agent again with RS_RING_CHECK, in its own tree (the sub-make keeps it
+# up to date): a record reserved without the re-entrancy guard aborts there,
+# saying where from (test_agent_guard).
+.PHONY: $(BUILD)/check/libagent.so
+$(BUILD)/check/libagent.so:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/check CFLAGS='$(CFLAGS) -DRS_RING_CHECK' $@
+TEST_EXTRA += $(BUILD)/check/libagent.so
+
 .PHONY: test-build
 test-build: all $(UNIT_BIN) $(PROG_BIN) $(TEST_EXTRA)
 
