@@ -1036,6 +1036,20 @@ static uint32_t settle_pass(int give_up_now)
  * writes what is known and stops calling the driver. */
 static void settle(int final)
 {
+    /* Dying of SIGTERM or SIGINT: the signal's handler runs on a thread of
+     * the program, maybe inside the driver with its lock held, or on the
+     * thread that moves the GPU's work on (the stand-in's), while it waits
+     * for this flush: a driver call here could wait for it until the flush
+     * times out and the end mark is lost, and the GPU times of work still
+     * queued may never come. What is held is written without them, at
+     * once. */
+    if (final && atomic_load(&rs_dying)) {
+        if (w.nheld_gpu + w.nheld_coll)
+            rs_debug("dying of a signal: %u GPU events written without GPU times", w.nheld_gpu + w.nheld_coll);
+        settle_pass(1);
+        rs_gpu_closed();
+        return;
+    }
     rs_gpu_tick();
     if (!w.nheld_gpu && !w.nheld_coll && !final && !rs_gpu_closing())
         return;
