@@ -6,6 +6,8 @@
 #include "preload/sample.h"
 #include "formats/chunk.h"
 
+#include <dlfcn.h>
+#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -292,7 +294,51 @@ int rs_stackw_full(void)
     return s.nsamples >= SAMPLE_CAP;
 }
 
-/* Frames of a sample record, Python code objects turned into strings. */
+/* The entry of the exported function of the agent (a hook: write, pread,
+ * cuLaunchKernel...) that holds pc, or 0 (a function of its own, which the
+ * program never calls by name). */
+static uint64_t hook_entry(uint64_t pc)
+{
+    static uint64_t last_pc, last_entry; /* the writer thread's alone */
+    if (pc == last_pc)
+        return last_entry;
+    Dl_info di;
+    const ElfW(Sym) *sym = NULL;
+    if (!rs_dl_enter())
+        return 0;
+    int ok = dladdr1((void *)(uintptr_t)pc, &di, (void **)&sym, RTLD_DL_SYMENT);
+    rs_dl_leave();
+    uint64_t at = ok && sym && di.dli_saddr ? (uint64_t)(uintptr_t)di.dli_saddr : 0;
+    last_pc = pc;
+    last_entry = at && pc < at + sym->st_size && rs_unwind_is_agent(at) ? at : 0;
+    return last_entry;
+}
+
+/* The agent's own frames out of a stack of n (frames after the first are
+ * return addresses): a sample taken inside a hook has the hook and what it
+ * called (timed_call, io_finish...) where the program called a function;
+ * those become that function's entry as the leaf (the program's pwrite
+ * reads "pwrite", as it would without the agent). Agent frames further out
+ * (the wrapper that starts the program's threads) are left out. Returns
+ * the new count. */
+static uint32_t drop_agent_frames(uint64_t *f, uint32_t n)
+{
+    uint32_t k = 0, out = 0;
+    while (k < n && !(f[k] & RS_PYFRAME_BIT) && rs_unwind_is_agent(f[k] - (k > 0)))
+        k++;
+    if (k) {
+        uint64_t entry = hook_entry(f[k - 1] - (k > 1));
+        if (entry)
+            f[out++] = entry;
+    }
+    for (uint32_t i = k; i < n; i++)
+        if ((f[i] & RS_PYFRAME_BIT) || !rs_unwind_is_agent(f[i] - (i > 0)))
+            f[out++] = f[i];
+    return out;
+}
+
+/* Frames of a sample record, the agent's own left out, Python code
+ * objects turned into strings. */
 static uint32_t record_stack(const struct rs_rec_hdr *h, rs_intern_fn intern)
 {
     const struct rs_rec_sample *r = (const void *)h;
@@ -300,11 +346,11 @@ static uint32_t record_stack(const struct rs_rec_hdr *h, rs_intern_fn intern)
     if (n > RS_STACK_MAX)
         n = RS_STACK_MAX;
     uint64_t f[RS_STACK_MAX];
-    for (uint32_t i = 0; i < n; i++) {
-        f[i] = r->frames[i];
+    memcpy(f, r->frames, n * sizeof *f);
+    n = drop_agent_frames(f, n);
+    for (uint32_t i = 0; i < n; i++)
         if (f[i] & RS_PYFRAME_BIT)
             f[i] = RS_PYFRAME_BIT | frame_string(f[i] & ~RS_PYFRAME_BIT, intern);
-    }
     return stack_id(f, n);
 }
 

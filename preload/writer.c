@@ -1306,7 +1306,7 @@ int rs_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack)
     return err ? -1 : 0;
 }
 
-static int start_thread(int own)
+static int writer_start(int own)
 {
     atomic_store(&started, 0);
     if (rs_thread_start(&writer_thread, writer_main, own ? (void *)1 : NULL, 256u << 10) != 0)
@@ -1323,7 +1323,7 @@ int rs_writer_start(void)
 {
     if (state_init() != 0)
         return -1;
-    return start_thread(rs_cfg.own_fds);
+    return writer_start(rs_cfg.own_fds);
 }
 
 int rs_writer_share(void)
@@ -1344,7 +1344,7 @@ int rs_writer_share(void)
                 r = -1;
             }
         }
-        if (r == 0 && start_thread(0) != 0) {
+        if (r == 0 && writer_start(0) != 0) {
             rs_notice("cannot start the writer thread again; tracing is off");
             atomic_store(&rs_hot.on, 0);
             r = -1;

@@ -613,6 +613,16 @@ static struct rsr_sym_result *resolve(struct rsr_sym *s, int file, uint64_t addr
         r->why = e ? e->res.why : "not in the symbols file";
     } else if (f->state == RSR_SYM_FILE_OK) {
         n = dwarf_levels(s, f->mod, addr, &inner_first);
+        GElf_Off at;
+        GElf_Sym fsym;
+        if (n > 1 && dwfl_module_addrinfo(f->mod, addr, &at, &fsym, NULL, NULL, NULL) && at == 0) {
+            /* A function's first instruction: none of what is inlined into
+             * it has run yet, though the line table may give the address to
+             * an inlined callee (the agent names a hook its program called by
+             * the hook's entry: stackw.c). */
+            inner_first[0] = inner_first[n - 1];
+            n = 1;
+        }
         if (n > 0 && strcmp(inner_first[n - 1].func, "??") == 0) {
             /* a function DIE without a name: the symbol table's */
             const char *name = dwfl_module_addrname(f->mod, addr);
