@@ -177,8 +177,11 @@ struct rsf_mem_event {
     uint8_t pad_[3];
 };
 
-/* Stack frames: bit 63 marks a Python frame (low 32 bits: string id). */
+/* Stack frames: bit 63 marks a Python frame (low 32 bits: string id);
+ * RSF_FRAME_TRUNCATED, the outermost frame of a stack cut at its depth
+ * limit, stands for the frames cut (no address has bit 62 set). */
 #define RSF_FRAME_PYTHON (1ull << 63)
+#define RSF_FRAME_TRUNCATED (1ull << 62)
 struct rsf_frame { uint64_t addr; };
 
 struct rsf_sample {

@@ -150,6 +150,9 @@ int rs_unwind(void *uc, uint64_t *pcs, uint64_t *sps, int max)
                 sps[n] = sp;
             pcs[n++] = ip;
         } while (n < max && p_step(&cur) > 0);
+        /* More frames than room: the outermost one kept says so. */
+        if (n == max && max > 1 && p_step(&cur) > 0)
+            pcs[n - 1] = RSF_FRAME_TRUNCATED;
     }
     rs_cancel_restore(cs);
     rs_dl_leave();

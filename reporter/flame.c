@@ -882,7 +882,9 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
         } else {
             for (uint32_t k = s->nframes; k-- > 0;) {
                 uint64_t addr = s->frames[k];
-                if (addr & RSF_FRAME_PYTHON) {
+                if (addr == RSF_FRAME_TRUNCATED) {
+                    push(L, rsr_flame_frame(L->fl, "[truncated]", RSR_FRAME_UNKNOWN, ""));
+                } else if (addr & RSF_FRAME_PYTHON) {
                     char buf[1024];
                     const char *name = str_of(p, (uint32_t)addr);
                     name = name ? python_name(name, L->opts->lines, buf, sizeof buf) : "[python ?]";
