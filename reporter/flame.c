@@ -343,6 +343,8 @@ struct proc {
     struct gpu_thread *gth;     /* threads that launched GPU work */
     uint32_t ngth, capgth;
     uint32_t stack_every;       /* the agent's gpu_stack_every; 0: not recorded */
+    int64_t real_off;           /* real-time ns less monotonic ns, from its start */
+    int64_t win_lo, win_hi;     /* the window on the real-time clock (opts' from/to) */
     struct rsr_graphs *graphs;  /* CUDA graphs' nodes; NULL until needed */
     struct rsr_intern gnames;   /* kernel and node names, for graphs */
 };
@@ -506,6 +508,7 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
             p->skip = 1;
             return 1;
         }
+        p->real_off = (int64_t)c->meta->start.real_ns - (int64_t)c->meta->start.mono_ns;
         const char *every = rsf_meta_setting(c->meta, "gpu_stack_every");
         if (every)
             p->stack_every = (uint32_t)strtoul(every, NULL, 10);
@@ -558,7 +561,21 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
         /* the reason tells wait samples apart only; a value this reader
          * does not know stays a wait all the same, without a leaf */
         uint8_t reason = s->kind == RSF_SAMPLE_WAIT && s->reason < RSF_WAIT_NREASONS ? s->reason : 0;
-        agg_add(p, s->tid, s->stack, map_time(p, s->ts_ns), s->kind, reason, 0, s->weight_ns);
+        uint64_t weight = s->weight_ns;
+        if (p->win_lo || p->win_hi != INT64_MAX) {
+            /* a CPU or GPU sample is an instant; a wait lasts from ts for its weight */
+            int64_t a = (int64_t)s->ts_ns + p->real_off;
+            int64_t b = s->kind == RSF_SAMPLE_WAIT ? a + (int64_t)s->weight_ns : a;
+            if (s->kind == RSF_SAMPLE_WAIT) {
+                int64_t lo = a > p->win_lo ? a : p->win_lo, hi = b < p->win_hi ? b : p->win_hi;
+                if (hi <= lo)
+                    continue;
+                weight = (uint64_t)(hi - lo);
+            } else if (a < p->win_lo || a >= p->win_hi) {
+                continue;
+            }
+        }
+        agg_add(p, s->tid, s->stack, map_time(p, s->ts_ns), s->kind, reason, 0, weight);
         if (s->kind == RSF_SAMPLE_GPU)
             gpu_thread(p, s->tid)->sampled_ns += s->weight_ns;
     }
@@ -995,6 +1012,25 @@ static void add_procs(struct rsr_flame *const *fls, struct proc *const *procs, i
         rsr_sym_free(L.sym);
 }
 
+/* The first chunk's header: the process's start on the real-time clock. */
+static int header_real(const struct rsf_chunk *c, void *arg)
+{
+    if (c->meta && c->meta->start.real_ns && (!*(int64_t *)arg || (int64_t)c->meta->start.real_ns < *(int64_t *)arg))
+        *(int64_t *)arg = (int64_t)c->meta->start.real_ns;
+    return 1;
+}
+
+/* The job's start: its earliest process's, real-time ns (0: none known). */
+static int64_t job_start(char **files, int nfiles)
+{
+    int64_t start = 0;
+    for (int i = 0; i < nfiles; i++) {
+        struct rsr_walk w;
+        rsr_walk_file(files[i], header_real, &start, &w);
+    }
+    return start;
+}
+
 static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
                        const struct rsr_flame_opts *opts, uint64_t *nsamples, struct rsr_proc_waits *waits)
 {
@@ -1002,8 +1038,14 @@ static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
     pl.procs = rsr_xcalloc((size_t)nfiles, sizeof *pl.procs);
     pl.walks = rsr_xcalloc((size_t)nfiles, sizeof *pl.walks);
     struct proc **order = rsr_xcalloc((size_t)nfiles + 1, sizeof *order);
+    int64_t lo = 0, hi = INT64_MAX;
+    if (opts->has_from || opts->has_to) {
+        int64_t start = job_start(files, nfiles);
+        lo = opts->has_from ? start + (int64_t)(opts->from_s * 1e9) : INT64_MIN;
+        hi = opts->has_to ? start + (int64_t)(opts->to_s * 1e9) : INT64_MAX;
+    }
     for (int i = 0; i < nfiles; i++) {
-        pl.procs[i] = (struct proc){ .file = files[i], .opts = opts, .rank = -1 };
+        pl.procs[i] = (struct proc){ .file = files[i], .opts = opts, .rank = -1, .win_lo = lo, .win_hi = hi };
         order[i] = &pl.procs[i];
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);

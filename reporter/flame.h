@@ -69,6 +69,11 @@ struct rsr_flame_opts {
     int threads;    /* thread names as root frames */
     int lines;      /* "func (file.c:line)" instead of "func", "mod.py:func:line" */
     int quiet;      /* no notices on stderr */
+    /* Only samples inside [from_s, to_s) seconds from the job's start (the
+     * earliest process's start, on the real-time clock): a wait sample
+     * counts with the part of its wait inside; has_from/has_to: bounds given. */
+    int has_from, has_to;
+    double from_s, to_s;
     struct rsr_sym *sym;  /* a symboliser to use (and keep); NULL: one of its own */
 };
 

@@ -14,6 +14,7 @@
 #include "formats/trace.h"
 
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 
 #include <stdio.h>
@@ -70,7 +71,7 @@ static const char usage[] =
     "        in DIR, one per process (a trace.json of ringside report holds\n"
     "        every rank), named as the agent names them\n"
     "  flame DIR... [-o FILE.svg|FILE.folded] [--kind cpu|wait|gpu] [--rank R]\n"
-    "        [--threads] [--lines] [--sysroot DIR] [--symbols FILE]\n"
+    "        [--threads] [--lines] [--from S] [--to S] [--sysroot DIR] [--symbols FILE]\n"
     "        a flame graph of the sampled stacks (default cpu, all ranks): an\n"
     "        interactive SVG, or folded lines (\"root;...;leaf weight_ns\") for\n"
     "        flamegraph.pl and speedscope when FILE ends in .folded or is -;\n"
@@ -78,7 +79,8 @@ static const char usage[] =
     "        blocked in CUDA calls and file I/O (wait), GPU time of the kernels\n"
     "        launched there (gpu). --threads: thread names as root frames;\n"
     "        --lines: source file:line in frame names (mod.py:func:line for\n"
-    "        Python)\n"
+    "        Python); --from S, --to S: only the samples of that stretch\n"
+    "        (seconds from the job's start; a wait by its part inside)\n"
     "  symbols DIR... -o FILE [--sysroot DIR] [-q]\n"
     "        run where the job ran: packs the symbols of the native frames the\n"
     "        traces hold (for each module by build id, the names of those\n"
@@ -102,6 +104,21 @@ static int bad_usage(const char *what)
 {
     fprintf(stderr, "ringside: %s\n%s", what, usage);
     return 2;
+}
+
+/* --from S or --to S (a, its value v): seconds from the job's start, a
+ * finite number from 0. Returns 0, or -1 when v is not one. */
+static int window_option(const char *a, const char *v, int *has_from, double *from_s, int *has_to, double *to_s)
+{
+    char *end;
+    double x = strtod(v, &end);
+    if (*end || end == v || !isfinite(x) || x < 0)
+        return -1;
+    if (strcmp(a, "--from") == 0)
+        *has_from = 1, *from_s = x;
+    else
+        *has_to = 1, *to_s = x;
+    return 0;
 }
 
 /* --sysroot DIR and --symbols FILE at argv[*i]: 1 taken (value in *sysroot
@@ -288,16 +305,10 @@ static int cmd_export(int argc, char **argv)
             }
             o.ranks = ranks;
         } else if ((strcmp(a, "--from") == 0 || strcmp(a, "--to") == 0) && i + 1 < argc) {
-            char *end;
-            double v = strtod(argv[++i], &end);
-            if (*end || end == argv[i] || v < 0) {
+            if (window_option(a, argv[++i], &o.has_from, &o.from_s, &o.has_to, &o.to_s) != 0) {
                 free(paths);
                 return bad_usage("--from and --to take seconds from the job's start");
             }
-            if (a[2] == 'f')
-                o.has_from = 1, o.from_s = v;
-            else
-                o.has_to = 1, o.to_s = v;
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
             o.quiet = 1;
         } else if (a[0] == '-' && a[1]) {
@@ -388,10 +399,18 @@ static int cmd_flame(int argc, char **argv)
                 goto done;
             continue;
         }
-        if ((strcmp(a, "-o") == 0 || strcmp(a, "--kind") == 0 || strcmp(a, "--rank") == 0) &&
+        if ((strcmp(a, "-o") == 0 || strcmp(a, "--kind") == 0 || strcmp(a, "--rank") == 0 ||
+             strcmp(a, "--from") == 0 || strcmp(a, "--to") == 0) &&
             i + 1 == argc) {
             fprintf(stderr, "ringside: flame: %s needs a value\n", a);
             goto done;
+        }
+        if (strcmp(a, "--from") == 0 || strcmp(a, "--to") == 0) {
+            if (window_option(a, argv[++i], &o.has_from, &o.from_s, &o.has_to, &o.to_s) != 0) {
+                fprintf(stderr, "ringside: flame: %s %s: not seconds from the job's start\n", a, argv[i]);
+                goto done;
+            }
+            continue;
         }
         if (strcmp(a, "-o") == 0) {
             out = argv[++i];
@@ -429,6 +448,10 @@ static int cmd_flame(int argc, char **argv)
     }
     if (n == 0) {
         rc = bad_usage("flame needs a trace folder");
+        goto done;
+    }
+    if (o.has_from && o.has_to && o.to_s <= o.from_s) {
+        rc = bad_usage("--to must come after --from");
         goto done;
     }
     rc = 1;

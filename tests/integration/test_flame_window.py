@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Flame graphs of a stretch of the run: `ringside flame --from S --to S`.
+
+tests/programs/two_phases spins in first() for 2 s of wall time, then in
+second() for 2 s. `--from 0 --to 2` and `--from 2 --to 4` (seconds from the
+job's start, which is the process's start) each give the right function 90%
+or more of the CPU time; the two windows together hold what the whole run
+does (within 2%: a sample on a bound counts in one window); a window after
+the end has no samples. The phases are the program's own wall clock from
+main, which starts a few milliseconds after the job (the agent's start-up).
+Waits are cut to the part inside a window: not held here."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rstest import PROG, RINGSIDE, check, finish, run, tempdir, traced_env  # noqa: E402
+
+
+def shares(out, *window):
+    p = run([RINGSIDE, "flame", out, "-o", "-", "-q"] + list(window))
+    by = {"first": 0, "second": 0}
+    total = 0
+    for line in p.stdout.decode(errors="replace").splitlines():
+        stack, _, w = line.rpartition(" ")
+        if not stack:
+            continue
+        frames = stack.split(";")
+        total += int(w)
+        for k in by:
+            if k in frames:
+                by[k] += int(w)
+    return by, total, p
+
+
+def main():
+    work = tempdir("flame-window")
+    out = os.path.join(work, "t")
+    p = run([os.path.join(PROG, "two_phases"), "2"], env=traced_env(out, RINGSIDE_SAMPLE_HZ=499), timeout=60)
+    if not check("two_phases runs under the agent", p.returncode == 0 and b"phase_ns=" in p.stdout,
+                 p.stderr.decode(errors="replace")[-300:]):
+        finish()
+    whole, wtotal, _ = shares(out)
+    parts = 0
+    for window, want in ((["--from", "0", "--to", "2"], "first"), (["--from", "2", "--to", "4"], "second")):
+        by, total, q = shares(out, *window)
+        parts += total
+        check("%s: %s has %.1f%% of %.2f s of CPU (90%% or more)" % (" ".join(window), want,
+                                                                    100.0 * by[want] / max(total, 1), total / 1e9),
+              q.returncode == 0 and total > 0 and by[want] >= 0.9 * total, "%s; %s" % (by, q.stderr.decode()[-200:]))
+    check("the two windows hold the whole run's CPU time (%.3f against %.3f s)" % (parts / 1e9, wtotal / 1e9),
+          wtotal > 0 and abs(parts - wtotal) <= 0.02 * wtotal, "")
+    _, late, q = shares(out, "--from", "30")
+    check("a window after the end: no samples", late == 0, q.stderr.decode()[-200:])
+    q = run([RINGSIDE, "flame", out, "--from", "3", "--to", "1", "-o", "-"])
+    check("--to before --from: a usage error (status 2)", q.returncode == 2, q.stderr.decode()[-200:])
+    finish()
+
+
+if __name__ == "__main__":
+    main()
