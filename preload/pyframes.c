@@ -346,14 +346,24 @@ static int shim_group(uint64_t *frame, uint64_t *out, int room, uint64_t *shim)
     return got;
 }
 
+/* The spliced stack out[0..m) of a stack of n frames: when the input was
+ * cut at its depth limit, or the Python frames it gained left no room for
+ * all of it (full: the last one did not fit), its outermost frame says so. */
+static int mark_cut(uint64_t *out, int m, const uint64_t *in, int n, int full)
+{
+    if (m > 0 && (full || (n > 0 && in[n - 1] == RSF_FRAME_TRUNCATED)))
+        out[m - 1] = RSF_FRAME_TRUNCATED;
+    return m;
+}
+
 /* 3.12+: each group of Python frames replaces the native frame whose stack
  * (from its stack pointer up to its caller's) holds the group's shim, the
  * eval call's own entry frame. */
 static int splice_by_stack(uint64_t *pcs, const uint64_t *sps, int n, int cap, uint64_t frame)
 {
     uint64_t out[RS_STACK_MAX], group[RS_STACK_MAX], shim;
-    int m = 0, ng = shim_group(&frame, group, cap, &shim);
-    for (int i = 0; i < n && m < cap; i++) {
+    int m = 0, ng = shim_group(&frame, group, cap, &shim), full = 0, i;
+    for (i = 0; i < n && m < cap; i++) {
         /* a shim below this frame was in none unwound: its group is lost */
         while (shim && shim < sps[i])
             ng = shim_group(&frame, group, cap, &shim);
@@ -362,11 +372,13 @@ static int splice_by_stack(uint64_t *pcs, const uint64_t *sps, int n, int cap, u
             int k = ng < cap - m ? ng : cap - m;
             memcpy(out + m, group, (size_t)k * sizeof *out);
             m += k;
+            full |= k < ng;
             ng = shim_group(&frame, group, cap, &shim);
         } else {
             out[m++] = pcs[i];
         }
     }
+    mark_cut(out, m, pcs, n, full || i < n);
     memcpy(pcs, out, (size_t)m * sizeof *pcs);
     return m;
 }
@@ -392,8 +404,8 @@ int rs_py_splice(uint64_t *pcs, const uint64_t *sps, int n, int max)
     if (by_stack)
         return frame ? splice_by_stack(pcs, sps, n, cap, frame) : n;
     uint64_t out[RS_STACK_MAX];
-    int m = 0;
-    for (int i = 0; i < n && m < cap; i++) {
+    int m = 0, i;
+    for (i = 0; i < n && m < cap; i++) {
         int got = 0;
         if (pcs[i] >= eval_lo && pcs[i] < eval_hi && frame)
             got = eval_frames(&frame, out + m, cap - m);
@@ -402,6 +414,8 @@ int rs_py_splice(uint64_t *pcs, const uint64_t *sps, int n, int max)
         else
             out[m++] = pcs[i];
     }
+    /* frames left over, or Python frames up to the last slot (maybe more) */
+    mark_cut(out, m, pcs, n, i < n || (m == cap && i == n && pcs[n - 1] != out[m - 1]));
     memcpy(pcs, out, (size_t)m * sizeof *pcs);
     return m;
 }

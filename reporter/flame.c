@@ -897,8 +897,18 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
         if (!s || !s->nframes) {
             push(L, rsr_flame_frame(L->fl, "[no stack]", RSR_FRAME_UNKNOWN, ""));
         } else {
+            /* The Python view (py-spy's): with Python frames, the native
+             * ones outside the innermost of them are left out (the
+             * interpreter's, and the program's start); below it, where the
+             * time went (a C extension, an operator, a system call), stay. */
+            uint32_t inner_py = UINT32_MAX;
+            for (uint32_t k = 0; !L->opts->native && k < s->nframes && inner_py == UINT32_MAX; k++)
+                if ((s->frames[k] & RSF_FRAME_PYTHON) && s->frames[k] != RSF_FRAME_TRUNCATED)
+                    inner_py = k;
             for (uint32_t k = s->nframes; k-- > 0;) {
                 uint64_t addr = s->frames[k];
+                if (inner_py != UINT32_MAX && k > inner_py && !(addr & RSF_FRAME_PYTHON) && addr != RSF_FRAME_TRUNCATED)
+                    continue;
                 if (addr == RSF_FRAME_TRUNCATED) {
                     push(L, rsr_flame_frame(L->fl, "[truncated]", RSR_FRAME_UNKNOWN, ""));
                 } else if (addr & RSF_FRAME_PYTHON) {

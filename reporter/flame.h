@@ -69,6 +69,8 @@ struct rsr_flame_opts {
     int threads;    /* thread names as root frames */
     int lines;      /* "func (file.c:line)" instead of "func", "mod.py:func:line" */
     int quiet;      /* no notices on stderr */
+    int native;     /* every native frame; 0: a stack with Python frames keeps
+                       only those, and the native frames below the innermost */
     /* Only samples inside [from_s, to_s) seconds from the job's start (the
      * earliest process's start, on the real-time clock): a wait sample
      * counts with the part of its wait inside; has_from/has_to: bounds given. */

@@ -71,7 +71,8 @@ static const char usage[] =
     "        in DIR, one per process (a trace.json of ringside report holds\n"
     "        every rank), named as the agent names them\n"
     "  flame DIR... [-o FILE.svg|FILE.folded] [--kind cpu|wait|gpu] [--rank R]\n"
-    "        [--threads] [--lines] [--from S] [--to S] [--sysroot DIR] [--symbols FILE]\n"
+    "        [--threads] [--lines] [--native] [--from S] [--to S] [--sysroot DIR]\n"
+    "        [--symbols FILE]\n"
     "        a flame graph of the sampled stacks (default cpu, all ranks): an\n"
     "        interactive SVG, or folded lines (\"root;...;leaf weight_ns\") for\n"
     "        flamegraph.pl and speedscope when FILE ends in .folded or is -;\n"
@@ -80,7 +81,10 @@ static const char usage[] =
     "        launched there (gpu). --threads: thread names as root frames;\n"
     "        --lines: source file:line in frame names (mod.py:func:line for\n"
     "        Python); --from S, --to S: only the samples of that stretch\n"
-    "        (seconds from the job's start; a wait by its part inside)\n"
+    "        (seconds from the job's start; a wait by its part inside). A\n"
+    "        stack with Python frames shows those, and the native frames below\n"
+    "        the innermost (a C extension, an operator): the interpreter's\n"
+    "        are left out; --native keeps every frame\n"
     "  symbols DIR... -o FILE [--sysroot DIR] [-q]\n"
     "        run where the job ran: packs the symbols of the native frames the\n"
     "        traces hold (for each module by build id, the names of those\n"
@@ -435,6 +439,8 @@ static int cmd_flame(int argc, char **argv)
             o.rank = (int)r;
         } else if (strcmp(a, "--threads") == 0) {
             o.threads = 1;
+        } else if (strcmp(a, "--native") == 0) {
+            o.native = 1;
         } else if (strcmp(a, "--lines") == 0) {
             o.lines = 1;
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
