@@ -152,3 +152,12 @@ def cpython(minor):
         if found:
             return found[-1]
     return None
+
+
+def children(pid):
+    """The pids of pid's children, [] when it is gone."""
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []

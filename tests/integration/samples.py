@@ -109,11 +109,12 @@ def file_offset_to_vaddr(path, off):
     return None
 
 
-def folded(out, kind="cpu", lines=False):
+def folded(out, kind="cpu", lines=False, extra=()):
     """[(frames outermost first, weight)] from `ringside flame OUT --kind KIND -o -`
-    (folded text; with --lines when lines), or None when the command fails."""
+    (folded text; with --lines when lines, and the options in extra), or None
+    when the command fails."""
     from rstest import RINGSIDE, run
-    p = run([RINGSIDE, "flame", out, "--kind", kind, "-o", "-"] + (["--lines"] if lines else []))
+    p = run([RINGSIDE, "flame", out, "--kind", kind, "-o", "-"] + (["--lines"] if lines else []) + list(extra))
     if p.returncode != 0:
         return None
     rows = []

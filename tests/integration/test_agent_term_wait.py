@@ -22,7 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import capture  # noqa: E402
 import rstest  # noqa: E402
-from rstest import BUILD, RINGSIDE, check, finish, run, skip, tempdir  # noqa: E402
+from rstest import BUILD, RINGSIDE, check, children, finish, run, skip, tempdir  # noqa: E402
 
 LAUNCH = os.path.join(BUILD, "simlaunch")
 TRAIN = os.path.join(BUILD, "simtrain")
@@ -35,14 +35,6 @@ def alive(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
-
-
-def children(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
 
 
 def main():

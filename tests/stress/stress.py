@@ -24,7 +24,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
-from rstest import AGENT, BUILD, PROG, PYTHON, RINGSIDE, traced_env, trace_files  # noqa: E402
+from rstest import AGENT, BUILD, PROG, PYTHON, RINGSIDE, children, traced_env, trace_files  # noqa: E402
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "programs")
 SIM = os.path.join(BUILD, "sim")
@@ -113,14 +113,6 @@ def run(launch, cmd, env, term_to=None, timeout=120):
     if b"ringside:" in err:
         launch.problem("agent notice: %s" % err.decode(errors="replace")[-300:])
     return p.returncode, out.decode(errors="replace")
-
-
-def children(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
 
 
 def require(launch, by_pid, pid, what, end=True):
