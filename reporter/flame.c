@@ -344,7 +344,8 @@ struct proc {
     uint32_t ngth, capgth;
     uint32_t stack_every;       /* the agent's gpu_stack_every; 0: not recorded */
     int64_t real_off;           /* real-time ns less monotonic ns, from its start */
-    int64_t win_lo, win_hi;     /* the window on the real-time clock (opts' from/to) */
+    int windowed;               /* only samples in [win_lo, win_hi) (opts' from/to) */
+    int64_t win_lo, win_hi;     /* the window, real-time ns */
     struct rsr_graphs *graphs;  /* CUDA graphs' nodes; NULL until needed */
     struct rsr_intern gnames;   /* kernel and node names, for graphs */
 };
@@ -562,7 +563,7 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
          * does not know stays a wait all the same, without a leaf */
         uint8_t reason = s->kind == RSF_SAMPLE_WAIT && s->reason < RSF_WAIT_NREASONS ? s->reason : 0;
         uint64_t weight = s->weight_ns;
-        if (p->win_lo || p->win_hi != INT64_MAX) {
+        if (p->windowed) {
             /* a CPU or GPU sample is an instant; a wait lasts from ts for its weight */
             int64_t a = (int64_t)s->ts_ns + p->real_off;
             int64_t b = s->kind == RSF_SAMPLE_WAIT ? a + (int64_t)s->weight_ns : a;
@@ -1055,7 +1056,8 @@ static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
         hi = opts->has_to ? start + (int64_t)(opts->to_s * 1e9) : INT64_MAX;
     }
     for (int i = 0; i < nfiles; i++) {
-        pl.procs[i] = (struct proc){ .file = files[i], .opts = opts, .rank = -1, .win_lo = lo, .win_hi = hi };
+        pl.procs[i] = (struct proc){ .file = files[i], .opts = opts, .rank = -1,
+                                     .windowed = opts->has_from || opts->has_to, .win_lo = lo, .win_hi = hi };
         order[i] = &pl.procs[i];
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
