@@ -495,7 +495,8 @@ struct rs_rec_range {
 };
 
 #ifdef RS_RING_CHECK
-/* A checking build (make agent-check): a record reserved without
+/* A checking build (-DRS_RING_CHECK; make test-build makes one in
+ * build/check for test_agent_guard): a record reserved without
  * rs_th.guard, which a CPU sample's handler could then write into, says
  * which record and where from on stderr, and aborts. */
 void rs_ring_check_failed(int kind) __attribute__((noinline, noreturn));

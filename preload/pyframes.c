@@ -349,11 +349,10 @@ static int shim_group(uint64_t *frame, uint64_t *out, int room, uint64_t *shim)
 /* The spliced stack out[0..m) of a stack of n frames: when the input was
  * cut at its depth limit, or the Python frames it gained left no room for
  * all of it (full: the last one did not fit), its outermost frame says so. */
-static int mark_cut(uint64_t *out, int m, const uint64_t *in, int n, int full)
+static void mark_cut(uint64_t *out, int m, const uint64_t *in, int n, int full)
 {
     if (m > 0 && (full || (n > 0 && in[n - 1] == RSF_FRAME_TRUNCATED)))
         out[m - 1] = RSF_FRAME_TRUNCATED;
-    return m;
 }
 
 /* 3.12+: each group of Python frames replaces the native frame whose stack

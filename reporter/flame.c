@@ -566,8 +566,8 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
         if (p->windowed) {
             /* a CPU or GPU sample is an instant; a wait lasts from ts for its weight */
             int64_t a = (int64_t)s->ts_ns + p->real_off;
-            int64_t b = s->kind == RSF_SAMPLE_WAIT ? a + (int64_t)s->weight_ns : a;
             if (s->kind == RSF_SAMPLE_WAIT) {
+                int64_t b = a + (int64_t)s->weight_ns;
                 int64_t lo = a > p->win_lo ? a : p->win_lo, hi = b < p->win_hi ? b : p->win_hi;
                 if (hi <= lo)
                     continue;
@@ -1023,21 +1023,14 @@ static void add_procs(struct rsr_flame *const *fls, struct proc *const *procs, i
         rsr_sym_free(L.sym);
 }
 
-/* The first chunk's header: the process's start on the real-time clock. */
-static int header_real(const struct rsf_chunk *c, void *arg)
-{
-    if (c->meta && c->meta->start.real_ns && (!*(int64_t *)arg || (int64_t)c->meta->start.real_ns < *(int64_t *)arg))
-        *(int64_t *)arg = (int64_t)c->meta->start.real_ns;
-    return 1;
-}
-
 /* The job's start: its earliest process's, real-time ns (0: none known). */
 static int64_t job_start(char **files, int nfiles)
 {
     int64_t start = 0;
     for (int i = 0; i < nfiles; i++) {
-        struct rsr_walk w;
-        rsr_walk_file(files[i], header_real, &start, &w);
+        int64_t s = rsr_file_start_real(files[i]);
+        if (s && (!start || s < start))
+            start = s;
     }
     return start;
 }

@@ -5,6 +5,7 @@
  * written here; the views of many ranks (strip plots, heatmaps) are drawn
  * on <canvas> by the page's script from data html_ranks.c writes. */
 #include "reporter/html.h"
+#include "reporter/unnamed.h"
 #include "reporter/html_waits.h"
 #include "reporter/html_nodes.h"
 #include "reporter/html_ends.h"
@@ -1895,7 +1896,7 @@ static void unnamed_note(struct page *p)
     for (size_t i = 0; i < rsr_jv_len(un); i++) {
         yajl_val u = rsr_jv_at(un, i);
         const char *k = rsr_jv_kstr(u, "kind"), *why = rsr_jv_kstr(u, "reason");
-        files += why && (strstr(why, "not found") || strstr(why, "differs"));
+        files += rsr_unnamed_file_missing(why);
         if (!k)
             continue;
         if (!kind || strcmp(k, kind) != 0) {

@@ -96,6 +96,21 @@ int rsr_walk_file(const char *path, rsr_chunk_fn fn, void *arg, struct rsr_walk 
     return rsr_walk_part(path, 0, 0, fn, arg, w, &next);
 }
 
+static int header_start(const struct rsf_chunk *c, void *arg)
+{
+    if (c->meta)
+        *(int64_t *)arg = (int64_t)c->meta->start.real_ns;
+    return 1;
+}
+
+int64_t rsr_file_start_real(const char *path)
+{
+    int64_t start = 0;
+    struct rsr_walk w;
+    rsr_walk_file(path, header_start, &start, &w);
+    return start;
+}
+
 void rsr_problem_print(void *fp, const char *path, const struct rsr_problem *p)
 {
     FILE *f = fp;

@@ -39,6 +39,10 @@ typedef int (*rsr_chunk_fn)(const struct rsf_chunk *c, void *arg);
  * be opened or read (errno set). */
 int rsr_walk_file(const char *path, rsr_chunk_fn fn, void *arg, struct rsr_walk *walk);
 
+/* The process's start on the real-time clock (ns), from the header of
+ * path's first chunk; 0 when the file has none. */
+int64_t rsr_file_start_real(const char *path);
+
 /* The same from file offset from (a frame's start) on, adding to *walk
  * (not zeroed). With live set, the file may still be growing: a frame it
  * ends inside is not a problem but where the next call starts. *next gets

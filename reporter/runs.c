@@ -53,14 +53,6 @@ struct folder {
     int run;
 };
 
-/* The first chunk's header: the process's start on the real-time clock. */
-static int header_start(const struct rsf_chunk *c, void *arg)
-{
-    if (c->meta)
-        *(int64_t *)arg = (int64_t)c->meta->start.real_ns;
-    return 1;
-}
-
 static int cmp_start(const void *a, const void *b)
 {
     const struct folder *x = *(struct folder *const *)a, *y = *(struct folder *const *)b;
@@ -96,10 +88,8 @@ void rsr_runs_newest(char **files, int *n)
         if (f == nf)
             fs[nf++] = (struct folder){ files[i], 0, 0, 0, 0 };
         of[i] = f;
-        int64_t start = 0;
-        struct rsr_walk w;
         struct stat st;
-        rsr_walk_file(files[i], header_start, &start, &w);
+        int64_t start = rsr_file_start_real(files[i]);
         int64_t written = stat(files[i], &st) == 0 ? (int64_t)st.st_mtim.tv_sec * NS + st.st_mtim.tv_nsec : 0;
         if (!start || start > written)
             start = written;

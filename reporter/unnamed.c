@@ -89,10 +89,15 @@ void rsr_unnamed_summary(FILE *f, const struct rsr_flame *fls, int nfls)
                 v[i]->addresses == 1 ? "" : "es", v[i]->why);
     }
     for (uint32_t i = 0; i < n; i++)
-        files += strstr(v[i]->why, "not found") || strstr(v[i]->why, "differs");
+        files += rsr_unnamed_file_missing(v[i]->why);
     if (n > 4)
         fprintf(f, "; %u more modules", n - 4);
     fprintf(f, "%s\n", files ? " (report.json \"symbols\"; --sysroot DIR, --symbols FILE or DEBUGINFOD_URLS "
                                "give the files of the machine that ran)" : " (report.json \"symbols\")");
     free(v);
+}
+
+int rsr_unnamed_file_missing(const char *why)
+{
+    return why && (strstr(why, "not found") || strstr(why, "differs"));
 }

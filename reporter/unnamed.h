@@ -18,4 +18,8 @@ void rsr_unnamed_json(FILE *f, const struct rsr_flame *fls);
  * with the reason and what to try; nothing when every frame was named. */
 void rsr_unnamed_summary(FILE *f, const struct rsr_flame *fls, int nfls);
 
+/* Whether a reason for unnamed frames is a file missing or different
+ * here, which --sysroot, --symbols or DEBUGINFOD_URLS can mend. */
+int rsr_unnamed_file_missing(const char *why);
+
 #endif
