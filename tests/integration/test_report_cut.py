@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """A trace file that ends early: simlaunch runs 4 ranks of simtrain (data
 loading, checkpoints every 10 steps, the agent flushing every 100 ms) and
-one rank's file is cut to half its bytes, as a full disk or a cut copy
-leaves it (and at the frame before, as a killed process leaves it). The report must still succeed, say on the page (a banner) and
+one rank's file is cut in the middle of a frame, as a full disk or a cut
+copy leaves it (and at that frame's start, as a killed process leaves it):
+the frame after the first one whose I/O reaches past the rank's third
+checkpoint (simtrain's log), so that the kept part holds checkpoints to
+look for however the bytes fall in time on the machine. The report must still succeed, say on the page (a banner) and
 in the text summary which rank's file ends where and how much of the run
 it covers, name that rank late in no collective it has no record of, and
 keep the checkpoints its file holds. Truths from outside the reporter:
@@ -68,15 +71,52 @@ def report(d, trace):
     return p.returncode, p.stdout.decode(errors="replace"), rep, page
 
 
-def cut_copy(d, rank, share=0.5):
-    """A copy of d's traces with rank's file cut to share of its bytes:
-    (folder, the cut file, the whole one, bytes kept)."""
+def io_ends(data, tmp):
+    """Per LZ4 frame of a trace's bytes, decoded alone by lz4 and flatc:
+    (its start, its end, the latest end of an I/O call in it, or 0)."""
+    at = lz4_frames(data)
+    files, frame_of = [], []
+    for i in range(len(at) - 1):
+        part = os.path.join(tmp, "frame%d.lz4" % i)
+        with open(part, "wb") as f:
+            f.write(data[at[i]:at[i + 1]])
+        for j, c in enumerate(split_chunks(part)):
+            files.append(os.path.join(tmp, "frame%d.%d.bin" % (i, j)))
+            frame_of.append(i)
+            with open(files[-1], "wb") as f:
+                f.write(c)
+    io = [0] * (len(at) - 1)
+    for i, c in zip(frame_of, flatc_decode(files, tmp)):
+        io[i] = max([io[i]] + [e["start_ns"] + e["dur_ns"] for e in c.get("io", [])])
+    return [(at[i], at[i + 1], io[i]) for i in range(len(at) - 1)]
+
+
+def cut_point(path, t_ns):
+    """Bytes of the trace at path to keep so that its whole frames hold an
+    I/O call that ends at t_ns or later and the file ends inside the frame
+    after: the middle of that frame."""
+    with open(path, "rb") as f:
+        data = f.read()
+    tmp = tempdir("report-cut-frames")
+    try:
+        frames = io_ends(data, tmp)
+    finally:
+        cleanup(tmp)
+    k = next(i for i, (_, _, io) in enumerate(frames) if io >= t_ns)
+    start, end, _ = frames[min(k + 1, len(frames) - 1)]
+    return (start + end) // 2
+
+
+def cut_copy(d, rank, after_ns=None):
+    """A copy of d's traces with rank's file cut: past its I/O at after_ns
+    (cut_point), or to half its bytes. (folder, the cut file, the whole one,
+    bytes kept)."""
     dst = os.path.join(d, "cut%d" % rank)
     shutil.rmtree(dst, ignore_errors=True)
     shutil.copytree(os.path.join(d, "trace"), dst)
     path = [f for f in trace_files(dst) if os.path.basename(f).startswith("rank-%d." % rank)][0]
     whole = os.path.join(d, "trace", os.path.relpath(path, dst))
-    keep = int(os.path.getsize(path) * share)
+    keep = cut_point(whole, after_ns) if after_ns is not None else os.path.getsize(path) // 2
     os.truncate(path, keep)
     return dst, path, whole, keep
 
@@ -133,8 +173,13 @@ def check_control(name, d, events):
     check(name + ": no banner on the page", 'id="ends-early"' not in page)
 
 
+def third_checkpoint(events, rank):
+    """When simtrain's log says rank finished its third checkpoint."""
+    return sorted(x["end_ns"] for x in events if x["event"] == "checkpoint" and x["rank"] == rank)[2]
+
+
 def check_cut(name, d, events):
-    trace, path, whole, keep = cut_copy(d, CUT)
+    trace, path, whole, keep = cut_copy(d, CUT, third_checkpoint(events, CUT))
     rc, text, rep, page = report(d, trace)
     if not check(name + ": report of the cut job succeeds", rc == 0 and rep is not None, "exit %d" % rc):
         return
@@ -202,10 +247,10 @@ def check_cut(name, d, events):
           str({r: (len(got[r]), len(logged[r])) for r in range(NRANKS)}))
 
 
-def check_killed(name, d):
+def check_killed(name, d, events):
     """The file cut at a frame's start, as a killed process leaves it: no end
     mark, nothing unread; it still ends more than a flush interval early."""
-    trace, path, whole, keep = cut_copy(d, CUT)
+    trace, path, whole, keep = cut_copy(d, CUT, third_checkpoint(events, CUT))
     with open(whole, "rb") as f:
         data = f.read()
     at = max(s for s in lz4_frames(data) if s <= keep)
@@ -245,7 +290,7 @@ def main():
     if events is not None:
         check_control("equal ranks", d, events)
         check_cut("equal ranks, rank %d cut" % CUT, d, events)
-        check_killed("equal ranks, rank %d cut at a frame's start" % CUT, d)
+        check_killed("equal ranks, rank %d cut at a frame's start" % CUT, d, events)
     cleanup(d)
     # no checkpoints: the waiting for the slowed rank is then most of each
     # part of the job (collectives.h), well above the bar
