@@ -9,7 +9,15 @@
  * the op that ends it comes); a kernel's as it comes. Each mark is 72
  * bytes: memory grows with collectives (as the tuples do) and, without
  * them, with steps (a kernel per step once the first RSR_STEP_LEARN
- * kernels gave the period). */
+ * kernels gave the period).
+ *
+ * Tuples and collective marks are kept in memory up to run_max of each:
+ * past that, the settled head of each array (tuples whose every edge has
+ * been answered, marks given their counters) goes to the spill file as a
+ * sorted run, and at the end the runs are merged there into one sorted
+ * stretch, so that a long job's summary holds a bounded number of them
+ * while it is built (a long-running collective holds back the head until
+ * it ends). */
 #include "reporter/summary.h"
 #include "reporter/steps.h"
 #include "formats/trace.h"
@@ -77,6 +85,29 @@ struct query {
 /* ... or the k-th edge of a collective's eighths (QUERY_COLL_EDGE + k:
  * burst is then the tuple's index). */
 enum { QUERY_RANGE_START = 2, QUERY_RANGE_END = 3, QUERY_COLL_EDGE = 4 };
+
+/* Sorted stretches of an array written to the spill file. */
+struct runs {
+    struct run {
+        uint64_t off;
+        size_t n;
+    } *v;
+    size_t n, cap;
+};
+
+/* Tuples and collective marks in memory at most, each, before the settled
+ * ones go to the spill file (see the top); tests make it small. */
+static size_t run_max = (size_t)1 << 17;
+
+void rsr_summary_run_max(size_t n)
+{
+    run_max = n < 4 ? 4 : n;
+}
+
+static int spill_reserve(size_t len, uint64_t *off);
+static int spill_put(const void *p, size_t len, uint64_t off);
+static int spill_write(const void *p, size_t len, uint64_t *off);
+static int spill_read(void *p, size_t len, uint64_t off);
 
 struct rsr_acc {
     int failed;
@@ -147,6 +178,18 @@ struct rsr_acc {
     int64_t *coll_cover;
     size_t cap_cover;
 
+    /* out.colls holds the tuples from colls_base on, out.cmarks the marks
+     * from marks_base on (the rest are in the runs); per tuple in memory,
+     * the edges answered so far, per mark whether it has its counters;
+     * the in-memory counts at which to try to spill again; no_spill: a
+     * write failed, keep everything in memory */
+    size_t colls_base, marks_base;
+    uint8_t *coll_edges, *mark_done;
+    size_t cap_edges, cap_done;
+    struct runs coll_runs, mark_runs;
+    size_t colls_check, marks_check;
+    int no_spill;
+
     struct rsr_summary out;         /* keys and colls, built as they come */
     size_t *key_slots;              /* open addressing: 1 + key index */
     size_t n_key_slots;
@@ -179,6 +222,7 @@ struct rsr_acc *rsr_acc_new(int64_t start_ns)
     a->min_count = RSR_SHORT_KERNEL_MIN_COUNT;
     a->fine_start = start_ns;
     a->fine_bin = 1024;
+    a->colls_check = a->marks_check = run_max;
     for (int k = 0; k < RSR_FINE_NSERIES; k++) {
         a->fine[k] = calloc(RSR_FINE_BINS, sizeof(double));
         if (!a->fine[k]) {
@@ -326,7 +370,8 @@ static void counters_at(const struct rsr_acc *a, int64_t t, struct rsr_step_coun
 /* A collective's mark, once the stream is at its start (see summary.h). */
 static void mark_answer(struct rsr_acc *a, size_t i)
 {
-    struct rsr_step_mark *mk = &a->out.cmarks[i];
+    struct rsr_step_mark *mk = &a->out.cmarks[i - a->marks_base];
+    a->mark_done[i - a->marks_base] = 1;
     if (a->gap_len > 0) {
         mk->t = a->gap_end;
         mk->gap = a->gap_len;
@@ -348,6 +393,8 @@ static void mark_answer(struct rsr_acc *a, size_t i)
 static void coll_edge(struct rsr_acc *a, size_t i, int k, int64_t t)
 {
     int64_t c = uni_before(&a->comp, t > a->pos ? t : a->pos);
+    i -= a->colls_base;
+    a->coll_edges[i]++;
     if (k > 0) {
         struct rsr_coll_tuple *x = &a->out.colls[i];
         int64_t len = x->end_ns - x->start_ns;
@@ -842,6 +889,253 @@ void rsr_acc_sync(struct rsr_acc *a, int64_t start_ns, int64_t end_ns)
 
 /* ---- collectives ---- */
 
+/* ---- runs: the settled head of a long array, spilled as it is built ---- */
+
+typedef int (*cmp_fn)(const void *, const void *, void *);
+
+/* Sorts arr[0, n) and appends it to the spill file as a run of r. 0, or -1
+ * (r unchanged). */
+static int run_write(struct runs *r, void *arr, size_t n, size_t elem, cmp_fn cmp, void *arg)
+{
+    if (r->n == r->cap) {
+        size_t c = r->cap ? 2 * r->cap : 16;
+        struct run *v = realloc(r->v, c * sizeof *v);
+        if (!v)
+            return -1;
+        r->v = v, r->cap = c;
+    }
+    qsort_r(arr, n, elem, cmp, arg);
+    uint64_t off;
+    if (spill_write(arr, n * elem, &off) != 0)
+        return -1;
+    r->v[r->n++] = (struct run){ off, n };
+    return 0;
+}
+
+/* How many of the first n flags are at least full, from the first. */
+static size_t settled(const uint8_t *flag, size_t n, uint8_t full)
+{
+    size_t p = 0;
+    while (p < n && flag[p] >= full)
+        p++;
+    return p;
+}
+
+static int cmp_tuple(const void *pa, const void *pb, void *arg);
+static int cmp_mark(const void *pa, const void *pb, void *arg);
+
+/* When at least half of run_max tuples at the head are settled, they go to
+ * a run; else the next try is a quarter of run_max later. */
+static void colls_spill(struct rsr_acc *a)
+{
+    struct rsr_summary *o = &a->out;
+    size_t n = o->n_colls - a->colls_base, p = settled(a->coll_edges, n, RSR_COLL_PARTS + 1);
+    if (a->no_spill || p < run_max / 2) {
+        a->colls_check = n + run_max / 4;
+        return;
+    }
+    if (run_write(&a->coll_runs, o->colls, p, sizeof *o->colls, cmp_tuple, o->keys) != 0) {
+        a->no_spill = 1;
+        return;
+    }
+    memmove(o->colls, o->colls + p, (n - p) * sizeof *o->colls);
+    memmove(a->coll_cover, a->coll_cover + p, (n - p) * sizeof *a->coll_cover);
+    memmove(a->coll_edges, a->coll_edges + p, n - p);
+    a->colls_base += p;
+    a->colls_check = run_max;
+}
+
+static void marks_spill(struct rsr_acc *a)
+{
+    struct rsr_summary *o = &a->out;
+    size_t n = o->n_cmarks - a->marks_base, p = settled(a->mark_done, n, 1);
+    if (a->no_spill || p < run_max / 2) {
+        a->marks_check = n + run_max / 4;
+        return;
+    }
+    if (run_write(&a->mark_runs, o->cmarks, p, sizeof *o->cmarks, cmp_mark, NULL) != 0) {
+        a->no_spill = 1;
+        return;
+    }
+    memmove(o->cmarks, o->cmarks + p, (n - p) * sizeof *o->cmarks);
+    memmove(a->mark_done, a->mark_done + p, n - p);
+    a->marks_base += p;
+    a->marks_check = run_max;
+}
+
+/* Elements of a run read at a time in a merge, and written at a time. */
+#define MERGE_BLOCK 1024
+
+/* One run's place in a merge. */
+struct merge_src {
+    uint64_t off;
+    size_t left, at, n;
+    char *buf;
+};
+
+struct run_merge {
+    struct merge_src *src;
+    size_t *heap, n_heap, elem;
+    cmp_fn cmp;
+    void *arg;
+};
+
+static int src_less(const struct run_merge *m, size_t a, size_t b)
+{
+    const struct merge_src *x = &m->src[a], *y = &m->src[b];
+    int c = m->cmp(x->buf + x->at * m->elem, y->buf + y->at * m->elem, m->arg);
+    return c < 0 || (c == 0 && a < b);
+}
+
+static void src_sift(struct run_merge *m, size_t i)
+{
+    for (;;) {
+        size_t c = 2 * i + 1, least = i;
+        if (c < m->n_heap && src_less(m, m->heap[c], m->heap[least]))
+            least = c;
+        if (c + 1 < m->n_heap && src_less(m, m->heap[c + 1], m->heap[least]))
+            least = c + 1;
+        if (least == i)
+            return;
+        size_t t = m->heap[i];
+        m->heap[i] = m->heap[least];
+        m->heap[least] = t;
+        i = least;
+    }
+}
+
+/* Reads the next block of a source; 1, 0 when it is done, -1. */
+static int src_fill(struct run_merge *m, struct merge_src *s)
+{
+    if (!s->left)
+        return 0;
+    size_t k = s->left < MERGE_BLOCK ? s->left : MERGE_BLOCK;
+    if (spill_read(s->buf, k * m->elem, s->off) != 0)
+        return -1;
+    s->off += k * m->elem;
+    s->left -= k;
+    s->at = 0;
+    s->n = k;
+    return 1;
+}
+
+/* Merges the runs of r (each sorted by cmp) into one sorted stretch of the
+ * spill file: its offset in *off. 0, or -1 (the runs are untouched). */
+static int runs_merge(const struct runs *r, size_t elem, cmp_fn cmp, void *arg, uint64_t *off)
+{
+    struct run_merge m = { calloc(r->n, sizeof *m.src), malloc(r->n * sizeof *m.heap), 0, elem, cmp, arg };
+    char *out = malloc(MERGE_BLOCK * elem);
+    int rc = -1;
+    size_t total = 0, done = 0, k;
+    if (!m.src || !m.heap || !out)
+        goto end;
+    for (k = 0; k < r->n; k++) {
+        total += r->v[k].n;
+        m.src[k] = (struct merge_src){ r->v[k].off, r->v[k].n, 0, 0, malloc(MERGE_BLOCK * elem) };
+        if (!m.src[k].buf || src_fill(&m, &m.src[k]) < 0)
+            goto end;
+        if (m.src[k].n)
+            m.heap[m.n_heap++] = k;
+    }
+    for (size_t i = m.n_heap; i-- > 0;)
+        src_sift(&m, i);
+    /* the stretch, reserved whole, written a block at a time */
+    uint64_t base;
+    size_t nout = 0;
+    if (spill_reserve(total * elem, &base) != 0)
+        goto end;
+    while (m.n_heap) {
+        struct merge_src *s = &m.src[m.heap[0]];
+        memcpy(out + nout * elem, s->buf + s->at * elem, elem);
+        if (++nout == MERGE_BLOCK) {
+            if (spill_put(out, nout * elem, base + done * elem) != 0)
+                goto end;
+            done += nout;
+            nout = 0;
+        }
+        if (++s->at == s->n) {
+            int got = src_fill(&m, s);
+            if (got < 0)
+                goto end;
+            if (!got)
+                m.heap[0] = m.heap[--m.n_heap];
+        }
+        src_sift(&m, 0);
+    }
+    if (nout && spill_put(out, nout * elem, base + done * elem) != 0)
+        goto end;
+    *off = base;
+    rc = 0;
+end:
+    for (k = 0; m.src && k < r->n; k++)
+        free(m.src[k].buf);
+    free(m.src);
+    free(m.heap);
+    free(out);
+    return rc;
+}
+
+/* At the end, when runs were spilled: the rest (n_mem at *arr, of n_all)
+ * as a last run, and all merged into one sorted stretch of the spill file
+ * (*off; *arr freed and NULL). Where that cannot be written, everything is
+ * read back into memory, sorted (*arr, *off untouched). Returns 1 when
+ * spilled, 0 when in memory, -1 when neither could be done. */
+static int runs_finish(struct runs *r, void **arr, size_t n_mem, size_t n_all, size_t elem, cmp_fn cmp, void *arg,
+                       uint64_t *off)
+{
+    if (!r->n)
+        return 0;
+    if ((!n_mem || run_write(r, *arr, n_mem, elem, cmp, arg) == 0) && runs_merge(r, elem, cmp, arg, off) == 0) {
+        free(*arr);
+        *arr = NULL;
+        return 1;
+    }
+    char *all = malloc(n_all * elem);
+    size_t at = 0;
+    if (!all)
+        return -1;
+    for (size_t k = 0; k < r->n; k++, at += r->v[k - 1].n)
+        if (spill_read(all + at * elem, r->v[k].n * elem, r->v[k].off) != 0) {
+            free(all);
+            return -1;
+        }
+    if (at < n_all)
+        memcpy(all + at * elem, *arr, (n_all - at) * elem);
+    qsort_r(all, n_all, elem, cmp, arg);
+    free(*arr);
+    *arr = all;
+    return 0;
+}
+
+/* The tuples' and marks' runs, if any, finished (runs_finish). 0, or -1. */
+static int runs_end(struct rsr_acc *a)
+{
+    struct rsr_summary *o = &a->out;
+    void *arr = o->colls;
+    uint64_t off;
+    int r = runs_finish(&a->coll_runs, &arr, o->n_colls - a->colls_base, o->n_colls, sizeof *o->colls, cmp_tuple,
+                        o->keys, &off);
+    o->colls = arr;
+    if (r == 0 && a->coll_runs.n)
+        o->cap_colls = o->n_colls;
+    if (r > 0) {
+        o->spilled = 1;
+        o->spill_off = off;
+        o->colls_shift_ns = 0;
+        o->cap_colls = 0;
+    }
+    arr = o->cmarks;
+    int q = runs_finish(&a->mark_runs, &arr, o->n_cmarks - a->marks_base, o->n_cmarks, sizeof *o->cmarks, cmp_mark,
+                        NULL, &off);
+    o->cmarks = arr;
+    if (q > 0) {
+        o->marks_spilled = 1;
+        o->marks_off = off;
+        o->marks_shift_ns = 0;
+    }
+    return r < 0 || q < 0 ? -1 : 0;
+}
+
 static uint32_t key_of(struct rsr_acc *a, const struct rsr_coll_key *k)
 {
     struct rsr_summary *o = &a->out;
@@ -890,25 +1184,43 @@ void rsr_acc_coll(struct rsr_acc *a, const struct rsr_coll *c, int32_t group_siz
     if (a->failed)
         return;
     struct rsr_summary *o = &a->out;
-    struct rsr_coll_tuple *t = grow(o->colls, &o->cap_colls, o->n_colls + 1, sizeof *t, &a->failed);
+    size_t j = o->n_colls - a->colls_base;
+    struct rsr_coll_tuple *t = grow(o->colls, &o->cap_colls, j + 1, sizeof *t, &a->failed);
     if (!t)
         return;
     o->colls = t;
-    size_t i = o->n_colls++;
-    t[i] = (struct rsr_coll_tuple){ c->start_ns, c->end_ns, c->seq, key, { 0 } };
-    int64_t *cv = grow(a->coll_cover, &a->cap_cover, o->n_colls, sizeof *cv, &a->failed);
+    int64_t *cv = grow(a->coll_cover, &a->cap_cover, j + 1, sizeof *cv, &a->failed);
     if (!cv)
         return;
     a->coll_cover = cv;
+    uint8_t *ed = grow(a->coll_edges, &a->cap_edges, j + 1, 1, &a->failed);
+    if (!ed)
+        return;
+    a->coll_edges = ed;
+    size_t i = o->n_colls++;
+    t[j] = (struct rsr_coll_tuple){ c->start_ns, c->end_ns, c->seq, key, { 0 } };
+    ed[j] = 0;
     for (int q = 0; q <= RSR_COLL_PARTS; q++)
         heap_push(a, c->start_ns + (c->end_ns - c->start_ns) * q / RSR_COLL_PARTS, i, QUERY_COLL_EDGE + q);
     fine_spread(a, RSR_FINE_COMM, c->start_ns, c->end_ns, (double)c->bytes);
-    struct rsr_step_mark *mk = mark_add(&o->cmarks, &o->n_cmarks, &a->cap_cmarks, &a->failed);
+    size_t m = o->n_cmarks - a->marks_base;
+    struct rsr_step_mark *mk = grow(o->cmarks, &a->cap_cmarks, m + 1, sizeof *mk, &a->failed);
     if (!mk)
         return;
-    mk->t = c->start_ns;
-    mk->key = key;
-    heap_push(a, c->start_ns, o->n_cmarks - 1, 1);
+    o->cmarks = mk;
+    uint8_t *done = grow(a->mark_done, &a->cap_done, m + 1, 1, &a->failed);
+    if (!done)
+        return;
+    a->mark_done = done;
+    memset(&mk[m], 0, sizeof mk[m]);
+    mk[m].t = c->start_ns;
+    mk[m].key = key;
+    done[m] = 0;
+    heap_push(a, c->start_ns, o->n_cmarks++, 1);
+    if (j + 1 >= a->colls_check)
+        colls_spill(a);
+    if (m + 1 >= a->marks_check)
+        marks_spill(a);
 }
 
 void rsr_acc_range(struct rsr_acc *a, const struct rsr_range *r)
@@ -1056,8 +1368,9 @@ static int cmp_tuple(const void *pa, const void *pb, void *arg)
     return (a->key > b->key) - (a->key < b->key);
 }
 
-static int cmp_mark(const void *pa, const void *pb)
+static int cmp_mark(const void *pa, const void *pb, void *arg)
 {
+    (void)arg;
     const struct rsr_step_mark *a = pa, *b = pb;
     return (a->t > b->t) - (a->t < b->t);
 }
@@ -1065,8 +1378,8 @@ static int cmp_mark(const void *pa, const void *pb)
 /* Marks in time order; kernel marks only where there are no collectives. */
 static void finish_marks(struct rsr_summary *o)
 {
-    if (o->n_cmarks > 1)
-        qsort(o->cmarks, o->n_cmarks, sizeof *o->cmarks, cmp_mark);
+    if (o->n_cmarks > 1 && !o->marks_spilled)
+        qsort_r(o->cmarks, o->n_cmarks, sizeof *o->cmarks, cmp_mark, NULL);
     if (o->n_cmarks || o->kmark_state == RSR_KMARK_NONE) {
         free(o->kmarks);
         o->kmarks = NULL;
@@ -1099,6 +1412,8 @@ int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
     /* everything still pending ends at or after the position: B is known */
     while (a->n_heap)
         answer(a, heap_pop(a));
+    if (runs_end(a) != 0)
+        a->failed = 1;
     if (a->reads.open)
         reads_close(a);
     a->out.end_counters = (struct rsr_step_counters){ uni_len(&a->all), uni_len(&a->comp), uni_len(&a->comm),
@@ -1137,7 +1452,7 @@ int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
     out->late = a->late;
     finish_marks(out);
     /* in (communicator, seq) order, so that a merge reads them across ranks */
-    if (out->n_colls > 1)
+    if (out->n_colls > 1 && !out->spilled)
         qsort_r(out->colls, out->n_colls, sizeof *out->colls, cmp_tuple, out->keys);
     int rc = a->failed ? -1 : 0;
     free(a->streams);
@@ -1150,6 +1465,10 @@ int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
     free(a->heap);
     free(a->key_slots);
     free(a->coll_cover);
+    free(a->coll_edges);
+    free(a->mark_done);
+    free(a->coll_runs.v);
+    free(a->mark_runs.v);
     free(a);
     return rc;
 }
@@ -1254,15 +1573,21 @@ static int spill_file(void)
     return fd;
 }
 
-/* Appends len bytes at p to the spill file; its offset in *off. 0, or -1. */
-static int spill_write(const void *p, size_t len, uint64_t *off)
+/* Room for len bytes at the spill file's end: its offset in *off. 0, or
+ * -1 when there is no spill file. */
+static int spill_reserve(size_t len, uint64_t *off)
 {
-    int fd = spill_file();
-    if (fd < 0)
+    if (spill_file() < 0)
         return -1;
     *off = atomic_fetch_add(&spill_end, len);
+    return 0;
+}
+
+/* Writes len bytes at p at off of the spill file (reserved). 0, or -1. */
+static int spill_put(const void *p, size_t len, uint64_t off)
+{
     for (size_t done = 0; done < len;) {
-        ssize_t w = pwrite(fd, (const char *)p + done, len - done, (off_t)(*off + done));
+        ssize_t w = pwrite(spill_fd, (const char *)p + done, len - done, (off_t)(off + done));
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -1270,6 +1595,12 @@ static int spill_write(const void *p, size_t len, uint64_t *off)
         done += (size_t)w;
     }
     return 0;
+}
+
+/* Appends len bytes at p to the spill file; its offset in *off. 0, or -1. */
+static int spill_write(const void *p, size_t len, uint64_t *off)
+{
+    return spill_reserve(len, off) == 0 ? spill_put(p, len, *off) : -1;
 }
 
 /* Reads len bytes at off of the spill file into p. 0, or -1. */

@@ -5,8 +5,9 @@
  * from a file through a reorder window; rsr_model_summarize from a whole
  * model (Kineto imports, tests). Memory grows with names, streams and files
  * written, not with kernels, copies or I/O calls; the collective tuples,
- * which grow with the job's length, can be spilled to a temporary file
- * (rsr_summary_spill) and are read back in (communicator, sequence) order
+ * which grow with the job's length, go to a temporary file as they settle
+ * past a bound (rsr_summary_run_max) or when asked (rsr_summary_spill), and
+ * are read back in (communicator, sequence) order
  * by a cursor or, across processes, by a k-way merge. Step marks (below)
  * sample the process's cumulative GPU and I/O counters where steps may
  * begin, so that steps.c can cut the job into steps afterwards. */
@@ -249,6 +250,12 @@ struct rsr_summary *rsr_model_summary(struct rsr_model *m);
  * first use and gone at exit. Returns 0, or -1 when it cannot be written
  * (what could not be written stays in memory). */
 int rsr_summary_spill(struct rsr_summary *s);
+
+/* Tuples and collective marks a summary being built keeps in memory, each,
+ * before the settled ones go to the spill file as sorted runs, merged there
+ * at the end (default 131072; at least 4). For tests; not thread-safe
+ * against summaries being built. */
+void rsr_summary_run_max(size_t n);
 
 /* Copies s's collective step marks [i, i + n) (within n_cmarks) into buf,
  * times shifted as the summary's, from memory or the spill file: read them

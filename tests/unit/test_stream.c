@@ -955,6 +955,108 @@ START_TEST(window_keeps_what_overlaps)
 }
 END_TEST
 
+/* Every third collective on a second communicator, its calls numbered on
+ * their own. */
+static void two_comms(struct job *j)
+{
+    uint32_t seq[2] = { 0, 0 };
+    size_t k = 0;
+    for (size_t i = 0; i < j->n; i++) {
+        if (j->r[i].type != R_COLL)
+            continue;
+        int c = k++ % 3 == 2;
+        j->r[i].u.coll.comm = COMM_ID + (uint64_t)c;
+        j->r[i].u.coll.seq = seq[c]++;
+    }
+}
+
+/* path streamed with at most run_max tuples and marks in memory. */
+static void stream_runs(struct rsr_input *in, const char *path, size_t run_max)
+{
+    memset(in, 0, sizeof *in);
+    rsr_summary_run_max(run_max);
+    rsr_input_stream(in, path);
+    rsr_summary_run_max((size_t)1 << 17);
+    ck_assert_int_eq(in->open_failed, 0);
+    ck_assert(!in->model_incomplete);
+    ck_assert(in->model->sum != NULL);
+}
+
+/* A job summarised with its tuples and marks spilled as runs every few
+ * hundred (rsr_summary_run_max): the truth's figures and one tuple per
+ * call, in order; then with every third collective on a second
+ * communicator, against the same summarised in memory: the tuples in
+ * (communicator, sequence) order and every tuple and mark the same. */
+START_TEST(spilled_runs_equal_memory)
+{
+    struct job j = { .seed = 0x243f6a8885a308d3ull };
+    gen_steps(&j, 12000);
+    struct truth t;
+    truth_of(&j, &t);
+    struct chunks cs;
+    chunks_make(&j, &cs);
+    char path[] = "/tmp/rs_test_stream_XXXXXX";
+    chunks_write(&cs, path);
+    struct rsr_input run, mem;
+    stream_runs(&run, path, 256);
+    ck_assert(run.model->sum->spilled && run.model->sum->marks_spilled);
+    check_truth(run.model->sum, run.model, &t, 1, "runs");
+    check_colls(run.model->sum, &j);
+    rsr_input_free(&run);
+    unlink(path);
+    chunks_free(&cs);
+
+    two_comms(&j);
+    chunks_make(&j, &cs);
+    strcpy(path, "/tmp/rs_test_stream_XXXXXX");
+    chunks_write(&cs, path);
+    stream_runs(&run, path, 256);
+    stream_runs(&mem, path, (size_t)1 << 30);
+    const struct rsr_summary *a = run.model->sum, *b = mem.model->sum;
+    ck_assert(a->spilled && a->marks_spilled);
+    size_t colls = 0;
+    for (size_t i = 0; i < j.n; i++)
+        colls += j.r[i].type == R_COLL;
+    ck_assert_uint_eq(a->n_colls, colls);
+    ck_assert_uint_eq(b->n_colls, colls);
+    ck_assert_uint_eq(a->n_cmarks, b->n_cmarks);
+    ck_assert_uint_eq(a->n_keys, 2);
+    ck_assert_uint_eq(b->n_keys, 2);
+    struct rsr_coll_cursor ca, cb;
+    rsr_coll_cursor_open(&ca, a);
+    rsr_coll_cursor_open(&cb, b);
+    struct rsr_coll_tuple x, y;
+    uint64_t last_comm = 0;
+    long long last_seq = -1;
+    for (size_t i = 0; i < colls; i++) {
+        ck_assert_int_eq(rsr_coll_cursor_next(&ca, &x), 1);
+        ck_assert_int_eq(rsr_coll_cursor_next(&cb, &y), 1);
+        uint64_t cid = a->keys[x.key].comm_id;
+        if (cid != last_comm)
+            last_seq = -1;
+        ck_assert_msg(cid >= last_comm && (long long)x.seq == last_seq + 1, "tuple %zu out of order", i);
+        last_comm = cid, last_seq = x.seq;
+        ck_assert_msg(memcmp(&x, &y, sizeof x) == 0, "tuple %zu differs", i);
+    }
+    ck_assert_int_eq(rsr_coll_cursor_next(&ca, &x), 0);
+    struct rsr_step_mark ma[64], mb[64];
+    for (size_t i = 0; i < a->n_cmarks; i += 64) {
+        size_t k = a->n_cmarks - i < 64 ? a->n_cmarks - i : 64;
+        ck_assert_int_eq(rsr_summary_cmarks_read(a, i, k, ma), 0);
+        ck_assert_int_eq(rsr_summary_cmarks_read(b, i, k, mb), 0);
+        for (size_t q = 0; q < k; q++) {
+            ck_assert_msg(q == 0 || ma[q].t >= ma[q - 1].t, "mark %zu out of order", i + q);
+            ck_assert_msg(memcmp(&ma[q], &mb[q], sizeof ma[q]) == 0, "mark %zu differs", i + q);
+        }
+    }
+    rsr_input_free(&run);
+    rsr_input_free(&mem);
+    unlink(path);
+    chunks_free(&cs);
+    free(j.r);
+}
+END_TEST
+
 static Suite *stream_suite(void)
 {
     const struct rs_test tests[] = {
@@ -963,6 +1065,7 @@ static Suite *stream_suite(void)
         { "stream_late_record_counted_once", late_record_counted_once },
         { "stream_late_record_in_idle_gap", late_record_in_idle_gap },
         { "stream_window_keeps_what_overlaps", window_keeps_what_overlaps },
+        { "stream_spilled_runs_equal_memory", spilled_runs_equal_memory },
     };
     return RS_SUITE("stream", tests, 60);
 }
