@@ -52,6 +52,11 @@ struct pool {
 };
 
 static struct pool pools[MAX_POOLS];
+/* Slots [0, pools_used) have been made at least once: the writer's tick
+ * and the other sweeps look at no others, so that a process that never
+ * times a launch never touches the pools' pages (each a page fault at
+ * start-up). */
+static _Atomic uint32_t pools_used;
 static _Atomic uint32_t pools_epoch;         /* bumped when a slot is freed */
 static _Atomic int made_once, noticed;
 static _Atomic int closing, closed;
@@ -230,6 +235,9 @@ static struct pool *pool_of(CUcontext ctx)
         if (!atomic_compare_exchange_strong(&free_slot->state, &expect, POOL_MAKING))
             return NULL;
         p = free_slot;
+        uint32_t used = atomic_load(&pools_used), want = (uint32_t)(p - pools) + 1;
+        while (used < want && !atomic_compare_exchange_weak(&pools_used, &used, want))
+            ;
         atomic_store(&p->ctx, (uintptr_t)ctx);
         int ok = rs_cu.ctx_push(ctx) == CUDA_SUCCESS;
         if (ok) {
@@ -469,7 +477,7 @@ void rs_gpu_tick(void)
     /* A capture in progress: no driver calls that could disturb it. */
     if (atomic_load(&closed) || atomic_load(&rs_captures) > 0)
         return;
-    for (uint32_t i = 0; i < MAX_POOLS; i++) {
+    for (uint32_t i = 0, n = atomic_load(&pools_used); i < n; i++) {
         struct pool *p = pool_enter(&pools[i], 0);
         if (!p)
             continue;
@@ -487,7 +495,7 @@ void rs_gpu_ctx_gone(CUcontext ctx)
 {
     if (!ctx)
         return;
-    for (uint32_t i = 0; i < MAX_POOLS; i++) {
+    for (uint32_t i = 0, n = atomic_load(&pools_used); i < n; i++) {
         struct pool *p = &pools[i];
         if (atomic_load(&p->ctx) != (uintptr_t)ctx)
             continue;
@@ -528,7 +536,7 @@ void rs_gpu_closed(void)
 void rs_gpu_forked(void)
 {
     /* CUDA does not survive fork: the child never touches the parent's pools. */
-    for (uint32_t i = 0; i < MAX_POOLS; i++)
+    for (uint32_t i = 0, n = atomic_load(&pools_used); i < n; i++)
         if (atomic_load(&pools[i].state) != POOL_NONE)
             atomic_store(&pools[i].state, POOL_OFF);
     writer_cur.ctx = NULL;
