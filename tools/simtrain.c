@@ -56,6 +56,8 @@ struct sim_train_opts {
     long stall_rank, stall_step;
     double stall_s;
     long devices;
+    long tp, pp, microbatches;    /* --tp, --pp, --microbatches */
+    double act_mb;                /* --act-mb */
 };
 
 #define SIM_TRAIN_MAX_DEVICES 8
@@ -122,6 +124,23 @@ static const char sim_train_usage[] =
     "  --graph-nccl          --graph with the whole step in the graph: the AllReduces\n"
     "                        (on the communication stream with --overlap) and the\n"
     "                        optimizer too\n"
+    "  --tp T                tensor parallel: T ranks share each layer; after each\n"
+    "                        micro-batch's forward and backward kernels of a layer,\n"
+    "                        an AllReduce of --act-mb on the group's communicator\n"
+    "  --pp P                pipeline parallel: the layers in P stages of consecutive\n"
+    "                        layers, micro-batches scheduled one forward, one backward\n"
+    "                        (1F1B, Megatron's), activations and their gradients sent\n"
+    "                        with ncclSend/ncclRecv between neighbouring stages. The\n"
+    "                        rest of the world is data parallel: each stage's buckets\n"
+    "                        AllReduce'd over its replicas after the last backward.\n"
+    "                        Ranks as Megatron lays them out: tensor, then data, then\n"
+    "                        pipeline (rank = tp + T x (dp + D x pp)); each group a\n"
+    "                        communicator split from the world's (ncclCommSplit,\n"
+    "                        groups of one rank not made). WORLD_SIZE a multiple of T x P\n"
+    "  --microbatches M      micro-batches per step with --pp (default 2 x P, or 1):\n"
+    "                        each layer's kernels last --fwd-us / M and --bwd-us / M\n"
+    "  --act-mb A            activations per micro-batch in MiB, sent between stages\n"
+    "                        and AllReduce'd in a tensor-parallel group (default 4)\n"
     "  --seed S              seed of the data and checkpoint contents (default 1)\n"
     "  --help                this text\n"
     "Environment: SIMTRAIN_EVENTS=FILE appends, at exit, one JSON line per checkpoint\n"
@@ -213,7 +232,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
     enum { O_STEPS = 256, O_LAYERS, O_FWD, O_BWD, O_BUCKET, O_OVERLAP, O_NO_OVERLAP, O_DATA,
            O_CKPT_EVERY, O_CKPT_MB, O_CKPT_DIR, O_STRAGGLER, O_BW, O_SEED, O_HELP, O_KERNELS, O_EVAL_EVERY,
            O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS, O_SLOW_DATA, O_STALL, O_DEVICES, O_GRAPH, O_GRAPH_NCCL,
-           O_SECONDS, O_PROGRESS };
+           O_SECONDS, O_PROGRESS, O_TP, O_PP, O_MICRO, O_ACT };
     static const struct option longopts[] = {
         { "steps", required_argument, NULL, O_STEPS },
         { "seconds", required_argument, NULL, O_SECONDS },
@@ -241,6 +260,10 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         { "devices", required_argument, NULL, O_DEVICES },
         { "graph", no_argument, NULL, O_GRAPH },
         { "graph-nccl", no_argument, NULL, O_GRAPH_NCCL },
+        { "tp", required_argument, NULL, O_TP },
+        { "pp", required_argument, NULL, O_PP },
+        { "microbatches", required_argument, NULL, O_MICRO },
+        { "act-mb", required_argument, NULL, O_ACT },
         { "help", no_argument, NULL, O_HELP },
         { NULL, 0, NULL, 0 },
     };
@@ -248,7 +271,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         .steps = 10, .layers = 4, .kernels = 1, .fwd_us = 200, .bwd_us = 400, .bucket_mb = 25, .overlap = 1,
         .ckpt_mb = 16, .ckpt_dir = ".", .straggler_rank = -1, .straggler_factor = 1, .seed = 1,
         .slow_data_rank = -1, .stall_rank = -1, .devices = 1,
-        .eval_steps = 2,
+        .eval_steps = 2, .tp = 1, .pp = 1, .act_mb = 4,
     };
     int c, overlap_set = 0, steps_set = 0;
     opterr = 0;
@@ -279,6 +302,10 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
                 sim_train_usage_error("--devices: at most %d", SIM_TRAIN_MAX_DEVICES);
             break;
         case O_GRAPH: o->graph = 1; break;
+        case O_TP: o->tp = sim_train_long("--tp", optarg, 1); break;
+        case O_PP: o->pp = sim_train_long("--pp", optarg, 1); break;
+        case O_MICRO: o->microbatches = sim_train_long("--microbatches", optarg, 1); break;
+        case O_ACT: o->act_mb = sim_train_double("--act-mb", optarg, 0, 1); break;
         case O_GRAPH_NCCL: o->graph = o->graph_nccl = 1; break;
         case O_OVERLAP:
         case O_NO_OVERLAP:
@@ -328,6 +355,14 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         sim_train_usage_error("--graph captures one device's stream: not with --devices %ld", o->devices);
     if (o->seconds > 0 && !steps_set)
         o->steps = LONG_MAX;
+    if (o->tp > 1 || o->pp > 1) {
+        if (o->graph || o->devices > 1)
+            sim_train_usage_error("--tp and --pp: not with --graph, --graph-nccl or --devices");
+        if (o->layers < o->pp)
+            sim_train_usage_error("--pp %ld: needs at least as many --layers (%ld)", o->pp, o->layers);
+    }
+    if (!o->microbatches)
+        o->microbatches = o->pp > 1 ? 2 * o->pp : 1;
 }
 
 static int sim_train_env_int(const char *name, int def)
@@ -462,6 +497,13 @@ struct sim_train {
     CUstream computes[SIM_TRAIN_MAX_DEVICES];
     CUevent handoff[SIM_TRAIN_MAX_DEVICES];
     int *layer_dev, cur;
+    /* --tp/--pp: this rank's place, its groups' communicators (NULL: a
+     * group of one), its stage's layers [l0, l1), the activation buffers */
+    int tp_i, dp_i, pp_i, dp_n;
+    ncclComm_t tp_comm, dp_comm, pp_comm;
+    long l0, l1;
+    CUdeviceptr act_out, act_in;
+    size_t act_bytes;
 };
 
 /* Work goes on device d from here: its context current, its stream waiting
@@ -556,6 +598,108 @@ static void sim_train_gpu(struct sim_train *t, enum sim_train_part part)
     sim_train_kernel(t, t->optimizer, o->fwd_us / 2);
 }
 
+/* --pp: a send to send_peer and a receive from recv_peer on the pipeline's
+ * communicator (-1: none; a stage past either end: none), grouped as
+ * Megatron pairs them so that neighbours never wait on each other. */
+static void sim_train_p2p(struct sim_train *t, long send_peer, long recv_peer)
+{
+    int send = send_peer >= 0 && send_peer < t->o.pp, recv = recv_peer >= 0 && recv_peer < t->o.pp;
+    if (!send && !recv)
+        return;
+    size_t n = t->act_bytes / 4;
+    NCCL(ncclGroupStart());
+    if (send)
+        NCCL(ncclSend((void *)(uintptr_t)t->act_out, n, ncclFloat32, (int)send_peer, t->pp_comm, t->compute));
+    if (recv)
+        NCCL(ncclRecv((void *)(uintptr_t)t->act_in, n, ncclFloat32, (int)recv_peer, t->pp_comm, t->compute));
+    NCCL(ncclGroupEnd());
+}
+
+/* One micro-batch through this stage's layers, forward or backward: each
+ * layer's kernels, then, tensor parallel, the AllReduce of its activations. */
+static void sim_train_micro(struct sim_train *t, int backward)
+{
+    const struct sim_train_opts *o = &t->o;
+    double m = (double)o->microbatches * (double)o->kernels;
+    for (long i = 0; i < t->l1 - t->l0; i++) {
+        long l = backward ? t->l1 - 1 - i : t->l0 + i;
+        for (long k = 0; k < o->kernels; k++)
+            sim_train_kernel(t, backward ? t->bwd[l] : t->fwd[l], (backward ? o->bwd_us : o->fwd_us) / m);
+        if (t->tp_comm)
+            NCCL(ncclAllReduce((void *)(uintptr_t)t->act_out, (void *)(uintptr_t)t->act_out, t->act_bytes / 4,
+                               ncclFloat32, ncclSum, t->tp_comm, t->compute));
+    }
+}
+
+/* A step of --tp/--pp: the micro-batches in Megatron's 1F1B order (a stage
+ * runs P - stage - 1 forwards before its first backward, then alternates,
+ * then drains), the stage's gradient buckets AllReduce'd over its data
+ * parallel replicas, the optimizer. Everything on the compute stream. */
+static void sim_train_gpu3d(struct sim_train *t)
+{
+    const struct sim_train_opts *o = &t->o;
+    long s = t->pp_i, prev = s - 1, next = s + 1, m = o->microbatches;
+    long warm = o->pp - s - 1 < m ? o->pp - s - 1 : m, rest = m - warm;
+    for (long i = 0; i < warm; i++) {
+        sim_train_p2p(t, -1, prev);
+        sim_train_micro(t, 0);
+        sim_train_p2p(t, next, -1);
+    }
+    if (rest > 0)
+        sim_train_p2p(t, -1, prev);
+    for (long i = 0; i < rest; i++) {
+        sim_train_micro(t, 0);
+        sim_train_p2p(t, next, next);
+        sim_train_micro(t, 1);
+        sim_train_p2p(t, prev, i == rest - 1 ? -1 : prev);
+    }
+    for (long i = 0; i < warm; i++) {
+        sim_train_p2p(t, -1, next);
+        sim_train_micro(t, 1);
+        sim_train_p2p(t, prev, -1);
+    }
+    if (t->dp_comm) {
+        if (t->stall_now) {
+            t->stall_now = 0;
+            sim_train_sleep_us(o->stall_s * 1e6);
+        }
+        for (long l = t->l1 - 1; l >= t->l0; l--)
+            NCCL(ncclAllReduce((void *)(uintptr_t)t->grads[l], (void *)(uintptr_t)t->grads[l], t->bucket_bytes / 4,
+                               ncclFloat32, ncclSum, t->dp_comm, t->compute));
+    }
+    sim_train_kernel(t, t->optimizer, o->fwd_us / 2);
+}
+
+/* --tp/--pp: this rank's place and its groups, split from the world's
+ * communicator in the same order on every rank. */
+static void sim_train_groups(struct sim_train *t)
+{
+    const struct sim_train_opts *o = &t->o;
+    long tp = o->tp, pp = o->pp;
+    if (t->world % (tp * pp))
+        sim_train_usage_error("--tp %ld --pp %ld: WORLD_SIZE %d is not a multiple of %ld", tp, pp, t->world,
+                              tp * pp);
+    t->dp_n = (int)(t->world / (tp * pp));
+    t->tp_i = (int)(t->rank % tp);
+    t->dp_i = (int)(t->rank / tp % t->dp_n);
+    t->pp_i = (int)(t->rank / (tp * t->dp_n));
+    if (tp > 1)
+        NCCL(ncclCommSplit(t->nccl, t->pp_i * t->dp_n + t->dp_i, t->tp_i, &t->tp_comm, NULL));
+    if (t->dp_n > 1)
+        NCCL(ncclCommSplit(t->nccl, (int)(t->pp_i * tp + t->tp_i), t->dp_i, &t->dp_comm, NULL));
+    if (pp > 1)
+        NCCL(ncclCommSplit(t->nccl, (int)(t->dp_i * tp + t->tp_i), t->pp_i, &t->pp_comm, NULL));
+    /* the stage's layers: consecutive, the last stage takes what is left */
+    long per = o->layers / pp;
+    t->l0 = t->pp_i * per;
+    t->l1 = t->pp_i == pp - 1 ? o->layers : t->l0 + per;
+    t->act_bytes = (size_t)(o->act_mb * MIB) & ~(size_t)3;
+    if (!t->act_bytes)
+        t->act_bytes = 4;
+    CU(cuMemAlloc(&t->act_out, t->act_bytes));
+    CU(cuMemAlloc(&t->act_in, t->act_bytes));
+}
+
 /* --graph: the step's work captured on the compute stream (the communication
  * stream joins through the events), instantiated once. */
 static void sim_train_capture(struct sim_train *t)
@@ -581,7 +725,9 @@ static void sim_train_step(struct sim_train *t, long step)
     }
     if (t->slow_us > 0)
         sim_train_read_slowly(t);
-    if (!o->graph || step < SIM_TRAIN_GRAPH_WARMUP) {
+    if (o->tp > 1 || o->pp > 1) {
+        sim_train_gpu3d(t);
+    } else if (!o->graph || step < SIM_TRAIN_GRAPH_WARMUP) {
         sim_train_gpu(t, SIM_TRAIN_WHOLE);
     } else {
         if (!t->graph)
@@ -828,6 +974,14 @@ static void sim_train_teardown(struct sim_train *t)
     sim_train_on(t, 0);
     CU(cuStreamSynchronize(t->compute));
     CU(cuStreamSynchronize(t->comm));
+    ncclComm_t groups[] = { t->tp_comm, t->dp_comm, t->pp_comm };
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
+        if (groups[g])
+            NCCL(ncclCommDestroy(groups[g]));
+    if (t->act_out) {
+        CU(cuMemFree(t->act_out));
+        CU(cuMemFree(t->act_in));
+    }
     NCCL(ncclCommDestroy(t->nccl));
     if (t->graph)
         CU(cuGraphExecDestroy(t->graph));
@@ -886,6 +1040,8 @@ int main(int argc, char **argv)
     NCCL(ncclCommInitRank(&t.nccl, t.world, id, t.rank));
     if (t.rank == 0 && t.world > 1)
         unlink(path);
+    if (t.o.tp > 1 || t.o.pp > 1)
+        sim_train_groups(&t);
 
     if (t.o.seconds > 0 && t.world > 1)
         sim_train_usage_error("--seconds: one rank only (WORLD_SIZE is %d)", t.world);
