@@ -39,6 +39,9 @@ int rsr_job_analyse(struct rsr_model *const *models, size_t n, struct rsr_job *j
         rc = -1;
     if (rsr_steps_analyse(models, n, &job->steps) != 0 || rsr_coll_step_waits(models, n, &job->steps) != 0)
         rc = -1;
+    if (rsr_groups_find(models, n, &job->colls, &job->steps,
+                        (double)(job->storage.job_end_ns - job->storage.job_start_ns) / 1e9, &job->groups) != 0)
+        rc = -1;
     if (rsr_nodes_analyse(models, n, job->timeline.start_ns, job->timeline.bin_ns, job->timeline.nbins,
                           &job->nodes) != 0)
         rc = -1;
@@ -53,6 +56,7 @@ void rsr_job_free(struct rsr_job *job)
     free(job->gpu);
     free(job->kernels);
     rsr_coll_analysis_free(&job->colls);
+    rsr_groups_free(&job->groups);
     rsr_storage_free(&job->storage);
     rsr_ends_free(&job->ends);
     rsr_timeline_free(&job->timeline);

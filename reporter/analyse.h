@@ -1,5 +1,6 @@
 /* All the analyses of one job, run in order on its models: clock alignment,
  * per-process GPU breakdown and kernel summary, collectives and stragglers,
+ * communication groups by role,
  * storage (checkpoints, data loading), utilisation bins, steps, findings. The
  * report writers (report.c's JSON and text, html.c, perfetto.c) read it. */
 #ifndef RSR_ANALYSE_H
@@ -12,6 +13,7 @@
 #include "reporter/ends.h"
 #include "reporter/findings.h"
 #include "reporter/gpu_breakdown.h"
+#include "reporter/groups.h"
 #include "reporter/kernels.h"
 #include "reporter/model.h"
 #include "reporter/nodes.h"
@@ -26,6 +28,7 @@ struct rsr_job {
     struct rsr_gpu_breakdown *gpu;      /* per model (zeroed when it has no GPU work); */
     struct rsr_kernel_summary *kernels; /* per model; both copies of the models' summaries' */
     struct rsr_coll_analysis colls;
+    struct rsr_groups groups;           /* the communicators by role */
     struct rsr_storage storage;
     struct rsr_ends ends;               /* the files that end early */
     struct rsr_timeline timeline;

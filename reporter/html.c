@@ -1418,6 +1418,68 @@ static void table_short_kernels(struct page *p)
     table_more(f, shown, n);
 }
 
+/* report.json's groups: shown where the job is more than data parallel. */
+static void table_groups(struct page *p)
+{
+    FILE *f = p->f;
+    yajl_val gs = rsr_jv_key(p->root, "groups");
+    size_t n = rsr_jv_len(gs);
+    const char *first = n ? rsr_jv_kstr(rsr_jv_at(gs, 0), "role") : NULL;
+    if (!n || (n == 1 && first && strcmp(first, "data") == 0))
+        return;
+    fputs("<h3>Communication groups</h3><p class=\"note\">Communicators that look alike (ranks, traffic, "
+          "calls and bytes per call), with the role their traffic says they play; time is the ranks' own "
+          "in their calls, as a share of every rank's time.</p>\n", f);
+    fputs("<table class=\"sort\" id=\"table-groups\"><thead><tr>", f);
+    th(f, "role", 0), th(f, "communicators", 1), th(f, "ranks each", 1), th(f, "where", 0), th(f, "operations", 0);
+    th(f, "calls per step", 1), th(f, "% of time", 1), th(f, "% of it waiting", 1), th(f, "busbw GB/s", 1);
+    th(f, "example", 0), th(f, "how sure", 1);
+    fputs("</tr></thead><tbody>\n", f);
+    for (size_t i = 0; i < n; i++) {
+        yajl_val g = rsr_jv_at(gs, i);
+        fputs("<tr><td>", f);
+        rsr_html_value(f, rsr_jv_key(g, "role"));
+        if (YAJL_IS_TRUE(rsr_jv_key(g, "sharded")))
+            fputs(" (sharded)", f);
+        fputs("</td>", f);
+        td_fmt(f, rsr_jv_knum_or(g, "count", 0), 0);
+        td_fmt(f, rsr_jv_knum_or(g, "size", 0), 0);
+        double hosts = rsr_jv_knum_or(g, "hosts", 1), rail;
+        if (YAJL_IS_TRUE(rsr_jv_key(g, "intra_node")))
+            fputs("<td>inside a node</td>", f);
+        else if (rsr_jv_num(rsr_jv_key(g, "rail"), &rail))
+            fprintf(f, "<td>across %.0f hosts, one rail each (local rank %.0f in the example)</td>", hosts, rail);
+        else
+            fprintf(f, "<td>across %.0f hosts</td>", hosts);
+        fputs("<td>", f);
+        yajl_val ops = rsr_jv_key(g, "ops");
+        for (size_t k = 0; k < rsr_jv_len(ops); k++) {
+            yajl_val o = rsr_jv_at(ops, k);
+            char bytes[32];
+            rsr_fmt_bytes(bytes, sizeof bytes, rsr_jv_knum_or(o, "mean_bytes", 0));
+            fputs(k ? ", " : "", f);
+            rsr_html_text(f, rsr_jv_kstr(o, "op") ? rsr_jv_kstr(o, "op") : "?");
+            fprintf(f, " %s &times; %.0f", bytes, rsr_jv_knum_or(o, "calls", 0));
+        }
+        fputs("</td>", f);
+        td_fmt(f, rsr_jv_knum_or(g, "calls_per_step", 0), 1);
+        td_fmt(f, rsr_jv_knum_or(g, "time_pct", 0), 1);
+        td_fmt(f, rsr_jv_knum_or(g, "sync_wait_pct", 0), 0);
+        td_fmt(f, rsr_jv_knum_or(g, "busbw_gbs", 0), 2);
+        fputs("<td>ranks ", f);
+        yajl_val mem = rsr_jv_key(g, "members_example");
+        for (size_t k = 0; k < rsr_jv_len(mem); k++) {
+            double r = 0;
+            rsr_jv_num(rsr_jv_at(mem, k), &r);
+            fprintf(f, "%s%.0f", k ? ", " : "", r);
+        }
+        fputs("</td><td class=\"n\" title=\"", f);
+        rsr_html_text(f, rsr_jv_kstr(g, "why") ? rsr_jv_kstr(g, "why") : "");
+        fprintf(f, "\">%.1f</td></tr>\n", rsr_jv_knum_or(g, "confidence", 0));
+    }
+    fputs("</tbody></table>\n", f);
+}
+
 static void table_collectives(struct page *p)
 {
     FILE *f = p->f;
@@ -1772,6 +1834,7 @@ static int tables(struct page *p)
     fputs("<section id=\"tables\"><h2>Tables</h2><p class=\"note\">Click a header to sort.</p>\n",
           p->f);
     table_stragglers(p);
+    table_groups(p);
     table_collectives(p);
     table_checkpoints(p);
     if (table_kernels(p) != 0)

@@ -539,6 +539,38 @@ static void steps_json(FILE *f, const struct rsr_job *j)
     fputs("]}", f);
 }
 
+/* report.json's groups (groups.h): each class of alike communicators. */
+static void groups_json(FILE *f, const struct rsr_groups *gs)
+{
+    for (size_t i = 0; i < gs->n; i++) {
+        const struct rsr_group *g = &gs->v[i];
+        fprintf(f, "%s{\"role\":\"%s\",\"sharded\":%s,\"size\":%d,\"count\":%zu,\"intra_node\":%s,\"hosts\":%d",
+                i ? ",\n" : "\n", rsr_group_role_name(g->role), g->sharded ? "true" : "false", g->size, g->count,
+                g->intra_node ? "true" : "false", g->hosts);
+        fprintf(f, ",\"rail_aligned\":%s,\"rail\":", g->rail_aligned ? "true" : "false");
+        json_int_or_null(f, g->rail);
+        fprintf(f, ",\"calls\":%" PRIu64, g->calls);
+        num_key(f, "calls_per_step", g->calls_per_step);
+        num_key(f, "time_pct", g->time_pct);
+        num_key(f, "sync_wait_pct", g->sync_wait_pct);
+        num_key(f, "busbw_gbs", g->busbw_gbs);
+        num_key(f, "confidence", g->confidence);
+        fputs(",\"why\":", f);
+        rsr_json_str(f, g->why);
+        fputs(",\"ops\":[", f);
+        for (size_t k = 0; k < g->n_ops; k++) {
+            fprintf(f, "%s{\"op\":\"%s\",\"calls\":%" PRIu64, k ? "," : "", rsr_coll_op_name(g->ops[k].op),
+                    g->ops[k].calls);
+            num_key(f, "mean_bytes", g->ops[k].mean_bytes);
+            putc('}', f);
+        }
+        fprintf(f, "],\"example_comm\":\"%016llx\",\"members_example\":[", (unsigned long long)g->example_comm);
+        for (size_t k = 0; k < g->n_members; k++)
+            fprintf(f, "%s%d", k ? "," : "", g->members[k]);
+        fputs("]}", f);
+    }
+}
+
 static void job_json(FILE *f, const struct rsr_job *j, const struct rsr_input *ins)
 {
     num_key(f, "skew_us", (double)j->align.max_correction_ns / 1e3);
@@ -575,6 +607,8 @@ static void job_json(FILE *f, const struct rsr_job *j, const struct rsr_input *i
         num_key(f, "mean_wait_us", r->mean_wait_us);
         putc('}', f);
     }
+    fputs("],\n\"groups\":[", f);
+    groups_json(f, &j->groups);
     fputs("],\n\"checkpoints\":[", f);
     for (size_t i = 0; i < j->storage.n_ckpts; i++) {
         const struct rsr_checkpoint *c = &j->storage.ckpts[i];
@@ -787,6 +821,17 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
                    "ranks waited %.1f ms in all for the last to arrive\n",
                 j->colls.calls, rsr_coll_op_name(top->op), bytes, top->count, top->ranks, top->busbw_gbs,
                 wait / 1e3);
+    }
+    if (j->groups.n > 1 || (j->groups.n == 1 && j->groups.v[0].role != RSR_GROUP_DATA)) {
+        /* only where the job is more than data parallel */
+        fputs("  communication groups:", f);
+        for (size_t i = 0; i < j->groups.n; i++) {
+            const struct rsr_group *g = &j->groups.v[i];
+            fprintf(f, "%s %s %zu x %d ranks (%s, %.1f%% of the ranks' time, %.0f%% of it waiting)", i ? ";" : "",
+                    rsr_group_role_name(g->role), g->count, g->size,
+                    g->n_ops ? rsr_coll_op_name(g->ops[0].op) : "no calls", g->time_pct, g->sync_wait_pct);
+        }
+        putc('\n', f);
     }
     if (j->storage.n_ckpts) {
         int64_t stall = 0;

@@ -1,0 +1,104 @@
+/* The job's communicators told apart by what they do: tensor parallel,
+ * pipeline, data parallel (or sharded data parallel: ZeRO, FSDP), expert
+ * parallel, the world's. Reads the collectives' rows (collectives.h) and
+ * which processes hold each communicator (their summaries' keys).
+ *
+ * How: every communicator with calls is put in a class with the others
+ * that look the same: as many ranks, the same kind of traffic (sends and
+ * receives, all-to-all, or collectives), and calls and bytes per call
+ * within RSR_GROUP_SAME times of each other (the tensor-parallel groups of
+ * a job are alike; so are its pipelines, its data-parallel replicas). A
+ * class's role:
+ *   - sends and receives (RSR_GROUP_P2P_SHARE of its calls or more):
+ *     pipeline, activations and their gradients between stages;
+ *   - all-to-all (half its calls or more): expert parallel;
+ *   - collectives, as large as the job (every process with collectives)
+ *     when smaller collective classes exist: the world's;
+ *   - the other collective classes: one alone is data parallel, unless a
+ *     pipeline is there and it calls at least as often per communicator as
+ *     the pipeline's sends and receives (per micro-batch: tensor); of two or
+ *     more, the one with the most calls per communicator is tensor
+ *     parallel (an all-reduce per layer, or all-gathers and reduce-scatters
+ *     with sequence parallelism) and, of the rest, the one with the largest
+ *     calls is data parallel (a bucket of gradients each), others "other".
+ *     Data parallel is "sharded" when all-gathers and reduce-scatters are
+ *     most of its calls.
+ * Each class says how sure that is (confidence 0..1, and why): structure
+ * alone (sends and receives, all-to-all) is surer than frequency, and a
+ * tensor-parallel class is surer the more often it calls than the data
+ * parallel one and when it stays inside a node while the other crosses. */
+#ifndef RSR_GROUPS_H
+#define RSR_GROUPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reporter/collectives.h"
+#include "reporter/model.h"
+#include "reporter/steps.h"
+
+#define RSR_GROUP_SAME 1.5
+#define RSR_GROUP_P2P_SHARE 0.8
+#define RSR_GROUP_MAX_OPS 4
+
+#define RSR_GROUP_ROLES(X) \
+    X(TENSOR,   "tensor") \
+    X(PIPELINE, "pipeline") \
+    X(DATA,     "data") \
+    X(EXPERT,   "expert") \
+    X(WORLD,    "world") \
+    X(OTHER,    "other")
+
+enum rsr_group_role {
+#define RSR_GROUP_ROLE_ENUM(name, text) RSR_GROUP_##name,
+    RSR_GROUP_ROLES(RSR_GROUP_ROLE_ENUM)
+#undef RSR_GROUP_ROLE_ENUM
+    RSR_GROUP_NROLES
+};
+
+const char *rsr_group_role_name(int role);
+
+/* One class of alike communicators. Times are the ranks' own: a call
+ * counts on each of its ranks for its wait for the last to arrive and the
+ * transfer after. */
+struct rsr_group {
+    uint8_t role;               /* enum rsr_group_role */
+    int sharded;                /* data parallel by all-gathers and reduce-scatters */
+    int32_t size;               /* ranks per communicator */
+    size_t count;               /* communicators */
+    int intra_node;             /* each inside one host */
+    int32_t hosts;              /* the most hosts one spans */
+    int rail_aligned;           /* each spans hosts with one local rank on all: one rail each */
+    int32_t rail;               /* then the example's local rank (its rail); else -1 */
+    uint64_t calls;             /* over its communicators */
+    double calls_per_step;      /* per communicator and training step; 0: no steps */
+    double time_pct;            /* of the ranks' time (processes with collectives x wall) */
+    double sync_wait_pct;       /* of its time, waiting for a late rank */
+    double busbw_gbs;           /* its rows' busbw, weighted by their transfer time */
+    double confidence;
+    char why[240];
+    struct rsr_group_op {
+        uint8_t op;             /* enum rsr_coll_op */
+        uint64_t calls;
+        double mean_bytes;
+    } ops[RSR_GROUP_MAX_OPS];   /* most calls first */
+    size_t n_ops;
+    int32_t *members;           /* an example: the communicator holding the lowest rank, its ranks ascending */
+    size_t n_members;
+    uint64_t example_comm;
+};
+
+struct rsr_groups {
+    struct rsr_group *v;        /* by time_pct, descending */
+    size_t n;
+};
+
+/* Finds the groups of models[0..n) from their collectives' rows (the
+ * analysis of the same models), steps (may have none) and the job's wall
+ * time. Returns 0, or -1 when out of memory (out then holds nothing). */
+int rsr_groups_find(struct rsr_model *const *models, size_t n, const struct rsr_coll_analysis *colls,
+                    const struct rsr_steps *steps, double wall_s, struct rsr_groups *out);
+
+void rsr_groups_free(struct rsr_groups *g);
+
+#endif
