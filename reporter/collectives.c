@@ -40,13 +40,33 @@ static int p2p(const struct rsr_coll_key *k)
     return k->op == RSR_COLL_SEND || k->op == RSR_COLL_RECV;
 }
 
+/* A pipeline's call: a send, a receive, or a group of them. Their waits
+ * are for the stage before or after, not for a late peer (the pipeline's
+ * bubble, groups.h), never a straggler's doing. */
+static int pipe_call(const struct rsr_coll_key *k)
+{
+    return p2p(k) || k->op == RSR_COLL_SENDRECV;
+}
+
+/* Whether x and y are the two ends of one transfer: a send and a receive
+ * of the same bytes, on two processes, each the other's peer. */
+static int p2p_pair(const struct rsr_coll_entry *x, const struct rsr_coll_entry *y)
+{
+    const struct rsr_coll_key *a = x->k, *b = y->k;
+    return x->model != y->model && a->op != b->op && a->bytes == b->bytes && a->peer >= 0 && b->peer >= 0 &&
+           a->peer == b->rank && b->peer == a->rank;
+}
+
 /* The end of the run that starts at a in a merge group e[0..ng): a send or
  * receive is a call of its own (its peers are not the communicator's other
- * ranks at the same sequence number). */
+ * ranks at the same sequence number), unless the group is just it and its
+ * other end (a pipeline between two stages numbers them alike). */
 static long run_end(const struct rsr_coll_entry *e, long a, long ng)
 {
+    if (p2p(e[a].k))
+        return ng == 2 && a == 0 && p2p(e[1].k) && p2p_pair(&e[0], &e[1]) ? 2 : a + 1;
     long b = a + 1;
-    while (!p2p(e[a].k) && b < ng && !p2p(e[b].k))
+    while (b < ng && !p2p(e[b].k))
         b++;
     return b;
 }
@@ -225,7 +245,7 @@ static int excess_by_part(struct rsr_model *const *models, struct seen *s, size_
             b = run_end(e, a, ng);
             struct call c;
             call_of(e, a, b, &c);
-            if (c.members < 2)
+            if (c.members < 2 || pipe_call(e[a].k))
                 continue;
             unsigned p = part_of[id++];
             if (p == 0xff || c.wait_us <= 0)
@@ -452,6 +472,11 @@ void rsr_coll_analysis_free(struct rsr_coll_analysis *a)
     free(a->exposed_wait_us);
     free(a->transfer_us);
     free(a->shadowed_us);
+    free(a->p2p_wait_us);
+    free(a->p2p_calls);
+    free(a->p2p_step_wait_us);
+    free(a->p2p_step_calls);
+    free(a->p2p_stage_steps);
     for (size_t i = 0; a->stragglers && i < a->n_stragglers; i++)
         for (size_t k = 0; k < a->stragglers[i].why.n_kernels; k++)
             free(a->stragglers[i].why.kernels[k].mean_us);
@@ -481,9 +506,11 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
     out->exposed_wait_us = calloc(n ? n : 1, sizeof *out->exposed_wait_us);
     out->transfer_us = calloc(n ? n : 1, sizeof *out->transfer_us);
     out->shadowed_us = calloc(n ? n : 1, sizeof *out->shadowed_us);
+    out->p2p_wait_us = calloc(n ? n : 1, sizeof *out->p2p_wait_us);
+    out->p2p_calls = calloc(n ? n : 1, sizeof *out->p2p_calls);
     out->n_models = n;
     if (!caused || !caused_op || !last || !calls || !excess || !out->wait_us || !out->coll_us ||
-        !out->exposed_wait_us || !out->transfer_us || !out->shadowed_us)
+        !out->exposed_wait_us || !out->transfer_us || !out->shadowed_us || !out->p2p_wait_us || !out->p2p_calls)
         goto oom;
     const struct rsr_coll_entry *e;
     long ng;
@@ -501,13 +528,18 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
                 out->exposed_wait_us[e[j].model] += (double)m.exposed_wait / 1e3;
                 out->transfer_us[e[j].model] += (double)m.transfer / 1e3;
                 out->shadowed_us[e[j].model] += m.shadowed / 1e3;
+                if (pipe_call(e[j].k)) {
+                    out->p2p_wait_us[e[j].model] += (double)m.wait / 1e3;
+                    out->p2p_calls[e[j].model] += e[j].k->calls ? e[j].k->calls : 1;
+                }
                 out->coll_us[e[j].model] += (double)c.dur / 1e3;
                 if (c.members > 1)
                     calls[e[j].model]++;
             }
             out->calls++;
-            if (c.members > 1) {
+            if (c.members > 1)
                 out->matched++;
+            if (c.members > 1 && !pipe_call(c0)) {
                 if (nseen == capseen) {
                     size_t nc = capseen ? capseen * 2 : 1024;
                     void *p = realloc(seen, nc * sizeof *seen);
@@ -634,10 +666,22 @@ static long step_at(const struct rsr_steps *st, int64_t t)
     return lo && t < st->steps[lo - 1].end_ns ? (long)lo - 1 : -1;
 }
 
-int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_steps *st)
+int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_steps *st, struct rsr_coll_analysis *an)
 {
     if (!st->n)
         return 0;
+    size_t a_n = an->n_models;
+    int oom = 0;
+    free(an->p2p_step_wait_us);
+    free(an->p2p_step_calls);
+    an->p2p_step_wait_us = calloc(a_n ? a_n : 1, sizeof *an->p2p_step_wait_us);
+    an->p2p_step_calls = calloc(a_n ? a_n : 1, sizeof *an->p2p_step_calls);
+    free(an->p2p_stage_steps);
+    an->p2p_stage_steps = NULL;
+    an->p2p_stages = 0;
+    an->p2p_nsteps = st->n;
+    if (!an->p2p_step_wait_us || !an->p2p_step_calls)
+        return -1;
     double *wait = calloc(st->n, sizeof *wait), *shadow = calloc(st->n, sizeof *shadow);
     /* per step, the call the others waited longest for, and who came last */
     double *worst = calloc(st->n, sizeof *worst);
@@ -653,12 +697,34 @@ int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_st
             b = run_end(e, a, ng);
             struct call c;
             call_of(e, a, b, &c);
+            int pipe = pipe_call(e[a].k);
             long kc = step_at(st, c.first);
-            if (kc >= 0 && c.wait_us > worst[kc])
+            if (kc >= 0 && c.wait_us > worst[kc] && !pipe)
                 worst[kc] = c.wait_us, late[kc] = c.last;
             for (long j = a; j < b; j++) {
                 if (j > a && e[j].model == e[j - 1].model)
                     continue;
+                long kp = pipe && e[j].model < a_n ? step_at(st, e[j].t.start_ns) : -1;
+                if (kp >= 0 && st->steps[kp].phase == RSR_PHASE_TRAIN) {
+                    double w = (double)(c.arrive - e[j].t.start_ns) / 1e3;
+                    an->p2p_step_wait_us[e[j].model] += w;
+                    an->p2p_step_calls[e[j].model] += e[j].k->calls ? e[j].k->calls : 1;
+                    int32_t sg = e[j].k->rank;
+                    if (sg >= 0 && sg < RSR_P2P_MAX_STAGES) {
+                        if ((size_t)sg >= an->p2p_stages) {
+                            size_t ns = (size_t)sg + 1;
+                            double *v = realloc(an->p2p_stage_steps, ns * st->n * sizeof *v);
+                            if (!v) {
+                                oom = 1;
+                                continue;
+                            }
+                            memset(v + an->p2p_stages * st->n, 0, (ns - an->p2p_stages) * st->n * sizeof *v);
+                            an->p2p_stage_steps = v;
+                            an->p2p_stages = ns;
+                        }
+                        an->p2p_stage_steps[(size_t)sg * st->n + (size_t)kp] += w;
+                    }
+                }
                 /* the step time (ranks_ns) is of the processes in the steps alone */
                 if (st->in_steps && (e[j].model >= st->n_models || !st->in_steps[e[j].model]))
                     continue;
@@ -671,7 +737,7 @@ int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_st
             }
         }
     rsr_coll_merge_close(&mg);
-    if (ng < 0)
+    if (ng < 0 || oom)
         goto done;
     for (size_t k = 0; k < st->n; k++) {
         struct rsr_step *x = &st->steps[k];

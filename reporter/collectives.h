@@ -131,6 +131,18 @@ struct rsr_coll_analysis {
     /* per model: transfer its compute did not hide but the compute of the
      * rank that came last did (rsr_coll_split_gpu) */
     double *shadowed_us;
+    /* per model: of wait_us, the wait in sends and receives (a pipeline's
+     * bubble), and its send and receive calls (a group's calls each) */
+    double *p2p_wait_us;
+    uint64_t *p2p_calls;
+    /* the same within the training steps (rsr_coll_step_waits) */
+    double *p2p_step_wait_us;
+    uint64_t *p2p_step_calls;
+    /* the waits in sends and receives by the process's rank in their
+     * communicator (a pipeline's stage, RSR_P2P_MAX_STAGES at most) and
+     * step: [stage * p2p_nsteps + step], summed over the processes */
+    double *p2p_stage_steps;
+    size_t p2p_stages, p2p_nsteps;
     size_t n_models;
     struct rsr_straggler *stragglers;   /* ranks named stragglers, most waiting caused first */
     size_t n_stragglers;
@@ -154,12 +166,17 @@ void rsr_coll_analysis_free(struct rsr_coll_analysis *a);
  * transfer would give it nothing (gpu_breakdown.h). */
 void rsr_coll_split_gpu(const struct rsr_coll_analysis *a, size_t i, struct rsr_gpu_breakdown *b);
 
+#define RSR_P2P_MAX_STAGES 256
+
 /* The same split per step: merges the calls again, puts each rank's share
  * of a call in the step its arrival falls in, and sets each step's
  * sync_wait_pct (the wait for a late rank compute did not hide) and leaves
  * in its exposed_comm_pct only the transfer that costs time, both of the
- * ranks' step time. Returns 0, or -1 when out of memory or a spill read
- * failed. */
-int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_steps *st);
+ * ranks' step time. Per model, into a (the analysis of the same models),
+ * the wait in sends and receives whose arrival falls in a training step,
+ * and their calls (p2p_step_wait_us, p2p_step_calls), and the waits by
+ * stage and step (p2p_stage_steps). Returns 0, or -1
+ * when out of memory or a spill read failed. */
+int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_steps *st, struct rsr_coll_analysis *a);
 
 #endif

@@ -6,6 +6,7 @@
 #include "reporter/analyse.h"
 #include "reporter/units.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -359,6 +360,49 @@ static int waits_findings(struct list *l, const struct rsr_job *j)
     return loading;
 }
 
+/* Pipeline stages that wait for each other (groups.h): the largest
+ * stage's bubble, with advice by what it looks like: one stage slower than
+ * the others, or the schedule's own bubble. */
+#define PIPE_BUBBLE_PCT 10.0
+static void pipeline_bubble(struct list *l, const struct rsr_pipeline *p)
+{
+    double most = 0, mean = 0;
+    size_t nst = 0;
+    for (int32_t k = 0; k < p->stages; k++) {
+        if (!p->by_stage[k].ranks)
+            continue;
+        most = fmax(most, p->by_stage[k].bubble_pct);
+        mean += p->by_stage[k].bubble_pct;
+        nst++;
+    }
+    if (!nst || most < PIPE_BUBBLE_PCT)
+        return;
+    mean /= (double)nst;
+    char stages[400];
+    size_t o = 0;
+    for (int32_t k = 0; k < p->stages && o < sizeof stages; k++)
+        o += (size_t)snprintf(stages + o, sizeof stages - o, "%s%d: %.1f%% (%.3f ms/step)", k ? ", " : "", k,
+                              p->by_stage[k].bubble_pct, p->by_stage[k].bubble_ms_per_step);
+    char sched[160] = "";
+    if (p->microbatches > 0)
+        snprintf(sched, sizeof sched, "; %.3g micro-batches on %d stages: the 1F1B schedule's own bubble is %.1f%%",
+                 p->microbatches, p->stages, p->schedule_bubble_pct);
+    if (p->slowest >= 0) {
+        add(l, "pipeline_bubble", most >= 25 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING, p->slowest_excess_pct,
+            "Pipeline stages wait for the slowest one",
+            "Balance the layers over the stages (move layers off the slowest one, or give the first and last "
+            "stages fewer to make up for the embedding and the loss), and check that stage's GPUs and ranks.",
+            "stage %d is the slowest: the other stages wait %.1f%% of the step more than it does; bubble by "
+            "stage %s%s", p->slowest, p->slowest_excess_pct, stages, sched);
+    } else {
+        add(l, "pipeline_bubble", most >= 25 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING, mean,
+            "Pipeline stages wait for each other",
+            "More micro-batches per step (the bubble is (p - 1) / (m + p - 1) of it), or an interleaved "
+            "schedule (virtual pipeline stages) that shrinks it by their number.",
+            "bubble by stage %s%s", stages, sched);
+    }
+}
+
 int rsr_findings_make(struct rsr_job *j)
 {
     struct list l = { 0 };
@@ -377,6 +421,7 @@ int rsr_findings_make(struct rsr_job *j)
             rank_text(who, sizeof who, j->models[w.i]), w.v, (double)b->exposed_comm_ns / 1e6,
             b->sync_wait_pct, b->comm_comp_overlap_pct, w.mean);
     }
+    pipeline_bubble(&l, &j->groups.pipe);
     int gpu = 0;
     for (size_t i = 0; i < j->n; i++)
         gpu |= j->models[i]->sum && j->models[i]->sum->n_ops > 0;

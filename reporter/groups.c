@@ -247,6 +247,129 @@ static void roles(struct rsr_group *v, size_t n, int32_t world)
         }
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Each stage's bubble per step: the median over the training steps of its
+ * ranks' mean wait in sends and receives (rsr_coll_analysis's by stage and
+ * step). 1, or 0 when out of memory. */
+static int median_bubbles(struct rsr_pipeline *p, const struct rsr_coll_analysis *colls, const struct rsr_steps *st)
+{
+    size_t ns = colls->p2p_nsteps;
+    double *v = malloc((ns ? ns : 1) * sizeof *v);
+    if (!v)
+        return 0;
+    for (int32_t k = 0; k < p->stages && (size_t)k < colls->p2p_stages; k++) {
+        struct rsr_pipe_stage *x = &p->by_stage[k];
+        size_t m = 0;
+        for (size_t s = 0; s < ns && s < st->n; s++)
+            if (st->steps[s].phase == RSR_PHASE_TRAIN)
+                v[m++] = colls->p2p_stage_steps[(size_t)k * ns + s] / 1e3 / (double)(x->ranks ? x->ranks : 1);
+        if (!m)
+            continue;
+        qsort(v, m, sizeof *v, cmp_double);
+        x->bubble_ms_per_step = m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+    }
+    free(v);
+    return 1;
+}
+
+/* The stages of the pipeline classes' communicators (see groups.h): each
+ * model's stage is its rank in its pipeline communicator. */
+static int pipeline(struct rsr_model *const *models, size_t n, const struct rsr_coll_analysis *colls,
+                    const struct comm *v, size_t nc, const struct rsr_groups *gs, const struct rsr_steps *steps,
+                    double wall_s, struct rsr_pipeline *p)
+{
+    p->slowest = -1;
+    int32_t nst = 0;
+    int32_t *stage = malloc((n ? n : 1) * sizeof *stage);
+    if (!stage)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        stage[i] = -1;
+        const struct rsr_summary *s = models[i]->sum;
+        for (size_t k = 0; s && k < s->n_keys && stage[i] < 0; k++) {
+            const struct comm *c = comm_of((struct comm *)v, nc, s->keys[k].comm_id);
+            if (!c || gs->v[c->cls].role != RSR_GROUP_PIPELINE)
+                continue;
+            if (s->keys[k].rank >= 0) {
+                stage[i] = s->keys[k].rank;
+            } else {
+                for (size_t r = 0; r < c->nr && stage[i] < 0; r++)
+                    if (c->ranks[r] == models[i]->rank)
+                        stage[i] = (int32_t)r;
+            }
+            if (stage[i] >= 0 && c->size > nst)
+                nst = c->size;
+        }
+    }
+    if (nst < 2) {
+        free(stage);
+        return 0;
+    }
+    p->by_stage = calloc((size_t)nst, sizeof *p->by_stage);
+    if (!p->by_stage) {
+        free(stage);
+        return -1;
+    }
+    p->stages = nst;
+    size_t nsteps = steps && steps->source ? steps->count : 0;
+    p->per_step_ms = nsteps ? steps->per_step_ms : wall_s * 1e3;
+    double per = nsteps ? (double)nsteps : 1, first_calls = 0, first_n = 0;
+    for (int32_t k = 0; k < nst; k++)
+        p->by_stage[k] = (struct rsr_pipe_stage){ k, 0, -1, 0, 0 };
+    for (size_t i = 0; i < n; i++) {
+        if (stage[i] < 0 || stage[i] >= nst)
+            continue;
+        struct rsr_pipe_stage *x = &p->by_stage[stage[i]];
+        x->ranks++;
+        if (models[i]->rank >= 0 && (x->example_rank < 0 || models[i]->rank < x->example_rank))
+            x->example_rank = models[i]->rank;
+        int in = nsteps && colls->p2p_step_wait_us;
+        if (!in)
+            x->bubble_ms_per_step += colls->p2p_wait_us[i] / 1e3 / per;
+        if (stage[i] == 0 && in)
+            first_calls += (double)colls->p2p_step_calls[i], first_n++;
+    }
+    /* with steps: the median training step's wait, a stage's mean over its
+     * ranks (a first step's start-up skew is no bubble) */
+    if (nsteps && colls->p2p_stage_steps && !median_bubbles(p, colls, steps)) {
+        free(stage);
+        return -1;
+    }
+    double least = INFINITY, others = 0;
+    int32_t least_k = -1, counted = 0;
+    for (int32_t k = 0; k < nst; k++) {
+        struct rsr_pipe_stage *x = &p->by_stage[k];
+        if (!x->ranks)
+            continue;
+        if (!nsteps || !colls->p2p_stage_steps)
+            x->bubble_ms_per_step /= (double)x->ranks;
+        x->bubble_pct = p->per_step_ms > 0 ? 100 * x->bubble_ms_per_step / p->per_step_ms : 0;
+        if (x->bubble_pct < least)
+            least = x->bubble_pct, least_k = k;
+        counted++;
+    }
+    if (nsteps && first_n) {
+        p->microbatches = first_calls / first_n / (double)nsteps / 2;
+        if (p->microbatches > 0)
+            p->schedule_bubble_pct = 100.0 * (nst - 1) / (p->microbatches + nst - 1);
+    }
+    for (int32_t k = 0; k < nst; k++)
+        if (k != least_k && p->by_stage[k].ranks)
+            others += p->by_stage[k].bubble_pct;
+    if (counted > 1) {
+        p->slowest_excess_pct = others / (counted - 1) - least;
+        if (p->slowest_excess_pct >= RSR_PIPE_SLOW_PCT)
+            p->slowest = least_k;
+    }
+    free(stage);
+    return 0;
+}
+
 static int cmp_group(const void *pa, const void *pb)
 {
     const struct rsr_group *a = pa, *b = pb;
@@ -340,6 +463,8 @@ int rsr_groups_find(struct rsr_model *const *models, size_t n, const struct rsr_
         }
     }
     roles(out->v, out->n, world);
+    if (pipeline(models, n, colls, v, nc, out, steps, wall_s, &out->pipe) != 0)
+        goto done;
     qsort(out->v, out->n, sizeof *out->v, cmp_group);
     rc = 0;
 done:
@@ -358,5 +483,6 @@ void rsr_groups_free(struct rsr_groups *g)
     for (size_t i = 0; i < g->n; i++)
         free(g->v[i].members);
     free(g->v);
+    free(g->pipe.by_stage);
     memset(g, 0, sizeof *g);
 }

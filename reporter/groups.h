@@ -88,14 +88,46 @@ struct rsr_group {
     uint64_t example_comm;
 };
 
+/* A pipeline's stages (its communicators' ranks: Megatron's key is the
+ * stage) and their bubble: the time each stage's ranks spend in sends and
+ * receives waiting for the other end, in the median training step (a
+ * stage's mean over its ranks: rsr_coll_analysis.p2p_stage_steps; without
+ * steps, over the run), against the 1F1B schedule's own bubble,
+ * (p - 1) / (m + p - 1) of the step, m the micro-batches: the first
+ * stage's sends and receives per step over two (it sends each micro-batch's
+ * activations and receives its gradients). The slowest stage is the one
+ * that waits least, named when the others wait RSR_PIPE_SLOW_PCT of the
+ * step or more beyond it. */
+#define RSR_PIPE_SLOW_PCT 5.0
+
+struct rsr_pipe_stage {
+    int32_t stage;
+    size_t ranks;               /* processes in it */
+    int32_t example_rank;       /* its lowest rank */
+    double bubble_ms_per_step;  /* mean over its processes */
+    double bubble_pct;          /* of the time per step */
+};
+
+struct rsr_pipeline {
+    int32_t stages;             /* 0: no pipeline */
+    double microbatches;        /* inferred (above); 0: no steps to infer it from */
+    double schedule_bubble_pct; /* the schedule's own bubble, for those */
+    double per_step_ms;         /* the job's time per step the shares are of (its wall time without steps) */
+    struct rsr_pipe_stage *by_stage;
+    int32_t slowest;            /* the stage the others wait for; -1: none stands out */
+    double slowest_excess_pct;  /* the others' mean bubble beyond the least one's, % of the step */
+};
+
 struct rsr_groups {
     struct rsr_group *v;        /* by time_pct, descending */
     size_t n;
+    struct rsr_pipeline pipe;
 };
 
 /* Finds the groups of models[0..n) from their collectives' rows (the
  * analysis of the same models), steps (may have none) and the job's wall
- * time. Returns 0, or -1 when out of memory (out then holds nothing). */
+ * time, and the pipeline's stages where there is one. Returns 0, or -1
+ * when out of memory (out then holds nothing). */
 int rsr_groups_find(struct rsr_model *const *models, size_t n, const struct rsr_coll_analysis *colls,
                     const struct rsr_steps *steps, double wall_s, struct rsr_groups *out);
 

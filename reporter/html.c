@@ -1418,6 +1418,41 @@ static void table_short_kernels(struct page *p)
     table_more(f, shown, n);
 }
 
+/* report.json's pipeline: each stage's bubble against the schedule's. */
+static void table_pipeline(struct page *p)
+{
+    FILE *f = p->f;
+    yajl_val pp = rsr_jv_key(p->root, "pipeline");
+    yajl_val st = rsr_jv_key(pp, "by_stage");
+    if (!pp || !rsr_jv_len(st))
+        return;
+    fprintf(f, "<h3>Pipeline</h3><p class=\"note\" id=\"pipeline-note\">%.0f stages", rsr_jv_knum_or(pp, "stages", 0));
+    double m = rsr_jv_knum_or(pp, "microbatches", 0), slow;
+    if (m > 0)
+        fprintf(f, ", %.3g micro-batches per step: the 1F1B schedule's own bubble is %.1f%% of the step", m,
+                rsr_jv_knum_or(pp, "schedule_bubble_pct", 0));
+    fputs(". A stage's bubble is the time its GPUs wait in sends and receives for the stage before or after "
+          "it.", f);
+    if (rsr_jv_num(rsr_jv_key(pp, "slowest"), &slow))
+        fprintf(f, " Stage %.0f is the slowest: the others wait %.1f%% of the step more than it does.", slow,
+                rsr_jv_knum_or(pp, "slowest_excess_pct", 0));
+    fputs("</p>\n<table class=\"sort\" id=\"table-pipeline\"><thead><tr>", f);
+    th(f, "stage", 1), th(f, "ranks", 1), th(f, "first rank", 1), th(f, "bubble per step", 1),
+        th(f, "% of the step", 1);
+    fputs("</tr></thead><tbody>\n", f);
+    for (size_t i = 0; i < rsr_jv_len(st); i++) {
+        yajl_val x = rsr_jv_at(st, i);
+        fputs("<tr>", f);
+        td_fmt(f, rsr_jv_knum_or(x, "stage", 0), 0);
+        td_fmt(f, rsr_jv_knum_or(x, "ranks", 0), 0);
+        td_fmt(f, rsr_jv_knum_or(x, "example_rank", 0), 0);
+        td_us(f, rsr_jv_knum_or(x, "bubble_ms_per_step", 0) * 1e3);
+        td_fmt(f, rsr_jv_knum_or(x, "bubble_pct", 0), 1);
+        fputs("</tr>\n", f);
+    }
+    fputs("</tbody></table>\n", f);
+}
+
 /* report.json's groups: shown where the job is more than data parallel. */
 static void table_groups(struct page *p)
 {
@@ -1478,6 +1513,7 @@ static void table_groups(struct page *p)
         fprintf(f, "\">%.1f</td></tr>\n", rsr_jv_knum_or(g, "confidence", 0));
     }
     fputs("</tbody></table>\n", f);
+    table_pipeline(p);
 }
 
 static void table_collectives(struct page *p)

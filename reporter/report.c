@@ -571,6 +571,30 @@ static void groups_json(FILE *f, const struct rsr_groups *gs)
     }
 }
 
+/* report.json's pipeline (groups.h), absent without pipeline stages. */
+static void pipeline_json(FILE *f, const struct rsr_pipeline *p)
+{
+    if (!p->stages)
+        return;
+    fprintf(f, ",\n\"pipeline\":{\"stages\":%d", p->stages);
+    num_key(f, "microbatches", p->microbatches);
+    num_key(f, "schedule_bubble_pct", p->schedule_bubble_pct);
+    num_key(f, "per_step_ms", p->per_step_ms);
+    fputs(",\"slowest\":", f);
+    json_int_or_null(f, p->slowest);
+    num_key(f, "slowest_excess_pct", p->slowest_excess_pct);
+    fputs(",\"by_stage\":[", f);
+    for (int32_t k = 0; k < p->stages; k++) {
+        const struct rsr_pipe_stage *x = &p->by_stage[k];
+        fprintf(f, "%s{\"stage\":%d,\"ranks\":%zu,\"example_rank\":", k ? "," : "", x->stage, x->ranks);
+        json_int_or_null(f, x->example_rank);
+        num_key(f, "bubble_ms_per_step", x->bubble_ms_per_step);
+        num_key(f, "bubble_pct", x->bubble_pct);
+        putc('}', f);
+    }
+    fputs("]}", f);
+}
+
 static void job_json(FILE *f, const struct rsr_job *j, const struct rsr_input *ins)
 {
     num_key(f, "skew_us", (double)j->align.max_correction_ns / 1e3);
@@ -609,7 +633,9 @@ static void job_json(FILE *f, const struct rsr_job *j, const struct rsr_input *i
     }
     fputs("],\n\"groups\":[", f);
     groups_json(f, &j->groups);
-    fputs("],\n\"checkpoints\":[", f);
+    putc(']', f);
+    pipeline_json(f, &j->groups.pipe);
+    fputs(",\n\"checkpoints\":[", f);
     for (size_t i = 0; i < j->storage.n_ckpts; i++) {
         const struct rsr_checkpoint *c = &j->storage.ckpts[i];
         fputs(i ? ",{\"rank\":" : "{\"rank\":", f);
@@ -831,6 +857,21 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
                     rsr_group_role_name(g->role), g->count, g->size,
                     g->n_ops ? rsr_coll_op_name(g->ops[0].op) : "no calls", g->time_pct, g->sync_wait_pct);
         }
+        putc('\n', f);
+    }
+    const struct rsr_pipeline *pp = &j->groups.pipe;
+    if (pp->stages) {
+        fprintf(f, "  pipeline: %d stages", pp->stages);
+        if (pp->microbatches > 0)
+            fprintf(f, ", %.3g micro-batches per step (the schedule's bubble %.1f%%)", pp->microbatches,
+                    pp->schedule_bubble_pct);
+        fputs("; bubble by stage:", f);
+        for (int32_t k = 0; k < pp->stages; k++)
+            fprintf(f, "%s %d: %.1f%% (%.3f ms/step)", k ? "," : "", k, pp->by_stage[k].bubble_pct,
+                    pp->by_stage[k].bubble_ms_per_step);
+        if (pp->slowest >= 0)
+            fprintf(f, "; stage %d is the slowest: the others wait %.1f%% of the step more", pp->slowest,
+                    pp->slowest_excess_pct);
         putc('\n', f);
     }
     if (j->storage.n_ckpts) {

@@ -1162,7 +1162,7 @@ static uint32_t key_of(struct rsr_acc *a, const struct rsr_coll_key *k)
     for (; a->key_slots[h]; h = (h + 1) & mask) {
         const struct rsr_coll_key *x = &o->keys[a->key_slots[h] - 1];
         if (x->comm_id == k->comm_id && x->bytes == k->bytes && x->op == k->op && x->group_size == k->group_size &&
-            x->calls == k->calls)
+            x->calls == k->calls && x->peer == k->peer && x->rank == k->rank)
             return (uint32_t)(a->key_slots[h] - 1);
     }
     struct rsr_coll_key *keys = grow(o->keys, &o->cap_keys, o->n_keys + 1, sizeof *keys, &a->failed);
@@ -1178,7 +1178,8 @@ void rsr_acc_coll(struct rsr_acc *a, const struct rsr_coll *c, int32_t group_siz
 {
     if (!c->end_ns)
         return;
-    struct rsr_coll_key k = { c->comm_id, c->bytes, group_size, c->op,
+    int p2p = c->op == RSR_COLL_SEND || c->op == RSR_COLL_RECV;
+    struct rsr_coll_key k = { c->comm_id, c->bytes, group_size, p2p ? c->peer : -1, c->rank_in_group, c->op,
                               (uint16_t)(c->group_calls > UINT16_MAX ? UINT16_MAX : c->group_calls ? c->group_calls : 1) };
     uint32_t key = key_of(a, &k);
     if (a->failed)

@@ -38,6 +38,8 @@ struct rsr_coll_key {
     uint64_t comm_id;
     uint64_t bytes;
     int32_t group_size;         /* -1: not known */
+    int32_t peer;               /* a lone send's or receive's peer, its rank in the communicator; else -1 */
+    int32_t rank;               /* this process's rank in the communicator; -1: not known */
     uint8_t op;                 /* enum rsr_coll_op */
     uint16_t calls;
 };

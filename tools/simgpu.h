@@ -92,7 +92,9 @@
  *     or the one an executable graph was last updated from; a clone has its own);
  *     for collectives and p2p: op ("AllReduce", "Send", ...), comm (hex id), nranks,
  *     seq (per communicator, from 0), count, datatype, root or peer where it has one;
- *     failed: true when the collective gave up (a rank died or timed out).
+ *     failed: true when the collective gave up (a rank died or timed out);
+ *     ready_ns for collectives and p2p: when the stream reached it (its wait for
+ *     the other ranks runs from there to start_ns).
  */
 #ifndef SIMGPU_H
 #define SIMGPU_H

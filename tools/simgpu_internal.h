@@ -43,6 +43,7 @@ struct sim_op {
     uint64_t graph;               /* replayed from the graph of this id (simgpu_graph.c); 0: not */
     enum sim_kind kind;
     uint64_t launch_ns, dur_ns, start_ns, end_ns;
+    uint64_t ready_ns;            /* external: when its stream reached it */
     uint64_t stream_id, bytes;
     int device;
     const char *name;             /* lives as long as the process */

@@ -73,6 +73,7 @@ static int sim_op_try_resolve(struct sim_op *op)
             ready = d->end_ns + gap;
         failed |= d->failed;
     }
+    op->ready_ns = ready;
     if (op->kind == SIM_EXT && !failed) {
         enum sim_arrival a = op->ext->arrive(op->ext_arg, ready, &op->start_ns, &op->end_ns);
         if (a == SIM_WAITING)

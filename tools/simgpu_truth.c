@@ -220,9 +220,12 @@ static void sim_truth_format(const struct sim_op *op)
         }
         if (n < 0 || (size_t)n >= sizeof(line))
             continue;
-        char graph[32] = "";
+        char graph[64] = "";
         if (op->graph)
             snprintf(graph, sizeof(graph), ",\"graph\":%llu", (unsigned long long)op->graph);
+        if (op->kind == SIM_EXT)
+            snprintf(graph + strlen(graph), sizeof(graph) - strlen(graph), ",\"ready_ns\":%llu",
+                     (unsigned long long)op->ready_ns);
         int m = snprintf(line + n, sizeof(line) - (size_t)n,
                          "%s%s,\"launch_ns\":%llu,\"start_ns\":%llu,\"end_ns\":%llu}\n",
                          graph, op->failed ? ",\"failed\":true" : "",

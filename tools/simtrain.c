@@ -58,12 +58,15 @@ struct sim_train_opts {
     long devices;
     long tp, pp, microbatches;    /* --tp, --pp, --microbatches */
     double act_mb;                /* --act-mb */
+    long stage_slow;              /* --stage-slow S:F: stage S's kernels F times longer */
+    double stage_slow_factor;
 };
 
 #define SIM_TRAIN_MAX_DEVICES 8
 #define SIM_TRAIN_GRAPH_WARMUP 3   /* --graph: steps run eagerly before the capture */
 
 static int sim_train_rank;
+static char sim_train_layout[256];   /* --tp/--pp: the truth's layout line, less pid and rank */
 
 static const char sim_train_usage[] =
     "usage: simtrain [options]\n"
@@ -141,6 +144,7 @@ static const char sim_train_usage[] =
     "                        each layer's kernels last --fwd-us / M and --bwd-us / M\n"
     "  --act-mb A            activations per micro-batch in MiB, sent between stages\n"
     "                        and AllReduce'd in a tensor-parallel group (default 4)\n"
+    "  --stage-slow S:F      the kernels of pipeline stage S (from 0) last F times longer\n"
     "  --seed S              seed of the data and checkpoint contents (default 1)\n"
     "  --help                this text\n"
     "Environment: SIMTRAIN_EVENTS=FILE appends, at exit, one JSON line per checkpoint\n"
@@ -149,7 +153,9 @@ static const char sim_train_usage[] =
     "With SIMGPU_TRUTH=FILE (\"%p\": the pid), it appends at exit one line per step,\n"
     "{\"pid\",\"rank\",\"kind\":\"step\",\"index\" (steps of both phases in the loop's order),\n"
     "\"phase\":\"train\"|\"eval\",\"start_ns\",\"end_ns\"}, on the simulator's clock: a training\n"
-    "step from the start of its data loading to the end of its checkpoint, if any.\n";
+    "step from the start of its data loading to the end of its checkpoint, if any.\n"
+    "With --tp or --pp, first a line of the rank's place: {\"pid\",\"rank\",\"kind\":\"layout\",\n"
+    "\"tp\",\"dp\",\"pp\" (its index in each), \"tp_size\",\"dp_size\",\"pp_size\",\"microbatches\"}.\n";
 
 static void sim_train_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void sim_train_die(const char *fmt, ...)
@@ -232,7 +238,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
     enum { O_STEPS = 256, O_LAYERS, O_FWD, O_BWD, O_BUCKET, O_OVERLAP, O_NO_OVERLAP, O_DATA,
            O_CKPT_EVERY, O_CKPT_MB, O_CKPT_DIR, O_STRAGGLER, O_BW, O_SEED, O_HELP, O_KERNELS, O_EVAL_EVERY,
            O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS, O_SLOW_DATA, O_STALL, O_DEVICES, O_GRAPH, O_GRAPH_NCCL,
-           O_SECONDS, O_PROGRESS, O_TP, O_PP, O_MICRO, O_ACT };
+           O_SECONDS, O_PROGRESS, O_TP, O_PP, O_MICRO, O_ACT, O_STAGE_SLOW };
     static const struct option longopts[] = {
         { "steps", required_argument, NULL, O_STEPS },
         { "seconds", required_argument, NULL, O_SECONDS },
@@ -264,6 +270,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         { "pp", required_argument, NULL, O_PP },
         { "microbatches", required_argument, NULL, O_MICRO },
         { "act-mb", required_argument, NULL, O_ACT },
+        { "stage-slow", required_argument, NULL, O_STAGE_SLOW },
         { "help", no_argument, NULL, O_HELP },
         { NULL, 0, NULL, 0 },
     };
@@ -271,7 +278,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         .steps = 10, .layers = 4, .kernels = 1, .fwd_us = 200, .bwd_us = 400, .bucket_mb = 25, .overlap = 1,
         .ckpt_mb = 16, .ckpt_dir = ".", .straggler_rank = -1, .straggler_factor = 1, .seed = 1,
         .slow_data_rank = -1, .stall_rank = -1, .devices = 1,
-        .eval_steps = 2, .tp = 1, .pp = 1, .act_mb = 4,
+        .eval_steps = 2, .tp = 1, .pp = 1, .act_mb = 4, .stage_slow = -1, .stage_slow_factor = 1,
     };
     int c, overlap_set = 0, steps_set = 0;
     opterr = 0;
@@ -306,6 +313,14 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         case O_PP: o->pp = sim_train_long("--pp", optarg, 1); break;
         case O_MICRO: o->microbatches = sim_train_long("--microbatches", optarg, 1); break;
         case O_ACT: o->act_mb = sim_train_double("--act-mb", optarg, 0, 1); break;
+        case O_STAGE_SLOW:
+            colon = strchr(optarg, ':');
+            if (!colon)
+                sim_train_usage_error("--stage-slow: '%s' is not STAGE:FACTOR", optarg);
+            *colon = '\0';
+            o->stage_slow = sim_train_long("--stage-slow STAGE", optarg, 0);
+            o->stage_slow_factor = sim_train_double("--stage-slow FACTOR", colon + 1, 0, 1);
+            break;
         case O_GRAPH_NCCL: o->graph = o->graph_nccl = 1; break;
         case O_OVERLAP:
         case O_NO_OVERLAP:
@@ -361,6 +376,8 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         if (o->layers < o->pp)
             sim_train_usage_error("--pp %ld: needs at least as many --layers (%ld)", o->pp, o->layers);
     }
+    if (o->stage_slow >= o->pp)
+        sim_train_usage_error("--stage-slow %ld: there are %ld stages (--pp)", o->stage_slow, o->pp);
     if (!o->microbatches)
         o->microbatches = o->pp > 1 ? 2 * o->pp : 1;
 }
@@ -683,6 +700,12 @@ static void sim_train_groups(struct sim_train *t)
     t->tp_i = (int)(t->rank % tp);
     t->dp_i = (int)(t->rank / tp % t->dp_n);
     t->pp_i = (int)(t->rank / (tp * t->dp_n));
+    if (t->pp_i == o->stage_slow)
+        t->scale *= o->stage_slow_factor;
+    snprintf(sim_train_layout, sizeof sim_train_layout,
+             "\"kind\":\"layout\",\"tp\":%d,\"dp\":%d,\"pp\":%d,\"tp_size\":%ld,\"dp_size\":%d,"
+             "\"pp_size\":%ld,\"microbatches\":%ld",
+             t->tp_i, t->dp_i, t->pp_i, tp, t->dp_n, pp, o->microbatches);
     if (tp > 1)
         NCCL(ncclCommSplit(t->nccl, t->pp_i * t->dp_n + t->dp_i, t->tp_i, &t->tp_comm, NULL));
     if (t->dp_n > 1)
@@ -830,6 +853,12 @@ static void sim_train_write_steps(int rank)
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0)
         sim_train_die("SIMGPU_TRUTH %s: %s", path, strerror(errno));
+    if (sim_train_layout[0]) {
+        int n = snprintf(line, sizeof(line), "{\"pid\":%d,\"rank\":%d,%s}\n", (int)getpid(), rank,
+                         sim_train_layout);
+        if (write(fd, line, (size_t)n) != n)
+            sim_train_die("SIMGPU_TRUTH %s: %s", path, strerror(errno));
+    }
     for (size_t i = 0; i < sim_train_nsteps; i++) {
         int n = snprintf(line, sizeof(line),
                          "{\"pid\":%d,\"rank\":%d,\"kind\":\"step\",\"index\":%zu,\"phase\":\"%s\","

@@ -129,8 +129,9 @@ def main():
         check("data parallel: one data-parallel group of both ranks",
               [(g["role"], g["count"], g["members_example"]) for g in rep["groups"]] == [("data", 1, [0, 1])],
               json.dumps(rep["groups"])[:300])
-        check("data parallel: no groups line, no groups table",
-              "communication groups:" not in text and 'id="table-groups"' not in page)
+        check("data parallel: no groups line, no groups table, no pipeline",
+              "communication groups:" not in text and 'id="table-groups"' not in page and "pipeline" not in rep and
+              "pipeline:" not in text)
     finish()
 
 

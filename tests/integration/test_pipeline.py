@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Pipeline bubbles: simtrain on 2 ranks as 2 pipeline stages (--pp 2), 1F1B
+over 4 and then 16 micro-batches, and with stage 1's kernels 1.5 times
+longer (--stage-slow 1:1.5), under the agent with the simulator's truth
+file. report.json's pipeline must give each stage's bubble (its GPU's wait
+in sends and receives for the other stage, in the median training step)
+within 10% of the truth's, the micro-batches the schedule ran and the schedule's own
+bubble, (p - 1) / (m + p - 1); the bubble must fall with more
+micro-batches; the slowed stage must be named the slowest, the other's
+bubble must grow as the truth's does, and no rank may be named a
+straggler for it. The truth, from outside the reporter: the simulator's
+truth file (each send and receive with when its stream reached it,
+ready_ns, and when the transfer began, start_ns, once both ends were
+there) and simtrain's steps and layout lines in it."""
+import glob
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rstest import BUILD, RINGSIDE, check, cleanup, finish, run, tempdir  # noqa: E402
+
+LAUNCH = os.path.join(BUILD, "simlaunch")
+TRAIN = os.path.join(BUILD, "simtrain")
+SIM = os.path.join(BUILD, "sim")
+STEPS = 12
+
+
+def job(name, args):
+    """Runs 2 stages; (report.json, summary, truth lines) or None."""
+    d = tempdir("pipeline-" + name)
+    env = dict(os.environ)
+    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "LD_PRELOAD", "RINGSIDE_JOB",
+              "RINGSIDE_RANK_PID"):
+        env.pop(k, None)
+    env.update(LD_LIBRARY_PATH=SIM, SIMNCCL_TIMEOUT_S="60", RINGSIDE_OUT=os.path.join(d, "trace"),
+               SIMGPU_TRUTH=os.path.join(d, "truth.%p"), AGENT_SO=os.path.join(BUILD, "libagent.so"))
+    cmd = [LAUNCH, "-n", "2", "--", "sh", "-c", 'export LD_PRELOAD="$AGENT_SO"; exec "$@"', "sh", TRAIN,
+           "--pp", "2", "--steps", str(STEPS), "--layers", "4", "--fwd-us", "1600", "--bwd-us", "3200"] + args
+    p = run(cmd, env=env, timeout=300)
+    out = None
+    if check(name + ": simtrain runs", p.returncode == 0, p.stderr.decode(errors="replace")[-400:]):
+        r = run([RINGSIDE, "report", os.path.join(d, "trace"), "-o", os.path.join(d, "report")])
+        if check(name + ": report succeeds", r.returncode == 0, r.stderr.decode(errors="replace")[-400:]):
+            with open(os.path.join(d, "report", "report.json")) as f:
+                rep = json.load(f)
+            with open(os.path.join(d, "report", "index.html")) as f:
+                rep["_page"] = f.read()
+            lines = []
+            for path in glob.glob(os.path.join(d, "truth.*")):
+                with open(path) as f:
+                    lines += [json.loads(x) for x in f if x.strip()]
+            out = rep, r.stdout.decode(errors="replace"), lines
+    cleanup(d)
+    return out
+
+
+def truth_bubbles(lines):
+    """Per stage: the truth's wait in sends and receives (a group of them
+    waits once) in its median training step, ms, and the micro-batches."""
+    layout = {x["pid"]: x for x in lines if x.get("kind") == "layout"}
+    steps = {}
+    for x in lines:
+        if x.get("kind") == "step" and x["phase"] == "train":
+            steps.setdefault(x["pid"], []).append(x)
+    ops = {}
+    for x in lines:
+        if x.get("kind") == "p2p":
+            ops.setdefault(x["pid"], {})[(x["stream"], x["launch_ns"], x["start_ns"])] = x
+    by_stage = {}
+    for pid, lay in layout.items():
+        per = []
+        for s in sorted(steps[pid], key=lambda s: s["index"]):
+            per.append(sum(x["start_ns"] - x["ready_ns"] for x in ops.get(pid, {}).values()
+                           if s["start_ns"] <= x["ready_ns"] <= s["end_ns"]) / 1e6)
+        by_stage.setdefault(lay["pp"], []).append(per)
+    out = {}
+    for stage, ranks in by_stage.items():
+        mean = sorted(sum(r[i] for r in ranks) / len(ranks) for i in range(len(ranks[0])))
+        n = len(mean)
+        out[stage] = mean[n // 2] if n % 2 else (mean[n // 2 - 1] + mean[n // 2]) / 2
+    micro = {lay["microbatches"] for lay in layout.values()}
+    return out, micro.pop() if len(micro) == 1 else None
+
+
+def near(a, b):
+    """Equal to the 6 significant digits report.json prints."""
+    return abs(a - b) <= 1e-5 * max(abs(a), abs(b)) + 1e-12
+
+
+def check_bubbles(name, rep, lines):
+    """The report's bubbles against the truth's; returns the truth's."""
+    truth, micro = truth_bubbles(lines)
+    pipe = rep.get("pipeline")
+    if not check(name + ": a pipeline of 2 stages", pipe and pipe["stages"] == 2 and len(pipe["by_stage"]) == 2,
+                 json.dumps(pipe)):
+        return truth
+    check(name + ": the micro-batches the schedule ran, and its bubble",
+          micro and abs(pipe["microbatches"] - micro) < 1e-9 and
+          near(pipe["schedule_bubble_pct"], 100.0 / (micro + 1)), json.dumps(pipe)[:300])
+    for st in pipe["by_stage"]:
+        want = truth.get(st["stage"])
+        check("%s: stage %d's bubble within 10%% of the truth's" % (name, st["stage"]),
+              want is not None and abs(st["bubble_ms_per_step"] - want) <= 0.1 * want + 0.005,
+              "report %.4f ms/step, truth %s" % (st["bubble_ms_per_step"], want))
+        check("%s: stage %d's share of the step agrees with its time" % (name, st["stage"]),
+              near(st["bubble_pct"], 100 * st["bubble_ms_per_step"] / pipe["per_step_ms"]) and
+              near(pipe["per_step_ms"], rep["steps"]["per_step_ms"]), json.dumps(st))
+    return truth
+
+
+def main():
+    got4 = job("m4", ["--microbatches", "4"])
+    got16 = job("m16", ["--microbatches", "16"])
+    t4 = check_bubbles("4 micro-batches", got4[0], got4[2]) if got4 else None
+    t16 = check_bubbles("16 micro-batches", got16[0], got16[2]) if got16 else None
+    if got4 and got16 and got4[0].get("pipeline") and got16[0].get("pipeline"):
+        b4 = [s["bubble_pct"] for s in got4[0]["pipeline"]["by_stage"]]
+        b16 = [s["bubble_pct"] for s in got16[0]["pipeline"]["by_stage"]]
+        check("the bubble falls with more micro-batches, as in the truth",
+              all(x > y for x, y in zip(b4, b16)) and all(t4[k] > t16[k] for k in t4),
+              "%s vs %s" % (b4, b16))
+        line = [ln for ln in got4[1].splitlines() if ln.strip().startswith("pipeline:")]
+        check("the summary has the pipeline's line", len(line) == 1 and "4 micro-batches" in line[0], "\n".join(line))
+        page = got4[0]["_page"]
+        i = page.find('id="table-pipeline"')
+        table = page[i:page.find("</table>", i)] if i >= 0 else ""
+        check("the page has the pipeline's table, a row per stage, and the schedule's bubble",
+              table.count("<tr>") == 3 and "the 1F1B schedule's own bubble is 20.0%" in page, table[:300])
+        f4 = [f for f in got4[0]["findings"] if f["id"] == "pipeline_bubble"]
+        check("4 micro-batches: a finding that the stages wait for each other, advising more micro-batches",
+              len(f4) == 1 and "micro-batches" in f4[0]["advice"] and "20.0%" in f4[0]["evidence"],
+              json.dumps(f4)[:300])
+    slow = job("stage 1 slow", ["--microbatches", "4", "--stage-slow", "1:1.5"])
+    if slow:
+        rep, text, lines = slow
+        ts = check_bubbles("stage 1 slow", rep, lines)
+        pipe = rep.get("pipeline") or {}
+        check("stage 1 slow: named the slowest", pipe.get("slowest") == 1, json.dumps(pipe)[:300])
+        fs = [f for f in rep["findings"] if f["id"] == "pipeline_bubble"]
+        check("stage 1 slow: the finding names it and advises balancing the stages",
+              len(fs) == 1 and "stage 1 is the slowest" in fs[0]["evidence"] and "Balance" in fs[0]["advice"],
+              json.dumps(fs)[:300])
+        if t4 and pipe.get("by_stage"):
+            grew = pipe["by_stage"][0]["bubble_ms_per_step"] - got4[0]["pipeline"]["by_stage"][0]["bubble_ms_per_step"]
+            want = ts[0] - t4[0]
+            check("stage 1 slow: stage 0's bubble grows by what the truth says, within 10%",
+                  want > 0 and abs(grew - want) <= 0.1 * want + 0.01, "grew %.4f ms/step, truth %.4f" % (grew, want))
+        check("stage 1 slow: no rank named a straggler for it", rep["stragglers"] == [] and
+              not any(f["id"] == "straggler_rank" for f in rep["findings"]), json.dumps(rep["stragglers"])[:300])
+    finish()
+
+
+if __name__ == "__main__":
+    main()
