@@ -5,7 +5,7 @@ blocks, blocks per SM, waves, SM coverage and occupancy, and the times), and
 against first principles where the geometry makes them plain:
 
 - one rank of simtrain on the simulated 132-SM GPU with --kernel-blocks 33:
-  busy over 90% of the GPU span; SM activity a quarter of the compute share
+  busy as the truth's union within 2 points (and most of the GPU span); SM activity a quarter of the compute share
   within 3 points and within 1 point of the truth file's own SM-time
   integral; low_sm_activity fires and names the kernels with their
   geometry; the kernel table's blocks, threads per block and SM coverage as
@@ -86,6 +86,14 @@ def truth_sm(truth):
     return 100.0 * length(compute) / (hi - lo), 100.0 * active / (hi - lo)
 
 
+def truth_busy(truth):
+    """The GPU's busy share of its span in the simulator's truth: the union
+    of everything it ran, first start to last end."""
+    ops = [t for t in truth if t["end_ns"] > t["start_ns"]]
+    lo, hi = min(t["start_ns"] for t in ops), max(t["end_ns"] for t in ops)
+    return 100.0 * length(union((t["start_ns"], t["end_ns"]) for t in ops)) / (hi - lo)
+
+
 def proc(rep):
     return [p for p in rep["processes"] if p.get("gpu", {}).get("span_us")][0]
 
@@ -101,7 +109,11 @@ def main():
         rep, truth, out = small
         g, p = proc(rep)["gpu"], proc(rep)
         comp_t, sm_t = truth_sm(truth)
-        check("33 blocks: busy %.1f%% of the GPU span, over 90%%" % g["busy_pct"], g["busy_pct"] > 90)
+        # how busy the GPU is depends on how fast the host launches (a busy
+        # machine leaves gaps): held against the simulator's own union
+        busy_t = truth_busy(truth)
+        check("33 blocks: busy %.1f%% of the GPU span, the simulator's %.1f%% within 2 points, most of it"
+              % (g["busy_pct"], busy_t), abs(g["busy_pct"] - busy_t) <= 2 and busy_t > 50)
         check("33 blocks: SM activity %.2f%% a quarter of compute %.2f%% (%.2f) within 3 points"
               % (g["sm_activity_pct"], g["compute_pct"], g["compute_pct"] / 4),
               abs(g["sm_activity_pct"] - g["compute_pct"] / 4) <= 3)
