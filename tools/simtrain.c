@@ -233,6 +233,20 @@ static double sim_train_double(const char *opt, const char *s, double min, int s
     return v;
 }
 
+/* OPT's WHICH:FACTOR value (a rank or a stage, and how many times longer
+ * its kernels last). */
+static void sim_train_which_factor(const char *opt, const char *which, char *arg, long *n, double *factor)
+{
+    char name[64], *colon = strchr(arg, ':');
+    if (!colon)
+        sim_train_usage_error("%s: '%s' is not %s:FACTOR", opt, arg, which);
+    *colon = '\0';
+    snprintf(name, sizeof name, "%s %s", opt, which);
+    *n = sim_train_long(name, arg, 0);
+    snprintf(name, sizeof name, "%s FACTOR", opt);
+    *factor = sim_train_double(name, colon + 1, 0, 1);
+}
+
 static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
 {
     enum { O_STEPS = 256, O_LAYERS, O_FWD, O_BWD, O_BUCKET, O_OVERLAP, O_NO_OVERLAP, O_DATA,
@@ -314,12 +328,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         case O_MICRO: o->microbatches = sim_train_long("--microbatches", optarg, 1); break;
         case O_ACT: o->act_mb = sim_train_double("--act-mb", optarg, 0, 1); break;
         case O_STAGE_SLOW:
-            colon = strchr(optarg, ':');
-            if (!colon)
-                sim_train_usage_error("--stage-slow: '%s' is not STAGE:FACTOR", optarg);
-            *colon = '\0';
-            o->stage_slow = sim_train_long("--stage-slow STAGE", optarg, 0);
-            o->stage_slow_factor = sim_train_double("--stage-slow FACTOR", colon + 1, 0, 1);
+            sim_train_which_factor("--stage-slow", "STAGE", optarg, &o->stage_slow, &o->stage_slow_factor);
             break;
         case O_GRAPH_NCCL: o->graph = o->graph_nccl = 1; break;
         case O_OVERLAP:
@@ -330,12 +339,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
             overlap_set = 1;
             break;
         case O_STRAGGLER:
-            colon = strchr(optarg, ':');
-            if (!colon)
-                sim_train_usage_error("--straggler: '%s' is not RANK:FACTOR", optarg);
-            *colon = '\0';
-            o->straggler_rank = sim_train_long("--straggler RANK", optarg, 0);
-            o->straggler_factor = sim_train_double("--straggler FACTOR", colon + 1, 0, 1);
+            sim_train_which_factor("--straggler", "RANK", optarg, &o->straggler_rank, &o->straggler_factor);
             break;
         case O_STALL: {
             char *c1 = strchr(optarg, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;

@@ -16,43 +16,21 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rstest import BUILD, RINGSIDE, check, cleanup, finish, run, tempdir  # noqa: E402
+from rstest import check, finish  # noqa: E402
+from simjob import sim_job  # noqa: E402
 
-LAUNCH = os.path.join(BUILD, "simlaunch")
-TRAIN = os.path.join(BUILD, "simtrain")
-SIM = os.path.join(BUILD, "sim")
 MIB = 1 << 20
 STEPS, LAYERS, ACT_MB, BUCKET_MB = 12, 4, 2, 8
 
 
 def job(name, world, tp, pp):
     """Runs the job; (report.json, summary text, page) or None."""
-    d = tempdir("groups-" + name)
-    env = dict(os.environ)
-    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "LD_PRELOAD", "RINGSIDE_JOB",
-              "RINGSIDE_RANK_PID"):
-        env.pop(k, None)
-    env.update(LD_LIBRARY_PATH=SIM, SIMNCCL_TIMEOUT_S="60", RINGSIDE_OUT=os.path.join(d, "trace"),
-               AGENT_SO=os.path.join(BUILD, "libagent.so"))
-    cmd = [LAUNCH, "-n", str(world), "--", "sh", "-c", 'export LD_PRELOAD="$AGENT_SO"; exec "$@"', "sh", TRAIN,
-           "--steps", str(STEPS), "--layers", str(LAYERS), "--act-mb", str(ACT_MB), "--bucket-mb", str(BUCKET_MB),
-           "--fwd-us", "100", "--bwd-us", "200"]
-    if tp > 1:
-        cmd += ["--tp", str(tp)]
-    if pp > 1:
-        cmd += ["--pp", str(pp)]
-    p = run(cmd, env=env, timeout=300)
-    out = None
-    if check(name + ": simtrain runs", p.returncode == 0, p.stderr.decode(errors="replace")[-400:]):
-        r = run([RINGSIDE, "report", os.path.join(d, "trace"), "-o", os.path.join(d, "report")])
-        if check(name + ": report succeeds", r.returncode == 0, r.stderr.decode(errors="replace")[-400:]):
-            with open(os.path.join(d, "report", "report.json")) as f:
-                rep = json.load(f)
-            with open(os.path.join(d, "report", "index.html")) as f:
-                page = f.read()
-            out = rep, r.stdout.decode(errors="replace"), page
-    cleanup(d)
-    return out
+    args = ["--steps", str(STEPS), "--layers", str(LAYERS), "--act-mb", str(ACT_MB), "--bucket-mb", str(BUCKET_MB),
+            "--fwd-us", "100", "--bwd-us", "200"]
+    args += ["--tp", str(tp)] if tp > 1 else []
+    args += ["--pp", str(pp)] if pp > 1 else []
+    got = sim_job(name, world, args)
+    return got[:3] if got else None
 
 
 def layout(world, tp, pp):

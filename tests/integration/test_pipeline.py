@@ -12,47 +12,27 @@ straggler for it. The truth, from outside the reporter: the simulator's
 truth file (each send and receive with when its stream reached it,
 ready_ns, and when the transfer began, start_ns, once both ends were
 there) and simtrain's steps and layout lines in it."""
-import glob
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rstest import BUILD, RINGSIDE, check, cleanup, finish, run, tempdir  # noqa: E402
+from rstest import check, finish  # noqa: E402
+from simjob import sim_job  # noqa: E402
 
-LAUNCH = os.path.join(BUILD, "simlaunch")
-TRAIN = os.path.join(BUILD, "simtrain")
-SIM = os.path.join(BUILD, "sim")
 STEPS = 12
 
 
 def job(name, args):
-    """Runs 2 stages; (report.json, summary, truth lines) or None."""
-    d = tempdir("pipeline-" + name)
-    env = dict(os.environ)
-    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "LD_PRELOAD", "RINGSIDE_JOB",
-              "RINGSIDE_RANK_PID"):
-        env.pop(k, None)
-    env.update(LD_LIBRARY_PATH=SIM, SIMNCCL_TIMEOUT_S="60", RINGSIDE_OUT=os.path.join(d, "trace"),
-               SIMGPU_TRUTH=os.path.join(d, "truth.%p"), AGENT_SO=os.path.join(BUILD, "libagent.so"))
-    cmd = [LAUNCH, "-n", "2", "--", "sh", "-c", 'export LD_PRELOAD="$AGENT_SO"; exec "$@"', "sh", TRAIN,
-           "--pp", "2", "--steps", str(STEPS), "--layers", "4", "--fwd-us", "1600", "--bwd-us", "3200"] + args
-    p = run(cmd, env=env, timeout=300)
-    out = None
-    if check(name + ": simtrain runs", p.returncode == 0, p.stderr.decode(errors="replace")[-400:]):
-        r = run([RINGSIDE, "report", os.path.join(d, "trace"), "-o", os.path.join(d, "report")])
-        if check(name + ": report succeeds", r.returncode == 0, r.stderr.decode(errors="replace")[-400:]):
-            with open(os.path.join(d, "report", "report.json")) as f:
-                rep = json.load(f)
-            with open(os.path.join(d, "report", "index.html")) as f:
-                rep["_page"] = f.read()
-            lines = []
-            for path in glob.glob(os.path.join(d, "truth.*")):
-                with open(path) as f:
-                    lines += [json.loads(x) for x in f if x.strip()]
-            out = rep, r.stdout.decode(errors="replace"), lines
-    cleanup(d)
-    return out
+    """Runs 2 stages; (report.json with its page as "_page", summary, truth
+    lines) or None."""
+    got = sim_job(name, 2, ["--pp", "2", "--steps", str(STEPS), "--layers", "4", "--fwd-us", "1600",
+                            "--bwd-us", "3200"] + args, truth=True)
+    if not got:
+        return None
+    rep, text, page, lines = got
+    rep["_page"] = page
+    return rep, text, lines
 
 
 def truth_bubbles(lines):
