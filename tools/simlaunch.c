@@ -1,12 +1,18 @@
-/* simlaunch -n N [--] CMD [ARGS...]: starts N ranks of CMD the way torchrun does on
- * one node (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR,
- * MASTER_PORT, TORCHELASTIC_RUN_ID, the same for all ranks), forwards SIGINT and
- * SIGTERM to them, waits for all, and exits with the worst status: the highest exit
- * code, a rank killed by signal n counting as 128 + n. */
+/* simlaunch -n N [--nodes K] [--] CMD [ARGS...]: starts N ranks of CMD the way
+ * torchrun does on one node (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
+ * GROUP_RANK, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RUN_ID, the same for all ranks),
+ * forwards SIGINT and SIGTERM to them, waits for all, and exits with the worst
+ * status: the highest exit code, a rank killed by signal n counting as 128 + n.
+ * --nodes K plays K nodes of N / K ranks each, as torchrun on each of them would:
+ * LOCAL_RANK and LOCAL_WORLD_SIZE within the node, GROUP_RANK the node, and each
+ * rank in a UTS namespace of its own whose host name is the node's
+ * ("<host>-node<k>"), so that what reads the host name sees K hosts (root, or
+ * CAP_SYS_ADMIN, needed). */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -26,8 +32,21 @@ static void sim_launch_forward(int sig)
 
 static void sim_launch_usage(const char *why)
 {
-    fprintf(stderr, "simlaunch: %s\nusage: simlaunch -n N [--] CMD [ARGS...]\n", why);
+    fprintf(stderr, "simlaunch: %s\nusage: simlaunch -n N [--nodes K] [--] CMD [ARGS...]\n", why);
     exit(2);
+}
+
+/* In a rank's child: a host name of its own, node k's. */
+static void sim_launch_node(long k)
+{
+    char host[256] = "sim", name[300];
+    gethostname(host, sizeof(host) - 1);
+    snprintf(name, sizeof(name), "%.200s-node%ld", host, k);
+    if (unshare(CLONE_NEWUTS) != 0 || sethostname(name, strlen(name)) != 0) {
+        fprintf(stderr, "simlaunch: --nodes: cannot give a rank the host name %s: %s (it needs root or "
+                        "CAP_SYS_ADMIN)\n", name, strerror(errno));
+        _exit(126);
+    }
 }
 
 static void sim_launch_setenv(const char *name, long value)
@@ -40,11 +59,14 @@ static void sim_launch_setenv(const char *name, long value)
 int main(int argc, char **argv)
 {
     int i = 1, worst = 0;
-    long n = 0;
+    long n = 0, nodes = 0;
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: simlaunch -n N [--] CMD [ARGS...]\n"
+        printf("usage: simlaunch -n N [--nodes K] [--] CMD [ARGS...]\n"
                "Starts N ranks of CMD as torchrun does on one node; MASTER_PORT and\n"
-               "TORCHELASTIC_RUN_ID are kept when set, made up otherwise.\n");
+               "TORCHELASTIC_RUN_ID are kept when set, made up otherwise.\n"
+               "  --nodes K  as K nodes of N / K ranks: LOCAL_RANK, LOCAL_WORLD_SIZE and\n"
+               "             GROUP_RANK per node, and each rank the host name <host>-node<k>\n"
+               "             in a UTS namespace of its own (needs root)\n");
         return 0;
     }
     if (i + 1 < argc && !strcmp(argv[i], "-n")) {
@@ -55,6 +77,13 @@ int main(int argc, char **argv)
         i += 2;
     } else {
         sim_launch_usage("missing -n N");
+    }
+    if (i + 1 < argc && !strcmp(argv[i], "--nodes")) {
+        char *end;
+        nodes = strtol(argv[i + 1], &end, 10);
+        if (*end || nodes < 1 || n % nodes)
+            sim_launch_usage("--nodes wants a number of nodes that divides the ranks");
+        i += 2;
     }
     if (i < argc && !strcmp(argv[i], "--"))
         i++;
@@ -71,7 +100,8 @@ int main(int argc, char **argv)
     }
     setenv("MASTER_ADDR", "127.0.0.1", 1);
     sim_launch_setenv("WORLD_SIZE", n);
-    sim_launch_setenv("LOCAL_WORLD_SIZE", n);
+    long per = nodes ? n / nodes : n;
+    sim_launch_setenv("LOCAL_WORLD_SIZE", per);
     sim_launch_setenv("GROUP_RANK", 0);
 
     struct sigaction sa = { .sa_handler = sim_launch_forward };
@@ -91,7 +121,11 @@ int main(int argc, char **argv)
             signal(SIGINT, SIG_DFL);
             signal(SIGTERM, SIG_DFL);
             sim_launch_setenv("RANK", r);
-            sim_launch_setenv("LOCAL_RANK", r);
+            sim_launch_setenv("LOCAL_RANK", r % per);
+            if (nodes) {
+                sim_launch_setenv("GROUP_RANK", r / per);
+                sim_launch_node(r / per);
+            }
             execvp(argv[i], argv + i);
             fprintf(stderr, "simlaunch: cannot run %s: %s\n", argv[i], strerror(errno));
             _exit(127);

@@ -58,6 +58,7 @@ struct sim_train_opts {
     long devices;
     long tp, pp, microbatches;    /* --tp, --pp, --microbatches */
     double act_mb;                /* --act-mb */
+    int pp_inner;                 /* --order tp-pp-dp: pipeline inside data parallel */
     long stage_slow;              /* --stage-slow S:F: stage S's kernels F times longer */
     double stage_slow_factor;
 };
@@ -145,6 +146,9 @@ static const char sim_train_usage[] =
     "  --act-mb A            activations per micro-batch in MiB, sent between stages\n"
     "                        and AllReduce'd in a tensor-parallel group (default 4)\n"
     "  --stage-slow S:F      the kernels of pipeline stage S (from 0) last F times longer\n"
+    "  --order O             how ranks are laid out, innermost first: tp-dp-pp (default,\n"
+    "                        Megatron's) or tp-pp-dp (rank = tp + T x (pp + P x dp): a\n"
+    "                        node holds whole pipelines, data parallel crosses nodes)\n"
     "  --seed S              seed of the data and checkpoint contents (default 1)\n"
     "  --help                this text\n"
     "Environment: SIMTRAIN_EVENTS=FILE appends, at exit, one JSON line per checkpoint\n"
@@ -252,7 +256,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
     enum { O_STEPS = 256, O_LAYERS, O_FWD, O_BWD, O_BUCKET, O_OVERLAP, O_NO_OVERLAP, O_DATA,
            O_CKPT_EVERY, O_CKPT_MB, O_CKPT_DIR, O_STRAGGLER, O_BW, O_SEED, O_HELP, O_KERNELS, O_EVAL_EVERY,
            O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS, O_SLOW_DATA, O_STALL, O_DEVICES, O_GRAPH, O_GRAPH_NCCL,
-           O_SECONDS, O_PROGRESS, O_TP, O_PP, O_MICRO, O_ACT, O_STAGE_SLOW };
+           O_SECONDS, O_PROGRESS, O_TP, O_PP, O_MICRO, O_ACT, O_STAGE_SLOW, O_ORDER };
     static const struct option longopts[] = {
         { "steps", required_argument, NULL, O_STEPS },
         { "seconds", required_argument, NULL, O_SECONDS },
@@ -285,6 +289,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         { "microbatches", required_argument, NULL, O_MICRO },
         { "act-mb", required_argument, NULL, O_ACT },
         { "stage-slow", required_argument, NULL, O_STAGE_SLOW },
+        { "order", required_argument, NULL, O_ORDER },
         { "help", no_argument, NULL, O_HELP },
         { NULL, 0, NULL, 0 },
     };
@@ -327,6 +332,11 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         case O_PP: o->pp = sim_train_long("--pp", optarg, 1); break;
         case O_MICRO: o->microbatches = sim_train_long("--microbatches", optarg, 1); break;
         case O_ACT: o->act_mb = sim_train_double("--act-mb", optarg, 0, 1); break;
+        case O_ORDER:
+            if (strcmp(optarg, "tp-dp-pp") && strcmp(optarg, "tp-pp-dp"))
+                sim_train_usage_error("--order: '%s' is neither tp-dp-pp nor tp-pp-dp", optarg);
+            o->pp_inner = !strcmp(optarg, "tp-pp-dp");
+            break;
         case O_STAGE_SLOW:
             sim_train_which_factor("--stage-slow", "STAGE", optarg, &o->stage_slow, &o->stage_slow_factor);
             break;
@@ -702,8 +712,13 @@ static void sim_train_groups(struct sim_train *t)
                               tp * pp);
     t->dp_n = (int)(t->world / (tp * pp));
     t->tp_i = (int)(t->rank % tp);
-    t->dp_i = (int)(t->rank / tp % t->dp_n);
-    t->pp_i = (int)(t->rank / (tp * t->dp_n));
+    if (o->pp_inner) {
+        t->pp_i = (int)(t->rank / tp % pp);
+        t->dp_i = (int)(t->rank / (tp * pp));
+    } else {
+        t->dp_i = (int)(t->rank / tp % t->dp_n);
+        t->pp_i = (int)(t->rank / (tp * t->dp_n));
+    }
     if (t->pp_i == o->stage_slow)
         t->scale *= o->stage_slow_factor;
     snprintf(sim_train_layout, sizeof sim_train_layout,

@@ -12,8 +12,9 @@ TRAIN = os.path.join(BUILD, "simtrain")
 SIM = os.path.join(BUILD, "sim")
 
 
-def sim_job(name, world, args, truth=False, timeout=300):
-    """Runs it; checks "NAME: simtrain runs" and "NAME: report succeeds".
+def sim_job(name, world, args, truth=False, timeout=300, nodes=0):
+    """Runs it (as `nodes` nodes, each its host name, when given); checks
+    "NAME: simtrain runs" and "NAME: report succeeds".
     Returns (report.json, the summary's text, the page, the truth's lines
     or []) or None."""
     d = tempdir("simjob-" + name.replace(" ", "-"))
@@ -25,7 +26,7 @@ def sim_job(name, world, args, truth=False, timeout=300):
                AGENT_SO=os.path.join(BUILD, "libagent.so"))
     if truth:
         env["SIMGPU_TRUTH"] = os.path.join(d, "truth.%p")
-    cmd = [LAUNCH, "-n", str(world), "--", "sh", "-c", 'export LD_PRELOAD="$AGENT_SO"; exec "$@"', "sh",
+    cmd = [LAUNCH, "-n", str(world)] + (["--nodes", str(nodes)] if nodes else []) + ["--", "sh", "-c", 'export LD_PRELOAD="$AGENT_SO"; exec "$@"', "sh",
            TRAIN] + args
     p = run(cmd, env=env, timeout=timeout)
     out = None

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Communication groups by role: simtrain on 8 ranks with tensor, pipeline
-and data parallel groups (--tp 2 --pp 2: 2 replicas), and with tensor and
-pipeline only (--tp 4 --pp 2), under the agent. report.json's groups must
+and data parallel groups (--tp 2 --pp 2: 2 replicas), with tensor and
+pipeline only (--tp 4 --pp 2), and the first as 2 nodes of 4 (simlaunch
+--nodes: a host name each) in Megatron's order and with the pipeline inside
+the data parallel replicas (--order tp-pp-dp), under the agent. report.json's groups must
 name each role with its communicators' count and size, an example whose
 ranks are one of the groups simtrain made, their operations and calls per
 step; the summary and the page list them; a plain data-parallel job gets
@@ -23,20 +25,25 @@ MIB = 1 << 20
 STEPS, LAYERS, ACT_MB, BUCKET_MB = 12, 4, 2, 8
 
 
-def job(name, world, tp, pp):
+def job(name, world, tp, pp, nodes=0, order=None):
     """Runs the job; (report.json, summary text, page) or None."""
     args = ["--steps", str(STEPS), "--layers", str(LAYERS), "--act-mb", str(ACT_MB), "--bucket-mb", str(BUCKET_MB),
             "--fwd-us", "100", "--bwd-us", "200"]
     args += ["--tp", str(tp)] if tp > 1 else []
     args += ["--pp", str(pp)] if pp > 1 else []
-    got = sim_job(name, world, args)
+    args += ["--order", order] if order else []
+    got = sim_job(name, world, args, nodes=nodes)
     return got[:3] if got else None
 
 
-def layout(world, tp, pp):
-    """simtrain's groups as sets of ranks, by role (Megatron's order)."""
+def layout(world, tp, pp, order=None):
+    """simtrain's groups as sets of ranks, by role (Megatron's order, or
+    tp-pp-dp)."""
     dp = world // (tp * pp)
-    place = {r: (r % tp, r // tp % dp, r // (tp * dp)) for r in range(world)}
+    if order == "tp-pp-dp":
+        place = {r: (r % tp, r // (tp * pp), r // tp % pp) for r in range(world)}
+    else:
+        place = {r: (r % tp, r // tp % dp, r // (tp * dp)) for r in range(world)}
     groups = {"tensor": {}, "data": {}, "pipeline": {}}
     for r, (t, d, p) in place.items():
         groups["tensor"].setdefault((p, d), set()).add(r)
@@ -45,12 +52,13 @@ def layout(world, tp, pp):
     return {role: [g for g in gs.values()] for role, gs in groups.items() if len(next(iter(gs.values()))) > 1}
 
 
-def check_job(name, world, tp, pp):
-    got = job(name, world, tp, pp)
+def check_job(name, world, tp, pp, nodes=0, order=None):
+    got = job(name, world, tp, pp, nodes, order)
     if not got:
         return
     rep, text, page = got
-    want = layout(world, tp, pp)
+    want = layout(world, tp, pp, order)
+    per = world // nodes if nodes else world
     groups = {g["role"]: g for g in rep["groups"]}
     check(name + ": one group per role, the roles simtrain made", sorted(groups) == sorted(want)
           and len(rep["groups"]) == len(want), json.dumps([(g["role"], g["count"], g["size"]) for g in rep["groups"]]))
@@ -65,9 +73,16 @@ def check_job(name, world, tp, pp):
         check("%s: %s: the example is one of simtrain's groups" % (name, role),
               set(g["members_example"]) in sets, str(g["members_example"]))
         ops = {o["op"]: o for o in g["ops"]}
-        check("%s: %s: inside the one host, with a reason and how sure" % (name, role),
-              g["intra_node"] is True and g["hosts"] == 1 and g["why"] and 0 < g["confidence"] <= 1,
-              json.dumps(g)[:300])
+        # where the groups are: inside a node, or across with one local rank
+        # on each (a rail) when every member has the same
+        inside = all(len({r // per for r in s}) == 1 for s in sets)
+        hosts = max(len({r // per for r in s}) for s in sets)
+        rails = not inside and all(len({r % per for r in s}) == 1 for s in sets)
+        check("%s: %s: %s, with a reason and how sure" % (name, role, "inside a node" if inside else
+                                                            "across %d hosts" % hosts),
+              g["intra_node"] is inside and g["hosts"] == hosts and g["why"] and 0 < g["confidence"] <= 1 and
+              g["rail_aligned"] is rails and g["rail"] == (min(g["members_example"]) % per if rails else None),
+              json.dumps(g)[:400])
         if role == "pipeline":
             check(name + ": pipeline: sends and receives only, of the activations",
                   ops and set(ops) <= {"Send", "Recv", "SendRecv"} and
@@ -101,6 +116,10 @@ def check_job(name, world, tp, pp):
 def main():
     check_job("tp2 pp2 dp2", 8, 2, 2)
     check_job("tp4 pp2", 8, 4, 2)
+    # 2 nodes of 4: Megatron's order keeps tensor and data parallel inside a
+    # node and runs the pipeline across; tp-pp-dp the data parallel groups
+    check_job("tp2 pp2 dp2 on 2 nodes", 8, 2, 2, nodes=2)
+    check_job("tp2 pp2 dp2 tp-pp-dp on 2 nodes", 8, 2, 2, nodes=2, order="tp-pp-dp")
     got = job("data parallel", 2, 1, 1)
     if got:
         rep, text, page = got
