@@ -477,11 +477,44 @@ void rsr_coll_analysis_free(struct rsr_coll_analysis *a)
     free(a->p2p_step_wait_us);
     free(a->p2p_step_calls);
     free(a->p2p_stage_steps);
+    for (size_t i = 0; a->comm_time && i < a->n_models; i++)
+        free(a->comm_time[i]);
+    free(a->comm_time);
+    free(a->n_comm_time);
     for (size_t i = 0; a->stragglers && i < a->n_stragglers; i++)
         for (size_t k = 0; k < a->stragglers[i].why.n_kernels; k++)
             free(a->stragglers[i].why.kernels[k].mean_us);
     free(a->stragglers);
     memset(a, 0, sizeof *a);
+}
+
+/* Adds model i's part of call c (its entry x) to its time in x's
+ * communicator. 0, or -1 when out of memory. */
+static int comm_time_add(struct rsr_coll_analysis *a, uint32_t i, const struct call *c,
+                         const struct rsr_coll_entry *x)
+{
+    struct rsr_comm_time *v = a->comm_time[i];
+    size_t n = a->n_comm_time[i], k = 0;
+    while (k < n && v[k].comm_id != x->k->comm_id)
+        k++;
+    if (k == n) {
+        if ((n & (n - 1)) == 0) {       /* 0, 1, 2, 4...: room for twice as many */
+            void *p = realloc(v, (n ? 2 * n : 1) * sizeof *v);
+            if (!p)
+                return -1;
+            a->comm_time[i] = v = p;
+        }
+        v[n] = (struct rsr_comm_time){ x->k->comm_id, 0, 0, 0 };
+        a->n_comm_time[i] = ++n;
+    }
+    const struct rsr_coll_tuple *t = &x->t;
+    int64_t arrive = c->arrive > t->start_ns ? c->arrive : t->start_ns;
+    v[k].wait_us += (double)(arrive - t->start_ns) / 1e3;
+    if (t->end_ns > arrive) {
+        v[k].transfer_us += (double)(t->end_ns - arrive) / 1e3;
+        v[k].hidden_us += (double)(rsr_coll_hidden_ns(t, t->end_ns) - rsr_coll_hidden_ns(t, arrive)) / 1e3;
+    }
+    return 0;
 }
 
 int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rsr_coll_analysis *out)
@@ -508,9 +541,12 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
     out->shadowed_us = calloc(n ? n : 1, sizeof *out->shadowed_us);
     out->p2p_wait_us = calloc(n ? n : 1, sizeof *out->p2p_wait_us);
     out->p2p_calls = calloc(n ? n : 1, sizeof *out->p2p_calls);
+    out->comm_time = calloc(n ? n : 1, sizeof *out->comm_time);
+    out->n_comm_time = calloc(n ? n : 1, sizeof *out->n_comm_time);
     out->n_models = n;
     if (!caused || !caused_op || !last || !calls || !excess || !out->wait_us || !out->coll_us ||
-        !out->exposed_wait_us || !out->transfer_us || !out->shadowed_us || !out->p2p_wait_us || !out->p2p_calls)
+        !out->exposed_wait_us || !out->transfer_us || !out->shadowed_us || !out->p2p_wait_us || !out->p2p_calls ||
+        !out->comm_time || !out->n_comm_time)
         goto oom;
     const struct rsr_coll_entry *e;
     long ng;
@@ -528,6 +564,8 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
                 out->exposed_wait_us[e[j].model] += (double)m.exposed_wait / 1e3;
                 out->transfer_us[e[j].model] += (double)m.transfer / 1e3;
                 out->shadowed_us[e[j].model] += m.shadowed / 1e3;
+                if (comm_time_add(out, e[j].model, &c, &e[j]) != 0)
+                    goto oom;
                 if (pipe_call(e[j].k)) {
                     out->p2p_wait_us[e[j].model] += (double)m.wait / 1e3;
                     out->p2p_calls[e[j].model] += e[j].k->calls ? e[j].k->calls : 1;

@@ -143,6 +143,14 @@ struct rsr_coll_analysis {
      * step: [stage * p2p_nsteps + step], summed over the processes */
     double *p2p_stage_steps;
     size_t p2p_stages, p2p_nsteps;
+    /* per model, its time in each communicator's calls: the wait for the
+     * last rank, the transfer after it, and what of that transfer its
+     * compute hid (groups.c sums them by role) */
+    struct rsr_comm_time {
+        uint64_t comm_id;
+        double wait_us, transfer_us, hidden_us;
+    } **comm_time;
+    size_t *n_comm_time;
     size_t n_models;
     struct rsr_straggler *stragglers;   /* ranks named stragglers, most waiting caused first */
     size_t n_stragglers;

@@ -31,7 +31,7 @@ struct comm {
     size_t last_model;          /* the model that added the last member, + 1 */
     uint64_t calls, op_calls[RSR_COLL_NOPS];
     double op_bytes[RSR_COLL_NOPS];
-    double t_us, wait_us, bw_t, mean_t, bytes;
+    double bw_t, mean_t, bytes;
     int kind;                   /* enum kind */
     int cls;
 };
@@ -112,9 +112,9 @@ static int alike(const struct comm *a, const struct comm *b)
 }
 
 /* A class's figures from its communicators. */
-static void class_sum(struct rsr_group *g, const struct comm *v, size_t nc, int cls, double denom_us, size_t nsteps)
+static void class_sum(struct rsr_group *g, const struct comm *v, size_t nc, int cls, size_t nsteps)
 {
-    double t = 0, wait = 0, bw_t = 0, mean_t = 0, bytes[RSR_COLL_NOPS] = { 0 };
+    double bw_t = 0, mean_t = 0, bytes[RSR_COLL_NOPS] = { 0 };
     uint64_t calls[RSR_COLL_NOPS] = { 0 };
     const struct comm *ex = NULL;
     g->intra_node = 1;
@@ -127,7 +127,7 @@ static void class_sum(struct rsr_group *g, const struct comm *v, size_t nc, int 
         g->size = c->size;
         g->count++;
         g->calls += c->calls;
-        t += c->t_us, wait += c->wait_us, bw_t += c->bw_t, mean_t += c->mean_t;
+        bw_t += c->bw_t, mean_t += c->mean_t;
         for (int op = 0; op < RSR_COLL_NOPS; op++)
             calls[op] += c->op_calls[op], bytes[op] += c->op_bytes[op];
         if (c->nh > 1)
@@ -139,8 +139,6 @@ static void class_sum(struct rsr_group *g, const struct comm *v, size_t nc, int 
             ex = c;
     }
     g->rail = g->rail_aligned && ex ? ex->local : -1;
-    g->time_pct = denom_us > 0 ? 100 * t / denom_us : 0;
-    g->sync_wait_pct = t > 0 ? 100 * wait / t : 0;
     g->busbw_gbs = mean_t > 0 ? bw_t / mean_t : 0;
     g->calls_per_step = nsteps && g->count ? (double)g->calls / (double)g->count / (double)nsteps : 0;
     for (size_t k = 0; k < RSR_GROUP_MAX_OPS; k++) {
@@ -396,15 +394,13 @@ int rsr_groups_find(struct rsr_model *const *models, size_t n, const struct rsr_
             c->id = r->comm_id;
             c->local = -2;
         }
-        double ranks = r->ranks > 0 ? r->ranks : 1, cnt = (double)r->count;
+        double cnt = (double)r->count;
         if (r->ranks > c->size)
             c->size = r->ranks;
         c->calls += r->count;
         c->op_calls[r->op] += r->count;
         c->op_bytes[r->op] += cnt * (double)r->bytes;
         c->bytes += cnt * (double)r->bytes;
-        c->t_us += cnt * ranks * (r->mean_us + r->mean_wait_us);
-        c->wait_us += cnt * ranks * r->mean_wait_us;
         c->bw_t += cnt * r->mean_us * r->busbw_gbs;
         c->mean_t += cnt * r->mean_us;
     }
@@ -446,7 +442,7 @@ int rsr_groups_find(struct rsr_model *const *models, size_t n, const struct rsr_
     size_t nsteps = steps && steps->source ? steps->count : 0;
     for (size_t k = 0; k < ncls; k++) {
         struct rsr_group *g = &out->v[k];
-        class_sum(g, v, nc, (int)k, denom, nsteps);
+        class_sum(g, v, nc, (int)k, nsteps);
         int kind = KIND_COLL;
         for (size_t i = 0; i < nc; i++)
             if (v[i].cls == (int)k)
@@ -465,6 +461,39 @@ int rsr_groups_find(struct rsr_model *const *models, size_t n, const struct rsr_
     roles(out->v, out->n, world);
     if (pipeline(models, n, colls, v, nc, out, steps, wall_s, &out->pipe) != 0)
         goto done;
+    /* each process's time by role, and each class's hidden transfer */
+    out->by_model = calloc((n ? n : 1) * RSR_GROUP_NROLES, sizeof *out->by_model);
+    double *xfer = calloc(ncls ? ncls : 1, sizeof *xfer), *hid = calloc(ncls ? ncls : 1, sizeof *hid);
+    double *wt = calloc(ncls ? ncls : 1, sizeof *wt);
+    if (!out->by_model || !xfer || !hid || !wt) {
+        free(xfer), free(hid), free(wt);
+        goto done;
+    }
+    out->n_models = n;
+    out->wall_s = wall_s;
+    for (size_t i = 0; i < n && i < colls->n_models; i++)
+        for (size_t k = 0; k < colls->n_comm_time[i]; k++) {
+            const struct rsr_comm_time *ct = &colls->comm_time[i][k];
+            const struct comm *c = comm_of(v, nc, ct->comm_id);
+            if (!c || c->cls < 0)
+                continue;
+            struct rsr_role_time *r = &out->by_model[i * RSR_GROUP_NROLES + out->v[c->cls].role];
+            r->time_us += ct->wait_us + ct->transfer_us;
+            r->wait_us += ct->wait_us;
+            r->hidden_us += ct->hidden_us;
+            xfer[c->cls] += ct->transfer_us;
+            hid[c->cls] += ct->hidden_us;
+            wt[c->cls] += ct->wait_us;
+        }
+    /* the classes' shares from the same sums as the processes' (each
+     * rank's own end of each call), so that the two agree */
+    for (size_t k = 0; k < ncls; k++) {
+        struct rsr_group *x = &out->v[k];
+        x->hidden_pct = xfer[k] > 0 ? 100 * hid[k] / xfer[k] : 0;
+        x->time_pct = denom > 0 ? 100 * (wt[k] + xfer[k]) / denom : 0;
+        x->sync_wait_pct = wt[k] + xfer[k] > 0 ? 100 * wt[k] / (wt[k] + xfer[k]) : 0;
+    }
+    free(xfer), free(hid), free(wt);
     qsort(out->v, out->n, sizeof *out->v, cmp_group);
     rc = 0;
 done:
@@ -484,5 +513,6 @@ void rsr_groups_free(struct rsr_groups *g)
         free(g->v[i].members);
     free(g->v);
     free(g->pipe.by_stage);
+    free(g->by_model);
     memset(g, 0, sizeof *g);
 }

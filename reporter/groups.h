@@ -74,6 +74,7 @@ struct rsr_group {
     double calls_per_step;      /* per communicator and training step; 0: no steps */
     double time_pct;            /* of the ranks' time (processes with collectives x wall) */
     double sync_wait_pct;       /* of its time, waiting for a late rank */
+    double hidden_pct;          /* of its transfer (after the last arrival), what the ranks' compute hid */
     double busbw_gbs;           /* its rows' busbw, weighted by their transfer time */
     double confidence;
     char why[240];
@@ -118,10 +119,21 @@ struct rsr_pipeline {
     double slowest_excess_pct;  /* the others' mean bubble beyond the least one's, % of the step */
 };
 
+/* A process's time in one role's calls (rsr_coll_analysis.comm_time
+ * summed over its communicators of that role), us. */
+struct rsr_role_time {
+    double time_us;             /* wait + transfer */
+    double wait_us;             /* for the last rank to arrive */
+    double hidden_us;           /* of the transfer, what its compute hid */
+};
+
 struct rsr_groups {
     struct rsr_group *v;        /* by time_pct, descending */
     size_t n;
     struct rsr_pipeline pipe;
+    struct rsr_role_time *by_model;     /* [model * RSR_GROUP_NROLES + role] */
+    size_t n_models;
+    double wall_s;              /* the shares' denominator, per process */
 };
 
 /* Finds the groups of models[0..n) from their collectives' rows (the

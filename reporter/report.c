@@ -420,9 +420,33 @@ static void waits_json(FILE *f, const struct rsr_proc_waits *w)
 }
 
 /* The figures of process i that come from the analyses. */
+/* A process's time in each role's calls (groups.h), where it has some. */
+static void comm_roles_json(FILE *f, const struct rsr_groups *g, size_t i)
+{
+    if (!g->by_model || i >= g->n_models || g->wall_s <= 0)
+        return;
+    int first = 1;
+    for (int r = 0; r < RSR_GROUP_NROLES; r++) {
+        const struct rsr_role_time *t = &g->by_model[i * RSR_GROUP_NROLES + r];
+        if (t->time_us <= 0)
+            continue;
+        fprintf(f, "%s\"%s\":{", first ? ",\"comm_by_role\":{" : ",", rsr_group_role_name(r));
+        first = 0;
+        fputs("\"time_pct\":", f);
+        rsr_json_num(f, 100 * t->time_us / 1e6 / g->wall_s);
+        num_key(f, "wait_pct", 100 * t->wait_us / 1e6 / g->wall_s);
+        double xfer = t->time_us - t->wait_us;
+        num_key(f, "hidden_pct_of_transfer", xfer > 0 ? 100 * t->hidden_us / xfer : 0);
+        putc('}', f);
+    }
+    if (!first)
+        putc('}', f);
+}
+
 static void process_analysis_json(FILE *f, const struct rsr_job *j, size_t i)
 {
     const struct rsr_model *m = j->models[i];
+    comm_roles_json(f, &j->groups, i);
     if (j->gpu && j->gpu[i].span_ns) {
         putc(',', f);
         gpu_json(f, &j->gpu[i]);
@@ -553,6 +577,7 @@ static void groups_json(FILE *f, const struct rsr_groups *gs)
         num_key(f, "calls_per_step", g->calls_per_step);
         num_key(f, "time_pct", g->time_pct);
         num_key(f, "sync_wait_pct", g->sync_wait_pct);
+        num_key(f, "hidden_pct", g->hidden_pct);
         num_key(f, "busbw_gbs", g->busbw_gbs);
         num_key(f, "confidence", g->confidence);
         fputs(",\"why\":", f);

@@ -102,6 +102,19 @@ def check_job(name, world, tp, pp, nodes=0, order=None):
               "%s per step, %d calls on %d communicators, %d steps" % (g["calls_per_step"], g["calls"], g["count"], steps))
         check("%s: %s: shares of time within bounds" % (name, role),
               0 < g["time_pct"] < 100 and 0 <= g["sync_wait_pct"] <= 100, json.dumps(g)[:300])
+    # each rank's time by role: a role for every group it is in, and the
+    # groups' shares the mean of the ranks' (the same calls, counted once)
+    procs = [p for p in rep["processes"] if p["rank"] is not None]
+    mine = {p["rank"]: p.get("comm_by_role", {}) for p in procs}
+    check(name + ": every rank has a time for each role it plays, and only those",
+          all(sorted(mine[r]) == sorted(role for role, sets in want.items() if any(r in s for s in sets))
+              for r in range(world)), json.dumps(mine)[:400])
+    for role, g in groups.items():
+        mean = sum(m.get(role, {}).get("time_pct", 0) for m in mine.values()) / world
+        check("%s: %s: the group's share is the mean of its ranks'" % (name, role),
+              abs(mean - g["time_pct"]) <= 1e-4 * g["time_pct"] + 1e-6 and
+              all(0 <= m[role]["wait_pct"] <= m[role]["time_pct"] and 0 <= m[role]["hidden_pct_of_transfer"] <= 100
+                  for m in mine.values() if role in m), "%.5f against %.5f" % (mean, g["time_pct"]))
     line = [ln for ln in text.splitlines() if "communication groups:" in ln]
     check(name + ": the summary's line names every group with its share of time",
           len(line) == 1 and all("%s %d x %d ranks" % (g["role"], g["count"], g["size"]) in line[0] and
