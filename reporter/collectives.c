@@ -504,7 +504,7 @@ static int comm_time_add(struct rsr_coll_analysis *a, uint32_t i, const struct c
                 return -1;
             a->comm_time[i] = v = p;
         }
-        v[n] = (struct rsr_comm_time){ x->k->comm_id, 0, 0, 0 };
+        v[n] = (struct rsr_comm_time){ x->k->comm_id, 0, 0, 0, 0 };
         a->n_comm_time[i] = ++n;
     }
     const struct rsr_coll_tuple *t = &x->t;
@@ -591,6 +591,9 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
                 if (c.wait_us > 0) {
                     last[c.last]++;
                     caused[c.last] += c.wait_us;
+                    for (size_t k = 0; k < out->n_comm_time[c.last]; k++)
+                        if (out->comm_time[c.last][k].comm_id == c0->comm_id)
+                            out->comm_time[c.last][k].caused_us += c.wait_us;
                     caused_op[c.last * RSR_COLL_NOPS + (c0->op < RSR_COLL_NOPS ? c0->op : 0)] += c.wait_us;
                 }
             }
@@ -654,6 +657,13 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
     }
     for (size_t i = 0; i < n; i++) {
         if (caused[i] <= 0 || isnan(excess[i]) || excess[i] < RSR_STRAGGLER_MIN_PCT)
+            continue;
+        /* a rank that waited for a pipeline stage comes late by up to that
+         * much through no fault of its own (the replica behind a slow
+         * stage comes last to its data-parallel all-reduce): named only
+         * when what the others waited for it beyond that delay is at least
+         * the delay itself (host noise moves both) */
+        if (caused[i] - out->p2p_wait_us[i] < out->p2p_wait_us[i])
             continue;
         struct rsr_straggler *s = &out->stragglers[out->n_stragglers++];
         s->rank = models[i]->rank;

@@ -45,7 +45,10 @@ struct rsr_coll_row {
  * order, into up to RSR_STRAGGLER_PARTS parts of the job (at least
  * RSR_STRAGGLER_MIN_PARTS, of two calls or more), and in each part the
  * excess is taken as a share of the part's time. A rank is named when that
- * share, in the median part, is RSR_STRAGGLER_MIN_PCT or more.
+ * share, in the median part, is RSR_STRAGGLER_MIN_PCT or more, unless what
+ * the others waited for it is less than twice its own wait in a pipeline's
+ * sends and receives (it passes on a slow stage's delay). A pipeline's own
+ * calls never count (their waits are its bubble).
  * Why: the fair share takes away the waiting that equal ranks cause among
  * themselves (gen_job's ranks, which all leave each call together however
  * scattered their arrivals, are each charged about their share); the median
@@ -149,6 +152,7 @@ struct rsr_coll_analysis {
     struct rsr_comm_time {
         uint64_t comm_id;
         double wait_us, transfer_us, hidden_us;
+        double caused_us;       /* the others' mean wait in calls it came last to (as stragglers count it) */
     } **comm_time;
     size_t *n_comm_time;
     size_t n_models;

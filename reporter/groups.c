@@ -487,6 +487,17 @@ int rsr_groups_find(struct rsr_model *const *models, size_t n, const struct rsr_
         }
     /* the classes' shares from the same sums as the processes' (each
      * rank's own end of each call), so that the two agree */
+    /* each communicator's role and members, which it hands over */
+    out->comms = calloc(nc ? nc : 1, sizeof *out->comms);
+    if (!out->comms) {
+        free(xfer), free(hid), free(wt);
+        goto done;
+    }
+    for (size_t i = 0; i < nc; i++) {
+        out->comms[i] = (struct rsr_group_comm){ v[i].id, out->v[v[i].cls].role, v[i].ranks, v[i].nr };
+        v[i].ranks = NULL;
+    }
+    out->n_comms = nc;
     for (size_t k = 0; k < ncls; k++) {
         struct rsr_group *x = &out->v[k];
         x->hidden_pct = xfer[k] > 0 ? 100 * hid[k] / xfer[k] : 0;
@@ -507,6 +518,14 @@ done:
     return rc;
 }
 
+const struct rsr_group_comm *rsr_groups_comm(const struct rsr_groups *g, uint64_t id)
+{
+    for (size_t i = 0; i < g->n_comms; i++)
+        if (g->comms[i].id == id)
+            return &g->comms[i];
+    return NULL;
+}
+
 void rsr_groups_free(struct rsr_groups *g)
 {
     for (size_t i = 0; i < g->n; i++)
@@ -514,5 +533,8 @@ void rsr_groups_free(struct rsr_groups *g)
     free(g->v);
     free(g->pipe.by_stage);
     free(g->by_model);
+    for (size_t i = 0; i < g->n_comms; i++)
+        free(g->comms[i].members);
+    free(g->comms);
     memset(g, 0, sizeof *g);
 }

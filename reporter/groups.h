@@ -127,9 +127,19 @@ struct rsr_role_time {
     double hidden_us;           /* of the transfer, what its compute hid */
 };
 
+/* One communicator with calls: its class's role and its members. */
+struct rsr_group_comm {
+    uint64_t id;
+    uint8_t role;
+    int32_t *members;           /* global ranks, ascending */
+    size_t n_members;
+};
+
 struct rsr_groups {
     struct rsr_group *v;        /* by time_pct, descending */
     size_t n;
+    struct rsr_group_comm *comms;
+    size_t n_comms;
     struct rsr_pipeline pipe;
     struct rsr_role_time *by_model;     /* [model * RSR_GROUP_NROLES + role] */
     size_t n_models;
@@ -144,5 +154,8 @@ int rsr_groups_find(struct rsr_model *const *models, size_t n, const struct rsr_
                     const struct rsr_steps *steps, double wall_s, struct rsr_groups *out);
 
 void rsr_groups_free(struct rsr_groups *g);
+
+/* The communicator id's entry, or NULL. */
+const struct rsr_group_comm *rsr_groups_comm(const struct rsr_groups *g, uint64_t id);
 
 #endif

@@ -620,6 +620,50 @@ static void pipeline_json(FILE *f, const struct rsr_pipeline *p)
     fputs("]}", f);
 }
 
+/* The groups (communicators) a straggler holds back, most waiting caused
+ * first, each with its share of the waiting it caused (groups.h). */
+static size_t straggler_groups(const struct rsr_job *j, const struct rsr_straggler *s,
+                               const struct rsr_comm_time **out, size_t cap)
+{
+    if (!j->colls.comm_time || s->model >= j->colls.n_models)
+        return 0;
+    const struct rsr_comm_time *v = j->colls.comm_time[s->model];
+    size_t nv = j->colls.n_comm_time[s->model], n = 0;
+    while (n < cap) {
+        const struct rsr_comm_time *best = NULL;
+        for (size_t k = 0; k < nv; k++) {
+            int taken = 0;
+            for (size_t q = 0; q < n; q++)
+                taken |= out[q] == &v[k];
+            if (!taken && v[k].caused_us > 0 && rsr_groups_comm(&j->groups, v[k].comm_id) &&
+                (!best || v[k].caused_us > best->caused_us))
+                best = &v[k];
+        }
+        if (!best)
+            break;
+        out[n++] = best;
+    }
+    return n;
+}
+
+static void straggler_groups_json(FILE *f, const struct rsr_job *j, const struct rsr_straggler *s)
+{
+    const struct rsr_comm_time *v[8];
+    size_t n = straggler_groups(j, s, v, 8);
+    fputs(",\"groups\":[", f);
+    for (size_t i = 0; i < n; i++) {
+        const struct rsr_group_comm *gc = rsr_groups_comm(&j->groups, v[i]->comm_id);
+        fprintf(f, "%s{\"role\":\"%s\",\"comm\":\"%016llx\"", i ? "," : "", rsr_group_role_name(gc->role),
+                (unsigned long long)gc->id);
+        num_key(f, "caused_pct", s->caused_us > 0 ? 100 * v[i]->caused_us / s->caused_us : 0);
+        fputs(",\"members\":[", f);
+        for (size_t k = 0; k < gc->n_members; k++)
+            fprintf(f, "%s%d", k ? "," : "", gc->members[k]);
+        fputs("]}", f);
+    }
+    putc(']', f);
+}
+
 static void job_json(FILE *f, const struct rsr_job *j, const struct rsr_input *ins)
 {
     num_key(f, "skew_us", (double)j->align.max_correction_ns / 1e3);
@@ -686,6 +730,7 @@ static void job_json(FILE *f, const struct rsr_job *j, const struct rsr_input *i
                 rsr_coll_op_name(s->worst_op));
         rsr_json_str(f, s->evidence);
         why_json(f, j, s);
+        straggler_groups_json(f, j, s);
         putc('}', f);
     }
     /* the test behind the list (collectives.h), so that an empty list reads
@@ -917,6 +962,16 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
         for (size_t k = 0; k < s->why.n_kernels && k < 3; k++)
             fprintf(f, "%s%s x%.2f", k ? ", " : ": ", s->why.kernels[k].name,
                     s->why.kernels[k].straggler_us / s->why.kernels[k].others_us);
+        const struct rsr_comm_time *held[8];
+        size_t nh = j->groups.n > 1 ? straggler_groups(j, s, held, 8) : 0;
+        for (size_t g = 0; g < nh; g++) {
+            const struct rsr_group_comm *gc = rsr_groups_comm(&j->groups, held[g]->comm_id);
+            fprintf(f, "%s%s group (ranks", g ? "; its " : "; it holds back its ", rsr_group_role_name(gc->role));
+            for (size_t k = 0; k < gc->n_members && k < 16; k++)
+                fprintf(f, "%s%d", k ? ", " : " ", gc->members[k]);
+            fprintf(f, "%s: %.0f%% of that waiting)", gc->n_members > 16 ? "..." : "",
+                    s->caused_us > 0 ? 100 * held[g]->caused_us / s->caused_us : 0);
+        }
         fputc('\n', f);
     } else if (j->colls.straggler_parts) {
         fprintf(f, "  slowest rank: none stands out (no rank made the others wait %.0f%% of their time beyond an "

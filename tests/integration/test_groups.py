@@ -133,6 +133,24 @@ def main():
     # node and runs the pipeline across; tp-pp-dp the data parallel groups
     check_job("tp2 pp2 dp2 on 2 nodes", 8, 2, 2, nodes=2)
     check_job("tp2 pp2 dp2 tp-pp-dp on 2 nodes", 8, 2, 2, nodes=2, order="tp-pp-dp")
+    # a slow rank of one tensor-parallel group: named, with its group, and
+    # not the replica behind it, which only passes its stage's delay on
+    got = sim_job("rank 5 slowed", 8, ["--tp", "2", "--pp", "2", "--steps", "20", "--layers", str(LAYERS),
+                                       "--fwd-us", "400", "--bwd-us", "800", "--straggler", "5:2"])
+    if got:
+        rep, text = got[0], got[1]
+        st = rep["stragglers"]
+        # the groups it holds back: its tensor group at each layer, its data
+        # group at the step's end (not the pipeline: that is the bubble)
+        held = sorted((g["role"], g["members"]) for g in st[0].get("groups", [])) if st else []
+        check("rank 5 slowed: rank 5 alone named, holding back its tensor and data groups",
+              [s["rank"] for s in st] == [5] and held == [("data", [5, 7]), ("tensor", [4, 5])] and
+              abs(sum(g["caused_pct"] for g in st[0]["groups"]) - 100) < 0.01,
+              json.dumps([(s["rank"], s.get("groups")) for s in st])[:500])
+        line = [ln for ln in text.splitlines() if "slowest rank:" in ln]
+        check("rank 5 slowed: the summary says which groups it holds back",
+              len(line) == 1 and "tensor group (ranks 4, 5:" in line[0] and "data group (ranks 5, 7:" in line[0],
+              "\n".join(line))
     got = job("data parallel", 2, 1, 1)
     if got:
         rep, text, page = got
