@@ -34,7 +34,7 @@ static int all_to_all(const struct rsr_group_unit *u, int32_t nranks)
 }
 
 /* The unit's op, bytes and sequence number from its calls. */
-static void settle(const struct rsr_group_unit *u, struct rsr_coll *c, int32_t nranks)
+static void settle(const struct rsr_group_unit *u, struct rsr_coll *c, int32_t nranks, int32_t rank)
 {
     uint64_t p2p = u->send_bytes > u->recv_bytes ? u->send_bytes : u->recv_bytes;
     c->bytes = u->coll_bytes + p2p;
@@ -44,15 +44,23 @@ static void settle(const struct rsr_group_unit *u, struct rsr_coll *c, int32_t n
     } else {
         c->op = all_to_all(u, nranks) ? RSR_COLL_ALLTOALL : RSR_COLL_SENDRECV;
         c->seq = (u->p2p_seq & RSR_SEQ_NUMBER) | RSR_GROUP_P2P_SEQ;
+        uint64_t one = u->first_peer >= 0 ? 1ull << (u->first_peer % 64) : 0;
+        if (one && (u->send_peers | u->recv_peers) == one && nranks > 1 && nranks <= 64 && rank >= 0 &&
+            u->first_peer < nranks && rank != u->first_peer) {
+            uint64_t lo = (uint64_t)(rank < u->first_peer ? rank : u->first_peer);
+            uint64_t hi = (uint64_t)(rank < u->first_peer ? u->first_peer : rank), n = (uint64_t)nranks;
+            c->seq = (uint32_t)(((uint64_t)u->pair_seq * n * n + lo * n + hi) & RSR_SEQ_NUMBER) | RSR_GROUP_P2P_SEQ;
+        }
     }
     c->peer = -1;
 }
 
-/* The next number of a group of sends and receives on comm. */
-static uint32_t p2p_number(struct rsr_group_fold *g, uint64_t comm)
+/* The next number of a group of sends and receives on comm (with peer, or
+ * -1: any). */
+static uint32_t p2p_number(struct rsr_group_fold *g, uint64_t comm, int32_t peer)
 {
     for (size_t i = 0; i < g->n_counts; i++)
-        if (g->counts[i].comm == comm)
+        if (g->counts[i].comm == comm && g->counts[i].peer == peer)
             return g->counts[i].n++;
     struct rsr_group_count *p = realloc(g->counts, (g->n_counts + 1) * sizeof *p);
     if (!p) {
@@ -60,11 +68,11 @@ static uint32_t p2p_number(struct rsr_group_fold *g, uint64_t comm)
         return 0;
     }
     g->counts = p;
-    g->counts[g->n_counts++] = (struct rsr_group_count){ comm, 1 };
+    g->counts[g->n_counts++] = (struct rsr_group_count){ comm, peer, 1 };
     return 0;
 }
 
-void rsr_group_take(struct rsr_group_fold *g, struct rsr_model *m, uint64_t group, int32_t nranks)
+void rsr_group_take(struct rsr_group_fold *g, struct rsr_model *m, uint64_t group, int32_t nranks, int32_t rank)
 {
     if (!group || !m->n_colls)
         return;
@@ -84,7 +92,7 @@ void rsr_group_take(struct rsr_group_fold *g, struct rsr_model *m, uint64_t grou
             x->call_end_ns = c->call_end_ns;
         x->group_calls++;
         count_call(u, c);
-        settle(u, x, nranks);
+        settle(u, x, nranks, rank);
         m->n_colls--;
         return;
     }
@@ -93,7 +101,9 @@ void rsr_group_take(struct rsr_group_fold *g, struct rsr_model *m, uint64_t grou
         g->n++;
     int p2p = c->op == RSR_COLL_SEND || c->op == RSR_COLL_RECV;
     *u = (struct rsr_group_unit){ .group = group, .comm = c->comm_id, .index = m->n_colls - 1,
-                                  .coll_seq = UINT32_MAX, .p2p_seq = p2p ? p2p_number(g, c->comm_id) : 0 };
+                                  .coll_seq = UINT32_MAX, .p2p_seq = p2p ? p2p_number(g, c->comm_id, -1) : 0,
+                                  .pair_seq = p2p && c->peer >= 0 ? p2p_number(g, c->comm_id, c->peer) : 0,
+                                  .first_peer = p2p ? c->peer : -1 };
     count_call(u, c);
     c->group_calls = 1;
 }

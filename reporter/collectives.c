@@ -57,14 +57,63 @@ static int p2p_pair(const struct rsr_coll_entry *x, const struct rsr_coll_entry 
            a->peer == b->rank && b->peer == a->rank;
 }
 
-/* The end of the run that starts at a in a merge group e[0..ng): a send or
- * receive is a call of its own (its peers are not the communicator's other
- * ranks at the same sequence number), unless the group is just it and its
- * other end (a pipeline between two stages numbers them alike). */
+/* A lone send's or receive's transfer: (sender, receiver) ranks in the
+ * communicator. */
+static int64_t transfer_of(const struct rsr_coll_entry *x)
+{
+    int send = x->k->op == RSR_COLL_SEND;
+    int64_t from = send ? x->k->rank : x->k->peer, to = send ? x->k->peer : x->k->rank;
+    return from * 65536 + to;
+}
+
+static int cmp_lone(const void *pa, const void *pb)
+{
+    const struct rsr_coll_entry *a = pa, *b = pb;
+    int64_t x = transfer_of(a), y = transfer_of(b);
+    if (x != y)
+        return x < y ? -1 : 1;
+    return (a->model > b->model) - (a->model < b->model);
+}
+
+/* A merge group's entries in the order its calls are read: the collectives
+ * (and groups) as the merge gives them, then the lone sends and receives
+ * by transfer, so that a send sits beside its receive: the agent numbers
+ * them per peer and direction, so a transfer's two ends share their
+ * (communicator, number) with other pairs' transfers. NULL when out of
+ * memory. */
+static const struct rsr_coll_entry *in_calls(const struct rsr_coll_entry *e, long ng, struct rsr_coll_entry **buf,
+                                             size_t *cap)
+{
+    long lone = 0;
+    for (long j = 0; j < ng; j++)
+        lone += p2p(e[j].k);
+    if (lone < 2)
+        return e;
+    if ((size_t)ng > *cap) {
+        size_t c = (size_t)ng * 2;
+        struct rsr_coll_entry *p = realloc(*buf, c * sizeof *p);
+        if (!p)
+            return NULL;
+        *buf = p, *cap = c;
+    }
+    long w = 0;
+    for (long j = 0; j < ng; j++)
+        if (!p2p(e[j].k))
+            (*buf)[w++] = e[j];
+    for (long j = 0; j < ng; j++)
+        if (p2p(e[j].k))
+            (*buf)[w++] = e[j];
+    qsort(*buf + (ng - lone), (size_t)lone, sizeof **buf, cmp_lone);
+    return *buf;
+}
+
+/* The end of the run that starts at a in a merge group e[0..ng) (in_calls'
+ * order): a send or receive is a call of its own, or with its other end
+ * beside it (each the other's peer) one call of two. */
 static long run_end(const struct rsr_coll_entry *e, long a, long ng)
 {
     if (p2p(e[a].k))
-        return ng == 2 && a == 0 && p2p(e[1].k) && p2p_pair(&e[0], &e[1]) ? 2 : a + 1;
+        return a + 1 < ng && p2p(e[a + 1].k) && p2p_pair(&e[a], &e[a + 1]) ? a + 2 : a + 1;
     long b = a + 1;
     while (b < ng && !p2p(e[b].k))
         b++;
@@ -213,6 +262,8 @@ static int excess_by_part(struct rsr_model *const *models, struct seen *s, size_
     unsigned char *part_of = malloc(ns);
     double us[RSR_STRAGGLER_PARTS] = { 0 };
     struct rsr_coll_merge mg;
+    struct rsr_coll_entry *order = NULL;
+    size_t cap_order = 0;
     int merged = 0, rc = -1;
     if (!pct || !part_of)
         goto done;
@@ -241,6 +292,8 @@ static int excess_by_part(struct rsr_model *const *models, struct seen *s, size_
     long ng;
     size_t id = 0;
     while ((ng = rsr_coll_merge_next(&mg, &e)) > 0) {
+        if (!(e = in_calls(e, ng, &order, &cap_order)))
+            goto done;
         for (long a = 0, b; a < ng; a = b) {
             b = run_end(e, a, ng);
             struct call c;
@@ -276,7 +329,7 @@ static int excess_by_part(struct rsr_model *const *models, struct seen *s, size_
 done:
     if (merged)
         rsr_coll_merge_close(&mg);
-    free(pct), free(part_of);
+    free(pct), free(part_of), free(order);
     return rc;
 }
 
@@ -533,7 +586,8 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
     uint64_t *last = calloc(n ? n : 1, sizeof *last), *calls = calloc(n ? n : 1, sizeof *calls);
     struct seen *seen = NULL;
     double *excess = calloc(n ? n : 1, sizeof *excess);
-    size_t nseen = 0, capseen = 0;
+    size_t nseen = 0, capseen = 0, cap_order = 0;
+    struct rsr_coll_entry *order = NULL;
     out->wait_us = calloc(n ? n : 1, sizeof *out->wait_us);
     out->coll_us = calloc(n ? n : 1, sizeof *out->coll_us);
     out->exposed_wait_us = calloc(n ? n : 1, sizeof *out->exposed_wait_us);
@@ -551,6 +605,8 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
     const struct rsr_coll_entry *e;
     long ng;
     while ((ng = rsr_coll_merge_next(&mg, &e)) > 0) {
+        if (!(e = in_calls(e, ng, &order, &cap_order)))
+            goto oom;
         for (long a = 0, b; a < ng; a = b) {
             b = run_end(e, a, ng);
             const struct rsr_coll_key *c0 = e[a].k;
@@ -691,11 +747,11 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
         if (straggler_why(models, n, &out->stragglers[k]) != 0)
             goto oom;
     rsr_coll_merge_close(&mg);
-    free(rows), free(caused), free(caused_op), free(last), free(calls), free(seen), free(excess);
+    free(rows), free(caused), free(caused_op), free(last), free(calls), free(seen), free(excess), free(order);
     return 0;
 oom:
     rsr_coll_merge_close(&mg);
-    free(rows), free(caused), free(caused_op), free(last), free(calls), free(seen), free(excess);
+    free(rows), free(caused), free(caused_op), free(last), free(calls), free(seen), free(excess), free(order);
     rsr_coll_analysis_free(out);
     return -1;
 }
@@ -720,6 +776,8 @@ int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_st
         return 0;
     size_t a_n = an->n_models;
     int oom = 0;
+    struct rsr_coll_entry *order = NULL;
+    size_t cap_order = 0;
     free(an->p2p_step_wait_us);
     free(an->p2p_step_calls);
     an->p2p_step_wait_us = calloc(a_n ? a_n : 1, sizeof *an->p2p_step_wait_us);
@@ -740,7 +798,11 @@ int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_st
         goto done;
     const struct rsr_coll_entry *e;
     long ng;
-    while ((ng = rsr_coll_merge_next(&mg, &e)) > 0)
+    while ((ng = rsr_coll_merge_next(&mg, &e)) > 0) {
+        if (!(e = in_calls(e, ng, &order, &cap_order))) {
+            oom = 1;
+            break;
+        }
         for (long a = 0, b; a < ng; a = b) {
             b = run_end(e, a, ng);
             struct call c;
@@ -784,6 +846,7 @@ int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_st
                 shadow[k] += m.shadowed;
             }
         }
+    }
     rsr_coll_merge_close(&mg);
     if (ng < 0 || oom)
         goto done;
@@ -811,6 +874,6 @@ int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_st
     }
     rc = 0;
 done:
-    free(wait), free(shadow), free(worst), free(late);
+    free(wait), free(shadow), free(worst), free(late), free(order);
     return rc;
 }

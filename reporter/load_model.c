@@ -367,11 +367,11 @@ static int take_coll(struct rsr_model_loader *L, const struct rsf_coll_event *e,
     see_start(L, c->start_ns);
     see_time(m, c->launch_ns, c->call_end_ns);
     see_time(m, c->start_ns, c->end_ns);
-    int32_t nranks = -1;
+    int32_t nranks = -1, rank = -1;
     for (uint32_t i = 0; i < L->ncomms; i++)
         if (L->comms[i].comm == c->comm_id)
-            nranks = L->comms[i].nranks;
-    rsr_group_take(&L->groups, m, group, nranks);
+            nranks = L->comms[i].nranks, rank = L->comms[i].rank;
+    rsr_group_take(&L->groups, m, group, nranks, rank);
     return 0;
 }
 
