@@ -250,6 +250,31 @@ static int learn(const struct seq *q, struct sig *g)
     return 1;
 }
 
+/* When the marks are the signature's keys repeated from the first mark to
+ * the last, whole, the steps begin at the first mark, whatever the gaps
+ * said: a pipeline stage's longest wait is inside its step (for the stage
+ * before it), and the rotation at it would leave a step in two pieces, one
+ * at each end. */
+static void whole_from_start(const uint32_t *key, size_t n, struct sig *g)
+{
+    size_t P = g->period;
+    if (!P || n % P || n < RSR_STEPS_MIN * P)
+        return;
+    for (size_t i = P; i < n; i++)
+        if (key[i] != key[i % P])
+            return;
+    int same = 1;
+    for (size_t k = 0; k < P && same; k++)
+        same = g->key[k] == key[k];
+    if (same)
+        return;
+    memcpy(g->key, key, P * sizeof *key);
+    g->unique = 1;
+    for (size_t k = 1; k < P; k++)
+        g->unique &= g->key[k] != g->key[0];
+    g->rule = 0;
+}
+
 /* Whether the marks from i of a run [.., end) are a step of g. */
 static int match(const struct sig *g, const uint32_t *key, const uint8_t *bit, size_t i, size_t end)
 {
@@ -304,6 +329,7 @@ int rsr_steps_find(const uint32_t *key, const int64_t *gap, const double *weight
         rc = r;
         goto done;
     }
+    whole_from_start(key, n, &g1);
     double w1 = 0;
     for (size_t i = 0; i < n;) {
         if (!match(&g1, key, bit, i, n)) {

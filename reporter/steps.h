@@ -19,7 +19,9 @@
  *   - the signature is the most frequent window of P symbols, rotated to
  *     begin at the position with the longest median gap (a step begins
  *     after the host's sync, data loading or a checkpoint), on a tie at
- *     the position of the first mark;
+ *     the position of the first mark; but where the marks are its keys
+ *     repeated whole from the first mark to the last, at the first mark
+ *     (a pipeline stage's longest wait is inside its step);
  *   - the marks are scanned in order: where the next P keys are the
  *     signature's (and, when its first key is not unique in it, the first
  *     has a long gap), that is a training step; elsewhere one mark is

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Pipeline bubbles: simtrain on 2 ranks as 2 pipeline stages (--pp 2), 1F1B
-over 4 and then 16 micro-batches, and with stage 1's kernels 1.5 times
-longer (--stage-slow 1:1.5), under the agent with the simulator's truth
+over 4 and then 16 micro-batches, on 4 ranks as 4 stages over 8, and with
+stage 1's kernels 1.5 times longer (--stage-slow 1:1.5), under the agent with the simulator's truth
 file. report.json's pipeline must give each stage's bubble (its GPU's wait
 in sends and receives for the other stage, in the median training step)
 within 10% of the truth's, the micro-batches the schedule ran and the schedule's own
@@ -23,11 +23,11 @@ from simjob import sim_job  # noqa: E402
 STEPS = 12
 
 
-def job(name, args):
-    """Runs 2 stages; (report.json with its page as "_page", summary, truth
-    lines) or None."""
-    got = sim_job(name, 2, ["--pp", "2", "--steps", str(STEPS), "--layers", "4", "--fwd-us", "1600",
-                            "--bwd-us", "3200"] + args, truth=True)
+def job(name, args, stages=2):
+    """Runs the stages, a rank each, 2 layers a stage; (report.json with its
+    page as "_page", summary, truth lines) or None."""
+    got = sim_job(name, stages, ["--pp", str(stages), "--steps", str(STEPS), "--layers", str(2 * stages),
+                                 "--fwd-us", "1600", "--bwd-us", "3200"] + args, truth=True)
     if not got:
         return None
     rep, text, page, lines = got
@@ -68,16 +68,16 @@ def near(a, b):
     return abs(a - b) <= 1e-5 * max(abs(a), abs(b)) + 1e-12
 
 
-def check_bubbles(name, rep, lines):
+def check_bubbles(name, rep, lines, stages=2):
     """The report's bubbles against the truth's; returns the truth's."""
     truth, micro = truth_bubbles(lines)
     pipe = rep.get("pipeline")
-    if not check(name + ": a pipeline of 2 stages", pipe and pipe["stages"] == 2 and len(pipe["by_stage"]) == 2,
-                 json.dumps(pipe)):
+    if not check("%s: a pipeline of %d stages" % (name, stages),
+                 pipe and pipe["stages"] == stages and len(pipe["by_stage"]) == stages, json.dumps(pipe)):
         return truth
     check(name + ": the micro-batches the schedule ran, and its bubble",
           micro and abs(pipe["microbatches"] - micro) < 1e-9 and
-          near(pipe["schedule_bubble_pct"], 100.0 / (micro + 1)), json.dumps(pipe)[:300])
+          near(pipe["schedule_bubble_pct"], 100.0 * (stages - 1) / (micro + stages - 1)), json.dumps(pipe)[:300])
     for st in pipe["by_stage"]:
         want = truth.get(st["stage"])
         check("%s: stage %d's bubble within 10%% of the truth's" % (name, st["stage"]),
@@ -111,6 +111,14 @@ def main():
         check("4 micro-batches: a finding that the stages wait for each other, advising more micro-batches",
               len(f4) == 1 and "micro-batches" in f4[0]["advice"] and "20.0%" in f4[0]["evidence"],
               json.dumps(f4)[:300])
+    # 4 stages: the middle ones send and receive both ways on one
+    # communicator, their calls paired per peer
+    got = job("4 stages", ["--microbatches", "8"], stages=4)
+    if got:
+        check_bubbles("4 stages", got[0], got[2], stages=4)
+        check("4 stages: the steps the program ran, found whole on every stage",
+              got[0]["steps"]["count"] == STEPS and got[0]["steps"]["confidence"] > 0.9,
+              json.dumps({k: got[0]["steps"].get(k) for k in ("count", "confidence", "source")}))
     slow = job("stage 1 slow", ["--microbatches", "4", "--stage-slow", "1:1.5"])
     if slow:
         rep, text, lines = slow
