@@ -1418,6 +1418,60 @@ static void table_short_kernels(struct page *p)
     table_more(f, shown, n);
 }
 
+/* Each rank's time in each role's calls (processes[].comm_by_role), the
+ * roles in the groups' order. */
+static void table_roles(struct page *p, yajl_val gs)
+{
+    FILE *f = p->f;
+    const char *roles[8];
+    size_t nr = 0;
+    for (size_t i = 0; i < rsr_jv_len(gs) && nr < 8; i++) {
+        const char *r = rsr_jv_kstr(rsr_jv_at(gs, i), "role");
+        int seen = !r;
+        for (size_t k = 0; k < nr && !seen; k++)
+            seen = !strcmp(roles[k], r);
+        if (!seen)
+            roles[nr++] = r;
+    }
+    yajl_val procs = rsr_jv_key(p->root, "processes");
+    fputs("<p class=\"note\">Each rank's time in each role's calls, as a share of the job's wall time, and of "
+          "it the wait for a late rank (or, in a pipeline, for the stage before or after).</p>\n"
+          "<table class=\"sort\" id=\"table-roles\"><thead><tr>", f);
+    th(f, "rank", 1);
+    for (size_t k = 0; k < nr; k++) {
+        char label[64];
+        snprintf(label, sizeof label, "%s %% of time", roles[k]);
+        th(f, label, 1);
+        snprintf(label, sizeof label, "%s %% waiting", roles[k]);
+        th(f, label, 1);
+    }
+    fputs("</tr></thead><tbody>\n", f);
+    size_t shown = 0, total = 0;
+    for (size_t i = 0; i < rsr_jv_len(procs); i++) {
+        yajl_val x = rsr_jv_at(procs, i), by = rsr_jv_key(x, "comm_by_role");
+        double rank;
+        if (!by || !rsr_jv_num(rsr_jv_key(x, "rank"), &rank))
+            continue;
+        if (total++ >= TABLE_ROWS)
+            continue;
+        shown++;
+        fputs("<tr>", f);
+        td_fmt(f, rank, 0);
+        for (size_t k = 0; k < nr; k++) {
+            yajl_val r = rsr_jv_key(by, roles[k]);
+            if (r) {
+                td_fmt(f, rsr_jv_knum_or(r, "time_pct", 0), 1);
+                td_fmt(f, rsr_jv_knum_or(r, "wait_pct", 0), 1);
+            } else {
+                fputs("<td></td><td></td>", f);
+            }
+        }
+        fputs("</tr>\n", f);
+    }
+    fputs("</tbody></table>\n", f);
+    table_more(f, shown, total);
+}
+
 /* report.json's pipeline: each stage's bubble against the schedule's. */
 static void table_pipeline(struct page *p)
 {
@@ -1513,6 +1567,7 @@ static void table_groups(struct page *p)
         fprintf(f, "\">%.1f</td></tr>\n", rsr_jv_knum_or(g, "confidence", 0));
     }
     fputs("</tbody></table>\n", f);
+    table_roles(p, gs);
     table_pipeline(p);
 }
 

@@ -124,6 +124,11 @@ def check_job(name, world, tp, pp, nodes=0, order=None):
     table = page[i:page.find("</table>", i)] if i >= 0 else ""
     check(name + ": the page's table has a row per group", table.count("<tr>") == 1 + len(rep["groups"]),
           table[:300])
+    i = page.find('id="table-roles"')
+    table = page[i:page.find("</table>", i)] if i >= 0 else ""
+    check(name + ": the page's time by role has a row per rank, two columns per role",
+          table.count("<tr>") == 1 + world and all("%s %% of time" % g["role"] in table for g in rep["groups"]),
+          table[:300])
 
 
 def main():
