@@ -245,12 +245,6 @@ static void roles(struct rsr_group *v, size_t n, int32_t world)
         }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Each stage's bubble per step: the median over the training steps of its
  * ranks' mean wait in sends and receives (rsr_coll_analysis's by stage and
  * step). 1, or 0 when out of memory. */
@@ -268,8 +262,7 @@ static int median_bubbles(struct rsr_pipeline *p, const struct rsr_coll_analysis
                 v[m++] = colls->p2p_stage_steps[(size_t)k * ns + s] / 1e3 / (double)(x->ranks ? x->ranks : 1);
         if (!m)
             continue;
-        qsort(v, m, sizeof *v, cmp_double);
-        x->bubble_ms_per_step = m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+        x->bubble_ms_per_step = rsr_steps_median(v, m);
     }
     free(v);
     return 1;

@@ -713,7 +713,7 @@ static double quantile(const double *v, size_t n, double q)
     return v[i] + (x - (double)i) * (v[i + 1] - v[i]);
 }
 
-static double median_of(double *v, size_t n)
+double rsr_steps_median(double *v, size_t n)
 {
     qsort(v, n, sizeof *v, cmp_double);
     return quantile(v, n, 0.5);
@@ -851,7 +851,7 @@ static double typical_change(const struct rsr_steps *out, double *v, double *w)
     if (q < 3)
         return 0;
     memcpy(w, v + k - q, q * sizeof *v);
-    double m0 = median_of(v, q), m1 = median_of(w, q);
+    double m0 = rsr_steps_median(v, q), m1 = rsr_steps_median(w, q);
     return m0 > 0 ? 100 * (m1 - m0) / m0 : 0;
 }
 
@@ -886,10 +886,10 @@ static int job_stats(struct rsr_steps *out)
         out->phase_count[ph] = k;
         if (!k)
             continue;
-        out->phase_median_ms[ph] = median_of(v, k);
-        med_io[ph] = median_of(a, k);
-        med_spread[ph] = median_of(b, k);
-        med_idle[ph] = median_of(c, k);
+        out->phase_median_ms[ph] = rsr_steps_median(v, k);
+        med_io[ph] = rsr_steps_median(a, k);
+        med_spread[ph] = rsr_steps_median(b, k);
+        med_idle[ph] = rsr_steps_median(c, k);
         if (ph != RSR_PHASE_TRAIN)
             continue;
         out->count = k;

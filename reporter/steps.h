@@ -156,6 +156,10 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
 
 void rsr_steps_free(struct rsr_steps *s);
 
+/* The median of v[0..n) (sorted in place), interpolated between the middle
+ * two; 0 when n is 0. */
+double rsr_steps_median(double *v, size_t n);
+
 /* Writes a time per step of ms milliseconds as users read it: "37.7
  * ms/step", or "2.35 s/itr" from a second up (tqdm's unit); into buf of n
  * bytes. Returns buf. */
