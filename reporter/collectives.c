@@ -140,8 +140,11 @@ static void call_of(const struct rsr_coll_entry *e, long a, long b, struct call 
             end_max = t->end_ns;
     }
     /* the call's time: from the last arrival to the (earliest) end;
-     * ends are nearly equal once aligned */
-    int64_t dur = end_min - arrive;
+     * ends are nearly equal once aligned. Sends and receives tie each rank
+     * to its peers alone (a ring: its neighbours), so a rank far from the
+     * last one may be done before it came: the last rank's own time, its
+     * peers all there, is the transfer. */
+    int64_t dur = pipe_call(e[a].k) ? e[last_j].t.end_ns - arrive : end_min - arrive;
     if (dur < 0)
         dur = end_max - arrive > 0 ? end_max - arrive : 0;
     if (e[a].t.seq & RSR_SEQ_REPLAYED) {

@@ -6,9 +6,14 @@ ring exchange and a group of an AllReduce and an AllGather; rank 1 sleeps
 before each all-to-all. Held against the simulator's truth file: one row per
 kind of group with the group's summed bytes, its calls, the program's count
 of groups, its time from the truth (the first operation's start, which is
-the last rank's arrival, to the last one's end, as the row counts it) and
+the last rank's arrival, to the last one's end, as the row counts it; for
+sends and receives, which wait for their peers alone, the last rank's own
+time) and
 busbw from those; the wait for rank 1 from the truth's arrivals, and rank 1
-named the straggler of the all-to-all."""
+named the straggler of the all-to-all. Rank 3 comes late to the ring of
+odd iterations: RING_LATE_US (rank 1, opposite it and tied to ranks 0 and 2
+alone, is done after it comes, before it is done) and eight times that (rank
+1 is done before it comes)."""
 import os
 import sys
 
@@ -23,7 +28,7 @@ if not os.path.exists(os.path.join(capture.SIM, "libnccl.so.2")) or not os.path.
     rstest.skip("nccl groups", "build/sim or build/tests/prog/nccl_groups is not built")
     rstest.finish()
 
-N, ITERS, SLEEP_MS = 4, 6, 60
+N, ITERS, SLEEP_MS, RING_LATE_US = 4, 6, 60, 300
 # Slow links, so that each group lasts a millisecond or more: the host's
 # time to enqueue a group (which the GPU spends idle when a rank arrives on
 # an idle stream) stays small beside it.
@@ -32,7 +37,8 @@ tmp = rstest.tempdir("nccl-groups")
 out, tdir = os.path.join(tmp, "out"), os.path.join(tmp, "truth")
 os.makedirs(out)
 os.makedirs(tdir)
-p = rstest.run([LAUNCH, "-n", str(N), "--", PROGRAM, os.path.join(tmp, "id"), str(ITERS), str(SLEEP_MS)],
+p = rstest.run([LAUNCH, "-n", str(N), "--", PROGRAM, os.path.join(tmp, "id"), str(ITERS), str(SLEEP_MS),
+                str(RING_LATE_US)],
                env=capture.sim_env(out, tdir, SIMNCCL_BW_GBS=str(BW_GBS)))
 said = [dict(kv.split("=") for kv in l.split()) for l in p.stdout.decode().splitlines() if l.startswith("iters=")]
 if not check("nccl_groups: %d ranks run" % N, p.returncode == 0 and len(said) == N,
@@ -84,6 +90,14 @@ iters = int(said[0]["iters"])
 check("the program's counts: every kind of group once per iteration",
       all(int(s[k]) == iters for s in said for k in KINDS), "%r" % said)
 
+# (rank 1's end, rank 3's start, rank 3's end) in each iteration's ring
+ring = [(lambda u: (u[1][2], u[3][1], u[3][2]) if len(u) == N else None)(units.get(("ring", it), {}))
+        for it in range(iters)]
+check("the truth: rank 1 is done before rank 3 comes to the ring of iteration 3; in iteration 1 or 5, "
+      "after it comes and before it is done",
+      ring[3] is not None and ring[3][0] < ring[3][1] and
+      any(x is not None and x[1] < x[0] < x[2] for x in (ring[1], ring[5])), "%r" % ring)
+
 rep = rstest.report(out)
 rows = rep["collectives"]
 FACTOR = {"AllReduce": 2.0 * (N - 1) / N, "AlltoAll": (N - 1) / N, "SendRecv": 1.0, "Group": 1.0}
@@ -100,8 +114,14 @@ for kind in KINDS:
     nbytes = {v[3] for u in per for v in u.values()}
     calls = {v[4] for u in per for v in u.values()}
     # the row's time: the last rank's arrival (the truth's start of the
-    # group's first operation) to the group's end (the earliest rank's)
-    durs = [min(v[2] for v in u.values()) - max(v[1] for v in u.values()) for u in per]
+    # group's first operation) to the group's end (the earliest rank's);
+    # sends and receives wait for their peers alone (a rank of the ring
+    # opposite a late one is done before it comes): the last rank's own
+    # start to end, its peers all there
+    if kind in ("alltoall", "ring"):
+        durs = [(lambda v: v[2] - v[1])(max(u.values(), key=lambda v: v[0])) for u in per]
+    else:
+        durs = [min(v[2] for v in u.values()) - max(v[1] for v in u.values()) for u in per]
     mean_us = sum(durs) / len(durs) / 1e3
     want_calls = calls.pop() if len(calls) == 1 else None
     want_bytes = nbytes.pop() if len(nbytes) == 1 else None

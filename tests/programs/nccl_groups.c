@@ -4,7 +4,9 @@
  * grouped sends and receives with every other rank, a ring exchange (send
  * to the next rank, receive from the previous one in one group) and a group
  * of an AllReduce and an AllGather; rank 1 sleeps SLEEP_MS before each
- * all-to-all, so that the others wait for it there. The unique id travels
+ * all-to-all, so that the others wait for it there, and the last rank comes
+late to the ring of odd iterations (its stream drained first): RING_LATE_US
+in iterations 1, 5, 9..., eight times that in 3, 7, 11... The unique id travels
  * through the file ID_FILE (nccl_prog.h). Prints what it did:
  * iters=N single=N coalesced=N alltoall=N ring=N mixed=N (groups, and calls
  * of their own). */
@@ -17,10 +19,10 @@
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: nccl_groups ID_FILE ITERS SLEEP_MS\n");
+        fprintf(stderr, "usage: nccl_groups ID_FILE ITERS SLEEP_MS [RING_LATE_US]\n");
         return 2;
     }
-    int iters = atoi(argv[2]), sleep_ms = atoi(argv[3]);
+    int iters = atoi(argv[2]), sleep_ms = atoi(argv[3]), ring_late_us = argc > 4 ? atoi(argv[4]) : 0;
     int rank = atoi(getenv("RANK") ? getenv("RANK") : "0");
     int n = atoi(getenv("WORLD_SIZE") ? getenv("WORLD_SIZE") : "1");
     CUstream s;
@@ -54,6 +56,12 @@ int main(int argc, char **argv)
         }
         CHECK(f.ncclGroupEnd());
         alltoall++;
+        if (rank == n - 1 && it % 2 == 1 && ring_late_us > 0) {
+            CHECK(f.cuStreamSynchronize(s));
+            long us = it % 4 == 1 ? ring_late_us : 8L * ring_late_us;
+            struct timespec d = { us / 1000000, us % 1000000 * 1000 };
+            nanosleep(&d, NULL);
+        }
         CHECK(f.ncclGroupStart());
         CHECK(f.ncclSend(pa, 1 << 17, ncclFloat32, (rank + 1) % n, comm, cs));
         CHECK(f.ncclRecv(pb, 1 << 17, ncclFloat32, (rank + n - 1) % n, comm, cs));
