@@ -110,6 +110,15 @@ static void sim_read_settings(void)
      * on a busy stream; 0 by default: the tests' times were made without it. */
     const char *kg = getenv("SIMGPU_KERNEL_GAP_NS");
     sim_cfg.kernel_gap_ns = kg && !strcmp(kg, "0") ? 0 : (uint64_t)sim_env_double("SIMGPU_KERNEL_GAP_NS", 0.0);
+    /* A thread held up (descheduled, or behind the driver's lock) just after
+     * an event went on its stream: the work it hands over next comes late. */
+    const char *hold = getenv("SIMGPU_RECORD_HOLD");
+    unsigned every = 0;
+    double us = 0;
+    if (hold && sscanf(hold, "%u:%lf", &every, &us) == 2 && every > 0 && us > 0) {
+        sim_cfg.record_hold_every = every;
+        sim_cfg.record_hold_ns = (uint64_t)(us * 1e3);
+    }
 }
 
 static CUresult sim_ctx_init(struct CUctx_st *c, int device, unsigned flags)

@@ -164,6 +164,8 @@ struct sim_settings {
     int sms, regs, static_smem;   /* SIMGPU_SMS, SIMGPU_REGS, SIMGPU_STATIC_SMEM */
     uint64_t pickup_ns;           /* SIMGPU_PICKUP_NS: handover to the earliest start */
     uint64_t kernel_gap_ns;       /* SIMGPU_KERNEL_GAP_NS: a kernel after other work */
+    unsigned record_hold_every;   /* SIMGPU_RECORD_HOLD=N:US: every Nth cuEventRecord */
+    uint64_t record_hold_ns;      /* holds its thread US after the event is on the stream */
 };
 
 extern struct sim_settings sim_cfg;

@@ -2,8 +2,11 @@
  * copies and memsets (legacy, _ptsz and _ptds entry points), stream capture and
  * graph replay. Each call turns into an operation of the time model
  * (simgpu_model.c); synchronous calls then wait for its modelled end. */
+#include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "tools/simgpu_internal.h"
 
 /* The calling thread's per-thread default stream. */
@@ -280,6 +283,14 @@ static CUresult sim_event_record(CUevent e, CUstream h, int ptds)
         }
     }
     pthread_mutex_unlock(&sim_lock);
+    static _Atomic unsigned records;
+    if (r == CUDA_SUCCESS && sim_cfg.record_hold_every &&
+        atomic_fetch_add(&records, 1) % sim_cfg.record_hold_every == sim_cfg.record_hold_every - 1) {
+        struct timespec d = { (time_t)(sim_cfg.record_hold_ns / 1000000000u),
+                              (long)(sim_cfg.record_hold_ns % 1000000000u) };
+        while (nanosleep(&d, &d) != 0 && errno == EINTR)
+            ;
+    }
     return r;
 }
 

@@ -94,6 +94,14 @@ if by is not None:
     check("one rank: Meta has the CUDA and NCCL versions",
           meta.get("cuda_version") == v.value and meta.get("nccl_version", 0) > 0, "meta %r" % meta)
 
+# ---- a thread held up between a launch's start event and the launch ----
+# (descheduled there, as a busy machine does now and then: the cause of a
+# copy put 665 us early in a clean-clone run): every 3rd cuEventRecord holds
+# its thread 700 us, so that the stream drains before the work comes
+by, tl, rc = one_run("held up", SIMGPU_RECORD_HOLD="3:700")
+if by is not None:
+    report_problems("held up: kernels and copies against the truth", capture.gpu_problems(tl, by.get("gpu", [])))
+
 # ---- settings ----
 by, tl, rc = one_run("timing none", RINGSIDE_GPU_TIMING="none")
 if by is not None:

@@ -60,6 +60,24 @@ START_TEST(waited_for_another_stream)
 }
 END_TEST
 
+START_TEST(drained_before_the_call)
+{
+    /* the start event ran as the work before it ended, 600 us before the
+     * real call began (the thread held up between the two): the work came
+     * to an idle stream, picked up while the call handed it over */
+    struct rsf_gpu_event e = ev(RSF_GPU_MEMCPY, 0, 1000 * US, 400 * US, 1100 * US);
+    ck_assert_uint_eq(rs_gpu_work_start(&e, 7 * US, 399 * US), 1007 * US);
+    e.kind = RSF_GPU_KERNEL;
+    ck_assert_uint_eq(rs_gpu_work_start(&e, 1 * US, 399 * US), 1000 * US + 2500);
+    /* work that ended before that estimate was handed over as the call began */
+    e = ev(RSF_GPU_MEMCPY, 0, 1000 * US, 400 * US, 1005 * US);
+    ck_assert_uint_eq(rs_gpu_work_start(&e, 7 * US, 399 * US), 1000 * US);
+    /* within the anchors' error of the call's start: busy as it looked */
+    e = ev(RSF_GPU_MEMCPY, 0, 1000 * US, 995 * US, 1100 * US);
+    ck_assert_uint_eq(rs_gpu_work_start(&e, 7 * US, 994 * US), 995 * US);
+}
+END_TEST
+
 START_TEST(kernel_never_sooner_than_the_gap)
 {
     /* an idle-looking stream (its start event waited for another stream) and
@@ -205,6 +223,7 @@ static Suite *gpustart_suite(void)
         { "gpustart_idle_stream_adds_the_call", idle_stream_adds_the_call },
         { "gpustart_busy_stream_kernel_gap", busy_stream_kernel_gap },
         { "gpustart_waited_for_another_stream", waited_for_another_stream },
+        { "gpustart_drained_before_the_call", drained_before_the_call },
         { "gpustart_kernel_never_sooner_than_the_gap", kernel_never_sooner_than_the_gap },
         { "gpustart_sync_and_ended_keep_the_event", sync_and_ended_keep_the_event },
         { "gpustart_stream_table", stream_table },
