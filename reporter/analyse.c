@@ -47,6 +47,9 @@ int rsr_job_analyse(struct rsr_model *const *models, size_t n, struct rsr_job *j
         rc = -1;
     if (rsr_findings_make(job) != 0)
         rc = -1;
+    /* what follows reads only the steps' series */
+    if (rsr_steps_digest(&job->steps) != 0)
+        rc = -1;
     return rc;
 }
 

@@ -526,16 +526,13 @@ static void steps_json(FILE *f, const struct rsr_job *j)
      * series_run consecutive steps and is the longest of them (the slow
      * ones are all in "slow"), so that report.json does not grow with the
      * job's length. */
-    size_t run = (st->n + RSR_STEPS_SERIES - 1) / RSR_STEPS_SERIES;
+    size_t run = st->series_run;
     if (run > 1)
         fprintf(f, ",\"series_run\":%zu,\"series_steps\":%zu", run, st->n);
     fputs(",\"series\":[", f);
-    for (size_t a = 0; a < st->n; a += run) {
-        size_t i = a;
-        for (size_t k = a + 1; k < a + run && k < st->n; k++)
-            if (st->steps[k].end_ns - st->steps[k].start_ns > st->steps[i].end_ns - st->steps[i].start_ns)
-                i = k;
-        const struct rsr_step *x = &st->steps[i];
+    for (size_t a = 0; a < st->n_series; a++) {
+        size_t i = st->series_index[a];
+        const struct rsr_step *x = &st->series[a];
         fprintf(f, "%s{\"index\":%zu", a ? ",\n" : "\n", i);
         num_key(f, "start_s", (double)(x->start_ns - j->storage.job_start_ns) / 1e9);
         num_key(f, "dur_ms", (double)(x->end_ns - x->start_ns) / 1e6);
@@ -552,9 +549,8 @@ static void steps_json(FILE *f, const struct rsr_job *j)
     fputs("],\n\"slow\":[", f);
     for (size_t i = 0; i < st->n_slow; i++) {
         const struct rsr_step_slow *x = &st->slow[i];
-        const struct rsr_step *y = &st->steps[x->index];
         fprintf(f, "%s{\"index\":%zu", i ? "," : "", x->index);
-        num_key(f, "dur_ms", (double)(y->end_ns - y->start_ns) / 1e6);
+        num_key(f, "dur_ms", x->dur_ms);
         num_key(f, "x_median", x->x_median);
         fprintf(f, ",\"cause\":\"%s\",\"rank\":", x->cause);
         json_int_or_null(f, x->rank);

@@ -927,6 +927,7 @@ static int job_stats(struct rsr_steps *out)
             continue;
         struct rsr_step_slow *sl = &out->slow[out->n_slow++];
         sl->index = i;
+        sl->dur_ms = dur_ms(st);
         sl->x_median = dur_ms(st) / med;
         slow_cause(sl, st, dur_ms(st) - med, med_io[ph], med_spread[ph], med_idle[ph]);
     }
@@ -1065,9 +1066,42 @@ done:
     return rc;
 }
 
+int rsr_steps_digest(struct rsr_steps *s)
+{
+    if (!s->steps)
+        return 0;
+    size_t run = (s->n + RSR_STEPS_SERIES - 1) / RSR_STEPS_SERIES, k = 0;
+    if (!run)
+        run = 1;
+    size_t ns = (s->n + run - 1) / run;
+    struct rsr_step *v = malloc((ns ? ns : 1) * sizeof *v);
+    size_t *ix = malloc((ns ? ns : 1) * sizeof *ix);
+    if (!v || !ix) {
+        free(v), free(ix);
+        return -1;
+    }
+    for (size_t a = 0; a < s->n; a += run) {
+        size_t i = a;
+        for (size_t j = a + 1; j < a + run && j < s->n; j++)
+            if (s->steps[j].end_ns - s->steps[j].start_ns > s->steps[i].end_ns - s->steps[i].start_ns)
+                i = j;
+        v[k] = s->steps[i];
+        ix[k++] = i;
+    }
+    free(s->steps);
+    s->steps = NULL;
+    s->series = v;
+    s->series_index = ix;
+    s->n_series = k;
+    s->series_run = run;
+    return 0;
+}
+
 void rsr_steps_free(struct rsr_steps *s)
 {
     free(s->steps);
+    free(s->series);
+    free(s->series_index);
     free(s->slow);
     free(s->in_steps);
     memset(s, 0, sizeof *s);

@@ -114,6 +114,7 @@ struct rsr_step {
 
 struct rsr_step_slow {
     size_t index;
+    double dur_ms;
     double x_median;
     const char *cause;          /* "checkpoint", "io", "straggler", "launch_gaps", "unknown" */
     int32_t rank;               /* the straggler's rank, -1 otherwise */
@@ -123,8 +124,14 @@ struct rsr_steps {
     const char *source;         /* "collectives", "kernels", "nvtx", "kineto"; NULL: no steps (why says) */
     char why[200];
     double confidence;          /* 0..1 */
-    struct rsr_step *steps;     /* in time order, every phase */
+    struct rsr_step *steps;     /* in time order, every phase; NULL once digested */
     size_t n;
+    /* The digest (rsr_steps_digest): what report.json's steps.series
+     * shows, at most RSR_STEPS_SERIES steps, each the longest of a run of
+     * series_run consecutive steps, with its index among the n. */
+    struct rsr_step *series;
+    size_t *series_index;
+    size_t n_series, series_run;
     size_t count;               /* training steps */
     /* The headline: the job's time per training step, from the first
      * training step's start to the last one's end over their count, with
@@ -155,6 +162,13 @@ int rsr_step_range_name(const char *name);
 int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_steps *out);
 
 void rsr_steps_free(struct rsr_steps *s);
+
+/* Keeps of the job's steps only what is shown of them (the series; the
+ * slow steps keep their own figures) and frees the rest, so that what
+ * follows the analyses (the timeline lanes, the outputs) does not hold
+ * memory that grows with the job's length. Returns 0, or -1 when out of
+ * memory (the steps are then left as they were). */
+int rsr_steps_digest(struct rsr_steps *s);
 
 /* The median of v[0..n) (sorted in place), interpolated between the middle
  * two; 0 when n is 0. */
