@@ -48,7 +48,7 @@ int rsr_job_analyse(struct rsr_model *const *models, size_t n, struct rsr_job *j
     if (rsr_findings_make(job) != 0)
         rc = -1;
     /* what follows reads only the steps' series */
-    if (rsr_steps_digest(&job->steps) != 0)
+    if (rsr_steps_digest(&job->steps) != 0 || job->steps.failed)
         rc = -1;
     return rc;
 }

@@ -759,20 +759,6 @@ oom:
     return -1;
 }
 
-/* The step a time falls in (steps in time order; -1: none). */
-static long step_at(const struct rsr_steps *st, int64_t t)
-{
-    size_t lo = 0, hi = st->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (st->steps[mid].start_ns <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo && t < st->steps[lo - 1].end_ns ? (long)lo - 1 : -1;
-}
-
 int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_steps *st, struct rsr_coll_analysis *an)
 {
     if (!st->n)
@@ -811,14 +797,14 @@ int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_st
             struct call c;
             call_of(e, a, b, &c);
             int pipe = pipe_call(e[a].k);
-            long kc = step_at(st, c.first);
+            long kc = rsr_steps_at(st, c.first);
             if (kc >= 0 && c.wait_us > worst[kc] && !pipe)
                 worst[kc] = c.wait_us, late[kc] = c.last;
             for (long j = a; j < b; j++) {
                 if (j > a && e[j].model == e[j - 1].model)
                     continue;
-                long kp = pipe && e[j].model < a_n ? step_at(st, e[j].t.start_ns) : -1;
-                if (kp >= 0 && st->steps[kp].phase == RSR_PHASE_TRAIN) {
+                long kp = pipe && e[j].model < a_n ? rsr_steps_at(st, e[j].t.start_ns) : -1;
+                if (kp >= 0 && rsr_step_get(st, (size_t)kp)->phase == RSR_PHASE_TRAIN) {
                     double w = (double)(c.arrive - e[j].t.start_ns) / 1e3;
                     an->p2p_step_wait_us[e[j].model] += w;
                     an->p2p_step_calls[e[j].model] += e[j].k->calls ? e[j].k->calls : 1;
@@ -841,7 +827,7 @@ int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_st
                 /* the step time (ranks_ns) is of the processes in the steps alone */
                 if (st->in_steps && (e[j].model >= st->n_models || !st->in_steps[e[j].model]))
                     continue;
-                long k = step_at(st, e[j].t.start_ns);
+                long k = rsr_steps_at(st, e[j].t.start_ns);
                 if (k < 0)
                     continue;
                 struct member m = member_of(&c, &e[j].t);
@@ -854,7 +840,7 @@ int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_st
     if (ng < 0 || oom)
         goto done;
     for (size_t k = 0; k < st->n; k++) {
-        struct rsr_step *x = &st->steps[k];
+        struct rsr_step *x = rsr_step_mut(st, k);
         if (x->ranks_ns <= 0)
             continue;
         /* the wait and the shadowed transfer were in the communication
@@ -867,7 +853,7 @@ int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_st
      * its cause, whatever the step's other figures say. */
     for (size_t i = 0; i < st->n_slow; i++) {
         struct rsr_step_slow *sl = &st->slow[i];
-        const struct rsr_step *x = &st->steps[sl->index];
+        const struct rsr_step *x = rsr_step_get(st, sl->index);
         double excess_ms = (double)(x->end_ns - x->start_ns) / 1e6 - st->phase_median_ms[x->phase];
         if (worst[sl->index] > 0 && late[sl->index] < n && excess_ms > 0 &&
             worst[sl->index] / 1e3 >= 0.5 * excess_ms) {

@@ -222,10 +222,12 @@ static void steps_findings(struct list *l, const struct rsr_steps *st)
         return;
     double total = 0, extra = 0;
     size_t n_cause[5] = { 0 };
-    for (size_t i = 0; i < st->n; i++)
-        total += (double)(st->steps[i].end_ns - st->steps[i].start_ns) / 1e6;
+    for (size_t i = 0; i < st->n; i++) {
+        const struct rsr_step *x = rsr_step_get(st, i);
+        total += (double)(x->end_ns - x->start_ns) / 1e6;
+    }
     for (size_t i = 0; i < st->n_slow; i++) {
-        const struct rsr_step *x = &st->steps[st->slow[i].index];
+        const struct rsr_step *x = rsr_step_get(st, st->slow[i].index);
         extra += (double)(x->end_ns - x->start_ns) / 1e6 - st->phase_median_ms[x->phase];
         for (size_t c = 0; c < 5; c++)
             n_cause[c] += strcmp(st->slow[i].cause, causes[c]) == 0;

@@ -258,7 +258,7 @@ static int median_bubbles(struct rsr_pipeline *p, const struct rsr_coll_analysis
         struct rsr_pipe_stage *x = &p->by_stage[k];
         size_t m = 0;
         for (size_t s = 0; s < ns && s < st->n; s++)
-            if (st->steps[s].phase == RSR_PHASE_TRAIN)
+            if (rsr_step_get(st, s)->phase == RSR_PHASE_TRAIN)
                 v[m++] = colls->p2p_stage_steps[(size_t)k * ns + s] / 1e3 / (double)(x->ranks ? x->ranks : 1);
         if (!m)
             continue;

@@ -83,7 +83,9 @@ struct sig {
     double score;
 };
 
-/* The view of a subsequence: element i is mark idx[i]. */
+/* The view of a subsequence of m marks: element i is mark idx[i] (idx
+ * NULL: mark i). Learning looks at its first min(m, RSR_STEPS_LEARN)
+ * elements alone: gap holds theirs, by position. */
 struct seq {
     const uint32_t *key;
     const uint8_t *bit;
@@ -92,9 +94,15 @@ struct seq {
     size_t m;
 };
 
+static size_t mark_of(const struct seq *q, size_t i)
+{
+    return q->idx ? q->idx[i] : i;
+}
+
 static uint64_t sym(const struct seq *q, size_t i)
 {
-    return (uint64_t)q->key[q->idx[i]] * 2 + q->bit[q->idx[i]];
+    size_t e = mark_of(q, i);
+    return (uint64_t)q->key[e] * 2 + q->bit[e];
 }
 
 struct whash {
@@ -147,7 +155,7 @@ static int learn(const struct seq *q, struct sig *g)
         return -1;
     }
     for (size_t i = 0; i < nn; i++) {
-        if (!q->bit[q->idx[i]])
+        if (!q->bit[mark_of(q, i)])
             continue;
         if (last != SIZE_MAX && i - last <= pmax && ++dist[i - last] > dist[mode])
             mode = i - last;
@@ -221,9 +229,8 @@ static int learn(const struct seq *q, struct sig *g)
                 p++;
                 continue;
             }
-            size_t e = q->idx[p + j];
-            vals[k++] = q->gap[e];
-            ones[j] += q->bit[e];
+            vals[k++] = q->gap[p + j];
+            ones[j] += q->bit[mark_of(q, p + j)];
             p += P;
         }
         nocc = k;
@@ -238,7 +245,7 @@ static int learn(const struct seq *q, struct sig *g)
             js = j;
     int other_short = 0;
     for (size_t k = 0; k < P; k++) {
-        g->key[k] = q->key[q->idx[p0 + (js + k) % P]];
+        g->key[k] = q->key[mark_of(q, p0 + (js + k) % P)];
         other_short |= k != js && 2 * ones[k] < (double)nocc;
     }
     g->period = P;
@@ -286,44 +293,42 @@ static int match(const struct sig *g, const uint32_t *key, const uint8_t *bit, s
     return !g->rule || bit[i];
 }
 
-static int add_seg(struct rsr_steps_found *f, size_t *cap, size_t first, size_t n, int phase)
-{
-    if (f->n_segs == *cap) {
-        size_t c = *cap ? *cap * 2 : 64;
-        void *p = realloc(f->segs, c * sizeof *f->segs);
-        if (!p)
-            return -1;
-        f->segs = p;
-        *cap = c;
-    }
-    f->segs[f->n_segs++] = (struct rsr_step_seg){ first, n, (uint8_t)phase };
-    return 0;
-}
+/* The marks' codes in rsr_steps_find_in: which signature's step each
+ * begins or continues (0: none). */
+enum { U_NONE, U_TRAIN, U_EVAL, U_IN_TRAIN, U_IN_EVAL };
 
-static int cmp_seg(const void *pa, const void *pb)
-{
-    const struct rsr_step_seg *a = pa, *b = pb;
-    return (a->first > b->first) - (a->first < b->first);
-}
-
-int rsr_steps_find(const uint32_t *key, const int64_t *gap, const double *weight, size_t n,
-                   struct rsr_steps_found *out)
+int rsr_steps_find_in(const struct rsr_steps_src *src, struct rsr_steps_found *out,
+                      int (*emit)(void *ctx, const struct rsr_step_seg *seg), void *ectx)
 {
     memset(out, 0, sizeof *out);
+    size_t n = src->n;
     if (n < RSR_STEPS_MIN)
         return 0;
+    const uint32_t *key = src->key;
+    size_t nl = n < RSR_STEPS_LEARN ? n : RSR_STEPS_LEARN;
     int rc = -1;
     uint8_t *bit = malloc(n), *used = calloc(n, 1);
-    size_t *idx = malloc(n * sizeof *idx), cap = 0;
+    int64_t *gl = malloc(nl * sizeof *gl);
+    size_t *idx = NULL;
     struct sig g1 = { 0 }, g2 = { 0 };
     double thr;
-    if (!bit || !used || !idx || gap_threshold(gap, n < RSR_STEPS_LEARN ? n : RSR_STEPS_LEARN, &thr) != 0)
+    if (!bit || !used || !gl)
+        goto done;
+    /* the threshold from the first marks' gaps, every mark's bit from it */
+    for (size_t i = 0; i < nl; i++)
+        if (src->gap(src->ctx, i, &gl[i]) != 0)
+            goto done;
+    if (gap_threshold(gl, nl, &thr) != 0)
         goto done;
     for (size_t i = 0; i < n; i++) {
-        bit[i] = log_gap(gap[i]) > thr;
-        idx[i] = i;
+        int64_t g;
+        if (i < nl)
+            g = gl[i];
+        else if (src->gap(src->ctx, i, &g) != 0)
+            goto done;
+        bit[i] = log_gap(g) > thr;
     }
-    struct seq q = { key, bit, gap, idx, n };
+    struct seq q = { key, bit, gl, NULL, n };
     int r = learn(&q, &g1);
     if (r <= 0) {
         rc = r;
@@ -336,30 +341,40 @@ int rsr_steps_find(const uint32_t *key, const int64_t *gap, const double *weight
             i++;
             continue;
         }
-        if (add_seg(out, &cap, i, g1.period, RSR_PHASE_TRAIN) != 0)
-            goto done;
         if (!out->n_train++)
             for (size_t k = 0; k < g1.period; k++)
-                w1 += weight[i + k];
-        memset(used + i, 1, g1.period);
+                w1 += src->weight(src->ctx, i + k, key[i + k]);
+        used[i] = U_TRAIN;
+        memset(used + i + 1, U_IN_TRAIN, g1.period - 1);
         i += g1.period;
     }
     if (out->n_train < RSR_STEPS_MIN) {
-        out->n_segs = out->n_train = 0;
+        out->n_train = 0;
         rc = 0;
         goto done;
     }
-    /* the marks left: a second signature, then runs of their own */
-    size_t m = 0;
+    /* the marks left: a second signature (learnt on the first of them),
+     * then runs of their own */
+    size_t m = 0, ml;
     for (size_t i = 0; i < n; i++)
-        if (!used[i])
-            idx[m++] = i;
+        m += !used[i];
+    ml = m < RSR_STEPS_LEARN ? m : RSR_STEPS_LEARN;
+    idx = malloc((ml ? ml : 1) * sizeof *idx);
+    if (!idx)
+        goto done;
+    for (size_t i = 0, k = 0; k < ml; i++)
+        if (!used[i]) {
+            idx[k] = i;
+            if (src->gap(src->ctx, i, &gl[k]) != 0)
+                goto done;
+            k++;
+        }
     size_t covered = out->n_train * g1.period;
-    struct seq q2 = { key, bit, gap, idx, m };
+    struct seq q2 = { key, bit, gl, idx, m };
     r = m >= RSR_STEPS_MIN ? learn(&q2, &g2) : 0;
     if (r < 0)
         goto done;
-    size_t first2 = out->n_segs;
+    size_t n2 = 0;
     double w2 = 0;
     for (size_t i = 0; r > 0 && i < n;) {
         size_t end = i;
@@ -370,34 +385,33 @@ int rsr_steps_find(const uint32_t *key, const int64_t *gap, const double *weight
                 i++;
                 continue;
             }
-            if (out->n_segs == first2)
+            if (!n2++)
                 for (size_t k = 0; k < g2.period; k++)
-                    w2 += weight[i + k];
-            if (add_seg(out, &cap, i, g2.period, RSR_PHASE_EVAL) != 0)
-                goto done;
-            memset(used + i, 2, g2.period);
+                    w2 += src->weight(src->ctx, i + k, key[i + k]);
+            used[i] = U_EVAL;
+            memset(used + i + 1, U_IN_EVAL, g2.period - 1);
             i += g2.period;
         }
         i = end + 1;
     }
-    size_t n2 = out->n_segs - first2;
-    for (size_t k = first2; k < out->n_segs; k++)
-        out->segs[k].phase = w2 < w1 ? RSR_PHASE_EVAL : RSR_PHASE_OTHER;
+    int phase2 = w2 < w1 ? RSR_PHASE_EVAL : RSR_PHASE_OTHER;
     if (n2 && w2 < w1)
         covered += n2 * g2.period;
+    /* every step in order: the signatures' and each run of marks left */
     for (size_t i = 0; i < n;) {
-        if (used[i]) {
-            i++;
-            continue;
-        }
-        size_t end = i;
-        while (end < n && !used[end])
-            end++;
-        if (add_seg(out, &cap, i, end - i, RSR_PHASE_OTHER) != 0)
+        struct rsr_step_seg sg = { i, 0, RSR_PHASE_OTHER };
+        if (used[i] == U_TRAIN)
+            sg.n = g1.period, sg.phase = RSR_PHASE_TRAIN;
+        else if (used[i] == U_EVAL)
+            sg.n = g2.period, sg.phase = (uint8_t)phase2;
+        else
+            while (i + sg.n < n && !used[i + sg.n])
+                sg.n++;
+        if (emit && emit(ectx, &sg) != 0)
             goto done;
-        i = end;
+        out->n_segs++;
+        i += sg.n;
     }
-    qsort(out->segs, out->n_segs, sizeof *out->segs, cmp_seg);
     out->period = g1.period;
     out->anchor_key = g1.key[0];
     out->anchor_unique = g1.unique;
@@ -406,8 +420,6 @@ int rsr_steps_find(const uint32_t *key, const int64_t *gap, const double *weight
     rc = 0;
 done:
     if (rc != 0 || !out->period) {
-        free(out->segs);
-        out->segs = NULL;
         out->n_segs = out->n_train = 0;
         out->period = 0;
     }
@@ -415,7 +427,57 @@ done:
     free(g2.key);
     free(bit);
     free(used);
+    free(gl);
     free(idx);
+    return rc;
+}
+
+/* rsr_steps_find over arrays: its source and its segments' sink. */
+struct arrays {
+    const int64_t *gap;
+    const double *weight;
+    struct rsr_steps_found *f;
+    size_t cap;
+};
+
+static int arrays_gap(void *ctx, size_t i, int64_t *gap)
+{
+    *gap = ((const struct arrays *)ctx)->gap[i];
+    return 0;
+}
+
+static double arrays_weight(void *ctx, size_t i, uint32_t key)
+{
+    (void)key;
+    return ((const struct arrays *)ctx)->weight[i];
+}
+
+static int arrays_seg(void *ctx, const struct rsr_step_seg *seg)
+{
+    struct arrays *a = ctx;
+    struct rsr_steps_found *f = a->f;
+    if (f->n_segs == a->cap) {
+        size_t c = a->cap ? a->cap * 2 : 64;
+        void *p = realloc(f->segs, c * sizeof *f->segs);
+        if (!p)
+            return -1;
+        f->segs = p;
+        a->cap = c;
+    }
+    f->segs[f->n_segs] = *seg;
+    return 0;
+}
+
+int rsr_steps_find(const uint32_t *key, const int64_t *gap, const double *weight, size_t n,
+                   struct rsr_steps_found *out)
+{
+    struct arrays a = { gap, weight, out, 0 };
+    struct rsr_steps_src src = { n, key, arrays_gap, arrays_weight, &a };
+    int rc = rsr_steps_find_in(&src, out, arrays_seg, &a);
+    if (rc != 0 || !out->period) {
+        free(out->segs);
+        out->segs = NULL;
+    }
     return rc;
 }
 
@@ -437,13 +499,27 @@ enum step_source { SRC_COLLECTIVES, SRC_KERNELS, SRC_NVTX, SRC_KINETO, SRC_N };
 
 static const char *const source_name[SRC_N] = { "collectives", "kernels", "nvtx", "kineto" };
 
+/* A process's steps as they are made (proc_take): counted, and folded
+ * into the job's steps when job is set. */
 struct proc {
     size_t model;
-    struct pstep *v;
     size_t n;
     double conf;
     int src;                    /* enum step_source */
+    struct rsr_steps *job;      /* the job's steps; NULL: count only */
+    int first;                  /* the first process folded: each step starts afresh */
+    const struct rsr_model *m;
+    size_t bur;                 /* fold_one's place in the checkpoint bursts */
 };
+
+static void fold_one(struct rsr_step *t, const struct pstep *x, const struct rsr_model *m, int first, size_t *bur);
+
+static void proc_take(struct proc *p, const struct pstep *x)
+{
+    if (p->job && p->n < p->job->n)
+        fold_one(rsr_step_mut(p->job, p->n), x, p->m, p->first, &p->bur);
+    p->n++;
+}
 
 static struct rsr_step_counters sub(const struct rsr_step_counters *a, const struct rsr_step_counters *b)
 {
@@ -518,37 +594,58 @@ static int64_t last_edge(const struct rsr_summary *s, int64_t start)
     return end;
 }
 
-static int proc_steps(struct proc *p, struct marks *mk, const struct rsr_step_seg *segs, size_t nsegs)
+/* Turns the steps (segments of marks) of a process into its steps with
+ * their counters, one at a time, in order (rsr_steps_find_in's emit). */
+struct seg_steps {
+    struct proc *p;
+    struct marks *mk;
+    size_t k, bur;
+    int64_t next_start;
+};
+
+static int seg_step(void *ctx, const struct rsr_step_seg *g)
 {
+    struct seg_steps *c = ctx;
+    struct marks *mk = c->mk;
     const struct rsr_summary *s = mk->s;
-    size_t bur = 0;
-    int64_t next_start = 0;
-    p->v = malloc((nsegs ? nsegs : 1) * sizeof *p->v);
-    if (!p->v)
+    size_t next = g->first + g->n;
+    const struct rsr_step_mark *a = mark_at(mk, g->first);
+    if (!a)
         return -1;
-    for (size_t k = 0; k < nsegs; k++) {
-        const struct rsr_step_seg *g = &segs[k];
-        size_t next = g->first + g->n;
-        const struct rsr_step_mark *a = mark_at(mk, g->first);
-        if (!a)
-            return -1;
-        /* the first step begins with its own GPU work (the end of the
-         * longest idle gap before its first mark); the others where the
-         * step before them ended */
-        int64_t start = k ? next_start : a->t;
-        struct rsr_step_counters c0 = a->c;
-        const struct rsr_step_mark *b = next < mk->n ? mark_at(mk, next) : NULL;
-        if (next < mk->n && !b)
-            return -1;
-        struct pstep *ps = &p->v[p->n++];
-        ps->start = start;
-        ps->end = next_start = b ? step_edge(s, b, &bur) : last_edge(s, start);
-        if (ps->end < ps->start)
-            ps->end = ps->start;
-        ps->phase = g->phase;
-        ps->d = sub(b ? &b->c : &s->end_counters, &c0);
-    }
+    /* the first step begins with its own GPU work (the end of the
+     * longest idle gap before its first mark); the others where the
+     * step before them ended */
+    int64_t start = c->k++ ? c->next_start : a->t;
+    struct rsr_step_counters c0 = a->c;
+    const struct rsr_step_mark *b = next < mk->n ? mark_at(mk, next) : NULL;
+    if (next < mk->n && !b)
+        return -1;
+    struct pstep ps;
+    ps.start = start;
+    ps.end = c->next_start = b ? step_edge(s, b, &c->bur) : last_edge(s, start);
+    if (ps.end < ps.start)
+        ps.end = ps.start;
+    ps.phase = g->phase;
+    ps.d = sub(b ? &b->c : &s->end_counters, &c0);
+    proc_take(c->p, &ps);
     return 0;
+}
+
+static int marks_gap(void *ctx, size_t i, int64_t *gap)
+{
+    const struct rsr_step_mark *m = mark_at(ctx, i);
+    if (!m)
+        return -1;
+    *gap = m->gap;
+    return 0;
+}
+
+/* What a mark moves: a collective's bytes, 1 per kernel. */
+static double marks_weight(void *ctx, size_t i, uint32_t key)
+{
+    const struct rsr_summary *s = ((const struct marks *)ctx)->s;
+    (void)i;
+    return s->n_cmarks && key < s->n_keys ? (double)s->keys[key].bytes : 1;
 }
 
 static int proc_find_marks(struct proc *p, struct marks *mk);
@@ -576,50 +673,39 @@ static int proc_find_marks(struct proc *p, struct marks *mk)
 {
     const struct rsr_summary *s = mk->s;
     size_t nm = mk->n;
+    struct seg_steps c = { p, mk, 0, 0, 0 };
     p->src = s->n_cmarks ? SRC_COLLECTIVES : SRC_KERNELS;
     if (!s->n_cmarks && s->kmark_state == RSR_KMARK_ANCHOR) {
         /* one kernel per step (summary.h) */
-        struct rsr_step_seg *segs = malloc(nm * sizeof *segs);
-        if (!segs)
-            return -1;
-        for (size_t i = 0; i < nm; i++)
-            segs[i] = (struct rsr_step_seg){ i, 1, RSR_PHASE_TRAIN };
-        int rc = proc_steps(p, mk, segs, nm);
-        free(segs);
+        for (size_t i = 0; i < nm; i++) {
+            struct rsr_step_seg g = { i, 1, RSR_PHASE_TRAIN };
+            if (seg_step(&c, &g) != 0)
+                return -1;
+        }
         p->conf = s->kmark_score;
-        return rc ? -1 : 1;
+        return 1;
     }
     uint32_t *key = malloc(nm * sizeof *key);
-    int64_t *gap = malloc(nm * sizeof *gap);
-    double *w = malloc(nm * sizeof *w);
-    struct rsr_steps_found f;
-    int rc = -1;
-    if (key && gap && w) {
-        rc = 0;
-        for (size_t i = 0; i < nm && !rc; i++) {
-            const struct rsr_step_mark *m = mark_at(mk, i);
-            if (!m) {
-                rc = -1;
-                break;
-            }
-            key[i] = m->key;
-            gap[i] = m->gap;
-            w[i] = s->n_cmarks && m->key < s->n_keys ? (double)s->keys[m->key].bytes : 1;
+    if (!key)
+        return -1;
+    for (size_t i = 0; i < nm; i++) {
+        const struct rsr_step_mark *m = mark_at(mk, i);
+        if (!m) {
+            free(key);
+            return -1;
         }
-        if (!rc)
-            rc = rsr_steps_find(key, gap, w, nm, &f);
+        key[i] = m->key;
     }
-    free(key), free(gap), free(w);
+    struct rsr_steps_src src = { nm, key, marks_gap, marks_weight, mk };
+    struct rsr_steps_found f;
+    int rc = rsr_steps_find_in(&src, &f, seg_step, &c);
+    free(key);
     if (rc != 0)
         return -1;
-    if (!f.period) {
-        rsr_steps_found_free(&f);
+    if (!f.period)
         return 0;
-    }
-    rc = proc_steps(p, mk, f.segs, f.n_segs);
     p->conf = f.score * f.covered;
-    rsr_steps_found_free(&f);
-    return rc ? -1 : 1;
+    return 1;
 }
 
 int rsr_step_range_name(const char *name)
@@ -679,24 +765,154 @@ static int proc_ranges(struct proc *p, const struct rsr_model *m, const struct r
         return 0;
     }
     qsort(v, n, sizeof *v, cmp_range);
-    p->v = malloc(n * sizeof *p->v);
-    if (!p->v) {
-        free(v);
-        return -1;
-    }
     int kineto = 1;
     for (size_t i = 0; i < n; i++) {
         const char *name = rsr_model_str(m, v[i]->name);
         int eval = strcasestr(name, "eval") || strcasestr(name, "valid");
         kineto &= strncmp(name, "ProfilerStep#", 13) == 0;
-        p->v[p->n++] = (struct pstep){ v[i]->start_ns, v[i]->end_ns > v[i]->start_ns ? v[i]->end_ns : v[i]->start_ns,
-                                       (uint8_t)(eval ? RSR_PHASE_EVAL : RSR_PHASE_TRAIN),
-                                       sub(&v[i]->c1, &v[i]->c0) };
+        struct pstep x = { v[i]->start_ns, v[i]->end_ns > v[i]->start_ns ? v[i]->end_ns : v[i]->start_ns,
+                           (uint8_t)(eval ? RSR_PHASE_EVAL : RSR_PHASE_TRAIN), sub(&v[i]->c1, &v[i]->c0) };
+        proc_take(p, &x);
     }
     free(v);
     p->src = kineto ? SRC_KINETO : SRC_NVTX;
     p->conf = 1;
     return 1;
+}
+
+/* ---- the job's steps: in memory, or in the spill file a block at a time ---- */
+
+static size_t mem_max = 65536, block = 4096;
+
+void rsr_steps_store_max(size_t in_memory, size_t blk)
+{
+    mem_max = in_memory;
+    block = blk ? blk : 1;
+}
+
+/* Room for n zeroed steps in s: in memory up to mem_max, else in the spill
+ * file (in memory when it cannot be written). 0, or -1 when out of memory. */
+static int store_open(struct rsr_steps *s, size_t n)
+{
+    s->n = n;
+    s->cache[0].blk = s->cache[1].blk = SIZE_MAX;
+    if (n > mem_max) {
+        size_t nb = (n + block - 1) / block;
+        struct rsr_step *z = calloc(block, sizeof *z);
+        uint64_t off = 0;
+        int ok = z && rsr_spill_reserve(n * sizeof *z, &off) == 0;
+        for (size_t b = 0; ok && b < nb; b++) {
+            size_t k = n - b * block < block ? n - b * block : block;
+            ok = rsr_spill_put(z, k * sizeof *z, off + b * block * sizeof *z) == 0;
+        }
+        free(z);
+        if (ok) {
+            s->cache[0].v = malloc(block * sizeof *s->cache[0].v);
+            s->cache[1].v = malloc(block * sizeof *s->cache[1].v);
+            if (!s->cache[0].v || !s->cache[1].v)
+                return -1;
+            s->spilled = 1;
+            s->spill_off = off;
+            return 0;
+        }
+    }
+    s->steps = calloc(n ? n : 1, sizeof *s->steps);
+    return s->steps ? 0 : -1;
+}
+
+static void block_flush(struct rsr_steps *s, struct rsr_step_block *c)
+{
+    if (!c->dirty || c->blk == SIZE_MAX)
+        return;
+    size_t k = s->n - c->blk * block < block ? s->n - c->blk * block : block;
+    if (rsr_spill_put(c->v, k * sizeof *c->v, s->spill_off + c->blk * block * sizeof *c->v) != 0)
+        s->failed = 1;
+    c->dirty = 0;
+}
+
+static struct rsr_step *store_at(struct rsr_steps *s, size_t i, int dirty)
+{
+    if (!s->spilled)
+        return &s->steps[i];
+    size_t b = i / block;
+    struct rsr_step_block *c = s->cache[0].blk == b ? &s->cache[0] : s->cache[1].blk == b ? &s->cache[1] : NULL;
+    if (!c) {
+        /* the one used least lately */
+        c = s->cache[0].used <= s->cache[1].used ? &s->cache[0] : &s->cache[1];
+        block_flush(s, c);
+        size_t k = s->n - b * block < block ? s->n - b * block : block;
+        if (rsr_spill_read(c->v, k * sizeof *c->v, s->spill_off + b * block * sizeof *c->v) != 0) {
+            memset(c->v, 0, k * sizeof *c->v);
+            s->failed = 1;
+        }
+        c->blk = b;
+    }
+    c->used = ++s->tick;
+    c->dirty |= dirty;
+    return &c->v[i - b * block];
+}
+
+/* The cache is not part of the steps' value: reading may fill it. */
+const struct rsr_step *rsr_step_get(const struct rsr_steps *s, size_t i)
+{
+    return store_at((struct rsr_steps *)s, i, 0);
+}
+
+struct rsr_step *rsr_step_mut(struct rsr_steps *s, size_t i)
+{
+    return store_at(s, i, 1);
+}
+
+long rsr_steps_at(const struct rsr_steps *cs, int64_t t)
+{
+    struct rsr_steps *s = (struct rsr_steps *)cs;
+    if (!s->n || (!s->steps && !s->spilled))
+        return -1;
+    size_t nb = (s->n + block - 1) / block;
+    if (!s->blk_start) {
+        /* the steps' starts do not change once they are folded */
+        s->blk_start = malloc(nb * sizeof *s->blk_start);
+        if (!s->blk_start) {
+            s->failed = 1;
+            return -1;
+        }
+        for (size_t b = 0; b < nb; b++)
+            s->blk_start[b] = store_at(s, b * block, 0)->start_ns;
+    }
+    /* the last block starting at or before t, then the last step in it */
+    size_t lo = 0, hi = nb;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->blk_start[mid] <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return -1;
+    size_t b = lo - 1, first = b * block, end = first + block < s->n ? first + block : s->n;
+    lo = first, hi = end;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (store_at(s, mid, 0)->start_ns <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > first && t < store_at(s, lo - 1, 0)->end_ns ? (long)lo - 1 : -1;
+}
+
+static void store_free(struct rsr_steps *s)
+{
+    free(s->steps);
+    free(s->cache[0].v);
+    free(s->cache[1].v);
+    free(s->blk_start);
+    s->steps = NULL;
+    s->cache[0].v = s->cache[1].v = NULL;
+    s->cache[0].blk = s->cache[1].blk = SIZE_MAX;
+    s->blk_start = NULL;
+    s->spilled = 0;
 }
 
 /* ---- the job ---- */
@@ -724,60 +940,57 @@ static double dur_ms(const struct rsr_step *st)
     return (double)(st->end_ns - st->start_ns) / 1e6;
 }
 
-/* Adds process p (model m) to the job's steps st[0..p->n). While the
- * processes are folded in one at a time (rsr_steps_analyse), so that no
- * more than one process's steps are held at once, a step's fields hold
+/* Adds step x of a process (model m) to the job's step t (first: the
+ * first process's, t starts afresh; *bur: the place in m's checkpoint
+ * bursts, steps come in order). While the processes are folded in one at
+ * a time (rsr_steps_analyse), a step at a time as it is found, so that no
+ * process's steps are held, a step's fields hold
  * sums over the processes so far, which fold_finish turns into its
  * figures: idle_ms the processes' step time, compute_pct their compute,
  * exposed_comm_pct their exposed communication, io_ms and wait_ms their
  * I/O and data wait, idle_pct their GPU busy time, busy_spread_ms the
  * largest of those. */
-static void fold_proc(struct rsr_step *st, const struct proc *p, const struct rsr_model *m, int first)
+static void fold_one(struct rsr_step *t, const struct pstep *x, const struct rsr_model *m, int first, size_t *bur)
 {
     const struct rsr_summary *s = m->sum;
-    size_t bur = 0;
-    for (size_t j = 0; j < p->n; j++) {
-        const struct pstep *x = &p->v[j];
-        struct rsr_step *t = &st[j];
-        if (first) {
-            memset(t, 0, sizeof *t);
-            t->start_ns = INT64_MAX;
-            t->end_ns = INT64_MIN;
-            t->phase = x->phase;
-            t->busiest_rank = -1;
-            t->busy_spread_ms = -1;
-        }
-        if (x->start < t->start_ns)
-            t->start_ns = x->start;
-        if (x->end > t->end_ns)
-            t->end_ns = x->end;
-        t->idle_ms += (double)(x->end - x->start);
-        t->compute_pct += (double)x->d.compute;
-        t->exposed_comm_pct += (double)(x->d.cc - x->d.compute);
-        t->io_ms += (double)x->d.io;
-        t->wait_ms += (double)x->d.wait;
-        t->idle_pct += (double)x->d.busy;
-        if ((double)x->d.busy > t->busy_spread_ms) {
-            t->busy_spread_ms = (double)x->d.busy;
-            t->busiest_rank = m->rank;
-        }
-        /* checkpoint writes that lie mostly inside the step */
-        while (bur < s->n_bursts && s->bursts[bur].end_ns <= x->start)
-            bur++;
-        for (size_t b = bur; b < s->n_bursts && s->bursts[b].start_ns < x->end; b++) {
-            const struct rsr_burst *bu = &s->bursts[b];
-            int64_t lo = bu->start_ns > x->start ? bu->start_ns : x->start;
-            int64_t hi = bu->end_ns < x->end ? bu->end_ns : x->end;
-            if (hi <= lo || 2 * (hi - lo) < bu->end_ns - bu->start_ns)
-                continue;
-            t->checkpoint = 1;
-            if ((double)(hi - lo) / 1e6 > t->ckpt_ms)
-                t->ckpt_ms = (double)(hi - lo) / 1e6;
-        }
+    if (first) {
+        memset(t, 0, sizeof *t);
+        t->start_ns = INT64_MAX;
+        t->end_ns = INT64_MIN;
+        t->phase = x->phase;
+        t->busiest_rank = -1;
+        t->busy_spread_ms = -1;
+    }
+    if (x->start < t->start_ns)
+        t->start_ns = x->start;
+    if (x->end > t->end_ns)
+        t->end_ns = x->end;
+    t->idle_ms += (double)(x->end - x->start);
+    t->compute_pct += (double)x->d.compute;
+    t->exposed_comm_pct += (double)(x->d.cc - x->d.compute);
+    t->io_ms += (double)x->d.io;
+    t->wait_ms += (double)x->d.wait;
+    t->idle_pct += (double)x->d.busy;
+    if ((double)x->d.busy > t->busy_spread_ms) {
+        t->busy_spread_ms = (double)x->d.busy;
+        t->busiest_rank = m->rank;
+    }
+    /* checkpoint writes that lie mostly inside the step */
+    while (*bur < s->n_bursts && s->bursts[*bur].end_ns <= x->start)
+        (*bur)++;
+    for (size_t b = *bur; b < s->n_bursts && s->bursts[b].start_ns < x->end; b++) {
+        const struct rsr_burst *bu = &s->bursts[b];
+        int64_t lo = bu->start_ns > x->start ? bu->start_ns : x->start;
+        int64_t hi = bu->end_ns < x->end ? bu->end_ns : x->end;
+        if (hi <= lo || 2 * (hi - lo) < bu->end_ns - bu->start_ns)
+            continue;
+        t->checkpoint = 1;
+        if ((double)(hi - lo) / 1e6 > t->ckpt_ms)
+            t->ckpt_ms = (double)(hi - lo) / 1e6;
     }
 }
 
-/* A job step's figures from the sums fold_proc left over np processes.
+/* A job step's figures from the sums fold_one left over np processes.
  * The spread of GPU busy time is the busiest rank's less the mean rank's
  * (a median would need every rank's figure for every step at once). */
 static void fold_finish(struct rsr_step *st, size_t np)
@@ -822,9 +1035,10 @@ static double trend(const struct rsr_steps *out)
 {
     double sx = 0, sy = 0, sxx = 0, sxy = 0, nn = 0;
     for (size_t i = 0; i < out->n; i++) {
-        if (out->steps[i].phase != RSR_PHASE_TRAIN)
+        const struct rsr_step *st = rsr_step_get(out, i);
+        if (st->phase != RSR_PHASE_TRAIN)
             continue;
-        double y = dur_ms(&out->steps[i]);
+        double y = dur_ms(st);
         sx += nn, sy += y, sxx += nn * nn, sxy += nn * y;
         nn++;
     }
@@ -844,8 +1058,9 @@ static double typical_change(const struct rsr_steps *out, double *v, double *w)
     for (size_t i = 0; i < out->n; i++) {
         while (s < out->n_slow && out->slow[s].index < i)
             s++;
-        if (out->steps[i].phase == RSR_PHASE_TRAIN && !(s < out->n_slow && out->slow[s].index == i))
-            v[k++] = dur_ms(&out->steps[i]);
+        const struct rsr_step *st = rsr_step_get(out, i);
+        if (st->phase == RSR_PHASE_TRAIN && !(s < out->n_slow && out->slow[s].index == i))
+            v[k++] = dur_ms(st);
     }
     size_t q = k / 4;
     if (q < 3)
@@ -863,7 +1078,7 @@ static int is_slow(const struct rsr_steps *out, const struct rsr_step *st)
     return out->phase_count[st->phase] >= RSR_STEPS_MIN && med > 0 && dur_ms(st) >= RSR_STEPS_SLOW_X * med;
 }
 
-/* Distribution, phases, trend and slow steps of out->steps. */
+/* Distribution, phases, trend and slow steps of out's steps. */
 static int job_stats(struct rsr_steps *out)
 {
     double *v = malloc((out->n ? out->n : 1) * sizeof *v);
@@ -876,13 +1091,15 @@ static int job_stats(struct rsr_steps *out)
     double med_io[RSR_NPHASES] = { 0 }, med_spread[RSR_NPHASES] = { 0 }, med_idle[RSR_NPHASES] = { 0 };
     for (int ph = 0; ph < RSR_NPHASES; ph++) {
         size_t k = 0;
-        for (size_t i = 0; i < out->n; i++)
-            if (out->steps[i].phase == ph) {
-                v[k] = dur_ms(&out->steps[i]);
-                a[k] = out->steps[i].io_ms + out->steps[i].wait_ms;
-                b[k] = out->steps[i].busy_spread_ms;
-                c[k++] = out->steps[i].idle_ms;
+        for (size_t i = 0; i < out->n; i++) {
+            const struct rsr_step *st = rsr_step_get(out, i);
+            if (st->phase == ph) {
+                v[k] = dur_ms(st);
+                a[k] = st->io_ms + st->wait_ms;
+                b[k] = st->busy_spread_ms;
+                c[k++] = st->idle_ms;
             }
+        }
         out->phase_count[ph] = k;
         if (!k)
             continue;
@@ -899,13 +1116,15 @@ static int job_stats(struct rsr_steps *out)
         out->max_ms = v[k - 1];
     }
     int64_t first = INT64_MAX, last = INT64_MIN;
-    for (size_t i = 0; i < out->n; i++)
-        if (out->steps[i].phase == RSR_PHASE_TRAIN) {
-            if (out->steps[i].start_ns < first)
-                first = out->steps[i].start_ns;
-            if (out->steps[i].end_ns > last)
-                last = out->steps[i].end_ns;
+    for (size_t i = 0; i < out->n; i++) {
+        const struct rsr_step *st = rsr_step_get(out, i);
+        if (st->phase == RSR_PHASE_TRAIN) {
+            if (st->start_ns < first)
+                first = st->start_ns;
+            if (st->end_ns > last)
+                last = st->end_ns;
         }
+    }
     if (out->count && last > first) {
         out->span_ms = (double)(last - first) / 1e6;
         out->per_step_ms = out->span_ms / (double)out->count;
@@ -913,14 +1132,14 @@ static int job_stats(struct rsr_steps *out)
     out->trend_pct = trend(out);
     size_t nslow = 0;
     for (size_t i = 0; i < out->n; i++)
-        nslow += is_slow(out, &out->steps[i]);
+        nslow += is_slow(out, rsr_step_get(out, i));
     out->slow = malloc((nslow ? nslow : 1) * sizeof *out->slow);
     if (!out->slow) {
         free(v), free(a), free(b), free(c);
         return -1;
     }
     for (size_t i = 0; i < out->n; i++) {
-        const struct rsr_step *st = &out->steps[i];
+        const struct rsr_step *st = rsr_step_get(out, i);
         int ph = st->phase;
         double med = out->phase_median_ms[ph];
         if (!is_slow(out, st))
@@ -944,10 +1163,13 @@ static int cmp_size(const void *pa, const void *pb)
 
 /* A process's steps: the program's own marks first, then the repetition
  * of its work. As proc_find. */
-static int proc_get(struct proc *p, struct rsr_model *m, size_t i, int *kind)
+static int proc_get(struct proc *p, struct rsr_model *m, size_t i, int *kind, struct rsr_steps *job, int first)
 {
     memset(p, 0, sizeof *p);
     p->model = i;
+    p->job = job;
+    p->first = first;
+    p->m = m;
     *kind = 0;
     if (!m->sum)
         return 0;
@@ -976,9 +1198,8 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
     for (size_t i = 0; i < n; i++) {
         struct proc p;
         int kind;
-        int r = proc_get(&p, models[i], i, &kind);
+        int r = proc_get(&p, models[i], i, &kind, NULL, 0);
         looked |= kind;
-        free(p.v);
         if (r < 0)
             goto done;
         if (r > 0 && p.n) {
@@ -1019,12 +1240,10 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
         if (by_src[k] > by_src[src])
             src = k;
     out->source = source_name[src];
-    out->steps = calloc(mode, sizeof *out->steps);
-    if (!out->steps) {
+    if (store_open(out, mode) != 0) {
         rc = -1;
         goto done;
     }
-    out->n = mode;
     out->in_steps = calloc(n, 1);
     if (!out->in_steps) {
         rc = -1;
@@ -1037,12 +1256,13 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
             continue;
         struct proc p;
         int kind;
-        int got = proc_get(&p, models[fd[r].model], fd[r].model, &kind);
+        /* folded as they are found: the same steps as the count's, found
+         * the same way */
+        int got = proc_get(&p, models[fd[r].model], fd[r].model, &kind, out, folded == 0);
         if (got > 0 && p.n == mode) {
-            fold_proc(out->steps, &p, models[fd[r].model], folded++ == 0);
+            folded++;
             out->in_steps[fd[r].model] = 1;
         }
-        free(p.v);
         if (got < 0) {
             rc = -1;
             goto done;
@@ -1050,7 +1270,7 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
     }
     out->ranks = folded;
     for (size_t j = 0; j < mode; j++)
-        fold_finish(&out->steps[j], folded);
+        fold_finish(rsr_step_mut(out, j), folded);
     rc = job_stats(out);
     if (out->count < RSR_STEPS_MIN && rc == 0) {
         rsr_steps_free(out);
@@ -1068,7 +1288,7 @@ done:
 
 int rsr_steps_digest(struct rsr_steps *s)
 {
-    if (!s->steps)
+    if (!s->steps && !s->spilled)
         return 0;
     size_t run = (s->n + RSR_STEPS_SERIES - 1) / RSR_STEPS_SERIES, k = 0;
     if (!run)
@@ -1082,14 +1302,15 @@ int rsr_steps_digest(struct rsr_steps *s)
     }
     for (size_t a = 0; a < s->n; a += run) {
         size_t i = a;
-        for (size_t j = a + 1; j < a + run && j < s->n; j++)
-            if (s->steps[j].end_ns - s->steps[j].start_ns > s->steps[i].end_ns - s->steps[i].start_ns)
-                i = j;
-        v[k] = s->steps[i];
+        int64_t longest = INT64_MIN;
+        for (size_t j = a; j < a + run && j < s->n; j++) {
+            const struct rsr_step *x = rsr_step_get(s, j);
+            if (x->end_ns - x->start_ns > longest)
+                longest = x->end_ns - x->start_ns, i = j, v[k] = *x;
+        }
         ix[k++] = i;
     }
-    free(s->steps);
-    s->steps = NULL;
+    store_free(s);
     s->series = v;
     s->series_index = ix;
     s->n_series = k;
@@ -1099,7 +1320,7 @@ int rsr_steps_digest(struct rsr_steps *s)
 
 void rsr_steps_free(struct rsr_steps *s)
 {
-    free(s->steps);
+    store_free(s);
     free(s->series);
     free(s->series_index);
     free(s->slow);

@@ -96,6 +96,25 @@ int rsr_steps_find(const uint32_t *key, const int64_t *gap, const double *weight
 
 void rsr_steps_found_free(struct rsr_steps_found *f);
 
+/* A process's marks as rsr_steps_find_in reads them: every key in memory
+ * (4 bytes a mark), the gaps and weights asked for one mark at a time,
+ * in order within each pass (the marks may be read from a file a block at
+ * a time): gap returns 0, or -1 when the mark cannot be read. */
+struct rsr_steps_src {
+    size_t n;
+    const uint32_t *key;
+    int (*gap)(void *ctx, size_t i, int64_t *gap);
+    double (*weight)(void *ctx, size_t i, uint32_t key);
+    void *ctx;
+};
+
+/* rsr_steps_find over src, in memory that grows by 6 bytes a mark (its
+ * key, a bit and a code) and no more: the steps are handed to emit (when
+ * not NULL) in order, as they are found, and counted in out->n_segs
+ * (out->segs stays NULL). emit returns 0, or -1 to stop (then -1). */
+int rsr_steps_find_in(const struct rsr_steps_src *src, struct rsr_steps_found *out,
+                      int (*emit)(void *ctx, const struct rsr_step_seg *seg), void *ectx);
+
 /* One step on the job's time line: from the first rank's start to the
  * last rank's end, with the breakdown summed over the ranks that had it. */
 struct rsr_step {
@@ -124,8 +143,22 @@ struct rsr_steps {
     const char *source;         /* "collectives", "kernels", "nvtx", "kineto"; NULL: no steps (why says) */
     char why[200];
     double confidence;          /* 0..1 */
-    struct rsr_step *steps;     /* in time order, every phase; NULL once digested */
+    /* The steps, in time order, every phase: read and written through
+     * rsr_step_get and rsr_step_mut alone. In memory (steps) up to a bound,
+     * beyond it in the spill file a block at a time (summary.h), so that
+     * memory does not grow with the job's length; NULL once digested. */
+    struct rsr_step *steps;
     size_t n;
+    int spilled, failed;        /* failed: a block could not be read or written */
+    uint64_t spill_off;
+    struct rsr_step_block {
+        struct rsr_step *v;
+        size_t blk;             /* SIZE_MAX: none */
+        int dirty;
+        unsigned used;
+    } cache[2];
+    unsigned tick;
+    int64_t *blk_start;         /* rsr_steps_at's index: each block's first start */
     /* The digest (rsr_steps_digest): what report.json's steps.series
      * shows, at most RSR_STEPS_SERIES steps, each the longest of a run of
      * series_run consecutive steps, with its index among the n. */
@@ -162,6 +195,19 @@ int rsr_step_range_name(const char *name);
 int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_steps *out);
 
 void rsr_steps_free(struct rsr_steps *s);
+
+/* Step i (< s->n, before the digest) to read, or to change: valid until
+ * the next call on s (a block of the spill file may be read in its place;
+ * one that could not be read reads as zeros and sets s->failed). */
+const struct rsr_step *rsr_step_get(const struct rsr_steps *s, size_t i);
+struct rsr_step *rsr_step_mut(struct rsr_steps *s, size_t i);
+
+/* The step time t falls in (steps in time order), or -1: none. */
+long rsr_steps_at(const struct rsr_steps *s, int64_t t);
+
+/* Steps a job holds in memory at most, and steps a block of the spill file
+ * beyond (defaults 65536 and 4096). For tests. */
+void rsr_steps_store_max(size_t in_memory, size_t block);
 
 /* Keeps of the job's steps only what is shown of them (the series; the
  * slow steps keep their own figures) and frees the rest, so that what

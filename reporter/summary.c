@@ -1621,6 +1621,21 @@ static int spill_read(void *p, size_t len, uint64_t off)
     return 0;
 }
 
+int rsr_spill_reserve(size_t len, uint64_t *off)
+{
+    return spill_reserve(len, off);
+}
+
+int rsr_spill_put(const void *p, size_t len, uint64_t off)
+{
+    return spill_put(p, len, off);
+}
+
+int rsr_spill_read(void *p, size_t len, uint64_t off)
+{
+    return spill_read(p, len, off);
+}
+
 int rsr_summary_spill(struct rsr_summary *s)
 {
     int rc = 0;

@@ -253,6 +253,14 @@ struct rsr_summary *rsr_model_summary(struct rsr_model *m);
  * (what could not be written stays in memory). */
 int rsr_summary_spill(struct rsr_summary *s);
 
+/* The spill file for other analyses' data that grows with the job's
+ * length (steps.c): room for len bytes at its end (offset in *off), a write
+ * of len bytes at off (within what was reserved), a read. Each 0, or -1
+ * (no spill file, or it failed). */
+int rsr_spill_reserve(size_t len, uint64_t *off);
+int rsr_spill_put(const void *p, size_t len, uint64_t off);
+int rsr_spill_read(void *p, size_t len, uint64_t off);
+
 /* Tuples and collective marks a summary being built keeps in memory, each,
  * before the settled ones go to the spill file as sorted runs, merged there
  * at the end (default 131072; at least 4). For tests; not thread-safe

@@ -10,6 +10,7 @@
 #include "reporter/summary.h"
 #include "reporter/collectives.h"
 #include "reporter/load.h"
+#include "reporter/steps.h"
 #include "reporter/storage.h"
 #include "formats/chunk.h"
 #include "formats/frame.h"
@@ -556,6 +557,46 @@ START_TEST(findings_name_the_straggler)
 }
 END_TEST
 
+/* The job's steps held in the spill file a few at a time (three a block,
+ * two blocks in memory: every access past the second block reads one back
+ * and writes one out) give the same figures as in memory, and wait for a
+ * late rank as much (rsr_coll_step_waits writes through the blocks). */
+START_TEST(steps_in_the_spill_file)
+{
+    struct job_spec s = { .n = 4, .ncoll = 50, .bytes = 100000000, .step = 2 * (int64_t)MS, .dur = 500000,
+                          .arrive = { 0, 0, 600000, 0 },
+                          .mono_off = { 0, 0, 0, 0 }, .real_off = { 0, 0, 0, 0 } };
+    struct rsr_model m[4];
+    struct rsr_model *mp[4] = { &m[0], &m[1], &m[2], &m[3] };
+    struct rsr_job job[2];
+    for (int k = 0; k < 2; k++) {
+        make_job(&s, m);
+        if (k)
+            rsr_steps_store_max(0, 3);
+        ck_assert_int_eq(rsr_job_analyse(mp, 4, &job[k]), 0);
+        rsr_steps_store_max(65536, 4096);
+        for (int r = 0; r < 4; r++)
+            rsr_model_free(&m[r]);
+    }
+    const struct rsr_steps *a = &job[0].steps, *b = &job[1].steps;
+    ck_assert_msg(a->count >= 10 && a->n == b->n, "steps: %zu in memory, %zu spilled", a->count, b->n);
+    ck_assert_msg(a->median_ms == b->median_ms && a->p90_ms == b->p90_ms && a->max_ms == b->max_ms &&
+                  a->per_step_ms == b->per_step_ms && a->trend_pct == b->trend_pct && a->n_slow == b->n_slow,
+                  "median %g/%g p90 %g/%g max %g/%g", a->median_ms, b->median_ms, a->p90_ms, b->p90_ms, a->max_ms,
+                  b->max_ms);
+    ck_assert_uint_eq(a->n_series, b->n_series);
+    int waited = 0;
+    for (size_t i = 0; i < a->n_series; i++) {
+        ck_assert_uint_eq(a->series_index[i], b->series_index[i]);
+        ck_assert_msg(memcmp(&a->series[i], &b->series[i], sizeof a->series[i]) == 0, "step %zu differs", i);
+        waited |= a->series[i].sync_wait_pct > 0;
+    }
+    ck_assert_msg(waited, "no step waited for rank 2");
+    rsr_job_free(&job[0]);
+    rsr_job_free(&job[1]);
+}
+END_TEST
+
 static Suite *analyses_suite(void)
 {
     const struct rs_test tests[] = {
@@ -569,6 +610,7 @@ static Suite *analyses_suite(void)
         { "analyses_checkpoint_bursts", checkpoint_bursts },
         { "analyses_timeline_bins", timeline_bins },
         { "analyses_findings_name_the_straggler", findings_name_the_straggler },
+        { "analyses_steps_in_the_spill_file", steps_in_the_spill_file },
     };
     return RS_SUITE("analyses", tests, 60);
 }
