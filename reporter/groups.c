@@ -491,6 +491,23 @@ int rsr_groups_find(struct rsr_model *const *models, size_t n, const struct rsr_
         v[i].ranks = NULL;
     }
     out->n_comms = nc;
+    out->coords = malloc((n ? n : 1) * RSR_GROUP_NROLES * sizeof *out->coords);
+    if (!out->coords) {
+        free(xfer), free(hid), free(wt);
+        goto done;
+    }
+    for (size_t i = 0; i < n * RSR_GROUP_NROLES; i++)
+        out->coords[i] = -1;
+    for (size_t i = 0; i < n; i++) {
+        int32_t r = models[i]->rank;
+        for (size_t k = 0; k < nc && r >= 0; k++) {
+            const struct rsr_group_comm *c = &out->comms[k];
+            int32_t *x = &out->coords[i * RSR_GROUP_NROLES + c->role];
+            const int32_t *at = *x < 0 ? bsearch(&r, c->members, c->n_members, sizeof r, cmp_i32) : NULL;
+            if (at)
+                *x = (int32_t)(at - c->members);
+        }
+    }
     for (size_t k = 0; k < ncls; k++) {
         struct rsr_group *x = &out->v[k];
         x->hidden_pct = xfer[k] > 0 ? 100 * hid[k] / xfer[k] : 0;
@@ -526,6 +543,7 @@ void rsr_groups_free(struct rsr_groups *g)
     free(g->v);
     free(g->pipe.by_stage);
     free(g->by_model);
+    free(g->coords);
     for (size_t i = 0; i < g->n_comms; i++)
         free(g->comms[i].members);
     free(g->comms);

@@ -142,6 +142,11 @@ struct rsr_groups {
     size_t n_comms;
     struct rsr_pipeline pipe;
     struct rsr_role_time *by_model;     /* [model * RSR_GROUP_NROLES + role] */
+    /* [model * RSR_GROUP_NROLES + role]: the process's place in its
+     * communicator of that role (its rank's among the members, ascending:
+     * in Megatron's layout the pipeline stage, the tensor and the data
+     * parallel index); -1 where it has none */
+    int32_t *coords;
     size_t n_models;
     double wall_s;              /* the shares' denominator, per process */
 };

@@ -10,6 +10,7 @@
 #include "reporter/html_nodes.h"
 #include "reporter/html_ends.h"
 #include "reporter/html_json.h"
+#include "reporter/html_layout.h"
 #include "reporter/html_ranks.h"
 #include "reporter/html_script.h"
 #include "reporter/steps.h"
@@ -1507,6 +1508,43 @@ static void table_pipeline(struct page *p)
     fputs("</tbody></table>\n", f);
 }
 
+/* The links a group's traffic crosses, as the node sampler counted them
+ * (report.json nodes[].links): inside a node NVLink, across nodes the
+ * network (InfiniBand, RoCE, Ethernet); of those, the one that carried the
+ * most while collectives ran, against its rate. */
+static void td_group_links(FILE *f, yajl_val root, int intra)
+{
+    yajl_val nodes = rsr_jv_key(root, "nodes"), best = NULL;
+    double bv = -1;
+    for (size_t i = 0; i < rsr_jv_len(nodes); i++) {
+        yajl_val links = rsr_jv_key(rsr_jv_at(nodes, i), "links");
+        for (size_t k = 0; k < rsr_jv_len(links); k++) {
+            yajl_val l = rsr_jv_at(links, k);
+            const char *kind = rsr_jv_kstr(l, "kind");
+            double v;
+            if (!kind || (intra ? strcmp(kind, "nvlink") != 0
+                                : strcmp(kind, "ib") && strcmp(kind, "roce") && strcmp(kind, "eth")))
+                continue;
+            if (rsr_jv_knum(l, "in_collectives_gbs", &v) && v > bv)
+                bv = v, best = l;
+        }
+    }
+    fputs("<td>", f);
+    if (!best) {
+        fputs(intra ? "NVLink or PCIe: no counters" : "network: no counters", f);
+    } else {
+        double rate;
+        rsr_html_text(f, rsr_jv_kstr(best, "name"));
+        fputs(" (", f);
+        rsr_html_text(f, rsr_jv_kstr(best, "kind"));
+        if (rsr_jv_knum(best, "rate_gbs", &rate) && rate > 0)
+            fprintf(f, "): %.2f of %.3g GB/s during collectives", bv, rate);
+        else
+            fprintf(f, "): %.2f GB/s during collectives", bv);
+    }
+    fputs("</td>", f);
+}
+
 /* report.json's groups: shown where the job is more than data parallel. */
 static void table_groups(struct page *p)
 {
@@ -1522,7 +1560,7 @@ static void table_groups(struct page *p)
     fputs("<table class=\"sort\" id=\"table-groups\"><thead><tr>", f);
     th(f, "role", 0), th(f, "communicators", 1), th(f, "ranks each", 1), th(f, "where", 0), th(f, "operations", 0);
     th(f, "calls per step", 1), th(f, "% of time", 1), th(f, "% of it waiting", 1), th(f, "busbw GB/s", 1);
-    th(f, "example", 0), th(f, "how sure", 1);
+    th(f, "links (busiest, node counters)", 0), th(f, "example", 0), th(f, "how sure", 1);
     fputs("</tr></thead><tbody>\n", f);
     for (size_t i = 0; i < n; i++) {
         yajl_val g = rsr_jv_at(gs, i);
@@ -1555,6 +1593,7 @@ static void table_groups(struct page *p)
         td_fmt(f, rsr_jv_knum_or(g, "time_pct", 0), 1);
         td_fmt(f, rsr_jv_knum_or(g, "sync_wait_pct", 0), 0);
         td_fmt(f, rsr_jv_knum_or(g, "busbw_gbs", 0), 2);
+        td_group_links(f, p->root, YAJL_IS_TRUE(rsr_jv_key(g, "intra_node")));
         fputs("<td>ranks ", f);
         yajl_val mem = rsr_jv_key(g, "members_example");
         for (size_t k = 0; k < rsr_jv_len(mem); k++) {
@@ -1568,6 +1607,7 @@ static void table_groups(struct page *p)
     }
     fputs("</tbody></table>\n", f);
     table_roles(p, gs);
+    rsr_html_layout(f, p->root);
     table_pipeline(p);
 }
 

@@ -68,6 +68,8 @@ const char rsr_html_css[] =
     "column-gap:24px}"
     "#rank-dist>h2,#rank-dist>p{grid-column:1/-1}.scroll{max-height:560px;overflow:auto}"
     ".scroll thead th{position:sticky;top:0}"
+    "table.grid{width:auto}table.grid td{text-align:center;font-size:11px;min-width:44px;padding:2px 4px;"
+    "border:1px solid #d0d7de}table.grid th{cursor:default}"
     ".thr{margin:6px 0}.trow{display:flex;gap:8px;align-items:center;font-size:12px}"
     ".tn{flex:0 0 180px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}"
     ".tb{flex:0 0 320px;display:flex;height:10px;background:#eaeef2}.tb span{display:block;height:10px}"

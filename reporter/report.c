@@ -443,10 +443,29 @@ static void comm_roles_json(FILE *f, const struct rsr_groups *g, size_t i)
         putc('}', f);
 }
 
+/* A process's place in the parallel layout (groups.h), where the job is
+ * more than data parallel: its index in its communicator of each role. */
+static void coords_json(FILE *f, const struct rsr_groups *g, size_t i)
+{
+    if (!g->coords || i >= g->n_models || !g->n || (g->n == 1 && g->v[0].role == RSR_GROUP_DATA))
+        return;
+    int first = 1;
+    for (int r = 0; r < RSR_GROUP_NROLES; r++) {
+        int32_t x = g->coords[i * RSR_GROUP_NROLES + r];
+        if (x < 0 || r == RSR_GROUP_WORLD || r == RSR_GROUP_OTHER)
+            continue;
+        fprintf(f, "%s\"%s\":%d", first ? ",\"coords\":{" : ",", rsr_group_role_name(r), (int)x);
+        first = 0;
+    }
+    if (!first)
+        putc('}', f);
+}
+
 static void process_analysis_json(FILE *f, const struct rsr_job *j, size_t i)
 {
     const struct rsr_model *m = j->models[i];
     comm_roles_json(f, &j->groups, i);
+    coords_json(f, &j->groups, i);
     if (j->gpu && j->gpu[i].span_ns) {
         putc(',', f);
         gpu_json(f, &j->gpu[i]);

@@ -15,6 +15,7 @@ forward and backward kernels for every micro-batch, one data-parallel
 AllReduce per layer of the stage, every step)."""
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -36,14 +37,18 @@ def job(name, world, tp, pp, nodes=0, order=None):
     return got[:3] if got else None
 
 
-def layout(world, tp, pp, order=None):
-    """simtrain's groups as sets of ranks, by role (Megatron's order, or
+def places(world, tp, pp, order=None):
+    """Each rank's (tensor, data, pipeline) index (Megatron's order, or
     tp-pp-dp)."""
     dp = world // (tp * pp)
     if order == "tp-pp-dp":
-        place = {r: (r % tp, r // (tp * pp), r // tp % pp) for r in range(world)}
-    else:
-        place = {r: (r % tp, r // tp % dp, r // (tp * dp)) for r in range(world)}
+        return {r: (r % tp, r // (tp * pp), r // tp % pp) for r in range(world)}
+    return {r: (r % tp, r // tp % dp, r // (tp * dp)) for r in range(world)}
+
+
+def layout(world, tp, pp, order=None):
+    """simtrain's groups as sets of ranks, by role."""
+    place = places(world, tp, pp, order)
     groups = {"tensor": {}, "data": {}, "pipeline": {}}
     for r, (t, d, p) in place.items():
         groups["tensor"].setdefault((p, d), set()).add(r)
@@ -124,6 +129,28 @@ def check_job(name, world, tp, pp, nodes=0, order=None):
     table = page[i:page.find("</table>", i)] if i >= 0 else ""
     check(name + ": the page's table has a row per group", table.count("<tr>") == 1 + len(rep["groups"]),
           table[:300])
+    # each rank's place: its index in each of its groups, as Megatron lays
+    # ranks out; the page's grid puts it there, shaded by its waiting
+    place = places(world, tp, pp, order)
+    names = ("tensor", "data", "pipeline")
+    coords = {p["rank"]: p.get("coords") for p in procs}
+    check(name + ": every rank's coordinates are its place in the layout",
+          all(coords[r] == {names[k]: place[r][k] for k in range(3) if names[k] in want} for r in range(world)),
+          json.dumps(coords)[:400])
+    i = page.find('id="grid-layout"')
+    grid = page[i:page.find("</table>", i)] if i >= 0 else ""
+    cells = re.findall(r'<td data-rank="(\d+)" data-stage="(\d+)" data-data="(\d+)" data-tensor="(\d+)"', grid)
+    rows = [re.findall(r'data-rank="(\d+)"', row) for row in grid.split("<tr>")[2:]]
+    order_want = [[str(r) for r in sorted(range(world), key=lambda r: place[r][0]) if place[r][2] == p and place[r][1] == d]
+                  for p in range(pp) for d in range(world // (tp * pp))]
+    check(name + ": the page's grid has each rank once, at its place: stage and data index down, tensor across",
+          sorted(int(c[0]) for c in cells) == list(range(world)) and
+          all((int(t), int(d), int(st)) == place[int(r)] for r, st, d, t in cells) and rows == order_want,
+          "%r against %r" % (rows, order_want))
+    waits = {int(m.group(1)): float(m.group(2)) for m in re.finditer(r'data-rank="(\d+)"[^>]*>\d+<br>([\d.]+)%', grid)}
+    check(name + ": each cell shows the rank's waiting, summed over its roles",
+          all(abs(waits.get(r, -1) - sum(v["wait_pct"] for v in mine[r].values())) < 0.051 for r in range(world)),
+          "%r" % waits)
     i = page.find('id="table-roles"')
     table = page[i:page.find("</table>", i)] if i >= 0 else ""
     check(name + ": the page's time by role has a row per rank, two columns per role",
@@ -162,9 +189,10 @@ def main():
         check("data parallel: one data-parallel group of both ranks",
               [(g["role"], g["count"], g["members_example"]) for g in rep["groups"]] == [("data", 1, [0, 1])],
               json.dumps(rep["groups"])[:300])
-        check("data parallel: no groups line, no groups table, no pipeline",
+        check("data parallel: no groups line, no groups table, no pipeline, no layout",
               "communication groups:" not in text and 'id="table-groups"' not in page and "pipeline" not in rep and
-              "pipeline:" not in text)
+              "pipeline:" not in text and 'id="grid-layout"' not in page and
+              not any("coords" in p for p in rep["processes"]))
     finish()
 
 
