@@ -293,6 +293,57 @@ static int match(const struct sig *g, const uint32_t *key, const uint8_t *bit, s
     return !g->rule || bit[i];
 }
 
+/* The steps of g the scan finds in key[0..n). */
+static size_t matches(const struct sig *g, const uint32_t *key, const uint8_t *bit, size_t n)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n;)
+        if (match(g, key, bit, i, n))
+            m++, i += g->period;
+        else
+            i++;
+    return m;
+}
+
+/* When the first marks are one step of g begun elsewhere (a rotation of
+ * its keys) and the steps begun there are STEPS_FIRST_MORE or more than
+ * g's, the steps begin at the first mark: the work begins with a step. A
+ * pipeline stage with evaluation or checkpoints between its steps: its
+ * longest gaps, waiting for the stage before, lie inside its steps, and
+ * the steps cut there break at every evaluation. */
+#define STEPS_FIRST_MORE 2
+static int from_first(const uint32_t *key, const uint8_t *bit, size_t n, struct sig *g)
+{
+    size_t P = g->period, r = 0;
+    if (!P || n < RSR_STEPS_MIN * P)
+        return 0;
+    for (; r < P; r++) {
+        size_t k = 0;
+        while (k < P && key[k] == g->key[(r + k) % P])
+            k++;
+        if (k == P)
+            break;
+    }
+    if (r == 0 || r == P)
+        return 0;
+    struct sig h = *g;
+    h.key = malloc(P * sizeof *h.key);
+    if (!h.key)
+        return -1;
+    memcpy(h.key, key, P * sizeof *key);
+    h.unique = 1;
+    for (size_t k = 1; k < P; k++)
+        h.unique &= h.key[k] != h.key[0];
+    h.rule = 0;
+    if (matches(&h, key, bit, n) >= matches(g, key, bit, n) + STEPS_FIRST_MORE) {
+        free(g->key);
+        *g = h;
+    } else {
+        free(h.key);
+    }
+    return 0;
+}
+
 /* The marks' codes in rsr_steps_find_in: which signature's step each
  * begins or continues (0: none). */
 enum { U_NONE, U_TRAIN, U_EVAL, U_IN_TRAIN, U_IN_EVAL };
@@ -335,6 +386,8 @@ int rsr_steps_find_in(const struct rsr_steps_src *src, struct rsr_steps_found *o
         goto done;
     }
     whole_from_start(key, n, &g1);
+    if (from_first(key, bit, n, &g1) != 0)
+        goto done;
     double w1 = 0;
     for (size_t i = 0; i < n;) {
         if (!match(&g1, key, bit, i, n)) {

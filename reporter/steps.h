@@ -21,7 +21,10 @@
  *     after the host's sync, data loading or a checkpoint), on a tie at
  *     the position of the first mark; but where the marks are its keys
  *     repeated whole from the first mark to the last, at the first mark
- *     (a pipeline stage's longest wait is inside its step);
+ *     (a pipeline stage's longest wait is inside its step); and where the
+ *     first marks are one step rotated and the steps begun there are two
+ *     or more more than the gaps' rotation finds, there too (a pipeline
+ *     stage with evaluation or checkpoints between its steps);
  *   - the marks are scanned in order: where the next P keys are the
  *     signature's (and, when its first key is not unique in it, the first
  *     has a long gap), that is a training step; elsewhere one mark is
