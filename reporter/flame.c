@@ -325,6 +325,8 @@ struct proc {
     const char *file;
     const struct rsr_flame_opts *opts;
     int rank, skip;
+    uint32_t pid;               /* the process's, its main thread's id */
+    uint8_t role;               /* enum rsf_role */
     int read_errno;             /* the file could not be read */
     char **strings;
     uint32_t nstrings;
@@ -505,6 +507,8 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
     struct proc *p = arg;
     if (c->meta) {
         p->rank = c->meta->rank;
+        p->pid = (uint32_t)c->meta->pid;
+        p->role = c->meta->role;
         if (p->opts->rank >= 0 && p->rank != p->opts->rank) {
             p->skip = 1;
             return 1;
@@ -557,7 +561,11 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
     }
     for (uint32_t i = 0; i < c->nsamples; i++) {
         const struct rsf_sample *s = &c->samples[i];
-        if (s->kind >= RSF_SAMPLE_NKINDS || (p->opts->kind >= 0 && s->kind != p->opts->kind))
+        /* a wait graph reads the CPU samples too: which threads worked
+         * (helpers, above) */
+        if (s->kind >= RSF_SAMPLE_NKINDS ||
+            (p->opts->kind >= 0 && s->kind != p->opts->kind &&
+             !(p->opts->kind == RSF_SAMPLE_WAIT && s->kind == RSF_SAMPLE_CPU && !p->opts->threads)))
             continue;
         /* the reason tells wait samples apart only; a value this reader
          * does not know stays a wait all the same, without a leaf */
@@ -874,16 +882,114 @@ static void add_unstacked_gpu(struct loader *L, struct proc *p)
 
 /* Adds p's samples to the trees, and when w is given, its off-CPU time
  * (waits.h) to *w. */
+/* Adds threads of one name that waited ns to fl's names set apart (the
+ * heaviest RSR_FLAME_APART kept; the totals are the caller's). */
+static void apart_add(struct rsr_flame *fl, const char *name, uint32_t threads, uint64_t ns)
+{
+    uint32_t i = 0;
+    while (i < fl->napart && strcmp(fl->apart[i].name, name) != 0)
+        i++;
+    if (i == fl->napart) {
+        if (fl->napart == RSR_FLAME_APART) {
+            /* full: the lightest name gives way to a heavier one */
+            i = 0;
+            for (uint32_t k = 1; k < fl->napart; k++)
+                if (fl->apart[k].ns < fl->apart[i].ns)
+                    i = k;
+            if (fl->apart[i].ns >= ns)
+                return;
+        } else {
+            fl->napart++;
+        }
+        memset(&fl->apart[i], 0, sizeof fl->apart[i]);
+        snprintf(fl->apart[i].name, sizeof fl->apart[i].name, "%s", name);
+    }
+    fl->apart[i].threads += threads;
+    fl->apart[i].ns += ns;
+}
+
+/* The threads of p whose waits are set apart from the wait graph (flame.h):
+ * their CPU and wait times in all[0..*n); returns whether any is. */
+static int helpers(const struct loader *L, const struct proc *p, struct rsr_thread_time **all, uint32_t *n,
+                   uint32_t *cap)
+{
+    if (L->opts->threads || !L->fls[RSF_SAMPLE_WAIT])
+        return 0;
+    /* per thread, beside all[] (the same order): file waits, and waits
+     * for children or time (a supervisor's: a launcher's) */
+    uint64_t *io = NULL, *sup = NULL;
+    uint32_t nio = 0;
+    for (uint32_t i = 0; i < p->capaggs; i++) {
+        const struct agg *a = &p->aggs[i];
+        if (!a->count || (a->kind != RSF_SAMPLE_CPU && a->kind != RSF_SAMPLE_WAIT))
+            continue;
+        struct rsr_thread_time *t = thread_time(all, n, cap, p, a->tid);
+        *(a->kind == RSF_SAMPLE_CPU ? &t->cpu_ns : &t->wait_ns) += a->weight;
+        if (*n > nio) {
+            io = rsr_xrealloc(io, *cap * sizeof *io);
+            sup = rsr_xrealloc(sup, *cap * sizeof *sup);
+            memset(io + nio, 0, (*n - nio) * sizeof *io);
+            memset(sup + nio, 0, (*n - nio) * sizeof *sup);
+            nio = *n;
+        }
+        if (a->kind == RSF_SAMPLE_WAIT && (a->reason == RSF_WAIT_FILE || a->reason == RSF_WAIT_FILE_LOCK))
+            io[t - *all] += a->weight;
+        if (a->kind == RSF_SAMPLE_WAIT && (a->reason == RSF_WAIT_CHILD || a->reason == RSF_WAIT_SLEEP))
+            sup[t - *all] += a->weight;
+    }
+    int works = 0, all_idle = *n > 0, any = 0, supervises = 0;
+    for (uint32_t i = 0; i < *n; i++) {
+        const struct rsr_thread_time *t = &(*all)[i];
+        works |= t->cpu_ns >= RSR_FLAME_WORK_NS;
+        /* a process beside the ranks whose main thread waits for its
+         * children or for time: a launcher, watching the job */
+        if (t->tid == p->pid && p->role == RSF_ROLE_OTHER && t->wait_ns > 0)
+            supervises = (double)sup[i] >= RSR_FLAME_SUPERVISES * (double)t->wait_ns;
+        all_idle &= t->wait_ns > 0 && (double)t->cpu_ns <= RSR_FLAME_APART_CPU * (double)t->wait_ns &&
+                    (double)io[i] <= RSR_FLAME_APART_IO * (double)t->wait_ns;
+    }
+    for (uint32_t i = 0; i < *n; i++) {
+        struct rsr_thread_time *t = &(*all)[i];
+        int idle = t->wait_ns > 0 && (double)t->cpu_ns <= RSR_FLAME_APART_CPU * (double)t->wait_ns &&
+                   (double)io[i] <= RSR_FLAME_APART_IO * (double)t->wait_ns;
+        int apart = (idle && works && t->tid != p->pid) || (all_idle && p->role == RSF_ROLE_CHILD) ||
+                    (supervises && t->wait_ns > 0 && (t->tid == p->pid || idle));
+        /* marked by a CPU time no thread has: is_helper */
+        if (apart) {
+            struct rsr_flame *fl = L->fls[RSF_SAMPLE_WAIT];
+            fl->apart_threads++;
+            fl->apart_ns += t->wait_ns;
+            apart_add(fl, t->name, 1, t->wait_ns);
+            t->cpu_ns = UINT64_MAX;
+            any = 1;
+        }
+    }
+    free(io);
+    free(sup);
+    return any;
+}
+
+static int is_helper(const struct rsr_thread_time *all, uint32_t n, uint32_t tid)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (all[i].tid == tid)
+            return all[i].cpu_ns == UINT64_MAX;
+    return 0;
+}
+
 static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struct rsr_proc_waits *w)
 {
     int seen[RSF_SAMPLE_NKINDS] = { 0 };
-    struct rsr_thread_time *threads = NULL;
-    uint32_t nthreads = 0, capthreads = 0;
+    struct rsr_thread_time *threads = NULL, *helper = NULL;
+    uint32_t nthreads = 0, capthreads = 0, nhelper = 0, caphelper = 0;
     qsort(p->stacks, p->nstacks, sizeof *p->stacks, by_stack_id);
+    int apart = helpers(L, p, &helper, &nhelper, &caphelper);
     for (uint32_t i = 0; i < p->capaggs; i++) {
         struct agg *a = &p->aggs[i];
         if (!a->count || !L->fls[a->kind])
             continue;
+        /* a helper's waits: in the process's figures, not in the graph */
+        int shown = !(apart && a->kind == RSF_SAMPLE_WAIT && is_helper(helper, nhelper, a->tid));
         L->fl = L->fls[a->kind];
         if (!seen[a->kind]++)
             L->fl->nprocs++;
@@ -955,6 +1061,8 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
             snprintf(buf, sizeof buf, "[wait: %s]", rsf_wait_reason_label(a->reason));
             push(L, rsr_flame_frame(L->fl, buf, RSR_FRAME_UNKNOWN, ""));
         }
+        if (!shown)
+            continue;
         uint64_t weight = a->kind == RSF_SAMPLE_GPU && !a->leaf ? gpu_scaled(p, a->tid, a->weight) : a->weight;
         rsr_flame_add(L->fl, L->frames, L->nframes, weight, a->count);
         for (uint32_t t = 0; t < L->ntouched; t++) {
@@ -974,6 +1082,7 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
     if (w)
         rsr_waits_keep_threads(w, threads, nthreads);
     free(threads);
+    free(helper);
 }
 
 /* Fills fls[kind] (where not NULL) from the files: the symboliser is shared
@@ -1170,12 +1279,36 @@ void rsr_flame_merge(struct rsr_flame *dst, const struct rsr_flame *src)
         d->samples += s->samples;
         d->weight += s->weight;
     }
+    for (uint32_t i = 0; i < src->napart; i++)
+        apart_add(dst, src->apart[i].name, src->apart[i].threads, src->apart[i].ns);
+    dst->apart_threads += src->apart_threads;
+    dst->apart_ns += src->apart_ns;
     if (src->stack_every_min && (!dst->stack_every_min || src->stack_every_min < dst->stack_every_min))
         dst->stack_every_min = src->stack_every_min;
     if (src->stack_every_max > dst->stack_every_max)
         dst->stack_every_max = src->stack_every_max;
     free(names);
     free(nodes);
+}
+
+void rsr_flame_apart_line(FILE *f, const struct rsr_flame *fl, const char *end)
+{
+    if (!fl->apart_threads)
+        return;
+    fprintf(f, "set apart: %u thread%s that only waited (helpers, pools, pollers, idle workers), %.3g s",
+            fl->apart_threads, fl->apart_threads == 1 ? "" : "s", (double)fl->apart_ns / 1e9);
+    /* heaviest first */
+    int used[RSR_FLAME_APART] = { 0 };
+    for (uint32_t k = 0; k < fl->napart; k++) {
+        uint32_t b = UINT32_MAX;
+        for (uint32_t i = 0; i < fl->napart; i++)
+            if (!used[i] && (b == UINT32_MAX || fl->apart[i].ns > fl->apart[b].ns))
+                b = i;
+        used[b] = 1;
+        fprintf(f, "%s%s x %u (%.3g s)", k ? ", " : ": ", fl->apart[b].name[0] ? fl->apart[b].name : "unnamed",
+                fl->apart[b].threads, (double)fl->apart[b].ns / 1e9);
+    }
+    fprintf(f, "; --threads shows every thread%s", end);
 }
 
 void rsr_flame_load_all(struct rsr_flame *fls, char **files, int nfiles, int quiet, int lines,

@@ -42,6 +42,28 @@ struct rsr_flame_unnamed {
     uint64_t weight;              /* their weight (ns) */
 };
 
+/* Threads set apart from a wait graph: those that only waited on the
+ * program's own (their CPU samples under RSR_FLAME_APART_CPU of their
+ * waits, file waits under RSR_FLAME_APART_IO of them) in a process where
+ * another thread worked (RSR_FLAME_WORK_NS of CPU or more), its main thread
+ * never; every thread of a rank's child process (a DataLoader worker)
+ * whose threads all only waited so; and a launcher's (a process neither a
+ * rank nor a rank's child whose main thread's waits are RSR_FLAME_SUPERVISES
+ * or more for its children or for time): its main thread and the threads
+ * beside it that only waited. Parked helpers, pool threads, pollers, idle
+ * workers, a launcher watching the job: their blocking holds nothing back.
+ * By thread name, the heaviest RSR_FLAME_APART names. */
+#define RSR_FLAME_APART 6
+#define RSR_FLAME_APART_CPU 0.05
+#define RSR_FLAME_APART_IO 0.1
+#define RSR_FLAME_SUPERVISES 0.9
+#define RSR_FLAME_WORK_NS 50000000ull
+struct rsr_flame_apart {
+    char name[28];                /* "" when the thread had none */
+    uint32_t threads;
+    uint64_t ns;
+};
+
 struct rsr_flame {
     int kind;                     /* enum rsf_sample_kind */
     struct rsr_intern names;      /* frame names */
@@ -60,6 +82,11 @@ struct rsr_flame {
     uint32_t stack_every_min, stack_every_max;
     struct rsr_flame_unnamed *unnamed;  /* by module and reason */
     uint32_t nunnamed, capunnamed;
+    /* wait graphs without --threads: what was set apart (above) */
+    uint64_t apart_ns;
+    uint32_t apart_threads;
+    struct rsr_flame_apart apart[RSR_FLAME_APART];
+    uint32_t napart;
 };
 
 /* Options of the loader. */
@@ -115,6 +142,12 @@ struct rsr_flame_unnamed *rsr_flame_unnamed_of(struct rsr_flame *fl, const char 
 
 /* Adds every sample of src (a tree of the same kind) to dst. */
 void rsr_flame_merge(struct rsr_flame *dst, const struct rsr_flame *src);
+
+/* Writes the line that says what fl set apart ("set apart: 9 threads that
+ * only waited (helpers, pools, pollers, idle workers), 41.2 s:
+ * pt_autograd_0 x 4 (12 s), ..."), with end at its end; nothing when
+ * nothing was. */
+void rsr_flame_apart_line(FILE *f, const struct rsr_flame *fl, const char *end);
 
 /* Fills fls[0..RSF_SAMPLE_NKINDS) (initialised here; free each with
  * rsr_flame_free) with the samples of each kind in the files, all ranks,

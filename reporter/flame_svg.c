@@ -405,6 +405,13 @@ static int write_svg(FILE *f, const struct rsr_flame *fl, const char *title, str
         fprintf(f, "</text>\n<text x=\"%d\" y=\"40\" text-anchor=\"middle\">%s %s, %u process%s: stacks of %s "
                 "per thread (%" PRIu64 "), scaled to the thread's kernel time; click a frame to zoom</text>\n",
                 WIDTH / 2, t, units[k], fl->nprocs, fl->nprocs == 1 ? "" : "es", every, fl->nodes[0].count);
+    } else if (fl->apart_threads) {
+        char apart[32];
+        rsr_format_ns(apart, sizeof apart, (double)fl->apart_ns);
+        fprintf(f, "</text>\n<text x=\"%d\" y=\"40\" text-anchor=\"middle\">%s %s, %" PRIu64
+                " samples, %u process%s; %u thread%s that only waited left out (%s); click a frame to zoom</text>\n",
+                WIDTH / 2, t, units[k], fl->nodes[0].count, fl->nprocs, fl->nprocs == 1 ? "" : "es",
+                fl->apart_threads, fl->apart_threads == 1 ? "" : "s", apart);
     } else {
         fprintf(f, "</text>\n<text x=\"%d\" y=\"40\" text-anchor=\"middle\">%s %s, %" PRIu64
                 " samples, %u process%s; click a frame to zoom</text>\n",

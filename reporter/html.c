@@ -2129,6 +2129,23 @@ static void flames(struct page *p, const char *const *svgs, size_t n)
               "run into this folder.</p>\n", f);
     else
         unnamed_note(p);
+    /* what the wait graph leaves out (flame.h) */
+    yajl_val ap = rsr_jv_key(p->root, "wait_graph_set_apart"), by = rsr_jv_key(ap, "by_name");
+    if (n && ap) {
+        double th = rsr_jv_knum_or(ap, "threads", 0);
+        fprintf(f, "<p class=\"note\" id=\"wait-set-apart\">The wait graph leaves out %.0f thread%s that only "
+                   "waited (helpers, pools, pollers beside a thread that worked; DataLoader workers and other "
+                   "children of a rank with nothing to do), %.3g s blocked",
+                th, th == 1 ? "" : "s", rsr_jv_knum_or(ap, "wait_s", 0));
+        for (size_t i = 0; i < rsr_jv_len(by); i++) {
+            yajl_val x = rsr_jv_at(by, i);
+            const char *name = rsr_jv_kstr(x, "name");
+            fputs(i ? ", " : ": ", f);
+            rsr_html_text(f, name && *name ? name : "unnamed");
+            fprintf(f, " &times; %.0f (%.3g s)", rsr_jv_knum_or(x, "threads", 0), rsr_jv_knum_or(x, "wait_s", 0));
+        }
+        fputs("; <code>ringside flame --kind wait --threads</code> shows every thread.</p>\n", f);
+    }
     for (size_t i = 0; i < n; i++)
         rsr_html_flame_frame(f, svgs[i]);
     fputs("</section>\n", f);

@@ -504,6 +504,10 @@ static int cmd_flame(int argc, char **argv)
                     fprintf(stderr, "ringside: flame: %" PRIu64 " %s samples -> %s\n", got, kind, path);
                 if (!err && !o.quiet)
                     rsr_unnamed_summary(stderr, &fl, 1);
+                if (!err && !o.quiet && fl.apart_threads) {
+                    fputs("ringside: flame: ", stderr);
+                    rsr_flame_apart_line(stderr, &fl, "\n");
+                }
             }
         }
         rsr_flame_free(&fl);

@@ -368,6 +368,14 @@ void rsr_pack_flame(struct rsr_pack *b, const struct rsr_flame *fl)
         rsr_pack_u64(b, fl->unnamed[i].samples);
         rsr_pack_u64(b, fl->unnamed[i].weight);
     }
+    rsr_pack_u64(b, fl->apart_ns);
+    rsr_pack_u64(b, fl->apart_threads);
+    rsr_pack_u64(b, fl->napart);
+    for (uint32_t i = 0; i < fl->napart; i++) {
+        put_str(b, fl->apart[i].name);
+        rsr_pack_u64(b, fl->apart[i].threads);
+        rsr_pack_u64(b, fl->apart[i].ns);
+    }
 }
 
 int rsr_unpack_flame(struct rsr_unpack *u, struct rsr_flame *dst)
@@ -403,6 +411,22 @@ int rsr_unpack_flame(struct rsr_unpack *u, struct rsr_flame *dst)
         }
         free(path);
         free(why);
+    }
+    src.apart_ns = rsr_unpack_u64(u);
+    src.apart_threads = (uint32_t)rsr_unpack_u64(u);
+    uint64_t napart = rsr_unpack_u64(u);
+    if (napart > RSR_FLAME_APART)
+        u->failed = 1;
+    for (uint64_t i = 0; i < napart && !u->failed; i++) {
+        char *name = get_str(u);
+        if (!name)
+            u->failed = 1;
+        else
+            snprintf(src.apart[i].name, sizeof src.apart[i].name, "%s", name);
+        src.apart[i].threads = (uint32_t)rsr_unpack_u64(u);
+        src.apart[i].ns = rsr_unpack_u64(u);
+        src.napart = (uint32_t)i + 1;
+        free(name);
     }
     if (!u->failed && n) {
         free(src.nodes);

@@ -1531,6 +1531,25 @@ static double now_s(void)
 }
 
 /* report.json's "reporter" key: how the report was made. */
+/* report.json's wait_graph_set_apart: the threads the wait flame graph
+ * leaves out (flame.h), absent when none. */
+static void apart_json(FILE *f, const struct rsr_flame *fl)
+{
+    if (!fl || !fl->apart_threads)
+        return;
+    fprintf(f, ", \"wait_graph_set_apart\": {\"threads\": %u", fl->apart_threads);
+    num_key(f, "wait_s", (double)fl->apart_ns / 1e9);
+    fputs(",\"by_name\":[", f);
+    for (uint32_t i = 0; i < fl->napart; i++) {
+        fputs(i ? ",{\"name\":" : "{\"name\":", f);
+        rsr_json_str(f, fl->apart[i].name);
+        fprintf(f, ",\"threads\":%u", fl->apart[i].threads);
+        num_key(f, "wait_s", (double)fl->apart[i].ns / 1e9);
+        putc('}', f);
+    }
+    fputs("]}", f);
+}
+
 static char *reporter_json(const struct loaded *J, const struct rsr_mpi *mp, double t0)
 {
     char *s = NULL;
@@ -1543,6 +1562,7 @@ static char *reporter_json(const struct loaded *J, const struct rsr_mpi *mp, dou
     if (!mem)
         return NULL;
     rsr_unnamed_json(mem, J->fls);
+    apart_json(mem, J->fls ? &J->fls[RSF_SAMPLE_WAIT] : NULL);
     if (fclose(mem) != 0) {
         free(sym);
         return NULL;

@@ -37,7 +37,11 @@ Every figure is held against a truth ringside did not compute:
 - CPU shares: slow_down's share of rank 1's CPU time in its flame graph,
   and late_work's (it runs only after the subprocess call) of each rank's,
   within 5 points of the thread CPU time the workload measured in them
-  over its process CPU time (time.process_time at its end)."""
+  over its process CPU time (time.process_time at its end);
+- the wait graph (torchrun): the ranks' main threads' waiting, between the
+  kernel's count of their blocked time (less 10%) and of their time off a
+  CPU (plus 10%), the workload's own reading of schedstat; the threads that
+  only waited (workers, gloo's poll loop, helpers) set apart and counted."""
 import glob
 import hashlib
 import json
@@ -412,8 +416,43 @@ def by_torchrun(work, data, names, ref):
         check_bytes(label, rep, data, o, 0, hashers)
         for rank in (0, 1):
             check_flame(label, flame_rows(job, rank), rank, o.ends[rank], names)
+        check_wait_graph(label, job, rep, os.path.join(work, "report-torchrun"), o)
     finally:
         cleanup(out)
+
+
+def folded_total_s(target, *extra):
+    """(seconds in the wait flame graph of target, ringside's stderr)."""
+    p = run([RINGSIDE, "flame", target, "--kind", "wait", "-o", "-"] + list(extra))
+    total = 0
+    for line in p.stdout.decode(errors="replace").splitlines():
+        total += int(line.rsplit(" ", 1)[1])
+    return total / 1e9, p.stderr.decode(errors="replace")
+
+
+def check_wait_graph(label, job, rep, rep_dir, o):
+    """The default wait graph holds the ranks' main threads' waiting: the
+    threads that only waited (the DataLoader workers, gloo's poll loop,
+    the pin-memory and queue-feeder threads) are set apart and counted in a
+    line. The truth: each main thread's blocked time by the kernel's count
+    (the train.py's own reading of /proc/thread-self/schedstat: off a CPU
+    and not waiting for one), and its time off a CPU (which also holds the
+    wake-ups a busy machine delays, inside the calls the agent times)."""
+    graph, err = folded_total_s(job)
+    every, _ = folded_total_s(job, "--threads")
+    blocked = sum(o.ends[r]["main_blocked_s"] for r in (0, 1))
+    off_cpu = sum(o.ends[r]["main_off_cpu_s"] for r in (0, 1))
+    check("%s: the wait graph holds the main threads' waiting: %.2f s, the kernel's %.2f s blocked (%.2f s off a CPU)"
+          % (label, graph, blocked, off_cpu), 0.9 * blocked <= graph <= 1.1 * off_cpu, err[-300:])
+    apart = rep.get("wait_graph_set_apart") or {}
+    check("%s: the threads that only waited are set apart and counted: %s threads, %.1f s, with --threads %.1f s"
+          % (label, apart.get("threads"), apart.get("wait_s", 0), every),
+          apart.get("threads", 0) >= 8 and apart["wait_s"] > 5 * graph and
+          abs(every - graph - apart["wait_s"]) <= 0.01 * every and "set apart: %d threads" % apart["threads"] in err,
+          json.dumps(apart)[:300])
+    with open(os.path.join(rep_dir, "index.html")) as f:
+        page = f.read()
+    check(label + ": the page says what the wait graph leaves out", 'id="wait-set-apart"' in page)
 
 
 def job_report(label, job, rep_dir, page=False):

@@ -18,7 +18,11 @@ Each rank prints JSON lines: {"loss": [rank, step, float.hex]}, {"hash":
 [rank, path, digest]}, {"saved": path}, and last {"rank": ..., "pid", "ppid",
 "workers": [pids that served its batches], "slow_cpu", "late_cpu" (its
 thread's CPU seconds in slow_down and late_work), "cpu" (the process's CPU
-seconds at the end), "params" (sha256 of the final parameters)}; the
+seconds at the end), "main_blocked_s" and "main_off_cpu_s" (the seconds
+its main thread spent blocked since the process began, by the kernel's
+count: the time since it began less the thread's time on a CPU and waiting
+for one, from /proc/thread-self/schedstat; and off a CPU: blocked or
+waiting for one), "params" (sha256 of the final parameters)}; the
 process ends with status --exit-status (default 0)."""
 import argparse
 import hashlib
@@ -84,6 +88,19 @@ def late_work(seconds):
     return spin(seconds)
 
 
+def main_blocked_s():
+    """Seconds this (main) thread spent off a CPU and not waiting for one
+    since the process began, and off a CPU (the kernel's counts)."""
+    with open("/proc/thread-self/schedstat") as f:
+        run_ns, queued_ns = (int(x) for x in f.read().split()[:2])
+    with open("/proc/self/stat") as f:
+        start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+    with open("/proc/uptime") as f:
+        up = float(f.read().split()[0])
+    since = up - start_ticks / os.sysconf("SC_CLK_TCK")
+    return since - (run_ns + queued_ns) / 1e9, since - run_ns / 1e9
+
+
 def emit(obj):
     """One line, one write: ranks may share a pipe (torch.multiprocessing.spawn)."""
     sys.stdout.write(json.dumps(obj) + "\n")
@@ -130,9 +147,10 @@ def train(rank, world, args):
     for p in model.module.parameters():
         digest.update(p.detach().numpy().tobytes())
     dist.destroy_process_group()
+    blocked, off_cpu = main_blocked_s()
     emit({"rank": rank, "pid": os.getpid(), "ppid": os.getppid(), "workers": sorted(workers),
           "slow_cpu": slow_cpu, "late_cpu": late_cpu, "params": digest.hexdigest(),
-          "cpu": time.process_time()})
+          "cpu": time.process_time(), "main_blocked_s": blocked, "main_off_cpu_s": off_cpu})
 
 
 def spawned(rank, world, args):
