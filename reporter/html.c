@@ -212,7 +212,7 @@ static void step_headline(FILE *f, yajl_val st, double wall_s)
                "last one's end, checkpoints, evaluation and data loading included; found from the %s (confidence "
                "%.2f)\">%s</strong> (median step %.3g ms, p90 %.3g ms; %zu slow) &middot; ",
             n, span / 1e3, src ? src : "?", conf, rsr_steps_time_text(head, sizeof head, per), med, p90,
-            rsr_jv_len(rsr_jv_key(st, "slow")));
+            (size_t)rsr_jv_knum_or(st, "slow_count", (double)rsr_jv_len(rsr_jv_key(st, "slow"))));
 }
 
 /* Bars the step chart draws at most: beyond, each bar stands for a run of

@@ -542,9 +542,9 @@ static void steps_json(FILE *f, const struct rsr_job *j)
     }
     putc(']', f);
     /* At most RSR_STEPS_SERIES entries: beyond, each stands for a run of
-     * series_run consecutive steps and is the longest of them (the slow
-     * ones are all in "slow"), so that report.json does not grow with the
-     * job's length. */
+     * series_run consecutive steps and is the longest of them, and "slow"
+     * holds the slowest RSR_STEPS_SLOW_LISTED (slow_count: how many there
+     * were), so that report.json does not grow with the job's length. */
     size_t run = st->series_run;
     if (run > 1)
         fprintf(f, ",\"series_run\":%zu,\"series_steps\":%zu", run, st->n);
@@ -565,10 +565,25 @@ static void steps_json(FILE *f, const struct rsr_job *j)
         num_key(f, "checkpoint_ms", x->ckpt_ms);
         fprintf(f, ",\"checkpoint\":%s}", x->checkpoint ? "true" : "false");
     }
-    fputs("],\n\"slow\":[", f);
-    for (size_t i = 0; i < st->n_slow; i++) {
+    /* the slowest RSR_STEPS_SLOW_LISTED, in order: the bar a step's times
+     * its median takes to be listed */
+    double bar = 0;
+    if (st->n_slow > RSR_STEPS_SLOW_LISTED) {
+        double *x = malloc(st->n_slow * sizeof *x);
+        if (x) {
+            for (size_t i = 0; i < st->n_slow; i++)
+                x[i] = st->slow[i].x_median;
+            rsr_steps_median(x, st->n_slow); /* sorts */
+            bar = x[st->n_slow - RSR_STEPS_SLOW_LISTED];
+            free(x);
+        }
+    }
+    fprintf(f, "],\"slow_count\":%zu,\n\"slow\":[", st->n_slow);
+    for (size_t i = 0, k = 0; i < st->n_slow && k < RSR_STEPS_SLOW_LISTED; i++) {
         const struct rsr_step_slow *x = &st->slow[i];
-        fprintf(f, "%s{\"index\":%zu", i ? "," : "", x->index);
+        if (x->x_median < bar)
+            continue;
+        fprintf(f, "%s{\"index\":%zu", k++ ? "," : "", x->index);
         num_key(f, "dur_ms", x->dur_ms);
         num_key(f, "x_median", x->x_median);
         fprintf(f, ",\"cause\":\"%s\",\"rank\":", x->cause);

@@ -58,6 +58,10 @@
  * is the longest step of a run of consecutive steps, as the page's step
  * chart draws them (at most as many bars). */
 #define RSR_STEPS_SERIES 1500
+/* Slow steps report.json lists at most (report.c): beyond, the slowest
+ * (the most times their phase's median), in order; steps.slow_count says
+ * how many there were. */
+#define RSR_STEPS_SLOW_LISTED 1500
 
 #define RSR_STEP_PHASES(X) \
     X(TRAIN, "train") \

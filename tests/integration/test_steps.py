@@ -145,6 +145,9 @@ def straggler_ckpt_eval():
     ck_steps = sorted({e["step"] - 1 for e in events if e["event"] == "checkpoint"})
     series = train_series(st)
     slow = {s["index"]: s for s in st["slow"]}
+    check(name + "_slow_count", st.get("slow_count") == len(st["slow"]),
+          "slow_count %r, %d listed (fewer than the %d listed at most: all of them)" %
+          (st.get("slow_count"), len(st["slow"]), 1500))
     problems = []
     for k in ck_steps:
         if k >= len(series):
