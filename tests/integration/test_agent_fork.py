@@ -94,8 +94,12 @@ def main():
                  for n in os.listdir(work) if n.endswith(".out")}
         check("bytes written per file", written == truth,
               "recorded %s, truth %s" % (sorted(written.items())[:3], sorted(truth.items())[:3]))
+        # (the agent's notices, on the program's stderr, say why a file has
+        # no end mark: a final flush that timed out, a writer that failed)
         check("all traces complete", all(pr["trace"]["complete"] for pr in rep["processes"]),
-              str([pr["trace"]["file"] for pr in rep["processes"] if not pr["trace"]["complete"]]))
+              "%s; the program's stderr: %s" % (
+                  [(pr["pid"], pr["role"], pr["trace"]["file"]) for pr in rep["processes"]
+                   if not pr["trace"]["complete"]], p.stderr.decode(errors="replace")[-600:]))
     cleanup(out, work)
 
     # exec: a python process writes a file, then execs dd (same pid).
