@@ -880,8 +880,6 @@ static void add_unstacked_gpu(struct loader *L, struct proc *p)
     }
 }
 
-/* Adds p's samples to the trees, and when w is given, its off-CPU time
- * (waits.h) to *w. */
 /* Adds threads of one name that waited ns to fl's names set apart (the
  * heaviest RSR_FLAME_APART kept; the totals are the caller's). */
 static void apart_add(struct rsr_flame *fl, const char *name, uint32_t threads, uint64_t ns)
@@ -906,6 +904,13 @@ static void apart_add(struct rsr_flame *fl, const char *name, uint32_t threads, 
     }
     fl->apart[i].threads += threads;
     fl->apart[i].ns += ns;
+}
+
+/* Whether thread t (its file waits io) only waited, on the program's own. */
+static int only_waited(const struct rsr_thread_time *t, uint64_t io)
+{
+    return t->wait_ns > 0 && (double)t->cpu_ns <= RSR_FLAME_APART_CPU * (double)t->wait_ns &&
+           (double)io <= RSR_FLAME_APART_IO * (double)t->wait_ns;
 }
 
 /* The threads of p whose waits are set apart from the wait graph (flame.h):
@@ -945,13 +950,11 @@ static int helpers(const struct loader *L, const struct proc *p, struct rsr_thre
          * children or for time: a launcher, watching the job */
         if (t->tid == p->pid && p->role == RSF_ROLE_OTHER && t->wait_ns > 0)
             supervises = (double)sup[i] >= RSR_FLAME_SUPERVISES * (double)t->wait_ns;
-        all_idle &= t->wait_ns > 0 && (double)t->cpu_ns <= RSR_FLAME_APART_CPU * (double)t->wait_ns &&
-                    (double)io[i] <= RSR_FLAME_APART_IO * (double)t->wait_ns;
+        all_idle &= only_waited(t, io[i]);
     }
     for (uint32_t i = 0; i < *n; i++) {
         struct rsr_thread_time *t = &(*all)[i];
-        int idle = t->wait_ns > 0 && (double)t->cpu_ns <= RSR_FLAME_APART_CPU * (double)t->wait_ns &&
-                   (double)io[i] <= RSR_FLAME_APART_IO * (double)t->wait_ns;
+        int idle = only_waited(t, io[i]);
         int apart = (idle && works && t->tid != p->pid) || (all_idle && p->role == RSF_ROLE_CHILD) ||
                     (supervises && t->wait_ns > 0 && (t->tid == p->pid || idle));
         /* marked by a CPU time no thread has: is_helper */
@@ -977,6 +980,8 @@ static int is_helper(const struct rsr_thread_time *all, uint32_t n, uint32_t tid
     return 0;
 }
 
+/* Adds p's samples to the trees, and when w is given, its off-CPU time
+ * (waits.h) to *w. */
 static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struct rsr_proc_waits *w)
 {
     int seen[RSF_SAMPLE_NKINDS] = { 0 };

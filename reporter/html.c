@@ -1511,11 +1511,11 @@ static void table_pipeline(struct page *p)
 /* The links a group's traffic crosses, as the node sampler counted them
  * (report.json nodes[].links): inside a node NVLink, across nodes the
  * network (InfiniBand, RoCE, Ethernet); of those, the one that carried the
- * most while collectives ran, against its rate. */
-static void td_group_links(FILE *f, yajl_val root, int intra)
+ * most while collectives ran (NULL: none), its figure in *bv. */
+static yajl_val busiest_link(yajl_val root, int intra, double *bv)
 {
     yajl_val nodes = rsr_jv_key(root, "nodes"), best = NULL;
-    double bv = -1;
+    *bv = -1;
     for (size_t i = 0; i < rsr_jv_len(nodes); i++) {
         yajl_val links = rsr_jv_key(rsr_jv_at(nodes, i), "links");
         for (size_t k = 0; k < rsr_jv_len(links); k++) {
@@ -1525,10 +1525,16 @@ static void td_group_links(FILE *f, yajl_val root, int intra)
             if (!kind || (intra ? strcmp(kind, "nvlink") != 0
                                 : strcmp(kind, "ib") && strcmp(kind, "roce") && strcmp(kind, "eth")))
                 continue;
-            if (rsr_jv_knum(l, "in_collectives_gbs", &v) && v > bv)
-                bv = v, best = l;
+            if (rsr_jv_knum(l, "in_collectives_gbs", &v) && v > *bv)
+                *bv = v, best = l;
         }
     }
+    return best;
+}
+
+/* A group's links cell: its kind's busiest link against its rate. */
+static void td_group_links(FILE *f, yajl_val best, double bv, int intra)
+{
     fputs("<td>", f);
     if (!best) {
         fputs(intra ? "NVLink or PCIe: no counters" : "network: no counters", f);
@@ -1562,6 +1568,8 @@ static void table_groups(struct page *p)
     th(f, "calls per step", 1), th(f, "% of time", 1), th(f, "% of it waiting", 1), th(f, "busbw GB/s", 1);
     th(f, "links (busiest, node counters)", 0), th(f, "example", 0), th(f, "how sure", 1);
     fputs("</tr></thead><tbody>\n", f);
+    double bv[2];
+    yajl_val link[2] = { busiest_link(p->root, 0, &bv[0]), busiest_link(p->root, 1, &bv[1]) };
     for (size_t i = 0; i < n; i++) {
         yajl_val g = rsr_jv_at(gs, i);
         fputs("<tr><td>", f);
@@ -1593,7 +1601,8 @@ static void table_groups(struct page *p)
         td_fmt(f, rsr_jv_knum_or(g, "time_pct", 0), 1);
         td_fmt(f, rsr_jv_knum_or(g, "sync_wait_pct", 0), 0);
         td_fmt(f, rsr_jv_knum_or(g, "busbw_gbs", 0), 2);
-        td_group_links(f, p->root, YAJL_IS_TRUE(rsr_jv_key(g, "intra_node")));
+        int intra = YAJL_IS_TRUE(rsr_jv_key(g, "intra_node"));
+        td_group_links(f, link[intra], bv[intra], intra);
         fputs("<td>ranks ", f);
         yajl_val mem = rsr_jv_key(g, "members_example");
         for (size_t k = 0; k < rsr_jv_len(mem); k++) {

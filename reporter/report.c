@@ -1545,7 +1545,6 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* report.json's "reporter" key: how the report was made. */
 /* report.json's wait_graph_set_apart: the threads the wait flame graph
  * leaves out (flame.h), absent when none. */
 static void apart_json(FILE *f, const struct rsr_flame *fl)
@@ -1565,6 +1564,7 @@ static void apart_json(FILE *f, const struct rsr_flame *fl)
     fputs("]}", f);
 }
 
+/* report.json's "reporter" key: how the report was made. */
 static char *reporter_json(const struct loaded *J, const struct rsr_mpi *mp, double t0)
 {
     char *s = NULL;

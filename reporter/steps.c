@@ -916,22 +916,11 @@ struct rsr_step *rsr_step_mut(struct rsr_steps *s, size_t i)
     return store_at(s, i, 1);
 }
 
-long rsr_steps_at(const struct rsr_steps *cs, int64_t t)
+long rsr_steps_at(const struct rsr_steps *s, int64_t t)
 {
-    struct rsr_steps *s = (struct rsr_steps *)cs;
-    if (!s->n || (!s->steps && !s->spilled))
+    if (!s->n || !s->blk_start)
         return -1;
     size_t nb = (s->n + block - 1) / block;
-    if (!s->blk_start) {
-        /* the steps' starts do not change once they are folded */
-        s->blk_start = malloc(nb * sizeof *s->blk_start);
-        if (!s->blk_start) {
-            s->failed = 1;
-            return -1;
-        }
-        for (size_t b = 0; b < nb; b++)
-            s->blk_start[b] = store_at(s, b * block, 0)->start_ns;
-    }
     /* the last block starting at or before t, then the last step in it */
     size_t lo = 0, hi = nb;
     while (lo < hi) {
@@ -947,12 +936,12 @@ long rsr_steps_at(const struct rsr_steps *cs, int64_t t)
     lo = first, hi = end;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (store_at(s, mid, 0)->start_ns <= t)
+        if (rsr_step_get(s, mid)->start_ns <= t)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo > first && t < store_at(s, lo - 1, 0)->end_ns ? (long)lo - 1 : -1;
+    return lo > first && t < rsr_step_get(s, lo - 1)->end_ns ? (long)lo - 1 : -1;
 }
 
 static void store_free(struct rsr_steps *s)
@@ -1322,8 +1311,19 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
         }
     }
     out->ranks = folded;
-    for (size_t j = 0; j < mode; j++)
-        fold_finish(rsr_step_mut(out, j), folded);
+    /* with rsr_steps_at's index: each block's first start (the starts do
+     * not change after the fold) */
+    out->blk_start = malloc(((mode + block - 1) / block) * sizeof *out->blk_start);
+    if (!out->blk_start) {
+        rc = -1;
+        goto done;
+    }
+    for (size_t j = 0; j < mode; j++) {
+        struct rsr_step *x = rsr_step_mut(out, j);
+        fold_finish(x, folded);
+        if (j % block == 0)
+            out->blk_start[j / block] = x->start_ns;
+    }
     rc = job_stats(out);
     if (out->count < RSR_STEPS_MIN && rc == 0) {
         rsr_steps_free(out);
