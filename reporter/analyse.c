@@ -7,6 +7,13 @@
 
 int rsr_job_analyse(struct rsr_model *const *models, size_t n, struct rsr_job *job)
 {
+    return rsr_job_analyse_visit(models, n, job, NULL, NULL);
+}
+
+int rsr_job_analyse_visit(struct rsr_model *const *models, size_t n, struct rsr_job *job,
+                          int (*visit)(void *ctx, size_t i, const struct rsr_step *s, const struct rsr_job *job),
+                          void *ctx)
+{
     memset(job, 0, sizeof *job);
     job->models = models;
     job->n = n;
@@ -47,6 +54,9 @@ int rsr_job_analyse(struct rsr_model *const *models, size_t n, struct rsr_job *j
         rc = -1;
     if (rsr_findings_make(job) != 0)
         rc = -1;
+    for (size_t i = 0; visit && i < job->steps.n; i++)
+        if (visit(ctx, i, rsr_step_get(&job->steps, i), job) != 0)
+            break;
     /* what follows reads only the steps' series */
     if (rsr_steps_digest(&job->steps) != 0 || job->steps.failed)
         rc = -1;

@@ -346,8 +346,13 @@ struct proc {
     uint32_t ngth, capgth;
     uint32_t stack_every;       /* the agent's gpu_stack_every; 0: not recorded */
     int64_t real_off;           /* real-time ns less monotonic ns, from its start */
-    int windowed;               /* only samples in [win_lo, win_hi) (opts' from/to) */
-    int64_t win_lo, win_hi;     /* the window, real-time ns */
+    /* Only samples inside the window (opts' from/to, or its spans): pairs
+     * [lo, hi), sorted and apart, on the job's time line: the file's clock
+     * plus real_off, or plus clock_off when has_clock_off (the spans'). */
+    const int64_t *win;
+    size_t nwin;
+    int has_clock_off;
+    int64_t clock_off;
     struct rsr_graphs *graphs;  /* CUDA graphs' nodes; NULL until needed */
     struct rsr_intern gnames;   /* kernel and node names, for graphs */
 };
@@ -502,6 +507,36 @@ static void take_gpu_time(struct proc *p, const struct rsf_chunk *c)
     }
 }
 
+/* The first span of p's window that ends after t (nwin: none). */
+static size_t win_after(const struct proc *p, int64_t t)
+{
+    size_t lo = 0, hi = p->nwin;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (p->win[2 * mid + 1] <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* How much of [a, b) lies inside p's window, ns; for an instant (a == b),
+ * 1 when it does, else 0. */
+static uint64_t win_part(const struct proc *p, int64_t a, int64_t b)
+{
+    size_t i = win_after(p, a);
+    if (a == b)
+        return i < p->nwin && p->win[2 * i] <= a;
+    uint64_t in = 0;
+    for (; i < p->nwin && p->win[2 * i] < b; i++) {
+        int64_t lo = a > p->win[2 * i] ? a : p->win[2 * i], hi = b < p->win[2 * i + 1] ? b : p->win[2 * i + 1];
+        if (hi > lo)
+            in += (uint64_t)(hi - lo);
+    }
+    return in;
+}
+
 static int take_chunk(const struct rsf_chunk *c, void *arg)
 {
     struct proc *p = arg;
@@ -571,16 +606,14 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
          * does not know stays a wait all the same, without a leaf */
         uint8_t reason = s->kind == RSF_SAMPLE_WAIT && s->reason < RSF_WAIT_NREASONS ? s->reason : 0;
         uint64_t weight = s->weight_ns;
-        if (p->windowed) {
+        if (p->win) {
             /* a CPU or GPU sample is an instant; a wait lasts from ts for its weight */
-            int64_t a = (int64_t)s->ts_ns + p->real_off;
+            int64_t a = (int64_t)s->ts_ns + (p->has_clock_off ? p->clock_off : p->real_off);
             if (s->kind == RSF_SAMPLE_WAIT) {
-                int64_t b = a + (int64_t)s->weight_ns;
-                int64_t lo = a > p->win_lo ? a : p->win_lo, hi = b < p->win_hi ? b : p->win_hi;
-                if (hi <= lo)
+                weight = win_part(p, a, a + (int64_t)s->weight_ns);
+                if (!weight)
                     continue;
-                weight = (uint64_t)(hi - lo);
-            } else if (a < p->win_lo || a >= p->win_hi) {
+            } else if (!win_part(p, a, a)) {
                 continue;
             }
         }
@@ -1156,15 +1189,21 @@ static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
     pl.procs = rsr_xcalloc((size_t)nfiles, sizeof *pl.procs);
     pl.walks = rsr_xcalloc((size_t)nfiles, sizeof *pl.walks);
     struct proc **order = rsr_xcalloc((size_t)nfiles + 1, sizeof *order);
-    int64_t lo = 0, hi = INT64_MAX;
-    if (opts->has_from || opts->has_to) {
+    int64_t from_to[2] = { INT64_MIN, INT64_MAX };
+    const int64_t *win = opts->spans;
+    size_t nwin = opts->nspans;
+    if (!win && (opts->has_from || opts->has_to)) {
         int64_t start = job_start(files, nfiles);
-        lo = opts->has_from ? start + (int64_t)(opts->from_s * 1e9) : INT64_MIN;
-        hi = opts->has_to ? start + (int64_t)(opts->to_s * 1e9) : INT64_MAX;
+        if (opts->has_from)
+            from_to[0] = start + (int64_t)(opts->from_s * 1e9);
+        if (opts->has_to)
+            from_to[1] = start + (int64_t)(opts->to_s * 1e9);
+        win = from_to, nwin = 1;
     }
     for (int i = 0; i < nfiles; i++) {
-        pl.procs[i] = (struct proc){ .file = files[i], .opts = opts, .rank = -1,
-                                     .windowed = opts->has_from || opts->has_to, .win_lo = lo, .win_hi = hi };
+        pl.procs[i] = (struct proc){ .file = files[i], .opts = opts, .rank = -1, .win = win, .nwin = nwin };
+        if (opts->spans && opts->span_clock)
+            pl.procs[i].has_clock_off = 1, pl.procs[i].clock_off = opts->span_clock[i];
         order[i] = &pl.procs[i];
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);

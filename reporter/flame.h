@@ -103,6 +103,13 @@ struct rsr_flame_opts {
      * counts with the part of its wait inside; has_from/has_to: bounds given. */
     int has_from, has_to;
     double from_s, to_s;
+    /* Or only the samples inside spans (nspans pairs [lo, hi), sorted and
+     * apart, ns on the job's time line as the report aligns it: step_pick.h);
+     * span_clock[i]: what takes file i's clock there (NULL: its real-time
+     * clock). The caller owns both. */
+    const int64_t *spans;
+    size_t nspans;
+    const int64_t *span_clock;
     struct rsr_sym *sym;  /* a symboliser to use (and keep); NULL: one of its own */
 };
 

@@ -495,6 +495,23 @@ static void *load_worker(void *arg)
     return NULL;
 }
 
+/* Ranks first in rank order, then the other processes by pid. */
+static int cmp_input(const void *a, const void *b)
+{
+    const struct rsr_input *x = a, *y = b;
+    int xr = x->rank >= 0, yr = y->rank >= 0;
+    if (xr != yr)
+        return yr - xr;
+    if (xr && x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+void rsr_inputs_sort(struct rsr_input *ins, int n)
+{
+    qsort(ins, (size_t)n, sizeof *ins, cmp_input);
+}
+
 void rsr_inputs_load(struct rsr_input *ins, char **files, int n, int nthreads, int progress, int stream)
 {
     struct pool p = { ins, files, n, 0, 0, progress, stream, { 0 }, PTHREAD_MUTEX_INITIALIZER };

@@ -129,6 +129,10 @@ void rsr_input_load_window(struct rsr_input *in, const char *path, int64_t from_
  * and exit with status 1. */
 void rsr_inputs_load(struct rsr_input *ins, char **files, int n, int nthreads, int progress, int stream);
 
+/* Sorts ins[0..n) in the order of a job's processes everywhere: the ranks
+ * in rank order, then the other processes by pid. */
+void rsr_inputs_sort(struct rsr_input *ins, int n);
+
 /* --memory-mb: the reporter's memory bound in MB (0: none, the default).
  * What loading may hold is the bound less what the reporter needs besides
  * the summaries (reading files, the analyses' merge, the lanes drawn in

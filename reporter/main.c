@@ -6,6 +6,8 @@
 #include "reporter/import_kineto.h"
 #include "reporter/flame.h"
 #include "reporter/flame_svg.h"
+#include "reporter/step_pick.h"
+#include "reporter/steps.h"
 #include "reporter/mpi.h"
 #include "reporter/report.h"
 #include "reporter/runs.h"
@@ -71,8 +73,9 @@ static const char usage[] =
     "        in DIR, one per process (a trace.json of ringside report holds\n"
     "        every rank), named as the agent names them\n"
     "  flame DIR... [-o FILE.svg|FILE.folded] [--kind cpu|wait|gpu] [--rank R]\n"
-    "        [--threads] [--lines] [--native] [--from S] [--to S] [--sysroot DIR]\n"
-    "        [--symbols FILE]\n"
+    "        [--threads] [--lines] [--native] [--from S] [--to S]\n"
+    "        [--steps A-B | --slow-steps | --phase train|eval|other]\n"
+    "        [--sysroot DIR] [--symbols FILE]\n"
     "        a flame graph of the sampled stacks (default cpu, all ranks): an\n"
     "        interactive SVG, or folded lines (\"root;...;leaf weight_ns\") for\n"
     "        flamegraph.pl and speedscope when FILE ends in .folded or is -;\n"
@@ -83,7 +86,11 @@ static const char usage[] =
     "        and says so on stderr; --threads: every thread, its name as root;\n"
     "        --lines: source file:line in frame names (mod.py:func:line for\n"
     "        Python); --from S, --to S: only the samples of that stretch\n"
-    "        (seconds from the job's start; a wait by its part inside). A\n"
+    "        (seconds from the job's start; a wait by its part inside);\n"
+    "        --steps A-B (or A), --slow-steps, --phase NAME: only the samples\n"
+    "        of those steps, numbered and found as the report finds them\n"
+    "        (each from its first rank's start to its last rank's end; the\n"
+    "        files are read once more for them). A\n"
     "        stack with Python frames shows those, and the native frames below\n"
     "        the innermost (a C extension, an operator): the interpreter's\n"
     "        are left out; --native keeps every frame\n"
@@ -389,9 +396,47 @@ static int newest_traces(char **paths, int n, char ***files)
     return nfiles;
 }
 
+/* --steps A-B (or A), --slow-steps, --phase NAME into *pick; 0, or -1
+ * after saying what is wrong with the value. */
+static int step_option(const char *opt, const char *v, struct rsr_step_pick *pick)
+{
+    if (strcmp(opt, "--slow-steps") == 0) {
+        pick->kind = RSR_PICK_SLOW;
+        return 0;
+    }
+    if (strcmp(opt, "--phase") == 0) {
+        for (int p = 0; p < RSR_NPHASES; p++)
+            if (strcmp(v, rsr_step_phase_name(p)) == 0) {
+                pick->kind = RSR_PICK_PHASE, pick->phase = p;
+                return 0;
+            }
+        fprintf(stderr, "ringside: flame: --phase %s: not train, eval or other\n", v);
+        return -1;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long a = strtoull(v, &end, 10), b = a;
+    int ok = !errno && end != v && *v != '-';
+    if (ok && *end == '-') {
+        const char *w = end + 1;
+        b = strtoull(w, &end, 10);
+        ok = !errno && end != w && *w != '-';
+    }
+    if (!ok || *end || b < a) {
+        fprintf(stderr, "ringside: flame: --steps %s: not a step or a range of steps (12, 10-19), "
+                        "numbered as the report numbers them, from 0\n", v);
+        return -1;
+    }
+    pick->kind = RSR_PICK_STEPS, pick->first = (size_t)a, pick->last = (size_t)b;
+    return 0;
+}
+
 static int cmd_flame(int argc, char **argv)
 {
     struct rsr_flame_opts o = { .kind = RSF_SAMPLE_CPU, .rank = -1 };
+    struct rsr_step_pick pick = { .kind = -1 };
+    struct rsr_spans spans = { 0 };
+    char part[96] = "";
     const char *out = NULL;
     char **paths = calloc((size_t)argc + 1, sizeof *paths);
     if (!paths)
@@ -406,7 +451,8 @@ static int cmd_flame(int argc, char **argv)
             continue;
         }
         if ((strcmp(a, "-o") == 0 || strcmp(a, "--kind") == 0 || strcmp(a, "--rank") == 0 ||
-             strcmp(a, "--from") == 0 || strcmp(a, "--to") == 0) &&
+             strcmp(a, "--from") == 0 || strcmp(a, "--to") == 0 || strcmp(a, "--steps") == 0 ||
+             strcmp(a, "--phase") == 0) &&
             i + 1 == argc) {
             fprintf(stderr, "ringside: flame: %s needs a value\n", a);
             goto done;
@@ -416,6 +462,16 @@ static int cmd_flame(int argc, char **argv)
                 fprintf(stderr, "ringside: flame: %s %s: not seconds from the job's start\n", a, argv[i]);
                 goto done;
             }
+            continue;
+        }
+        if (strcmp(a, "--steps") == 0 || strcmp(a, "--slow-steps") == 0 || strcmp(a, "--phase") == 0) {
+            if (pick.kind >= 0) {
+                fprintf(stderr, "ringside: flame: one of --steps, --slow-steps and --phase at a time\n");
+                goto done;
+            }
+            const char *v = strcmp(a, "--slow-steps") == 0 ? NULL : argv[++i];
+            if (step_option(a, v, &pick) != 0)
+                goto done;
             continue;
         }
         if (strcmp(a, "-o") == 0) {
@@ -462,6 +518,10 @@ static int cmd_flame(int argc, char **argv)
         rc = bad_usage("--to must come after --from");
         goto done;
     }
+    if (pick.kind >= 0 && (o.has_from || o.has_to)) {
+        rc = bad_usage("--from and --to, or the steps: not both");
+        goto done;
+    }
     rc = 1;
     if (rsr_sym_configure(sysroot, symbols) != 0)
         goto done;
@@ -472,7 +532,22 @@ static int cmd_flame(int argc, char **argv)
     const char *kind = rsf_sample_kind_name((unsigned)o.kind);
     if (nfiles == 0) {
         fprintf(stderr, "ringside: flame: no trace files (*.trace.lz4) in %s\n", paths[0]);
+    } else if (pick.kind >= 0 && rsr_step_pick(files, nfiles, &pick, &spans) != 0) {
+        /* it said why */
     } else {
+        if (pick.kind >= 0) {
+            o.spans = spans.v, o.nspans = spans.n, o.span_clock = spans.clock;
+            if (pick.kind == RSR_PICK_STEPS)
+                snprintf(part, sizeof part, pick.first == pick.last ? ", step %zu" : ", steps %zu-%zu", pick.first,
+                         pick.last < spans.steps ? pick.last : spans.steps - 1);
+            else
+                snprintf(part, sizeof part, ", %zu %s step%s", spans.picked,
+                         pick.kind == RSR_PICK_SLOW ? "slow" : rsr_step_phase_name(pick.phase),
+                         spans.picked == 1 ? "" : "s");
+            if (!o.quiet)
+                fprintf(stderr, "ringside: flame: %zu of the job's %zu steps, %.3g s\n", spans.picked, spans.steps,
+                        spans.secs);
+        }
         struct rsr_flame fl;
         rsr_flame_init(&fl, o.kind);
         uint64_t got = rsr_flame_load(&fl, files, nfiles, &o);
@@ -493,8 +568,8 @@ static int cmd_flame(int argc, char **argv)
             } else {
                 char title[128];
                 static const char *const what[] = { "CPU", "Wait", "GPU" };
-                snprintf(title, sizeof title, "%s flame graph%s", what[o.kind],
-                         o.rank >= 0 ? rank : ", all ranks");
+                snprintf(title, sizeof title, "%s flame graph%s%s", what[o.kind],
+                         o.rank >= 0 ? rank : ", all ranks", part);
                 int err = folded ? rsr_flame_write_folded(f, &fl) : rsr_flame_write_svg(f, &fl, title);
                 if (f != stdout && fclose(f) != 0)
                     err = -1;
@@ -514,6 +589,7 @@ static int cmd_flame(int argc, char **argv)
         }
         rsr_flame_free(&fl);
     }
+    rsr_spans_free(&spans);
     for (int i = 0; i < nfiles; i++)
         free(files[i]);
     free(files);

@@ -100,18 +100,6 @@ int rsr_find_traces(char **paths, int npaths, char ***files)
     return l.n;
 }
 
-/* Ranks first in rank order, then the other processes by pid. */
-static int cmp_input(const void *a, const void *b)
-{
-    const struct rsr_input *x = a, *y = b;
-    int xr = x->rank >= 0, yr = y->rank >= 0;
-    if (xr != yr)
-        return yr - xr;
-    if (xr && x->rank != y->rank)
-        return x->rank < y->rank ? -1 : 1;
-    return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
 static const char *role_name(int r)
 {
     return r == RSF_ROLE_RANK ? "rank" : r == RSF_ROLE_CHILD ? "child" : "other";
@@ -1249,7 +1237,7 @@ static int write_output(const char *dir, const char *name, struct rsr_model *con
     return rc ? 1 : 0;
 }
 
-/* A job's files, streamed into summaries, in the order cmp_input gives;
+/* A job's files, streamed into summaries, in the order rsr_inputs_sort gives;
  * models[i] is ins[i]'s (an empty one where loading failed). */
 struct loaded {
     char **files;
@@ -1516,7 +1504,7 @@ static int job_load(struct loaded *J, char **paths, int npaths, const struct rsr
         if (!in->model || in->model_incomplete)
             fprintf(stderr, "ringside: %s: out of memory: the report lacks part of its events\n", in->file);
     }
-    qsort(J->ins, (size_t)J->n, sizeof *J->ins, cmp_input);
+    rsr_inputs_sort(J->ins, J->n);
     rsr_model_init(&empty);
     for (int i = 0; i < J->n; i++)
         J->models[i] = J->ins[i].model ? J->ins[i].model : &empty;
@@ -1774,7 +1762,7 @@ static int watch_write(struct rsr_watch *w, char **paths, int npaths, const stru
     w->n = 0;
     free(waits);
     free(feeds);
-    qsort(J.ins, (size_t)n, sizeof *J.ins, cmp_input);
+    rsr_inputs_sort(J.ins, n);
     rsr_model_init(&empty);
     for (int i = 0; i < n; i++)
         J.models[i] = J.ins[i].model ? J.ins[i].model : &empty;

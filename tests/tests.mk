@@ -98,11 +98,12 @@ include tests/cudart/cudart.mk
 
 # The NVTX program: the toolkit's header-only NVTX v3 (read as system
 # headers), which dlopens its injection library.
-$(BUILD)/tests/prog/nvtx_ranges $(BUILD)/tests/prog/nvtx_steps: RS_CFLAGS += -isystem $(CUDA_HOME)/include
-$(BUILD)/tests/prog/nvtx_ranges $(BUILD)/tests/prog/nvtx_steps: RS_LDFLAGS += -ldl
+$(BUILD)/tests/prog/nvtx_ranges $(BUILD)/tests/prog/nvtx_steps $(BUILD)/tests/prog/step_parts: RS_CFLAGS += -isystem $(CUDA_HOME)/include
+$(BUILD)/tests/prog/nvtx_ranges $(BUILD)/tests/prog/nvtx_steps $(BUILD)/tests/prog/step_parts: RS_LDFLAGS += -ldl
 
 # The stress target (not in make test): STRESS_N short launches under the
-# agent (default 500), each held against what its processes did.
+# agent (default 500; STRESS_JOBS=pool,short: those kinds only), each held
+# against what its processes did.
 STRESS_N ?= 500
 .PHONY: stress
 stress:

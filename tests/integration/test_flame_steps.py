@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Flame graphs of some of the steps: `ringside flame --steps A-B | --slow-steps
+| --phase NAME`.
+
+tests/programs/step_parts marks its steps with NVTX ranges and spins in a
+function that says which part of the run a step is (early_work, late_work,
+slow_work for three steps three times as long, eval_work for the "eval_step"
+ranges), writing its own account of every step in the order the report
+numbers them (the truth). Each selection's CPU graph gives each function
+its share of the chosen steps' time by the truth (within 10 points), and
+the one function of steps that ran only it 90% or more; --slow-steps chooses what report.json lists as
+slow, which holds the program's slow steps; --phase train and --phase eval
+together hold the whole run's CPU time (within 3%). Wrong values are usage
+errors; a range past the job's steps and a job without steps say why."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rstest import PROG, RINGSIDE, check, cleanup, finish, run, tempdir, traced_env  # noqa: E402
+
+FUNCS = ("early_work", "late_work", "slow_work", "eval_work")
+
+
+def shares(out, *pick):
+    """({function: CPU ns}, total ns, process) of the CPU graph of a pick."""
+    p = run([RINGSIDE, "flame", out, "-o", "-"] + list(pick))
+    by = dict.fromkeys(FUNCS, 0)
+    total = 0
+    for line in p.stdout.decode(errors="replace").splitlines():
+        stack, _, w = line.rpartition(" ")
+        if not stack:
+            continue
+        frames = stack.split(";")
+        total += int(w)
+        for k in by:
+            if k in frames:
+                by[k] += int(w)
+    return by, total, p
+
+
+def expected(truth, indices):
+    """{function: share of the chosen steps' time} by the program's account."""
+    chosen = [t for t in truth if t["index"] in indices]
+    total = sum(t["end_ns"] - t["start_ns"] for t in chosen)
+    by = dict.fromkeys(FUNCS, 0.0)
+    for t in chosen:
+        by[t["function"]] += (t["end_ns"] - t["start_ns"]) / total
+    return by
+
+
+def held(name, out, truth, indices, pick):
+    by, total, p = shares(out, *pick)
+    want = expected(truth, indices)
+    top = max(want, key=want.get)
+    got = {k: v / total for k, v in by.items()} if total else {}
+    off = {k: round(100 * (got.get(k, 0) - want[k]), 1) for k in FUNCS}
+    check("%s (%s): %s has %.1f%% of %.2f s of CPU, each function within 10 points of the truth's shares"
+          % (name, " ".join(pick), top, 100 * got.get(top, 0), total / 1e9),
+          p.returncode == 0 and total > 0 and all(abs(v) <= 10 for v in off.values())
+          and (want[top] < 1 or got[top] >= 0.9),
+          "points off %s; want %s; %s" % (off, want, p.stderr.decode(errors="replace")[-300:]))
+    return total
+
+
+def main():
+    work = tempdir("flame-steps")
+    out, rep, truth_path = (os.path.join(work, n) for n in ("t", "r", "truth"))
+    env = traced_env(out, RINGSIDE_SAMPLE_HZ=499)
+    env.pop("NVTX_INJECTION64_PATH", None)
+    p = run([os.path.join(PROG, "step_parts"), truth_path, "40", "25"], env=env, cwd=work, timeout=120)
+    if not check("step_parts runs under the agent", p.returncode == 0, p.stderr.decode(errors="replace")[-300:]):
+        finish()
+    with open(truth_path) as f:
+        truth = [json.loads(line) for line in f if line.strip()]
+    p = run([RINGSIDE, "report", out, "-o", rep, "-q"])
+    with open(os.path.join(rep, "report.json")) as f:
+        steps = json.load(f).get("steps") or {}
+    if not check("the report finds the program's %d steps, from NVTX" % len(truth),
+                 steps.get("source") == "nvtx" and len(steps.get("series", [])) == len(truth),
+                 "%s; %s" % (repr(steps)[:200], p.stderr.decode(errors="replace")[-200:])):
+        finish()
+
+    # four training steps in a row of the second half
+    late = [t["index"] for t in truth if t["function"] == "late_work"]
+    a = next(i for i in late if all(i + k in late for k in range(4)))
+    held("four steps in a row", out, truth, set(range(a, a + 4)), ["--steps", "%d-%d" % (a, a + 3)])
+    one = next(t["index"] for t in truth if t["function"] == "slow_work")
+    held("one step", out, truth, {one}, ["--steps", str(one)])
+    early = [t["index"] for t in truth if t["function"] == "early_work"]
+    held("a range across an evaluation", out, truth, set(range(early[2], early[7] + 1)),
+         ["--steps", "%d-%d" % (early[2], early[7])])
+
+    slow = {s["index"] for s in steps.get("slow", [])}
+    made = {t["index"] for t in truth if t["function"] == "slow_work"}
+    check("report.json's slow steps hold the program's %s" % sorted(made), made <= slow, "slow %s" % sorted(slow))
+    held("the slow steps", out, truth, slow, ["--slow-steps"])
+    evals = {t["index"] for t in truth if t["name"] == "eval_step"}
+    ev = held("the evaluation phase", out, truth, evals, ["--phase", "eval"])
+    tr = held("the training phase", out, truth, {t["index"] for t in truth} - evals, ["--phase", "train"])
+    _, whole, _ = shares(out)
+    check("train and eval hold the whole run's CPU time (%.3f against %.3f s)" % ((tr + ev) / 1e9, whole / 1e9),
+          whole > 0 and abs(tr + ev - whole) <= 0.03 * whole, "")
+
+    q = run([RINGSIDE, "flame", out, "--steps", "500-600", "-o", "-"])
+    check("a range past the job's steps: status 1, saying how many it has",
+          q.returncode == 1 and b"has %d steps" % len(truth) in q.stderr, q.stderr.decode()[-200:])
+    for bad in (["--steps", "5-3"], ["--steps", "x"], ["--phase", "lunch"], ["--steps", "1", "--from", "0"],
+                ["--steps", "1", "--slow-steps"]):
+        q = run([RINGSIDE, "flame", out, "-o", "-"] + bad)
+        check("%s: a usage error (status 2) that says what" % " ".join(bad),
+              q.returncode == 2 and b"ringside" in q.stderr and not q.stdout, q.stderr.decode()[-200:])
+    plain = os.path.join(work, "plain")
+    p = run([os.path.join(PROG, "two_phases"), "0.2"], env=traced_env(plain), timeout=60)
+    q = run([RINGSIDE, "flame", plain, "--slow-steps", "-o", "-"])
+    check("a job without steps: status 1, saying so", p.returncode == 0 and q.returncode == 1
+          and b"no steps found" in q.stderr and not q.stdout, q.stderr.decode()[-200:])
+    cleanup(work)
+    finish()
+
+
+if __name__ == "__main__":
+    main()
