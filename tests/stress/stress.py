@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """make stress: the same short jobs launched hundreds of times under the
-agent (STRESS_N launches, default 500; STRESS_SEED), each held against what
-its processes did, from outside the agent: simlaunch ranks of simtrain (the
+agent (STRESS_N launches, default 500; STRESS_SEED; STRESS_JOBS=pool,short
+for some kinds only), each held against what its processes did, from
+outside the agent: simlaunch ranks of simtrain (the
 simulator's truth file per pid, the ranks' own step lines), fork and exec
-(py_fork_exec.py), Python's ways of starting a child (py_subproc.py and
+(py_fork_exec.py), a multiprocessing pool ended by Pool.terminate
+(py_pool.py), Python's ways of starting a child (py_subproc.py and
 its truth file), a child sharing memory (vm_child), and short-lived C
 processes ending every way they can (short_exit: the pids and bytes they
 print), with RINGSIDE_FLUSH_MS varied and SIGTERM sent at random moments to
@@ -285,7 +287,38 @@ def job_fork_exec(launch, env, term):
     return 3
 
 
-JOBS = ((job_simlaunch, 8), (job_short, 8), (job_subproc, 2), (job_vm_child, 2), (job_fork_exec, 1))
+def job_pool(launch, env, term):
+    """py_pool.py: a pool of four forked workers ended by Pool.terminate
+    (SIGTERM to workers idle in their queue): the parent and every worker
+    that did a task have their files with the end mark; the bytes each
+    worker wrote are on record. The program's stderr is kept with a
+    problem (the agent's notices say why an end mark is missing)."""
+    p = subprocess.Popen([PYTHON, os.path.join(PROGRAMS, "py_pool.py"), launch.work], env=env, cwd=launch.work,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = p.communicate(timeout=120)
+    if p.returncode != 0 or b"ringside:" in err:
+        launch.problem("status %d: %s" % (p.returncode, err.decode(errors="replace")[-300:]))
+        return 1
+    workers = [int(x) for x in out.split()]
+    by_pid = traces(launch)
+    require(launch, by_pid, p.pid, "pool parent")
+    for q in workers:
+        require(launch, by_pid, q, "pool worker")
+    for q, got in by_pid.items():
+        if q != p.pid and q not in workers and not all(t["end"] for t in got):
+            launch.problem("pid %d (idle pool worker): no end mark; stderr: %s"
+                           % (q, err.decode(errors="replace")[-300:]))
+    for name in os.listdir(launch.work):
+        if name.endswith(".out"):
+            path = os.path.join(launch.work, name)
+            done = sum(io_total(got, path, "write")[0] for got in by_pid.values())
+            if done != os.path.getsize(path):
+                launch.problem("%s: %d bytes written on record, %d on disk" % (name, done, os.path.getsize(path)))
+    return 1 + len(workers)
+
+
+JOBS = ((job_simlaunch, 8), (job_short, 8), (job_subproc, 2), (job_vm_child, 2), (job_fork_exec, 1),
+        (job_pool, 2))
 
 
 def main():
@@ -296,7 +329,13 @@ def main():
         if not os.path.exists(exe):
             print("stress: %s is missing (make test-build)" % exe)
             sys.exit(1)
-    kinds, weights = zip(*JOBS)
+    only = [j for j in os.environ.get("STRESS_JOBS", "").split(",") if j]
+    jobs = [(job, wt) for job, wt in JOBS if not only or job.__name__[len("job_"):] in only]
+    if not jobs:
+        print("stress: STRESS_JOBS=%s names none of %s" % (",".join(only),
+                                                          ", ".join(j.__name__[len("job_"):] for j, _ in JOBS)))
+        sys.exit(1)
+    kinds, weights = zip(*jobs)
     problems, kept = [], []
     counts = collections.Counter()
     t0 = time.monotonic()
