@@ -1,7 +1,9 @@
-/* The Perfetto / Chrome trace-event export (OUT/trace.json of `ringside
- * report`): the GPU timelines of a job as PyTorch's profiler (Kineto) writes
- * them, so Perfetto's UI, chrome://tracing and HTA open it, and `ringside
- * import-kineto` reads it back to the same figures. */
+/* The Kineto-compatible export (OUT/trace.json of `ringside report`, and
+ * `export perfetto -o FILE.json`): the GPU timelines of a job as PyTorch's
+ * profiler (Kineto) writes them, Chrome trace-event JSON, so HTA reads it
+ * (Perfetto's UI and chrome://tracing open it too), and `ringside
+ * import-kineto` reads it back to the same figures. Perfetto's own format,
+ * with everything else the report reads, is pftrace.c's. */
 #ifndef RSR_PERFETTO_H
 #define RSR_PERFETTO_H
 

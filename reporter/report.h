@@ -16,6 +16,7 @@ struct rsr_report_opts {
     int nranks;
     unsigned long long memory_mb; /* --memory-mb: the bound (load.h); 0: none */
     double watch_s;        /* --watch S: rewrite the outputs every S seconds while the job runs; 0: once */
+    const char *prom_dir;  /* --prom-dir DIR: DIR/ringside-JOB.prom with every report.json (prom.h); NULL: none */
 };
 
 /* Processes drawn in full (timeline lanes, trace.json) at most, and GPU ops
@@ -33,12 +34,16 @@ struct rsr_export_opts {
     int nranks;
     int has_from, has_to;  /* --from S, --to S: seconds from the job's start */
     double from_s, to_s;
+    int has_steps;         /* --steps A-B: the stretch from step A's start to step B's end (protobuf only) */
+    size_t step_first, step_last;
     int quiet;
 };
 
 /* `ringside export perfetto`: summarises every file (for the clocks), then
- * writes the chosen processes over the chosen stretch, in full, to o->out
- * as report's trace.json. Returns the exit status. */
+ * writes the chosen processes over the chosen stretch, in full, to o->out:
+ * as report's trace.json (Kineto-compatible JSON) when o->out ends in
+ * .json, else in Perfetto's protobuf format (pftrace.h). Returns the exit
+ * status. */
 int rsr_export_main(char **paths, int npaths, const struct rsr_export_opts *o);
 
 /* Collects the *.trace.lz4 files under each of paths (a file, a job folder,

@@ -1,0 +1,34 @@
+/* `ringside export perfetto ... -o FILE` with FILE not ending in .json: the
+ * job in Perfetto's own protobuf trace format. The summaries the report
+ * makes (load.c, streamed) align the clocks and find the steps and
+ * checkpoints; then each chosen file is read again, once, chunk by chunk,
+ * and its records go out as TracePackets as they pass, so memory does not
+ * grow with the length of the job. */
+#ifndef RSR_PFTRACE_H
+#define RSR_PFTRACE_H
+
+#include "reporter/load.h"
+#include "reporter/model.h"
+#include "reporter/report.h"
+
+/* Writes ins[0..n) (streamed summaries, models[i] their models, not yet
+ * aligned) chosen by o to o->out. Per process one packet sequence with its
+ * own interning: a process track (named by rank), thread tracks (launch
+ * calls, NCCL calls, file I/O, CUDA syncs, NVTX push ranges), a wait track
+ * per thread (wait samples by reason, with their call stacks), GPU stream
+ * tracks (kernels, copies, sets, graphs; flows from their launch calls),
+ * NCCL stream tracks (collectives with bytes), an NVTX track (start/end
+ * ranges), CPU samples as PerfSample packets with interned call stacks, and
+ * counter tracks (the node's series; GPU busy, SM activity, communication
+ * and storage throughput from the report's timeline). One job sequence:
+ * steps and checkpoints. Batches of packets are zlib-compressed
+ * (TracePacket.compressed_packets) unless RINGSIDE_PFTRACE_PLAIN is set.
+ * The files are read by up to nthreads threads, each writing whole batches.
+ * Returns the exit status, having said why on stderr when not 0. */
+int rsr_pftrace_export(struct rsr_input *ins, struct rsr_model **models, int n, const struct rsr_export_opts *o,
+                       int nthreads);
+
+/* Whether an output name asks for the protobuf format: any name but *.json. */
+int rsr_pftrace_wanted(const char *out);
+
+#endif
