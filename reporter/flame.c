@@ -1128,39 +1128,70 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
 /* Files are read and their samples added up in parallel; symbolisation,
  * which shares one symboliser, follows in file order. */
 struct pool {
-    struct proc *procs;
+    struct proc *procs;         /* nsets per file: file i's are procs[i * nsets ...] */
+    int nsets;
     struct rsr_walk *walks;
     char **files;
     int n;
     _Atomic int next;
 };
 
+/* One walk of a file for each of its sets' procs: stops when all of them
+ * would. */
+struct fan {
+    struct proc *procs;
+    int n;
+};
+
+static int take_fan(const struct rsf_chunk *c, void *arg)
+{
+    struct fan *f = arg;
+    int stop = 1;
+    for (int m = 0; m < f->n; m++)
+        if (!f->procs[m].skip && take_chunk(c, &f->procs[m]) == 0)
+            stop = 0;
+    return stop;
+}
+
 static void *read_worker(void *arg)
 {
     struct pool *pl = arg;
     int i;
     while ((i = atomic_fetch_add(&pl->next, 1)) < pl->n) {
-        struct proc *p = &pl->procs[i];
-        if (rsr_walk_file(pl->files[i], take_chunk, p, &pl->walks[i]) != 0)
-            p->read_errno = errno ? errno : EIO;
+        struct fan f = { &pl->procs[(size_t)i * pl->nsets], pl->nsets };
+        int rc = pl->nsets == 1 ? rsr_walk_file(pl->files[i], take_chunk, f.procs, &pl->walks[i])
+                                : rsr_walk_file(pl->files[i], take_fan, &f, &pl->walks[i]);
+        if (rc != 0)
+            for (int m = 0; m < pl->nsets; m++)
+                f.procs[m].read_errno = errno ? errno : EIO;
     }
     return NULL;
 }
 
 /* Symbolises the samples of procs[0..n) into fls in order, and when waits
  * is given, each one's off-CPU time into waits[i]. */
-static void add_procs(struct rsr_flame *const *fls, struct proc *const *procs, int n,
-                      const struct rsr_flame_opts *opts, uint64_t *nsamples, struct rsr_proc_waits *waits)
+/* When native is given (RSF_SAMPLE_NKINDS trees, NULL where not wanted),
+ * the same samples with every native frame go there as well (the
+ * symboliser shared: each address is looked up once). */
+static void add_procs(struct rsr_flame *const *fls, struct rsr_flame *const *native, struct proc *const *procs,
+                      int n, const struct rsr_flame_opts *opts, uint64_t *nsamples, struct rsr_proc_waits *waits)
 {
+    struct rsr_flame_opts all = *opts;
+    all.native = 1;
     struct loader L = { .fls = fls, .opts = opts };
     L.sym = opts->sym ? opts->sym : rsr_sym_new(opts->quiet);
     if (!L.sym) {
         fputs("ringside: out of memory\n", stderr);
         exit(1);
     }
-    for (int i = 0; i < n; i++)
-        if (!procs[i]->skip && !procs[i]->read_errno && procs[i]->naggs)
-            add_proc(&L, procs[i], nsamples, waits ? &waits[i] : NULL);
+    uint64_t more[RSF_SAMPLE_NKINDS] = { 0 };
+    for (int view = 0; view < (native ? 2 : 1); view++) {
+        if (view)
+            L.fls = native, L.opts = &all;
+        for (int i = 0; i < n; i++)
+            if (!procs[i]->skip && !procs[i]->read_errno && procs[i]->naggs)
+                add_proc(&L, procs[i], view ? more : nsamples, !view && waits ? &waits[i] : NULL);
+    }
     free(L.frames);
     free(L.names);
     free(L.mods);
@@ -1182,29 +1213,37 @@ static int64_t job_start(char **files, int nfiles)
     return start;
 }
 
-static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
-                       const struct rsr_flame_opts *opts, uint64_t *nsamples, struct rsr_proc_waits *waits)
+/* Loads the samples of the files into nsets sets of trees at once (each
+ * file read once): set m's kinds into fls[m * RSF_SAMPLE_NKINDS + kind]
+ * (NULL: not wanted) with opts[m] (its window), its sample counts into
+ * nsamples[m * RSF_SAMPLE_NKINDS + kind]; waits and native (set 0's) as
+ * add_procs. */
+static void load_sets(struct rsr_flame *const *fls, struct rsr_flame *const *native, int nsets, char **files,
+                      int nfiles, const struct rsr_flame_opts *opts, uint64_t *nsamples,
+                      struct rsr_proc_waits *waits)
 {
-    struct pool pl = { .files = files, .n = nfiles };
-    pl.procs = rsr_xcalloc((size_t)nfiles, sizeof *pl.procs);
+    size_t np = (size_t)nfiles * (size_t)nsets;
+    struct pool pl = { .files = files, .n = nfiles, .nsets = nsets };
+    pl.procs = rsr_xcalloc(np + 1, sizeof *pl.procs);
     pl.walks = rsr_xcalloc((size_t)nfiles, sizeof *pl.walks);
     struct proc **order = rsr_xcalloc((size_t)nfiles + 1, sizeof *order);
-    int64_t from_to[2] = { INT64_MIN, INT64_MAX };
-    const int64_t *win = opts->spans;
-    size_t nwin = opts->nspans;
-    if (!win && (opts->has_from || opts->has_to)) {
-        int64_t start = job_start(files, nfiles);
-        if (opts->has_from)
-            from_to[0] = start + (int64_t)(opts->from_s * 1e9);
-        if (opts->has_to)
-            from_to[1] = start + (int64_t)(opts->to_s * 1e9);
-        win = from_to, nwin = 1;
-    }
-    for (int i = 0; i < nfiles; i++) {
-        pl.procs[i] = (struct proc){ .file = files[i], .opts = opts, .rank = -1, .win = win, .nwin = nwin };
-        if (opts->spans && opts->span_clock)
-            pl.procs[i].has_clock_off = 1, pl.procs[i].clock_off = opts->span_clock[i];
-        order[i] = &pl.procs[i];
+    int64_t (*from_to)[2] = rsr_xcalloc((size_t)nsets, sizeof *from_to);
+    for (int m = 0; m < nsets; m++) {
+        const struct rsr_flame_opts *o = &opts[m];
+        const int64_t *win = o->spans;
+        size_t nwin = o->nspans;
+        if (!win && (o->has_from || o->has_to)) {
+            int64_t start = job_start(files, nfiles);
+            from_to[m][0] = o->has_from ? start + (int64_t)(o->from_s * 1e9) : INT64_MIN;
+            from_to[m][1] = o->has_to ? start + (int64_t)(o->to_s * 1e9) : INT64_MAX;
+            win = from_to[m], nwin = 1;
+        }
+        for (int i = 0; i < nfiles; i++) {
+            struct proc *p = &pl.procs[(size_t)i * nsets + m];
+            *p = (struct proc){ .file = files[i], .opts = o, .rank = -1, .win = win, .nwin = nwin };
+            if (o->spans && o->span_clock)
+                p->has_clock_off = 1, p->clock_off = o->span_clock[i];
+        }
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int nthreads = cpus > 1 ? (int)(cpus < 16 ? cpus : 16) : 1;
@@ -1220,20 +1259,42 @@ static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
         pthread_join(tids[t], NULL);
 
     for (int i = 0; i < nfiles; i++) {
-        struct proc *p = &pl.procs[i];
+        struct proc *p = &pl.procs[(size_t)i * nsets];
         if (p->read_errno) {
             fprintf(stderr, "ringside: %s: %s\n", files[i], strerror(p->read_errno));
-        } else if (!opts->quiet) {
+        } else if (!opts[0].quiet) {
             for (uint32_t k = 0; k < pl.walks[i].nproblems && k < RSR_MAX_PROBLEMS; k++)
                 rsr_problem_print(stderr, files[i], &pl.walks[i].problems[k]);
         }
     }
-    add_procs(fls, order, nfiles, opts, nsamples, waits);
-    for (int i = 0; i < nfiles; i++)
+    /* one symboliser for every set: each address is looked up once */
+    struct rsr_sym *sym = opts[0].sym;
+    if (!sym && (nsets > 1 || native) && !(sym = rsr_sym_new(opts[0].quiet))) {
+        fputs("ringside: out of memory\n", stderr);
+        exit(1);
+    }
+    for (int m = 0; m < nsets; m++) {
+        struct rsr_flame_opts o = opts[m];
+        o.sym = sym;
+        for (int i = 0; i < nfiles; i++)
+            order[i] = &pl.procs[(size_t)i * nsets + m];
+        add_procs(fls + (size_t)m * RSF_SAMPLE_NKINDS, m == 0 ? native : NULL, order, nfiles, &o,
+                  nsamples + (size_t)m * RSF_SAMPLE_NKINDS, m == 0 ? waits : NULL);
+    }
+    if (sym != opts[0].sym)
+        rsr_sym_free(sym);
+    for (size_t i = 0; i < np; i++)
         proc_free(&pl.procs[i]);
+    free(from_to);
     free(order);
     free(pl.procs);
     free(pl.walks);
+}
+
+static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
+                       const struct rsr_flame_opts *opts, uint64_t *nsamples, struct rsr_proc_waits *waits)
+{
+    load_sets(fls, NULL, 1, files, nfiles, opts, nsamples, waits);
 }
 
 struct rsr_flame_feed {
@@ -1267,19 +1328,19 @@ void rsr_flame_feed_free(struct rsr_flame_feed *f)
 void rsr_flame_load_feeds(struct rsr_flame *fls, struct rsr_flame_feed *const *feeds, int n, int quiet, int lines,
                           struct rsr_proc_waits *waits)
 {
-    struct rsr_flame *each[RSF_SAMPLE_NKINDS];
+    struct rsr_flame *each[RSR_FLAME_TREES];
     uint64_t nsamples[RSF_SAMPLE_NKINDS] = { 0 };
     struct rsr_flame_opts o = { .kind = -1, .rank = -1, .quiet = quiet, .lines = lines };
     struct proc **procs = rsr_xcalloc((size_t)n + 1, sizeof *procs);
-    for (int k = 0; k < RSF_SAMPLE_NKINDS; k++) {
-        rsr_flame_init(&fls[k], k);
+    for (int k = 0; k < RSR_FLAME_TREES; k++) {
+        rsr_flame_init(&fls[k], k % RSF_SAMPLE_NKINDS);
         each[k] = &fls[k];
     }
     for (int i = 0; i < n; i++)
         procs[i] = &feeds[i]->p;
     if (waits)
         memset(waits, 0, (size_t)n * sizeof *waits);
-    add_procs(each, procs, n, &o, nsamples, waits);
+    add_procs(each, each + RSF_SAMPLE_NKINDS, procs, n, &o, nsamples, waits);
     free(procs);
 }
 
@@ -1358,16 +1419,36 @@ void rsr_flame_apart_line(FILE *f, const struct rsr_flame *fl, const char *end)
 void rsr_flame_load_all(struct rsr_flame *fls, char **files, int nfiles, int quiet, int lines,
                         struct rsr_proc_waits *waits)
 {
-    struct rsr_flame *each[RSF_SAMPLE_NKINDS];
+    struct rsr_flame *each[RSR_FLAME_TREES];
     uint64_t nsamples[RSF_SAMPLE_NKINDS] = { 0 };
     struct rsr_flame_opts o = { .kind = -1, .rank = -1, .quiet = quiet, .lines = lines };
-    for (int k = 0; k < RSF_SAMPLE_NKINDS; k++) {
-        rsr_flame_init(&fls[k], k);
+    for (int k = 0; k < RSR_FLAME_TREES; k++) {
+        rsr_flame_init(&fls[k], k % RSF_SAMPLE_NKINDS);
         each[k] = &fls[k];
     }
     if (waits)
         memset(waits, 0, (size_t)nfiles * sizeof *waits);
-    load_kinds(each, files, nfiles, &o, nsamples, waits);
+    load_sets(each, each + RSF_SAMPLE_NKINDS, 1, files, nfiles, &o, nsamples, waits);
+}
+
+void rsr_flame_load_spans(struct rsr_flame *fls, int nsets, const int64_t *spans,
+                          const int64_t *clock, char **files, int nfiles, int quiet, int lines)
+{
+    struct rsr_flame **each = rsr_xcalloc((size_t)nsets * RSF_SAMPLE_NKINDS, sizeof *each);
+    uint64_t *nsamples = rsr_xcalloc((size_t)nsets * RSF_SAMPLE_NKINDS, sizeof *nsamples);
+    struct rsr_flame_opts *o = rsr_xcalloc((size_t)nsets, sizeof *o);
+    for (int m = 0; m < nsets; m++) {
+        o[m] = (struct rsr_flame_opts){ .kind = -1, .rank = -1, .quiet = quiet, .lines = lines,
+                                        .spans = spans + 2 * m, .nspans = 1, .span_clock = clock };
+        for (int k = 0; k < RSF_SAMPLE_NKINDS; k++) {
+            rsr_flame_init(&fls[m * RSF_SAMPLE_NKINDS + k], k);
+            each[m * RSF_SAMPLE_NKINDS + k] = &fls[m * RSF_SAMPLE_NKINDS + k];
+        }
+    }
+    load_sets(each, NULL, nsets, files, nfiles, o, nsamples, NULL);
+    free(each);
+    free(nsamples);
+    free(o);
 }
 
 uint64_t rsr_flame_symbolize(char **files, int nfiles, struct rsr_sym *sym, int quiet)
@@ -1396,12 +1477,13 @@ static int folded_writer(FILE *f, const struct rsr_flame *fl, const char *title)
 /* Writes fl as out_dir/flame-NAME.EXT with writer (rsr_flame_write_svg, or
  * folded_writer: the folded stacks `ringside diff` reads of a report
  * folder); 0, or -1 said on stderr. */
+/* Writes out_dir/NAME.EXT (NAME: "flame-cpu", "step-12-wait"). */
 static int write_as(const struct rsr_flame *fl, const char *out_dir, const char *name, const char *ext,
                     int (*writer)(FILE *, const struct rsr_flame *, const char *), const char *title)
 {
     size_t n = strlen(out_dir) + strlen(name) + strlen(ext) + 16;
     char *path = rsr_xmalloc(n);
-    snprintf(path, n, "%s/flame-%s.%s", out_dir, name, ext);
+    snprintf(path, n, "%s/%s.%s", out_dir, name, ext);
     FILE *f = fopen(path, "w");
     int err = !f || writer(f, fl, title) != 0;
     if (f && fclose(f) != 0)
@@ -1410,6 +1492,24 @@ static int write_as(const struct rsr_flame *fl, const char *out_dir, const char 
         fprintf(stderr, "ringside: %s: %s\n", path, strerror(errno ? errno : EIO));
     free(path);
     return err ? -1 : 0;
+}
+
+unsigned rsr_flame_write_step_svgs(const struct rsr_flame *fls, const char *out_dir, size_t step,
+                                   const char *about)
+{
+    static const char *const what[RSF_SAMPLE_NKINDS] = { "CPU", "Wait", "GPU" };
+    unsigned written = 0;
+    for (int k = 0; k < RSF_SAMPLE_NKINDS; k++) {
+        if (!fls[k].nodes[0].count)
+            continue;
+        char name[64], title[160];
+        snprintf(name, sizeof name, "step-%zu-%s", step, rsf_sample_kind_name((unsigned)k));
+        snprintf(title, sizeof title, "%s flame graph of step %zu%s", what[k], step, about);
+        if (write_as(&fls[k], out_dir, name, "svg", rsr_flame_write_svg, title) != 0)
+            return written | RSR_FLAME_WRITE_FAILED;
+        written |= 1u << k;
+    }
+    return written;
 }
 
 void rsr_flame_by_reason(const struct rsr_flame *src, struct rsr_flame *dst)
@@ -1447,24 +1547,43 @@ void rsr_flame_by_reason(const struct rsr_flame *src, struct rsr_flame *dst)
     free(below);
 }
 
+/* Whether fl holds a Python frame (its native view then differs). */
+static int has_python(const struct rsr_flame *fl)
+{
+    for (uint32_t i = 0; i < fl->names.n; i++)
+        if (fl->name_class[i] == RSR_FRAME_PYTHON)
+            return 1;
+    return 0;
+}
+
 int rsr_flame_write_svgs(const struct rsr_flame *fls, const char *out_dir)
 {
     int written = 0;
     for (int k = 0; k < RSF_SAMPLE_NKINDS; k++) {
         if (!fls[k].nodes[0].count)
             continue;
-        const char *name = rsf_sample_kind_name((unsigned)k);
+        char name[32];
+        snprintf(name, sizeof name, "flame-%s", rsf_sample_kind_name((unsigned)k));
         if (write_as(&fls[k], out_dir, name, "svg", rsr_flame_write_svg, NULL) != 0 ||
             write_as(&fls[k], out_dir, name, "folded", folded_writer, NULL) != 0)
             return -1;
         written++;
+        /* every native frame (--native), for the page's switch */
+        const struct rsr_flame *all = &fls[RSF_SAMPLE_NKINDS + k];
+        static const char *const what[RSF_SAMPLE_NKINDS] = { "CPU", "Wait", "GPU" };
+        char title[64];
+        snprintf(title, sizeof title, "%s flame graph, every native frame", what[k]);
+        snprintf(name, sizeof name, "native-%s", rsf_sample_kind_name((unsigned)k));
+        if (has_python(&fls[k]) && all->nodes[0].count &&
+            write_as(all, out_dir, name, "svg", rsr_flame_write_svg, title) != 0)
+            return -1;
         if (k != RSF_SAMPLE_WAIT)
             continue;
         /* The same waits with the reason as the root: a click on a reason
          * shows its waits alone. */
         struct rsr_flame by;
         rsr_flame_by_reason(&fls[k], &by);
-        int rc = by.nodes[0].count ? write_as(&by, out_dir, "wait_by_reason", "svg", rsr_flame_write_svg,
+        int rc = by.nodes[0].count ? write_as(&by, out_dir, "flame-wait_by_reason", "svg", rsr_flame_write_svg,
                                               "Wait flame graph by reason (click a reason)") : 0;
         written += by.nodes[0].count != 0;
         rsr_flame_free(&by);

@@ -134,6 +134,21 @@ void rsr_flame_add(struct rsr_flame *fl, const uint32_t *frames, uint32_t n, uin
 uint64_t rsr_flame_load(struct rsr_flame *fl, char **files, int nfiles,
                         const struct rsr_flame_opts *opts);
 
+/* Fills fls[m * RSF_SAMPLE_NKINDS + kind] (initialised here; free each with
+ * rsr_flame_free) for m < nsets with the samples of every kind inside [spans[2m], spans[2m+1])
+ * (the job's aligned time line; clock[i] takes file i's clock there), all
+ * ranks, each file read once for every set. */
+void rsr_flame_load_spans(struct rsr_flame *fls, int nsets, const int64_t *spans,
+                          const int64_t *clock, char **files, int nfiles, int quiet, int lines);
+
+/* Writes OUT_DIR/step-STEP-KIND.svg for each of fls[0..RSF_SAMPLE_NKINDS)
+ * that holds samples, titled "KIND flame graph of step STEP" and about.
+ * Returns the kinds written (bit 1 << kind), with RSR_FLAME_WRITE_FAILED
+ * when a file could not be written (said on stderr). */
+#define RSR_FLAME_WRITE_FAILED 0x100u
+unsigned rsr_flame_write_step_svgs(const struct rsr_flame *fls, const char *out_dir, size_t step,
+                                   const char *about);
+
 /* Writes the tree as folded lines, "root;...;leaf weight_ns", one per leaf
  * path with self weight, sorted by frame names. ';' in a name becomes ':'
  * and control characters '?', so that every line parses. Returns 0, or -1
@@ -156,7 +171,11 @@ void rsr_flame_merge(struct rsr_flame *dst, const struct rsr_flame *src);
  * nothing was. */
 void rsr_flame_apart_line(FILE *f, const struct rsr_flame *fl, const char *end);
 
-/* Fills fls[0..RSF_SAMPLE_NKINDS) (initialised here; free each with
+/* The report's trees: one per kind of sample in the default view, then one
+ * per kind with every native frame (--native). */
+#define RSR_FLAME_TREES (2 * RSF_SAMPLE_NKINDS)
+
+/* Fills fls[0..RSR_FLAME_TREES) (initialised here; free each with
  * rsr_flame_free) with the samples of each kind in the files, all ranks,
  * with source lines in frame names when lines is set; and when waits is
  * given, waits[i] (zeroed first) with file i's off-CPU time (waits.h). */
@@ -202,7 +221,9 @@ uint32_t *rsr_flame_match(const struct rsr_flame *fl, struct rsr_flame *other);
 
 /* Writes flame-<kind>.svg and flame-<kind>.folded (what `ringside diff`
  * reads) into out_dir for each of fls[0..RSF_SAMPLE_NKINDS) that holds
- * samples, and for waits flame-wait_by_reason.svg as well
+ * samples, native-<kind>.svg from fls[RSF_SAMPLE_NKINDS + kind] where the
+ * kind's graph has Python frames (the page's switch to every native
+ * frame), and for waits flame-wait_by_reason.svg as well
  * (rsr_flame_by_reason). Returns the number of kinds written, or -1 on
  * error (said on stderr). */
 int rsr_flame_write_svgs(const struct rsr_flame *fls, const char *out_dir);

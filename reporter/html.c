@@ -13,6 +13,8 @@
 #include "reporter/html_layout.h"
 #include "reporter/html_ranks.h"
 #include "reporter/html_script.h"
+#include "reporter/html_names.h"
+#include "reporter/html_table.h"
 #include "reporter/steps.h"
 #include "reporter/units.h"
 #include "formats/trace.h"
@@ -43,6 +45,8 @@
 #define TL_RECTS_MIN 400
 #define TL_RECTS_TOTAL 20000
 #define TABLE_ROWS 200
+/* The rank bars' axis titles, above the bars. */
+#define RANK_BARS_TOP 16
 #define CHART_POINTS 1200
 
 /* Lanes of one process, top to bottom. */
@@ -101,6 +105,7 @@ struct page {
      * (lanes for all, a line per rank) can show. */
     struct rsr_html_ranks *ranks;
     int many;
+    struct rsr_html_names *names;   /* what the page calls each process */
     /* The models that get lanes and why; all_lanes: every process has one
      * (so a checkpointing rank without one gets a row of its own).
      * have_win: the lanes show [win_s, win_e) ns of the job time line
@@ -219,11 +224,45 @@ static void step_headline(FILE *f, yajl_val st, double wall_s)
  * consecutive steps (its longest), so that the page stays small. */
 #define STEP_BARS 1500
 
+/* Links to the flame graphs the report drew of its slowest steps
+ * (OUT/step-INDEX-KIND.svg, report.json's steps.slow[].graphs). */
+static void step_graph_links(FILE *f, yajl_val slow)
+{
+    static const char *const label[][2] = { { "cpu", "CPU" }, { "wait", "wait" }, { "gpu", "GPU" } };
+    int any = 0;
+    for (size_t i = 0; i < rsr_jv_len(slow); i++) {
+        yajl_val x = rsr_jv_at(slow, i), g = rsr_jv_key(x, "graphs");
+        if (!rsr_jv_len(g))
+            continue;
+        fputs(any++ ? "; " : "<p id=\"slow-graphs\">Flame graphs of the slowest steps: ", f);
+        double idx = rsr_jv_knum_or(x, "index", 0);
+        const char *cause = rsr_jv_kstr(x, "cause");
+        fprintf(f, "step %.0f (%.4g ms, %.2gx the median", idx, rsr_jv_knum_or(x, "dur_ms", 0),
+                rsr_jv_knum_or(x, "x_median", 0));
+        if (cause) {
+            fputs(", ", f);
+            for (const char *c = cause; *c; c++)
+                putc(*c == '_' ? ' ' : *c, f); /* launch_gaps: a word of report.json's */
+        }
+        fputs("): ", f);
+        for (size_t k = 0, n = 0; k < rsr_jv_len(g); k++) {
+            const char *kind = YAJL_IS_STRING(rsr_jv_at(g, k)) ? YAJL_GET_STRING(rsr_jv_at(g, k)) : NULL;
+            for (size_t l = 0; kind && l < sizeof label / sizeof label[0]; l++)
+                if (strcmp(kind, label[l][0]) == 0)
+                    fprintf(f, "%s<a href=\"step-%.0f-%s.svg\">%s</a>", n++ ? " &middot; " : "", idx, label[l][0],
+                            label[l][1]);
+        }
+    }
+    if (any)
+        fputs(". Any stretch of steps: <code>ringside flame TRACE_DIR --steps A-B</code> (or --slow-steps, "
+              "--phase eval).</p>", f);
+}
+
 /* The step time over the run: a bar per step (or per run of steps), its
  * height the step time, split into compute, exposed communication, idle
  * and the rest (in the phase's colour); slow steps outlined; a click shows
  * the step on the timeline. */
-static void step_chart(FILE *f, yajl_val st)
+static void step_chart(FILE *f, yajl_val st, yajl_val procs)
 {
     yajl_val series = rsr_jv_key(st, "series");
     size_t n = rsr_jv_len(series);
@@ -239,15 +278,16 @@ static void step_chart(FILE *f, yajl_val st)
     double med = rsr_jv_knum_or(st, "median_ms", 0), tallest = max;
     if (med > 0 && 4 * med < max)
         max = 4 * med;
+    /* per: series entries a bar stands for; report.json's series may
+     * already stand for runs of steps (run steps an entry) */
     size_t per = (n + STEP_BARS - 1) / STEP_BARS, bars = (n + per - 1) / per;
-    /* report.json's series may already stand for runs of steps */
-    double run = rsr_jv_knum_or(st, "series_run", 1);
+    double run_v = rsr_jv_knum_or(st, "series_run", 1);
+    size_t run = run_v > 1 ? (size_t)run_v : 1;
     size_t steps = run > 1 ? (size_t)rsr_jv_knum_or(st, "series_steps", (double)n) : n;
-    per *= run > 1 ? (size_t)run : 1;
     yajl_val slow = rsr_jv_key(st, "slow");
     fprintf(f, "<section id=\"steps\"><h2>Steps</h2><p>Step time over the run: %zu steps", steps);
-    if (per > 1)
-        fprintf(f, " in %zu bars of %zu (each bar the longest of its steps)", bars, per);
+    if (per * run > 1)
+        fprintf(f, " in %zu bars of %zu (each bar the longest of its steps)", bars, per * run);
     fprintf(f, ", the tallest %.3g ms", tallest);
     if (max < tallest)
         fprintf(f, " (the scale stops at %.3g ms, four times the median: taller bars are cut, a black cap on top)",
@@ -259,23 +299,27 @@ static void step_chart(FILE *f, yajl_val st)
                "(<span class=\"key\" style=\"background:#4477aa\"></span>training "
                "<span class=\"key\" style=\"background:#228833\"></span>evaluation "
                "<span class=\"key\" style=\"background:#999999\"></span>other); slow steps outlined red. Hover "
-               "for the figures, click to show the step on the timeline.</p><svg viewBox=\"0 0 %zu 100\" "
-               "preserveAspectRatio=\"none\" width=\"100%%\" height=\"140\" role=\"img\" id=\"step-bars\">",
-            bars);
+               "for the figures, click to show the step on the timeline, drag across bars to pick a stretch of "
+               "steps.</p><div class=\"axes\">"
+               "<div class=\"axis-y\">step time (ms), 0 to %.3g</div><div class=\"plot\">"
+               "<svg viewBox=\"0 0 %zu 100\" preserveAspectRatio=\"none\" width=\"100%%\" height=\"140\" "
+               "role=\"img\" id=\"step-bars\">",
+            max, bars);
     size_t k = 0;
     for (size_t b = 0; b < bars; b++) {
+        /* the bar's entries [lo, hi), its steps [first, last] */
         size_t lo = b * per, hi = lo + per < n ? lo + per : n, top = lo;
+        size_t first = lo * run, last = (hi * run < steps ? hi * run : steps) - 1;
         int is_slow = 0;
-        for (size_t i = lo; i < hi; i++) {
-            double idx;
+        for (size_t i = lo; i < hi; i++)
             if (rsr_jv_knum_or(rsr_jv_at(series, i), "dur_ms", 0) >
                 rsr_jv_knum_or(rsr_jv_at(series, top), "dur_ms", 0))
                 top = i;
-            for (; k < rsr_jv_len(slow) && rsr_jv_knum(rsr_jv_at(slow, k), "index", &idx) && idx < (double)i; k++)
-                ;
-            if (k < rsr_jv_len(slow) && rsr_jv_knum(rsr_jv_at(slow, k), "index", &idx) && idx == (double)i)
-                is_slow = 1;
-        }
+        double idx;
+        for (; k < rsr_jv_len(slow) && rsr_jv_knum(rsr_jv_at(slow, k), "index", &idx) && idx < (double)first; k++)
+            ;
+        if (k < rsr_jv_len(slow) && rsr_jv_knum(rsr_jv_at(slow, k), "index", &idx) && idx <= (double)last)
+            is_slow = 1;
         yajl_val x = rsr_jv_at(series, top);
         double dur = rsr_jv_knum_or(x, "dur_ms", 0), h = 100 * fmin(dur, max) / max;
         double comp = fmax(0, rsr_jv_knum_or(x, "compute_pct", 0)), exposed = fmax(0, rsr_jv_knum_or(x, "exposed_comm_pct", 0));
@@ -284,12 +328,14 @@ static void step_chart(FILE *f, yajl_val st)
         const char *ph = rsr_jv_kstr(x, "phase");
         const char *phc = ph && strcmp(ph, "train") == 0 ? "#4477aa" : ph && strcmp(ph, "eval") == 0 ? "#228833"
                                                                                                        : "#999999";
-        fprintf(f, "<g data-s=\"%.0f\" data-d=\"%.0f\"><title>", rsr_jv_knum_or(x, "start_s", 0) * 1e9, dur * 1e6);
-        if (hi - lo > 1)
-            fprintf(f, "steps %zu to %zu, the longest: ", lo, hi - 1);
+        size_t top_step = (size_t)rsr_jv_knum_or(x, "index", (double)(top * run));
+        fprintf(f, "<g data-s=\"%.0f\" data-d=\"%.0f\" data-a=\"%zu\" data-b=\"%zu\"><title>",
+                rsr_jv_knum_or(x, "start_s", 0) * 1e9, dur * 1e6, first, last);
+        if (last > first)
+            fprintf(f, "steps %zu to %zu, the longest: ", first, last);
         fprintf(f, "step %zu (%s): %.3g ms; compute %.0f%%, exposed communication %.0f%%, waiting for a late rank "
                    "%.0f%%, idle %.0f%%%s%s</title>",
-                top, ph ? ph : "?", dur, comp, exposed, wait, idle,
+                top_step, ph ? ph : "?", dur, comp, exposed, wait, idle,
                 rsr_jv_key(x, "checkpoint") && YAJL_IS_TRUE(rsr_jv_key(x, "checkpoint")) ? "; checkpoint" : "",
                 is_slow ? "; slow" : "");
         /* from the bottom: compute, exposed communication, the wait for a
@@ -312,7 +358,19 @@ static void step_chart(FILE *f, yajl_val st)
                        "stroke-width=\"2\" vector-effect=\"non-scaling-stroke\"/>", b, 100 - h, h);
         fputs("</g>", f);
     }
-    fputs("</svg></section>\n", f);
+    fprintf(f, "</svg><div class=\"axis-x\">step, in the order they ran (0 to %zu, as report.json and "
+               "<code>ringside flame --steps</code> number them)</div>", steps - 1);
+    /* a stretch picked on the chart: its command, the job's folder from
+     * the first process's trace file */
+    const char *trace = rsr_jv_kstr(rsr_jv_key(rsr_jv_at(procs, 0), "trace"), "file");
+    const char *cut = trace ? strrchr(trace, '/') : NULL;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", cut ? (int)(cut - trace) : 1, cut ? trace : ".");
+    fputs("<p class=\"note\" id=\"step-pick\" data-dir=\"", f);
+    rsr_html_text(f, dir);
+    fputs("\"></p>", f);
+    step_graph_links(f, slow);
+    fputs("</div></div></section>\n", f);
 }
 
 static void summary_cards(struct page *p)
@@ -542,7 +600,10 @@ static void rank_bars(struct page *p)
     size_t label_every = (size_t)ceil(12 / rh);
     fprintf(f, "<div id=\"rank-bars\"><h2>GPU time per rank</h2>"
                "<svg viewBox=\"0 0 480 %.0f\" style=\"width:100%%;max-width:480px\" role=\"img\">\n",
-            n * rh + 34);
+            n * rh + 34 + RANK_BARS_TOP);
+    fprintf(f, "<text class=\"axis-y\" x=\"0\" y=\"11\" font-size=\"11\" fill=\"#24292f\">process</text>"
+               "<text class=\"axis-x\" x=\"%.0f\" y=\"11\" font-size=\"11\" fill=\"#24292f\">share of the "
+               "GPU span (%%), 0 to 100</text>\n", x0);
     enum { NSEG = 5 };
     static const char *const seg_name[NSEG] = { "compute", "exposed communication", "waiting for a late rank",
                                                 "other non-compute", "idle" };
@@ -558,17 +619,17 @@ static void rank_bars(struct page *p)
         double idle = rsr_jv_knum_or(gpu, "idle_pct", 0);
         double wait = rsr_jv_knum_or(gpu, "exposed_sync_wait_pct", 0);
         double seg[NSEG] = { c, ex, wait, fmax(0, nc - ex - wait), idle };
-        double y = (double)row * rh, x = x0;
+        double y = (double)row * rh + RANK_BARS_TOP, x = x0;
         if (row++ % label_every == 0) {
             fprintf(f, "<text x=\"0\" y=\"%.1f\" font-size=\"11\">", y + fmin(12, rh));
-            rsr_html_proc(f, proc);
+            rsr_html_proc(f, p->names, proc);
             fputs("</text>", f);
         }
         for (int s = 0; s < NSEG; s++) {
             double w = fmax(0, fmin(seg[s], 100 - (x - x0) / bw * 100)) / 100 * bw;
             fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\">"
                        "<title>", x, y + rh / 8, w, rh * 0.75, seg_col[s]);
-            rsr_html_proc(f, proc);
+            rsr_html_proc(f, p->names, proc);
             fprintf(f, ": %s %.1f%%</title></rect>", seg_name[s], seg[s]);
             x += w;
         }
@@ -576,7 +637,7 @@ static void rank_bars(struct page *p)
             fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" font-size=\"11\">%.0f%% compute</text>\n",
                     x0 + bw + 6, y + fmin(12, rh), c);
     }
-    double y = n * rh + 14, x = x0;
+    double y = n * rh + 14 + RANK_BARS_TOP, x = x0;
     for (int s = 0; s < NSEG; s++) {
         if (x + 22 + 6.2 * strlen(seg_name[s]) > 480)
             x = x0, y += 12;
@@ -802,10 +863,13 @@ static void put_names(FILE *f, const struct row *rows, size_t nrows, size_t nmod
     fputs("]}</script>\n", f);
 }
 
-static void row_label(FILE *f, const struct row *r)
+static void row_label(FILE *f, const struct rsr_html_names *names, const struct row *r)
 {
+    const char *name = r->m ? rsr_html_name_pid(names, (double)r->m->pid) : NULL;
     if (r->rank >= 0)
         fprintf(f, "rank %.0f", r->rank);
+    else if (name)
+        rsr_html_text(f, name);
     else if (r->m)
         fprintf(f, "pid %" PRId64, r->m->pid);
     else
@@ -1018,7 +1082,7 @@ static void lanes_note(const struct page *p, const struct row *rows, size_t nrow
             continue;
         fputs(sep, f);
         sep = ", ";
-        row_label(f, &rows[r]);
+        row_label(f, p->names, &rows[r]);
         if (rows[r].pick->nwhy) {
             fputs(" (", f);
             put_whys(f, rows[r].pick);
@@ -1093,7 +1157,8 @@ static int timeline(struct page *p)
     lanes_note(p, rows, nrows);
     /* The reasons a lane was picked need room beside the lane names. */
     int lab_w = whys ? 250 : 150;
-    fprintf(f, "<div class=\"tl\"><svg class=\"tl-lab\" width=\"%d\" height=\"%d\">", lab_w, height);
+    fprintf(f, "<div class=\"tl\"><div class=\"axis-y\">process &middot; lane</div>"
+               "<svg class=\"tl-lab\" width=\"%d\" height=\"%d\">", lab_w, height);
     int y = 0;
     for (size_t r = 0; r < nrows; r++) {
         int first = 1;
@@ -1102,7 +1167,7 @@ static int timeline(struct page *p)
                 continue;
             if (first) {
                 fprintf(f, "<text x=\"2\" y=\"%d\" font-weight=\"600\">", y + 11);
-                row_label(f, &rows[r]);
+                row_label(f, p->names, &rows[r]);
                 if (rows[r].pick && rows[r].pick->nwhy) {
                     fputs("<tspan class=\"tl-why\"> ", f);
                     put_whys(f, rows[r].pick);
@@ -1160,7 +1225,7 @@ static int timeline(struct page *p)
             fprintf(f, "<g transform=\"translate(0 %d)\" style=\"fill:%s;stroke:%s\" data-m=\"%zu\" "
                        "data-lane=\"", y + 1, lane_colour[l], lane_colour[l],
                     rows[r].mi == SIZE_MAX ? (size_t)0 : rows[r].mi);
-            row_label(f, &rows[r]);
+            row_label(f, p->names, &rows[r]);
             g.ops = l == TL_WAIT || l == TL_IO;
             fprintf(f, " %s\"%s", lane_text[l],
                     l == TL_WAIT ? " data-ot=\"sync\"" : l == TL_IO ? " data-ot=\"io\"" : "");
@@ -1189,7 +1254,8 @@ static int timeline(struct page *p)
         if (any)
             y += TL_ROW_GAP;
     }
-    fputs("</svg>\n<div id=\"tl-axis\"></div></div></div>\n", f);
+    fputs("</svg>\n<div id=\"tl-axis\"></div><div class=\"axis-x\">time from the job's start "
+          "(the ticks above, in their units)</div></div></div>\n", f);
     put_names(f, rows, nrows, p->nmodels);
     if (!rsr_jv_key(p->root, "timeline") && rsr_jv_len(cks))
         fputs("<p class=\"note\">report.json has no \"timeline\", so the checkpoints cannot be "
@@ -1239,16 +1305,16 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
     if (!any || !nbins)
         return 0;
     top = fixed_max > 0 ? fixed_max : nice_max(top);
-    const double X0 = 46, X1 = 592, Y0 = 10, Y1 = 172;
+    const double X0 = 56, X1 = 592, Y0 = 10, Y1 = 172, H = 210;
     double total_s = (double)nbins * p->tl_bin_us / 1e6;
     /* Times read from the job's start, as on the lanes and in the tables:
      * start_s counts from ck_origin_us, the bins from tl_start_us. */
     double shift = p->have_ck_origin ? (p->ck_origin_us - p->tl_start_us) / 1e6 : 0;
     fprintf(f, "<div class=\"chart\" id=\"chart-%s\"><h3>%s</h3>"
-               "<svg viewBox=\"0 0 600 196\" role=\"img\" data-x0=\"%.0f\" data-x1=\"%.0f\" "
+               "<svg viewBox=\"0 0 600 %.0f\" role=\"img\" data-x0=\"%.0f\" data-x1=\"%.0f\" "
                "data-y0=\"%.0f\" data-y1=\"%.0f\" data-top=\"%g\" data-span=\"%.0f\" "
                "data-off=\"%.0f\" data-unit=\"%s\">\n",
-            key, title, X0, X1, Y0, Y1, top, total_s * 1e9, -shift * 1e9, unit);
+            key, title, H, X0, X1, Y0, Y1, top, total_s * 1e9, -shift * 1e9, unit);
     yajl_val cks = rsr_jv_key(p->root, "checkpoints");
     for (size_t i = 0; i < rsr_jv_len(cks) && total_s > 0; i++) {
         double st, dur;
@@ -1275,7 +1341,9 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
                    "fill=\"#57606a\">%s</text>",
                 X0 + (X1 - X0) * k / 4, k == 0 ? "start" : k == 4 ? "end" : "middle", t);
     }
-    fprintf(f, "<text x=\"%.0f\" y=\"8\" font-size=\"10\" fill=\"#57606a\">%s</text>\n", X0, unit);
+    char y_title[96];
+    snprintf(y_title, sizeof y_title, "%s (%s)", title, unit);
+    rsr_html_axis_titles(f, X0, X1, Y0, Y1, H, "time from the job's start", y_title);
     /* At most CHART_POINTS points: each the largest value of its bins, so
      * that short peaks survive, as monitoring dashboards do. */
     size_t per = (nbins + CHART_POINTS - 1) / CHART_POINTS;
@@ -1285,7 +1353,7 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
             continue;
         fprintf(f, "<polyline fill=\"none\" stroke-width=\"1.3\" stroke=\"%s\" data-r=\"",
                 palette[r % NPALETTE]);
-        rsr_html_proc(f, rk);
+        rsr_html_proc(f, p->names, rk);
         fputs("\" points=\"", f);
         double peak = 0;
         for (size_t i = 0; i < rsr_jv_len(s); i += per) {
@@ -1299,7 +1367,7 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
             fprintf(f, "%.1f,%.1f ", px, py);
         }
         fputs("\"><title>", f);
-        rsr_html_proc(f, rk);
+        rsr_html_proc(f, p->names, rk);
         fprintf(f, ": peak %.3g %s</title></polyline>\n", peak, unit);
     }
     fputs("</svg></div>\n", f);
@@ -1321,7 +1389,7 @@ static void charts(struct page *p)
                "pixel); checkpoints shaded. Ranks:", b);
     for (size_t r = 0; r < rsr_jv_len(ranks); r++) {
         fprintf(f, "<span class=\"key\" style=\"background:%s\"></span>", palette[r % NPALETTE]);
-        rsr_html_proc(f, rsr_jv_at(ranks, r));
+        rsr_html_proc(f, p->names, rsr_jv_at(ranks, r));
     }
     fputs("</p><div class=\"charts\">\n", f);
     /* Without GPU figures the GPU series are all zero: left out. */
@@ -1347,6 +1415,13 @@ static void charts(struct page *p)
 static void th(FILE *f, const char *label, int numeric)
 {
     fprintf(f, numeric ? "<th class=\"n\">%s</th>" : "<th>%s</th>", label);
+}
+
+/* A numeric column where 0 is a value (a rank, a start): kept on the page
+ * even when every cell is 0 (html_table.h). */
+static void th_id(FILE *f, const char *label)
+{
+    fprintf(f, "<th class=\"n\" data-keep>%s</th>", label);
 }
 
 static void td_num(FILE *f, double v, const char *shown)
@@ -1405,7 +1480,7 @@ static void table_short_kernels(struct page *p)
         for (size_t j = 0; j < rsr_jv_len(fc) && shown < TABLE_ROWS; j++, shown++) {
             yajl_val c = rsr_jv_at(fc, j);
             fputs("<tr><td>", f);
-            rsr_html_proc(f, proc);
+            rsr_html_proc(f, p->names, proc);
             fputs("</td><td class=\"name\">", f);
             rsr_html_text(f, rsr_jv_kstr(c, "name"));
             fputs("</td>", f);
@@ -1438,7 +1513,7 @@ static void table_roles(struct page *p, yajl_val gs)
     fputs("<p class=\"note\">Each rank's time in each role's calls, as a share of the job's wall time, and of "
           "it the wait for a late rank (or, in a pipeline, for the stage before or after).</p>\n"
           "<table class=\"sort\" id=\"table-roles\"><thead><tr>", f);
-    th(f, "rank", 1);
+    th_id(f, "rank");
     for (size_t k = 0; k < nr; k++) {
         char label[64];
         snprintf(label, sizeof label, "%s %% of time", roles[k]);
@@ -1492,7 +1567,7 @@ static void table_pipeline(struct page *p)
         fprintf(f, " Stage %.0f is the slowest: the others wait %.1f%% of the step more than it does.", slow,
                 rsr_jv_knum_or(pp, "slowest_excess_pct", 0));
     fputs("</p>\n<table class=\"sort\" id=\"table-pipeline\"><thead><tr>", f);
-    th(f, "stage", 1), th(f, "ranks", 1), th(f, "first rank", 1), th(f, "bubble per step", 1),
+    th_id(f, "stage"), th(f, "ranks", 1), th_id(f, "first rank"), th(f, "bubble per step", 1),
         th(f, "% of the step", 1);
     fputs("</tr></thead><tbody>\n", f);
     for (size_t i = 0; i < rsr_jv_len(st); i++) {
@@ -1808,9 +1883,14 @@ static int table_kernels(struct page *p)
     return 0;
 }
 
+/* A row of the file table: one file of one process, or a folder of
+ * start-up files (nfiles > 0) summed over the processes that read them. */
 struct fagg {
     yajl_val proc, file;
-    double bytes;
+    const char *path;
+    size_t dir_len;             /* the path's folder, without the last '/' */
+    double read, written, ops, time_s, bytes;
+    size_t nfiles, nprocs;
 };
 
 static int cmp_fbytes(const void *a, const void *b)
@@ -1819,7 +1899,84 @@ static int cmp_fbytes(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-/* Files by bytes moved, with the process that moved them. */
+static int ends_with(const char *s, size_t n, const char *tail)
+{
+    size_t t = strlen(tail);
+    return n >= t && memcmp(s + n - t, tail, t) == 0;
+}
+
+/* Whether a file a process only read is code it loaded at start-up: a
+ * Python module (.py, .pyc, anything in site-packages or dist-packages)
+ * or a shared library (.so, .so.N). The rule is the page's note. */
+static int startup_file(const char *path, double written)
+{
+    if (!path || written > 0)
+        return 0;
+    const char *name = strrchr(path, '/');
+    name = name ? name + 1 : path;
+    size_t n = strlen(name);
+    return ends_with(name, n, ".py") || ends_with(name, n, ".pyc") || ends_with(name, n, ".so") ||
+           strstr(name, ".so.") || strstr(path, "/site-packages/") || strstr(path, "/dist-packages/");
+}
+
+/* The folder a start-up file is counted under, as a length of its path:
+ * the package under site-packages or dist-packages, the Python library
+ * folder (pythonX.Y), else the file's own folder (less __pycache__). */
+static size_t startup_folder(const char *path)
+{
+    const char *last = strrchr(path, '/');
+    for (const char *c = path; c && c < last; c = strchr(c + 1, '/')) {
+        const char *name = c + 1, *end = strchr(name, '/');
+        size_t n = (size_t)(end - name);
+        if ((n == 13 && (memcmp(name, "site-packages", 13) == 0 || memcmp(name, "dist-packages", 13) == 0)) &&
+            end < last)
+            return (size_t)(strchr(end + 1, '/') - path);
+        if (n > 6 && memcmp(name, "python", 6) == 0 && name[6] >= '0' && name[6] <= '9' &&
+            !memmem(end, (size_t)(last - end), "-packages/", 10))
+            return (size_t)(end - path);
+    }
+    size_t len = last ? (size_t)(last - path) : 0;
+    if (len >= 12 && memcmp(path + len - 12, "/__pycache__", 12) == 0)
+        len -= 12;
+    return len;
+}
+
+static int cmp_folder(const void *pa, const void *pb)
+{
+    const struct fagg *a = pa, *b = pb;
+    size_t n = a->dir_len < b->dir_len ? a->dir_len : b->dir_len;
+    int c = memcmp(a->path, b->path, n);
+    if (c || a->dir_len != b->dir_len)
+        return c ? c : (a->dir_len < b->dir_len ? -1 : 1);
+    return (a->proc > b->proc) - (a->proc < b->proc);
+}
+
+/* Folds the start-up files a[from..m) (sorted by folder, then process)
+ * into one row per folder at a[from..); returns the rows' end. */
+static size_t fold_folders(struct fagg *a, size_t from, size_t m)
+{
+    size_t out = from;
+    for (size_t i = from; i < m;) {
+        struct fagg g = a[i];
+        g.file = NULL;
+        g.nfiles = 0;
+        g.nprocs = 0;
+        g.read = g.written = g.ops = g.time_s = g.bytes = 0;
+        size_t k = i;
+        for (; k < m && a[k].dir_len == g.dir_len && memcmp(a[k].path, g.path, g.dir_len) == 0; k++) {
+            g.nprocs += k == i || a[k].proc != a[k - 1].proc;
+            g.nfiles++;
+            g.read += a[k].read, g.written += a[k].written, g.ops += a[k].ops;
+            g.time_s += a[k].time_s, g.bytes += a[k].bytes;
+        }
+        a[out++] = g;
+        i = k;
+    }
+    return out;
+}
+
+/* Files by bytes moved, with the process that moved them; the files read
+ * at start-up grouped by folder. report.json keeps every file. */
 static int table_io(struct page *p)
 {
     FILE *f = p->f;
@@ -1834,36 +1991,80 @@ static int table_io(struct page *p)
         errno = ENOMEM;
         return -1;
     }
-    size_t m = 0;
+    /* the files of their own first, the start-up files after them */
+    size_t singles = 0, m = n;
     for (size_t i = 0; i < rsr_jv_len(procs); i++) {
         yajl_val fs = rsr_jv_key(rsr_jv_key(rsr_jv_at(procs, i), "io"), "files");
         for (size_t j = 0; j < rsr_jv_len(fs); j++) {
             yajl_val x = rsr_jv_at(fs, j);
-            a[m++] = (struct fagg){ rsr_jv_at(procs, i), x,
-                                    rsr_jv_knum_or(x, "read_bytes", 0) +
-                                        rsr_jv_knum_or(x, "write_bytes", 0) };
+            struct fagg r = { .proc = rsr_jv_at(procs, i), .file = x, .path = rsr_jv_kstr(x, "path"),
+                              .read = rsr_jv_knum_or(x, "read_bytes", 0),
+                              .written = rsr_jv_knum_or(x, "write_bytes", 0),
+                              .ops = rsr_jv_knum_or(x, "ops", 0), .time_s = rsr_jv_knum_or(x, "time_s", 0),
+                              .nfiles = 1, .nprocs = 1 };
+            r.bytes = r.read + r.written;
+            if (startup_file(r.path, r.written)) {
+                r.dir_len = startup_folder(r.path);
+                a[--m] = r;
+            } else {
+                a[singles++] = r;
+            }
         }
     }
-    qsort(a, m, sizeof *a, cmp_fbytes);
-    fputs("<h3>File I/O</h3><table class=\"sort\" id=\"table-io\"><thead><tr>", f);
-    th(f, "process", 0), th(f, "path", 0), th(f, "read", 1), th(f, "written", 1);
+    size_t startup = n - m;
+    qsort(a + m, startup, sizeof *a, cmp_folder);
+    memmove(a + singles, a + m, startup * sizeof *a);
+    size_t rows = fold_folders(a, singles, singles + startup);
+    qsort(a, rows, sizeof *a, cmp_fbytes);
+    fputs("<h3>File I/O</h3>", f);
+    if (startup)
+        fprintf(f, "<p class=\"note\" id=\"io-startup\">%zu files that processes only read and that are code "
+                   "loaded at start-up (Python modules: .py, .pyc, anything under site-packages or "
+                   "dist-packages; shared libraries: .so, .so.N) are grouped by folder, a row per folder "
+                   "(a package under site-packages or dist-packages, Python's own library, else the file's "
+                   "folder); every other file has a row of its own. report.json lists every file.</p>\n",
+                startup);
+    fputs("<table class=\"sort\" id=\"table-io\"><thead><tr>", f);
+    th(f, "process", 0), th(f, "path", 0), th(f, "files", 1), th(f, "read", 1), th(f, "written", 1);
     th(f, "operations", 1), th(f, "time", 1);
     fputs("</tr></thead><tbody>\n", f);
-    size_t shown = m < TABLE_ROWS ? m : TABLE_ROWS;
+    size_t shown = rows < TABLE_ROWS ? rows : TABLE_ROWS;
     for (size_t i = 0; i < shown; i++) {
-        fputs("<tr><td>", f);
-        rsr_html_proc(f, a[i].proc);
-        fputs("</td><td class=\"name\">", f);
-        rsr_html_text(f, rsr_jv_kstr(a[i].file, "path"));
+        const struct fagg *r = &a[i];
+        if (r->file) {
+            fputs("<tr><td>", f);
+            rsr_html_proc(f, p->names, r->proc);
+            fputs("</td><td class=\"name\">", f);
+            rsr_html_text(f, r->path);
+        } else {
+            fputs("<tr class=\"startup\"><td>", f);
+            if (r->nprocs == 1)
+                rsr_html_proc(f, p->names, r->proc);
+            else
+                fprintf(f, "%zu processes", r->nprocs);
+            char *dir = strndup(r->path, r->dir_len);
+            if (!dir) {
+                free(a);
+                errno = ENOMEM;
+                return -1;
+            }
+            fputs("</td><td class=\"name\" data-folder=\"", f);
+            rsr_html_text(f, dir);
+            fputs("\">", f);
+            rsr_html_text(f, dir);
+            fputs("/ (start-up files)", f);
+            free(dir);
+        }
         fputs("</td>", f);
-        td_bytes(f, rsr_jv_knum_or(a[i].file, "read_bytes", 0));
-        td_bytes(f, rsr_jv_knum_or(a[i].file, "write_bytes", 0));
-        td_fmt(f, rsr_jv_knum_or(a[i].file, "ops", 0), 0);
-        td_us(f, rsr_jv_knum_or(a[i].file, "time_s", 0) * 1e6);
+        td_fmt(f, (double)r->nfiles, 0);
+        td_bytes(f, r->read);
+        td_bytes(f, r->written);
+        td_fmt(f, r->ops, 0);
+        td_us(f, r->time_s * 1e6);
         fputs("</tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
-    table_more(f, shown, m);
+    table_more(f, shown, rows);
     free(a);
     return 0;
 }
@@ -1875,7 +2076,7 @@ static void table_checkpoints(struct page *p)
     if (!rsr_jv_len(cks))
         return;
     fputs("<h3>Checkpoints</h3><table class=\"sort\" id=\"table-checkpoints\"><thead><tr>", f);
-    th(f, "rank", 1), th(f, "start", 1), th(f, "duration", 1), th(f, "bytes", 1);
+    th_id(f, "rank"), th_id(f, "start"), th(f, "duration", 1), th(f, "bytes", 1);
     th(f, "GPU stall", 1);
     fputs("</tr></thead><tbody>\n", f);
     for (size_t i = 0; i < rsr_jv_len(cks) && i < TABLE_ROWS; i++) {
@@ -1936,7 +2137,7 @@ static void table_stragglers(struct page *p)
     if (!rsr_jv_len(st))
         return;
     fputs("<h3>Stragglers</h3><table class=\"sort\" id=\"table-stragglers\"><thead><tr>", f);
-    th(f, "rank", 1), th(f, "score", 1), th(f, "others waited", 1), th(f, "beyond share, % of time", 1);
+    th_id(f, "rank"), th(f, "score", 1), th(f, "others waited", 1), th(f, "beyond share, % of time", 1);
     th(f, "worst in", 0), th(f, "why", 0), th(f, "evidence", 0);
     fputs("</tr></thead><tbody>\n", f);
     for (size_t i = 0; i < rsr_jv_len(st) && i < TABLE_ROWS; i++) {
@@ -1969,22 +2170,27 @@ static void table_stragglers(struct page *p)
         kernels_by_rank(f, rsr_jv_at(st, i));
 }
 
+/* The tables, each less its empty columns (html_table.h). */
 static int tables(struct page *p)
 {
-    fputs("<section id=\"tables\"><h2>Tables</h2><p class=\"note\">Click a header to sort.</p>\n",
-          p->f);
+    FILE *page = p->f;
+    struct rsr_html_table *t = rsr_html_table_begin(page, &p->f);
+    if (!t)
+        return -1;
+    fputs("<section id=\"tables\"><h2>Tables</h2><p class=\"note\">Click a header to sort. A column "
+          "with nothing in it (the GPU's, in a job that used none) is left out.</p>\n", p->f);
     table_stragglers(p);
     table_groups(p);
     table_collectives(p);
     table_checkpoints(p);
-    if (table_kernels(p) != 0)
-        return -1;
+    int failed = table_kernels(p) != 0;
     table_short_kernels(p);
-    if (table_io(p) != 0)
-        return -1;
+    failed |= table_io(p) != 0;
     rsr_html_table_processes(p->f, p->ranks);
     fputs("</section>\n", p->f);
-    return 0;
+    p->f = page;
+    failed |= rsr_html_table_end(t) != 0;
+    return failed ? -1 : 0;
 }
 
 /* ---- flame graphs ---- */
@@ -2155,8 +2361,36 @@ static void flames(struct page *p, const char *const *svgs, size_t n)
         }
         fputs("; <code>ringside flame --kind wait --threads</code> shows every thread.</p>\n", f);
     }
-    for (size_t i = 0; i < n; i++)
+    int switches = 0;
+    for (size_t i = 0; i < n; i++) {
+        /* flame-KIND.svg with a native-KIND.svg beside it (the job had
+         * Python frames): a switch between the Python view and every
+         * native frame */
+        const char *base = strrchr(svgs[i], '/');
+        base = base ? base + 1 : svgs[i];
+        char native[4096];
+        snprintf(native, sizeof native, "%.*snative-%s", (int)(base - svgs[i]), svgs[i],
+                 strncmp(base, "flame-", 6) == 0 ? base + 6 : base);
+        if (strncmp(base, "flame-", 6) != 0 || access(native, R_OK) != 0) {
+            rsr_html_flame_frame(f, svgs[i]);
+            continue;
+        }
+        switches++;
+        fputs("<div class=\"flame-views\"><button type=\"button\" class=\"native-switch\">Show every native "
+              "frame</button> <span class=\"note\">Python frames as the program's author wrote them; native "
+              "frames only below the innermost Python frame (the interpreter's left out), as py-spy shows "
+              "them.</span>\n<div class=\"python-view\">", f);
         rsr_html_flame_frame(f, svgs[i]);
+        fputs("</div><div class=\"native-view\" hidden>", f);
+        rsr_html_flame_frame(f, native);
+        fputs("</div></div>\n", f);
+    }
+    if (switches)
+        fputs("<script>Array.prototype.forEach.call(document.querySelectorAll('button.native-switch'),"
+              "function(b){b.addEventListener('click',function(){var v=b.parentNode,"
+              "py=v.querySelector('.python-view'),nat=v.querySelector('.native-view'),show=nat.hidden;"
+              "nat.hidden=!show;py.hidden=show;b.textContent=show?'Show the Python view':"
+              "'Show every native frame';});});</script>\n", f);
     fputs("</section>\n", f);
 }
 
@@ -2234,7 +2468,7 @@ static int page_setup(struct page *p)
         ranked += rsr_jv_knum_or(proc, "rank", -1) >= 0;
     }
     p->many = ranked > RSR_HTML_FEW_RANKS || rsr_jv_len(rsr_jv_key(tl, "ranks")) > RSR_HTML_FEW_RANKS;
-    if (!(p->ranks = rsr_html_ranks_read(root)))
+    if (!(p->names = rsr_html_names_read(root)) || !(p->ranks = rsr_html_ranks_read(root, p->names)))
         return -1;
     if (!(p->picks = calloc(p->nmodels + 1, sizeof *p->picks))) {
         errno = ENOMEM;
@@ -2263,7 +2497,8 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
 {
     FILE *f = p->f;
     yajl_val root = p->root, procs = rsr_jv_key(root, "processes");
-    const char *job = rsr_jv_kstr(root, "job");
+    char title[256];
+    rsr_html_title(p->names, root, title, sizeof title);
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
           "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n"
           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
@@ -2276,12 +2511,9 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
         fprintf(f, "<meta http-equiv=\"refresh\" content=\"%.0f\">\n",
                 ceil(fmax(1, rsr_jv_knum_or(watch, "every_s", 5))));
     fputs("<title>ringside: ", f);
-    rsr_html_text(f, job ? job : "report");
-    fprintf(f, "</title>\n<style>%s</style></head>\n<body>\n<header><h1>ringside report", rsr_html_css);
-    if (job) {
-        fputs(": ", f);
-        rsr_html_text(f, job);
-    }
+    rsr_html_text(f, title);
+    fprintf(f, "</title>\n<style>%s</style></head>\n<body>\n<header><h1>ringside report: ", rsr_html_css);
+    rsr_html_text(f, title);
     fputs("</h1><p>", f);
     step_headline(f, rsr_jv_key(root, "steps"), rsr_jv_knum_or(root, "wall_s", 0));
     double world;
@@ -2308,7 +2540,7 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
                 rsr_jv_key(root, "steps") ? "step time" : "wall time");
     }
     fputs("</header>\n<main>\n", f);
-    rsr_html_ends_banner(f, root);
+    rsr_html_ends_banner(f, root, p->names);
     fputs("<section id=\"summary\"><h2>Summary</h2>\n", f);
     /* Many ranks: the strip plots are tall, the findings go beside them. */
     fputs("<div class=\"top\"><div>", f);
@@ -2329,7 +2561,7 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
     int heat = p->many && rsr_html_heatmaps(f, root, p->ranks, p->have_io);
     if (timeline(p) != 0)
         return -1;
-    step_chart(f, rsr_jv_key(root, "steps"));
+    step_chart(f, rsr_jv_key(root, "steps"), procs);
     if (!p->many) {
         charts(p);
         if (rsr_html_ranks_gpu(p->ranks) >= 3) {
@@ -2338,10 +2570,22 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
             fputs("</section>\n", f);
         }
     }
-    rsr_html_nodes(f, root);
+    struct rsr_html_table *nt = rsr_html_table_begin(f, &p->f);
+    if (!nt)
+        return -1;
+    rsr_html_nodes(p->f, root);
+    p->f = f;
+    if (rsr_html_table_end(nt) != 0)
+        return -1;
     if (tables(p) != 0)
         return -1;
-    rsr_html_offcpu(f, procs);
+    struct rsr_html_table *t = rsr_html_table_begin(f, &p->f);
+    if (!t)
+        return -1;
+    rsr_html_offcpu(p->f, procs, p->names);
+    p->f = f;
+    if (rsr_html_table_end(t) != 0)
+        return -1;
     flames(p, flame_svgs, nflames);
     fputs("</main>\n<div id=\"tip\"></div>\n", f);
     rsr_html_rank_data(f, root, p->ranks, heat, p->have_io);
@@ -2373,6 +2617,7 @@ int rsr_html_write_flames(FILE *f, const char *report_json, size_t len,
     if (rc == 0)
         rc = page_write(&p, flame_svgs, nflames);
     rsr_html_ranks_free(p.ranks);
+    rsr_html_names_free(p.names);
     free(p.picks);
     yajl_tree_free(root);
     if (rc != 0)

@@ -2,10 +2,11 @@
  * per file, worded as the text summary words it (report.c). */
 #include "reporter/html_ends.h"
 #include "reporter/html_json.h"
+#include "reporter/html_names.h"
 
 #include <yajl/yajl_tree.h>
 
-void rsr_html_ends_banner(FILE *f, yajl_val root)
+void rsr_html_ends_banner(FILE *f, yajl_val root, const struct rsr_html_names *names)
 {
     yajl_val ends = rsr_jv_key(root, "ends_early");
     size_t n = rsr_jv_len(ends);
@@ -17,10 +18,16 @@ void rsr_html_ends_banner(FILE *f, yajl_val root)
     for (size_t i = 0; i < n; i++) {
         yajl_val e = rsr_jv_at(ends, i);
         double rank;
-        if (rsr_jv_knum(e, "rank", &rank))
+        const char *name = rsr_html_name(names, e);
+        if (rsr_jv_knum(e, "rank", &rank)) {
             fprintf(f, "<li>rank %.0f's file", rank);
-        else
+        } else if (name) {
+            fputs("<li>", f);
+            rsr_html_text(f, name);
+            fputs("'s file", f);
+        } else {
             fprintf(f, "<li>process %.0f's file", rsr_jv_knum_or(e, "pid", 0));
+        }
         fprintf(f, " ends at %.2f s of %.2f s, covering %.1f%% of the run (", rsr_jv_knum_or(e, "ends_s", 0), wall,
                 rsr_jv_knum_or(e, "covers_pct", 0));
         if (YAJL_IS_TRUE(rsr_jv_key(e, "cut_short")))

@@ -8,8 +8,10 @@
 
 #include <yajl/yajl_tree.h>
 
-/* Writes the banner for root (report.json); nothing when no file ends
- * early. */
-void rsr_html_ends_banner(FILE *f, yajl_val root);
+struct rsr_html_names;
+
+/* Writes the banner for root (report.json), its processes named by names
+ * (html_names.h); nothing when no file ends early. */
+void rsr_html_ends_banner(FILE *f, yajl_val root, const struct rsr_html_names *names);
 
 #endif

@@ -129,15 +129,16 @@ void rsr_html_value(FILE *f, yajl_val v)
     }
 }
 
-void rsr_html_proc(FILE *f, yajl_val proc)
+void rsr_html_axis_titles(FILE *f, double x0, double x1, double y0, double y1, double h, const char *x_title,
+                          const char *y_title)
 {
-    double r, pid;
-    if (rsr_jv_knum(proc, "rank", &r))
-        fprintf(f, "rank %.0f", r);
-    else if (rsr_jv_knum(proc, "pid", &pid))
-        fprintf(f, "pid %.0f", pid);
-    else
-        fputs("process", f);
+    fprintf(f, "<text class=\"axis-x\" x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\" "
+               "fill=\"#24292f\">", (x0 + x1) / 2, h - 3);
+    rsr_html_text(f, x_title);
+    fprintf(f, "</text><text class=\"axis-y\" transform=\"translate(10 %.1f) rotate(-90)\" font-size=\"10\" "
+               "text-anchor=\"middle\" fill=\"#24292f\">", (y0 + y1) / 2);
+    rsr_html_text(f, y_title);
+    fputs("</text>\n", f);
 }
 
 /* ---- number formatting ---- */

@@ -34,8 +34,12 @@ void rsr_html_js_str(FILE *f, const char *s);
 /* Any JSON value as escaped text: strings as they are, numbers with %g,
  * arrays joined by ", ", objects as "key: value; ...". */
 void rsr_html_value(FILE *f, yajl_val v);
-/* A process of report.json by name: "rank R", else "pid P", else "process". */
-void rsr_html_proc(FILE *f, yajl_val proc);
+
+/* The titles of a chart's axes, each with its unit, in an SVG h units
+ * tall whose plot is [x0, x1] x [y0, y1]: x_title centred at the bottom,
+ * y_title turned along the y axis at the left edge (class axis-x, axis-y). */
+void rsr_html_axis_titles(FILE *f, double x0, double x1, double y0, double y1, double h, const char *x_title,
+                          const char *y_title);
 
 /* ns as "12 ns", "1.5 µs", "2.50 ms" or "1.20 s". */
 void rsr_html_fmt_ns(char *b, size_t n, double ns);

@@ -8,10 +8,11 @@
 #include <math.h>
 #include <string.h>
 
-#define X0 46.0
+#define X0 56.0
 #define X1 592.0
 #define Y0 10.0
 #define Y1 172.0
+#define H 210.0       /* the SVG's height: ticks, then the x axis's title */
 
 /* A line of a chart: the bins of key in o, its colour and label. */
 struct line {
@@ -67,6 +68,26 @@ static void shade_collectives(FILE *f, yajl_val coll, size_t nbins)
     }
 }
 
+/* What a chart's y axis shows, by its unit. */
+static const char *y_title(const char *unit)
+{
+    return strcmp(unit, "%") == 0 ? "share of the node (%)" : strcmp(unit, "GB/s") == 0 ? "throughput (GB/s)"
+                                                                                       : unit;
+}
+
+/* The x axis's ticks over span_us from the timeline's start, and both
+ * axes' titles. */
+static void time_axis(FILE *f, const char *y, double span_us)
+{
+    for (int k = 0; k <= 4; k++) {
+        char t[32];
+        rsr_html_fmt_ns(t, sizeof t, span_us * k / 4 * 1e3);
+        fprintf(f, "<text x=\"%.1f\" y=\"188\" font-size=\"10\" text-anchor=\"%s\" fill=\"#57606a\">%s</text>",
+                X0 + (X1 - X0) * k / 4, k == 0 ? "start" : k == 4 ? "end" : "middle", t);
+    }
+    rsr_html_axis_titles(f, X0, X1, Y0, Y1, H, "time from the timeline's start", y);
+}
+
 /* One chart: lines over nbins bins of bin_us from start_us, their scale
  * from 0 to top; rate > 0: a dashed line there; coll: the collectives'
  * share shaded; checkpoints shaded when ck. */
@@ -76,7 +97,8 @@ static void chart(FILE *f, yajl_val root, const char *id, const char *title, con
 {
     fprintf(f, "<div class=\"nchart\" id=\"%s\"><h3 style=\"font-size:13px;font-weight:600\">", id);
     rsr_html_text(f, title);
-    fputs("</h3><svg viewBox=\"0 0 600 196\" role=\"img\" style=\"width:100%;height:auto;display:block\">\n", f);
+    fprintf(f, "</h3><svg viewBox=\"0 0 600 %.0f\" role=\"img\" style=\"width:100%%;height:auto;display:block\">\n",
+            H);
     if (coll)
         shade_collectives(f, coll, nbins);
     if (ck)
@@ -87,13 +109,7 @@ static void chart(FILE *f, yajl_val root, const char *id, const char *title, con
                    "y=\"%.1f\" font-size=\"10\" text-anchor=\"end\" fill=\"#57606a\">%g</text>\n",
                 X0, X1, y, y, X0 - 4, y + 3, top * k / 4);
     }
-    for (int k = 0; k <= 4; k++) {
-        char t[32];
-        rsr_html_fmt_ns(t, sizeof t, bin_us * (double)nbins * k / 4 * 1e3);
-        fprintf(f, "<text x=\"%.1f\" y=\"188\" font-size=\"10\" text-anchor=\"%s\" fill=\"#57606a\">%s</text>",
-                X0 + (X1 - X0) * k / 4, k == 0 ? "start" : k == 4 ? "end" : "middle", t);
-    }
-    fprintf(f, "<text x=\"%.0f\" y=\"8\" font-size=\"10\" fill=\"#57606a\">%s</text>\n", X0, unit);
+    time_axis(f, y_title(unit), bin_us * (double)nbins);
     if (rate > 0 && rate <= top) {
         double y = Y1 - (Y1 - Y0) * rate / top;
         fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#24292f\" "
@@ -285,8 +301,8 @@ static void node_charts(FILE *f, yajl_val root, yajl_val nd, size_t node)
         static const char *const colours[2] = { "#00897b", "#8e24aa" };
         fprintf(f, "<div class=\"nchart\" id=\"nchart-%zu-storage\"><h3 style=\"font-size:13px;"
                    "font-weight:600\">Storage throughput (all devices and mounts), checkpoints shaded</h3>"
-                   "<svg viewBox=\"0 0 600 196\" role=\"img\" style=\"width:100%%;height:auto;display:block\">\n",
-                node);
+                   "<svg viewBox=\"0 0 600 %.0f\" role=\"img\" style=\"width:100%%;height:auto;display:block\">\n",
+                node, H);
         double sum[2][1024];
         size_t n = nbins < 1024 ? nbins : 1024;
         double top = 0;
@@ -309,7 +325,7 @@ static void node_charts(FILE *f, yajl_val root, yajl_val nd, size_t node)
                        "y=\"%.1f\" font-size=\"10\" text-anchor=\"end\" fill=\"#57606a\">%g</text>\n",
                     X0, X1, y, y, X0 - 4, y + 3, top * k / 4);
         }
-        fprintf(f, "<text x=\"%.0f\" y=\"8\" font-size=\"10\" fill=\"#57606a\">GB/s</text>\n", X0);
+        time_axis(f, y_title("GB/s"), bin_us * (double)n);
         for (int d = 0; d < 2; d++) {
             int open = 0;
             for (size_t i = 0; i < n; i++) {

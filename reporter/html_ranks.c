@@ -5,6 +5,7 @@
  * are found here, with a robust rule, and named in the page's text. */
 #include "reporter/html_ranks.h"
 #include "reporter/html_json.h"
+#include "reporter/html_names.h"
 
 #include <errno.h>
 #include <math.h>
@@ -121,6 +122,7 @@ struct rsr_html_ranks {
     size_t nhosts;
     struct fig_stats fig[NFIGS];
     double ck_origin_us;        /* what times on the page count from */
+    const struct rsr_html_names *names;
     int have_origin;
 };
 
@@ -277,12 +279,13 @@ static double wait_floor(const struct rsr_html_ranks *r)
     return fmax(min_dev, 1);
 }
 
-struct rsr_html_ranks *rsr_html_ranks_read(yajl_val root)
+struct rsr_html_ranks *rsr_html_ranks_read(yajl_val root, const struct rsr_html_names *names)
 {
     struct rsr_html_ranks *r = calloc(1, sizeof *r);
     yajl_val procs = rsr_jv_key(root, "processes");
     if (!r || !(r->p = calloc(rsr_jv_len(procs) + 1, sizeof *r->p)))
         goto oom;
+    r->names = names;
     r->have_origin = rsr_jv_knum(root, "start_us", &r->ck_origin_us) ||
                      rsr_jv_knum(rsr_jv_key(root, "timeline"), "start_us", &r->ck_origin_us);
     for (r->n = 0; r->n < rsr_jv_len(procs); r->n++)
@@ -363,7 +366,7 @@ void rsr_html_rank_dist(FILE *f, const struct rsr_html_ranks *r)
         for (size_t k = 0; k < s->nout && k < NAMED_MAX; k++) {
             const struct proc *p = &r->p[s->out[k]];
             fputs(k ? ", <b>" : "<b>", f);
-            rsr_html_proc(f, p->v);
+            rsr_html_proc(f, r->names, p->v);
             fputs("</b> ", f);
             put_fig_value(f, (enum fig)fi, p->col[fig_def[fi].col]);
         }
@@ -393,9 +396,17 @@ void rsr_html_table_processes(FILE *f, const struct rsr_html_ranks *r)
     /* A thousand rows scroll in a box of their own, under their header. */
     fputs("<h3>Processes</h3><div class=\"scroll\"><table class=\"sort\" id=\"table-processes\">"
           "<thead><tr>", f);
+    /* A figure no process has, or that is zero in all, is left out (the
+     * GPU's, in a job that used none); data-c is its place in D.procs. */
     for (int c = 0; c < PC_N; c++) {
-        int num = strcmp(col_kind[c], "text") != 0 && strcmp(col_kind[c], "host") != 0;
-        fprintf(f, "<th%s data-k=\"%s\">%s</th>", num ? " class=\"n\"" : "", col_kind[c], col_title[c]);
+        int num = strcmp(col_kind[c], "text") != 0 && strcmp(col_kind[c], "host") != 0, any = !num && c != PC_TRACE;
+        for (size_t i = 0; i < r->n && c == PC_TRACE && !any; i++)
+            any = rsr_jv_key(r->p[i].v, "trace") != NULL;
+        for (size_t i = 0; i < r->n && !any; i++)
+            any = r->p[i].has[c] && (r->p[i].col[c] != 0 || (c == PC_ALLOCS && r->p[i].col2 != 0));
+        if (any)
+            fprintf(f, "<th%s data-k=\"%s\" data-c=\"%d\">%s</th>", num ? " class=\"n\"" : "", col_kind[c], c,
+                    col_title[c]);
     }
     fputs("</tr></thead><tbody></tbody></table></div>\n", f);
 }
@@ -448,16 +459,8 @@ static void put_procs(FILE *f, const struct rsr_html_ranks *r)
     fputs("],\n\"procs\":[", f);
     for (size_t i = 0; i < r->n; i++) {
         const struct proc *p = &r->p[i];
-        char name[48];
-        double pid;
-        if (p->rank >= 0)
-            snprintf(name, sizeof name, "rank %.0f", p->rank);
-        else if (rsr_jv_knum(p->v, "pid", &pid))
-            snprintf(name, sizeof name, "pid %.0f", pid);
-        else
-            snprintf(name, sizeof name, "process");
         fputs(i ? ",\n[" : "\n[", f);
-        rsr_html_js_str(f, name);
+        rsr_html_js_str(f, rsr_html_name(r->names, p->v));
         putc(',', f);
         put_role(f, r, p);
         fprintf(f, ",%zu", p->host);

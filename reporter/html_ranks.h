@@ -23,10 +23,12 @@
 /* The per-rank figures of report.json with their robust statistics.
  * Made by rsr_html_ranks_read, freed by rsr_html_ranks_free. */
 struct rsr_html_ranks;
+struct rsr_html_names;
 
 /* Reads the per-rank figures of report.json's processes (root owns the
- * strings they point to). NULL when out of memory (errno ENOMEM). */
-struct rsr_html_ranks *rsr_html_ranks_read(yajl_val root);
+ * strings they point to); processes are named by names (html_names.h,
+ * kept, not owned). NULL when out of memory (errno ENOMEM). */
+struct rsr_html_ranks *rsr_html_ranks_read(yajl_val root, const struct rsr_html_names *names);
 void rsr_html_ranks_free(struct rsr_html_ranks *r);
 
 /* How many processes have GPU figures (gpu.compute_pct). */

@@ -5,6 +5,7 @@
  * process. */
 #include "reporter/html_waits.h"
 #include "reporter/html_json.h"
+#include "reporter/html_names.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -60,7 +61,7 @@ static void top_reasons(FILE *f, yajl_val waits)
     fputs("</td>", f);
 }
 
-static void thread_bars(FILE *f, yajl_val p)
+static void thread_bars(FILE *f, const struct rsr_html_names *names, yajl_val p)
 {
     yajl_val th = rsr_jv_key(p, "threads");
     double most = 0;
@@ -72,7 +73,7 @@ static void thread_bars(FILE *f, yajl_val p)
     if (most <= 0)
         return;
     fputs("<div class=\"thr\"><span class=\"pn\">", f);
-    rsr_html_proc(f, p);
+    rsr_html_proc(f, names, p);
     fprintf(f, "</span> <span class=\"note\">%zu of %.0f threads</span>\n", rsr_jv_len(th),
             rsr_jv_knum_or(p, "threads_sampled", (double)rsr_jv_len(th)));
     for (size_t i = 0; i < rsr_jv_len(th); i++) {
@@ -92,7 +93,7 @@ static void thread_bars(FILE *f, yajl_val p)
     fputs("</div>\n", f);
 }
 
-void rsr_html_offcpu(FILE *f, yajl_val procs)
+void rsr_html_offcpu(FILE *f, yajl_val procs, const struct rsr_html_names *names)
 {
     size_t n = rsr_jv_len(procs), m = 0;
     struct shown *v = calloc(n ? n : 1, sizeof *v);
@@ -117,19 +118,21 @@ void rsr_html_offcpu(FILE *f, yajl_val procs)
           "cannot. The wait flame graphs below show where.</p>\n"
           "<table class=\"sort\" id=\"table-offcpu\"><thead><tr><th>process</th><th class=\"n\">threads</th>"
           "<th class=\"n\">wall</th><th class=\"n\">most blocked thread</th>"
-          "<th class=\"n\">running, thread-s</th><th class=\"n\">blocked, thread-s</th>"
+          "<th class=\"n\" data-keep>running, thread-s</th><th class=\"n\" data-keep>blocked, thread-s</th>"
           "<th>longest reasons, thread-s</th><th class=\"n\">DataLoader, thread-s</th>"
           "<th class=\"n\">GIL, thread-s</th><th class=\"n\">rendezvous, thread-s</th>"
           "<th class=\"n\">collectives, thread-s</th></tr></thead><tbody>\n", f);
     for (size_t i = 0; i < shown; i++) {
         yajl_val p = v[i].p, c = rsr_jv_key(p, "wait_causes");
         fputs("<tr><td>", f);
-        rsr_html_proc(f, p);
+        rsr_html_proc(f, names, p);
         fputs("</td>", f);
         fprintf(f, "<td class=\"n\" data-v=\"%.0f\">%.0f</td>", rsr_jv_knum_or(p, "threads_sampled", 0),
                 rsr_jv_knum_or(p, "threads_sampled", 0));
         td_s(f, rsr_jv_knum_or(p, "wall_s", 0));
         td_s(f, rsr_jv_knum_or(p, "most_blocked_thread_s", 0));
+        /* running and blocked stay beside each other even at 0: threads
+         * that never ran are what this table shows */
         td_thread_s(f, rsr_jv_knum_or(p, "cpu_s", 0));
         td_thread_s(f, v[i].wait_s);
         top_reasons(f, rsr_jv_key(p, "waits"));
@@ -145,7 +148,7 @@ void rsr_html_offcpu(FILE *f, yajl_val procs)
                 shown, m);
     fputs("<h3>Threads: <span class=\"key run\"></span>running against <span class=\"key blk\"></span>blocked</h3>\n", f);
     for (size_t i = 0; i < shown; i++)
-        thread_bars(f, v[i].p);
+        thread_bars(f, names, v[i].p);
     fputs("</section>\n", f);
     free(v);
 }

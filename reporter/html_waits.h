@@ -9,11 +9,13 @@
 
 #include <yajl/yajl_tree.h>
 
+struct rsr_html_names;
+
 /* Processes shown, those with the most blocked time. */
 #define RSR_HTML_WAIT_PROCS 8
 
 /* Writes the section for procs (report.json's processes); nothing when no
  * process has CPU or wait samples. */
-void rsr_html_offcpu(FILE *f, yajl_val procs);
+void rsr_html_offcpu(FILE *f, yajl_val procs, const struct rsr_html_names *names);
 
 #endif

@@ -143,6 +143,20 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
+/* The first RSR_ARGV_MAX words of m's command line, each cut to
+ * RSR_ARGV_WORD_MAX bytes; out of memory keeps the words copied so far. */
+static void keep_argv(struct rsr_input *in, const struct rsf_meta *m)
+{
+    uint32_t n = m->argc < RSR_ARGV_MAX ? m->argc : RSR_ARGV_MAX;
+    if (!n || !(in->argv = calloc(n, sizeof *in->argv)))
+        return;
+    for (uint32_t i = 0; i < n && m->argv[i]; i++) {
+        if (!(in->argv[i] = strndup(m->argv[i], RSR_ARGV_WORD_MAX)))
+            return;
+        in->argc = i + 1;
+    }
+}
+
 static int take_chunk(const struct rsf_chunk *c, void *arg)
 {
     struct rsr_input *in = arg;
@@ -159,6 +173,10 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
         in->parent_rank = m->parent_rank;
         in->role = m->role;
         in->compile_kind = rsr_compile_kind_of((char *const *)m->argv, (int)m->argc);
+        keep_argv(in, m);
+        const char *series = rsf_meta_setting(m, "series");
+        free(in->series);
+        in->series = series ? strndup(series, 128) : NULL;
         in->start_mono = m->start.mono_ns;
         const char *flush = rsf_meta_setting(m, "flush_ms");
         if (flush)
@@ -390,6 +408,10 @@ void rsr_input_free(struct rsr_input *in)
     free(in->files);
     free(in->host);
     free(in->job);
+    free(in->series);
+    for (uint32_t i = 0; i < in->argc; i++)
+        free(in->argv[i]);
+    free(in->argv);
     free(in->file);
     if (in->model) {
         rsr_model_free(in->model);

@@ -60,13 +60,21 @@ struct rsr_file_io {
     uint64_t time_ns, read_ns, write_ns;
 };
 
+/* The words of a process's command line kept for report.json: enough to
+ * name the program and its module or script, never a whole argument file. */
+#define RSR_ARGV_MAX 16
+#define RSR_ARGV_WORD_MAX 256
+
 /* One trace file: who wrote it, what it holds, how well it read. */
 struct rsr_input {
     char *file;                 /* the trace file */
     int has_meta;
     char *host, *job;
+    char *series;               /* its RINGSIDE_SERIES (meta setting "series"), or NULL */
     int pid, ppid, rank, local_rank, world_size, parent_rank, role;
     int compile_kind;           /* enum rsr_compile_kind, from its argv */
+    char **argv;                /* the command line, at most RSR_ARGV_MAX words (report.json) */
+    uint32_t argc;
     uint64_t start_mono, end_mono;
     uint64_t recorded, dropped, dropped_io;
     uint32_t flush_ms;          /* the agent's flush interval (its settings; 1000 when not said) */

@@ -294,6 +294,10 @@ void rsr_pack_input(struct rsr_pack *b, const struct rsr_input *in)
     put_str(b, in->file);
     put_str(b, in->host);
     put_str(b, in->job);
+    put_str(b, in->series);
+    rsr_pack_u64(b, in->argc);
+    for (uint32_t i = 0; i < in->argc; i++)
+        put_str(b, in->argv[i]);
     rsr_pack_u64(b, in->nfiles);
     for (uint32_t i = 0; i < in->nfiles; i++) {
         put(b, &in->files[i], sizeof in->files[i]);
@@ -310,7 +314,8 @@ int rsr_unpack_input(struct rsr_unpack *u, struct rsr_input *in)
     /* Every pointer the bytes held is the sender's: replace each. The
      * file's string table and the per-id totals stay behind; the paths of
      * the per-path totals live in strings[], which rsr_input_free frees. */
-    in->file = in->host = in->job = NULL;
+    in->file = in->host = in->job = in->series = NULL;
+    in->argv = NULL, in->argc = 0;
     in->by_id = NULL, in->nids = 0;
     in->strings = NULL, in->nstrings = 0;
     in->files = NULL;
@@ -321,6 +326,16 @@ int rsr_unpack_input(struct rsr_unpack *u, struct rsr_input *in)
     in->file = get_str(u);
     in->host = get_str(u);
     in->job = get_str(u);
+    in->series = get_str(u);
+    uint64_t argc = rsr_unpack_u64(u);
+    if (argc > RSR_ARGV_MAX)
+        u->failed = 1;
+    else if (argc && !u->failed && !(in->argv = calloc(argc, sizeof *in->argv)))
+        u->failed = 1;
+    for (uint32_t i = 0; i < argc && !u->failed; i++) {
+        in->argv[i] = get_str(u);
+        in->argc = i + 1;
+    }
     if (rsr_unpack_u64(u) != nfiles)
         u->failed = 1;
     if (nfiles && !u->failed) {

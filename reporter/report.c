@@ -6,9 +6,13 @@
 #include "reporter/compile.h"
 #include "reporter/flame.h"
 #include "reporter/analyse.h"
+#include "reporter/step_pick.h"
 #include "reporter/summary.h"
 #include "reporter/html.h"
 #include "reporter/perfetto.h"
+#include "reporter/prom.h"
+#include "reporter/pftrace.h"
+#include "reporter/intern.h"
 #include "reporter/json.h"
 #include "reporter/mpi.h"
 #include "reporter/runs.h"
@@ -576,6 +580,14 @@ static void steps_json(FILE *f, const struct rsr_job *j)
         num_key(f, "x_median", x->x_median);
         fprintf(f, ",\"cause\":\"%s\",\"rank\":", x->cause);
         json_int_or_null(f, x->rank);
+        if (x->graphs) {
+            /* OUT/step-INDEX-KIND.svg */
+            fputs(",\"graphs\":[", f);
+            for (unsigned kind = 0, c = 0; kind < RSF_SAMPLE_NKINDS; kind++)
+                if (x->graphs & 1u << kind)
+                    fprintf(f, "%s\"%s\"", c++ ? "," : "", rsf_sample_kind_name(kind));
+            putc(']', f);
+        }
         putc('}', f);
     }
     fputs("]}", f);
@@ -799,16 +811,21 @@ static void job_json(FILE *f, const struct rsr_job *j, const struct rsr_input *i
 
 void rsr_report_json(FILE *f, struct rsr_input *ins, int n, const struct rsr_job *job, const char *extra)
 {
-    const char *job_name = NULL;
+    const char *job_name = NULL, *series = NULL;
     int world = -1;
     for (int i = 0; i < n; i++) {
         if (!job_name && ins[i].job)
             job_name = ins[i].job;
+        /* the ranks come first: the first rank's RINGSIDE_SERIES */
+        if (!series && ins[i].series)
+            series = ins[i].series;
         if (ins[i].world_size > world)
             world = ins[i].world_size;
     }
     fputs("{\"schema\":\"ringside-report/1\",\"job\":", f);
     rsr_json_str(f, job_name);
+    fputs(",\"series\":", f);
+    rsr_json_str(f, series);
     fputs(",\"world_size\":", f);
     json_int_or_null(f, world);
     if (job)
@@ -825,7 +842,12 @@ void rsr_report_json(FILE *f, struct rsr_input *ins, int n, const struct rsr_job
         json_int_or_null(f, in->parent_rank);
         fputs(",\"host\":", f);
         rsr_json_str(f, in->host);
-        fprintf(f, ",\"pid\":%d,\"ppid\":%d,\"wall_s\":", in->pid, in->ppid);
+        fprintf(f, ",\"pid\":%d,\"ppid\":%d,\"argv\":[", in->pid, in->ppid);
+        for (uint32_t a = 0; a < in->argc; a++) {
+            fputs(a ? "," : "", f);
+            rsr_json_str(f, in->argv[a]);
+        }
+        fputs("],\"wall_s\":", f);
         rsr_json_num(f, in->end_mono > in->start_mono ? (in->end_mono - in->start_mono) / 1e9 : 0);
         fprintf(f, ",\"dropped\":%" PRIu64, in->dropped);
         rsr_compile_process_json(f, ins, n, i);
@@ -1422,8 +1444,8 @@ static int send_share(const struct loaded *J, const struct rsr_mpi *mp, const in
     rsr_pack_u64(&b, LAST);
     rsr_pack_u64(&b, bits);
     size_t head = b.n;
-    rsr_pack_u64(&b, J->fls ? RSF_SAMPLE_NKINDS : 0);
-    for (int k = 0; J->fls && k < RSF_SAMPLE_NKINDS; k++)
+    rsr_pack_u64(&b, J->fls ? RSR_FLAME_TREES : 0);
+    for (int k = 0; J->fls && k < RSR_FLAME_TREES; k++)
         rsr_pack_flame(&b, &J->fls[k]);
     if (b.failed) {
         fprintf(stderr, "ringside: reporter process %d: out of memory packing its flame graphs\n", mp->rank);
@@ -1473,7 +1495,7 @@ static int job_load(struct loaded *J, char **paths, int npaths, const struct rsr
     J->models = calloc((size_t)J->n, sizeof *J->models);
     int *owner = calloc((size_t)J->n, sizeof *owner);
     if (flames)
-        J->fls = calloc(RSF_SAMPLE_NKINDS, sizeof *J->fls);
+        J->fls = calloc(RSR_FLAME_TREES, sizeof *J->fls);
     if (!J->ins || !J->models || !owner || (flames && !J->fls)) {
         fprintf(stderr, "ringside: out of memory\n");
         free(owner);
@@ -1518,7 +1540,7 @@ static void job_unload(struct loaded *J)
             rsr_input_free(&J->ins[i]);
         free(J->files[i]);
     }
-    for (int k = 0; J->fls && k < RSF_SAMPLE_NKINDS; k++)
+    for (int k = 0; J->fls && k < RSR_FLAME_TREES; k++)
         rsr_flame_free(&J->fls[k]);
     free(J->fls);
     free(J->models);
@@ -1603,6 +1625,41 @@ static char *render_json(struct rsr_input *ins, int n, const struct rsr_job *job
     return json;
 }
 
+/* The flame graphs of the slowest steps (step_pick.h) into OUT, each file
+ * read once more for its samples in those steps; what was written is
+ * marked in the steps' slow list for report.json and the page. Returns 0,
+ * or -1 when a file could not be written (said). */
+static int slow_graphs(const struct loaded *J, struct rsr_job *job, const struct rsr_slow_spans *slow,
+                       const struct rsr_report_opts *o)
+{
+    if (mkdir(o->out_dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "ringside: %s: %s\n", o->out_dir, strerror(errno));
+        return -1;
+    }
+    char **files = rsr_xcalloc((size_t)J->n + 1, sizeof *files);
+    int64_t *clock = rsr_xcalloc((size_t)J->n + 1, sizeof *clock);
+    for (int i = 0; i < J->n; i++)
+        files[i] = J->ins[i].file, clock[i] = J->models[i]->clock_offset_ns;
+    struct rsr_flame *fls = rsr_xcalloc((size_t)slow->n * RSF_SAMPLE_NKINDS, sizeof *fls);
+    rsr_flame_load_spans(fls, slow->n, slow->spans, clock, files, J->n, 1, o->lines);
+    int rc = 0;
+    for (int m = 0; m < slow->n; m++) {
+        struct rsr_step_slow *x = &job->steps.slow[slow->slow[m]];
+        char about[96];
+        snprintf(about, sizeof about, " (%.4g ms, %.2gx its phase's median)", x->dur_ms, x->x_median);
+        unsigned w = rsr_flame_write_step_svgs(fls + (size_t)m * RSF_SAMPLE_NKINDS, o->out_dir, x->index, about);
+        if (w & RSR_FLAME_WRITE_FAILED)
+            rc = -1;
+        x->graphs = w & ~RSR_FLAME_WRITE_FAILED;
+        for (int k = 0; k < RSF_SAMPLE_NKINDS; k++)
+            rsr_flame_free(&fls[(size_t)m * RSF_SAMPLE_NKINDS + k]);
+    }
+    free(fls);
+    free(files);
+    free(clock);
+    return rc;
+}
+
 /* The report of the loaded job J into o's outputs: report.json, the page,
  * the flame graphs, trace.json, --json, the text summary. Returns the exit
  * status. */
@@ -1616,11 +1673,16 @@ static int report_write(const struct loaded *J, char **paths, int npaths, const 
     int tty = isatty(STDERR_FILENO);
     if (tty)
         fprintf(stderr, "ringside: analysing %d process%s", n, n == 1 ? "" : "es");
-    int arc = rsr_job_analyse(models, (size_t)n, &job);
+    struct rsr_slow_spans slow = { 0 };
+    int arc = rsr_job_analyse_visit(models, (size_t)n, &job, rsr_slow_spans_visit, &slow);
     if (tty)
         fputs("\r\033[K", stderr);
     if (arc != 0)
         fprintf(stderr, "ringside: out of memory: some analyses are missing from the report\n");
+    if (o->out_dir && J->fls && slow.n && slow_graphs(J, &job, &slow, o) != 0) {
+        rsr_job_free(&job);
+        return 1;
+    }
     struct lanes *lanes = calloc(1, sizeof *lanes);
     char *extra = NULL;
     if (lanes && o->out_dir) {
@@ -1664,6 +1726,8 @@ static int report_write(const struct loaded *J, char **paths, int npaths, const 
                 json = last;
                 rc = write_file(p, json, len);
             }
+            if (!rc && o->prom_dir && rsr_prom_write(p, o->prom_dir) != 0)
+                rc = 1;
         }
     }
     free(extra);
@@ -1738,7 +1802,7 @@ static int watch_write(struct rsr_watch *w, char **paths, int npaths, const stru
     J.files = calloc((size_t)n + 1, sizeof *J.files);
     J.ins = calloc((size_t)n + 1, sizeof *J.ins);
     J.models = calloc((size_t)n + 1, sizeof *J.models);
-    J.fls = calloc(RSF_SAMPLE_NKINDS, sizeof *J.fls);
+    J.fls = calloc(RSR_FLAME_TREES, sizeof *J.fls);
     struct rsr_proc_waits *waits = calloc((size_t)n + 1, sizeof *waits);
     struct rsr_flame_feed **feeds = calloc((size_t)n + 1, sizeof *feeds);
     if (!J.files || !J.ins || !J.models || !J.fls || !waits || !feeds) {
@@ -1885,6 +1949,12 @@ static int export_run(char **paths, int npaths, const struct rsr_export_opts *o,
     struct rsr_input *ins = J.ins;
     struct rsr_model **models = J.models;
     int n = J.n;
+    if (rsr_pftrace_wanted(o->out)) {
+        int prc = rsr_pftrace_export(ins, models, n, o, mp->threads);
+        free(l);
+        job_unload(&J);
+        return prc;
+    }
     struct rsr_job job;
     int rc = 0;
     if (rsr_job_analyse(models, (size_t)n, &job) != 0)

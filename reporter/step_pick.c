@@ -115,6 +115,40 @@ int rsr_step_pick(char **files, int nfiles, const struct rsr_step_pick *pick, st
     return rc;
 }
 
+int rsr_slow_spans_visit(void *ctx, size_t i, const struct rsr_step *s, const struct rsr_job *job)
+{
+    struct rsr_slow_spans *k = ctx;
+    const struct rsr_steps *st = &job->steps;
+    if (!k->chosen) {
+        /* the slowest by their times the median, kept in step order */
+        k->chosen = 1;
+        for (size_t j = 0; j < st->n_slow; j++) {
+            int at = k->n;
+            if (at == RSR_SLOW_GRAPHED) {
+                at = 0;
+                for (int m = 1; m < k->n; m++)
+                    if (st->slow[k->slow[m]].x_median < st->slow[k->slow[at]].x_median)
+                        at = m;
+                if (st->slow[j].x_median <= st->slow[k->slow[at]].x_median)
+                    continue;
+                for (int m = at; m + 1 < k->n; m++)
+                    k->slow[m] = k->slow[m + 1];
+                at = k->n - 1;
+            } else {
+                k->n++;
+            }
+            k->slow[at] = j;
+        }
+    }
+    int left = 0;
+    for (int m = 0; m < k->n; m++) {
+        if (st->slow[k->slow[m]].index == i)
+            k->spans[2 * m] = s->start_ns, k->spans[2 * m + 1] = s->end_ns;
+        left += st->slow[k->slow[m]].index > i;
+    }
+    return left ? 0 : -1;
+}
+
 void rsr_spans_free(struct rsr_spans *s)
 {
     free(s->v);

@@ -33,4 +33,19 @@ int rsr_step_pick(char **files, int nfiles, const struct rsr_step_pick *pick, st
 
 void rsr_spans_free(struct rsr_spans *s);
 
+/* The report's graphs of its slowest steps: the RSR_SLOW_GRAPHED steps of
+ * steps.slow that took the most times their phase's median, picked by
+ * rsr_slow_spans_visit (a visitor for rsr_job_analyse_visit, on a zeroed
+ * struct) with their spans, in step order. */
+#define RSR_SLOW_GRAPHED 3
+struct rsr_slow_spans {
+    int chosen, n;
+    size_t slow[RSR_SLOW_GRAPHED];      /* their places in steps.slow */
+    int64_t spans[2 * RSR_SLOW_GRAPHED];
+};
+
+struct rsr_job;
+struct rsr_step;
+int rsr_slow_spans_visit(void *ctx, size_t i, const struct rsr_step *s, const struct rsr_job *job);
+
 #endif

@@ -1187,9 +1187,7 @@ static int job_stats(struct rsr_steps *out)
         if (!is_slow(out, st))
             continue;
         struct rsr_step_slow *sl = &out->slow[out->n_slow++];
-        sl->index = i;
-        sl->dur_ms = dur_ms(st);
-        sl->x_median = dur_ms(st) / med;
+        *sl = (struct rsr_step_slow){ .index = i, .dur_ms = dur_ms(st), .x_median = dur_ms(st) / med };
         slow_cause(sl, st, dur_ms(st) - med, med_io[ph], med_spread[ph], med_idle[ph]);
     }
     out->typical_change_pct = typical_change(out, v, a);

@@ -144,6 +144,7 @@ struct rsr_step_slow {
     double x_median;
     const char *cause;          /* "checkpoint", "io", "straggler", "launch_gaps", "unknown" */
     int32_t rank;               /* the straggler's rank, -1 otherwise */
+    unsigned graphs;            /* its flame graphs the report wrote: bit 1 << enum rsf_sample_kind */
 };
 
 struct rsr_steps {

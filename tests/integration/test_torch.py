@@ -6,8 +6,9 @@ sample (files this test writes), a torch.save checkpoint every 8 steps on
 rank 0, `sha256sum` of the middle checkpoint run by every rank through
 subprocess.run, then late_work(); rank 1 slowed by slow_down() every step.
 It is started three ways, each under the agent: Debian's torchrun (fork
-DataLoader workers), by hand with the env:// variables (rank 0's workers
-by 'spawn', rank 1's by 'forkserver'), and torch.multiprocessing.spawn;
+DataLoader workers; once more with its default run id "none"), by hand
+with the env:// variables (rank 0's workers by 'spawn', rank 1's by
+'forkserver'), and torch.multiprocessing.spawn;
 and once more by torchrun without the agent, the reference.
 
 Every figure is held against a truth ringside did not compute:
@@ -41,12 +42,24 @@ Every figure is held against a truth ringside did not compute:
 - the wait graph (torchrun): the ranks' main threads' waiting, between the
   kernel's count of their blocked time (less 10%) and of their time off a
   CPU (plus 10%), the workload's own reading of schedstat; the threads that
-  only waited (workers, gloo's poll loop, helpers) set apart and counted."""
+  only waited (workers, gloo's poll loop, helpers) set apart and counted;
+- the page (index.html, torchrun, named and with the run id "none"):
+  each DataLoader worker named under the rank that printed its pid (and
+  the rank's sha256sum, the launcher where its trace is in the job); the
+  checkpoints and sample files rows of their own, each sample file by its
+  reader's rank, torch's start-up files (the folder Debian's interpreter
+  loads torch from) one row; no empty column and none of the GPU's on
+  this CPU job; every chart's axes titled with units; a job with no name
+  of its own (run id none, env://) titled by its program and the minute it
+  started by this test's clock."""
+import calendar
 import glob
 import hashlib
+import html
 import json
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -414,9 +427,44 @@ def by_torchrun(work, data, names, ref):
         if rep is None:
             return
         check_bytes(label, rep, data, o, 0, hashers)
+        rep_dir = os.path.join(work, "report-torchrun")
+        check(label + ": the page's title is the run id", page_title(rep_dir) == run_id, str(page_title(rep_dir)))
+        check_page(label, rep_dir, rep, o, None)
         for rank in (0, 1):
             check_flame(label, flame_rows(job, rank), rank, o.ends[rank], names)
         check_wait_graph(label, job, rep, os.path.join(work, "report-torchrun"), o)
+    finally:
+        cleanup(out)
+
+
+def by_torchrun_unnamed(work, data, ref):
+    """torchrun with the run id "none" (its default): the agent names the
+    job after torchrun, and the page calls it by torchrun and its start; the
+    launcher's trace is in the job, and named as the launcher."""
+    label = "torchrun, run id none"
+    out, ckpt = tempdir("trace-torchrun-none"), os.path.join(work, "ckpt-none")
+    os.mkdir(ckpt)
+    logs = os.path.join(work, "logs-none")
+    t0 = time.time()
+    p, launcher = launch(torchrun_cmd(free_port(), "none", logs, data, ckpt), job_env(out), work)
+    t1 = time.time()
+    o = torchrun_output(logs, "none")
+    try:
+        if not check(label + ": job runs, exit status as untraced", p.returncode == ref.status and o.complete(),
+                     "status %s (untraced %s): %s" % (p.returncode, ref.status, p.stderr.decode()[-500:])):
+            return
+        jobs = os.listdir(out)
+        if not check(label + ": one job folder", len(jobs) == 1, str(jobs)):
+            return
+        job = os.path.join(out, jobs[0])
+        rep_dir = os.path.join(work, "report-none")
+        rep = job_report(label, job, rep_dir, page=True)
+        if rep is None:
+            return
+        launcher_in = any(os.path.dirname(m[0]["file"]) == job for pid, m in metas(out).items() if pid == launcher)
+        check(label + ": the launcher's trace is in the job", launcher_in, "launcher pid %d" % launcher)
+        check_untitled(label, rep_dir, "torchrun", t0, t1)
+        check_page(label, rep_dir, rep, o, "torchrun")
     finally:
         cleanup(out)
 
@@ -455,6 +503,117 @@ def check_wait_graph(label, job, rep, rep_dir, o):
     check(label + ": the page says what the wait graph leaves out", 'id="wait-set-apart"' in page)
 
 
+def page_tables(page):
+    """{table id: (header texts, [[(text, data-v or None) per cell] per row])}
+    of the tables index.html writes with their rows (not those its script
+    fills), and the processes D.procs lists (each row's first entry its
+    name)."""
+    tables = {}
+    for m in re.finditer(r'<table[^>]*id="([^"]+)"[^>]*>(.*?)</table>', page, re.S):
+        head = [html.unescape(re.sub(r"<[^>]+>", "", h)) for h in re.findall(r"<th[^>]*>(.*?)</th>", m.group(2), re.S)]
+        rows = []
+        for tr in re.findall(r"<tbody>(.*?)</tbody>", m.group(2), re.S)[:1]:
+            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", tr, re.S):
+                rows.append([(html.unescape(re.sub(r"<[^>]+>", "", c.group(2))),
+                              float(c.group(1)) if c.group(1) is not None else None)
+                             for c in re.finditer(r'<td(?:[^>]*?data-v="([^"]*)")?[^>]*>(.*?)</td>', row, re.S)])
+        tables[m.group(1)] = (head, rows)
+    return tables
+
+
+def page_procs(page):
+    """D.procs of index.html: [name, role, ...] per process of report.json."""
+    m = re.search(r'"procs":(\[.*?\]\]),\n"figs"', page, re.S)
+    return json.loads(m.group(1)) if m else []
+
+
+def page_title(rep_dir):
+    with open(os.path.join(rep_dir, "index.html"), encoding="utf-8") as f:
+        got = re.search(r"<title>ringside: (.*?)</title>", f.read())
+    return html.unescape(got.group(1)) if got else None
+
+
+def check_page(label, rep_dir, rep, o, launcher_prog, helpers_of=()):
+    """The page without noise, each figure against what the workload did:
+    workers named under the rank that printed their pids, the launcher as
+    one where its trace is in the job (launcher_prog; None where not), and
+    multiprocessing's helpers (helpers_of: (rank, "forkserver" or "resource
+    tracker") of each, from their argv and parent); every
+    file the workload wrote or read as data (checkpoints, sample files) a
+    row of its own, the start-up code of torch (the folder Debian's
+    interpreter loads torch from) one row; no column with nothing in it and
+    none of the GPU's (the job ran on CPUs); both axes of every chart
+    titled, with units."""
+    with open(os.path.join(rep_dir, "index.html"), encoding="utf-8") as f:
+        page = f.read()
+    # Workers and helpers under their rank; the truth: the pids each rank
+    # printed as its DataLoader workers, the pids that read each sample file.
+    rank_of = {w: r for r, e in o.ends.items() for w in e["workers"]}
+    names = [pr[0] for pr in page_procs(page)]
+    want = sorted(["rank %d" % r for r in o.ends] + ["rank %d \u00b7 DataLoader worker" % rank_of[w] for w in rank_of] +
+                  ["rank %d \u00b7 sha256sum" % r for r, _, _ in o.hashes] +
+                  (["%s \u00b7 launcher" % launcher_prog] if launcher_prog else []) +
+                  ["rank %d \u00b7 %s" % h for h in helpers_of])
+    check(label + ": processes named by rank and what they are", sorted(names) == want,
+          "page %s; want %s" % (sorted(names), want))
+    tables = page_tables(page)
+    head, rows = tables.get("table-io", ([], []))
+    col = {h: i for i, h in enumerate(head)}
+    reader = {f["path"]: p["pid"] for p in rep["processes"] for f in p["io"]["files"] if f["read_bytes"]}
+    problems = []
+    shown = {r[col["path"]][0]: r[col["process"]][0] for r in rows} if "path" in col else {}
+    for path, name in sorted(shown.items()):
+        pid = reader.get(path)
+        if pid in rank_of and name != "rank %d \u00b7 DataLoader worker" % rank_of[pid]:
+            problems.append("%s: %r, read by pid %d, rank %d's worker" % (path, name, pid, rank_of[pid]))
+    samples = [p for p in shown if os.path.basename(os.path.dirname(p)) == "samples"]
+    report_problems(label + ": %d sample files in the file table, each by its reader's rank" % len(samples),
+                    problems + ([] if samples else ["no sample file shown"]))
+    saved = sorted(os.path.abspath(p) for p in o.saved)
+    check(label + ": every checkpoint a row of its own", saved and set(saved) <= set(shown),
+          "missing %s" % sorted(set(saved) - set(shown)))
+    code = [p for p in shown if p.endswith((".py", ".pyc")) or ".so" in os.path.basename(p)]
+    check(label + ": no start-up file (.py, .pyc, .so) has a row of its own", not code, str(code[:5]))
+    torch_dir = run([TORCH_PY, "-c", "import os, torch; print(os.path.dirname(torch.__file__))"],
+                    timeout=120).stdout.decode().strip()
+    in_torch = [(p["pid"], f["path"]) for p in rep["processes"] for f in p["io"]["files"]
+                if f["path"].startswith(torch_dir + "/") and not f["write_bytes"]]
+    grouped = re.findall(r'<td class="name" data-folder="%s">' % re.escape(html.escape(torch_dir)), page)
+    row = [r for r in rows if r[col["path"]][0].startswith(torch_dir + "/ ")]
+    check(label + ": torch's %d files read at start-up in one row of that folder" % len(in_torch),
+          len(grouped) == 1 and row and row[0][col["files"]][1] == len(in_torch),
+          "%d rows, files %s" % (len(grouped), [r[col["files"]] for r in row]))
+    check(label + ": the page says how it groups files", 'id="io-startup"' in page)
+    empty = []
+    for tid, (head, rows) in tables.items():
+        for i, h in enumerate(head):
+            if rows and all(i < len(r) and (r[i][1] == 0 or r[i][0] in ("", "\u2013")) for r in rows) and h != "rank":
+                empty.append("%s: %s" % (tid, h))
+    proc_head = [html.unescape(h) for h in re.findall(r'<th[^>]*data-c="\d+">(.*?)</th>', page)]
+    gpu = [h for h in proc_head if "GPU" in h or h in ("compute %", "comm %", "idle %", "SM activity %")]
+    check(label + ": no column with nothing in it, none of the GPU's (a CPU job)", not empty and not gpu and proc_head,
+          "empty %s; GPU columns %s" % (empty, gpu))
+    charts = re.findall(r'<div class="n?chart" id="([^"]+)">(.*?)</svg></div>', page, re.S)
+    steps = re.search(r'<section id="steps">(.*?)</section>', page, re.S)
+    bad = [cid for cid, body in charts if 'class="axis-x"' not in body or
+           not re.search(r'class="axis-y"[^>]*>[^<]*\([^)<]+\)</text>', body)]
+    if steps and ('class="axis-x"' not in steps.group(1) or "step time (ms)" not in steps.group(1)):
+        bad.append("steps")
+    check(label + ": %d charts, each axis titled with its unit" % (len(charts) + bool(steps)), charts and not bad,
+          str(bad))
+
+
+def check_untitled(label, rep_dir, prog, t0, t1):
+    """A job with no name of its own is titled by its program and the
+    minute it started (UTC), between t0 and t1 on this test's clock."""
+    got = page_title(rep_dir)
+    m = got and re.fullmatch(re.escape(prog) + r" job \u00b7 (\d{4}-\d\d-\d\d \d\d:\d\d) UTC", got)
+    when = calendar.timegm(time.strptime(m.group(1), "%Y-%m-%d %H:%M")) if m else None
+    check("%s: a job with no name titled by its program and start: %r" % (label, got),
+          when is not None and t0 - 60 < when <= t1, "started between %s and %s UTC" %
+          (time.strftime("%H:%M:%S", time.gmtime(t0)), time.strftime("%H:%M:%S", time.gmtime(t1))))
+
+
 def job_report(label, job, rep_dir, page=False):
     """report.json of `ringside report JOB -o REP_DIR` as a dict, with the
     checks that it ran (and wrote its page, with page) and read every trace
@@ -476,6 +635,7 @@ def by_hand(work, data, names, ref):
     out, ckpt = tempdir("trace-envrdzv"), os.path.join(work, "ckpt-env")
     os.mkdir(ckpt)
     port, procs, files = free_port(), [], []
+    t0 = time.time()
     try:
         for r in (0, 1):
             env = job_env(out, MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=r, LOCAL_RANK=r, WORLD_SIZE=2)
@@ -513,6 +673,10 @@ def by_hand(work, data, names, ref):
         rep = job_report(label, out, os.path.join(work, "report-env"))
         if rep is None:
             return
+        check_untitled(label, os.path.join(work, "report-env"), "train.py", t0, time.time())
+        helps = [re.fullmatch(r"rank (\d)'s (forkserver|resource tracker)", e[0]) for e in exp.values()]
+        check_page(label, os.path.join(work, "report-env"), rep, o, None,
+                   [(int(m.group(1)), m.group(2)) for m in helps if m])
         check_bytes(label, rep, data, o, 0, hashers)
         for rank in (0, 1):
             check_flame(label, flame_rows(out, rank), rank, o.ends[rank], names)
@@ -592,6 +756,7 @@ def main():
                      "status %s: %s" % (ref.status, ref.err.decode()[-500:])):
             finish()
         by_torchrun(work, data, names, ref)
+        by_torchrun_unnamed(work, data, ref)
         by_hand(work, data, names, ref)
         by_mp_spawn(work, data, names, ref)
     finally:
