@@ -69,7 +69,7 @@ endif
 endif
 
 # What the reporter's objects link with (ringside, and tests and tools built from them).
-REPORTER_LIBS = -llz4 -lyajl -lz -lm -ldw -lelf -ldebuginfod -lstdc++ $(MPI_LIBS)
+REPORTER_LIBS = -llz4 -lyajl -lz -lm -ldw -lelf -ldebuginfod -lsqlite3 -lstdc++ $(MPI_LIBS)
 
 $(BUILD)/obj/%.o: %.c
 	$(call say,CC,$<)

@@ -48,6 +48,7 @@ struct rs_settings {
     int log;                 /* 0 silent, 1 notices, 2 debug */
     char out[PATH_MAX];      /* output root, absolute */
     char exclude[1024];      /* ':'-separated path prefixes */
+    char series[128];        /* RINGSIDE_SERIES: the run history's series ("": by the command line) */
     /* RINGSIDE_TEST_CLOCK_SKEW_US, for tests only: the file looks as if
      * written on a host whose realtime clock is off by this much and whose
      * monotonic clock has another origin (see writer.c, test_skew). */
@@ -89,7 +90,8 @@ void rs_finish(void);
 void rs_config_load(int argc, char **argv);
 /* After fork in the child: new pid, role child, parent's rank kept. */
 void rs_identity_forked(void);
-/* Key/value strings of the effective settings, for Meta (n entries). */
+/* Key/value strings of the effective settings, for Meta (n entries; a
+ * "series" entry only when RINGSIDE_SERIES is set). */
 int rs_config_pairs(const char **keys, const char **values, int max);
 
 /* ---- notices (log.c): one line on stderr, prefixed "ringside:" ---- */

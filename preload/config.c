@@ -297,6 +297,7 @@ void rs_config_load(int argc, char **argv)
     snprintf(rs_cfg.test_sysfs, sizeof rs_cfg.test_sysfs, "%s", env("RINGSIDE_TEST_SYSFS") ? env("RINGSIDE_TEST_SYSFS") : "");
     const char *ex = getenv("RINGSIDE_IO_EXCLUDE"); /* set but empty: exclude nothing */
     snprintf(rs_cfg.exclude, sizeof rs_cfg.exclude, "%s", ex ? ex : "/proc:/sys:/dev");
+    snprintf(rs_cfg.series, sizeof rs_cfg.series, "%s", env("RINGSIDE_SERIES") ? env("RINGSIDE_SERIES") : "");
 
     const char *out = env("RINGSIDE_OUT");
     if (!out)
@@ -361,6 +362,11 @@ int rs_config_pairs(const char **keys, const char **values, int max)
     if (n < max) {
         keys[n] = names[11];
         values[n] = rs_cfg.exclude;
+        n++;
+    }
+    if (n < max && rs_cfg.series[0]) {
+        keys[n] = "series";
+        values[n] = rs_cfg.series;
         n++;
     }
     return n;

@@ -6,9 +6,11 @@
 #include "reporter/import_kineto.h"
 #include "reporter/flame.h"
 #include "reporter/flame_svg.h"
+#include "reporter/history.h"
 #include "reporter/step_pick.h"
 #include "reporter/steps.h"
 #include "reporter/mpi.h"
+#include "reporter/pftrace.h"
 #include "reporter/report.h"
 #include "reporter/runs.h"
 #include "reporter/symbolize.h"
@@ -28,7 +30,8 @@ static const char usage[] =
     "usage: ringside COMMAND [ARGS]\n"
     "\n"
     "  report DIR... [-o OUT] [--json FILE] [--ranks LIST] [--lines]\n"
-    "         [--memory-mb N] [--watch S] [--sysroot DIR] [--symbols FILE] [-q]\n"
+    "         [--memory-mb N] [--watch S] [--prom-dir DIR] [--sysroot DIR]\n"
+    "         [--symbols FILE] [-q]\n"
     "        merge the trace files of a job (a job folder, a folder of job\n"
     "        folders: its newest run, or trace files; files of more than one\n"
     "        run are refused) into OUT/report.json, OUT/index.html\n"
@@ -47,6 +50,11 @@ static const char usage[] =
     "        frames only) and rewrite OUT every S seconds (the page reloads\n"
     "        itself); ends with the one-shot report once every file has its end\n"
     "        mark and nothing grew for S seconds, or on Ctrl-C.\n"
+    "        --prom-dir DIR: with every report, DIR/ringside-JOB.prom in\n"
+    "        Prometheus' text format (node_exporter's textfile collector reads\n"
+    "        it): time per step, GPU busy, SM activity, the wait for a late rank,\n"
+    "        exposed transfer, checkpoints, stragglers, link and storage\n"
+    "        throughput, by job and rank (docs/prometheus.md).\n"
     "        --sysroot DIR: the traced files are looked for under DIR first (the\n"
     "        root of the container or image the job ran in); --symbols FILE: the\n"
     "        symbols packed by `ringside symbols` where the job ran. Files still\n"
@@ -63,11 +71,33 @@ static const char usage[] =
     "        grew, blue shrank) with OUT/diff-KIND.folded (\"stack before after\",\n"
     "        as difffolded.pl writes); OUT defaults to ringside-diff. Jobs of\n"
     "        different sizes compare kernels by per-process means\n"
-    "  export perfetto DIR... -o FILE [--ranks LIST] [--from S] [--to S] [-q]\n"
-    "        the chosen ranks (default every process, at most 64) over the\n"
-    "        chosen stretch (seconds from the job's start; default all of it),\n"
-    "        in full, as report's trace.json: what its bounded trace.json\n"
-    "        left out\n"
+    "  export perfetto DIR... -o FILE [--ranks LIST] [--from S] [--to S]\n"
+    "                 [--steps A-B] [-q]\n"
+    "        the chosen ranks (default every process) over the chosen stretch\n"
+    "        (seconds from the job's start, or steps A to B as report.json\n"
+    "        counts them from 0; default all of it), in full. FILE.json: the\n"
+    "        Kineto-compatible JSON of report's trace.json, GPU work only, that\n"
+    "        HTA reads (at most 64 processes; no --steps). Any other name\n"
+    "        (FILE.pftrace): Perfetto's protobuf trace, read as the files\n"
+    "        stream by: kernels, copies and launch calls with flows,\n"
+    "        collectives, file I/O, CUDA syncs and wait samples by reason,\n"
+    "        NVTX ranges, CPU samples with call stacks, steps, checkpoints,\n"
+    "        and counter tracks (GPU busy, SM active, NCCL and storage\n"
+    "        throughput, the node's series)\n"
+    "  history ROOT... [--db FILE] [-o FILE.html] [--check RUN] [-q]\n"
+    "        index every run under the trace roots into a SQLite database\n"
+    "        (default ROOT/ringside-history.db; schema in docs/history.md),\n"
+    "        each reported once into ringside-history-reports/ beside it and\n"
+    "        read again only when its files change. Runs of one workload (the\n"
+    "        first rank's command line, its files' names aside, and the world\n"
+    "        size) form a series; a run whose time per step leaves its series'\n"
+    "        band (the median of its good runs before it +- 4 MADs, at least\n"
+    "        5%) is a regression or an improvement, explained by `ringside\n"
+    "        diff` against the series' last good run (its diff.html kept). Writes\n"
+    "        the history page (default ringside-history.html beside the\n"
+    "        database: each series over time, its runs linking to their\n"
+    "        reports) and prints each series and its flagged runs. --check RUN (a run's trace folder or key): one\n"
+    "        line on RUN; exit status 1 when it regressed\n"
     "  import-kineto IN... -o DIR [-q]\n"
     "        PyTorch profiler traces (.json, .json.gz) into ringside trace files\n"
     "        in DIR, one per process (a trace.json of ringside report holds\n"
@@ -149,6 +179,27 @@ static int symbol_option(int argc, char **argv, int *i, const char **sysroot, co
     return 1;
 }
 
+/* "A-B" or "A" (steps from 0) into *first and *last; -1 when it is not. */
+static int steps_option(const char *v, size_t *first, size_t *last)
+{
+    char *end;
+    errno = 0;
+    unsigned long long a = strtoull(v, &end, 10), b = a;
+    if (end == v || errno || *v == '-')
+        return -1;
+    if (*end == '-') {
+        const char *w = end + 1;
+        b = strtoull(w, &end, 10);
+        if (end == w || errno || *w == '-')
+            return -1;
+    }
+    if (*end || b < a)
+        return -1;
+    *first = (size_t)a;
+    *last = (size_t)b;
+    return 0;
+}
+
 /* "0,3,8-9" into r[0..*n) (at most max); -1 when it is not such a list. */
 static int parse_ranks(const char *s, int *r, int max, int *n)
 {
@@ -225,6 +276,12 @@ static int cmd_report(int argc, char **argv)
                 free(paths);
                 return bad_usage("--watch needs a number of seconds (0.1 to 86400)");
             }
+        } else if (strcmp(argv[i], "--prom-dir") == 0) {
+            if (++i == argc) {
+                free(paths);
+                return bad_usage("--prom-dir needs a folder (node_exporter's --collector.textfile.directory)");
+            }
+            o.prom_dir = argv[i];
         } else if (strcmp(argv[i], "--memory-mb") == 0) {
             char *end = NULL;
             if (++i < argc)
@@ -322,6 +379,12 @@ static int cmd_export(int argc, char **argv)
                 free(paths);
                 return bad_usage("--from and --to take seconds from the job's start");
             }
+        } else if (strcmp(a, "--steps") == 0 && i + 1 < argc) {
+            if (steps_option(argv[++i], &o.step_first, &o.step_last) != 0) {
+                free(paths);
+                return bad_usage("--steps takes steps as report.json counts them: A-B, or A");
+            }
+            o.has_steps = 1;
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
             o.quiet = 1;
         } else if (a[0] == '-' && a[1]) {
@@ -339,6 +402,8 @@ static int cmd_export(int argc, char **argv)
         rc = bad_usage("export perfetto needs -o FILE");
     else if (o.has_from && o.has_to && o.to_s <= o.from_s)
         rc = bad_usage("--to must come after --from");
+    else if (o.has_steps && !rsr_pftrace_wanted(o.out))
+        rc = bad_usage("--steps needs the protobuf format (-o FILE not ending in .json)");
     else
         rc = rsr_export_main(paths, n, &o);
     free(paths);
@@ -413,21 +478,12 @@ static int step_option(const char *opt, const char *v, struct rsr_step_pick *pic
         fprintf(stderr, "ringside: flame: --phase %s: not train, eval or other\n", v);
         return -1;
     }
-    char *end;
-    errno = 0;
-    unsigned long long a = strtoull(v, &end, 10), b = a;
-    int ok = !errno && end != v && *v != '-';
-    if (ok && *end == '-') {
-        const char *w = end + 1;
-        b = strtoull(w, &end, 10);
-        ok = !errno && end != w && *w != '-';
-    }
-    if (!ok || *end || b < a) {
+    if (steps_option(v, &pick->first, &pick->last) != 0) {
         fprintf(stderr, "ringside: flame: --steps %s: not a step or a range of steps (12, 10-19), "
                         "numbered as the report numbers them, from 0\n", v);
         return -1;
     }
-    pick->kind = RSR_PICK_STEPS, pick->first = (size_t)a, pick->last = (size_t)b;
+    pick->kind = RSR_PICK_STEPS;
     return 0;
 }
 
@@ -598,6 +654,39 @@ done:
     return rc;
 }
 
+static int cmd_history(int argc, char **argv)
+{
+    struct rsr_history_opts o = { 0 };
+    char **roots = calloc((size_t)argc + 1, sizeof *roots);
+    if (!roots)
+        return 1;
+    int n = 0, rc = 2;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if ((strcmp(a, "--db") == 0 || strcmp(a, "--check") == 0 || strcmp(a, "-o") == 0) && i + 1 == argc) {
+            fprintf(stderr, "ringside: history: %s needs a value\n", a);
+            goto done;
+        }
+        if (strcmp(a, "--db") == 0)
+            o.db = argv[++i];
+        else if (strcmp(a, "--check") == 0)
+            o.check = argv[++i];
+        else if (strcmp(a, "-o") == 0)
+            o.page = argv[++i];
+        else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
+            o.quiet = 1;
+        else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "ringside: history: unknown option %s\n", a);
+            goto done;
+        } else
+            roots[n++] = argv[i];
+    }
+    rc = n ? rsr_history_main(roots, n, &o) : bad_usage("history needs a trace root");
+done:
+    free(roots);
+    return rc;
+}
+
 static int cmd_symbols(int argc, char **argv)
 {
     const char *out = NULL, *sysroot = NULL, *symbols = NULL;
@@ -719,6 +808,8 @@ int main(int argc, char **argv)
         return cmd_report(argc - 2, argv + 2);
     if (strcmp(cmd, "export") == 0)
         return cmd_export(argc - 2, argv + 2);
+    if (strcmp(cmd, "history") == 0)
+        return cmd_history(argc - 2, argv + 2);
     if (strcmp(cmd, "diff") == 0)
         return cmd_diff(argc - 2, argv + 2);
     if (strcmp(cmd, "import-kineto") == 0)
@@ -735,5 +826,5 @@ int main(int argc, char **argv)
         return rsr_dump(argv[2], stdout);
     }
     fprintf(stderr, "ringside: unknown command '%s'\n", cmd);
-    return bad_usage("commands: report, diff, export, import-kineto, flame, symbols, symbolize, dump");
+    return bad_usage("commands: report, diff, history, export, import-kineto, flame, symbols, symbolize, dump");
 }

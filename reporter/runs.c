@@ -77,11 +77,14 @@ static void folders_name(char *buf, size_t n, const struct folder *fs, int nf, i
         snprintf(buf, n, "%.*s", len ? len : 1, len ? first->any : ".");
 }
 
-void rsr_runs_newest(char **files, int *n)
+/* Groups files[0..n) by folder into fs (*nf of them; of[i]: file i's
+ * folder) and numbers the runs (fs[f].run, from 0 in start order). Returns
+ * the number of runs. */
+static int group_runs(char **files, int n, struct folder **fsp, int **ofp, int *nfp)
 {
-    struct folder *fs = rsr_xcalloc((size_t)*n, sizeof *fs);
-    int *of = rsr_xcalloc((size_t)*n, sizeof *of), nf = 0;
-    for (int i = 0; i < *n; i++) {
+    struct folder *fs = rsr_xcalloc((size_t)n + 1, sizeof *fs);
+    int *of = rsr_xcalloc((size_t)n + 1, sizeof *of), nf = 0;
+    for (int i = 0; i < n; i++) {
         int f = 0;
         while (f < nf && !same_dir(fs[f].any, files[i]))
             f++;
@@ -100,7 +103,7 @@ void rsr_runs_newest(char **files, int *n)
         if (written > fo->end)
             fo->end = written;
     }
-    struct folder **order = rsr_xcalloc((size_t)nf, sizeof *order);
+    struct folder **order = rsr_xcalloc((size_t)nf + 1, sizeof *order);
     for (int f = 0; f < nf; f++)
         order[f] = &fs[f];
     qsort(order, (size_t)nf, sizeof *order, cmp_start);
@@ -113,6 +116,28 @@ void rsr_runs_newest(char **files, int *n)
         if (order[k]->end > end)
             end = order[k]->end;
     }
+    free(order);
+    *fsp = fs, *ofp = of, *nfp = nf;
+    return n ? runs + 1 : 0;
+}
+
+int rsr_runs_split(char **files, int n, int *run_of)
+{
+    struct folder *fs;
+    int *of, nf;
+    int runs = group_runs(files, n, &fs, &of, &nf);
+    for (int i = 0; i < n; i++)
+        run_of[i] = fs[of[i]].run;
+    free(of);
+    free(fs);
+    return runs;
+}
+
+void rsr_runs_newest(char **files, int *n)
+{
+    struct folder *fs;
+    int *of, nf;
+    int runs = group_runs(files, *n, &fs, &of, &nf) - 1;
     if (runs > 0) {
         char name[4200], from[32], to[32];
         size_t len = dir_len(files[0]);
@@ -152,7 +177,6 @@ void rsr_runs_newest(char **files, int *n)
                 free(files[i]);
         *n = m;
     }
-    free(order);
     free(of);
     free(fs);
 }

@@ -26,6 +26,10 @@
  * one of its files was written. */
 void rsr_runs_newest(char **files, int *n);
 
+/* The same grouping for every run: run_of[i] (0, 1, ... in start order)
+ * for each of files[0..n); returns the number of runs. */
+int rsr_runs_split(char **files, int n, int *run_of);
+
 /* 0 when ins[0..n) (loaded, in any order) are one run; else prints one
  * line naming two of the runs (job ids, files, times) and returns 1. More
  * than one run: files of one folder with different job ids, two files

@@ -5,9 +5,10 @@
 # Markdown tables of the ratios.
 # tools/bench_sample.sh then times the sampler on a CPU-bound program
 # ($(BUILD)/bench_run measures CPU time), tools/bench_start.sh the fixed
-# cost of a process that does nothing, and tools/bench_torch.py the agent
+# cost of a process that does nothing, tools/bench_torch.py the agent
 # against the PyTorch profiler on a real training loop (Debian's
-# python3-torch).
+# python3-torch), and tools/bench_history.py the run history's indexing
+# and its page with 1,000 runs.
 # Included by the top Makefile after its own rules (needs BUILD, RS_CFLAGS).
 
 $(BUILD)/bench_io: $(BUILD)/obj/tools/bench_io.o
@@ -38,6 +39,7 @@ bench: $(BUILD)/libagent.so $(BUILD)/ringside $(BUILD)/bench_io $(BUILD)/bench_w
 	$(Q)sh tools/bench_sample.sh $(BUILD)
 	$(Q)sh tools/bench_start.sh $(BUILD)
 	$(Q)python3 tools/bench_torch.py $(BUILD)
+	$(Q)python3 tools/bench_history.py $(BUILD)
 
 # The reporter's part: build/gen_job writes a synthetic job of ringside files
 # (tools/gen_job.c), and tools/bench_report.py times import + report on the
@@ -64,6 +66,11 @@ $(BUILD)/gen_job: $(GEN_JOB_OBJ)
 .PHONY: bench-report
 bench-report: $(BUILD)/ringside $(BUILD)/gen_job
 	$(Q)python3 tools/bench_report.py $(BUILD)
+
+# `make bench-history` runs the run history's part alone (tools/bench_history.py).
+.PHONY: bench-history
+bench-history: $(BUILD)/ringside $(BUILD)/libagent.so $(BUILD)/simtrain $(BUILD)/simlaunch $(BUILD)/sim/libcuda.so.1
+	$(Q)python3 tools/bench_history.py $(BUILD)
 
 # `make bench-torch` runs the PyTorch part alone.
 .PHONY: bench-torch

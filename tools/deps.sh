@@ -3,7 +3,7 @@
 # Run as root (or through sudo); does nothing when everything is present.
 set -e
 PKGS="build-essential clang pkg-config liblz4-dev lz4 libunwind-dev libdw-dev libdebuginfod-dev debuginfod zlib1g-dev libisal-dev
-      libyajl-dev flatbuffers-compiler libflatbuffers-dev check fio python3 tar coreutils
+      libyajl-dev libsqlite3-dev prometheus-node-exporter flatbuffers-compiler libflatbuffers-dev protobuf-compiler check fio python3 tar coreutils
       openmpi-bin libopenmpi-dev slurmctld slurmd slurm-client munge chromium python3-torch"
 missing=""
 for p in $PKGS; do

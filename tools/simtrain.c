@@ -151,7 +151,9 @@ static const char sim_train_usage[] =
     "                        node holds whole pipelines, data parallel crosses nodes)\n"
     "  --seed S              seed of the data and checkpoint contents (default 1)\n"
     "  --help                this text\n"
-    "Environment: SIMTRAIN_EVENTS=FILE appends, at exit, one JSON line per checkpoint\n"
+    "Environment: SIMTRAIN_CONFIG=\"OPTIONS\" adds options after the command line's, as a\n"
+    "configuration file would (the run changes, its command line does not).\n"
+    "SIMTRAIN_EVENTS=FILE appends, at exit, one JSON line per checkpoint\n"
     "(rank, step, start_ns before its file is opened, end_ns after it is closed) and\n"
     "one for main (start_ns on entry, end_ns before return), CLOCK_MONOTONIC ns.\n"
     "With SIMGPU_TRUTH=FILE (\"%p\": the pid), it appends at exit one line per step,\n"
@@ -1058,6 +1060,27 @@ static void sim_train_teardown(struct sim_train *t)
         CU(cuDevicePrimaryCtxRelease(t->devs[d]));
 }
 
+/* SIMTRAIN_CONFIG="--ckpt-every 4": options after the command line's, as a
+ * training script's configuration file gives them: they change the run
+ * and not its command line (what ringside history groups runs by). */
+static char **sim_train_with_config(int *argc, char **argv)
+{
+    const char *cfg = getenv("SIMTRAIN_CONFIG");
+    if (!cfg || !*cfg)
+        return argv;
+    char *words = strdup(cfg);
+    char **all = calloc((size_t)*argc + strlen(cfg) / 2 + 2, sizeof *all);
+    if (!words || !all)
+        sim_train_die("out of memory");
+    int n = 0;
+    for (int i = 0; i < *argc; i++)
+        all[n++] = argv[i];
+    for (char *w = strtok(words, " \t"); w; w = strtok(NULL, " \t"))
+        all[n++] = w;
+    *argc = n;
+    return all;
+}
+
 int main(int argc, char **argv)
 {
     struct sim_train t = { 0 };
@@ -1065,6 +1088,7 @@ int main(int argc, char **argv)
     ncclUniqueId id;
     uint64_t main_start = sim_train_now_ns();
 
+    argv = sim_train_with_config(&argc, argv);
     sim_train_parse(argc, argv, &t.o);
     t.rank = sim_train_rank = sim_train_env_int("RANK", 0);
     t.world = sim_train_env_int("WORLD_SIZE", 1);
