@@ -5,6 +5,7 @@ import glob
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -90,6 +91,33 @@ def traced_env(out, **extra):
 
 def run(cmd, env=None, cwd=None, timeout=300, **kw):
     return subprocess.run(cmd, env=env, cwd=cwd, timeout=timeout, capture_output=True, **kw)
+
+
+def flame_shares(out, funcs, *args):
+    """({function: weight}, total weight, the process) of `ringside flame
+    out -o - ARGS`: a function's weight is that of the stacks it is in."""
+    p = run([RINGSIDE, "flame", out, "-o", "-"] + list(args))
+    by = dict.fromkeys(funcs, 0)
+    total = 0
+    for line in p.stdout.decode(errors="replace").splitlines():
+        stack, _, w = line.rpartition(" ")
+        if not stack:
+            continue
+        frames = stack.split(";")
+        total += int(w)
+        for k in by:
+            if k in frames:
+                by[k] += int(w)
+    return by, total, p
+
+
+def free_port():
+    """A TCP port on loopback nobody listens on now."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 def trace_files(out):

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """fork and exec under the agent: a python3 multiprocessing pool of 4
-workers (forked) each writing its own files gives one trace per process,
+workers (forked) each writing its own files, ended by Pool.terminate
+(tests/programs/py_pool.py, which make stress also runs hundreds of
+times), gives one trace per process,
 children with role child and their parent's rank, and the bytes each
 process wrote; a program that execs another gets a new file for the new
 image, and the old one ends cleanly; a child forked late starts at its
@@ -9,20 +11,7 @@ import os
 
 from rstest import PYTHON, check, cleanup, dump, finish, report, run, tempdir, trace_files, traced_env
 
-SCRIPT = r"""
-import multiprocessing as mp, os, sys
-def work(i):
-    path = os.path.join(sys.argv[1], "w%d.out" % i)
-    with open(path, "wb") as f:
-        for _ in range(1 + i):
-            f.write(os.urandom(100000 + i))
-    return os.getpid()
-if __name__ == "__main__":
-    mp.set_start_method("fork")
-    with mp.Pool(4) as pool:
-        pids = set(pool.map(work, range(12), chunksize=1))
-    print(" ".join(str(p) for p in sorted(pids)))
-"""
+POOL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "programs", "py_pool.py")
 
 
 LATE_FORK = r"""
@@ -68,10 +57,7 @@ def late_fork():
 def main():
     late_fork()
     out, work = tempdir("trace-fork"), tempdir("fork")
-    script = os.path.join(work, "pool.py")
-    with open(script, "w") as f:
-        f.write(SCRIPT)
-    p = run([PYTHON, script, work], env=traced_env(out, RANK=2, LOCAL_RANK=0, WORLD_SIZE=4))
+    p = run([PYTHON, POOL, work], env=traced_env(out, RANK=2, LOCAL_RANK=0, WORLD_SIZE=4))
     if check("pool runs", p.returncode == 0, p.stderr.decode()[-500:]):
         workers = set(int(x) for x in p.stdout.split())
         rep = report(out)

@@ -24,7 +24,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rstest import BUILD, PROG, RINGSIDE, check, cleanup, finish, run, tempdir, traced_env  # noqa: E402
+from rstest import BUILD, PROG, RINGSIDE, check, cleanup, finish, flame_shares, run, tempdir, traced_env  # noqa: E402
 import headless  # noqa: E402
 
 FUNCS = ("early_work", "late_work", "slow_work", "eval_work")
@@ -32,19 +32,7 @@ FUNCS = ("early_work", "late_work", "slow_work", "eval_work")
 
 def shares(out, *pick):
     """({function: CPU ns}, total ns, process) of the CPU graph of a pick."""
-    p = run([RINGSIDE, "flame", out, "-o", "-"] + list(pick))
-    by = dict.fromkeys(FUNCS, 0)
-    total = 0
-    for line in p.stdout.decode(errors="replace").splitlines():
-        stack, _, w = line.rpartition(" ")
-        if not stack:
-            continue
-        frames = stack.split(";")
-        total += int(w)
-        for k in by:
-            if k in frames:
-                by[k] += int(w)
-    return by, total, p
+    return flame_shares(out, FUNCS, *pick)
 
 
 def expected(truth, indices):

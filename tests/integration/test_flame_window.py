@@ -13,23 +13,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rstest import PROG, RINGSIDE, check, finish, run, tempdir, traced_env  # noqa: E402
+from rstest import PROG, RINGSIDE, check, finish, flame_shares, run, tempdir, traced_env  # noqa: E402
 
 
 def shares(out, *window):
-    p = run([RINGSIDE, "flame", out, "-o", "-", "-q"] + list(window))
-    by = {"first": 0, "second": 0}
-    total = 0
-    for line in p.stdout.decode(errors="replace").splitlines():
-        stack, _, w = line.rpartition(" ")
-        if not stack:
-            continue
-        frames = stack.split(";")
-        total += int(w)
-        for k in by:
-            if k in frames:
-                by[k] += int(w)
-    return by, total, p
+    return flame_shares(out, ("first", "second"), "-q", *window)
 
 
 def main():

@@ -10,25 +10,16 @@ job runs, and the last scrape's count is the job's own (the steps it was
 told to run), every rank has its figures, ratios lie in 0..1."""
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rstest import BUILD, RINGSIDE, check, cleanup, finish, skip, tempdir, traced_env  # noqa: E402
+from rstest import BUILD, RINGSIDE, check, cleanup, finish, free_port, skip, tempdir, traced_env  # noqa: E402
 
 EXPORTER = "/usr/bin/prometheus-node-exporter"
 STEPS = 3000
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def scrape(port):

@@ -23,7 +23,7 @@ import socket
 import subprocess
 import time
 
-from rstest import (AGENT, PROG, RINGSIDE, check, cleanup, finish, run, skip, tempdir)
+from rstest import (AGENT, PROG, RINGSIDE, check, cleanup, finish, free_port, run, skip, tempdir)
 from samples import weighted_shares
 
 HOT = os.path.join(PROG, "flame_hot")
@@ -122,14 +122,6 @@ def truth_shares(stdout):
         if len(f) == 3 and f[0] == "share":
             got[f[1]] = float(f[2])
     return got
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def debuginfod_case(work, root, traces, truth):
