@@ -103,17 +103,17 @@ def report_graphs(rep, truth, slow_listed):
 
 
 def long_chart(work):
-    """A job of 3,200 steps (simtrain, two ranks, short kernels): report.json's
+    """A job of 8,000 steps (simtrain, two ranks, short kernels): report.json's
     series stands for runs of steps; the page's step chart still covers every
     step, each bar with its bars drawn, the last ending at the last step."""
     out, rep = os.path.join(work, "long"), os.path.join(work, "long-r")
     env = traced_env(out, LD_LIBRARY_PATH=os.path.join(BUILD, "sim"), RINGSIDE_SAMPLE_HZ=0)
     env["AGENT_SO"] = env.pop("LD_PRELOAD")
     p = run([os.path.join(BUILD, "simlaunch"), "-n", "2", "--", "sh", "-c", 'export LD_PRELOAD="$AGENT_SO"; exec "$@"',
-             "sh", os.path.join(BUILD, "simtrain"), "--steps", "3200", "--layers", "1", "--fwd-us", "20",
-             "--bwd-us", "40", "--bucket-mb", "1"], env=env, cwd=work, timeout=120)
+             "sh", os.path.join(BUILD, "simtrain"), "--steps", "8000", "--layers", "1", "--fwd-us", "100",
+             "--bwd-us", "200"], env=env, cwd=work, timeout=120)
     q = run([RINGSIDE, "report", out, "-o", rep, "-q"])
-    if not check("a job of 3,200 steps runs and is reported", p.returncode == 0 and q.returncode == 0,
+    if not check("a job of 8,000 steps runs and is reported", p.returncode == 0 and q.returncode == 0,
                  (p.stderr + q.stderr).decode(errors="replace")[-300:]):
         return
     with open(os.path.join(rep, "report.json")) as f:
