@@ -29,7 +29,7 @@ static const char *const schema_sql =
     " run_key TEXT PRIMARY KEY, job TEXT, hosts TEXT, start_s REAL, end_s REAL, world_size INTEGER,"
     " argv TEXT, series TEXT NOT NULL, trace_dir TEXT, report_dir TEXT, fingerprint TEXT,"
     " complete INTEGER, steps INTEGER, per_step_ms REAL, median_ms REAL, p90_ms REAL, p99_ms REAL,"
-    " compute_pct REAL, comm_pct REAL, exposed_comm_pct REAL, sync_wait_pct REAL, idle_pct REAL,"
+    " compute_pct REAL, comm_pct REAL, exposed_comm_pct REAL, sync_wait_pct REAL, transfer_pct REAL, idle_pct REAL,"
     " sm_pct REAL, checkpoint_pct REAL, data_wait_pct REAL, busbw TEXT, findings TEXT, stragglers TEXT,"
     " verdict TEXT, why TEXT, band_lo REAL, band_hi REAL, indexed_s REAL);"
     "CREATE INDEX IF NOT EXISTS runs_series ON runs(series, start_s);";
@@ -288,6 +288,9 @@ static int store(struct hist *h, const struct run *r, const char *report_dir, ya
         tstr(&fd, rsr_jv_kstr(x, "severity"));
         tput(&fd, ",\"title\":");
         tstr(&fd, rsr_jv_kstr(x, "title"));
+        double back;
+        if (rsr_jv_knum(x, "recoverable_pct", &back))
+            tput(&fd, ",\"recoverable_pct\":%.6g", back); /* what fixing it would give back */
         tput(&fd, "}");
     }
     tput(&fd, "]");
@@ -312,9 +315,9 @@ static int store(struct hist *h, const struct run *r, const char *report_dir, ya
     sqlite3_stmt *st;
     const char *sql = "INSERT OR REPLACE INTO runs(run_key, job, hosts, start_s, end_s, world_size, argv, series,"
                       " trace_dir, report_dir, fingerprint, complete, steps, per_step_ms, median_ms, p90_ms,"
-                      " p99_ms, compute_pct, comm_pct, exposed_comm_pct, sync_wait_pct, idle_pct, sm_pct,"
-                      " checkpoint_pct, data_wait_pct, busbw, findings, stragglers, indexed_s)"
-                      " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+                      " p99_ms, compute_pct, comm_pct, exposed_comm_pct, sync_wait_pct, transfer_pct, idle_pct,"
+                      " sm_pct, checkpoint_pct, data_wait_pct, busbw, findings, stragglers, indexed_s)"
+                      " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
     if (sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) != SQLITE_OK) {
         free(hosts.s), free(av.s), free(bw.s), free(fd.s), free(sg.s);
         return sql_fail(h, "storing a run");
@@ -341,6 +344,7 @@ static int store(struct hist *h, const struct run *r, const char *report_dir, ya
     bind_num(st, i++, rank_mean(procs, "comm_pct"));
     bind_num(st, i++, rank_mean(procs, "exposed_comm_pct"));
     bind_num(st, i++, rank_mean(procs, "sync_wait_pct"));
+    bind_num(st, i++, rank_mean(procs, "transfer_pct"));
     bind_num(st, i++, rank_mean(procs, "idle_pct"));
     bind_num(st, i++, rank_mean(procs, "sm_activity_pct"));
     bind_num(st, i++, rsr_jv_knum_or(root, "checkpoint_pct", -1));

@@ -18,6 +18,7 @@ keeps every run and series. With 1,000 more runs in the database (rows
 written here), the page still loads without errors and holds them all.
 Runs with RINGSIDE_SERIES set are in the series it names, whatever their
 command lines."""
+import json
 import os
 import re
 import shutil
@@ -73,6 +74,25 @@ def main():
     rows = {os.path.basename(r[0]): r[1:] for r in con.execute(
         "SELECT trace_dir, series, verdict, why, report_dir FROM runs")}
     check("13 runs in the database", len(rows) == 13, str(sorted(rows)))
+    # a row holds its report's figures (report.json, read here)
+    ck = next(d for d, name, cfg in runs if cfg.startswith("--ckpt"))
+    row = dict(zip(("report_dir", "per_step_ms", "sync_wait_pct", "transfer_pct", "checkpoint_pct", "findings"),
+                   con.execute("SELECT report_dir, per_step_ms, sync_wait_pct, transfer_pct, checkpoint_pct, findings"
+                               " FROM runs WHERE trace_dir=?", (ck,)).fetchone()))
+    with open(os.path.join(row["report_dir"], "report.json")) as f:
+        rj = json.load(f)
+    ranks = [p["gpu"] for p in rj["processes"] if p.get("rank") is not None and p.get("gpu")]
+    mean = {k: sum(g[k] for g in ranks) / len(ranks) for k in ("sync_wait_pct", "transfer_pct")}
+    found = json.loads(row["findings"])
+    check("a run's row holds its report's figures: time per step, the late-rank wait, the transfer, "
+          "checkpoints, the findings with what fixing them would give back",
+          abs(row["per_step_ms"] - rj["steps"]["per_step_ms"]) < 1e-6 * rj["steps"]["per_step_ms"]
+          and all(abs(row[k] - mean[k]) < 1e-3 for k in mean)
+          and abs(row["checkpoint_pct"] - rj["checkpoint_pct"]) < 1e-6 and row["checkpoint_pct"] > 0
+          and [x["id"] for x in found] == [x["id"] for x in rj["findings"]]
+          and all(abs(x.get("recoverable_pct", -1) - y.get("recoverable_pct", -1)) < 1e-3
+                  for x, y in zip(found, rj["findings"])),
+          "%s %s" % (row, mean))
     series = {name: rows.get(os.path.basename(d), (None,))[0] for d, name, _ in runs}
     by_workload = {}
     for d, name, _ in runs:
