@@ -125,18 +125,23 @@ const char rsr_html_js[] =
     " document.getElementById('tl-out').onclick=function(){zoom(2,0.5);};\n"
     " document.getElementById('tl-reset').onclick=function(){vx=0;vw=W;draw();};\n"
     /* the step chart: a click shows its step on the timeline; a drag across
-  * bars picks a stretch of steps: shown there too, its flame command said */
+  * bars (mousedown on one, mouseup on another) picks a stretch of steps:
+  * shown there too, its flame command said */
  " var steps=document.getElementById('step-bars'),pick=document.getElementById('step-pick'),from=null;\n"
  " var bar=function(e){var g=e.target.parentNode;return g&&g.hasAttribute&&g.hasAttribute('data-s')?g:null;};\n"
- " if(steps){steps.addEventListener('mousedown',function(e){from=bar(e);if(from)e.preventDefault();});\n"
+ " if(steps){steps.addEventListener('click',function(e){var g=bar(e);if(!g)return;var s=+g.getAttribute('data-s'),"
+ "d=+g.getAttribute('data-d');vx=(s-d*0.05-off)/span*W;vw=d*1.1/span*W;draw();if(pick)pick.textContent='';"
+ "Array.prototype.forEach.call(steps.querySelectorAll('g[data-a]'),function(x){x.style.opacity='';});"
+ "svg.scrollIntoView({block:'center'});});\n"
+ "  steps.addEventListener('mousedown',function(e){from=bar(e);if(from)e.preventDefault();});\n"
  "  steps.addEventListener('mouseup',function(e){var a=from,b=bar(e);from=null;if(!a||!b)return;\n"
  "   if(+b.getAttribute('data-s')<+a.getAttribute('data-s')){var t=a;a=b;b=t;}\n"
  "   var s=+a.getAttribute('data-s'),end=+b.getAttribute('data-s')+(+b.getAttribute('data-d')),"
  "lo=+a.getAttribute('data-a'),hi=+b.getAttribute('data-b');\n"
+ "   if(a===b)return;\n"
  "   vx=(s-(end-s)*0.05-off)/span*W;vw=(end-s)*1.1/span*W;draw();\n"
  "   Array.prototype.forEach.call(steps.querySelectorAll('g[data-a]'),function(g){"
- "g.style.opacity=a===b||(+g.getAttribute('data-a')>=lo&&+g.getAttribute('data-b')<=hi)?'':'0.35';});\n"
- "   if(a===b){if(pick)pick.textContent='';svg.scrollIntoView({block:'center'});return;}\n"
+ "g.style.opacity=+g.getAttribute('data-a')>=lo&&+g.getAttribute('data-b')<=hi?'':'0.35';});\n"
  "   if(pick)pick.textContent='Steps '+lo+' to '+hi+' ('+fmt(end-s)+'), shown on the timeline. Their flame "
  "graphs: ringside flame '+pick.getAttribute('data-dir')+' --steps '+lo+'-'+hi+' (add --kind wait or "
  "--kind gpu).';});}\n"

@@ -21,6 +21,12 @@ SCRIPT = os.path.join(ROOT, "tests", "programs", "py_hot3.py")
 INTERP = ("PyEval_", "_PyEval_", "PyObject_", "_PyObject_", "_PyFunction_")
 
 
+def python(name):
+    """Whether a frame name is a Python function's: file.py:func, or a
+    frozen module's (<frozen importlib._bootstrap>:_find_and_load)."""
+    return ".py:" in name or name.startswith("<frozen ")
+
+
 def frames(path):
     """(root weight, frame names, the native frames above a Python frame)
     of a flame graph SVG (a frame's ancestors: the frames above its depth
@@ -35,10 +41,10 @@ def frames(path):
         by_depth.setdefault(f[2], []).append(f)
     above = set()
     for x, w, d, name in fr:
-        if ".py:" not in name:
+        if not python(name):
             continue
         path = [next(a for a in by_depth[k] if a[0] <= x < a[0] + max(a[1], 1))[3] for k in range(1, d)]
-        above |= {n for n in path if ".py:" not in n}
+        above |= {n for n in path if not python(n)}
     return root, {f[3] for f in fr}, above
 
 

@@ -24,7 +24,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rstest import BUILD, PROG, RINGSIDE, check, cleanup, finish, flame_shares, run, tempdir, traced_env  # noqa: E402
+from rstest import PROG, RINGSIDE, check, cleanup, finish, flame_shares, run, tempdir, traced_env  # noqa: E402
 import headless  # noqa: E402
 
 FUNCS = ("early_work", "late_work", "slow_work", "eval_work")
@@ -103,17 +103,17 @@ def report_graphs(rep, truth, slow_listed):
 
 
 def long_chart(work):
-    """A job of 8,000 steps (simtrain, two ranks, short kernels): report.json's
-    series stands for runs of steps; the page's step chart still covers every
-    step, each bar with its bars drawn, the last ending at the last step."""
+    """A job of 2,400 steps (step_parts: 2,000 training steps of 0.3 ms, an
+    evaluation step after every fifth): report.json's series stands for runs
+    of steps; the page's step chart still covers every step, each bar with
+    its bars drawn, the last ending at the last step."""
     out, rep = os.path.join(work, "long"), os.path.join(work, "long-r")
-    env = traced_env(out, LD_LIBRARY_PATH=os.path.join(BUILD, "sim"), RINGSIDE_SAMPLE_HZ=0)
-    env["AGENT_SO"] = env.pop("LD_PRELOAD")
-    p = run([os.path.join(BUILD, "simlaunch"), "-n", "2", "--", "sh", "-c", 'export LD_PRELOAD="$AGENT_SO"; exec "$@"',
-             "sh", os.path.join(BUILD, "simtrain"), "--steps", "8000", "--layers", "1", "--fwd-us", "100",
-             "--bwd-us", "200"], env=env, cwd=work, timeout=120)
+    env = traced_env(out, RINGSIDE_SAMPLE_HZ=0)
+    env.pop("NVTX_INJECTION64_PATH", None)
+    p = run([os.path.join(PROG, "step_parts"), os.path.join(work, "long-truth"), "2000", "0.3"], env=env, cwd=work,
+            timeout=120)
     q = run([RINGSIDE, "report", out, "-o", rep, "-q"])
-    if not check("a job of 8,000 steps runs and is reported", p.returncode == 0 and q.returncode == 0,
+    if not check("a job of 2,400 steps runs and is reported", p.returncode == 0 and q.returncode == 0,
                  (p.stderr + q.stderr).decode(errors="replace")[-300:]):
         return
     with open(os.path.join(rep, "report.json")) as f:
@@ -123,11 +123,11 @@ def long_chart(work):
         got = b.eval("(function(){var g=document.querySelectorAll('#step-bars g[data-a]'),e=0;"
                      "Array.prototype.forEach.call(g,function(x){if(!x.querySelector('rect'))e++;});"
                      "return [g.length,e,+g[0].getAttribute('data-a'),+g[g.length-1].getAttribute('data-b')];})()")
-    run_ = st.get("series_run", 1)
+    run_, total = st.get("series_run", 1), st.get("series_steps", len(st["series"]))
     check("its step chart: %s bars (report.json: %d steps, %d series entries of %s), none empty, steps 0 to %d"
-          % (got and got[0], st.get("series_steps", st["count"]), len(st["series"]), run_, st["count"] - 1),
-          run_ > 1 and got and got[0] == len(st["series"]) and got[1] == 0 and got[2] == 0
-          and got[3] == st["count"] - 1, str(got))
+          % (got and got[0], total, len(st["series"]), run_, total - 1),
+          total == 2400 and run_ > 1 and got and got[0] == len(st["series"]) and got[1] == 0 and got[2] == 0
+          and got[3] == total - 1, str(got))
 
 
 def main():
