@@ -1170,9 +1170,23 @@ static void *read_worker(void *arg)
 
 /* Symbolises the samples of procs[0..n) into fls in order, and when waits
  * is given, each one's off-CPU time into waits[i]. */
+/* Whether a stack of procs[0..n) holds a Python frame: without one, the
+ * native view is the default one. */
+static int any_python(struct proc *const *procs, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (uint32_t k = 0; k < procs[i]->nstacks; k++)
+            for (uint32_t f = 0; f < procs[i]->stacks[k].nframes; f++)
+                if ((procs[i]->stacks[k].frames[f] & RSF_FRAME_PYTHON) &&
+                    procs[i]->stacks[k].frames[f] != RSF_FRAME_TRUNCATED)
+                    return 1;
+    return 0;
+}
+
 /* When native is given (RSF_SAMPLE_NKINDS trees, NULL where not wanted),
  * the same samples with every native frame go there as well (the
- * symboliser shared: each address is looked up once). */
+ * symboliser shared: each address is looked up once); when no stack has a
+ * Python frame the views are one, and the default trees are merged there. */
 static void add_procs(struct rsr_flame *const *fls, struct rsr_flame *const *native, struct proc *const *procs,
                       int n, const struct rsr_flame_opts *opts, uint64_t *nsamples, struct rsr_proc_waits *waits)
 {
@@ -1185,6 +1199,9 @@ static void add_procs(struct rsr_flame *const *fls, struct rsr_flame *const *nat
         exit(1);
     }
     uint64_t more[RSF_SAMPLE_NKINDS] = { 0 };
+    struct rsr_flame *const *same = NULL;
+    if (native && !any_python(procs, n))
+        same = native, native = NULL;
     for (int view = 0; view < (native ? 2 : 1); view++) {
         if (view)
             L.fls = native, L.opts = &all;
@@ -1192,6 +1209,10 @@ static void add_procs(struct rsr_flame *const *fls, struct rsr_flame *const *nat
             if (!procs[i]->skip && !procs[i]->read_errno && procs[i]->naggs)
                 add_proc(&L, procs[i], view ? more : nsamples, !view && waits ? &waits[i] : NULL);
     }
+    /* the same trees: merged, not symbolised again (MPI's shares add up) */
+    for (int k = 0; same && k < RSF_SAMPLE_NKINDS; k++)
+        if (same[k] && fls[k])
+            rsr_flame_merge(same[k], fls[k]);
     free(L.frames);
     free(L.names);
     free(L.mods);

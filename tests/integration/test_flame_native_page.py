@@ -22,9 +22,10 @@ INTERP = ("PyEval_", "_PyEval_", "PyObject_", "_PyObject_", "_PyFunction_")
 
 
 def python(name):
-    """Whether a frame name is a Python function's: file.py:func, or a
-    frozen module's (<frozen importlib._bootstrap>:_find_and_load)."""
-    return ".py:" in name or name.startswith("<frozen ")
+    """Whether a frame name is a Python function's: file.py:func, or code
+    without a file (<frozen importlib._bootstrap>:_find_and_load,
+    <string>:<module>)."""
+    return ".py:" in name or (name.startswith("<") and ">:" in name)
 
 
 def frames(path):
@@ -44,7 +45,7 @@ def frames(path):
         if not python(name):
             continue
         path = [next(a for a in by_depth[k] if a[0] <= x < a[0] + max(a[1], 1))[3] for k in range(1, d)]
-        above |= {n for n in path if not python(n)}
+        above |= {n for n in path if not python(n) and n != "[truncated]"}  # the mark of a cut stack
     return root, {f[3] for f in fr}, above
 
 
