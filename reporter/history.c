@@ -3,7 +3,9 @@
  * already indexed whose files have not changed since is not read again. */
 #include "reporter/history.h"
 #include "reporter/diff.h"
+#include "reporter/html.h"
 #include "reporter/html_json.h"
+#include "reporter/json.h"
 #include "reporter/intern.h"
 #include "reporter/load.h"
 #include "reporter/report.h"
@@ -14,7 +16,6 @@
 #include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,47 +183,39 @@ static yajl_val first_rank(yajl_val procs)
     return best;
 }
 
-/* A growing string for the JSON columns. */
-struct text {
-    char *s;
-    size_t n, cap;
+/* The JSON columns of a row, each written to a memory stream. */
+enum { COL_HOSTS, COL_ARGV, COL_BUSBW, COL_FINDINGS, COL_STRAGGLERS, NCOLS };
+struct cols {
+    FILE *f[NCOLS];
+    char *text[NCOLS];
+    size_t len[NCOLS];
 };
 
-static void tput(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tput(struct text *t, const char *fmt, ...)
+static int cols_open(struct cols *c)
 {
-    va_list ap;
-    for (;;) {
-        va_start(ap, fmt);
-        int k = vsnprintf(t->s ? t->s + t->n : NULL, t->s ? t->cap - t->n : 0, fmt, ap);
-        va_end(ap);
-        if (k < 0)
-            return;
-        if (t->s && t->n + (size_t)k < t->cap) {
-            t->n += (size_t)k;
-            return;
-        }
-        t->cap = (t->cap + (size_t)k + 1) * 2;
-        t->s = rsr_xrealloc(t->s, t->cap);
-        if (!t->n)
-            t->s[0] = 0;
-    }
+    memset(c, 0, sizeof *c);
+    for (int k = 0; k < NCOLS; k++)
+        if (!(c->f[k] = open_memstream(&c->text[k], &c->len[k])))
+            return -1;
+    return 0;
 }
 
-/* s as a JSON string into t. */
-static void tstr(struct text *t, const char *s)
+/* Closes the streams (their text is then whole); 0, or -1 when one failed. */
+static int cols_close(struct cols *c)
 {
-    tput(t, "\"");
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            tput(t, "\\%c", c);
-        else if (c < 0x20)
-            tput(t, "\\u%04x", c);
-        else
-            tput(t, "%c", c);
-    }
-    tput(t, "\"");
+    int rc = 0;
+    for (int k = 0; k < NCOLS; k++)
+        if (c->f[k] && fclose(c->f[k]) != 0)
+            rc = -1;
+    memset(c->f, 0, sizeof c->f);
+    return rc;
+}
+
+static void cols_free(struct cols *c)
+{
+    cols_close(c);
+    for (int k = 0; k < NCOLS; k++)
+        free(c->text[k]);
 }
 
 static void bind_num(sqlite3_stmt *st, int i, double v)
@@ -244,9 +237,15 @@ static int store(struct hist *h, const struct run *r, const char *report_dir, ya
         snprintf(series, sizeof series, "%s", named); /* RINGSIDE_SERIES */
     else
         series_of(argv, world, series, sizeof series);
-    struct text hosts = { 0 }, av = { 0 }, bw = { 0 }, fd = { 0 }, sg = { 0 };
+    struct cols c;
+    if (cols_open(&c) != 0) {
+        cols_free(&c);
+        fputs("ringside: history: out of memory\n", stderr);
+        return -1;
+    }
     int complete = 1;
-    tput(&hosts, "[");
+    FILE *f = c.f[COL_HOSTS];
+    putc('[', f);
     for (size_t i = 0, k = 0; i < rsr_jv_len(procs); i++) {
         yajl_val p = rsr_jv_at(procs, i);
         const char *host = rsr_jv_kstr(p, "host");
@@ -255,53 +254,62 @@ static int store(struct hist *h, const struct run *r, const char *report_dir, ya
             seen |= rsr_jv_kstr(rsr_jv_at(procs, j), "host") &&
                     strcmp(rsr_jv_kstr(rsr_jv_at(procs, j), "host"), host) == 0;
         if (host && !seen) {
-            tput(&hosts, "%s", k++ ? "," : "");
-            tstr(&hosts, host);
+            fputs(k++ ? "," : "", f);
+            rsr_json_str(f, host);
         }
         yajl_val tr = rsr_jv_key(rsr_jv_key(p, "trace"), "complete");
         complete &= !tr || YAJL_IS_TRUE(tr);
     }
-    tput(&hosts, "]");
-    tput(&av, "[");
+    putc(']', f);
+    f = c.f[COL_ARGV];
+    putc('[', f);
     for (size_t i = 0; i < rsr_jv_len(argv); i++) {
-        tput(&av, "%s", i ? "," : "");
-        tstr(&av, YAJL_IS_STRING(rsr_jv_at(argv, i)) ? YAJL_GET_STRING(rsr_jv_at(argv, i)) : "");
+        fputs(i ? "," : "", f);
+        rsr_json_str(f, YAJL_IS_STRING(rsr_jv_at(argv, i)) ? YAJL_GET_STRING(rsr_jv_at(argv, i)) : "");
     }
-    tput(&av, "]");
+    putc(']', f);
     yajl_val colls = rsr_jv_key(root, "collectives");
-    tput(&bw, "[");
+    f = c.f[COL_BUSBW];
+    putc('[', f);
     for (size_t i = 0; i < rsr_jv_len(colls); i++) {
-        yajl_val c = rsr_jv_at(colls, i);
-        tput(&bw, "%s{\"op\":", i ? "," : "");
-        tstr(&bw, rsr_jv_kstr(c, "op"));
-        tput(&bw, ",\"bytes\":%.0f,\"busbw_gbs\":%.4g}", rsr_jv_knum_or(c, "bytes", 0),
-             rsr_jv_knum_or(c, "busbw_gbs", 0));
+        yajl_val x = rsr_jv_at(colls, i);
+        fprintf(f, "%s{\"op\":", i ? "," : "");
+        rsr_json_str(f, rsr_jv_kstr(x, "op"));
+        fprintf(f, ",\"bytes\":%.0f,\"busbw_gbs\":%.4g}", rsr_jv_knum_or(x, "bytes", 0),
+                rsr_jv_knum_or(x, "busbw_gbs", 0));
     }
-    tput(&bw, "]");
+    putc(']', f);
     yajl_val fs = rsr_jv_key(root, "findings");
-    tput(&fd, "[");
+    f = c.f[COL_FINDINGS];
+    putc('[', f);
     for (size_t i = 0; i < rsr_jv_len(fs); i++) {
         yajl_val x = rsr_jv_at(fs, i);
-        tput(&fd, "%s{\"id\":", i ? "," : "");
-        tstr(&fd, rsr_jv_kstr(x, "id"));
-        tput(&fd, ",\"severity\":");
-        tstr(&fd, rsr_jv_kstr(x, "severity"));
-        tput(&fd, ",\"title\":");
-        tstr(&fd, rsr_jv_kstr(x, "title"));
+        fprintf(f, "%s{\"id\":", i ? "," : "");
+        rsr_json_str(f, rsr_jv_kstr(x, "id"));
+        fputs(",\"severity\":", f);
+        rsr_json_str(f, rsr_jv_kstr(x, "severity"));
+        fputs(",\"title\":", f);
+        rsr_json_str(f, rsr_jv_kstr(x, "title"));
         double back;
         if (rsr_jv_knum(x, "recoverable_pct", &back))
-            tput(&fd, ",\"recoverable_pct\":%.6g", back); /* what fixing it would give back */
-        tput(&fd, "}");
+            fprintf(f, ",\"recoverable_pct\":%.6g", back); /* what fixing it would give back */
+        putc('}', f);
     }
-    tput(&fd, "]");
+    putc(']', f);
     yajl_val ss = rsr_jv_key(root, "stragglers");
-    tput(&sg, "[");
+    f = c.f[COL_STRAGGLERS];
+    putc('[', f);
     for (size_t i = 0; i < rsr_jv_len(ss); i++) {
         yajl_val x = rsr_jv_at(ss, i);
         double rank = YAJL_IS_NUMBER(x) ? YAJL_GET_DOUBLE(x) : rsr_jv_knum_or(x, "rank", -1);
-        tput(&sg, "%s%.0f", i ? "," : "", rank);
+        fprintf(f, "%s%.0f", i ? "," : "", rank);
     }
-    tput(&sg, "]");
+    putc(']', f);
+    if (cols_close(&c) != 0) {
+        cols_free(&c);
+        fputs("ringside: history: out of memory\n", stderr);
+        return -1;
+    }
     /* the data loading share: the mean over ranks of processes[].data_loading.pct */
     double data = 0;
     int ndata = 0;
@@ -319,17 +327,17 @@ static int store(struct hist *h, const struct run *r, const char *report_dir, ya
                       " sm_pct, checkpoint_pct, data_wait_pct, busbw, findings, stragglers, indexed_s)"
                       " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
     if (sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) != SQLITE_OK) {
-        free(hosts.s), free(av.s), free(bw.s), free(fd.s), free(sg.s);
+        cols_free(&c);
         return sql_fail(h, "storing a run");
     }
     int i = 1;
     sqlite3_bind_text(st, i++, r->key, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, i++, rsr_jv_kstr(root, "job"), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, i++, hosts.s, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, i++, c.text[COL_HOSTS], -1, SQLITE_STATIC);
     sqlite3_bind_double(st, i++, start_s);
     sqlite3_bind_double(st, i++, start_s + rsr_jv_knum_or(root, "wall_s", 0));
     sqlite3_bind_int(st, i++, world);
-    sqlite3_bind_text(st, i++, av.s, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, i++, c.text[COL_ARGV], -1, SQLITE_STATIC);
     sqlite3_bind_text(st, i++, series, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, i++, r->dir, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, i++, report_dir, -1, SQLITE_STATIC);
@@ -349,31 +357,22 @@ static int store(struct hist *h, const struct run *r, const char *report_dir, ya
     bind_num(st, i++, rank_mean(procs, "sm_activity_pct"));
     bind_num(st, i++, rsr_jv_knum_or(root, "checkpoint_pct", -1));
     bind_num(st, i++, ndata ? data / ndata : -1);
-    sqlite3_bind_text(st, i++, bw.s, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, i++, fd.s, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, i++, sg.s, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, i++, c.text[COL_BUSBW], -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, i++, c.text[COL_FINDINGS], -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, i++, c.text[COL_STRAGGLERS], -1, SQLITE_STATIC);
     sqlite3_bind_double(st, i++, (double)time(NULL));
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : sql_fail(h, "storing a run");
     sqlite3_finalize(st);
-    free(hosts.s), free(av.s), free(bw.s), free(fd.s), free(sg.s);
+    cols_free(&c);
     return rc;
 }
 
 static yajl_val read_json(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    struct text t = { 0 };
-    char buf[65536];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
-        tput(&t, "%.*s", (int)got, buf);
-    }
-    fclose(f);
-    char err[256];
-    yajl_val v = t.s ? yajl_tree_parse(t.s, err, sizeof err) : NULL;
-    free(t.s);
+    size_t len;
+    char *text = rsr_html_slurp(path, &len), err[256];
+    yajl_val v = text ? yajl_tree_parse(text, err, sizeof err) : NULL;
+    free(text);
     return v;
 }
 
@@ -711,8 +710,11 @@ static int write_page(struct hist *h, const char *path)
         size_t n = 0, cap = 0;
         struct point *pts[5] = { NULL };
         char **keys = NULL;
-        struct text rows = { 0 };
-        while (sqlite3_step(st) == SQLITE_ROW) {
+        /* the runs' table rows, kept as text until the charts are out */
+        char *rows = NULL;
+        size_t rows_len = 0;
+        FILE *mem = open_memstream(&rows, &rows_len);
+        while (mem && sqlite3_step(st) == SQLITE_ROW) {
             if (n == cap) {
                 cap = cap ? 2 * cap : 64;
                 for (int k = 0; k < 5; k++)
@@ -731,46 +733,50 @@ static int write_page(struct hist *h, const char *path)
             }
             if (sqlite3_column_type(st, 3) != SQLITE_NULL)
                 pts[0][n].lo = sqlite3_column_double(st, 3), pts[0][n].hi = sqlite3_column_double(st, 4);
-            /* the run's row in the table, kept as text until the charts are out */
-            FILE *mem = NULL;
-            char *buf = NULL;
-            size_t blen = 0;
-            if ((mem = open_memstream(&buf, &blen))) {
-                time_t t0 = (time_t)sqlite3_column_double(st, 1);
-                struct tm tm;
-                char date[32];
-                gmtime_r(&t0, &tm);
-                strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S", &tm);
-                const char *report = (const char *)sqlite3_column_text(st, 7);
-                fprintf(mem, "<tr><td>%zu</td><td>%s</td><td>", n + 1, date);
-                if (report) {
-                    fputs("<a href=\"", mem);
-                    put_href(mem, page_dir, report, "index.html");
-                    fputs("\">", mem);
-                }
-                rsr_html_text(mem, sqlite3_column_text(st, 12) ? (const char *)sqlite3_column_text(st, 12) : keys[n]);
-                fprintf(mem, "%s</td><td class=\"n\">", report ? "</a>" : "");
-                if (sqlite3_column_type(st, 2) != SQLITE_NULL)
-                    fprintf(mem, "%.4g", sqlite3_column_double(st, 2));
-                fprintf(mem, "</td><td class=\"%s\">", verdict ? verdict : "");
-                rsr_html_text(mem, verdict ? verdict : "");
-                fputs("</td><td class=\"why\">", mem);
-                rsr_html_text(mem, sqlite3_column_text(st, 6) ? (const char *)sqlite3_column_text(st, 6) : "");
-                char diff[2 * PATH_MAX];
-                snprintf(diff, sizeof diff, "%s/diff/diff.html", report ? report : "");
-                if (report && v && access(diff, R_OK) == 0) {
-                    fputs(" <a href=\"", mem);
-                    put_href(mem, page_dir, report, "diff/diff.html");
-                    fputs("\">diff</a>", mem);
-                }
-                fputs("</td></tr>\n", mem);
-                fclose(mem);
-                tput(&rows, "%s", buf);
-                free(buf);
+            time_t t0 = (time_t)sqlite3_column_double(st, 1);
+            struct tm tm;
+            char date[32];
+            gmtime_r(&t0, &tm);
+            strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S", &tm);
+            const char *report = (const char *)sqlite3_column_text(st, 7);
+            fprintf(mem, "<tr><td>%zu</td><td>%s</td><td>", n + 1, date);
+            if (report) {
+                fputs("<a href=\"", mem);
+                put_href(mem, page_dir, report, "index.html");
+                fputs("\">", mem);
             }
+            rsr_html_text(mem, sqlite3_column_text(st, 12) ? (const char *)sqlite3_column_text(st, 12) : keys[n]);
+            fprintf(mem, "%s</td><td class=\"n\">", report ? "</a>" : "");
+            if (sqlite3_column_type(st, 2) != SQLITE_NULL)
+                fprintf(mem, "%.4g", sqlite3_column_double(st, 2));
+            fprintf(mem, "</td><td class=\"%s\">", verdict ? verdict : "");
+            rsr_html_text(mem, verdict ? verdict : "");
+            fputs("</td><td class=\"why\">", mem);
+            rsr_html_text(mem, sqlite3_column_text(st, 6) ? (const char *)sqlite3_column_text(st, 6) : "");
+            char diff[2 * PATH_MAX];
+            snprintf(diff, sizeof diff, "%s/diff/diff.html", report ? report : "");
+            if (report && v && access(diff, R_OK) == 0) {
+                fputs(" <a href=\"", mem);
+                put_href(mem, page_dir, report, "diff/diff.html");
+                fputs("\">diff</a>", mem);
+            }
+            fputs("</td></tr>\n", mem);
             n++;
         }
         sqlite3_finalize(st);
+        if (!mem || fclose(mem) != 0) {
+            fputs("ringside: history: out of memory writing the page\n", stderr);
+            fclose(f);
+            unlink(tmp);
+            free(rows);
+            for (int k = 0; k < 5; k++)
+                free(pts[k]);
+            for (size_t i = 0; i < n; i++)
+                free(keys[i]);
+            free(keys);
+            sqlite3_finalize(ss);
+            return -1;
+        }
         chart(f, "Time per step", "ms", pts[0], n);
         chart(f, "SM activity", "%", pts[1], n);
         chart(f, "Waiting for a late rank", "% of GPU time", pts[2], n);
@@ -778,9 +784,9 @@ static int write_page(struct hist *h, const char *path)
         chart(f, "Checkpoints", "% of the run", pts[4], n);
         fputs("<table><thead><tr><th>run</th><th>started (UTC)</th><th>job (its report)</th>"
               "<th>time per step, ms</th><th>verdict</th><th>why</th></tr></thead><tbody>\n", f);
-        fputs(rows.s ? rows.s : "", f);
+        fputs(rows, f);
         fputs("</tbody></table></section>\n", f);
-        free(rows.s);
+        free(rows);
         for (int k = 0; k < 5; k++)
             free(pts[k]);
         for (size_t i = 0; i < n; i++)

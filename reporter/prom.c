@@ -2,6 +2,7 @@
  * metric is a gauge of the job as reported so far; ratios are 0..1 and
  * throughputs bytes per second, as Prometheus' naming rules ask. */
 #include "reporter/prom.h"
+#include "reporter/html.h"
 #include "reporter/html_json.h"
 
 #include <errno.h>
@@ -31,6 +32,16 @@ static void label(FILE *f, const char *name, const char *v)
 static void head(FILE *f, const char *metric, const char *help)
 {
     fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", metric, help, metric);
+}
+
+/* "METRIC{job=...,host=...," of node n: its own labels follow. */
+static void node_sample(FILE *f, const char *metric, const char *job, yajl_val n)
+{
+    fprintf(f, "%s{", metric);
+    label(f, "job", job);
+    putc(',', f);
+    label(f, "host", rsr_jv_kstr(n, "host"));
+    putc(',', f);
 }
 
 static void value(FILE *f, double v)
@@ -69,34 +80,10 @@ static void job_metric(FILE *f, const char *job, const char *metric, const char 
     value(f, v);
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    size_t n = 0, cap = 0, got;
-    do {
-        if (n + 65536 + 1 > cap) {
-            char *grown = realloc(buf, cap = (cap + 65536) * 2);
-            if (!grown) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = grown;
-        }
-        got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-    } while (got > 0);
-    fclose(f);
-    buf[n] = 0;
-    return buf;
-}
-
 int rsr_prom_write(const char *json_path, const char *dir)
 {
-    char *text = slurp(json_path), err[256] = "";
+    size_t size;
+    char *text = rsr_html_slurp(json_path, &size), err[256] = "";
     yajl_val root = text ? yajl_tree_parse(text, err, sizeof err) : NULL;
     free(text);
     if (!root) {
@@ -163,42 +150,38 @@ int rsr_prom_write(const char *json_path, const char *dir)
         fprintf(f, ",rank=\"%.0f\"}", rank);
         value(f, late);
     }
-    /* the nodes' links and disks, mean throughput over the job so far */
+    /* the nodes' links, then their disks (a family's samples together):
+     * mean throughput over the job so far */
     yajl_val nodes = rsr_jv_key(root, "nodes");
     double wall = rsr_jv_knum_or(root, "wall_s", 0);
-    int links = 0, disks = 0;
+    int any_link = 0, any_disk = 0;
     for (size_t i = 0; i < rsr_jv_len(nodes); i++) {
-        yajl_val n = rsr_jv_at(nodes, i), ls = rsr_jv_key(n, "links"), ds = rsr_jv_key(n, "disks");
+        yajl_val n = rsr_jv_at(nodes, i), ls = rsr_jv_key(n, "links");
         for (size_t k = 0; k < rsr_jv_len(ls); k++) {
             yajl_val l = rsr_jv_at(ls, k);
             if (!rsr_jv_knum(l, "mean_gbs", &v))
                 continue;
-            if (!links++)
+            if (!any_link++)
                 head(f, "ringside_link_bytes_per_second", "A node's network or GPU link throughput, mean over the job.");
-            fputs("ringside_link_bytes_per_second{", f);
-            label(f, "job", job);
-            putc(',', f);
-            label(f, "host", rsr_jv_kstr(n, "host"));
-            putc(',', f);
+            node_sample(f, "ringside_link_bytes_per_second", job, n);
             label(f, "link", rsr_jv_kstr(l, "name"));
             putc(',', f);
             label(f, "kind", rsr_jv_kstr(l, "kind"));
             putc('}', f);
             value(f, v * 1e9);
         }
-        for (size_t k = 0; k < rsr_jv_len(ds) && wall > 0; k++) {
+    }
+    for (size_t i = 0; i < rsr_jv_len(nodes) && wall > 0; i++) {
+        yajl_val n = rsr_jv_at(nodes, i), ds = rsr_jv_key(n, "disks");
+        for (size_t k = 0; k < rsr_jv_len(ds); k++) {
             yajl_val d = rsr_jv_at(ds, k);
             static const char *const dir_of[2][2] = { { "read_bytes", "read" }, { "write_bytes", "write" } };
             for (int w = 0; w < 2; w++) {
                 if (!rsr_jv_knum(d, dir_of[w][0], &v))
                     continue;
-                if (!disks++)
+                if (!any_disk++)
                     head(f, "ringside_storage_bytes_per_second", "A node's disk or NFS throughput, mean over the job.");
-                fputs("ringside_storage_bytes_per_second{", f);
-                label(f, "job", job);
-                putc(',', f);
-                label(f, "host", rsr_jv_kstr(n, "host"));
-                putc(',', f);
+                node_sample(f, "ringside_storage_bytes_per_second", job, n);
                 label(f, "disk", rsr_jv_kstr(d, "name"));
                 fprintf(f, ",direction=\"%s\"}", dir_of[w][1]);
                 value(f, v / wall);
