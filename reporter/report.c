@@ -1679,7 +1679,7 @@ static int report_write(const struct loaded *J, char **paths, int npaths, const 
         fputs("\r\033[K", stderr);
     if (arc != 0)
         fprintf(stderr, "ringside: out of memory: some analyses are missing from the report\n");
-    if (o->out_dir && J->fls && slow.n && slow_graphs(J, &job, &slow, o) != 0) {
+    if (o->out_dir && J->fls && slow.n && !o->no_step_graphs && slow_graphs(J, &job, &slow, o) != 0) {
         rsr_job_free(&job);
         return 1;
     }
@@ -1875,6 +1875,7 @@ static int watch_run(char **paths, int npaths, const struct rsr_report_opts *o, 
     sigaction(SIGTERM, &sa, NULL);
     struct rsr_report_opts each = *o;
     each.quiet = 1;             /* the text summary once, at the end */
+    each.no_step_graphs = 1;    /* and the slow steps' graphs */
     each.json_path = NULL;
     struct rsr_watch w = { .paths = paths, .npaths = npaths, .quiet = 1, .lines = o->lines };
     int pass = 0, waiting = 0, rc = 0;

@@ -17,6 +17,8 @@ struct rsr_report_opts {
     unsigned long long memory_mb; /* --memory-mb: the bound (load.h); 0: none */
     double watch_s;        /* --watch S: rewrite the outputs every S seconds while the job runs; 0: once */
     const char *prom_dir;  /* --prom-dir DIR: DIR/ringside-JOB.prom with every report.json (prom.h); NULL: none */
+    int no_step_graphs;    /* no slow steps' flame graphs: --watch's reports while the job runs (each would
+                            * read every file again); the last one draws them */
 };
 
 /* Processes drawn in full (timeline lanes, trace.json) at most, and GPU ops
