@@ -218,7 +218,7 @@ static int before_exec(void)
     int saved = errno, cs = rs_nocancel();
     int rearm = rs_sample_before_exec();
     if (atomic_load(&rs_hot.on) && !rs_th.guard)
-        rs_writer_flush(1);
+        rs_writer_exec_flush();
     rs_cancel_restore(cs);
     errno = saved;
     return rearm;

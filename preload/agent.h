@@ -609,6 +609,10 @@ void rs_writer_flush(int final);
 /* After a final flush, recording goes on in the same file (an exec
  * failed): the chunks that follow are not ended. */
 void rs_writer_resume(void);
+/* The final flush before an exec. A forked child that has not exec'd
+ * before (the launcher's stretch between fork and exec) leaves no file for
+ * CPU samples alone. */
+void rs_writer_exec_flush(void);
 /* Set once SIGTERM or SIGINT is ending the process (agent.c): the thread
  * the signal interrupted may hold the loader's lock (in dlopen or dlsym,
  * in a constructor), and waits in the handler for the last flush, so the

@@ -254,6 +254,8 @@ void rs_stackw_modules(rs_intern_fn intern);
 /* Whether the chunk being assembled has samples that call for a trace
  * file (all but waits on other processes, threads and time: opens_file). */
 int rs_stackw_pending(void);
+/* The same, CPU samples left out. */
+int rs_stackw_pending_but_cpu(void);
 /* With no such sample: lets the chunk's samples go (a process with no file
  * whose table filled with waits alone). */
 void rs_stackw_drop_waits(void);

@@ -56,6 +56,7 @@ static struct {
     struct rsf_sample *samples;
     uint32_t nsamples;
     uint32_t nopen;           /* of those, samples that make a file on their own (rs_stackw_pending) */
+    uint32_t nopen_cpu;       /* of those, CPU samples */
     struct rsf_stack *cstacks;
     uint32_t ncstacks, cstack_cap;
     size_t *cstack_at;
@@ -435,7 +436,9 @@ int rs_stackw_take(const struct rs_rec_hdr *h, uint32_t tid, const struct rs_tic
         .tid = tid, .stack = id, .kind = kind,
         .reason = (uint8_t)(h->file >> RS_SAMPLE_REASON_SHIFT),
     };
-    s.nopen += (uint32_t)opens_file(&s.samples[s.nsamples - 1], r);
+    uint32_t opens = (uint32_t)opens_file(&s.samples[s.nsamples - 1], r);
+    s.nopen += opens;
+    s.nopen_cpu += kind == RSF_SAMPLE_CPU ? opens : 0;
     return rs_stackw_full();
 }
 
@@ -476,6 +479,11 @@ int rs_stackw_pending(void)
     return s.nopen > 0;
 }
 
+int rs_stackw_pending_but_cpu(void)
+{
+    return s.nopen > s.nopen_cpu;
+}
+
 void rs_stackw_drop_waits(void)
 {
     if (!s.nopen)
@@ -501,7 +509,7 @@ void rs_stackw_fill(struct rsf_chunk *c)
 
 void rs_stackw_chunk_done(void)
 {
-    s.nsamples = s.ncstacks = s.nmods = s.nopen = 0;
+    s.nsamples = s.ncstacks = s.nmods = s.nopen = s.nopen_cpu = 0;
 }
 
 void rs_stackw_new_file(void)

@@ -174,6 +174,8 @@ static _Atomic int writer_running;
 static _Atomic uint64_t req_word;
 static _Atomic uint32_t done_seq;
 static _Atomic int resumed;        /* an exec failed: recording goes on after the end chunk */
+static int fork_image;             /* a forked child's image, not exec'd since */
+static _Atomic int at_exec;        /* its final flush before an exec is under way */
 
 /* ---- the writer's own fd table ----
  * While more than one thread shares a process's fd table, the kernel takes
@@ -484,7 +486,12 @@ static void emit(int end)
      * exec), leaves nothing behind. What is assembled waits for the first
      * event; closes that fill a whole chunk before it are let go. */
     int gpu_events = w.ngpu || w.nsyncs || w.ncolls || w.ncomms || w.nmems || w.npoints;
-    if (w.fd < 0 && !w.touched && !gpu_events && !rs_stackw_pending() && !rs_ring_dropped()) {
+    /* Between fork and exec a child runs its launcher's preparation (Open
+     * MPI's closes every fd up to the limit: milliseconds of CPU): an image
+     * that ends so with CPU samples alone leaves no file either; the program
+     * it execs gets its own. */
+    int samples = atomic_load(&at_exec) ? rs_stackw_pending_but_cpu() : rs_stackw_pending();
+    if (w.fd < 0 && !w.touched && !gpu_events && !samples && !rs_ring_dropped()) {
         if (w.nio == IO_CAP)
             w.nio = 0;
         if (rs_stackw_full())
@@ -1382,8 +1389,15 @@ void rs_writer_flush(int final)
     }
 }
 
+void rs_writer_exec_flush(void)
+{
+    atomic_store(&at_exec, fork_image);
+    rs_writer_flush(1);
+}
+
 void rs_writer_resume(void)
 {
+    atomic_store(&at_exec, 0);
     atomic_store(&resumed, 1);
 }
 
@@ -1391,6 +1405,8 @@ void rs_writer_forked(void)
 {
     /* The parent's writer state may have been mid-update: start afresh and
      * leave the parent's file and allocations alone. */
+    fork_image = 1;
+    atomic_store(&at_exec, 0);
     atomic_store(&writer_running, 0);
     pthread_mutex_init(&fd_lock, NULL);
     pthread_mutex_init(&share_lock, NULL);

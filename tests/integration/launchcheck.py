@@ -6,6 +6,7 @@ from the launcher's job id, with the bytes each rank's file holds. The
 launcher itself runs unharmed: exit status 0, the ranks' output intact, no
 rank file of its own, no files from its children between fork and exec,
 and no delay of its own."""
+import collections
 import os
 import re
 import statistics
@@ -54,6 +55,18 @@ def meta_of(trace):
     recs, rc, _ = dump(trace)
     metas = [r for r in recs if r["type"] == "meta"]
     return metas[0] if rc == 0 and metas else None
+
+
+def record_kinds(trace):
+    """What a trace holds, counted by record type (samples by kind and
+    reason, I/O by operation): what made a process leave a file."""
+    recs, _, _ = dump(trace)
+    kinds = collections.Counter()
+    for r in recs:
+        if r["type"] in ("chunk", "meta", "string", "stack", "module", "thread"):
+            continue
+        kinds[":".join(str(r.get(k)) for k in ("type", "kind", "reason", "op") if r.get(k) is not None)] += 1
+    return dict(kinds)
 
 
 def check_launch(name, p, out, work, rank_var, local_var, size_var, job_of, is_launcher, parent):
@@ -112,7 +125,8 @@ def check_launch(name, p, out, work, rank_var, local_var, size_var, job_of, is_l
         meta = meta_of(t)
         if is_launcher is None or meta is None or not is_launcher(meta) or meta["rank"] != -1 \
                 or meta["role"] != "other":
-            problems.append("%s: %s" % (t, meta and {k: meta[k] for k in ("pid", "rank", "role", "argv")}))
+            problems.append("%s: %s, records %s" % (t, meta and {k: meta[k] for k in ("pid", "rank", "role", "argv")},
+                                                    record_kinds(t)))
     report_problems(name + ": no other trace but the launcher's own", problems)
 
     if len(dirs) != 1:

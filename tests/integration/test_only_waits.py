@@ -8,7 +8,8 @@ as without the agent; one trace file, the program's (its child, which only
 sleeps, leaves none, as a launcher's waits for its children and time leave
 none); the wait flame graph gives each blocking function its time within
 10% of the program's own clock. A shell that only waits for its child
-leaves no file, and a folder where nothing was written gets a message
+leaves no file, nor do a launcher's children that spend CPU between fork
+and exec (those that end without an exec keep theirs), and a folder where nothing was written gets a message
 naming it and saying why."""
 import os
 import re
@@ -56,6 +57,22 @@ def main():
           p.returncode == 0 and len(names) == 1 and names[0].endswith(".%d.trace.lz4" % pid_of(p.stderr)),
           "files %s, the child's pid %d" % (names, pid_of(p.stderr)))
     cleanup(out)
+
+    # a launcher's children: 30 ms of CPU each between fork and exec
+    # (closing every fd, then spinning) leave no file, as Open MPI's leave
+    # none; the same children ending with _exit keep theirs (their CPU was
+    # their work)
+    spin = os.path.join(PROG, "fork_spin")
+    for mode, want in (("exec", 0), ("exit", 4)):
+        out = tempdir("only-waits-spin")
+        p = run([spin, mode, "4", "30"], env=traced_env(out))
+        kids = {int(x) for x in re.findall(rb"^child (\d+)$", p.stdout, re.M)}
+        files = trace_files(out)
+        pids = {int(os.path.basename(f).split(".")[-3]) for f in files}
+        check("children spinning 30 ms before they %s leave %d files" % (mode, want),
+              p.returncode == 0 and len(kids) == 4 and len(files) == want and pids <= kids,
+              "exit %d, children %s, files %s" % (p.returncode, sorted(kids), [os.path.basename(f) for f in files]))
+        cleanup(out)
 
     empty = tempdir("only-waits-empty")
     for cmd in (["flame", empty], ["report", empty, "-o", os.path.join(empty, "rep")]):
