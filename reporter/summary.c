@@ -114,6 +114,7 @@ struct rsr_acc {
     int64_t kernel_wait_ns, short_ns;   /* gpu_breakdown.h, kernels.h */
     uint64_t min_count;
     int64_t pos;                    /* start of the last record given */
+    int64_t start;                  /* the first record's time (rsr_acc_new) */
     uint64_t late;
 
     /* GPU */
@@ -217,6 +218,7 @@ struct rsr_acc *rsr_acc_new(int64_t start_ns)
     if (!a)
         return NULL;
     a->pos = INT64_MIN;
+    a->start = start_ns;
     a->kernel_wait_ns = RSR_KERNEL_WAIT_NS;
     a->short_ns = RSR_SHORT_KERNEL_NS;
     a->min_count = RSR_SHORT_KERNEL_MIN_COUNT;
@@ -383,6 +385,11 @@ static void mark_answer(struct rsr_acc *a, size_t i)
         if (!a->n_answered && a->have_op && mk->t > a->lo)
             mk->gap = mk->t - a->lo;
     }
+    /* The first, too: the GPU had nothing to do from the process's first
+     * record to its first work (the first batch loaded, say), however short
+     * the idle its stream shows just before the mark. */
+    if (!a->n_answered && a->have_op && a->lo - a->start > mk->gap)
+        mk->gap = a->lo - a->start;
     a->gap_len = 0;
     a->n_answered++;
 }
