@@ -1,5 +1,6 @@
 # ringside build. `make` builds build/libagent.so and build/ringside;
-# `make deps` installs what is missing (Debian); `make test`, `make unit`
+# `make deps` installs what is missing (Debian) to build and run the demo,
+# `make test-deps` what the tests add; `make test`, `make unit`
 # (the unit tests alone), `make check T=NAME` (one test), `make bench`,
 # `make demo`, `make install PREFIX=...`. V=1 shows full commands.
 
@@ -37,7 +38,7 @@ REPORTER_OBJ := $(REPORTER_SRC:%.c=$(BUILD)/obj/%.o)
 LZ4_STATIC := $(shell for d in /usr/lib/$$($(CC) -print-multiarch 2>/dev/null) /usr/lib64 /usr/lib; do \
                 [ -f $$d/liblz4.a ] && echo $$d/liblz4.a && break; done)
 
-.PHONY: all deps test bench demo install clean gpu-check
+.PHONY: all deps test-deps test bench demo install clean gpu-check
 all: $(BUILD)/libagent.so $(BUILD)/ringside
 
 # The agent is compiled with hidden visibility: only RS_EXPORT hooks leave it.
@@ -67,6 +68,13 @@ else
 $(BUILD)/obj/reporter/mpi.o: RS_CFLAGS += -DRSR_HAVE_MPI $(MPI_CFLAGS)
 endif
 endif
+# Open MPI installed (or removed) after a build: mpi.o is built again.
+$(BUILD)/obj/reporter/mpi.o: $(BUILD)/mpi.flags
+$(BUILD)/mpi.flags: FORCE
+	@mkdir -p $(@D)
+	@echo '$(MPI_CFLAGS) $(MPI_LIBS)' | cmp -s - $@ || echo '$(MPI_CFLAGS) $(MPI_LIBS)' > $@
+.PHONY: FORCE
+FORCE:
 
 # What the reporter's objects link with (ringside, and tests and tools built from them).
 REPORTER_LIBS = -llz4 -lyajl -lz -lm -ldw -lelf -ldebuginfod -lsqlite3 -lstdc++ $(MPI_LIBS)
@@ -93,8 +101,11 @@ $(BUILD)/ringside: $(REPORTER_OBJ) $(FORMAT_OBJ)
 -include tests/tests.mk
 -include tests/gpu/gpu.mk
 
+# What building and `make demo` need; `make test` adds what the tests use.
 deps:
-	@sh tools/deps.sh
+	@sh tools/deps.sh build
+test-deps:
+	@sh tools/deps.sh test
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/ringside

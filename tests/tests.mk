@@ -58,7 +58,7 @@ TEST_EXTRA += $(BUILD)/check/libagent.so
 .PHONY: test-build
 test-build: all $(UNIT_BIN) $(PROG_BIN) $(TEST_EXTRA)
 
-test: deps
+test: test-deps
 	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)BUILD=$(BUILD) sh tests/run.sh
 

@@ -1,10 +1,22 @@
 #!/bin/sh
-# Installs the Debian packages the build and the tests need, if any is missing.
-# Run as root (or through sudo); does nothing when everything is present.
+# Installs the Debian packages that are missing, if any. Run as root (or
+# through sudo); does nothing when everything is present.
+#   tools/deps.sh        what building ringside and running `make demo` need
+#   tools/deps.sh test   that, and what the tests add: the compilers and
+#                        checkers they use, the launchers they run under the
+#                        agent (Open MPI, Slurm), Chromium for the page,
+#                        PyTorch for a real framework
 set -e
-PKGS="build-essential clang pkg-config liblz4-dev lz4 libunwind-dev libdw-dev libdebuginfod-dev debuginfod zlib1g-dev libisal-dev
-      libyajl-dev libsqlite3-dev prometheus-node-exporter flatbuffers-compiler libflatbuffers-dev protobuf-compiler check fio python3 tar coreutils
-      openmpi-bin libopenmpi-dev slurmctld slurmd slurm-client munge chromium python3-torch"
+BUILD_PKGS="build-essential pkg-config liblz4-dev libunwind-dev libdw-dev libdebuginfod-dev zlib1g-dev libisal-dev
+            libyajl-dev libsqlite3-dev"
+TEST_PKGS="clang lz4 debuginfod prometheus-node-exporter flatbuffers-compiler libflatbuffers-dev protobuf-compiler
+           check fio python3 tar coreutils openmpi-bin libopenmpi-dev slurmctld slurmd slurm-client munge chromium
+           python3-torch"
+case "${1:-build}" in
+  build) PKGS=$BUILD_PKGS ;;
+  test) PKGS="$BUILD_PKGS $TEST_PKGS" ;;
+  *) echo "usage: tools/deps.sh [build|test]" >&2; exit 2 ;;
+esac
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

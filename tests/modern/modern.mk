@@ -13,7 +13,7 @@ chroot:
 chroot-refresh:
 	$(Q)sh tools/chroot.sh --refresh $(CHROOT)
 
-test-modern: deps
+test-modern: test-deps
 	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)$(MAKE) --no-print-directory chroot
 	$(Q)BUILD=$(BUILD) RINGSIDE_CHROOT=$(abspath $(CHROOT)) sh tests/run.sh --dir tests/modern
