@@ -1322,28 +1322,72 @@ int rsr_pftrace_wanted(const char *out)
     return !(n >= 5 && strcmp(out + n - 5, ".json") == 0);
 }
 
-int rsr_pftrace_export(struct rsr_input *ins, struct rsr_model **models, int n, const struct rsr_export_opts *o,
-                       int nthreads)
+/* The trace being written: the job's sequence (written as the analyses
+ * hand over each step), then, at rsr_pftrace_close, the chosen processes. */
+struct rsr_pftrace {
+    FILE *f;
+    struct rsr_export_opts o;
+    struct rsr_pb pb;
+    pthread_mutex_t job_lock;
+    struct pf_job J;
+    int n;
+};
+
+struct rsr_pftrace *rsr_pftrace_open(const struct rsr_export_opts *o, int n)
 {
     fixed_init();
+    struct rsr_pftrace *P = calloc(1, sizeof *P);
+    if (!P) {
+        fprintf(stderr, "ringside: out of memory\n");
+        return NULL;
+    }
+    P->o = *o;
+    P->n = n;
+    if (!(P->f = fopen(o->out, "wb"))) {
+        fprintf(stderr, "ringside: %s: %s\n", o->out, strerror(errno));
+        free(P);
+        return NULL;
+    }
+    static char fbuf[1 << 20];
+    setvbuf(P->f, fbuf, _IOFBF, sizeof fbuf);
+    pthread_mutex_init(&P->job_lock, NULL);
+    rsr_pb_init_shared(&P->pb, P->f, getenv("RINGSIDE_PFTRACE_PLAIN") == NULL, &P->job_lock);
+    /* The job's sequence and track after the processes' (1..n): the same
+     * numbers whichever processes are chosen later. */
+    P->J = (struct pf_job){ .o = &P->o, .pb = &P->pb, .step_from = INT64_MAX, .step_to = INT64_MIN };
+    P->J.seqj = (struct pf_proc){ .pb = &P->pb, .seq = (uint32_t)n + 1, .uuid = (uint64_t)n + 1,
+                                  .from = INT64_MIN, .to = INT64_MAX };
+    P->J.steps_track = (struct pf_track){ .uuid = P->J.seqj.uuid + (1ull << 20), .last_end = INT64_MIN };
+    desc_named(&P->J.seqj, P->J.steps_track.uuid, 0, "steps", NULL);
+    return P;
+}
+
+int rsr_pftrace_visit_step(void *ctx, size_t i, const struct rsr_step *s, const struct rsr_job *job)
+{
+    return visit_step(&((struct rsr_pftrace *)ctx)->J, i, s, job);
+}
+
+int rsr_pftrace_close(struct rsr_pftrace *P, struct rsr_input *ins, struct rsr_model **models,
+                      const struct rsr_job *job, const struct rsr_pftrace_pick *pick, int nthreads)
+{
+    const struct rsr_export_opts *o = &P->o;
+    struct pf_job *J = &P->J;
+    int n = P->n, rc = 0;
     int *proc_of = malloc((size_t)n * sizeof *proc_of);
     uint64_t *uuids = calloc((size_t)n, sizeof *uuids);
     int *pids = calloc((size_t)n, sizeof *pids);
-    struct pf_track *ckpt_tracks = calloc((size_t)n, sizeof *ckpt_tracks);
-    if (!proc_of || !uuids || !pids || !ckpt_tracks) {
-        free(ckpt_tracks);
-        free(proc_of);
-        free(uuids);
-        free(pids);
+    J->ckpt_tracks = calloc((size_t)n, sizeof *J->ckpt_tracks);
+    if (!proc_of || !uuids || !pids || !J->ckpt_tracks) {
         fprintf(stderr, "ringside: out of memory\n");
-        return 1;
+        rc = 1;
+        goto out;
     }
     /* The chosen processes; Perfetto tells processes apart by pid, so when
      * two share one (hosts, containers) all are numbered from 1 instead. */
     int nchosen = 0, clash = 0;
     for (int i = 0; i < n; i++) {
-        int want = !o->nranks;
-        for (int k = 0; k < o->nranks; k++)
+        int want = pick ? pick->chosen[i] : !o->nranks;
+        for (int k = 0; !pick && k < o->nranks; k++)
             want |= ins[i].rank == o->ranks[k];
         proc_of[i] = want && !ins[i].open_failed ? nchosen++ : -1;
         if (proc_of[i] < 0)
@@ -1357,62 +1401,38 @@ int rsr_pftrace_export(struct rsr_input *ins, struct rsr_model **models, int n, 
         pids[k] = k + 1;
     if (!nchosen) {
         fprintf(stderr, "ringside: export: none of the ranks asked for is in the job\n");
-        free(proc_of);
-        free(uuids);
-        free(pids);
-        return 1;
+        rc = 1;
+        goto out;
     }
-    FILE *f = fopen(o->out, "wb");
-    if (!f) {
-        fprintf(stderr, "ringside: %s: %s\n", o->out, strerror(errno));
-        free(proc_of);
-        free(uuids);
-        free(pids);
-        return 1;
-    }
-    static char fbuf[1 << 20];
-    setvbuf(f, fbuf, _IOFBF, sizeof fbuf);
-    pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
-    struct rsr_pb pb;
-    rsr_pb_init_shared(&pb, f, getenv("RINGSIDE_PFTRACE_PLAIN") == NULL, &job_lock);
-    struct pf_job J = { .o = o, .pb = &pb, .step_from = INT64_MAX, .step_to = INT64_MIN,
-                        .ckpt_tracks = ckpt_tracks };
-    J.seqj = (struct pf_proc){ .pb = &pb, .seq = (uint32_t)nchosen + 1, .uuid = (uint64_t)nchosen + 1,
-                               .from = INT64_MIN, .to = INT64_MAX };
-    J.steps_track = (struct pf_track){ .uuid = J.seqj.uuid + (1ull << 20), .last_end = INT64_MIN };
-    desc_named(&J.seqj, J.steps_track.uuid, 0, "steps", NULL);
     for (int i = 0; i < n; i++)
         if (proc_of[i] >= 0)
-            process_descriptor(&J.seqj, uuids[proc_of[i]], pids[proc_of[i]], &ins[i]);
-
-    struct rsr_job job;
-    int rc = 0;
-    if (rsr_job_analyse_visit(models, (size_t)n, &job, visit_step, &J) != 0)
-        fprintf(stderr, "ringside: out of memory: the clocks may be aligned less well\n");
-    job_window(&J, &job);
+            process_descriptor(&J->seqj, uuids[proc_of[i]], pids[proc_of[i]], &ins[i]);
+    job_window(J, job);
     if (o->has_steps) {
-        if (J.step_from > J.step_to) {
+        if (J->step_from > J->step_to) {
             fprintf(stderr, "ringside: export: the job has no steps %zu to %zu (%zu found)\n", o->step_first,
-                    o->step_last, job.steps.n);
+                    o->step_last, job->steps.n);
             rc = 1;
         }
-        if (J.step_from > J.from)
-            J.from = J.step_from;
-        if (J.step_to < J.to)
-            J.to = J.step_to;
-        J.seqj.from = J.from;
-        J.seqj.to = J.to;
+        if (J->step_from > J->from)
+            J->from = J->step_from;
+        if (J->step_to < J->to)
+            J->to = J->step_to;
     }
+    if (pick) {
+        J->from = pick->from_ns;
+        J->to = pick->to_ns;
+    }
+    J->seqj.from = J->from;
+    J->seqj.to = J->to;
     if (!rc) {
-        job_checkpoints(&J, &job, proc_of, uuids);
-        job_timeline(&J, &job, proc_of, uuids);
+        job_checkpoints(J, job, proc_of, uuids);
+        job_timeline(J, job, proc_of, uuids);
     }
-    uint64_t job_points = J.seqj.counts[CNT_POINT];
-    proc_free(&J.seqj);
-    rsr_job_free(&job);
-    int wrc = rsr_pb_finish(&pb) != 0;
+    uint64_t job_points = J->seqj.counts[CNT_POINT];
+    int wrc = rsr_pb_finish(&P->pb) != 0;
     struct pf_pass W = { .ins = ins, .models = models, .proc_of = proc_of, .pids = pids, .uuids = uuids, .n = n,
-                         .from = J.from, .to = J.to, .f = f, .zlib = pb.zlib };
+                         .from = J->from, .to = J->to, .f = P->f, .zlib = P->pb.zlib };
     pthread_mutex_init(&W.lock, NULL);
     if (!rc && !wrc) {
         int nt = nthreads < 1 ? 1 : nthreads > nchosen ? nchosen : nthreads;
@@ -1428,7 +1448,7 @@ int rsr_pftrace_export(struct rsr_input *ins, struct rsr_model **models, int n, 
         wrc |= W.rc & 2;
     }
     pthread_mutex_destroy(&W.lock);
-    if (fclose(f) != 0 || wrc) {
+    if (wrc) {
         fprintf(stderr, "ringside: writing %s: %s\n", o->out, strerror(errno ? errno : EIO));
         rc = 1;
     } else if (!rc && !o->quiet) {
@@ -1437,12 +1457,34 @@ int rsr_pftrace_export(struct rsr_input *ins, struct rsr_model **models, int n, 
                " I/O calls, %" PRIu64 " syncs, %" PRIu64 " CPU samples, %" PRIu64 " wait samples, %" PRIu64
                " NVTX ranges, %" PRIu64 " steps, %" PRIu64 " counter values\n",
                o->out, nchosen, nchosen == 1 ? "" : "es", counts[CNT_GPU], counts[CNT_COLL], counts[CNT_IO],
-               counts[CNT_SYNC], counts[CNT_SAMPLE], counts[CNT_WAIT], counts[CNT_RANGE], J.steps,
+               counts[CNT_SYNC], counts[CNT_SAMPLE], counts[CNT_WAIT], counts[CNT_RANGE], J->steps,
                counts[CNT_POINT] + job_points);
     }
-    free(ckpt_tracks);
+out:
+    if (fclose(P->f) != 0 && !rc) {
+        fprintf(stderr, "ringside: writing %s: %s\n", o->out, strerror(errno ? errno : EIO));
+        rc = 1;
+    }
+    proc_free(&J->seqj);
+    pthread_mutex_destroy(&P->job_lock);
+    free(J->ckpt_tracks);
     free(proc_of);
     free(uuids);
     free(pids);
+    free(P);
+    return rc;
+}
+
+int rsr_pftrace_export(struct rsr_input *ins, struct rsr_model **models, int n, const struct rsr_export_opts *o,
+                       int nthreads)
+{
+    struct rsr_pftrace *P = rsr_pftrace_open(o, n);
+    if (!P)
+        return 1;
+    struct rsr_job job;
+    if (rsr_job_analyse_visit(models, (size_t)n, &job, rsr_pftrace_visit_step, P) != 0)
+        fprintf(stderr, "ringside: out of memory: the clocks may be aligned less well\n");
+    int rc = rsr_pftrace_close(P, ins, models, &job, NULL, nthreads);
+    rsr_job_free(&job);
     return rc;
 }

@@ -28,6 +28,25 @@
 int rsr_pftrace_export(struct rsr_input *ins, struct rsr_model **models, int n, const struct rsr_export_opts *o,
                        int nthreads);
 
+/* The same in steps, for a caller that runs the analyses itself (the
+ * report): open the file (n inputs), hand rsr_pftrace_visit_step (ctx: the
+ * handle) to rsr_job_analyse_visit, then close with the job: it writes the
+ * chosen processes' records and frees the handle. pick NULL: o's ranks
+ * and stretch; else the processes pick->chosen[i] marks, over [from_ns,
+ * to_ns] of the job's time line (the steps are the whole job's). Both
+ * return 1 or NULL having said why on stderr. */
+struct rsr_pftrace;
+struct rsr_step;
+struct rsr_job;
+struct rsr_pftrace_pick {
+    const unsigned char *chosen;
+    int64_t from_ns, to_ns;
+};
+struct rsr_pftrace *rsr_pftrace_open(const struct rsr_export_opts *o, int n);
+int rsr_pftrace_visit_step(void *ctx, size_t i, const struct rsr_step *s, const struct rsr_job *job);
+int rsr_pftrace_close(struct rsr_pftrace *P, struct rsr_input *ins, struct rsr_model **models,
+                      const struct rsr_job *job, const struct rsr_pftrace_pick *pick, int nthreads);
+
 /* Whether an output name asks for the protobuf format: any name but *.json. */
 int rsr_pftrace_wanted(const char *out);
 
