@@ -345,7 +345,9 @@ int rsr_perfetto_write(FILE *f, struct rsr_model *const *models, size_t nmodels)
         if (models[i]->world_size > world)
             world = models[i]->world_size;
     /* The process list lets import-kineto give each process its own file. */
-    fputs("{\n\"schemaVersion\": 1,\n\"ringside\": {\"processes\": [", f);
+    fputs("{\n\"schemaVersion\": 1,\n\"ringside\": {\"format\": \"Kineto-compatible JSON (the PyTorch "
+          "profiler's trace format) of the GPU work, as HTA reads it; every record in Perfetto's own format: "
+          "trace.pftrace beside a report, or ringside export perfetto -o FILE.pftrace\",\n\"processes\": [", f);
     for (size_t i = 0; i < nmodels; i++)
         fprintf(f, "%s\n  {\"pid\": %lld, \"rank\": %d, \"world_size\": %d, \"os_pid\": %lld, "
                    "\"wall_start_ns\": %lld, \"wall_end_ns\": %lld}",

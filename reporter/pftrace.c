@@ -1399,7 +1399,7 @@ int rsr_pftrace_close(struct rsr_pftrace *P, struct rsr_input *ins, struct rsr_m
     }
     for (int k = 0; clash && k < nchosen; k++)
         pids[k] = k + 1;
-    if (!nchosen) {
+    if (!nchosen && !pick) {
         fprintf(stderr, "ringside: export: none of the ranks asked for is in the job\n");
         rc = 1;
         goto out;
@@ -1435,7 +1435,7 @@ int rsr_pftrace_close(struct rsr_pftrace *P, struct rsr_input *ins, struct rsr_m
                          .from = J->from, .to = J->to, .f = P->f, .zlib = P->pb.zlib };
     pthread_mutex_init(&W.lock, NULL);
     if (!rc && !wrc) {
-        int nt = nthreads < 1 ? 1 : nthreads > nchosen ? nchosen : nthreads;
+        int nt = nthreads < 1 || nchosen < 1 ? 1 : nthreads > nchosen ? nchosen : nthreads;
         pthread_t *tids = calloc((size_t)nt, sizeof *tids);
         int started = 0;
         for (int t = 1; tids && t < nt; t++)
