@@ -169,7 +169,8 @@ struct rsr_acc {
     size_t n_answered;              /* collective marks given their counters */
 
     /* fine bins */
-    int64_t fine_start, fine_bin;
+    int64_t fine_start, fine_bin;   /* fine_bin: 1 << fine_shift ns */
+    int fine_shift;
     double *fine[RSR_FINE_NSERIES];
 
     uint64_t n_syncs;
@@ -223,7 +224,8 @@ struct rsr_acc *rsr_acc_new(int64_t start_ns)
     a->short_ns = RSR_SHORT_KERNEL_NS;
     a->min_count = RSR_SHORT_KERNEL_MIN_COUNT;
     a->fine_start = start_ns;
-    a->fine_bin = 1024;
+    a->fine_shift = 10;
+    a->fine_bin = (int64_t)1 << a->fine_shift;
     a->colls_check = a->marks_check = run_max;
     for (int k = 0; k < RSR_FINE_NSERIES; k++) {
         a->fine[k] = calloc(RSR_FINE_BINS, sizeof(double));
@@ -249,7 +251,7 @@ static void fine_reach(struct rsr_acc *a, int64_t t)
                 v[i] = v[2 * i] + v[2 * i + 1];
             memset(v + RSR_FINE_BINS / 2, 0, RSR_FINE_BINS / 2 * sizeof *v);
         }
-        a->fine_bin *= 2;
+        a->fine_bin = (int64_t)1 << ++a->fine_shift;
     }
 }
 
@@ -262,11 +264,11 @@ static void fine_spread(struct rsr_acc *a, int series, int64_t s, int64_t e, dou
         e = s;
     fine_reach(a, e);
     double *v = a->fine[series];
+    int64_t k = (s - a->fine_start) >> a->fine_shift;
     if (e == s) {
-        v[(s - a->fine_start) / a->fine_bin] += amount;
+        v[k] += amount;
         return;
     }
-    int64_t k = (s - a->fine_start) / a->fine_bin;
     for (int64_t lo = s; lo < e; k++) {
         int64_t be = a->fine_start + (k + 1) * a->fine_bin;
         int64_t x = e < be ? e : be;
