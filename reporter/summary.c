@@ -420,7 +420,13 @@ static void coll_edge(struct rsr_acc *a, size_t i, int k, int64_t t)
 static void answer(struct rsr_acc *a, struct query q)
 {
     if (q.mark >= QUERY_COLL_EDGE) {
-        coll_edge(a, q.burst, q.mark - QUERY_COLL_EDGE, q.t);
+        int k = q.mark - QUERY_COLL_EDGE;
+        coll_edge(a, q.burst, k, q.t);
+        if (k < RSR_COLL_PARTS) {
+            const struct rsr_coll_tuple *x = &a->out.colls[q.burst - a->colls_base];
+            heap_push(a, x->start_ns + (x->end_ns - x->start_ns) * (k + 1) / RSR_COLL_PARTS, q.burst,
+                      QUERY_COLL_EDGE + k + 1);
+        }
         return;
     }
     if (q.mark == QUERY_RANGE_START || q.mark == QUERY_RANGE_END) {
@@ -1210,8 +1216,8 @@ void rsr_acc_coll(struct rsr_acc *a, const struct rsr_coll *c, int32_t group_siz
     size_t i = o->n_colls++;
     t[j] = (struct rsr_coll_tuple){ c->start_ns, c->end_ns, c->seq, key, { 0 } };
     ed[j] = 0;
-    for (int q = 0; q <= RSR_COLL_PARTS; q++)
-        heap_push(a, c->start_ns + (c->end_ns - c->start_ns) * q / RSR_COLL_PARTS, i, QUERY_COLL_EDGE + q);
+    /* its first edge; each answered edge asks for the next (answer) */
+    heap_push(a, c->start_ns, i, QUERY_COLL_EDGE);
     fine_spread(a, RSR_FINE_COMM, c->start_ns, c->end_ns, (double)c->bytes);
     size_t m = o->n_cmarks - a->marks_base;
     struct rsr_step_mark *mk = grow(o->cmarks, &a->cap_cmarks, m + 1, sizeof *mk, &a->failed);
