@@ -7,10 +7,10 @@
  * Kernels' launch geometry and the GPUs' "deviceProperties" give each kernel
  * its occupancy figures (occupancy.h), as the agent's own files do. */
 #include "reporter/kineto.h"
+#include "reporter/isal.h"
 #include "formats/trace.h"
 #include "reporter/occupancy.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -1573,37 +1573,14 @@ static void skip_feed(struct skipper *k, const char *s, size_t n, uint64_t off)
         k->nomem = !feed(k, s + from, n - from, off + from);
 }
 
-/* ISA-L's inflate (Debian's libisal), opened at first use rather than
- * linked, so that the programs built from the reporter's objects (unit
- * tests, the benchmark's generator) need nothing more on their link lines;
- * where it is missing, zlib inflates every file. On the shared A100 traces
- * it inflates in a third of zlib's time (35 MB of JSON: 6.4 against 20.1 ms
- * of CPU, medians of 21), into the same reused pieces, beside the parser.
- * libdeflate inflates only a whole file into a buffer that holds all of it,
- * before any parsing: the page faults of that fresh buffer cost what its
- * speed saved (21.8 ms), or with huge pages stalled at times (10.7 to 114). */
-static struct {
-    __typeof__(isal_inflate_init) *init;
-    __typeof__(isal_inflate_reset) *reset;
-    __typeof__(isal_inflate) *inflate;
-    bool avx;               /* the CPU has AVX: see igzip_read's caller */
-} igzip;
-static pthread_once_t igzip_once = PTHREAD_ONCE_INIT;
-
-static void igzip_load(void)
-{
-    void *lib = dlopen("libisal.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
-        return;
-    *(void **)&igzip.init = dlsym(lib, "isal_inflate_init");
-    *(void **)&igzip.reset = dlsym(lib, "isal_inflate_reset");
-    *(void **)&igzip.inflate = dlsym(lib, "isal_inflate");
-    if (!igzip.init || !igzip.reset || !igzip.inflate)
-        memset(&igzip, 0, sizeof igzip);
-#if defined(__x86_64__) || defined(__i386__)
-    igzip.avx = __builtin_cpu_supports("avx");
-#endif
-}
+/* ISA-L's inflate (isal.h); where it is missing, zlib inflates every file.
+ * On the shared A100 traces it inflates in a third of zlib's time (35 MB of
+ * JSON: 6.4 against 20.1 ms of CPU, medians of 21), into the same reused
+ * pieces, beside the parser. libdeflate inflates only a whole file into a
+ * buffer that holds all of it, before any parsing: the page faults of that
+ * fresh buffer cost what its speed saved (21.8 ms), or with huge pages
+ * stalled at times (10.7 to 114). */
+static const struct rsr_isal *igzip;
 
 /* Inflating, cutting out what the model does not read, and parsing the rest
  * are each a large share of the load, so a reader thread inflates and cuts
@@ -1681,12 +1658,12 @@ static int igzip_read(struct reader *r, char *out, unsigned cap)
                 return -1;
             if (s->avail_in < 2 || s->next_in[0] != 0x1f || s->next_in[1] != 0x8b)
                 break;
-            igzip.reset(s);
+            igzip->inflate_reset(s);
             s->crc_flag = ISAL_GZIP;
             continue;
         }
         uint32_t in0 = s->avail_in, out0 = s->avail_out;
-        int rc = igzip.inflate(s);
+        int rc = igzip->inflate(s);
         if (rc != ISAL_DECOMP_OK) {
             r->zerr = Z_DATA_ERROR;
             r->zoffset = (long long)(r->in_read - s->avail_in);
@@ -1733,7 +1710,7 @@ static void *reader_run(void *arg)
              * registers in use, and the skipper's SSE2 loop below then ran
              * 15% slower (38 -> 44 ms on a 38 MB trace) until they were
              * cleared. */
-            if (igzip.avx)
+            if (igzip->avx)
                 __asm__ volatile("vzeroupper");
 #endif
         } else {
@@ -1866,7 +1843,7 @@ static int parse_file(const char *path, gzFile gz, int fd, struct parser *p, cha
         r.in = malloc(READ_CHUNK);
         ready = ready && r.inf && r.in;
         if (ready) {
-            igzip.init(r.inf);
+            igzip->inflate_init(r.inf);
             r.inf->crc_flag = ISAL_GZIP;
         }
     }
@@ -1913,8 +1890,8 @@ static int parse_file(const char *path, gzFile gz, int fd, struct parser *p, cha
  * is left to zlib too, to say what is wrong with it. */
 static int igzip_open(const char *path)
 {
-    pthread_once(&igzip_once, igzip_load);
-    if (!igzip.inflate)
+    igzip = rsr_isal();
+    if (!igzip->inflate)
         return -1;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     unsigned char h[4];

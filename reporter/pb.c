@@ -3,6 +3,7 @@
  * more, its body moves up to make room, which for the small messages of a
  * trace packet costs less than sizing everything first. */
 #include "reporter/pb.h"
+#include "reporter/isal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -75,11 +76,44 @@ void rsr_pb_str(struct rsr_pb *pb, unsigned field, const char *s)
     rsr_pb_bytes(pb, field, s, strlen(s));
 }
 
+/* ISA-L's one-shot deflate at its level 1, with the level's buffer. */
+struct deflater {
+    struct isal_zstream s;
+    uint8_t level_buf[ISAL_DEF_LVL1_DEFAULT];
+};
+
+/* The batch deflated into z (room for zn bytes) in the zlib format Perfetto
+ * reads: by ISA-L where it is there (a 1 MB batch of a 64-rank job's
+ * packets in about a third of zlib's fastest level's time), else by zlib.
+ * Returns the length, or 0 on failure. */
+static size_t deflate_batch(struct rsr_pb *pb, uint8_t *z, size_t zn)
+{
+    const struct rsr_isal *isal = rsr_isal();
+    if (isal->deflate && (pb->deflater || (pb->deflater = malloc(sizeof(struct deflater))))) {
+        struct deflater *d = pb->deflater;
+        isal->deflate_init(&d->s);
+        d->s.next_in = pb->buf;
+        d->s.avail_in = (uint32_t)pb->len;
+        d->s.next_out = z;
+        d->s.avail_out = (uint32_t)zn;
+        d->s.level = 1;
+        d->s.level_buf = d->level_buf;
+        d->s.level_buf_size = sizeof d->level_buf;
+        d->s.end_of_stream = 1;
+        d->s.flush = NO_FLUSH;
+        d->s.gzip_flag = IGZIP_ZLIB;
+        if (isal->deflate(&d->s) == COMP_OK)
+            return d->s.total_out;
+    }
+    uLongf n = (uLongf)zn;
+    return compress2(z, &n, pb->buf, (uLong)pb->len, Z_BEST_SPEED) == Z_OK ? (size_t)n : 0;
+}
+
 /* The batch deflated (outside the lock: the writers compress in parallel),
  * wrapped as Trace.packet { compressed_packets }. */
 static int pb_flush_zlib(struct rsr_pb *pb)
 {
-    uLongf zn = compressBound((uLong)pb->len);
+    size_t zn = compressBound((uLong)pb->len) + ISAL_DEF_MAX_HDR_SIZE;
     if (zn + 32 > pb->zcap) {
         uint8_t *z = realloc(pb->zbuf, zn + 32);
         if (!z)
@@ -88,7 +122,7 @@ static int pb_flush_zlib(struct rsr_pb *pb)
         pb->zcap = zn + 32;
     }
     uint8_t *z = pb->zbuf + 32;
-    if (compress2(z, &zn, pb->buf, (uLong)pb->len, Z_BEST_SPEED) != Z_OK)
+    if (!(zn = deflate_batch(pb, z, zn)))
         return -1;
     uint8_t head[32];
     size_t h = 0, inner = 2 + rsr_pb_varint_put(head, zn) + zn;   /* tag 50 takes two bytes */
@@ -133,7 +167,9 @@ int rsr_pb_finish(struct rsr_pb *pb)
     int rc = pb_flush(pb);
     free(pb->buf);
     free(pb->zbuf);
+    free(pb->deflater);
     pb->buf = pb->zbuf = NULL;
+    pb->deflater = NULL;
     pb->cap = pb->zcap = 0;
     if (rc != 0 && !errno)
         errno = ENOMEM;

@@ -23,6 +23,7 @@ struct rsr_pb {
     pthread_mutex_t *lock;      /* held while a batch is written, when not NULL (writers sharing f) */
     uint8_t *zbuf;
     size_t zcap;
+    void *deflater;             /* ISA-L's stream and its level buffer (pb.c), made at the first batch */
 };
 
 /* Starts writing to f (which the caller owns and closes). With zlib set,
