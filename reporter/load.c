@@ -384,6 +384,16 @@ static void input_load(struct rsr_input *in, const char *path, int stream)
     input_load_as(in, path, stream, 0, 0, 0);
 }
 
+/* input_load, each chunk handed to also(chunk, also_arg) as well. */
+static void input_load_also(struct rsr_input *in, const char *path, int stream, rsr_chunk_fn also, void *also_arg)
+{
+    struct feed fd = { in, also, also_arg };
+    input_begin(in, path, stream, 0, 0, 0);
+    if (rsr_walk_file(path, feed_chunk, &fd, &in->walk) != 0)
+        in->open_failed = errno ? errno : EIO;
+    input_end(in, stream);
+}
+
 void rsr_input_load(struct rsr_input *in, const char *path)
 {
     input_load(in, path, 0);
@@ -495,6 +505,8 @@ struct pool {
     int stream;
     struct held held;
     pthread_mutex_t check;
+    rsr_chunk_fn also;
+    void *const *also_args;
 };
 
 static void *load_worker(void *arg)
@@ -502,7 +514,10 @@ static void *load_worker(void *arg)
     struct pool *p = arg;
     int i;
     while ((i = atomic_fetch_add(&p->next, 1)) < p->n) {
-        input_load(&p->ins[i], p->files[i], p->stream);
+        if (p->also)
+            input_load_also(&p->ins[i], p->files[i], p->stream, p->also, p->also_args[i]);
+        else
+            input_load(&p->ins[i], p->files[i], p->stream);
         int d = atomic_fetch_add(&p->done, 1) + 1;
         if (bound_mb && p->stream) {
             /* one thread at a time prints the message and exits */
@@ -536,7 +551,13 @@ void rsr_inputs_sort(struct rsr_input *ins, int n)
 
 void rsr_inputs_load(struct rsr_input *ins, char **files, int n, int nthreads, int progress, int stream)
 {
-    struct pool p = { ins, files, n, 0, 0, progress, stream, { 0 }, PTHREAD_MUTEX_INITIALIZER };
+    rsr_inputs_load_also(ins, files, n, nthreads, progress, stream, NULL, NULL);
+}
+
+void rsr_inputs_load_also(struct rsr_input *ins, char **files, int n, int nthreads, int progress, int stream,
+                          rsr_chunk_fn also, void *const *also_args)
+{
+    struct pool p = { ins, files, n, 0, 0, progress, stream, { 0 }, PTHREAD_MUTEX_INITIALIZER, also, also_args };
     /* A fixed mmap threshold: the per-file buffers (lz4's, the chunk's,
      * the reorder window's) are then mapped and given back when freed. With
      * glibc's default, the threshold rises to the largest buffer freed and

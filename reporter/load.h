@@ -136,6 +136,10 @@ void rsr_input_load_window(struct rsr_input *in, const char *path, int64_t from_
  * would hold more print one line (what did not fit and how much is needed)
  * and exit with status 1. */
 void rsr_inputs_load(struct rsr_input *ins, char **files, int n, int nthreads, int progress, int stream);
+/* The same, each chunk of file i also handed to also(chunk, also_args[i])
+ * as it is read (the report's flame feeds: each file read once). */
+void rsr_inputs_load_also(struct rsr_input *ins, char **files, int n, int nthreads, int progress, int stream,
+                          rsr_chunk_fn also, void *const *also_args);
 
 /* Sorts ins[0..n) in the order of a job's processes everywhere: the ranks
  * in rank order, then the other processes by pid. */
