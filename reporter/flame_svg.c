@@ -3,6 +3,7 @@
  * and a <title> with the name and figures; a fixed script (no data in it)
  * reads those back to zoom, search and show details. */
 #include "reporter/flame_svg.h"
+#include "reporter/escape.h"
 #include "formats/trace.h"
 
 #include <inttypes.h>
@@ -22,42 +23,7 @@ enum {
 
 void rsr_xml_escape(FILE *f, const char *s)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned c = *p;
-        if (c < 0x80) {
-            switch (c) {
-            case '&': fputs("&amp;", f); break;
-            case '<': fputs("&lt;", f); break;
-            case '>': fputs("&gt;", f); break;
-            case '"': fputs("&quot;", f); break;
-            case '\'': fputs("&#39;", f); break;
-            default: fputc(c < 0x20 || c == 0x7f ? '?' : (int)c, f);
-            }
-            p++;
-            continue;
-        }
-        /* a whole, shortest-form UTF-8 sequence of an XML character, else U+FFFD */
-        int len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c <= 0xdf ? 2 : 0;
-        uint32_t cp = len == 4 ? c & 7 : len == 3 ? c & 15 : c & 31;
-        int ok = len > 0;
-        for (int i = 1; ok && i < len; i++) {
-            if ((p[i] & 0xc0) != 0x80)
-                ok = 0;
-            else
-                cp = cp << 6 | (p[i] & 0x3f);
-        }
-        if (ok && ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-                   (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff))
-            ok = 0;
-        if (ok) {
-            fwrite(p, 1, (size_t)len, f);
-            p += len;
-        } else {
-            fputs("\xef\xbf\xbd", f);
-            p++;
-        }
-    }
+    rsr_markup_escape(f, s, RSR_MARKUP_XML);
 }
 
 void rsr_format_ns(char *buf, size_t cap, double ns)

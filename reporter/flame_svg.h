@@ -21,8 +21,8 @@ int rsr_flame_write_svg(FILE *f, const struct rsr_flame *fl, const char *title);
 int rsr_flame_write_svg_diff(FILE *f, const struct rsr_flame *after, struct rsr_flame *before, const char *title);
 
 /* Writes s to f as XML character data safe in text and in attribute values:
- * & < > " ' as entities, control characters as '?', bytes that are not UTF-8
- * as U+FFFD. */
+ * rsr_markup_escape's RSR_MARKUP_XML (escape.h: & < > " ' as entities,
+ * control characters as '?', bytes that are not UTF-8 as U+FFFD). */
 void rsr_xml_escape(FILE *f, const char *s);
 
 /* Formats ns as a short duration ("1.25 s", "830 ms", "12.0 us", "15 ns"). */

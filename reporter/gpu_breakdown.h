@@ -2,7 +2,9 @@
  * 'Analyses'): idle / compute / non-compute shares of the GPU span, the
  * shares of communication and copies, how much communication compute hides,
  * and why each stream sat idle. Reads a finished rsr_model; `ringside
- * report` writes the result as the "gpu" object of a process in report.json. */
+ * report` writes the result as the "gpu" object of a process in report.json.
+ * The streaming summary (summary.c) computes it in one pass over the
+ * start-ordered ops, and holds the functions below. */
 #ifndef RSR_GPU_BREAKDOWN_H
 #define RSR_GPU_BREAKDOWN_H
 

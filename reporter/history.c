@@ -9,6 +9,7 @@
 #include "reporter/intern.h"
 #include "reporter/load.h"
 #include "reporter/report.h"
+#include "reporter/discover.h"
 #include "reporter/runs.h"
 
 #include <errno.h>

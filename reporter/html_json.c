@@ -2,6 +2,7 @@
  * and the escaping every text from a trace goes through on its way into the
  * page. Shared by html.c and html_ranks.c. */
 #include "reporter/html_json.h"
+#include "reporter/escape.h"
 
 #include <math.h>
 #include <string.h>
@@ -57,27 +58,9 @@ yajl_val rsr_jv_at(yajl_val a, size_t i)
 
 /* ---- escaping ---- */
 
-/* Text for HTML content or a quoted attribute value. C0 controls other
- * than tab and newline become U+FFFD (they are not allowed in HTML). */
 void rsr_html_text(FILE *f, const char *s)
 {
-    if (!s)
-        return;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        switch (c) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        default:
-            if (c < 0x20 && c != '\t' && c != '\n')
-                fputs("&#xFFFD;", f);
-            else
-                putc(c, f);
-        }
-    }
+    rsr_markup_escape(f, s, RSR_MARKUP_HTML);
 }
 
 /* A JSON string inside <script>: besides JSON's own escapes, <, >, & and

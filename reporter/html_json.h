@@ -24,8 +24,9 @@ size_t rsr_jv_len(yajl_val a);
 /* Element i of array a, or NULL. */
 yajl_val rsr_jv_at(yajl_val a, size_t i);
 
-/* s as HTML content or a quoted attribute value (NULL writes nothing). C0
- * controls other than tab and newline become U+FFFD. */
+/* s as HTML content or a quoted attribute value (NULL writes nothing):
+ * rsr_markup_escape's RSR_MARKUP_HTML (escape.h: C0 controls other than tab
+ * and newline become U+FFFD). */
 void rsr_html_text(FILE *f, const char *s);
 /* s as a JSON string for a <script>, quotes included (NULL as ""): besides
  * JSON's escapes, <, >, & and U+2028/2029 as \uXXXX, so that no

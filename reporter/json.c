@@ -56,3 +56,17 @@ void rsr_json_num(FILE *f, double v)
     else
         fprintf(f, "%.6g", v);
 }
+
+void rsr_json_num_key(FILE *f, const char *key, double v)
+{
+    fprintf(f, ",\"%s\":", key);
+    rsr_json_num(f, v);
+}
+
+void rsr_json_int_or_null(FILE *f, int v)
+{
+    if (v < 0)
+        fputs("null", f);
+    else
+        fprintf(f, "%d", v);
+}

@@ -10,5 +10,9 @@
 void rsr_json_str(FILE *f, const char *s);
 /* Writes a finite double with up to 6 significant decimals, or null. */
 void rsr_json_num(FILE *f, double v);
+/* Writes ,"key": and v as rsr_json_num does: a key after the first. */
+void rsr_json_num_key(FILE *f, const char *key, double v);
+/* Writes v, or null when v is negative (a rank or index not known). */
+void rsr_json_int_or_null(FILE *f, int v);
 
 #endif

@@ -2,7 +2,9 @@
  * kernels launched many times that each run only briefly: candidates for
  * fusion or CUDA graphs, where launch overhead rivals the work. Reads a
  * finished rsr_model; `ringside report` writes it as a process's "kernels"
- * list in report.json and names the short ones in its findings. */
+ * list in report.json and names the short ones in its findings. The
+ * streaming summary (summary.c) computes it, grouping ops by their interned
+ * name, and holds the functions below. */
 #ifndef RSR_KERNELS_H
 #define RSR_KERNELS_H
 

@@ -579,3 +579,12 @@ void rsr_inputs_load_also(struct rsr_input *ins, char **files, int n, int nthrea
     if (progress)
         fputs("\r\033[K", stderr);
 }
+
+void rsr_inputs_models(struct rsr_input *ins, int n, struct rsr_model **models)
+{
+    static struct rsr_model empty;
+    rsr_inputs_sort(ins, n);
+    rsr_model_init(&empty);
+    for (int i = 0; i < n; i++)
+        models[i] = ins[i].model ? ins[i].model : &empty;
+}

@@ -145,6 +145,13 @@ void rsr_inputs_load_also(struct rsr_input *ins, char **files, int n, int nthrea
  * in rank order, then the other processes by pid. */
 void rsr_inputs_sort(struct rsr_input *ins, int n);
 
+/* What every command does between loading and analysing: sorts ins[0..n)
+ * (rsr_inputs_sort) and points models[i] at ins[i]'s model, or, where
+ * loading failed, at an empty one that all such inputs share (static, set
+ * afresh by each call: the caller neither frees it nor keeps it past the
+ * next call). */
+void rsr_inputs_models(struct rsr_input *ins, int n, struct rsr_model **models);
+
 /* --memory-mb: the reporter's memory bound in MB (0: none, the default).
  * What loading may hold is the bound less what the reporter needs besides
  * the summaries (reading files, the analyses' merge, the lanes drawn in

@@ -734,9 +734,7 @@ static void drain(struct rsr_model_loader *L, int final)
             break;
         if (t_op <= t_io && t_op <= t_sy) {
             const struct rsr_gpu_op *op = &m->ops[i++];
-            struct rsr_acc_op x = { op->start_ns, op->end_ns, op->launch_ns, op->name, op->stream, op->device, op->cls,
-                                    op->has_geom, op->threads_per_block, op->blocks, op->sm_coverage,
-                                    op->occupancy, op->waves, op->warp_share };
+            struct rsr_acc_op x = rsr_acc_op_of(op, op->launch_ns);
             rsr_acc_op(L->acc, &x);
         } else if (t_io <= t_sy) {
             rsr_acc_io(L->acc, &m->io[j++]);

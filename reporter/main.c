@@ -12,6 +12,7 @@
 #include "reporter/mpi.h"
 #include "reporter/pftrace.h"
 #include "reporter/report.h"
+#include "reporter/discover.h"
 #include "reporter/runs.h"
 #include "reporter/symbolize.h"
 #include "reporter/unnamed.h"

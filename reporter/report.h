@@ -48,18 +48,6 @@ struct rsr_export_opts {
  * status. */
 int rsr_export_main(char **paths, int npaths, const struct rsr_export_opts *o);
 
-/* Collects the *.trace.lz4 files under each of paths (a file, a job folder,
- * or a folder of job folders) into a sorted, malloc'd list. Returns the
- * count, or -1 with a message on stderr when a path cannot be read. */
-int rsr_find_traces(char **paths, int npaths, char ***files);
-
-struct rsr_job;
-
-/* Writes report.json for the loaded inputs to f, with the figures of the
- * analyses in job (models in the inputs' order) when job is not NULL, and
- * extra (keys and values, without braces) when not NULL. */
-void rsr_report_json(FILE *f, struct rsr_input *ins, int n, const struct rsr_job *job, const char *extra);
-
 /* Runs the whole command; returns the exit status. */
 int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o);
 

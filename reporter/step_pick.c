@@ -75,11 +75,7 @@ int rsr_step_pick(char **files, int nfiles, const struct rsr_step_pick *pick, st
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     rsr_inputs_load(ins, files, nfiles, cpus > 1 ? (int)(cpus < 16 ? cpus : 16) : 1,
                     nfiles > 1 && isatty(STDERR_FILENO), 1);
-    rsr_inputs_sort(ins, nfiles);
-    struct rsr_model empty;
-    rsr_model_init(&empty);
-    for (int i = 0; i < nfiles; i++)
-        models[i] = ins[i].model ? ins[i].model : &empty;
+    rsr_inputs_models(ins, nfiles, models);
     struct rsr_job job;
     struct picker k = { .pick = pick, .out = out };
     int rc = rsr_job_analyse_visit(models, (size_t)nfiles, &job, visit, &k) != 0 || k.oom ? -1 : 0;
@@ -105,7 +101,6 @@ int rsr_step_pick(char **files, int nfiles, const struct rsr_step_pick *pick, st
                      : fprintf(stderr, "ringside: no %s step among the job's %zu\n", rsr_step_phase_name(pick->phase),
                                st->n);
     rsr_job_free(&job);
-    rsr_model_free(&empty);
     for (int i = 0; i < nfiles; i++)
         rsr_input_free(&ins[i]);
     free(ins);

@@ -699,6 +699,17 @@ static void sm_add(struct rsr_acc *a, const struct rsr_acc_op *op, int64_t s, in
     r[a->n_runs++] = (struct sm_run){ e, op->has_geom ? op->sm_coverage : -1, op->has_geom ? op->warp_share : 0 };
 }
 
+struct rsr_acc_op rsr_acc_op_of(const struct rsr_gpu_op *op, int64_t launch_ns)
+{
+    return (struct rsr_acc_op){
+        .start_ns = op->start_ns, .end_ns = op->end_ns, .launch_ns = launch_ns,
+        .name = op->name, .stream = op->stream, .device = op->device, .cls = op->cls,
+        .has_geom = op->has_geom, .threads_per_block = op->threads_per_block, .blocks = op->blocks,
+        .sm_coverage = op->sm_coverage, .occupancy = op->occupancy, .waves = op->waves,
+        .warp_share = op->warp_share,
+    };
+}
+
 void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op)
 {
     int64_t dur = op->end_ns - op->start_ns;
@@ -1926,10 +1937,7 @@ int rsr_summary_of_records(const struct rsr_model *m, int64_t kernel_wait_ns, in
         if (i < m->n_ops && t_op <= t_io && t_op <= t_sy) {
             const struct rsr_gpu_op *op = &m->ops[i++];
             const struct rsr_launch *l = op->launch_ns ? NULL : rsr_model_find_launch(m, op->correlation);
-            struct rsr_acc_op x = { op->start_ns, op->end_ns, op->launch_ns ? op->launch_ns : l ? l->start_ns : 0,
-                                    op->name, op->stream, op->device, op->cls, op->has_geom,
-                                    op->threads_per_block, op->blocks, op->sm_coverage, op->occupancy, op->waves,
-                                    op->warp_share };
+            struct rsr_acc_op x = rsr_acc_op_of(op, op->launch_ns ? op->launch_ns : l ? l->start_ns : 0);
             rsr_acc_op(a, &x);
         } else if (j < m->n_io && t_io <= t_sy) {
             rsr_acc_io(a, &m->io[j++]);
@@ -1969,4 +1977,60 @@ struct rsr_summary *rsr_model_summary(struct rsr_model *m)
     if (!m->sum && rsr_model_summarize(m) != 0 && !m->sum)
         return NULL;
     return m->sum;
+}
+
+/* ---- whole-model entry points: the GPU breakdown (gpu_breakdown.h) and
+ * the kernel table (kernels.h), each the one part of a summary of the ops */
+
+int rsr_gpu_breakdown_compute(const struct rsr_model *m, int64_t kernel_wait_ns,
+                              struct rsr_gpu_breakdown *out)
+{
+    memset(out, 0, sizeof *out);
+    struct rsr_summary s;
+    int rc = rsr_summary_of_ops(m, kernel_wait_ns, RSR_SHORT_KERNEL_NS, RSR_SHORT_KERNEL_MIN_COUNT, &s);
+    if (rc == 0) {
+        *out = s.gpu;
+        memset(&s.gpu, 0, sizeof s.gpu);
+    }
+    rsr_summary_free(&s);
+    return rc;
+}
+
+const struct rsr_stream_idle *rsr_gpu_busiest_stream(const struct rsr_gpu_breakdown *b)
+{
+    const struct rsr_stream_idle *best = NULL;
+    for (size_t i = 0; i < b->n_streams; i++)
+        if (!best || b->streams[i].ops > best->ops)
+            best = &b->streams[i];
+    return best;
+}
+
+void rsr_gpu_breakdown_free(struct rsr_gpu_breakdown *b)
+{
+    free(b->streams);
+    b->streams = NULL;
+    b->n_streams = 0;
+}
+
+int rsr_kernels_summarize(const struct rsr_model *m, int64_t short_ns, uint64_t min_count,
+                          struct rsr_kernel_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    struct rsr_summary s;
+    int rc = rsr_summary_of_ops(m, RSR_KERNEL_WAIT_NS, short_ns, min_count, &s);
+    if (rc == 0) {
+        *out = s.kernels;
+        memset(&s.kernels, 0, sizeof s.kernels);
+    }
+    rsr_summary_free(&s);
+    return rc;
+}
+
+void rsr_kernel_summary_free(struct rsr_kernel_summary *s)
+{
+    free(s->stats);
+    free(s->short_names);
+    s->stats = NULL;
+    s->short_names = NULL;
+    s->n = s->n_short_names = 0;
 }

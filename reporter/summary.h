@@ -213,6 +213,10 @@ struct rsr_acc *rsr_acc_new(int64_t start_ns);
  * starts before one already given is summed as if it started then, and
  * counted in late. */
 void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op);
+/* The builder's record for op, field by field by name (a field added to
+ * both structs is copied here, never shifted); launch_ns as the caller
+ * resolved it (0: not known). */
+struct rsr_acc_op rsr_acc_op_of(const struct rsr_gpu_op *op, int64_t launch_ns);
 void rsr_acc_io(struct rsr_acc *a, const struct rsr_io *io);
 void rsr_acc_sync(struct rsr_acc *a, int64_t start_ns, int64_t end_ns);
 

@@ -1,6 +1,7 @@
 /* The trace files of a running job, read as they grow (see watch.h). */
 #include "reporter/watch.h"
 #include "reporter/report.h"
+#include "reporter/discover.h"
 
 #include <errno.h>
 #include <stdio.h>
