@@ -272,9 +272,9 @@ void rs_series_point(uint32_t id, uint64_t ts_ns, uint64_t value);
  * this one when the node has no sampler any more (waits at most 200 ms). */
 void rs_metrics_init(void);
 /* Starts a detached thread of the agent's with every signal blocked and
- * the given stack size (writer.c). 0, or -1. */
+ * the given stack size (util.c). 0, or -1. */
 int rs_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack);
-/* mkdir -p with mode 0700 (writer.c): path is changed while it runs. 0 or -1. */
+/* mkdir -p with mode 0700 (util.c): path is changed while it runs. 0 or -1. */
 int rs_mkdirs(char *path);
 void rs_metrics_file_opened(void);
 void rs_metrics_forked(void);
@@ -595,9 +595,9 @@ void rs_writer_kick(void);
 
 /* ---- writer thread (writer.c) ---- */
 
-/* Grows a zero-filled array (writer thread only: it allocates) to hold at
- * least n elements of elem bytes, doubling from 64. Returns 0, or -1 when
- * out of memory (the array is unchanged). */
+/* Grows a zero-filled array (util.c; writer thread only: it allocates) to
+ * hold at least n elements of elem bytes, doubling from 64. Returns 0, or -1
+ * when out of memory (the array is unchanged). */
 int rs_grow(void **arr, uint32_t *cap, uint32_t n, size_t elem);
 
 /* Starts the writer thread. Returns 0 or -1. */

@@ -7,6 +7,7 @@
  * notice, and the reporter falls back on the launch-geometry estimate. */
 #include "preload/gpu.h"
 #include "preload/nvml.h"
+#include "preload/nvml_api.h"
 
 #include <dlfcn.h>
 #include <time.h>

@@ -5,6 +5,7 @@
  * (exit, exec, fatal signals). Any failure to write turns tracing off with
  * one notice; the file keeps every whole frame written before. */
 #include "preload/agent.h"
+#include "preload/rangew.h"
 #include "preload/sample.h"
 #include "formats/chunk.h"
 #include "formats/frame.h"
@@ -24,7 +25,6 @@
 #include <unistd.h>
 
 #define IO_CAP 21845u            /* about 1 MiB of events per chunk */
-#define EV_CAP 16384u            /* GPU, sync, collective... events per chunk */
 #define SETTLE_NS 2000000000u    /* at the end, how long to wait for GPU times */
 #define STR_TABLE_MIN 1024u
 
@@ -57,26 +57,6 @@ struct held_coll {
     uint64_t group;          /* its NCCL group (0: none) */
     uint64_t enqueued_ns;    /* its GPU start is not before this (0: no bound) */
 };
-
-/* An NVTX range begun and not yet ended; in the start/end table also the
- * end of a range whose start has not been seen yet (end_ns != 0): another
- * thread may end a range before the writer has read the record of its
- * start (a thread that exits hands its last block over first). */
-struct open_range {
-    uint64_t id;                 /* start ranges: the range id (0: a free hash slot) */
-    uint64_t start_ns, end_ns;
-    uint32_t tid, end_tid, name, domain, category, level;
-};
-
-/* The push ranges open on one thread in one domain, innermost last. */
-struct push_stack {
-    uint32_t tid;
-    const void *domain;
-    struct open_range *e;
-    uint32_t n, cap;
-};
-
-#define OPEN_STARTS_MAX (1u << 20) /* start ranges open at once; more are lost */
 
 /* State that lives only while the process runs: what has been defined in
  * this file so far, and the chunk being assembled. */
@@ -143,14 +123,6 @@ struct wstate {
     uint32_t nheld_gpu, held_gpu_cap;
     struct held_coll *held_coll;
     uint32_t nheld_coll, held_coll_cap;
-    /* NVTX: the chunk's ranges, and those still open (push/pop per thread
-     * and domain, start/end by id in an open-addressed table) */
-    struct rsf_range *ranges;
-    uint32_t nranges, ranges_cap;
-    struct push_stack *stacks;
-    uint32_t nstacks, stacks_cap;
-    struct open_range *starts;
-    uint32_t nstarts, starts_cap;
 
     uint8_t *enc;                /* encoded chunk (8-byte aligned) */
     size_t enc_cap;
@@ -263,22 +235,6 @@ static void futex_wake_all(_Atomic uint32_t *word)
     syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
-int rs_grow(void **arr, uint32_t *cap, uint32_t n, size_t elem)
-{
-    if (n <= *cap)
-        return 0;
-    uint32_t c = *cap ? *cap : 64;
-    while (c < n)
-        c *= 2;
-    void *p = realloc(*arr, (size_t)c * elem);
-    if (!p)
-        return -1;
-    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);
-    *arr = p;
-    *cap = c;
-    return 0;
-}
-
 static uint32_t hash_str(const char *s)
 {
     uint32_t h = 2166136261u;
@@ -342,20 +298,6 @@ static void name_thread(uint32_t tid)
             *nl = 0;
     }
     w.threads[w.nthreads++] = (struct rsf_thread_ref){ tid, name[0] ? intern(name) : 0 };
-}
-
-int rs_mkdirs(char *path)
-{
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        int r = mkdir(path, 0700);
-        *p = '/';
-        if (r != 0 && errno != EEXIST)
-            return -1;
-    }
-    return mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : -1;
 }
 
 static int open_file(void)
@@ -463,7 +405,7 @@ static void test_skew(struct rsf_chunk *c)
 #undef RS_SHIFT
 }
 
-static void ranges_close_all(void);
+static void make_room(void);
 
 /* Writes the chunk assembled so far (and the end mark if end). */
 static void emit(int end)
@@ -471,8 +413,8 @@ static void emit(int end)
     if (w.broken)
         goto reset;
     if (end)
-        ranges_close_all();
-    int events = w.nio || w.ngpu || w.nsyncs || w.ncolls || w.ncomms || w.nmems || w.nranges ||
+        w.recorded += rs_rangew_close_all(make_room);
+    int events = w.nio || w.ngpu || w.nsyncs || w.ncolls || w.ncomms || w.nmems || rs_rangew_count() ||
                  w.nfunctions || w.ndevices || w.nseries || w.npoints || w.ngnodes || w.ngedges;
     int empty = !events && !rs_stackw_any() && !w.nfiles && !w.nthreads && w.nstr + 1 == w.chunk_str_base;
     if (empty && w.seq > 0 && (!end || w.ended))
@@ -557,7 +499,7 @@ static void emit(int end)
         .counters = &counters, .end = end != 0,
         .gpu = w.gpu, .ngpu = w.ngpu, .syncs = w.syncs, .nsyncs = w.nsyncs,
         .colls = w.colls, .ncolls = w.ncolls, .comms = w.comms, .ncomms = w.ncomms,
-        .mems = w.mems, .nmems = w.nmems, .ranges = w.ranges, .nranges = w.nranges,
+        .mems = w.mems, .nmems = w.nmems,
         .launches = w.any_launch ? w.launches : NULL, .nlaunches = w.any_launch ? w.ngpu : 0,
         .functions = w.functions, .nfunctions = w.nfunctions,
         .devices = w.devices, .ndevices = w.ndevices,
@@ -566,6 +508,7 @@ static void emit(int end)
         .graph_nodes = w.gnodes, .ngraph_nodes = w.ngnodes, .graph_edges = w.gedges, .ngraph_edges = w.ngedges,
     };
     rs_stackw_fill(&c);
+    rs_rangew_fill(&c);
     if (rs_cfg.test_skew)
         test_skew(&c);
     size_t bound = rsf_chunk_bound(&c);
@@ -593,20 +536,27 @@ static void emit(int end)
     w.ended = end;
 reset:
     w.nio = w.nfiles = w.nthreads = 0;
-    w.ngpu = w.nsyncs = w.ncolls = w.ncomms = w.nmems = w.nranges = 0;
+    w.ngpu = w.nsyncs = w.ncolls = w.ncomms = w.nmems = 0;
     w.nfunctions = w.ndevices = w.nseries = w.npoints = 0;
     w.ngnodes = w.ngedges = 0;
     w.any_launch = 0;
     w.any_group = 0;
     rs_stackw_chunk_done();
+    rs_rangew_chunk_done();
     w.chunk_str_base = w.nstr + 1;
     w.last_emit = rs_now();
 }
 
 /* Room for one more event in a chunk vector (emitting the chunk when it
  * is full); 0 when out of memory (the event is lost). */
+/* The chunk is full: it goes now, and the next event starts a new one. */
+static void make_room(void)
+{
+    emit(0);
+}
+
 #define ROOM(arr, n, cap)                                                               \
-    ((w.n < EV_CAP || (emit(0), 1)) &&                                                  \
+    ((w.n < RS_EV_CAP || (emit(0), 1)) &&                                                  \
      !rs_grow((void **)&w.arr, &w.cap, w.n + 1, sizeof *w.arr))
 
 /* A GPU event and its launch geometry (NULL: none). */
@@ -771,175 +721,6 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
     }
 }
 
-/* ---- NVTX ranges ---- */
-
-static void put_range(const struct open_range *o, uint64_t end_ns, uint32_t end_tid, int kind, int flags)
-{
-    if (ROOM(ranges, nranges, ranges_cap)) {
-        w.ranges[w.nranges++] = (struct rsf_range){
-            .start_ns = o->start_ns, .end_ns = end_ns, .tid = o->tid, .end_tid = end_tid,
-            .name = o->name, .domain = o->domain, .category = o->category,
-            .depth = (uint16_t)o->level, .kind = (uint8_t)kind, .flags = (uint8_t)flags };
-        w.recorded++;
-    }
-}
-
-/* The push stack of (tid, domain); a new one when create. NULL when there
- * is none (or no memory). */
-static struct push_stack *stack_of(uint32_t tid, const void *domain, int create)
-{
-    for (uint32_t i = 0; i < w.nstacks; i++)
-        if (w.stacks[i].tid == tid && w.stacks[i].domain == domain)
-            return &w.stacks[i];
-    if (!create || rs_grow((void **)&w.stacks, &w.stacks_cap, w.nstacks + 1, sizeof *w.stacks))
-        return NULL;
-    struct push_stack *s = &w.stacks[w.nstacks++];
-    *s = (struct push_stack){ .tid = tid, .domain = domain };
-    return s;
-}
-
-static uint32_t id_slot(uint64_t id, uint32_t cap)
-{
-    return (uint32_t)((id * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
-}
-
-/* Adds an open start range (o->id != 0). Returns 0, or -1 (no room). */
-static int start_add(const struct open_range *o)
-{
-    if (w.nstarts >= OPEN_STARTS_MAX)
-        return -1;
-    if ((w.nstarts + 1) * 2 > w.starts_cap) {
-        uint32_t cap = w.starts_cap ? w.starts_cap * 2 : 64;
-        struct open_range *t = calloc(cap, sizeof *t);
-        if (!t)
-            return -1;
-        for (uint32_t i = 0; i < w.starts_cap; i++) {
-            if (!w.starts[i].id)
-                continue;
-            uint32_t j = id_slot(w.starts[i].id, cap);
-            while (t[j].id)
-                j = (j + 1) & (cap - 1);
-            t[j] = w.starts[i];
-        }
-        free(w.starts);
-        w.starts = t;
-        w.starts_cap = cap;
-    }
-    uint32_t j = id_slot(o->id, w.starts_cap);
-    while (w.starts[j].id)
-        j = (j + 1) & (w.starts_cap - 1);
-    w.starts[j] = *o;
-    w.nstarts++;
-    return 0;
-}
-
-/* Takes the open start range id out of the table into *o. Returns 1, or 0
- * when it is not there (its start was lost, or never ours). */
-static int start_take(uint64_t id, struct open_range *o)
-{
-    if (!w.starts_cap)
-        return 0;
-    uint32_t mask = w.starts_cap - 1, i = id_slot(id, w.starts_cap);
-    while (w.starts[i].id && w.starts[i].id != id)
-        i = (i + 1) & mask;
-    if (!w.starts[i].id)
-        return 0;
-    *o = w.starts[i];
-    /* Backward-shift deletion: later entries of the probe run move up. */
-    for (uint32_t j = (i + 1) & mask; w.starts[j].id; j = (j + 1) & mask) {
-        uint32_t home = id_slot(w.starts[j].id, w.starts_cap);
-        if (((j - home) & mask) >= ((j - i) & mask)) {
-            w.starts[i] = w.starts[j];
-            i = j;
-        }
-    }
-    w.starts[i].id = 0;
-    w.nstarts--;
-    return 1;
-}
-
-/* An NVTX record (kind RANGE): push and start open a range, pop and end
- * close one and write it, a mark is written at once. A push or pop carries
- * its level: entries above a push's level, or above a pop's, lost their pop
- * (dropped for want of room, counted then), and a pop whose push was lost
- * finds no entry at its level. */
-static void take_range(const struct rs_rec_hdr *h, uint32_t tid)
-{
-    const struct rs_rec_range *r = (const void *)h;
-    uint64_t ts = rs_tick_ns(&w.map, r->ts);
-    w.touched = 1;
-    struct open_range o = { .id = r->id, .start_ns = ts, .tid = tid, .category = r->category,
-                            .level = h->file };
-    if (h->op == RS_NVTX_PUSH || h->op == RS_NVTX_START || h->op == RS_NVTX_MARK) {
-        const char *name = r->name_ptr ? r->name_ptr : r->name;
-        o.name = name[0] ? intern(name) : 0;
-        o.domain = r->domain ? intern(r->domain) : 0;
-    }
-    struct push_stack *s;
-    switch (h->op) {
-    case RS_NVTX_PUSH:
-        if (!(s = stack_of(tid, r->domain, 1)))
-            return;
-        while (s->n && s->e[s->n - 1].level >= h->file)
-            s->n--;
-        if (!rs_grow((void **)&s->e, &s->cap, s->n + 1, sizeof *s->e))
-            s->e[s->n++] = o;
-        return;
-    case RS_NVTX_POP:
-        if (!(s = stack_of(tid, r->domain, 0)))
-            return;
-        while (s->n && s->e[s->n - 1].level > h->file)
-            s->n--;
-        if (s->n && s->e[s->n - 1].level == h->file) {
-            s->n--;
-            put_range(&s->e[s->n], ts, tid, RSF_RANGE_PUSH, 0);
-        }
-        return;
-    case RS_NVTX_START: {
-        struct open_range e;
-        o.level = 0;
-        if (start_take(r->id, &e))
-            put_range(&o, e.end_ns, e.end_tid, RSF_RANGE_START, 0);
-        else if (start_add(&o) != 0)
-            rs_ranges_lost(1);
-        return;
-    }
-    case RS_NVTX_END:
-        if (start_take(r->id, &o))
-            put_range(&o, ts, tid, RSF_RANGE_START, 0);
-        else if (start_add(&(struct open_range){ .id = r->id, .end_ns = ts ? ts : 1, .end_tid = tid }) != 0)
-            rs_ranges_lost(1);
-        return;
-    case RS_NVTX_MARK:
-        o.level = 0;
-        put_range(&o, ts, tid, RSF_RANGE_MARK, 0);
-        return;
-    default:
-        return;
-    }
-}
-
-/* At the end (exit, exec): every range still open is written, ending now,
- * flagged open at exit; ends whose start never came are let go (the start
- * was lost for want of room, and counted then). */
-static void ranges_close_all(void)
-{
-    uint64_t now = rs_now();
-    for (uint32_t i = 0; i < w.nstacks; i++) {
-        struct push_stack *s = &w.stacks[i];
-        for (uint32_t j = 0; j < s->n; j++)
-            put_range(&s->e[j], now, s->e[j].tid, RSF_RANGE_PUSH, RSF_RANGEF_OPEN_AT_EXIT);
-        s->n = 0;
-    }
-    for (uint32_t i = 0; i < w.starts_cap && w.nstarts; i++)
-        if (w.starts[i].id) {
-            if (!w.starts[i].end_ns)
-                put_range(&w.starts[i], now, w.starts[i].tid, RSF_RANGE_START, RSF_RANGEF_OPEN_AT_EXIT);
-            w.starts[i].id = 0;
-            w.nstarts--;
-        }
-}
-
 /* One pass over the events waiting for GPU times: those that are known (or
  * never will be) go into the chunk; with give_up_now, the rest too, with
  * times 0. Returns how many still wait. */
@@ -1098,7 +879,8 @@ static void take_record(const struct rs_rec_hdr *h, uint32_t tid, void *arg)
         return;
     }
     if (h->kind == RS_REC_RANGE) {
-        take_range(h, tid);
+        w.touched = 1;
+        w.recorded += rs_rangew_take(h, tid, &w.map, intern, make_room);
         return;
     }
 
@@ -1271,6 +1053,7 @@ static void *writer_main(void *arg)
 static int state_init(void)
 {
     memset(&w, 0, sizeof w);
+    rs_rangew_new_file();
     w.fd = -1;
     w.chunk_str_base = 1;
     w.io = malloc(IO_CAP * sizeof *w.io);
@@ -1296,23 +1079,6 @@ static int await_set(_Atomic uint32_t *word)
 
 /* Starts a writer thread on the state in w, with its own fd table when
  * own, and waits until it has set the table up. Returns 0 or -1. */
-int rs_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack)
-{
-    /* The agent's threads never run the program's signal handlers: they
-     * start with every signal blocked. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, stack);
-    int err = pthread_create(t, &attr, fn, arg);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return err ? -1 : 0;
-}
-
 static int writer_start(int own)
 {
     atomic_store(&started, 0);

@@ -1,5 +1,5 @@
 /* The tests' stand-in for libnvidia-ml.so.1 (build/sim, beside the simulated
- * libcuda.so.1): the subset of NVML the agent calls (preload/nvml.h),
+ * libcuda.so.1): the subset of NVML the agent calls (preload/nvml_api.h),
  * answered from the simulated GPU's own model, simgpu_activity() in the
  * simulated libcuda, so that what the agent records can be held against the
  * simulator's truth.
@@ -23,12 +23,13 @@
  *                        (NVML_ERROR_NO_PERMISSION), as where profiling is
  *                        kept to administrators */
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "preload/nvml.h"
+#include "preload/nvml_api.h"
 
 #define SIM_NVML_EXPORT __attribute__((visibility("default")))
 #define SIM_NVML_DEVICES 256
