@@ -1152,7 +1152,7 @@ static int timeline(struct page *p)
     fprintf(f, "</div>\n<p class=\"note\">Wheel or buttons to zoom, drag to pan, hover for "
                "name and duration. %s in all; operations narrower than a pixel at full view are "
                "merged into one shaded block per pixel (at most %zu blocks per lane); every "
-               "single operation is in the Perfetto export.</p>\n",
+               "single operation of these lanes is in trace.pftrace (open it in Perfetto's UI).</p>\n",
             s, cap);
     lanes_note(p, rows, nrows);
     /* The reasons a lane was picked need room beside the lane names. */

@@ -375,13 +375,14 @@ static char *lanes_json(const struct lanes *l, struct rsr_input *ins, const stru
     rsr_json_num_key(f, "to_s", (double)(l->to_ns - j->storage.job_start_ns) / 1e9);
     fprintf(f, ",\"events_in_job\":%" PRIu64 ",\"events_in_window\":%" PRIu64, l->events, l->kept);
     int whole = l->from_ns <= j->storage.job_start_ns && l->to_ns >= j->storage.job_end_ns;
-    fprintf(f, ",\"whole_job\":%s,\"perfetto\":\"trace.json\",\"export\":", whole ? "true" : "false");
+    fprintf(f, ",\"whole_job\":%s,\"perfetto\":\"trace.pftrace\",\"kineto\":\"trace.json\",\"export\":",
+            whole ? "true" : "false");
     char cmd[1024];
     int at = snprintf(cmd, sizeof cmd, "ringside export perfetto");
     for (int i = 0; i < npaths && at < (int)sizeof cmd; i++)
         at += snprintf(cmd + at, sizeof cmd - (size_t)at, " %s", paths[i]);
     if (at < (int)sizeof cmd)
-        snprintf(cmd + at, sizeof cmd - (size_t)at, " --ranks RANKS [--from S --to S] -o FILE.json");
+        snprintf(cmd + at, sizeof cmd - (size_t)at, " --ranks RANKS [--from S --to S] -o FILE.pftrace");
     rsr_json_str(f, cmd);
     putc('}', f);
     if (fclose(f) != 0) {
@@ -523,6 +524,45 @@ static int slow_graphs(const struct rsr_loaded *J, struct rsr_job *job, const st
     return rc;
 }
 
+/* Closes the report's protobuf trace with the lanes' processes over their
+ * stretch (for the whole job, every record). Returns 0, or 1 having said why. */
+static int pftrace_lanes(struct rsr_pftrace *pf, const struct lanes *l, struct rsr_input *ins,
+                         struct rsr_model **models, const struct rsr_job *job)
+{
+    int n = (int)job->n;
+    unsigned char *chosen = calloc((size_t)n + 1, 1);
+    struct rsr_pftrace_pick pick = { chosen, INT64_MIN, INT64_MAX };
+    for (size_t k = 0; chosen && l && k < l->n; k++)
+        chosen[l->model[k]] = 1;
+    if (l && (l->from_ns > job->storage.job_start_ns || l->to_ns < job->storage.job_end_ns)) {
+        pick.from_ns = l->from_ns;
+        pick.to_ns = l->to_ns;
+    }
+    /* one writer thread: the same bytes every time, with or without MPI */
+    int rc = chosen ? rsr_pftrace_close(pf, ins, models, job, &pick, 1) : 1;
+    if (!chosen)
+        fprintf(stderr, "ringside: out of memory\n");
+    free(chosen);
+    return rc;
+}
+
+/* The analyses' steps to the slow steps' spans and the protobuf trace. */
+struct both_visits {
+    struct rsr_slow_spans *slow;
+    struct rsr_pftrace *pf;
+    int slow_done;
+};
+
+static int both_visit(void *ctx, size_t i, const struct rsr_step *s, const struct rsr_job *job)
+{
+    struct both_visits *b = ctx;
+    if (!b->slow_done && rsr_slow_spans_visit(b->slow, i, s, job) != 0)
+        b->slow_done = 1;
+    if (b->pf)
+        return rsr_pftrace_visit_step(b->pf, i, s, job);
+    return b->slow_done ? -1 : 0;
+}
+
 /* The report of the loaded job J into o's outputs: report.json, the page,
  * the flame graphs, trace.json, --json, the text summary. Returns the exit
  * status. */
@@ -537,12 +577,22 @@ static int report_write(const struct rsr_loaded *J, char **paths, int npaths, co
     if (tty)
         fprintf(stderr, "ringside: analysing %d process%s", n, n == 1 ? "" : "es");
     struct rsr_slow_spans slow = { 0 };
-    int arc = rsr_job_analyse_visit(models, (size_t)n, &job, rsr_slow_spans_visit, &slow);
+    /* OUT/trace.pftrace: the job's steps as the analyses find them, then
+     * the lanes' processes over the lanes' stretch */
+    struct both_visits bv = { &slow, NULL, 0 };
+    if (o->out_dir && !o->running && (mkdir(o->out_dir, 0755) == 0 || errno == EEXIST)) {
+        char pf[4096];
+        snprintf(pf, sizeof pf, "%s/trace.pftrace", o->out_dir);
+        struct rsr_export_opts eo = { .out = pf, .quiet = 1 };
+        if (!(bv.pf = rsr_pftrace_open(&eo, n)))
+            return 1;
+    }
+    int arc = rsr_job_analyse_visit(models, (size_t)n, &job, both_visit, &bv);
     if (tty)
         fputs("\r\033[K", stderr);
     if (arc != 0)
         fprintf(stderr, "ringside: out of memory: some analyses are missing from the report\n");
-    if (o->out_dir && J->fls && slow.n && !o->no_step_graphs && slow_graphs(J, &job, &slow, o) != 0) {
+    if (o->out_dir && J->fls && slow.n && !o->running && slow_graphs(J, &job, &slow, o) != 0) {
         rsr_job_free(&job);
         return 1;
     }
@@ -554,6 +604,10 @@ static int report_write(const struct rsr_loaded *J, char **paths, int npaths, co
         lanes->to_ns = job.storage.job_end_ns;
         lanes_load(lanes, ins, models, RSR_LANES_EVENTS);
         extra = lanes_json(lanes, ins, &job, paths, npaths);
+    }
+    if (bv.pf && pftrace_lanes(bv.pf, lanes, ins, models, &job) != 0) {
+        rsr_job_free(&job);
+        return 1;
     }
     size_t len = 0;
     char *json = lanes ? render_json(ins, n, &job, extra, J, mp, t0, &len) : NULL;
@@ -734,7 +788,7 @@ static int watch_run(char **paths, int npaths, const struct rsr_report_opts *o, 
     sigaction(SIGTERM, &sa, NULL);
     struct rsr_report_opts each = *o;
     each.quiet = 1;             /* the text summary once, at the end */
-    each.no_step_graphs = 1;    /* and the slow steps' graphs */
+    each.running = 1;    /* nor the slow steps' graphs and trace.pftrace */
     each.json_path = NULL;
     struct rsr_watch w = { .paths = paths, .npaths = npaths, .quiet = 1, .lines = o->lines };
     int pass = 0, waiting = 0, rc = 0;

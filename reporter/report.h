@@ -17,8 +17,8 @@ struct rsr_report_opts {
     unsigned long long memory_mb; /* --memory-mb: the bound (load.h); 0: none */
     double watch_s;        /* --watch S: rewrite the outputs every S seconds while the job runs; 0: once */
     const char *prom_dir;  /* --prom-dir DIR: DIR/ringside-JOB.prom with every report.json (prom.h); NULL: none */
-    int no_step_graphs;    /* no slow steps' flame graphs: --watch's reports while the job runs (each would
-                            * read every file again); the last one draws them */
+    int running;           /* a report of a job still running (--watch's): no slow steps' flame graphs and no
+                            * trace.pftrace (each would read files again); the last one writes them */
 };
 
 /* Processes drawn in full (timeline lanes, trace.json) at most, and GPU ops

@@ -12,14 +12,17 @@ usage errors exit 2 with their message and write nothing; a rank that is
 not in the job exits 1; more than 64 processes need --ranks (64 do not);
 report's lanes: every process of a small job ("all"), --ranks ("chosen"),
 at most 8 of a larger job, trace.json holding exactly the lanes, and the
-lanes' event counts; past 250k events a stretch of the job, no more."""
+lanes' event counts; past 250k events a stretch of the job, no more, in
+trace.json and in the report's Perfetto trace, trace.pftrace."""
 import json
 import math
 import os
+import shutil
 import sys
 from decimal import Decimal
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_export_pftrace as pftrace  # noqa: E402
 from rstest import (BUILD, RINGSIDE, check, cleanup, dump, finish, report_problems, run, skip,  # noqa: E402
                     tempdir, trace_files)
 
@@ -295,9 +298,9 @@ def lanes_whole_checks(name, rep, trace, procs, start, end):
           lanes["from_s"] == 0 and abs(lanes["to_s"] - (end - start) / 1e9) <= g6((end - start) / 1e9),
           "%r; the files: %d events over %.7f s" % ({k: v for k, v in lanes.items() if k != "ranks"}, n,
                                                     (end - start) / 1e9))
-    check("lanes %s: the export command for the rest" % name,
-          lanes["perfetto"] == "trace.json" and lanes["export"].startswith("ringside export perfetto "),
-          "%r" % lanes["export"])
+    check("lanes %s: the files and the export command for the rest" % name,
+          lanes["perfetto"] == "trace.pftrace" and lanes["kineto"] == "trace.json" and
+          lanes["export"].startswith("ringside export perfetto "), "%r" % lanes)
 
 
 def lanes_checks(work, d3, procs3, start3, end3):
@@ -386,6 +389,26 @@ def lanes_window_checks(work):
     check("lanes big: trace.json holds the lanes' processes and the window's events",
           sorted(pids) == [0, 1] and held == lanes["events_in_window"],
           "pids %r, %d ops and waits, events_in_window %d" % (pids, held, lanes["events_in_window"]))
+    # the report's Perfetto trace: the same processes and stretch (its GPU
+    # work, decoded by protoc against Perfetto's schema)
+    if not shutil.which("protoc") or not os.path.exists(os.path.join(pftrace.SCHEMA, pftrace.PROTO)):
+        skip("lanes big: trace.pftrace", "protoc or Perfetto's schema is missing")
+        return
+    packets, rc, err = pftrace.decode(os.path.join(os.path.dirname(trace), "trace.pftrace"))
+    if not check("lanes big: trace.pftrace decodes", rc == 0, err[-300:]):
+        return
+    tr = pftrace.Trace(packets)
+    ranks = sorted(pftrace.rank_of(pftrace.one(d["process"][0], "process_name")) for d in tr.tracks.values()
+                   if "process" in d)
+    ops = [x for x in tr.slices if x["cat"] in ("kernel", "gpu_memcpy", "gpu_memset")]
+    # a GPU slice where its time on the GPU overlaps the stretch
+    def gpu_in(a, b):
+        return sum(1 for p in procs.values() for g in p.gpu
+                   if g["gpu_start_ns"] and g["gpu_start_ns"] <= b and g["gpu_end_ns"] >= a)
+    sure_ops, maybe_ops = gpu_in(lo + ef, hi - et), gpu_in(lo - ef, hi + et)
+    check("lanes big: trace.pftrace holds the lanes' processes and the stretch's GPU work, no more",
+          ranks == [0, 1] and sure_ops <= len(ops) <= maybe_ops,
+          "ranks %r, %d GPU ops; the files hold %d to %d in the stretch" % (ranks, len(ops), sure_ops, maybe_ops))
 
 
 def main():

@@ -11,7 +11,8 @@ dump`'s records (I/O calls, CPU samples).
 Checks: the plain and the compressed output (RINGSIDE_PFTRACE_PLAIN)
 decode and hold the same packets; every kernel and copy ends a flow that
 its launch call starts; --ranks, --steps and --from/--to choose; a .json
-name still writes the Kineto-compatible JSON."""
+name still writes the Kineto-compatible JSON; the report's trace.pftrace
+holds the same packets as the export of its lanes."""
 import json
 import os
 import shutil
@@ -425,6 +426,14 @@ def main():
                   err[-200:] or "%s packets, %d plain" % (len(packed_packets or []), len(packets)))
             check("pftrace compressed: smaller", os.path.getsize(packed) * 2 < os.path.getsize(plain),
                   "%d vs %d" % (os.path.getsize(packed), os.path.getsize(plain)))
+            # the report's own trace.pftrace: the demo's four ranks are all
+            # lanes, over the whole job, so the export's packets
+            rp = os.path.join(work, "report", "trace.pftrace")
+            rpk, rc, err = decode(rp) if os.path.exists(rp) else (None, 1, "no " + rp)
+            check("pftrace the report's trace.pftrace: every lane's packets as the export writes them",
+                  rc == 0 and rep["lanes"]["perfetto"] == "trace.pftrace" and
+                  by_sequence(rpk) == by_sequence(packed_packets),
+                  err[-200:] or "%d packets, the export %d" % (len(rpk or []), len(packed_packets or [])))
 
             one_rank = os.path.join(work, "rank1.pftrace")
             p = export(trace, one_rank, "--ranks", "1")
