@@ -94,18 +94,26 @@ static int load_share(struct rsr_loaded *J, const struct rsr_mpi *mp, const int 
     for (int i = 0; i < J->n; i++)
         if (owner[i] == mp->rank)
             files[k++] = J->files[i];
-    rsr_inputs_load(ins, files, mine, mp->threads, mp->size == 1 && isatty(STDERR_FILENO) && J->n > 1, 1);
+    /* each file read once: its chunks go to its summary and its flame feed */
+    struct rsr_flame_feed **feeds = J->fls ? calloc((size_t)mine + 1, sizeof *feeds) : NULL;
+    struct rsr_proc_waits *waits = J->fls ? calloc((size_t)mine + 1, sizeof *waits) : NULL;
+    if (J->fls && (!feeds || !waits)) {
+        free(files), free(ins), free(feeds), free(waits);
+        return -1;
+    }
+    for (k = 0; feeds && k < mine; k++)
+        feeds[k] = rsr_flame_feed_new(o->quiet, o->lines);
+    rsr_inputs_load_also(ins, files, mine, mp->threads, mp->size == 1 && isatty(STDERR_FILENO) && J->n > 1, 1,
+                         feeds ? rsr_flame_feed_chunk : NULL, (void *const *)feeds);
     k = 0;
     for (int i = 0; i < J->n; i++)
         if (owner[i] == mp->rank)
             J->ins[i] = ins[k++];
     if (J->fls) {
-        struct rsr_proc_waits *waits = calloc((size_t)mine + 1, sizeof *waits);
-        if (!waits) {
-            free(files), free(ins);
-            return -1;
-        }
-        rsr_flame_load_all(J->fls, files, mine, o->quiet, o->lines, waits);
+        rsr_flame_load_feeds(J->fls, feeds, mine, o->quiet, o->lines, waits);
+        for (k = 0; k < mine; k++)
+            rsr_flame_feed_free(feeds[k]);
+        free(feeds);
         k = 0;
         for (int i = 0; i < J->n; i++)
             if (owner[i] == mp->rank) {
