@@ -381,6 +381,37 @@ static int two_lifetimes(const struct rsr_input *ins, int n)
     return found;
 }
 
+/* Whether a and b are images of one process (host and pid), a exec'ing
+ * into b or b into a. */
+static int same_process(const struct rsr_input *a, const struct rsr_input *b)
+{
+    return a->pid == b->pid && a->host && b->host && strcmp(a->host, b->host) == 0;
+}
+
+void rsr_runs_exec_images(struct rsr_input *ins, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (ins[i].role != RSF_ROLE_RANK || ins[i].rank < 0)
+            continue;
+        int64_t si, ei, sj, ej;
+        if (!span_of(&ins[i], &si, &ei))
+            continue;
+        for (int j = 0; j < n; j++)
+            if (j != i && ins[j].role == RSF_ROLE_RANK && ins[j].rank == ins[i].rank &&
+                same_process(&ins[i], &ins[j]) && span_of(&ins[j], &sj, &ej) && sj > si) {
+                ins[i].parent_rank = ins[i].rank;
+                ins[i].rank = -1;
+                ins[i].role = RSF_ROLE_CHILD;
+                if (ins[i].model) {
+                    ins[i].model->parent_rank = ins[i].parent_rank;
+                    ins[i].model->rank = -1;
+                    ins[i].model->role = RSR_ROLE_CHILD;
+                }
+                break;
+            }
+    }
+}
+
 int rsr_runs_check(const struct rsr_input *ins, int n)
 {
     return two_jobs(ins, n) || two_claims(ins, n) || two_lifetimes(ins, n);

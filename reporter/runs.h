@@ -38,4 +38,10 @@ int rsr_runs_split(char **files, int n, int *run_of);
  * are one lifetime). */
 int rsr_runs_check(const struct rsr_input *ins, int n);
 
+/* A rank's process that exec'd (a wrapper, a pyenv shim, `sh -c '...; exec
+ * python ...'`) left a file for each image, each claiming the rank: the
+ * last image (the program the rank runs) keeps it, the earlier ones become
+ * children of that rank. */
+void rsr_runs_exec_images(struct rsr_input *ins, int n);
+
 #endif

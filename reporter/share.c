@@ -278,6 +278,8 @@ int rsr_job_load(struct rsr_loaded *J, char **paths, int npaths, const struct rs
     J->peak_rss_mb = rsr_peak_rss_mb();
     int grc = mp->size > 1 ? gather_shares(J, mp, owner) : 0;
     free(owner);
+    if (!grc)
+        rsr_runs_exec_images(J->ins, J->n);
     if (grc || rsr_runs_check(J->ins, J->n))
         return 1;
     for (int i = 0; i < J->n; i++) {

@@ -15,7 +15,9 @@ at what time on its own clock, and which trace files appeared after each.
 - two processes 1.5 s apart under one RINGSIDE_JOB: refused, naming both
   files (their lifetimes are more than 1 s apart);
 - two ranks started by hand at the same time, each in a job folder of its
-  own: one run, reported whole from their parent folder."""
+  own: one run, reported whole from their parent folder;
+- a rank started through a wrapper that reads a file and execs the program:
+  one file per image, one run, the rank the program's."""
 import datetime
 import json
 import os
@@ -185,6 +187,28 @@ def by_hand(work):
           rc == 0 and not err and got == [(0, procs[0].pid), (1, procs[1].pid)], "status %d, %s: %s" % (rc, got, err))
 
 
+def through_a_wrapper(work):
+    """A rank started through a wrapper that reads a file and execs the
+    program (a pyenv shim, `sh -c 'cd ...; exec python ...'`): a file per
+    image, both claiming rank 0; one run, rank 0 the program, the wrapper's
+    image its child."""
+    out = os.path.join(work, "trace-shim")
+    env = traced_env(out, RINGSIDE_RANK=0, RINGSIDE_WORLD_SIZE=1)
+    p = run(["sh", "-c", 'read x < /etc/hostname; exec "$0" "$@"', RANK_IO, work, "1000", "RANK"], env=env,
+            cwd=work, timeout=60)
+    files = trace_files(out)
+    if not check("rank through a wrapper: exit 0, a file for each image", p.returncode == 0 and len(files) == 2,
+                 "%d: %s %s" % (p.returncode, files, p.stderr.decode(errors="replace")[-300:])):
+        return
+    pid = int(p.stdout.decode(errors="replace").split()[0].split("=")[1])
+    rc, err, ps = report_of(out, work, "shim")
+    got = [(pr["rank"], pr["role"], pr["pid"]) for pr in ps or [] if pr["pid"] == pid]
+    check("rank through a wrapper: one run, rank 0 the program, the wrapper's image its child",
+          rc == 0 and not err and (0, "rank", pid) in got and
+          any(pr["role"] == "child" and pr["pid"] == pid and pr["parent_rank"] == 0 for pr in ps or []),
+          "status %d, %s: %s" % (rc, ps and [(pr["rank"], pr["role"], pr["pid"]) for pr in ps], err))
+
+
 def main():
     work = tempdir("report-runs")
     try:
@@ -192,6 +216,7 @@ def main():
         same_id_runs(work)
         one_after_the_other(work)
         by_hand(work)
+        through_a_wrapper(work)
     finally:
         cleanup(work)
     finish()
