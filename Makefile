@@ -2,7 +2,8 @@
 # `make deps` installs what is missing (Debian) to build and run the demo,
 # `make test-deps` what the tests add; `make test`, `make unit`
 # (the unit tests alone), `make check T=NAME` (one test), `make bench`,
-# `make demo`, `make install PREFIX=...`. V=1 shows full commands.
+# `make demo`, `make docs` (the README's picture of a report), `make install PREFIX=...`.
+# V=1 shows full commands.
 
 CUDA_HOME ?= /usr/local/cuda
 PREFIX    ?= /usr/local
@@ -38,7 +39,7 @@ REPORTER_OBJ := $(REPORTER_SRC:%.c=$(BUILD)/obj/%.o)
 LZ4_STATIC := $(shell for d in /usr/lib/$$($(CC) -print-multiarch 2>/dev/null) /usr/lib64 /usr/lib; do \
                 [ -f $$d/liblz4.a ] && echo $$d/liblz4.a && break; done)
 
-.PHONY: all deps test-deps test bench demo install clean gpu-check
+.PHONY: all deps test-deps test bench demo docs install clean gpu-check
 all: $(BUILD)/libagent.so $(BUILD)/ringside
 
 # The agent is compiled with hidden visibility: only RS_EXPORT hooks leave it.
@@ -132,3 +133,20 @@ demo: deps
 	    --ckpt-dir $(CURDIR)/$(DEMO)/ckpt --straggler 2:1.5
 	$(Q)$(BUILD)/ringside report $(DEMO)/trace -o $(DEMO)/report
 	@echo "demo: report in $(DEMO)/report/report.json"
+
+# The README's picture: the demo's report page, its first screen, taken with
+# headless Chromium into docs/report.png. pngquant or optipng shrink it when
+# they are installed; nothing is installed for them.
+DOCS_SHOT := $(BUILD)/docs/report.png
+docs: demo
+	@command -v chromium >/dev/null || { echo "docs: chromium is missing (make test-deps installs it)" >&2; exit 1; }
+	@rm -rf $(BUILD)/docs && mkdir -p $(BUILD)/docs
+	$(call say,SHOT,docs/report.png)
+	$(Q)chromium --headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars \
+	    --host-resolver-rules='MAP * ~NOTFOUND' --user-data-dir=$(CURDIR)/$(BUILD)/docs/profile \
+	    --window-size=1200,800 --screenshot=$(CURDIR)/$(DOCS_SHOT) \
+	    file://$(CURDIR)/$(DEMO)/report/index.html 2>/dev/null
+	$(Q)if command -v pngquant >/dev/null; then pngquant --force --skip-if-larger --output $(DOCS_SHOT) $(DOCS_SHOT) || true; \
+	    elif command -v optipng >/dev/null; then optipng -quiet $(DOCS_SHOT); fi
+	$(Q)cp $(DOCS_SHOT) docs/report.png
+	@echo "docs: docs/report.png, $$(wc -c < docs/report.png) bytes"
