@@ -465,7 +465,7 @@ struct rs_rec_coll {
     uint32_t seq, anchor;
     int32_t peer;
     uint8_t datatype, redop, group, flags;
-    /* issue 27: the NCCL group the call was made in (0: none; a number of
+    /* the NCCL group the call was made in (0: none; a number of
      * the process's own), and for a non-blocking communicator the moment its
      * work was known to be on the stream (the GPU start is not before it; 0:
      * the call itself put it there) */

@@ -1,5 +1,5 @@
-/* Settings and identity, read once at start from the environment (design.md,
- * 'Environment' and 'Identity'): rank, local rank, world size and job from
+/* Settings and identity, read once at start from the environment (docs/agent.md,
+ * 'Where the files go, and who is who'): rank, local rank, world size and job from
  * the launcher nearest the process (torchrun, Open MPI, PMI, Slurm in a job
  * step, RINGSIDE_RANK), and the job folder under RINGSIDE_OUT. */
 #include "preload/agent.h"

@@ -1,4 +1,4 @@
-/* The node's own counters (design.md, 'GPU efficiency and the node'): one
+/* The node's own counters (docs/agent.md, 'The node: links, storage, CPU'): one
  * process per node, elected with a lock in the job folder, samples the
  * InfiniBand/RoCE ports, network interfaces, block devices, NFS mounts, CPU
  * and memory at RINGSIDE_METRICS_HZ on a thread of its own, as series and

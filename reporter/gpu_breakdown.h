@@ -1,5 +1,5 @@
-/* Where one process's GPU time went, with HTA's definitions (design.md,
- * 'Analyses'): idle / compute / non-compute shares of the GPU span, the
+/* Where one process's GPU time went, with HTA's definitions (docs/analyses.md,
+ * 'The GPU time breakdown'): idle / compute / non-compute shares of the GPU span, the
  * shares of communication and copies, how much communication compute hides,
  * and why each stream sat idle. Reads a finished rsr_model; `ringside
  * report` writes the result as the "gpu" object of a process in report.json.
@@ -52,7 +52,7 @@ struct rsr_gpu_breakdown {
     double comm_comp_overlap_pct;   /* overlap_ns / comm_ns, 0 without comm */
     double exposed_comm_pct;
     double sync_wait_pct, exposed_sync_wait_pct, transfer_pct;
-    /* How much of the GPU its kernels used (design.md, "GPU efficiency"):
+    /* How much of the GPU its kernels used (docs/analyses.md, "The GPU time breakdown"):
      * kernel_busy_ns, the union of kernels (compute and communication:
      * what nvidia-smi's utilisation counts); sm_active_ns, the time
      * integral of the share of SMs holding a block, from launch geometry

@@ -20,7 +20,7 @@ enum rsr_role { RSR_ROLE_RANK = 0, RSR_ROLE_CHILD = 1, RSR_ROLE_OTHER = 2 };
  * short), the bytes after the last whole frame unread. */
 enum rsr_unclosed { RSR_CLOSED = 0, RSR_NO_END_MARK = 1, RSR_CUT_SHORT = 2 };
 
-/* Kernel classes as design.md defines them ('Analyses'). */
+/* Kernel classes (docs/analyses.md, 'The GPU time breakdown'). */
 #define RSR_GPU_CLASSES(X) \
     X(COMPUTE, "compute") \
     X(COMM,    "communication") \
@@ -243,7 +243,7 @@ struct rsr_model {
     /* Off-CPU time from the process's samples (waits.h), filled where the
      * flame graphs are loaded; zero without samples. */
     struct rsr_proc_waits waits;
-    /* Added for the modern framework (issue 34): the rank whose process
+    /* Added for the modern framework: the rank whose process
      * started this one (role child; -1: none), to which its checkpoint
      * writes count (a background checkpoint writer); and what it is to
      * torch.compile (enum rsr_compile_kind, from its argv): what compile

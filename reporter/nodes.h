@@ -1,5 +1,5 @@
-/* The node's own counters in the report (design.md, 'GPU efficiency and the
- * node'): links, block devices and NFS mounts, CPU and memory, sampled by
+/* The node's own counters in the report (docs/agent.md, 'The node: links,
+ * storage, CPU'): links, block devices and NFS mounts, CPU and memory, sampled by
  * one process per host at a time (preload/metrics.c). Each trace file's
  * series stream into a per-process summary of bounded size (first and last
  * values, increases, peak rate, RSR_NODE_BINS bins); the job's analysis

@@ -1,5 +1,5 @@
 /* `ringside report`: finds the trace files of a job, loads them, writes
- * report.json (the stable schema of design.md) and a text summary. */
+ * report.json (its keys declared in formats/report.schema.json) and a text summary. */
 #ifndef RSR_REPORT_H
 #define RSR_REPORT_H
 

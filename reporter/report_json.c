@@ -1,5 +1,5 @@
 /* report.json: one key after another, straight to a FILE, in the order of
- * the schema (design.md, formats/). The report command (report.c) decides
+ * the schema (formats/report.schema.json). The report command (report.c) decides
  * what is loaded and analysed; this file only says it. */
 #include "reporter/report_json.h"
 #include "reporter/json.h"

@@ -1,4 +1,4 @@
-/* report.json (report_json.c): the stable schema of design.md, written from
+/* report.json (report_json.c): its keys declared in formats/report.schema.json, written from
  * the loaded inputs and the job's analyses. */
 #ifndef RSR_REPORT_JSON_H
 #define RSR_REPORT_JSON_H

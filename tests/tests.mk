@@ -110,7 +110,7 @@ stress:
 	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)BUILD=$(BUILD) STRESS_N=$(STRESS_N) python3 tests/stress/stress.py
 
-# The soak (not in make test; issue 28): simulated training and a real PyTorch
+# The soak (not in make test; docs/testing.md): simulated training and a real PyTorch
 # DDP job under the agent for SOAK_MIN minutes (default 30), the agent's memory,
 # drops, bytes per step and writer's lag sampled, the soaked job reported
 # (tests/soak/soak.py says what passes). SOAK_KEEP=1 keeps its files in build/soak.

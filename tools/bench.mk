@@ -45,7 +45,7 @@ bench: $(BUILD)/libagent.so $(BUILD)/ringside $(BUILD)/bench_io $(BUILD)/bench_w
 # (tools/gen_job.c), and tools/bench_report.py times import + report on the
 # shared Kineto traces against HTA, then runs the default command a user
 # types, `ringside report DIR -o OUT` (all outputs), on generated jobs beside
-# issue 16's targets: 64 ranks x 1M records (wall, CPU, records/s/core, peak
+# the targets: 64 ranks x 1M records (wall, CPU, records/s/core, peak
 # memory, size of each output); 64 x 250k, 1M, 4M (memory flat in the job's
 # length); 1,024 x 100k; and `mpirun -n 2` against one process where the
 # reporter is built with MPI. Each command runs under a memory limit

@@ -7,7 +7,7 @@ them (expected-hta.json, measured on the same kind of machine), best of
 ROUNDS runs.
 (b) Generated jobs (`BUILD/gen_job -n RANKS -e EVENTS -o DIR`), each read
 with the command a user types, `ringside report DIR -o OUT`, all its
-default outputs written; issue 16's targets are printed beside the figures:
+default outputs written; the targets are printed beside the figures:
   1. RANKS x EVENTS (64 x 1M): wall, CPU, records per second per core
      (records / (wall x the cores the run may use), the issue's measure:
      its baseline is 64M records in 74 s on 2 cores, 432 k/s/core), peak

@@ -1,4 +1,4 @@
-# The cudart tests (issue 3, "the path PyTorch takes"): a logging stand-in driver
+# The cudart tests ("the path PyTorch takes"): a logging stand-in driver
 # (build/tests/logcuda/libcuda.so.1), the real CUDA runtime's initialisation built with
 # nvcc against it, shared and static (build/tests/cudart/rt_init_*; only where nvcc is),
 # a control interposer for the tests' own check, and the replay program that reaches the simulator the way the recorded list says.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The checks of `make gpu-check` (issue 20; tests/gpu/gpu-check.sh builds and calls this):
+"""The checks of `make gpu-check` (docs/testing.md; tests/gpu/gpu-check.sh builds and calls this):
 runs the real-GPU workload (tests/gpu/workload.cu) under the agent, then `ringside dump`
 on its trace and `ringside report` on the job, and holds both against the truth file the
 workload wrote (its launches' geometry and cudaEvent times, its copies, its all-reduce):
@@ -332,7 +332,7 @@ def check_report(rep, truth, recs):
               "count %s, total_us %s" % (k.get("count"), k.get("total_us")))
         missing = [key for key in KERNEL_KEYS if key not in k]
         if not check(not missing, "report: %s has launch geometry (%s)" % (name, ", ".join(KERNEL_KEYS)),
-                     "report.json lacks %s (issue 20, item 5)" % ", ".join(missing)):
+                     "report.json lacks %s (launch geometry: docs/agent.md)" % ", ".join(missing)):
             continue
         geo = expected_geometry(want[-1])
         probs = []
@@ -360,7 +360,7 @@ def check_report(rep, truth, recs):
     gpu = proc.get("gpu", {})
     missing = [key for key in GPU_KEYS if key not in gpu]
     if not check(not missing, "report: processes[].gpu has %s" % ", ".join(GPU_KEYS),
-                 "report.json lacks %s (issue 20, item 5)" % ", ".join(missing)):
+                 "report.json lacks %s (launch geometry: docs/agent.md)" % ", ".join(missing)):
         return
     source = gpu["sm_activity_source"]
     note("report: busy %.1f%%, SM activity %.1f%% (%s), no geometry %.1f%% of busy time"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# `make gpu-check` (issues 20 and 27): the checks that need a real NVIDIA GPU, in one run
+# `make gpu-check` (docs/testing.md): the checks that need a real NVIDIA GPU, in one run
 # that ends well inside 8 minutes. Two parts, each timed:
 #   workload  tests/gpu/workload.cu, built with nvcc into $BUILD/gpu/ (with NCCL where it
 #             is found), run under the agent; tests/gpu/check.py holds the trace and the

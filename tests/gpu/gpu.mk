@@ -1,4 +1,4 @@
-# `make gpu-check` (issues 20 and 27): on a machine with an NVIDIA GPU, tests/gpu/gpu-check.sh
+# `make gpu-check` (docs/testing.md): on a machine with an NVIDIA GPU, tests/gpu/gpu-check.sh
 # builds the agent and the reporter, then the real-GPU workload (tests/gpu/workload.cu) with
 # nvcc into $(BUILD)/gpu/ and checks it under the agent (tests/gpu/check.py), then runs the
 # PyTorch checks (tests/gpu/torch_check.py: Kineto, CUDA graphs, torchrun with NCCL, overheads,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyTorch checks of `make gpu-check` (issue 27; tests/gpu/gpu-check.sh calls this after
+"""The PyTorch checks of `make gpu-check` (docs/testing.md; tests/gpu/gpu-check.sh calls this after
 tests/gpu/check.py): real PyTorch jobs on a real GPU under the agent, each figure held against a
 truth ringside did not compute: Kineto's (CUPTI's) kernel records, the job's own losses and
 clocks, the collectives the job itself issued. Parts (PARTS below; `--list` prints them):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A fork while the loader's object list is being walked or changed must not leave the child
-hung (issue 28). tests/programs/fork_unwind forks 600 children while two threads wait (each
+hung (docs/agent.md, What it guarantees). tests/programs/fork_unwind forks 600 children while two threads wait (each
 wait a stack capture under the agent: libunwind walks the list), a third opens and closes a
 library that brings many others along (the loader changes the list, and the agent's writer
 walks it to see what changed), and each child waits once itself and exits. A child forked while

@@ -30,7 +30,7 @@ CUDART = os.path.join(rstest.BUILD, "tests", "cudart")
 DATA = os.path.join(rstest.ROOT, "tests", "data")
 PTDS = 2  # CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
 
-# What design.md says the agent captures, as the runtime asks for it (base names).
+# What docs/agent.md says the agent captures, as the runtime asks for it (base names).
 HOOKED_NAMES = {"cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "cuGraphLaunch",
                 "cuStreamSynchronize", "cuEventSynchronize", "cuCtxSynchronize", "cuMemAlloc",
                 "cuMemFree", "cuGetProcAddress", "cuGraphInstantiateWithFlags"}

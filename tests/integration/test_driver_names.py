@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Kernel names on every driver (issue 27 items 1, 7, 8). The truths: the
+"""Kernel names on every driver, old and new, whatever way the program reached it
+(docs/design.md, Kernel names on any driver). The truths: the
 simulator's truth file (every kernel and collective that ran, with its name),
 the knob the test sets (SIMGPU_DRIVER_VERSION), and tests/programs/cuda_names.c's
 own account of what it launched, allocated and looked up.

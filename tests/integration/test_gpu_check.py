@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`make gpu-check` (issues 20 and 27) where there is no GPU, steered through the knobs of
+"""`make gpu-check` (docs/testing.md, On a real GPU) where there is no GPU, steered through the knobs of
 tests/gpu/gpu-check.sh so that it holds on any machine: no device file, nvidia-smi
 missing or failing, each give exit status 0, the line "gpu-check: no GPU (...)" naming
 what is missing, and then the list of what a GPU machine is checked for (the workload

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CUDA graphs (issue 27 item 2):
+"""CUDA graphs (docs/design.md, CUDA graphs):
 - the simulator's stream capture follows cuda.h's rules: what each capture
   mode forbids (a sync, an event query, another thread's allocation) and the
   invalidation it causes, streams joined through events, an unjoined fork, a
@@ -15,7 +15,7 @@
   the table's GPU time; the AllReduces replayed in the graph are rows of the
   collectives table: the truth's count, the bytes of the job without --graph
   (their busbw is not checked: the split's estimate moves with a slow
-  launch in the warm-up steps, see the notes of issue 27)."""
+  launch in the warm-up steps)."""
 import collections
 import glob
 import json

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A process whose only work is waiting keeps its trace (issue 28):
+"""A process whose only work is waiting keeps its trace (a trace file is made
+for waits alone, not only for I/O or GPU work):
 tests/programs/only_waits blocks its main thread in turn on a condition
 variable, a semaphore, a pipe, a mutex and a child (2.6 s, held up by
 threads and a child that sleep; nothing computes, reads or writes a file),

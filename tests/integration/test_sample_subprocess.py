@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """CPU sampling and file I/O go on after a Python program starts a child
-process (issue 15): subprocess.run, os.system, os.posix_spawn and a
+process (docs/agent.md, CPU and wait stacks): subprocess.run, os.system, os.posix_spawn and a
 multiprocessing child with the fork, spawn and forkserver start methods,
 under pyenv's CPython 3.10 to 3.13 and Debian's /usr/bin/python3. Several
 of these start the child with vfork, and the child, which shares the

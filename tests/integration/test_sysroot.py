@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Symbols from where the job ran (issue 34): a synthetic container, a
+"""Symbols from where the job ran (docs/reporter.md, Symbols from elsewhere): a synthetic container, a
 root folder holding flame_hot and the C library it links with, the agent
 copied in, run with `chroot ROOT` and reported from outside it.
 

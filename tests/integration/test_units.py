@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One unit and honest sums (issue 26), on a demo-like job (4 simulated
+"""One unit and honest sums (docs/reporter.md, Units), on a demo-like job (4 simulated
 ranks with data loading, checkpoints and a straggler) and on a Python
 program whose threads sleep at the same time:
 - sizes read in one unit family, binary (B, KiB, MiB, GiB), in the page's

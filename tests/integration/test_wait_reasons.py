@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Wait samples for every way a thread blocks (issue 18): tests/programs/
+"""Wait samples for every way a thread blocks (docs/agent.md, CPU and wait stacks): tests/programs/
 wait_reasons blocks about 50 ms in one call per mechanism (a condition
 variable, a mutex, a reader-writer lock and a spin lock another thread
 holds, a semaphore, a join, a barrier, poll, select and epoll on a pipe,

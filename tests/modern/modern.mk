@@ -1,4 +1,4 @@
-# The tests of the stack people train with today (issue 34): Python 3.14 and
+# The tests of the stack people train with today (docs/testing.md): Python 3.14 and
 # PyTorch 2.x from Debian unstable, in a chroot made once by debootstrap
 # (tools/chroot.sh) into $(CHROOT), reported from outside it. `make chroot`
 # makes it (a few minutes, about 2 GB; root), `make chroot-refresh` makes it

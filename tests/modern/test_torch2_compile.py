@@ -11,8 +11,8 @@ rank, no training checkpoints.
   printed); there is at least one (Inductor's C++ kernels are built by the
   compiler); report.json "compile" counts them; none of their writes (code,
   a precompiled header) is a checkpoint (the job saves none);
-- compilation time (waits on Python 3.14 frames, another part of issue
-  34): the rank's processes[].compile.time_s (Dynamo and Inductor) is
+- compilation time (waits on Python 3.14 frames, which the agent reads
+  from _Py_DebugOffsets): the rank's processes[].compile.time_s (Dynamo and Inductor) is
   within 25% (and 0.5 s) of what the workload timed, its first compiled
   call less a later one, and Inductor's part is not zero;
 - the page says the same: its torch.compile card has report.json's time,

@@ -13,8 +13,8 @@ ranks of DistributedDataParallel.
   counted under their rank: a checkpoint of rank R, written by a child,
   of the size of the shard file, for every shard of at least 1 MiB (the
   reporter's checkpoint threshold), and no checkpoint without a rank;
-- flame graphs (wait on Python 3.14 frames and `--sysroot`, other parts of
-  issue 34): each rank's CPU flame graph, reported with --sysroot CHROOT,
+- flame graphs (wait on Python 3.14 frames and `--sysroot`, docs/reporter.md,
+  Symbols from elsewhere): each rank's CPU flame graph, reported with --sysroot CHROOT,
   names torch/nn/modules/linear.py:Linear.forward and the job's train_step,
   and no frame of python3.14 or libtorch is left as [file+0x...]."""
 import glob
@@ -137,7 +137,7 @@ def stripped(module):
 
 
 def flame_names(out):
-    """Checks that wait on Python 3.14 frames and --sysroot (issue 34)."""
+    """Checks that wait on Python 3.14 frames and --sysroot."""
     for r in (0, 1):
         p = run([RINGSIDE, "flame", out, "--kind", "cpu", "--rank", str(r), "--sysroot", CHROOT, "-o", "-"])
         text = p.stdout.decode(errors="replace")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`make soak` (issue 28): the agent under long jobs, SOAK_MIN minutes (default 30), two at once:
+"""`make soak` (docs/testing.md, long runs): the agent under long jobs, SOAK_MIN minutes (default 30), two at once:
 
   simtrain   one simulated rank (build/simtrain --seconds, NCCL's stand-in, data loading and a
              checkpoint every 500 steps), steps counted by the program (--progress)
