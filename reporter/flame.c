@@ -1237,10 +1237,9 @@ static int64_t job_start(char **files, int nfiles)
 /* Loads the samples of the files into nsets sets of trees at once (each
  * file read once): set m's kinds into fls[m * RSF_SAMPLE_NKINDS + kind]
  * (NULL: not wanted) with opts[m] (its window), its sample counts into
- * nsamples[m * RSF_SAMPLE_NKINDS + kind]; waits and native (set 0's) as
- * add_procs. */
-static void load_sets(struct rsr_flame *const *fls, struct rsr_flame *const *native, int nsets, char **files,
-                      int nfiles, const struct rsr_flame_opts *opts, uint64_t *nsamples,
+ * nsamples[m * RSF_SAMPLE_NKINDS + kind]; waits (set 0's) as add_procs. */
+static void load_sets(struct rsr_flame *const *fls, int nsets, char **files, int nfiles,
+                      const struct rsr_flame_opts *opts, uint64_t *nsamples,
                       struct rsr_proc_waits *waits)
 {
     size_t np = (size_t)nfiles * (size_t)nsets;
@@ -1290,7 +1289,7 @@ static void load_sets(struct rsr_flame *const *fls, struct rsr_flame *const *nat
     }
     /* one symboliser for every set: each address is looked up once */
     struct rsr_sym *sym = opts[0].sym;
-    if (!sym && (nsets > 1 || native) && !(sym = rsr_sym_new(opts[0].quiet))) {
+    if (!sym && nsets > 1 && !(sym = rsr_sym_new(opts[0].quiet))) {
         fputs("ringside: out of memory\n", stderr);
         exit(1);
     }
@@ -1299,7 +1298,7 @@ static void load_sets(struct rsr_flame *const *fls, struct rsr_flame *const *nat
         o.sym = sym;
         for (int i = 0; i < nfiles; i++)
             order[i] = &pl.procs[(size_t)i * nsets + m];
-        add_procs(fls + (size_t)m * RSF_SAMPLE_NKINDS, m == 0 ? native : NULL, order, nfiles, &o,
+        add_procs(fls + (size_t)m * RSF_SAMPLE_NKINDS, NULL, order, nfiles, &o,
                   nsamples + (size_t)m * RSF_SAMPLE_NKINDS, m == 0 ? waits : NULL);
     }
     if (sym != opts[0].sym)
@@ -1315,7 +1314,7 @@ static void load_sets(struct rsr_flame *const *fls, struct rsr_flame *const *nat
 static void load_kinds(struct rsr_flame *const *fls, char **files, int nfiles,
                        const struct rsr_flame_opts *opts, uint64_t *nsamples, struct rsr_proc_waits *waits)
 {
-    load_sets(fls, NULL, 1, files, nfiles, opts, nsamples, waits);
+    load_sets(fls, 1, files, nfiles, opts, nsamples, waits);
 }
 
 struct rsr_flame_feed {
@@ -1437,21 +1436,6 @@ void rsr_flame_apart_line(FILE *f, const struct rsr_flame *fl, const char *end)
     fprintf(f, "; --threads shows every thread%s", end);
 }
 
-void rsr_flame_load_all(struct rsr_flame *fls, char **files, int nfiles, int quiet, int lines,
-                        struct rsr_proc_waits *waits)
-{
-    struct rsr_flame *each[RSR_FLAME_TREES];
-    uint64_t nsamples[RSF_SAMPLE_NKINDS] = { 0 };
-    struct rsr_flame_opts o = { .kind = -1, .rank = -1, .quiet = quiet, .lines = lines };
-    for (int k = 0; k < RSR_FLAME_TREES; k++) {
-        rsr_flame_init(&fls[k], k % RSF_SAMPLE_NKINDS);
-        each[k] = &fls[k];
-    }
-    if (waits)
-        memset(waits, 0, (size_t)nfiles * sizeof *waits);
-    load_sets(each, each + RSF_SAMPLE_NKINDS, 1, files, nfiles, &o, nsamples, waits);
-}
-
 void rsr_flame_load_spans(struct rsr_flame *fls, int nsets, const int64_t *spans,
                           const int64_t *clock, char **files, int nfiles, int quiet, int lines)
 {
@@ -1466,7 +1450,7 @@ void rsr_flame_load_spans(struct rsr_flame *fls, int nsets, const int64_t *spans
             each[m * RSF_SAMPLE_NKINDS + k] = &fls[m * RSF_SAMPLE_NKINDS + k];
         }
     }
-    load_sets(each, NULL, nsets, files, nfiles, o, nsamples, NULL);
+    load_sets(each, nsets, files, nfiles, o, nsamples, NULL);
     free(each);
     free(nsamples);
     free(o);

@@ -175,24 +175,19 @@ void rsr_flame_apart_line(FILE *f, const struct rsr_flame *fl, const char *end);
  * per kind with every native frame (--native). */
 #define RSR_FLAME_TREES (2 * RSF_SAMPLE_NKINDS)
 
-/* Fills fls[0..RSR_FLAME_TREES) (initialised here; free each with
- * rsr_flame_free) with the samples of each kind in the files, all ranks,
- * with source lines in frame names when lines is set; and when waits is
- * given, waits[i] (zeroed first) with file i's off-CPU time (waits.h). */
 struct rsr_proc_waits;
-void rsr_flame_load_all(struct rsr_flame *fls, char **files, int nfiles, int quiet, int lines,
-                        struct rsr_proc_waits *waits);
 
 /* Symbolises every sampled stack of every kind in the files with sym (which
- * keeps what it looked up: `ringside symbols` packs it), as
- * rsr_flame_load_all would. Returns the number of samples. */
+ * keeps what it looked up: `ringside symbols` packs it), as the report's
+ * flame trees would. Returns the number of samples. */
 uint64_t rsr_flame_symbolize(char **files, int nfiles, struct rsr_sym *sym, int quiet);
 
-/* Live loading (`report --watch`): a file's samples added up as its chunks
- * come (rsr_flame_feed_chunk, an rsr_chunk_fn), then symbolised into
- * flame trees by rsr_flame_load_feeds, as rsr_flame_load_all would from
- * the whole files: fls initialised there, waits[i] (zeroed first) with
- * feed i's off-CPU time when given. Symbolising leaves the feeds holding
+/* The report's trees (the report and `--watch`): a file's samples added up
+ * as its chunks come (rsr_flame_feed_chunk, an rsr_chunk_fn, beside the
+ * summaries' reader), then symbolised into fls[0..RSR_FLAME_TREES) by
+ * rsr_flame_load_feeds (initialised there; free each with rsr_flame_free),
+ * all ranks, with source lines in frame names when lines is set; waits[i]
+ * (zeroed first) with feed i's off-CPU time (waits.h) when given. Symbolising leaves the feeds holding
  * the symboliser's handles: do it once in a process (a forked copy of the
  * process may do it, and the original still once). */
 struct rsr_flame_feed;

@@ -765,34 +765,31 @@ static int write_page(struct hist *h, const char *path)
             n++;
         }
         sqlite3_finalize(st);
-        if (!mem || fclose(mem) != 0) {
-            fputs("ringside: history: out of memory writing the page\n", stderr);
-            fclose(f);
-            unlink(tmp);
-            free(rows);
-            for (int k = 0; k < 5; k++)
-                free(pts[k]);
-            for (size_t i = 0; i < n; i++)
-                free(keys[i]);
-            free(keys);
-            sqlite3_finalize(ss);
-            return -1;
+        int nomem = !mem || fclose(mem) != 0;
+        if (!nomem) {
+            chart(f, "Time per step", "ms", pts[0], n);
+            chart(f, "SM activity", "%", pts[1], n);
+            chart(f, "Waiting for a late rank", "% of GPU time", pts[2], n);
+            chart(f, "Exposed communication", "% of GPU time", pts[3], n);
+            chart(f, "Checkpoints", "% of the run", pts[4], n);
+            fputs("<table><thead><tr><th>run</th><th>started (UTC)</th><th>job (its report)</th>"
+                  "<th>time per step, ms</th><th>verdict</th><th>why</th></tr></thead><tbody>\n", f);
+            fputs(rows, f);
+            fputs("</tbody></table></section>\n", f);
         }
-        chart(f, "Time per step", "ms", pts[0], n);
-        chart(f, "SM activity", "%", pts[1], n);
-        chart(f, "Waiting for a late rank", "% of GPU time", pts[2], n);
-        chart(f, "Exposed communication", "% of GPU time", pts[3], n);
-        chart(f, "Checkpoints", "% of the run", pts[4], n);
-        fputs("<table><thead><tr><th>run</th><th>started (UTC)</th><th>job (its report)</th>"
-              "<th>time per step, ms</th><th>verdict</th><th>why</th></tr></thead><tbody>\n", f);
-        fputs(rows, f);
-        fputs("</tbody></table></section>\n", f);
         free(rows);
         for (int k = 0; k < 5; k++)
             free(pts[k]);
         for (size_t i = 0; i < n; i++)
             free(keys[i]);
         free(keys);
+        if (nomem) {
+            fputs("ringside: history: out of memory writing the page\n", stderr);
+            fclose(f);
+            unlink(tmp);
+            sqlite3_finalize(ss);
+            return -1;
+        }
     }
     sqlite3_finalize(ss);
     if (!nseries)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "formats/trace.h"
 #include "reporter/analyse.h"
@@ -1360,6 +1361,16 @@ struct rsr_pftrace *rsr_pftrace_open(const struct rsr_export_opts *o, int n)
     P->J.steps_track = (struct pf_track){ .uuid = P->J.seqj.uuid + (1ull << 20), .last_end = INT64_MIN };
     desc_named(&P->J.seqj, P->J.steps_track.uuid, 0, "steps", NULL);
     return P;
+}
+
+void rsr_pftrace_discard(struct rsr_pftrace *P)
+{
+    rsr_pb_finish(&P->pb);
+    fclose(P->f);
+    unlink(P->o.out);
+    proc_free(&P->J.seqj);
+    pthread_mutex_destroy(&P->job_lock);
+    free(P);
 }
 
 int rsr_pftrace_visit_step(void *ctx, size_t i, const struct rsr_step *s, const struct rsr_job *job)

@@ -44,6 +44,8 @@ struct rsr_pftrace_pick {
 };
 struct rsr_pftrace *rsr_pftrace_open(const struct rsr_export_opts *o, int n);
 int rsr_pftrace_visit_step(void *ctx, size_t i, const struct rsr_step *s, const struct rsr_job *job);
+/* Gives up an opened trace: the file removed, the handle freed. */
+void rsr_pftrace_discard(struct rsr_pftrace *P);
 int rsr_pftrace_close(struct rsr_pftrace *P, struct rsr_input *ins, struct rsr_model **models,
                       const struct rsr_job *job, const struct rsr_pftrace_pick *pick, int nthreads);
 

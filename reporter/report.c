@@ -539,9 +539,12 @@ static int pftrace_lanes(struct rsr_pftrace *pf, const struct lanes *l, struct r
         pick.to_ns = l->to_ns;
     }
     /* one writer thread: the same bytes every time, with or without MPI */
-    int rc = chosen ? rsr_pftrace_close(pf, ins, models, job, &pick, 1) : 1;
-    if (!chosen)
+    if (!chosen) {
+        rsr_pftrace_discard(pf);
         fprintf(stderr, "ringside: out of memory\n");
+        return 1;
+    }
+    int rc = rsr_pftrace_close(pf, ins, models, job, &pick, 1);
     free(chosen);
     return rc;
 }
@@ -593,6 +596,8 @@ static int report_write(const struct rsr_loaded *J, char **paths, int npaths, co
     if (arc != 0)
         fprintf(stderr, "ringside: out of memory: some analyses are missing from the report\n");
     if (o->out_dir && J->fls && slow.n && !o->running && slow_graphs(J, &job, &slow, o) != 0) {
+        if (bv.pf)
+            rsr_pftrace_discard(bv.pf);
         rsr_job_free(&job);
         return 1;
     }
