@@ -419,6 +419,82 @@ int rs_py_splice(uint64_t *pcs, const uint64_t *sps, int n, int max)
     return m;
 }
 
+/* Names taken in the signal handler, when a sample first shows a code
+ * object (rs_py_new_code): the writer names code objects later, and by then
+ * one may be gone, its memory taken (a module's top-level code is freed as
+ * its import ends, a function made at run time as it returns). A code
+ * object goes in the older of two slots by a hash of its address (2048
+ * slots hold the new code objects of a writer held off for seconds); seq is
+ * odd while a handler writes a slot (a handler finding it odd passes it
+ * by), and a reader that sees seq change under it takes nothing. text is
+ * the file name, a NUL, the qualified name. */
+#define STASH_SLOTS 2048u
+struct stash_slot {
+    _Atomic uint32_t seq;
+    uint32_t stamp;            /* when it was written: the lower is older */
+    uint64_t code;
+    struct rs_py_ident id;
+    char text[216];
+};
+static struct stash_slot stash[STASH_SLOTS];
+static _Atomic uint32_t stash_clock;
+
+static int read_code(uint64_t code, struct rs_py_ident *id, int32_t *first);
+static int read_str(uint64_t s, char *out, size_t cap);
+
+static unsigned stash_at(uint64_t code)
+{
+    return (unsigned)((code >> 4) * 0x9E3779B97F4A7C15ull >> 53);
+}
+
+/* Async-signal-safe: five reads of the object and its two strings. Names
+ * too long for a slot are not kept (the writer reads them, as before). */
+static void stash_put(uint64_t code)
+{
+    unsigned i = stash_at(code), j = (i + 1) & (STASH_SLOTS - 1);
+    struct stash_slot *t = (int32_t)(stash[j].stamp - stash[i].stamp) < 0 ? &stash[j] : &stash[i];
+    uint32_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
+    if ((seq & 1) || !atomic_compare_exchange_strong_explicit(&t->seq, &seq, seq + 1, memory_order_acquire,
+                                                              memory_order_relaxed))
+        return;
+    atomic_thread_fence(memory_order_release);
+    int32_t first;
+    int r;
+    t->code = 0;
+    t->stamp = atomic_fetch_add_explicit(&stash_clock, 1, memory_order_relaxed);
+    if (read_code(code, &t->id, &first) == 0 && read_str(t->id.file, t->text, sizeof t->text) == 0) {
+        size_t n = strlen(t->text) + 1;
+        if (n < sizeof t->text && (r = read_str(t->id.name, t->text + n, sizeof t->text - n)) == 0)
+            t->code = code;
+    }
+    atomic_store_explicit(&t->seq, seq + 2, memory_order_release);
+}
+
+int rs_py_stash_name(uint64_t code, char *out, size_t cap, struct rs_py_ident *id)
+{
+    unsigned i = stash_at(code);
+    for (unsigned k = 0; k < 2; k++) {
+        const struct stash_slot *t = &stash[(i + k) & (STASH_SLOTS - 1)];
+        uint32_t seq = atomic_load_explicit(&t->seq, memory_order_acquire);
+        if (seq & 1 || t->code != code)
+            continue;
+        char text[sizeof t->text];
+        struct rs_py_ident was = t->id;
+        memcpy(text, t->text, sizeof text);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&t->seq, memory_order_relaxed) != seq || t->code != code)
+            continue;
+        text[sizeof text - 1] = 0;
+        size_t n = strlen(text);
+        if (n + 1 >= sizeof text)
+            continue;
+        *id = was;
+        snprintf(out, cap, "%s:%s", rs_py_relpath(text), text + n + 1);
+        return 0;
+    }
+    return -1;
+}
+
 int rs_py_new_code(const uint64_t *f, int n)
 {
     int fresh = 0;
@@ -429,17 +505,20 @@ int rs_py_new_code(const uint64_t *f, int n)
         _Atomic uint64_t *slot = &seen[(code >> 4) * 0x9E3779B97F4A7C15ull >> 52];
         if (atomic_load_explicit(slot, memory_order_relaxed) != code) {
             atomic_store_explicit(slot, code, memory_order_relaxed);
+            stash_put(code);
             fresh = 1;
         }
     }
     return fresh;
 }
 
-/* A str object as UTF-8 into out (bounded); 0, or -1 when it is not one. */
+/* A str object as UTF-8 into out: 0, 1 when it did not fit (out holds
+ * what did, whole characters), -1 when it is not one. Read in pieces: the
+ * signal handler calls it too. */
 static int read_str(uint64_t s, char *out, size_t cap)
 {
     uint8_t hdr[128];
-    if (off.ascii_size > sizeof hdr || safe_read(s, hdr, off.ascii_size) != 0)
+    if (!cap || off.ascii_size > sizeof hdr || safe_read(s, hdr, off.ascii_size) != 0)
         return -1;
     uint64_t type, len;
     uint32_t state;
@@ -449,35 +528,42 @@ static int read_str(uint64_t s, char *out, size_t cap)
     unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
     if (type != unicode_type || !compact || (kind != 1 && kind != 2 && kind != 4) || len > 4096)
         return -1;
-    uint8_t data[4096 * 4];
     uint64_t at = s + (ascii ? off.ascii_size : off.compact_size);
-    if (len && safe_read(at, data, len * kind) != 0)
-        return -1;
-    size_t o = 0;
-    for (uint64_t i = 0; i < len; i++) {
-        uint32_t c = kind == 1 ? data[i] : kind == 2 ? ((uint16_t *)(void *)data)[i] : ((uint32_t *)(void *)data)[i];
-        char u[4];
-        size_t k;
-        if (c < 0x80) {
-            u[0] = (char)c, k = 1;
-        } else if (c < 0x800) {
-            u[0] = (char)(0xc0 | c >> 6), u[1] = (char)(0x80 | (c & 63)), k = 2;
-        } else if (c < 0x10000) {
-            u[0] = (char)(0xe0 | c >> 12), u[1] = (char)(0x80 | ((c >> 6) & 63)), u[2] = (char)(0x80 | (c & 63)), k = 3;
-        } else {
-            u[0] = (char)(0xf0 | c >> 18), u[1] = (char)(0x80 | ((c >> 12) & 63)),
-            u[2] = (char)(0x80 | ((c >> 6) & 63)), u[3] = (char)(0x80 | (c & 63)), k = 4;
+    uint8_t data[256];
+    size_t o = 0, per = sizeof data / kind;
+    for (uint64_t i = 0; i < len; i += per) {
+        size_t m = len - i < per ? (size_t)(len - i) : per;
+        if (safe_read(at + i * kind, data, m * kind) != 0)
+            return -1;
+        for (size_t j = 0; j < m; j++) {
+            uint32_t c = kind == 1   ? data[j]
+                         : kind == 2 ? ((uint16_t *)(void *)data)[j]
+                                     : ((uint32_t *)(void *)data)[j];
+            char u[4];
+            size_t k;
+            if (c < 0x80) {
+                u[0] = (char)c, k = 1;
+            } else if (c < 0x800) {
+                u[0] = (char)(0xc0 | c >> 6), u[1] = (char)(0x80 | (c & 63)), k = 2;
+            } else if (c < 0x10000) {
+                u[0] = (char)(0xe0 | c >> 12), u[1] = (char)(0x80 | ((c >> 6) & 63)), u[2] = (char)(0x80 | (c & 63)),
+                k = 3;
+            } else {
+                u[0] = (char)(0xf0 | c >> 18), u[1] = (char)(0x80 | ((c >> 12) & 63)),
+                u[2] = (char)(0x80 | ((c >> 6) & 63)), u[3] = (char)(0x80 | (c & 63)), k = 4;
+            }
+            if (o + k + 1 > cap) {
+                out[o] = 0;
+                return 1;
+            }
+            memcpy(out + o, u, k);
+            o += k;
         }
-        if (o + k + 1 > cap)
-            break;
-        memcpy(out + o, u, k);
-        o += k;
     }
     out[o] = 0;
     return 0;
 }
 
-/* The identity of the code object at code and its co_firstlineno. */
 static int read_code(uint64_t code, struct rs_py_ident *id, int32_t *first)
 {
     uint8_t buf[512];
@@ -521,8 +607,7 @@ int rs_py_code_name(uint64_t code, unsigned pos, char *out, size_t cap, struct r
 {
     char f[1024], q[1024];
     int32_t first;
-    if (read_code(code, id, &first) != 0 || read_str(id->file, f, sizeof f) != 0 ||
-        read_str(id->name, q, sizeof q) != 0)
+    if (read_code(code, id, &first) != 0 || read_str(id->file, f, sizeof f) < 0 || read_str(id->name, q, sizeof q) < 0)
         return -1;
     int n = snprintf(out, cap, "%s:%s", rs_py_relpath(f), q);
     int line = pos ? code_line(id->lines, first, pos - 1) : -1;

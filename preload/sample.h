@@ -209,6 +209,11 @@ int rs_py_code_ident(uint64_t code, struct rs_py_ident *id);
  * script's own functions are freed as the interpreter ends, before the
  * agent's last flush): a new one is worth waking it for. Async-signal-safe. */
 int rs_py_new_code(const uint64_t *f, int n);
+/* rs_py_new_code also takes each new one's name then, for the writer to
+ * find should the object be gone, or another, when it comes by: 0 and the
+ * name ("relpath:qualname", no line) with the identity it was taken from,
+ * or -1 when none was kept for code. */
+int rs_py_stash_name(uint64_t code, char *out, size_t cap, struct rs_py_ident *id);
 /* In a forked child: process_vm_readv reads the new pid. */
 void rs_py_forked(void);
 

@@ -169,15 +169,24 @@ static uint32_t code_string(uint64_t code, rs_intern_fn intern)
     }
     struct code_slot *c = code_slot(code);
     if (!c->code) {
-        struct rs_py_ident id;
-        char name[2048];
-        if (rs_py_code_name(code, 0, name, sizeof name, &id) != 0)
+        /* The name the sampler took when a sample first showed the object
+         * holds for the samples drained now; the object there now, when
+         * another, names those of the next pass on (as code_check does). */
+        struct rs_py_ident id, was;
+        char name[2048], then[2048];
+        int now = rs_py_code_name(code, 0, name, sizeof name, &id) == 0;
+        int kept = rs_py_stash_name(code, then, sizeof then, &was) == 0;
+        if (!now && !kept)
             return intern("[python]");
-        uint32_t str = intern(name);
+        uint32_t str = intern(kept ? then : name);
         if (!str)
             return 0;
         s.ncodes++;
-        *c = (struct code_slot){ .code = code, .str = str, .pass = s.pass, .id = id };
+        *c = (struct code_slot){ .code = code, .str = str, .pass = s.pass, .id = kept ? was : id };
+        if (kept && now && !same_ident(&id, &was)) {
+            c->next_str = intern(name);
+            c->next_id = id;
+        }
     }
     code_check(c, intern);
     c->used_pass = s.pass;

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -986,6 +987,7 @@ static void reopen_file(void)
 static void *writer_main(void *arg)
 {
     rs_th.guard = 1; /* the writer's own I/O is never recorded */
+    prctl(PR_SET_NAME, "ringside-writer", 0, 0, 0); /* as top -H and ps -L show it */
     if (arg && own_table() == 0)
         atomic_store(&table_own, 1);
     atomic_store(&started, 1);

@@ -9,6 +9,12 @@ ctypes, py_spin spins in Python, for about equal time, rounds until SECONDS.
 is the only one of its kind), spins for SECONDS; then it is deleted and new
 code objects are made until its memory is reused, as an interpreter's end
 frees a script's code objects before a profiler's last flush.
+`fleeting SECONDS MS [starve]`: functions compiled at run time one after another,
+each spinning for MS milliseconds of CPU and freed as it returns (as an
+import frees a module's top-level code), its memory taken by other objects
+at once, rounds until SECONDS; prints how
+many ran and the share of the loop's CPU time spent in them. With starve, the agent's writer thread runs only when this
+process waits, as on a machine busier than it has cores. A sample's name has to be taken before the writer comes by.
 `reuse SECONDS`: first_hot, compiled at run time, spins for SECONDS and is
 deleted; functions are compiled until one's code object lands where
 first_hot's was; after a pause longer than the agent's writer takes to
@@ -79,6 +85,42 @@ def short(seconds):
     return ok and len(keep) == 3000
 
 
+def starve_writer():
+    """The agent's writer as on a busy machine: this process on one CPU,
+    the writer thread (named ringside-writer) run only when nothing else
+    wants it; False when there is none."""
+    import os
+    tids = [int(t) for t in os.listdir("/proc/self/task")]
+    writer = [t for t in tids if open("/proc/self/task/%d/comm" % t).read().strip() == "ringside-writer"]
+    cpu = min(os.sched_getaffinity(0))
+    for t in tids:
+        os.sched_setaffinity(t, {cpu})
+    for t in writer:
+        os.sched_setscheduler(t, os.SCHED_IDLE, os.sched_param(0))
+    return bool(writer)
+
+
+def fleeting(seconds, ms, starve):
+    if starve and not starve_writer():
+        return "no writer thread"
+    start = time.process_time()
+    end, n, inside = start + seconds, 0, 0.0
+    while not n or time.process_time() < end:
+        f = compiled("fleeting_%06d" % n, "fleeting.py")
+        t = time.process_time()
+        f(ms / 1000)
+        inside += time.process_time() - t
+        del f
+        # other objects take the freed memory before the agent's writer
+        # comes by (as an import's next allocations do)
+        junk = [bytearray(k) for k in range(100, 800, 4)]
+        n += len(junk) and 1
+    share = inside / (time.process_time() - start)
+    if starve:
+        time.sleep(0.3)  # the writer's turn
+    return "%d %.3f" % (n, share)
+
+
 def reuse(seconds):
     first = compiled("first_hot")
     at = id(first.__code__)
@@ -123,6 +165,8 @@ def main():
         print((t // rounds) % 1000)
     elif mode == "short":
         print(short(seconds))
+    elif mode == "fleeting":
+        print(fleeting(seconds, float(sys.argv[3]), sys.argv[4:] == ["starve"]))
     else:
         print(reuse(seconds))
 
