@@ -4,7 +4,8 @@
 # line "N passed, N failed" (", N skipped" when any were skipped). A program
 # that exits non-zero without reporting a failure counts as one failure.
 # Before that line, the failures are listed again, so that the tail of a
-# long log (all that some CI pages show) names them.
+# long log (all that some CI pages show) names them, after the slowest
+# integration tests and their seconds.
 #
 #   sh tests/run.sh [--unit] [--list] [--dir DIR] [NAME]
 #
@@ -60,8 +61,8 @@ if [ "$LIST" -eq 1 ]; then
   exit 0
 fi
 pass=0; fail=0; skip=0
-out=$(mktemp); failed=$(mktemp); units=$(mktemp -d)
-trap 'rm -rf "$out" "$failed" "$units"' EXIT
+out=$(mktemp); failed=$(mktemp); units=$(mktemp -d); times=$(mktemp)
+trap 'rm -rf "$out" "$failed" "$units" "$times"' EXIT
 # Counts the lines of a test's output (in $out) that exited with status rc.
 count() {
   name=$1; rc=$2
@@ -87,8 +88,11 @@ done | xargs -r -P "$(nproc 2>/dev/null || echo 1)" -I{} \
 for t in $tests; do
   kind=${t%%:*}; name=${t#*:}
   if [ "$kind" = integration ]; then
+    start=$(date +%s)
     env BUILD="$BUILD" "${DIR:-tests/integration}/$name" >"$out" 2>&1
-    count "$name" $?
+    rc=$?
+    echo "$(($(date +%s) - start)) $name" >>"$times"
+    count "$name" $rc
   elif [ -f "$units/$name.rc" ]; then
     cp "$units/$name.out" "$out"
     count "$name" "$(cat "$units/$name.rc")"
@@ -97,6 +101,10 @@ for t in $tests; do
     fail=$((fail + 1))
   fi
 done
+# The slowest integration tests (seconds), where the suite's time goes.
+if [ -s "$times" ] && [ "$(wc -l <"$times")" -gt 10 ]; then
+  echo "slowest: $(sort -rn "$times" | head -n 8 | awk '{printf "%s%s %ss", NR > 1 ? ", " : "", $2, $1}')"
+fi
 # The failures again, last, where a log's tail shows them.
 if [ -s "$failed" ]; then
   echo "failures:"
