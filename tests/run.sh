@@ -103,7 +103,7 @@ for t in $tests; do
 done
 # The slowest integration tests (seconds), where the suite's time goes.
 if [ -s "$times" ] && [ "$(wc -l <"$times")" -gt 10 ]; then
-  echo "slowest: $(sort -rn "$times" | head -n 8 | awk '{printf "%s%s %ss", NR > 1 ? ", " : "", $2, $1}')"
+  echo "slowest: $(sort -rn "$times" | head -n 12 | awk '{printf "%s%s %ss", (NR > 1 ? ", " : ""), $2, $1}')"
 fi
 # The failures again, last, where a log's tail shows them.
 if [ -s "$failed" ]; then
