@@ -108,6 +108,7 @@ TARGET_RATE = 4 * BASE_RATE
 TARGET_PEAK = 1e9
 TARGET_OUTPUTS = 200e6
 TARGET_FLAT = 0.20
+KINETO_TARGET = 50  # import + report against HTA's load + analyse, wall
 DISK_FLOOR = 2e9      # the watch stops a command when less is free
 MEM_FLOOR = 0.5e9     # ... or when the machine has less memory available
 BYTES_PER_RECORD = 20.6  # gen_job's files, until one job has been measured
@@ -155,12 +156,12 @@ def kineto_part(work):
         total_hta += hta
         total_ours += best
         total_cpu += cpu
-        print("| %s | %.2f s | %.3f s | %.3f s | %.1fx | %.1fx | >= 20x | %s |" %
-              (entry.replace(" (both files)", ""), hta, best, cpu, hta / best, hta / cpu,
-               "yes" if hta / best >= 20 else "no"))
-    print("| all | %.2f s | %.3f s | %.3f s | %.1fx | %.1fx | >= 20x | %s |" %
-          (total_hta, total_ours, total_cpu, total_hta / total_ours, total_hta / total_cpu,
-           "yes" if total_hta / total_ours >= 20 else "no"))
+        print("| %s | %.2f s | %.3f s | %.3f s | %.1fx | %.1fx | >= %gx | %s |" %
+              (entry.replace(" (both files)", ""), hta, best, cpu, hta / best, hta / cpu, KINETO_TARGET,
+               "yes" if hta / best >= KINETO_TARGET else "no"))
+    print("| all | %.2f s | %.3f s | %.3f s | %.1fx | %.1fx | >= %gx | %s |" %
+          (total_hta, total_ours, total_cpu, total_hta / total_ours, total_hta / total_cpu, KINETO_TARGET,
+           "yes" if total_hta / total_ours >= KINETO_TARGET else "no"))
     print()
 
 
