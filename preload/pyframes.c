@@ -65,6 +65,26 @@ static int given_up;
 #define SEEN_SLOTS 4096u
 static _Atomic uint64_t seen[SEEN_SLOTS];
 
+/* Names taken in the signal handler, when a sample first shows a code
+ * object (rs_py_new_code): the writer names code objects later, and by then
+ * one may be gone, its memory taken (a module's top-level code is freed as
+ * its import ends, a function made at run time as it returns). A code
+ * object goes in the older of two slots by a hash of its address (2048
+ * slots hold the new code objects of a writer held off for seconds); seq is
+ * odd while a handler writes a slot (a handler finding it odd passes it
+ * by), and a reader that sees seq change under it takes nothing. text is
+ * the file name, a NUL, the qualified name. */
+#define STASH_SLOTS 2048u
+struct stash_slot {
+    _Atomic uint32_t seq;
+    uint32_t stamp;            /* when it was written: the lower is older */
+    uint64_t code;
+    struct rs_py_ident id;
+    char text[216];
+};
+static struct stash_slot stash[STASH_SLOTS];
+static _Atomic uint32_t stash_clock;
+
 static int safe_read(uint64_t addr, void *dst, size_t n)
 {
     struct iovec l = { dst, n }, r = { (void *)addr, n };
@@ -269,6 +289,13 @@ void rs_py_forked(void)
     rs_py_names_reset();
     for (unsigned i = 0; i < SEEN_SLOTS; i++) /* the child's file names its code objects anew */
         atomic_store_explicit(&seen[i], 0, memory_order_relaxed);
+    for (unsigned i = 0; i < STASH_SLOTS; i++) { /* a slot a thread was writing as the parent forked */
+        uint32_t seq = atomic_load_explicit(&stash[i].seq, memory_order_relaxed);
+        if (seq & 1) {
+            stash[i].code = 0;
+            atomic_store_explicit(&stash[i].seq, seq + 1, memory_order_relaxed);
+        }
+    }
 }
 
 /* One frame: its predecessor, code object, entry byte and position (the
@@ -419,26 +446,6 @@ int rs_py_splice(uint64_t *pcs, const uint64_t *sps, int n, int max)
     return m;
 }
 
-/* Names taken in the signal handler, when a sample first shows a code
- * object (rs_py_new_code): the writer names code objects later, and by then
- * one may be gone, its memory taken (a module's top-level code is freed as
- * its import ends, a function made at run time as it returns). A code
- * object goes in the older of two slots by a hash of its address (2048
- * slots hold the new code objects of a writer held off for seconds); seq is
- * odd while a handler writes a slot (a handler finding it odd passes it
- * by), and a reader that sees seq change under it takes nothing. text is
- * the file name, a NUL, the qualified name. */
-#define STASH_SLOTS 2048u
-struct stash_slot {
-    _Atomic uint32_t seq;
-    uint32_t stamp;            /* when it was written: the lower is older */
-    uint64_t code;
-    struct rs_py_ident id;
-    char text[216];
-};
-static struct stash_slot stash[STASH_SLOTS];
-static _Atomic uint32_t stash_clock;
-
 static int read_code(uint64_t code, struct rs_py_ident *id, int32_t *first);
 static int read_str(uint64_t s, char *out, size_t cap);
 
@@ -459,12 +466,11 @@ static void stash_put(uint64_t code)
         return;
     atomic_thread_fence(memory_order_release);
     int32_t first;
-    int r;
     t->code = 0;
     t->stamp = atomic_fetch_add_explicit(&stash_clock, 1, memory_order_relaxed);
     if (read_code(code, &t->id, &first) == 0 && read_str(t->id.file, t->text, sizeof t->text) == 0) {
         size_t n = strlen(t->text) + 1;
-        if (n < sizeof t->text && (r = read_str(t->id.name, t->text + n, sizeof t->text - n)) == 0)
+        if (n < sizeof t->text && read_str(t->id.name, t->text + n, sizeof t->text - n) == 0)
             t->code = code;
     }
     atomic_store_explicit(&t->seq, seq + 2, memory_order_release);
