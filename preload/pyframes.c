@@ -570,6 +570,7 @@ static int read_str(uint64_t s, char *out, size_t cap)
     return 0;
 }
 
+/* The identity of the code object at code and its co_firstlineno. */
 static int read_code(uint64_t code, struct rs_py_ident *id, int32_t *first)
 {
     uint8_t buf[512];
