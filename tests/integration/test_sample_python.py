@@ -143,7 +143,7 @@ def fleeting(py, name):
     each sample names the function it caught."""
     label = name + " fleeting code"
     out = tempdir("sample-pyl")
-    p = run([py, SCRIPT, "fleeting", "1.0", "1", "starve"], env=traced_env(out, RINGSIDE_SAMPLE_HZ=499))
+    p = run([py, SCRIPT, "fleeting", "0.6", "1", "starve"], env=traced_env(out, RINGSIDE_SAMPLE_HZ=499))
     ran = p.stdout.decode().split()
     if not check(label + ": script runs, the writer held off", p.returncode == 0 and len(ran) == 2,
                  p.stdout.decode() + p.stderr.decode()[-300:]):
