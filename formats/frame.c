@@ -207,6 +207,24 @@ int rsf_reader_next(struct rsf_reader *r, const uint8_t **chunk, size_t *size)
     return RSF_ERR_OK;
 }
 
+/* Whether the magic at in_pos begins a frame header that LZ4 accepts
+ * (version, reserved bits, header checksum): compressed bytes hold the
+ * magic's four bytes now and then, a header with its checksum about once
+ * in 4,000 of those. A header the file ends inside counts (next says the
+ * file was cut there). 1 yes, 0 no, -1 a read error. */
+static int header_here(struct rsf_reader *r)
+{
+    long a = fill(r, LZ4F_HEADER_SIZE_MAX);
+    if (a < 0)
+        return -1;
+    LZ4F_frameInfo_t info;
+    size_t n = (size_t)a;
+    LZ4F_resetDecompressionContext(r->dctx);
+    size_t ret = LZ4F_getFrameInfo(r->dctx, &info, r->in + r->in_pos, &n);
+    LZ4F_resetDecompressionContext(r->dctx);
+    return !LZ4F_isError(ret) || (r->eof && (size_t)a < LZ4F_HEADER_SIZE_MAX);
+}
+
 int rsf_reader_resync(struct rsf_reader *r)
 {
     uint64_t from = r->frame_off + 1;
@@ -234,10 +252,16 @@ int rsf_reader_resync(struct rsf_reader *r)
             if (le32(p) == LZ4_MAGIC)
                 break;
         r->in_pos = (size_t)(p - r->in);
-        if (p < end) {
+        if (p == end)
+            continue;
+        int h = header_here(r);
+        if (h < 0)
+            return RSF_ERR_IO;
+        if (h) {
             r->bad_bytes += rsf_reader_offset(r) - r->frame_off;
             return RSF_ERR_OK;
         }
+        r->in_pos++;
     }
 }
 

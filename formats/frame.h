@@ -46,7 +46,8 @@ int rsf_reader_open(struct rsf_reader *r, const char *path);
  * frame at r->frame_off: RSF_ERR_TRUNCATED when the file ends inside it. */
 int rsf_reader_next(struct rsf_reader *r, const uint8_t **chunk, size_t *size);
 
-/* After an error: skips to the next frame start after r->frame_off, adding
+/* After an error: skips to the next frame start after r->frame_off (the
+ * magic and a header whose checksum holds, or that the file ends in), adding
  * the bytes passed over to r->bad_bytes. Returns RSF_ERR_OK if a frame start
  * was found, RSF_ERR_EOF if none (the rest of the file counts as bad). */
 int rsf_reader_resync(struct rsf_reader *r);

@@ -38,6 +38,11 @@ int rsr_walk_part(const char *path, uint64_t from, int live, rsr_chunk_fn fn, vo
     }
     w->file_size = r.file_size;
     int stop = 0, ret = 0;
+    /* The problem (its index) of a frame the file ended inside though a
+     * frame start followed: the file was cut there unless a good frame
+     * follows (the start was only the magic's bytes in the cut frame's
+     * compressed data). SIZE_MAX: none. */
+    size_t cut_at = SIZE_MAX;
     while (!stop) {
         const uint8_t *buf;
         size_t size;
@@ -45,6 +50,7 @@ int rsr_walk_part(const char *path, uint64_t from, int live, rsr_chunk_fn fn, vo
         if (err == RSF_ERR_EOF)
             break;
         if (err == RSF_ERR_OK) {
+            cut_at = SIZE_MAX;
             struct rsf_chunk_view v;
             size_t where = 0;
             int derr = rsf_chunk_decode(buf, size, &v, &where);
@@ -75,6 +81,8 @@ int rsr_walk_part(const char *path, uint64_t from, int live, rsr_chunk_fn fn, vo
          * follows it. When none does, resync counts the rest as bad. */
         uint64_t at = r.frame_off;
         int more = rsf_reader_resync(&r) == RSF_ERR_OK;
+        if (err == RSF_ERR_TRUNCATED && more && cut_at == SIZE_MAX && w->nproblems < RSR_MAX_PROBLEMS)
+            cut_at = w->nproblems;
         if (err == RSF_ERR_TRUNCATED && more)
             err = RSF_ERR_LZ4;
         add_problem(w, at, err, 0, 0);
@@ -82,6 +90,13 @@ int rsr_walk_part(const char *path, uint64_t from, int live, rsr_chunk_fn fn, vo
             w->cut_short = err == RSF_ERR_TRUNCATED;
             break;
         }
+    }
+    /* nothing good after the cut frame: the file was cut there, and what
+     * looked like frames after its start were inside it */
+    if (cut_at != SIZE_MAX && ret == 0) {
+        w->problems[cut_at].err = RSF_ERR_TRUNCATED;
+        w->nproblems = (uint32_t)cut_at + 1;
+        w->cut_short = 1;
     }
     w->bad_bytes += r.bad_bytes;
     *next = rsf_reader_offset(&r);
