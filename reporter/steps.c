@@ -282,15 +282,44 @@ static void whole_from_start(const uint32_t *key, size_t n, struct sig *g)
     g->rule = 0;
 }
 
-/* Whether the marks from i of a run [.., end) are a step of g. */
-static int match(const struct sig *g, const uint32_t *key, const uint8_t *bit, size_t i, size_t end)
+/* Whether the keys from i of a run [.., end) are a step of g's. */
+static int keys_match(const struct sig *g, const uint32_t *key, size_t i, size_t end)
 {
     if (i + g->period > end)
         return 0;
     for (size_t k = 0; k < g->period; k++)
         if (key[i + k] != g->key[k])
             return 0;
-    return !g->rule || bit[i];
+    return 1;
+}
+
+/* Whether the marks from i of a run [.., end) are a step of g. */
+static int match(const struct sig *g, const uint32_t *key, const uint8_t *bit, size_t i, size_t end)
+{
+    return keys_match(g, key, i, end) && (!g->rule || bit[i]);
+}
+
+/* Steps in a row whose first marks may lack their long gap. */
+#define STEPS_BRIDGE 8
+
+/* Whether a step of g begins at i though its first mark lacks the long gap
+ * the rule wants, the scan being in phase (a step of g ended at i): the
+ * host was ahead (the batch was ready, a sync returned at once) or a busy
+ * machine stretched the other gaps. It does when g's keys go on from i,
+ * step after step, to a step whose first mark has its long gap, or to the
+ * run's end, within STEPS_BRIDGE steps; an extra mark (a bucket more)
+ * puts the phase off and the long gaps then fall elsewhere. */
+static int bridged(const struct sig *g, const uint32_t *key, const uint8_t *bit, size_t i, size_t end)
+{
+    for (int k = 0; k <= STEPS_BRIDGE; k++, i += g->period) {
+        if (k > 0 && i == end)
+            return 1;
+        if (!keys_match(g, key, i, end))
+            return 0;
+        if (k > 0 && bit[i])
+            return 1;
+    }
+    return 0;
 }
 
 /* The steps of g the scan finds in key[0..n). */
@@ -389,11 +418,12 @@ int rsr_steps_find_in(const struct rsr_steps_src *src, struct rsr_steps_found *o
     if (from_first(key, bit, n, &g1) != 0)
         goto done;
     double w1 = 0;
-    for (size_t i = 0; i < n;) {
-        if (!match(&g1, key, bit, i, n)) {
+    for (size_t i = 0, in_phase = SIZE_MAX; i < n;) {
+        if (!match(&g1, key, bit, i, n) && !(g1.rule && i == in_phase && bridged(&g1, key, bit, i, n))) {
             i++;
             continue;
         }
+        in_phase = i + g1.period;
         if (!out->n_train++)
             for (size_t k = 0; k < g1.period; k++)
                 w1 += src->weight(src->ctx, i + k, key[i + k]);

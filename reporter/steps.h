@@ -27,7 +27,9 @@
  *     stage with evaluation or checkpoints between its steps);
  *   - the marks are scanned in order: where the next P keys are the
  *     signature's (and, when its first key is not unique in it, the first
- *     has a long gap), that is a training step; elsewhere one mark is
+ *     has a long gap, or the scan is in phase and the keys go on step by
+ *     step to a first mark that has one, or to the end, within 8 steps),
+ *     that is a training step; elsewhere one mark is
  *     skipped. A checkpoint or an evaluation between steps, jitter, or a
  *     first step that differs only leave marks unmatched;
  *   - the unmatched marks are searched the same way for a second

@@ -123,6 +123,63 @@ START_TEST(checkpoints_and_evaluation)
 }
 END_TEST
 
+/* A step of `per` equal buckets whose first mark has no long gap: the host
+ * was ahead (the batch was ready, a sync returned at once), or a busy
+ * machine stretched the gaps the threshold is learnt on. */
+static void short_step(struct seqb *q, uint32_t k, int per)
+{
+    for (int i = 0; i < per; i++)
+        put(q, k, 3 * US, 25e6);
+}
+
+START_TEST(equal_buckets_missing_gap)
+{
+    /* 200 steps of four equal AllReduces; steps 50, 120 and 121 begin
+     * without their long gap, and one step (80) has a long gap at its third
+     * mark too: still 200 training steps, none evaluation or other (a
+     * 2-rank simtrain with data loading once read as 2,999 training steps
+     * and 4 evaluation steps of one AllReduce) */
+    static struct seqb q;
+    memset(&q, 0, sizeof q);
+    unsigned seed = 5;
+    for (int s = 0; s < 200; s++) {
+        if (s == 50 || s == 120 || s == 121)
+            short_step(&q, 5, 4);
+        else
+            train_step(&q, 5, 4, 1500 * US, &seed);
+        if (s == 80)
+            q.gap[q.n - 2] = 9000 * US;
+    }
+    struct rsr_steps_found f;
+    ck_assert_int_eq(rsr_steps_find(q.key, q.gap, q.w, q.n, &f), 0);
+    ck_assert_uint_eq(f.period, 4);
+    ck_assert_uint_eq(f.n_train, 200);
+    ck_assert_uint_eq(count_phase(&f, RSR_PHASE_TRAIN), 200);
+    ck_assert_uint_eq(f.n_segs, 200);
+    for (size_t i = 0; i < f.n_segs; i++)
+        ck_assert_uint_eq(f.segs[i].first, 4 * i);
+    rsr_steps_found_free(&f);
+    /* the last step without its gap, and an extra bucket (a fifth equal
+     * AllReduce) in step 30: the extra mark is no step, and the steps
+     * after it still begin at their long gaps */
+    memset(&q, 0, sizeof q);
+    for (int s = 0; s < 60; s++) {
+        if (s == 59)
+            short_step(&q, 5, 4);
+        else
+            train_step(&q, 5, s == 30 ? 5 : 4, 1500 * US, &seed);
+    }
+    ck_assert_int_eq(rsr_steps_find(q.key, q.gap, q.w, q.n, &f), 0);
+    ck_assert_uint_eq(f.period, 4);
+    ck_assert_uint_eq(count_phase(&f, RSR_PHASE_TRAIN), 60);
+    ck_assert_uint_eq(f.n_segs, 61);
+    ck_assert_uint_eq(f.segs[31].first, 31 * 4);
+    ck_assert_uint_eq(f.segs[31].n, 1);
+    ck_assert_uint_eq(f.segs[32].first, 31 * 4 + 1);
+    rsr_steps_found_free(&f);
+}
+END_TEST
+
 START_TEST(warm_up_differs)
 {
     /* kernels: the first step also runs three one-off kernels (compilation,
@@ -238,6 +295,7 @@ static Suite *steps_suite(void)
         { "steps_distinct_keys", distinct_keys },
         { "steps_equal_buckets_by_gaps", equal_buckets_by_gaps },
         { "steps_checkpoints_and_evaluation", checkpoints_and_evaluation },
+        { "steps_equal_buckets_missing_gap", equal_buckets_missing_gap },
         { "steps_warm_up_differs", warm_up_differs },
         { "steps_no_repetition", no_repetition },
         { "steps_one_collective_a_step", one_collective_a_step },
