@@ -10,6 +10,9 @@ PREFIX    ?= /usr/local
 BUILD     ?= build
 CC        ?= cc
 CXX       ?= c++
+# The builds that `make test`, `make check` and `make demo` start run on
+# every core, unless make was given -j itself (its jobserver goes on then).
+SUB_J = $(if $(filter -j%,$(MAKEFLAGS))$(findstring jobserver,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 1))
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
         -Wpointer-arith -Wformat=2 -Wundef -Wcast-align -Wvla -Werror
@@ -124,7 +127,7 @@ clean:
 # built beside deps under -j).
 DEMO := $(BUILD)/demo
 demo: deps
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory $(SUB_J) all
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)/ckpt
 	@echo "demo: 4 simulated ranks under the agent, traces in $(DEMO)/trace"
 	$(Q)LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/sim RINGSIDE_OUT=$(CURDIR)/$(DEMO)/trace \

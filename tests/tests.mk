@@ -59,7 +59,7 @@ TEST_EXTRA += $(BUILD)/check/libagent.so
 test-build: all $(UNIT_BIN) $(PROG_BIN) $(TEST_EXTRA)
 
 test: test-deps
-	$(Q)$(MAKE) --no-print-directory test-build
+	$(Q)$(MAKE) --no-print-directory $(SUB_J) test-build
 	$(Q)BUILD=$(BUILD) sh tests/run.sh
 
 # The fast tier: the unit tests alone, built and run without the package
@@ -73,7 +73,7 @@ unit: $(UNIT_BIN)
 check:
 	$(if $(T),,$(error make check T=NAME runs the tests whose file name contains NAME, e.g. T=test_ring))
 	$(Q)BUILD=$(BUILD) sh tests/run.sh --list '$(T)'
-	$(Q)$(MAKE) --no-print-directory test-build
+	$(Q)$(MAKE) --no-print-directory $(SUB_J) test-build
 	$(Q)BUILD=$(BUILD) sh tests/run.sh '$(T)'
 include tests/format.mk
 include tests/fuzz/fuzz.mk
@@ -107,7 +107,7 @@ $(BUILD)/tests/prog/nvtx_ranges $(BUILD)/tests/prog/nvtx_steps $(BUILD)/tests/pr
 STRESS_N ?= 500
 .PHONY: stress
 stress:
-	$(Q)$(MAKE) --no-print-directory test-build
+	$(Q)$(MAKE) --no-print-directory $(SUB_J) test-build
 	$(Q)BUILD=$(BUILD) STRESS_N=$(STRESS_N) python3 tests/stress/stress.py
 
 # The soak (not in make test; docs/testing.md): simulated training and a real PyTorch
@@ -117,5 +117,5 @@ stress:
 SOAK_MIN ?= 30
 .PHONY: soak
 soak:
-	$(Q)$(MAKE) --no-print-directory test-build
+	$(Q)$(MAKE) --no-print-directory $(SUB_J) test-build
 	$(Q)BUILD=$(BUILD) SOAK_MIN=$(SOAK_MIN) python3 tests/soak/soak.py $(if $(SOAK_KEEP),--keep)

@@ -57,7 +57,7 @@ endif
 
 .PHONY: fuzz
 fuzz: all
-	$(Q)$(MAKE) --no-print-directory test-build
+	$(Q)$(MAKE) --no-print-directory $(SUB_J) test-build
 	$(Q)BUILD=$(BUILD) FUZZ_SECONDS=$$(($(FUZZ_MIN) * 60)) sh tests/fuzz/run.sh fuzz_chunk $(FUZZERS)
 
 -include $(shell find $(BUILD)/fuzzobj -name '*.d' 2>/dev/null)

@@ -14,6 +14,6 @@ chroot-refresh:
 	$(Q)sh tools/chroot.sh --refresh $(CHROOT)
 
 test-modern: test-deps
-	$(Q)$(MAKE) --no-print-directory test-build
+	$(Q)$(MAKE) --no-print-directory $(SUB_J) test-build
 	$(Q)$(MAKE) --no-print-directory chroot
 	$(Q)BUILD=$(BUILD) RINGSIDE_CHROOT=$(abspath $(CHROOT)) sh tests/run.sh --dir tests/modern
