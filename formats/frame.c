@@ -208,10 +208,11 @@ int rsf_reader_next(struct rsf_reader *r, const uint8_t **chunk, size_t *size)
 }
 
 /* Whether the magic at in_pos begins a frame header that LZ4 accepts
- * (version, reserved bits, header checksum): compressed bytes hold the
- * magic's four bytes now and then, a header with its checksum about once
- * in 4,000 of those. A header the file ends inside counts (next says the
- * file was cut there). 1 yes, 0 no, -1 a read error. */
+ * (version, reserved bits, block size, header checksum): compressed bytes
+ * hold the magic's four bytes now and then (once in 20 MB of traces), and
+ * random bytes after it pass these checks once in 131,072. A header the
+ * file ends inside counts (next says the file was cut there). 1 yes, 0 no,
+ * -1 a read error. */
 static int header_here(struct rsf_reader *r)
 {
     long a = fill(r, LZ4F_HEADER_SIZE_MAX);
