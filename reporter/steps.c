@@ -41,21 +41,13 @@ static int cmp_i64(const void *pa, const void *pb)
     return (a > b) - (a < b);
 }
 
-/* The threshold (on log_gap) that splits gap[0..m) into short and long by
- * Otsu's method, or INFINITY when the two classes' means are less than a
- * factor 4 apart (no long gaps then). -1 when out of memory. */
-static int gap_threshold(const int64_t *gap, size_t m, double *thr)
+/* Otsu's threshold on the sorted values v[0..nv), or INFINITY when the two
+ * classes' means are less than a factor 4 apart (2 on log_gap). */
+static double otsu(const double *v, size_t nv)
 {
-    *thr = INFINITY;
-    if (m < 3)
-        return 0;
-    size_t nv = m;
-    double *v = malloc(nv * sizeof *v), tot = 0, sum0 = 0, best = 0, sep = 0;
-    if (!v)
-        return -1;
+    double tot = 0, sum0 = 0, best = 0, sep = 0, thr = INFINITY;
     for (size_t i = 0; i < nv; i++)
-        tot += v[i] = log_gap(gap[i]);
-    qsort(v, nv, sizeof *v, cmp_double);
+        tot += v[i];
     for (size_t k = 1; k < nv; k++) {
         sum0 += v[k - 1];
         if (v[k - 1] == v[k])
@@ -65,11 +57,64 @@ static int gap_threshold(const int64_t *gap, size_t m, double *thr)
         if (var > best) {
             best = var;
             sep = m1 - m0;
-            *thr = (v[k - 1] + v[k]) / 2;
+            thr = (v[k - 1] + v[k]) / 2;
         }
     }
-    if (sep < 2)
-        *thr = INFINITY;
+    return sep < 2 ? INFINITY : thr;
+}
+
+/* How regular the marks above thr are: the share of the distances between
+ * consecutive ones that is their commonest distance (0 with fewer than
+ * RSR_STEPS_MIN of them). */
+static double regularity(const int64_t *gap, size_t m, double thr)
+{
+    size_t *count = calloc(m + 1, sizeof *count), last = SIZE_MAX, nd = 0, mode = 0;
+    if (!count)
+        return 0;
+    for (size_t i = 0; i < m; i++) {
+        if (log_gap(gap[i]) <= thr)
+            continue;
+        if (last != SIZE_MAX && ++count[i - last] > count[mode])
+            mode = i - last;
+        nd += last != SIZE_MAX;
+        last = i;
+    }
+    double r = nd + 1 >= RSR_STEPS_MIN ? (double)count[mode] / (double)nd : 0;
+    free(count);
+    return r;
+}
+
+/* A lower threshold is taken over Otsu's when the marks above it are this
+ * much more regular (share of the commonest distance). */
+#define STEPS_LOWER_REGULAR 0.2
+
+/* The threshold (on log_gap) that splits gap[0..m) into short and long:
+ * Otsu's method, or INFINITY when the two classes' means are less than a
+ * factor 4 apart (no long gaps then). On a busy host a few marks wait
+ * milliseconds for the CPU: Otsu's split can then fall between the steps'
+ * own long gaps (tens of microseconds in a short step) and those, whose
+ * marks come at random; Otsu's split of the short class is taken instead
+ * when the marks above it are much more regular. -1 when out of memory. */
+static int gap_threshold(const int64_t *gap, size_t m, double *thr)
+{
+    *thr = INFINITY;
+    if (m < 3)
+        return 0;
+    double *v = malloc(m * sizeof *v);
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < m; i++)
+        v[i] = log_gap(gap[i]);
+    qsort(v, m, sizeof *v, cmp_double);
+    *thr = otsu(v, m);
+    if (isfinite(*thr)) {
+        size_t k = 0;
+        while (k < m && v[k] <= *thr)
+            k++;
+        double lower = otsu(v, k);
+        if (isfinite(lower) && regularity(gap, m, lower) >= regularity(gap, m, *thr) + STEPS_LOWER_REGULAR)
+            *thr = lower;
+    }
     free(v);
     return 0;
 }

@@ -9,8 +9,11 @@
  *   - each mark is a symbol: its key (collective: operation, communicator,
  *     bytes; kernel: name) and one bit, whether the GPU idle gap before it
  *     is long (the longer of two classes of gaps split by Otsu's method on
- *     their logarithms, when the classes are well apart), because equal
- *     buckets make equal keys and only the gaps tell where a step starts;
+ *     their logarithms, when the classes are well apart; Otsu's split of
+ *     the shorter class instead when the marks above that are much more
+ *     regular: a busy host holds a few marks for milliseconds, at random),
+ *     because equal buckets make equal keys and only the gaps tell where a
+ *     step starts;
  *   - the period P is the commonest distance between two marks with long
  *     gaps, when symbols that far apart agree (share >= 0.6); without long
  *     gaps, the smallest period at which symbols agree nearly as often as

@@ -180,6 +180,35 @@ START_TEST(equal_buckets_missing_gap)
 }
 END_TEST
 
+START_TEST(busy_host_preempted_marks)
+{
+    /* 800 short steps of four equal AllReduces: 30 us (+-20%) before a
+     * step's first mark, 0 to 5 us before the others, and one mark in
+     * twenty (one in ten) held 1 to 10 ms more by a busy CPU: still period
+     * 4 and 800 steps (Otsu's split alone fell between the steps' gaps and
+     * the held ones, and read 1,600 or 3,200 steps of one or two marks) */
+    static struct seqb q;
+    for (int tenth = 0; tenth < 2; tenth++) {
+        memset(&q, 0, sizeof q);
+        unsigned seed = 17;
+        for (int s = 0; s < 800; s++)
+            for (int i = 0; i < 4; i++) {
+                seed = seed * 1103515245u + 12345u;
+                int64_t g = i == 0 ? 24 * US + (int64_t)(seed >> 16) % (12 * US) : (int64_t)(seed >> 16) % (5 * US);
+                seed = seed * 1103515245u + 12345u;
+                if ((seed >> 16) % (tenth ? 10 : 20) == 0)
+                    g += 1000 * US + (int64_t)(seed >> 8) % (9000 * US);
+                put(&q, 5, g, 25e6);
+            }
+        struct rsr_steps_found f;
+        ck_assert_int_eq(rsr_steps_find(q.key, q.gap, q.w, q.n, &f), 0);
+        ck_assert_uint_eq(f.period, 4);
+        ck_assert_uint_eq(f.n_train, 800);
+        rsr_steps_found_free(&f);
+    }
+}
+END_TEST
+
 START_TEST(warm_up_differs)
 {
     /* kernels: the first step also runs three one-off kernels (compilation,
@@ -296,6 +325,7 @@ static Suite *steps_suite(void)
         { "steps_equal_buckets_by_gaps", equal_buckets_by_gaps },
         { "steps_checkpoints_and_evaluation", checkpoints_and_evaluation },
         { "steps_equal_buckets_missing_gap", equal_buckets_missing_gap },
+        { "steps_busy_host_preempted_marks", busy_host_preempted_marks },
         { "steps_warm_up_differs", warm_up_differs },
         { "steps_no_repetition", no_repetition },
         { "steps_one_collective_a_step", one_collective_a_step },
