@@ -594,6 +594,68 @@ static uint32_t dwarf_levels(struct rsr_sym *s, Dwfl_Module *mod, uint64_t addr,
     return nl;
 }
 
+/* The relocation (of .rela.plt) whose function the PLT stub at vaddr jumps
+ * to, or -1: .plt.sec's entry i (x86-64 with IBT) and .plt's entry i + 1
+ * (the first is the lazy resolver's: 16 bytes on x86-64, 32 on AArch64)
+ * are relocation i; entries are 16 bytes. */
+static long plt_slot(Elf *elf, const GElf_Shdr *sh, const char *name, uint64_t vaddr)
+{
+    GElf_Ehdr eh;
+    if (!gelf_getehdr(elf, &eh) || (eh.e_machine != EM_X86_64 && eh.e_machine != EM_AARCH64))
+        return -1;
+    uint64_t at = vaddr - sh->sh_addr;
+    if (strcmp(name, ".plt.sec") == 0)
+        return (long)(at / 16);
+    uint64_t first = eh.e_machine == EM_AARCH64 ? 32 : 16;
+    return strcmp(name, ".plt") == 0 && at >= first ? (long)((at - first) / 16) : -1;
+}
+
+/* "name@plt" for an address in a PLT section (a stub that jumps to a
+ * function of another library: the symbol tables name no code there, and
+ * a sample lands in one now and then), "[plt]" where the stub's function
+ * cannot be told; NULL elsewhere. */
+static char *plt_name(Dwfl_Module *mod, uint64_t addr)
+{
+    Dwarf_Addr bias = 0;
+    Elf *elf = dwfl_module_getelf(mod, &bias);
+    size_t shstr;
+    if (!elf || elf_getshdrstrndx(elf, &shstr) != 0)
+        return NULL;
+    uint64_t vaddr = addr - bias;
+    long slot = -2;
+    Elf_Scn *rela = NULL;
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+        GElf_Shdr sh;
+        const char *name = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstr, sh.sh_name) : NULL;
+        if (!name)
+            continue;
+        if (strcmp(name, ".rela.plt") == 0 && sh.sh_type == SHT_RELA)
+            rela = scn;
+        else if (strncmp(name, ".plt", 4) == 0 && (name[4] == 0 || name[4] == '.') && vaddr >= sh.sh_addr &&
+                 vaddr < sh.sh_addr + sh.sh_size)
+            slot = plt_slot(elf, &sh, name, vaddr);
+    }
+    if (slot == -2)
+        return NULL;
+    GElf_Shdr rsh, dsh;
+    Elf_Data *rd = rela ? elf_getdata(rela, NULL) : NULL;
+    Elf_Scn *dyn = rela && gelf_getshdr(rela, &rsh) ? elf_getscn(elf, rsh.sh_link) : NULL;
+    Elf_Data *dd = dyn ? elf_getdata(dyn, NULL) : NULL;
+    GElf_Rela r;
+    GElf_Sym sym;
+    const char *fn = NULL;
+    if (slot >= 0 && rd && dd && gelf_getshdr(dyn, &dsh) && rsh.sh_entsize &&
+        (uint64_t)slot < rsh.sh_size / rsh.sh_entsize && gelf_getrela(rd, (int)slot, &r) &&
+        gelf_getsym(dd, (int)GELF_R_SYM(r.r_info), &sym))
+        fn = elf_strptr(elf, dsh.sh_link, sym.st_name);
+    if (!fn || !*fn)
+        return rsr_xstrdup("[plt]");
+    size_t n = strlen(fn) + 5;
+    char *out = rsr_xmalloc(n);
+    snprintf(out, n, "%s@plt", fn);
+    return out;
+}
+
 static struct rsr_sym_result *resolve(struct rsr_sym *s, int file, uint64_t addr)
 {
     struct symfile *f = &s->files[file];
@@ -653,6 +715,13 @@ static struct rsr_sym_result *resolve(struct rsr_sym *s, int file, uint64_t addr
                                                                  NULL, NULL));
                 n = 1;
             }
+        }
+        char *plt = n == 0 ? plt_name(f->mod, addr) : NULL;
+        if (plt) {
+            inner_first = rsr_xcalloc(1, sizeof *inner_first);
+            inner_first->func = keep(s, plt);
+            free(plt);
+            n = 1;
         }
     }
     if (n == 0) {

@@ -237,7 +237,7 @@ def main():
         rep, p = report_json(work, "rooted", [traces, "--sysroot", root, "-q"])
         check("--sysroot ROOT: report.json names no unnamed flame_hot frames, and the sysroot",
               rep is not None and not unnamed_of(rep, "flame_hot") and rep["symbols"]["sysroot"] == root,
-              p.stderr.decode()[-300:])
+              "%s %s" % (json.dumps(rep and rep["symbols"])[:1500], p.stderr.decode()[-300:]))
         check("--sysroot ROOT: the page's note of unnamed frames does not name flame_hot",
               "flame_hot " not in note_of(read_text(os.path.join(work, "rooted", "index.html"))), "")
 

@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "formats/trace.h"
 #include "reporter/flame.h"
@@ -208,10 +209,44 @@ START_TEST(sym_missing_file)
 }
 END_TEST
 
+/* A sample in a PLT stub (a jump to another library's function) is named
+ * after that function: the stubs of this test's own executable as objdump
+ * names them ("<printf@plt>"), looked up a few bytes into each. */
+START_TEST(sym_plt_stub)
+{
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ck_assert(len > 0);
+    exe[len] = 0;
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "objdump -d -j .plt -j .plt.sec '%s' 2>/dev/null", exe);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    struct rsr_sym *s = rsr_sym_new(1);
+    int f = rsr_sym_file(s, exe, NULL);
+    ck_assert_int_eq(rsr_sym_file_state(s, f), RSR_SYM_FILE_OK);
+    char line[512], name[256];
+    unsigned long long at;
+    int stubs = 0;
+    while (fgets(line, sizeof line, p))
+        if (sscanf(line, "%llx <%255[^>]>:", &at, name) == 2 && strlen(name) > 4 &&
+            strcmp(name + strlen(name) - 4, "@plt") == 0) { /* not the resolver's "<x@plt-0x10>" */
+            const struct rsr_sym_result *r = rsr_sym_lookup(s, f, at + 4);
+            ck_assert_int_eq(r->known, 1);
+            ck_assert_str_eq(r->levels[r->nlevels - 1].func, name);
+            stubs++;
+        }
+    ck_assert_int_eq(pclose(p), 0);
+    ck_assert_int_ge(stubs, 3);
+    rsr_sym_free(s);
+}
+END_TEST
+
 static Suite *flame_suite(void)
 {
     const struct rs_test tests[] = {
         { "flame_fold_merges_and_sorts", fold_merges_and_sorts },
+        { "flame_sym_plt_stub", sym_plt_stub },
         { "flame_fold_same_name_different_parents", fold_same_name_different_parents },
         { "flame_fold_names_that_break_lines", fold_names_that_break_lines },
         { "flame_xml_escape_hostile", xml_escape_hostile },
