@@ -850,10 +850,13 @@ int rsr_coll_step_waits(struct rsr_model *const *models, size_t n, struct rsr_st
     }
     /* A slow step whose excess the ranks spent mostly waiting for one late
      * rank (a one-off stall, a rank that fell behind once): that rank is
-     * its cause, whatever the step's other figures say. */
+     * its cause, whatever the step's other figures say; but the first
+     * step's late rank was setting up (steps.c: the warm-up). */
     for (size_t i = 0; i < st->n_slow; i++) {
         struct rsr_step_slow *sl = &st->slow[i];
         const struct rsr_step *x = rsr_step_get(st, sl->index);
+        if (strcmp(sl->cause, "warm_up") == 0)
+            continue;
         double excess_ms = (double)(x->end_ns - x->start_ns) / 1e6 - st->phase_median_ms[x->phase];
         if (worst[sl->index] > 0 && late[sl->index] < n && excess_ms > 0 &&
             worst[sl->index] / 1e3 >= 0.5 * excess_ms) {

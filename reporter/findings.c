@@ -208,10 +208,12 @@ static void low_sm_finding(struct list *l, const struct rsr_job *j)
 /* Slow steps (with their causes) and a drifting step time (steps.h). */
 static void steps_findings(struct list *l, const struct rsr_steps *st)
 {
-    static const char *const causes[] = { "checkpoint", "io", "straggler", "launch_gaps", "unknown" };
+    static const char *const causes[] = { "checkpoint", "io", "warm_up", "straggler", "launch_gaps", "unknown" };
     static const char *const advice[] = {
         "Checkpoint less often or asynchronously (torch.distributed.checkpoint async_save), or shard the save.",
         "Read ahead of the GPU: more DataLoader workers, prefetching, faster or local storage.",
+        "The first step sets things up (memory, compiled or tuned kernels, communicators): it weighs less "
+        "in a longer run; a warm-up beyond a few steps is worth a look on the timeline.",
         "Look at the slow rank in those steps: its kernels, its host, its share of the work.",
         "The GPU waited for the host: look at the CPU and wait flame graphs for what ran between launches "
         "(garbage collection, logging, synchronisations).",
@@ -221,7 +223,9 @@ static void steps_findings(struct list *l, const struct rsr_steps *st)
     if (!st->source || !st->count)
         return;
     double total = 0, extra = 0;
-    size_t n_cause[5] = { 0 };
+    enum { NCAUSES = sizeof causes / sizeof causes[0], STRAGGLER = 3 };
+    _Static_assert(sizeof advice / sizeof advice[0] == NCAUSES, "a piece of advice per cause");
+    size_t n_cause[NCAUSES] = { 0 };
     for (size_t i = 0; i < st->n; i++) {
         const struct rsr_step *x = rsr_step_get(st, i);
         total += (double)(x->end_ns - x->start_ns) / 1e6;
@@ -229,25 +233,25 @@ static void steps_findings(struct list *l, const struct rsr_steps *st)
     for (size_t i = 0; i < st->n_slow; i++) {
         const struct rsr_step *x = rsr_step_get(st, st->slow[i].index);
         extra += (double)(x->end_ns - x->start_ns) / 1e6 - st->phase_median_ms[x->phase];
-        for (size_t c = 0; c < 5; c++)
+        for (size_t c = 0; c < NCAUSES; c++)
             n_cause[c] += strcmp(st->slow[i].cause, causes[c]) == 0;
     }
     double pct_extra = total > 0 ? 100 * extra / total : 0;
     if (st->n_slow && pct_extra >= SLOW_STEPS_PCT) {
         size_t top = 0;
-        for (size_t c = 1; c < 5; c++)
+        for (size_t c = 1; c < NCAUSES; c++)
             if (n_cause[c] > n_cause[top])
                 top = c;
         char why[200];
         size_t o = 0;
         why[0] = 0;
-        for (size_t c = 0; c < 5 && o < sizeof why; c++) {
+        for (size_t c = 0; c < NCAUSES && o < sizeof why; c++) {
             if (!n_cause[c])
                 continue;
             o += (size_t)snprintf(why + o, sizeof why - o, "%s%zu %s", o ? ", " : "", n_cause[c], causes[c]);
             /* the late ranks named (the first few) */
             int named = 0;
-            for (size_t i = 0; c == 2 && i < st->n_slow && named < 4 && o < sizeof why; i++)
+            for (size_t i = 0; c == STRAGGLER && i < st->n_slow && named < 4 && o < sizeof why; i++)
                 if (strcmp(st->slow[i].cause, causes[c]) == 0 && st->slow[i].rank >= 0)
                     o += (size_t)snprintf(why + o, sizeof why - o, "%s%d", named++ ? "," : " (rank ",
                                           (int)st->slow[i].rank);

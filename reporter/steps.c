@@ -1127,15 +1127,20 @@ static void fold_finish(struct rsr_step *st, size_t np)
     st->busy_spread_ms = (busy_max - busy / (double)np) / 1e6;
 }
 
-/* Why step j is slow (its phase's median step is med). */
-static void slow_cause(struct rsr_step_slow *sl, const struct rsr_step *st, double excess, double med_io,
-                       double med_spread, double med_idle)
+/* Why step j is slow (its phase's median step is med). The job's first
+ * training step, unless a checkpoint or I/O explains it, is the warm-up
+ * (memory allocated, kernels compiled or tuned, communicators set up),
+ * whichever rank took longest over it. */
+static void slow_cause(struct rsr_step_slow *sl, const struct rsr_step *st, int first, double excess,
+                       double med_io, double med_spread, double med_idle)
 {
     sl->rank = -1;
     if (st->checkpoint)
         sl->cause = "checkpoint";
     else if (st->io_ms + st->wait_ms - med_io >= 0.5 * excess)
         sl->cause = "io";
+    else if (first)
+        sl->cause = "warm_up";
     else if (st->busy_spread_ms - med_spread >= 0.5 * excess) {
         sl->cause = "straggler";
         sl->rank = st->busiest_rank;
@@ -1255,15 +1260,15 @@ static int job_stats(struct rsr_steps *out)
         free(v), free(a), free(b), free(c);
         return -1;
     }
-    for (size_t i = 0; i < out->n; i++) {
+    for (size_t i = 0, trained = 0; i < out->n; i++) {
         const struct rsr_step *st = rsr_step_get(out, i);
-        int ph = st->phase;
+        int ph = st->phase, first_train = ph == RSR_PHASE_TRAIN && !trained++;
         double med = out->phase_median_ms[ph];
         if (!is_slow(out, st))
             continue;
         struct rsr_step_slow *sl = &out->slow[out->n_slow++];
         *sl = (struct rsr_step_slow){ .index = i, .dur_ms = dur_ms(st), .x_median = dur_ms(st) / med };
-        slow_cause(sl, st, dur_ms(st) - med, med_io[ph], med_spread[ph], med_idle[ph]);
+        slow_cause(sl, st, first_train, dur_ms(st) - med, med_io[ph], med_spread[ph], med_idle[ph]);
     }
     out->typical_change_pct = typical_change(out, v, a);
     free(v), free(a), free(b), free(c);

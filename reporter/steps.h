@@ -147,7 +147,7 @@ struct rsr_step_slow {
     size_t index;
     double dur_ms;
     double x_median;
-    const char *cause;          /* "checkpoint", "io", "straggler", "launch_gaps", "unknown" */
+    const char *cause;          /* "checkpoint", "io", "warm_up", "straggler", "launch_gaps", "unknown" */
     int32_t rank;               /* the straggler's rank, -1 otherwise */
     unsigned graphs;            /* its flame graphs the report wrote: bit 1 << enum rsf_sample_kind */
 };

@@ -4,7 +4,8 @@ renewed every second; the wait outlives 16 of them): simtrain --stall 1:5:20
 on 2 ranks, rank 1 sleeping 20 s before step 5's first AllReduce. Rank 0's
 AllReduce at step 5 (its first, by the simulator's truth) has a GPU time of
 19 s or more, matching the truth's; the report says rank 0 waited for rank 1
-(its sync wait against rank 1's)."""
+(its sync wait against rank 1's). Then --stall 1:0:0.3: the first step, held
+up by rank 1, is slow for the warm-up, not for a straggler."""
 import os
 import re
 import sys
@@ -68,5 +69,29 @@ if check("simtrain --stall 1:5:20: 2 ranks run, two traces", p.returncode == 0 a
     ev = [f["evidence"] for f in rep.get("findings", []) if f["id"] == "slow_steps"]
     named = {int(r) for lst in re.findall(r"\brank ([0-9]+(?:,[0-9]+)*)", ev[0] if ev else "") for r in lst.split(",")}
     check("report: the slow-steps finding names rank 1", 1 in named, "%r" % ev)
+    # a slow first step is the warm-up, whoever came last to it (here simtrain's
+    # first step may be slow for rank 0), never a straggler; later ones are not
+    check("report: a slow first step is the warm-up, no other is",
+          all((x["cause"] == "warm_up") == (x["index"] == 0) for x in rep["steps"]["slow"]),
+          "%r" % rep["steps"]["slow"])
+
+# The first step held up by one rank (rank 1 sleeps 0.3 s before its first
+# AllReduce): slow, for the warm-up, and said so by the finding
+tmp2 = rstest.tempdir("long-wait-first")
+out2, tdir2 = os.path.join(tmp2, "out"), os.path.join(tmp2, "truth")
+os.makedirs(out2)
+os.makedirs(tdir2)
+p = rstest.run([LAUNCH, "-n", "2", "--", TRAIN, "--steps", "8", "--layers", "2", "--stall", "1:0:0.3",
+                "--ckpt-dir", tmp2], env=capture.sim_env(out2, tdir2), timeout=200)
+if check("simtrain --stall 1:0:0.3 runs", p.returncode == 0, p.stderr.decode(errors="replace")[-300:]):
+    rep = rstest.report(out2)
+    slow = rep.get("steps", {}).get("slow", [])
+    check("report: the first step, 0.3 s late on rank 1, is slow for the warm-up (not a straggler)",
+          rep["steps"]["count"] == 8 and [x["index"] for x in slow if x["dur_ms"] >= 250] == [0] and
+          slow[0]["cause"] == "warm_up", "%r" % slow)
+    ev = [f["evidence"] for f in rep.get("findings", []) if f["id"] == "slow_steps"]
+    check("report: the slow-steps finding says warm_up", ev and "warm_up" in ev[0] and "straggler" not in ev[0],
+          "%r" % ev)
+rstest.cleanup(tmp2)
 rstest.cleanup(tmp)
 rstest.finish()
