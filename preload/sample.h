@@ -157,11 +157,13 @@ int rs_unwind(void *uc, uint64_t *pcs, uint64_t *sps, int max);
  * lock held by no thread of its own, and the child's first stack capture or
  * exception hangs (a multiprocessing Pool worker did, holding its queue's
  * lock). rs_dl_enter says whether the caller may go in (async-signal-safe;
- * 0 while a fork is under way: skip); rs_dl_leave after. */
+ * 0 while a fork is under way or the loader changes its list, and always in
+ * a child forked while another thread was inside: skip); rs_dl_leave after. */
 int rs_dl_enter(void);
 void rs_dl_leave(void);
-/* pthread_atfork handlers (agent.c): close the gate and wait for those inside;
- * open it again in the parent and in the child. */
+/* pthread_atfork handlers (agent.c): close the gate and wait (up to 2 s)
+ * for other threads inside; open it again in the parent, and in the child
+ * unless one was still inside at the fork. */
 void rs_dl_fork_prepare(void);
 void rs_dl_fork_parent(void);
 void rs_dl_fork_child(void);

@@ -81,17 +81,25 @@ int rs_unwind_init(void)
 }
 
 static _Atomic int dl_forking, dl_inside;
+/* This thread's walks under way (more than one when a signal handler's walk
+ * interrupted one of its own). */
+static __thread int dl_mine RS_TLS;
+/* Set in a child forked while another thread of its parent was inside a
+ * walk: that thread's locks (the loader's list lock, libunwind's cache lock)
+ * are held in the child by no thread, so the child never walks. */
+static int dl_shut;
 
 int rs_dl_enter(void)
 {
     /* The loader changing its list (a dlopen or dlclose under way) holds
      * its lock; in a child forked meanwhile the change never ends, and the
      * lock is held by no thread: never walk there. */
-    if (atomic_load(&dl_forking) || rs_loader_busy())
+    if (dl_shut || atomic_load(&dl_forking) || rs_loader_busy())
         return 0;
     atomic_fetch_add(&dl_inside, 1);
+    dl_mine++;
     if (atomic_load(&dl_forking)) {
-        atomic_fetch_sub(&dl_inside, 1);
+        rs_dl_leave();
         return 0;
     }
     return 1;
@@ -99,15 +107,19 @@ int rs_dl_enter(void)
 
 void rs_dl_leave(void)
 {
+    dl_mine--;
     atomic_fetch_sub(&dl_inside, 1);
 }
 
 void rs_dl_fork_prepare(void)
 {
     atomic_store(&dl_forking, 1);
-    /* bounded: a fork from a signal handler that interrupted a walk on this
-     * very thread would wait for itself */
-    for (int i = 0; i < 4000 && atomic_load(&dl_inside) > 0; i++) {
+    /* Other threads' walks end in microseconds, unless their thread is off
+     * the CPU (a loaded machine, a page fault on a busy disk): wait up to
+     * 2 s. Not for this thread's own (a fork from a signal handler that
+     * interrupted a walk here would wait for itself). */
+    uint64_t deadline = rs_now() + 2000000000u;
+    while (atomic_load(&dl_inside) > dl_mine && rs_now() < deadline) {
         struct timespec t = { 0, 50000 };
         nanosleep(&t, NULL);
     }
@@ -120,7 +132,12 @@ void rs_dl_fork_parent(void)
 
 void rs_dl_fork_child(void)
 {
-    atomic_store(&dl_inside, 0); /* the child has none of the other threads */
+    /* Still inside at the fork, another thread held what its walk took. */
+    if (atomic_load(&dl_inside) > dl_mine) {
+        dl_shut = 1;
+        rs_debug("forked while another thread walked a stack: this process records no native stacks");
+    }
+    atomic_store(&dl_inside, dl_mine); /* the child has none of the other threads */
     atomic_store(&dl_forking, 0);
 }
 

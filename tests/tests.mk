@@ -21,7 +21,7 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/rs_check.h $(FORMAT_OBJ) $(REPORTER_
 # libagent.so has them (hidden visibility keeps symbols out of a shared
 # object's exports only; in an executable they link as any other), not with
 # the reporter's. A static pattern rule: it wins over the one above.
-AGENT_UNIT_BIN := $(addprefix $(BUILD)/tests/test_,ring fdtab settings clock gpustart)
+AGENT_UNIT_BIN := $(addprefix $(BUILD)/tests/test_,ring fdtab settings clock gpustart dlgate)
 AGENT_CORE_OBJ := $(addprefix $(BUILD)/obj/preload/,ring.o fdtab.o config.o clock.o log.o gpustart.o)
 
 $(AGENT_UNIT_BIN): $(BUILD)/tests/%: tests/unit/%.c tests/unit/rs_check.h tests/unit/rs_agent_unit.h \
@@ -30,6 +30,8 @@ $(AGENT_UNIT_BIN): $(BUILD)/tests/%: tests/unit/%.c tests/unit/rs_check.h tests/
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(RS_CFLAGS) -Wno-missing-prototypes -DRS_SRC_DIR='"$(CURDIR)"' -o $@ $< \
 	    $(AGENT_CORE_OBJ) $(FORMAT_OBJ) $(RS_LDFLAGS) -lcheck -lsubunit -lrt -llz4 -lz -lm
+# test_dlgate includes the stack walker's gate whole (its loader state stood in).
+$(BUILD)/tests/test_dlgate: preload/unwind.c preload/sample.h
 
 # Small programs the integration tests run under the agent.
 PROG_SRC := $(wildcard tests/programs/*.c)

@@ -44,7 +44,7 @@ def main():
     text = p.stdout.decode(errors="replace").strip()
     check("under the agent: every child of %d exits (%s opened and closed meanwhile)" % (FORKS, lib),
           p.returncode == 0 and text == "forks=%d hung=0" % FORKS,
-          "status %d, %r: %s" % (p.returncode, text, p.stderr.decode(errors="replace")[-400:]))
+          "status %d, %r: %s" % (p.returncode, text, p.stderr.decode(errors="replace")[-4000:]))
     parents = []
     for t in trace_files(out):
         recs, rc, _ = dump(t)

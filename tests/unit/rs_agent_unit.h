@@ -1,7 +1,7 @@
 /* What the unit tests of the agent's core (test_ring, test_fdtab,
- * test_settings, test_clock, test_gpustart) share: the one writer function the core's
- * objects call (writer.c is not linked: no trace file, so no fd is the
- * writer's), a drain that copies every record out of the ring, and the
+ * test_settings, test_clock, test_gpustart, test_dlgate) share: the one
+ * writer function the core's objects call (writer.c is not linked: no trace
+ * file, so no fd is the writer's), a drain that copies every record out of the ring, and the
  * capture of what the agent prints on stderr. One translation unit each. */
 #ifndef RS_AGENT_UNIT_H
 #define RS_AGENT_UNIT_H
