@@ -117,12 +117,21 @@ void rs_dl_fork_prepare(void)
     /* Other threads' walks end in microseconds, unless their thread is off
      * the CPU (a loaded machine, a page fault on a busy disk): wait up to
      * 2 s. Not for this thread's own (a fork from a signal handler that
-     * interrupted a walk here would wait for itself). */
-    uint64_t deadline = rs_now() + 2000000000u;
-    while (atomic_load(&dl_inside) > dl_mine && rs_now() < deadline) {
+     * interrupted a walk here would wait for itself). After a wait that ran
+     * out, 50 ms until one does not: a walk that never ends (its thread
+     * jumped out of it from a signal handler of the program's) must not
+     * cost every fork 2 s. */
+    static int ran_out;
+    uint64_t deadline = rs_now() + (ran_out ? 50000000u : 2000000000u);
+    while (atomic_load(&dl_inside) > dl_mine) {
+        if (rs_now() >= deadline) {
+            ran_out = 1;
+            return;
+        }
         struct timespec t = { 0, 50000 };
         nanosleep(&t, NULL);
     }
+    ran_out = 0;
 }
 
 void rs_dl_fork_parent(void)

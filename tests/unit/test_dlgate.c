@@ -3,7 +3,8 @@
  * fork waits for other threads' walks, and a child forked while another
  * thread was still inside one (the fork's wait ran out) never walks, nor do
  * its own children, since that thread's locks are held there by no thread;
- * a child forked after the walks ended walks; a fork from inside a walk of
+ * after a wait that ran out, the next forks wait 50 ms; a child forked after
+ * the walks ended walks; a fork from inside a walk of
  * the forking thread's own does not wait for itself. Each fork runs the
  * three pthread_atfork handlers as the agent registers them. */
 #include "rs_agent_unit.h"
@@ -130,6 +131,29 @@ START_TEST(walk_past_wait_shuts_child)
 }
 END_TEST
 
+/* A walk that never ends (its thread jumped out of it): the first fork
+ * waits 2 s, the next ones 50 ms, none of their children walks; once the
+ * walk ends, forks wait for walks again and children walk. */
+START_TEST(endless_walk_costs_one_wait)
+{
+    struct walker w;
+    walker_start(&w, -1);
+    uint64_t first, second, third;
+    ck_assert_int_eq(fork_and_ask(&first), 3);
+    ck_assert_int_eq(fork_and_ask(&second), 3);
+    ck_assert_msg(first >= 1900000000u && second < 1000000000u, "the forks waited %llu and %llu ns",
+                  (unsigned long long)first, (unsigned long long)second);
+    walker_end(&w);
+    ck_assert_int_eq(fork_and_ask(&third), 0);
+    struct walker w2;
+    walker_start(&w2, 200);
+    ck_assert_int_eq(fork_and_ask(&third), 0);
+    walker_end(&w2);
+    ck_assert_msg(third >= 150000000u, "after the walk ended, a fork waited %llu ns for a 200 ms walk",
+                  (unsigned long long)third);
+}
+END_TEST
+
 /* A fork from inside this thread's own walk (a signal handler's) does not
  * wait for itself; the child walks. */
 START_TEST(own_walk_not_waited)
@@ -164,6 +188,7 @@ static Suite *dlgate_suite(void)
     const struct rs_test tests[] = {
         { "dlgate_walk_ends_within_wait", walk_ends_within_wait },
         { "dlgate_walk_past_wait_shuts_child", walk_past_wait_shuts_child },
+        { "dlgate_endless_walk_costs_one_wait", endless_walk_costs_one_wait },
         { "dlgate_own_walk_not_waited", own_walk_not_waited },
         { "dlgate_closed_during_fork_and_loader_change", closed_during_fork_and_loader_change },
     };
