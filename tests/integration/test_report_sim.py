@@ -131,10 +131,14 @@ def alignment_check(name, rep, truth, d):
     for p in rep["processes"]:
         if p["rank"] is not None and "clock" in p:
             offs[p["pid"]] = (p["rank"], p["clock"]["offset_ns"])
-    diffs, short = {}, {}
+    diffs, short, files = {}, {}, []
     for tf in trace_files(os.path.join(d, "trace")):
-        recs, _, _ = dump(tf)
+        recs, rc, _ = dump(tf)
         meta = [r for r in recs if r.get("type") == "meta"]
+        chunks = [r for r in recs if r.get("type") == "chunk"]
+        # what each file is, for a failure's message (a rank once went missing)
+        files.append((os.path.basename(tf), os.path.getsize(tf), rc, meta[0].get("pid") if meta else None,
+                      meta[0].get("rank") if meta else None, bool(chunks) and chunks[-1].get("end")))
         if not meta or meta[0]["pid"] not in offs:
             continue
         rank, off = offs[meta[0]["pid"]]
@@ -156,8 +160,11 @@ def alignment_check(name, rep, truth, d):
         diffs[rank] = ds[len(ds) // 2]
     ok = len(diffs) == NRANKS and max(diffs.values()) - min(diffs.values()) <= 20000
     check(name + "_clock_alignment", ok, "per-rank offsets from truth, less the smallest (us): %s; skew_us %r; "
-          "ranks without kernels to match (agent, truth runs per name): %r" %
-          ({r: round((v - min(diffs.values())) / 1e3, 3) for r, v in diffs.items()}, rep.get("skew_us"), short))
+          "ranks without kernels to match (agent, truth runs per name): %r; trace files (name, bytes, dump's "
+          "status, pid, rank, ended): %r; the report's processes (pid, rank, clock): %r; truth ranks: %r" %
+          ({r: round((v - min(diffs.values())) / 1e3, 3) for r, v in diffs.items()}, rep.get("skew_us"), short,
+           files, [(p["pid"], p["rank"], "clock" in p) for p in rep["processes"]],
+           sorted({t.get("rank") for t in truth if "rank" in t})))
     check(name + "_skew_reported", rep.get("skew_us") is not None and rep["skew_us"] >= 1000,
           "skew_us %r for ranks skewed by %s us" % (rep.get("skew_us"), SKEW_US))
 
