@@ -80,10 +80,15 @@ int rs_unwind_init(void)
     return 0;
 }
 
-static _Atomic int dl_forking, dl_inside;
+/* The gate: the count of walks under way, and a bit set while a fork is
+ * under way. One word, so that no thread counts itself in once the bit is
+ * set (a child must not read a thread that was only trying to go in as one
+ * inside). */
+#define DL_FORKING 0x80000000u
+static _Atomic unsigned dl_word;
 /* This thread's walks under way (more than one when a signal handler's walk
  * interrupted one of its own). */
-static __thread int dl_mine RS_TLS;
+static __thread unsigned dl_mine RS_TLS;
 /* Set in a child forked while another thread of its parent was inside a
  * walk: that thread's locks (the loader's list lock, libunwind's cache lock)
  * are held in the child by no thread, so the child never walks. */
@@ -94,26 +99,26 @@ int rs_dl_enter(void)
     /* The loader changing its list (a dlopen or dlclose under way) holds
      * its lock; in a child forked meanwhile the change never ends, and the
      * lock is held by no thread: never walk there. */
-    if (dl_shut || atomic_load(&dl_forking) || rs_loader_busy())
+    if (dl_shut || rs_loader_busy())
         return 0;
-    atomic_fetch_add(&dl_inside, 1);
+    unsigned w = atomic_load(&dl_word);
+    do {
+        if (w & DL_FORKING)
+            return 0;
+    } while (!atomic_compare_exchange_weak(&dl_word, &w, w + 1));
     dl_mine++;
-    if (atomic_load(&dl_forking)) {
-        rs_dl_leave();
-        return 0;
-    }
     return 1;
 }
 
 void rs_dl_leave(void)
 {
     dl_mine--;
-    atomic_fetch_sub(&dl_inside, 1);
+    atomic_fetch_sub(&dl_word, 1);
 }
 
 void rs_dl_fork_prepare(void)
 {
-    atomic_store(&dl_forking, 1);
+    atomic_fetch_or(&dl_word, DL_FORKING);
     /* Other threads' walks end in microseconds, unless their thread is off
      * the CPU (a loaded machine, a page fault on a busy disk): wait up to
      * 2 s. Not for this thread's own (a fork from a signal handler that
@@ -123,7 +128,7 @@ void rs_dl_fork_prepare(void)
      * cost every fork 2 s. */
     static int ran_out;
     uint64_t deadline = rs_now() + (ran_out ? 50000000u : 2000000000u);
-    while (atomic_load(&dl_inside) > dl_mine) {
+    while ((atomic_load(&dl_word) & ~DL_FORKING) > dl_mine) {
         if (rs_now() >= deadline) {
             ran_out = 1;
             return;
@@ -136,18 +141,17 @@ void rs_dl_fork_prepare(void)
 
 void rs_dl_fork_parent(void)
 {
-    atomic_store(&dl_forking, 0);
+    atomic_fetch_and(&dl_word, ~DL_FORKING);
 }
 
 void rs_dl_fork_child(void)
 {
     /* Still inside at the fork, another thread held what its walk took. */
-    if (atomic_load(&dl_inside) > dl_mine) {
+    if ((atomic_load(&dl_word) & ~DL_FORKING) > dl_mine) {
         dl_shut = 1;
         rs_debug("forked while another thread walked a stack: this process records no native stacks");
     }
-    atomic_store(&dl_inside, dl_mine); /* the child has none of the other threads */
-    atomic_store(&dl_forking, 0);
+    atomic_store(&dl_word, dl_mine); /* the child has none of the other threads */
 }
 
 int rs_unwind(void *uc, uint64_t *pcs, uint64_t *sps, int max)
