@@ -236,6 +236,7 @@ int rsr_flame_read_folded(FILE *f, struct rsr_flame *fl)
         }
         *sp = 0;
         n = 0;
+        uint64_t deeper = 0;
         for (char *name = line, *semi;; name = semi + 1) {
             semi = strchr(name, ';');
             if (semi)
@@ -244,9 +245,18 @@ int rsr_flame_read_folded(FILE *f, struct rsr_flame *fl)
                 capf = capf ? capf * 2 : 64;
                 frames = rsr_xrealloc(frames, capf * sizeof *frames);
             }
-            frames[n++] = rsr_flame_frame(fl, name, RSR_FRAME_NATIVE, "");
+            if (n < RSR_FLAME_DEPTH_MAX)
+                frames[n++] = rsr_flame_frame(fl, name, RSR_FRAME_NATIVE, "");
+            else
+                deeper++;
             if (!semi)
                 break;
+        }
+        if (deeper) {
+            /* the last frame kept stands for itself and what was below it */
+            char more[48];
+            snprintf(more, sizeof more, "[%" PRIu64 " frames deeper]", deeper + 1);
+            frames[n - 1] = rsr_flame_frame(fl, more, RSR_FRAME_NATIVE, "");
         }
         rsr_flame_add(fl, frames, n, w, 1);
     }

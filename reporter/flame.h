@@ -204,9 +204,13 @@ void rsr_flame_load_feeds(struct rsr_flame *fls, struct rsr_flame_feed *const *f
 void rsr_flame_by_reason(const struct rsr_flame *src, struct rsr_flame *dst);
 
 /* Adds the folded lines of f ("root;...;leaf weight", as
- * rsr_flame_write_folded writes them) to fl, each frame a native one.
- * Returns 0, 1 when some lines were not folded lines (left out), or -1 on
- * a read error. */
+ * rsr_flame_write_folded writes them) to fl, each frame a native one; a
+ * stack deeper than RSR_FLAME_DEPTH_MAX frames keeps its outermost ones,
+ * the last of them "[N frames deeper]" for the rest (the graphs' walks
+ * recurse once a level: a folded file from elsewhere must not exhaust the
+ * stack). Returns 0, 1 when some lines were not folded lines (left out), or
+ * -1 on a read error. */
+#define RSR_FLAME_DEPTH_MAX 1024
 int rsr_flame_read_folded(FILE *f, struct rsr_flame *fl);
 
 /* For each node of fl, the node of other at the same path of names, or

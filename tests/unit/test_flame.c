@@ -177,6 +177,59 @@ START_TEST(svg_merges_tiny_frames)
 }
 END_TEST
 
+/* A folded file from elsewhere with a stack 100,000 frames deep (the
+ * fuzzer's input to `ringside diff` overflowed the SVG writer's stack): it
+ * keeps its outermost 1,024 frames, the last one saying how many it stands
+ * for, its weight whole; the graphs and the folded text are written. */
+START_TEST(read_folded_deep_stack)
+{
+    enum { DEEP = 100000 };
+    size_t cap = (size_t)DEEP * 8 + 64, len = 0;
+    char *text = malloc(cap);
+    ck_assert_ptr_nonnull(text);
+    for (int i = 0; i < DEEP; i++)
+        len += (size_t)snprintf(text + len, cap - len, "%sf%d", i ? ";" : "", i % 100);
+    len += (size_t)snprintf(text + len, cap - len, " 7\na;b 3\n");
+    struct rsr_flame fl[2];
+    for (int k = 0; k < 2; k++) {
+        rsr_flame_init(&fl[k], RSF_SAMPLE_CPU);
+        FILE *f = fmemopen(text, len, "r");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(rsr_flame_read_folded(f, &fl[k]), 0);
+        fclose(f);
+    }
+    ck_assert_uint_eq(fl[0].nodes[0].total, 10);
+    uint32_t deepest = 0, leaf = 0;
+    for (uint32_t i = 1; i < fl[0].nnodes; i++) {
+        uint32_t d = 0;
+        for (uint32_t up = i; up; up = fl[0].nodes[up].parent)
+            d++;
+        if (d > deepest)
+            deepest = d, leaf = i;
+    }
+    ck_assert_uint_eq(deepest, RSR_FLAME_DEPTH_MAX);
+    ck_assert_str_eq(rsr_intern_str(&fl[0].names, fl[0].nodes[leaf].name), "[98977 frames deeper]");
+    ck_assert_uint_eq(fl[0].nodes[leaf].self, 7);
+    char *svg = svg_of(&fl[0]);
+    ck_assert_ptr_nonnull(strstr(svg, "[98977 frames deeper]"));
+    free(svg);
+    char *out = NULL;
+    size_t outlen = 0;
+    FILE *f = open_memstream(&out, &outlen);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(rsr_flame_write_svg_diff(f, &fl[1], &fl[0], "deep"), 0);
+    fclose(f);
+    free(out);
+    char *fold = folded(&fl[0]);
+    ck_assert_ptr_nonnull(strstr(fold, ";f22;[98977 frames deeper] 7\n"));
+    ck_assert_ptr_nonnull(strstr(fold, "a;b 3\n"));
+    free(fold);
+    rsr_flame_free(&fl[0]);
+    rsr_flame_free(&fl[1]);
+    free(text);
+}
+END_TEST
+
 START_TEST(demangle_cpp)
 {
     /* as c++filt prints them */
@@ -246,6 +299,7 @@ static Suite *flame_suite(void)
 {
     const struct rs_test tests[] = {
         { "flame_fold_merges_and_sorts", fold_merges_and_sorts },
+        { "flame_read_folded_deep_stack", read_folded_deep_stack },
         { "flame_sym_plt_stub", sym_plt_stub },
         { "flame_fold_same_name_different_parents", fold_same_name_different_parents },
         { "flame_fold_names_that_break_lines", fold_names_that_break_lines },
