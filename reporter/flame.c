@@ -66,15 +66,28 @@ uint32_t rsr_flame_frame(struct rsr_flame *fl, const char *name, enum rsr_frame_
 {
     uint32_t before = fl->names.n;
     uint32_t id = rsr_intern(&fl->names, name);
-    if (id < before)
+    const char *mod = module ? module : "";
+    if (id < before) {
+        /* A name met again, in another module or as another class (a
+         * function@plt of several objects, a static function's name in two
+         * libraries): the name keeps the least class and module, so that
+         * the graphs do not depend on the order the files came in (nor on
+         * how MPI processes shared them). */
+        if (cls > fl->name_class[id])
+            return id;
+        if (cls == fl->name_class[id] && strcmp(mod, rsr_intern_str(&fl->modules, fl->name_module[id])) >= 0)
+            return id;
+        fl->name_class[id] = (uint8_t)cls;
+        fl->name_module[id] = rsr_intern(&fl->modules, mod);
         return id;
+    }
     if (id >= fl->ncap) {
         fl->ncap = fl->ncap ? fl->ncap * 2 : 1024;
         fl->name_class = rsr_xrealloc(fl->name_class, fl->ncap);
         fl->name_module = rsr_xrealloc(fl->name_module, fl->ncap * sizeof *fl->name_module);
     }
     fl->name_class[id] = (uint8_t)cls;
-    fl->name_module[id] = rsr_intern(&fl->modules, module ? module : "");
+    fl->name_module[id] = rsr_intern(&fl->modules, mod);
     return id;
 }
 

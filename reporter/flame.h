@@ -117,8 +117,9 @@ struct rsr_flame_opts {
 void rsr_flame_init(struct rsr_flame *fl, int kind);
 void rsr_flame_free(struct rsr_flame *fl);
 
-/* The id of a frame name, declaring its class and module (the first
- * declaration of a name wins). */
+/* The id of a frame name, declaring its class and module (a name declared
+ * more than once keeps the least class, then the least module by strcmp:
+ * the same whatever order the declarations come in). */
 uint32_t rsr_flame_frame(struct rsr_flame *fl, const char *name, enum rsr_frame_class cls,
                          const char *module);
 

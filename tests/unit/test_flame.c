@@ -230,6 +230,43 @@ START_TEST(read_folded_deep_stack)
 }
 END_TEST
 
+/* One name in two modules (memcpy@plt of two objects): the merged graph,
+ * and its colours, are the same whichever tree is merged first (an MPI
+ * report once differed from a single process's in flame-cpu.svg). */
+START_TEST(merge_order_same_name_two_modules)
+{
+    struct rsr_flame a, b, x, y;
+    rsr_flame_init(&a, RSF_SAMPLE_CPU);
+    rsr_flame_init(&b, RSF_SAMPLE_CPU);
+    uint32_t ids[2];
+    ids[0] = rsr_flame_frame(&a, "main", RSR_FRAME_NATIVE, "prog");
+    ids[1] = rsr_flame_frame(&a, "memcpy@plt", RSR_FRAME_NATIVE, "libzz.so");
+    rsr_flame_add(&a, ids, 2, 5, 1);
+    ids[0] = rsr_flame_frame(&b, "main", RSR_FRAME_NATIVE, "prog");
+    ids[1] = rsr_flame_frame(&b, "memcpy@plt", RSR_FRAME_INLINE, "libaa.so");
+    rsr_flame_add(&b, ids, 2, 3, 1);
+    ids[1] = rsr_flame_frame(&b, "memcpy@plt", RSR_FRAME_NATIVE, "libmm.so");
+    rsr_flame_add(&b, ids, 2, 2, 1);
+    rsr_flame_init(&x, RSF_SAMPLE_CPU);
+    rsr_flame_init(&y, RSF_SAMPLE_CPU);
+    rsr_flame_merge(&x, &a);
+    rsr_flame_merge(&x, &b);
+    rsr_flame_merge(&y, &b);
+    rsr_flame_merge(&y, &a);
+    char *sx = svg_of(&x), *sy = svg_of(&y);
+    ck_assert_msg(strcmp(sx, sy) == 0, "the SVGs differ with the order of the merges");
+    uint32_t id = rsr_flame_frame(&x, "memcpy@plt", RSR_FRAME_UNKNOWN, "zzz");
+    ck_assert_int_eq(x.name_class[id], RSR_FRAME_NATIVE);
+    ck_assert_str_eq(rsr_intern_str(&x.modules, x.name_module[id]), "libmm.so");
+    free(sx);
+    free(sy);
+    rsr_flame_free(&a);
+    rsr_flame_free(&b);
+    rsr_flame_free(&x);
+    rsr_flame_free(&y);
+}
+END_TEST
+
 START_TEST(demangle_cpp)
 {
     /* as c++filt prints them */
@@ -300,6 +337,7 @@ static Suite *flame_suite(void)
     const struct rs_test tests[] = {
         { "flame_fold_merges_and_sorts", fold_merges_and_sorts },
         { "flame_read_folded_deep_stack", read_folded_deep_stack },
+        { "flame_merge_order_same_name_two_modules", merge_order_same_name_two_modules },
         { "flame_sym_plt_stub", sym_plt_stub },
         { "flame_fold_same_name_different_parents", fold_same_name_different_parents },
         { "flame_fold_names_that_break_lines", fold_names_that_break_lines },
