@@ -100,7 +100,7 @@ RS_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 {
     if (rs_in_vchild())
         return RS_REAL(sigaction)(sig, act, old);
-    if (RS_UNLIKELY(sig == rs_sample_sig) && act && sig)
+    if (RS_UNLIKELY(sig == rs_sample_sig) && act && sig && !rs_sample_is_ours(act))
         rs_sample_yield();
     rs_sample_note_handler(sig, act);
     int i = sig_index(sig);
@@ -148,8 +148,17 @@ RS_REAL_DECL(bsd_signal);
 RS_REAL_DECL(sysv_signal);
 RS_REAL_DECL(sigset);
 
+/* The spellings below reach the C library's sigaction, not ours: the
+ * sampling signal taken through them moves the sampler first too. */
+static void taking(int sig)
+{
+    if (RS_UNLIKELY(sig == rs_sample_sig) && sig && !rs_in_vchild())
+        rs_sample_yield();
+}
+
 RS_EXPORT __sighandler_t bsd_signal(int sig, __sighandler_t handler)
 {
+    taking(sig);
     if (sig_index(sig) < 0 || !sig_virtual || rs_in_vchild())
         return RS_REAL(bsd_signal)(sig, handler);
     return signal(sig, handler);
@@ -157,6 +166,7 @@ RS_EXPORT __sighandler_t bsd_signal(int sig, __sighandler_t handler)
 
 RS_EXPORT __sighandler_t sysv_signal(int sig, __sighandler_t handler)
 {
+    taking(sig);
     if (sig_index(sig) < 0 || !sig_virtual || rs_in_vchild())
         return RS_REAL(sysv_signal)(sig, handler);
     struct sigaction act = { .sa_handler = handler, .sa_flags = SA_RESETHAND | SA_NODEFER };
@@ -169,6 +179,8 @@ RS_EXPORT __sighandler_t sysv_signal(int sig, __sighandler_t handler)
 
 RS_EXPORT __sighandler_t sigset(int sig, __sighandler_t disp)
 {
+    if (disp != SIG_HOLD)
+        taking(sig);
     if (sig_index(sig) < 0 || !sig_virtual || rs_in_vchild())
         return RS_REAL(sigset)(sig, disp);
     sigset_t one, was;
@@ -401,6 +413,7 @@ __attribute__((constructor)) static void rs_start(int argc, char **argv, char **
     if (!rs_agent_in_scope())
         return;
     rs_th.guard = 1;
+    rs_sample_resolve_early();
     rs_config_load(argc, argv);
     rs_clock_init();
     if (rs_cfg.disable) {

@@ -354,6 +354,11 @@ struct __attribute__((aligned(64))) rs_thread_hot {
      * then calls the real function and changes no agent state; guard is
      * set with it, which the recording paths already honour. */
     int vchild;
+    /* Set while the sampling signal's handler unwinds on this thread: the
+     * kernel blocked every signal for the handler (its sa_mask), so the
+     * unwinder's own masking around its locks (sigprocmask, two system
+     * calls a lock) has nothing to do and is answered without one. */
+    int all_masked;
 };
 extern __thread struct rs_thread_hot rs_th RS_TLS;
 
@@ -606,6 +611,14 @@ int rs_writer_start(void);
  * (up to a few seconds). final: also write the end chunk (exit, exec). Safe
  * in a signal handler; returns at once on the writer thread itself. */
 void rs_writer_flush(int final);
+/* Before dlclose: waits until the writer has taken every record made so
+ * far and polled the module map (what explains the samples in an object
+ * about to go), not for a file write or GPU times. The writer never waits
+ * for the loader's lock, which the caller may hold (a library constructor
+ * or destructor calling dlclose). Returns at once on the writer thread. */
+void rs_writer_sync_modules(void);
+/* The real dlclose, without the hook's sync (the agent's own handles). */
+int rs_dlclose_quiet(void *handle);
 /* After a final flush, recording goes on in the same file (an exec
  * failed): the chunks that follow are not ended. */
 void rs_writer_resume(void);
@@ -646,7 +659,9 @@ int rs_gpu_closing(void);
 void rs_gpu_closed(void);
 /* In a forked child: the parent's CUDA state is not the child's. */
 void rs_gpu_forked(void);
-/* CUDA driver and NCCL versions (0: unknown), for Meta. */
+/* CUDA driver and NCCL versions (0: unknown), for Meta: each learnt on a
+ * program thread when the program first calls the library (the writer asks
+ * the loader nothing). */
 int rs_cuda_version(void);
 int rs_nccl_version(void);
 

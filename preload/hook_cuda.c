@@ -1813,7 +1813,7 @@ static void *default_sym(const char *name, void *p, const void *caller)
     if (!h)
         return NULL;
     p = real_dlsym(h, name);
-    dlclose(h);
+    rs_dlclose_quiet(h);
     return p;
 }
 

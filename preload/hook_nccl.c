@@ -46,11 +46,28 @@ static void *nccl_sym_quiet(const char *name)
     return p;
 }
 
+static _Atomic int nccl_version;
+static _Atomic int version_asked;
+
+/* The library's version, asked once on the program thread that first calls
+ * NCCL (where the program has loaded it), for the writer to put in Meta. */
+static void learn_version(void)
+{
+    if (atomic_exchange(&version_asked, 1))
+        return;
+    ncclResult_t (*get)(int *) = (ncclResult_t(*)(int *))nccl_sym_quiet("ncclGetVersion");
+    int v = 0;
+    if (get && get(&v) == ncclSuccess)
+        atomic_store(&nccl_version, v);
+}
+
 static void *nccl_sym(const char *name)
 {
     void *p = nccl_sym_quiet(name);
     if (!p && !atomic_exchange(&nccl_missing_said, 1))
         rs_notice("cannot find the real %s (libnccl.so.2 missing or unknown); NCCL calls fail", name);
+    if (p)
+        learn_version();
     return p;
 }
 
@@ -68,7 +85,6 @@ static inline int nccl_on(void)
     return RS_LIKELY(atomic_load_explicit(&rs_hot.on, memory_order_relaxed)) && !rs_th.guard && rs_cfg.nccl;
 }
 
-REAL_DECL(ncclGetVersion);
 REAL_DECL(ncclCommCount);
 REAL_DECL(ncclCommUserRank);
 REAL_DECL(ncclCommCuDevice);
@@ -76,21 +92,7 @@ REAL_DECL(ncclCommGetAsyncError);
 
 int rs_nccl_version(void)
 {
-    int v = 0;
-    if (!rs_cfg.nccl)
-        return 0;
-    if (!real_ncclGetVersion) {
-        if (atomic_load(&rs_dying)) /* dlopen takes the loader's lock */
-            return 0;
-        void *h = dlopen("libnccl.so.2", RTLD_NOLOAD | RTLD_LAZY);
-        if (!h)
-            return 0;
-        real_ncclGetVersion = (__typeof__(real_ncclGetVersion))rs_dlsym_real(h, "ncclGetVersion");
-        dlclose(h);
-    }
-    if (!real_ncclGetVersion || real_ncclGetVersion(&v) != ncclSuccess)
-        v = 0;
-    return v;
+    return atomic_load(&nccl_version);
 }
 
 /* ---- communicators: handle -> id, rank, size, sequence ---- */

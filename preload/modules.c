@@ -2,7 +2,10 @@
  * of every loaded ELF object (path, GNU build id from its note, address
  * range, file offset), reported to the writer at start and whenever the
  * loader's adds/subs counters say objects came or went. dlclose is hooked so
- * the writer records samples and modules before an object is unmapped. */
+ * the writer records samples and modules before an object is unmapped.
+ * The writer never waits for the loader's lock (dlopen, dlsym, dladdr): a
+ * hook waiting for the writer may hold it (a library's constructor, run
+ * inside dlopen, that calls dlclose, as UCX's libucm does). */
 #include "preload/sample.h"
 
 #include <dlfcn.h>
@@ -14,6 +17,9 @@
 
 static unsigned long long seen_adds, seen_subs;
 static int polled;
+/* A libpython came with the last changes (the interpreter can start
+ * inside a program that loads it: rs_modules_python_loaded). */
+static _Atomic int python_lib;
 /* The loader's own record for debuggers: r_state is RT_ADD or RT_DELETE
  * while it changes the list of loaded objects. */
 static struct r_debug *loader_state;
@@ -73,6 +79,9 @@ static int each_object(struct dl_phdr_info *info, size_t size, void *varg)
     (void)size;
     struct poll_arg *a = varg;
     const char *path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : a->exe;
+    const char *base = strrchr(path, '/');
+    if (strncmp(base ? base + 1 : path, "libpython3", 10) == 0)
+        atomic_store(&python_lib, 1);
     char id[64];
     build_id(info, id, sizeof id);
     long page = sysconf(_SC_PAGESIZE);
@@ -114,6 +123,11 @@ void rs_modules_reset(void)
     polled = 0;
 }
 
+int rs_modules_python_loaded(void)
+{
+    return atomic_load(&python_lib);
+}
+
 void rs_modules_init(void)
 {
     loader_state = dlsym(RTLD_DEFAULT, "_r_debug");
@@ -127,13 +141,19 @@ int rs_loader_busy(void)
 RS_REAL_DECL(dlclose);
 
 /* Before an object goes away, the writer takes every sample so far and the
- * module map that explains them. */
+ * module map that explains them (rs_writer_sync_modules: it waits for the
+ * writer's drain alone, never for a file write or the GPU's times). */
 RS_EXPORT int dlclose(void *handle)
 {
     if (rs_sample_sig && !rs_th.guard && atomic_load_explicit(&rs_hot.on, memory_order_relaxed)) {
         int saved = errno;
-        rs_writer_flush(0);
+        rs_writer_sync_modules();
         errno = saved;
     }
+    return RS_REAL(dlclose)(handle);
+}
+
+int rs_dlclose_quiet(void *handle)
+{
     return RS_REAL(dlclose)(handle);
 }

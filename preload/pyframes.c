@@ -298,12 +298,65 @@ void rs_py_forked(void)
     }
 }
 
+/* Reads of one stack's frames. A read through process_vm_readv costs a
+ * system call (about a microsecond), and a stack of Python frames took one
+ * each; most frames lie in the thread's own C stack (3.12+'s entry frames)
+ * or near each other in the interpreter's data stack chunk. So: memory
+ * between the innermost and the outermost native frame's stack pointer is
+ * the thread's live stack, mapped, and read directly; elsewhere one call
+ * copies the two pages up to the frame's end, and frames further down
+ * (their predecessors, as a chunk grows upwards) are taken from that copy. */
+#define WIN_PAGE 4096u
+struct frame_reader {
+    uint64_t stk_lo, stk_hi;     /* the live C stack, [lo, hi); empty: 0, 0 */
+    uint64_t win_lo, win_hi;     /* what win holds, [lo, hi) */
+    uint8_t win[2 * WIN_PAGE];
+};
+
+static void reader_start(struct frame_reader *r, const uint64_t *sps, int n)
+{
+    r->stk_lo = r->stk_hi = 0;
+    r->win_lo = r->win_hi = 0;
+    if (sps && n > 1 && sps[0] && sps[n - 1] > sps[0]) {
+        r->stk_lo = sps[0];
+        r->stk_hi = sps[n - 1];
+    }
+}
+
+static int reader_get(struct frame_reader *r, uint64_t addr, void *dst, size_t n)
+{
+    if (addr >= r->stk_lo && addr + n <= r->stk_hi && addr + n > addr) {
+        memcpy(dst, (const void *)(uintptr_t)addr, n);
+        return 0;
+    }
+    if (addr < r->win_lo || addr + n > r->win_hi || addr + n < addr) {
+        /* the page holding the frame's end first: a fault in the one
+         * below only shortens the copy */
+        uint64_t top = (addr + n + WIN_PAGE - 1) & ~(uint64_t)(WIN_PAGE - 1);
+        if (top < 2 * WIN_PAGE || addr + n < addr)
+            return safe_read(addr, dst, n);
+        struct iovec l[2] = { { r->win + WIN_PAGE, WIN_PAGE }, { r->win, WIN_PAGE } };
+        struct iovec rem[2] = { { (void *)(uintptr_t)(top - WIN_PAGE), WIN_PAGE },
+                                { (void *)(uintptr_t)(top - 2 * WIN_PAGE), WIN_PAGE } };
+        ssize_t got = process_vm_readv(self_pid, l, 2, rem, 2, 0);
+        r->win_hi = top;
+        r->win_lo = got >= (ssize_t)(2 * WIN_PAGE) ? top - 2 * WIN_PAGE
+                    : got >= (ssize_t)WIN_PAGE    ? top - WIN_PAGE
+                                                  : top;
+        if (addr < r->win_lo)
+            return safe_read(addr, dst, n);
+    }
+    memcpy(dst, r->win + (addr - (r->win_hi - 2 * WIN_PAGE)), n);
+    return 0;
+}
+
 /* One frame: its predecessor, code object, entry byte and position (the
  * instruction index + 1, 0 when not known; RS_PY_POS_SHIFT). */
-static int read_frame(uint64_t frame, uint64_t *prev, uint64_t *code, uint8_t *entry, uint64_t *pos)
+static int read_frame(struct frame_reader *r, uint64_t frame, uint64_t *prev, uint64_t *code, uint8_t *entry,
+                      uint64_t *pos)
 {
     uint8_t buf[256];
-    if (frame_span > sizeof buf || safe_read(frame, buf, frame_span) != 0)
+    if (frame_span > sizeof buf || reader_get(r, frame, buf, frame_span) != 0)
         return -1;
     memcpy(prev, buf + off.frame_previous, 8);
     memcpy(code, buf + off.frame_code, 8);
@@ -326,13 +379,13 @@ static int read_frame(uint64_t frame, uint64_t *prev, uint64_t *code, uint8_t *e
 
 /* Appends the Python frames one native eval call runs, from *frame on;
  * leaves *frame at the first frame of the next (outer) call. 3.10, 3.11. */
-static int eval_frames(uint64_t *frame, uint64_t *out, int room)
+static int eval_frames(struct frame_reader *r, uint64_t *frame, uint64_t *out, int room)
 {
     int got = 0, guard = 0;
     while (*frame && got < room && guard++ < 4096) {
         uint64_t prev, code, pos;
         uint8_t entry;
-        if (read_frame(*frame, &prev, &code, &entry, &pos) != 0) {
+        if (read_frame(r, *frame, &prev, &code, &entry, &pos) != 0) {
             *frame = 0;
             break;
         }
@@ -349,14 +402,14 @@ static int eval_frames(uint64_t *frame, uint64_t *out, int room)
  * most room of them kept), and that shim's address in *shim (0: the chain
  * ended first); *frame is left past the shim. Shims with no frames before
  * them are passed over. */
-static int shim_group(uint64_t *frame, uint64_t *out, int room, uint64_t *shim)
+static int shim_group(struct frame_reader *r, uint64_t *frame, uint64_t *out, int room, uint64_t *shim)
 {
     int got = 0, guard = 0;
     *shim = 0;
     while (*frame && guard++ < 4096) {
         uint64_t at = *frame, prev, code, pos;
         uint8_t entry;
-        if (read_frame(at, &prev, &code, &entry, &pos) != 0) {
+        if (read_frame(r, at, &prev, &code, &entry, &pos) != 0) {
             *frame = 0;
             break;
         }
@@ -385,21 +438,22 @@ static void mark_cut(uint64_t *out, int m, const uint64_t *in, int n, int full)
 /* 3.12+: each group of Python frames replaces the native frame whose stack
  * (from its stack pointer up to its caller's) holds the group's shim, the
  * eval call's own entry frame. */
-static int splice_by_stack(uint64_t *pcs, const uint64_t *sps, int n, int cap, uint64_t frame)
+static int splice_by_stack(struct frame_reader *r, uint64_t *pcs, const uint64_t *sps, int n, int cap,
+                           uint64_t frame)
 {
     uint64_t out[RS_STACK_MAX], group[RS_STACK_MAX], shim;
-    int m = 0, ng = shim_group(&frame, group, cap, &shim), full = 0, i;
+    int m = 0, ng = shim_group(r, &frame, group, cap, &shim), full = 0, i;
     for (i = 0; i < n && m < cap; i++) {
         /* a shim below this frame was in none unwound: its group is lost */
         while (shim && shim < sps[i])
-            ng = shim_group(&frame, group, cap, &shim);
+            ng = shim_group(r, &frame, group, cap, &shim);
         uint64_t top = i + 1 < n ? sps[i + 1] : UINT64_MAX;
         if (shim && shim < top && ng) {
             int k = ng < cap - m ? ng : cap - m;
             memcpy(out + m, group, (size_t)k * sizeof *out);
             m += k;
             full |= k < ng;
-            ng = shim_group(&frame, group, cap, &shim);
+            ng = shim_group(r, &frame, group, cap, &shim);
         } else {
             out[m++] = pcs[i];
         }
@@ -427,14 +481,16 @@ int rs_py_splice(uint64_t *pcs, const uint64_t *sps, int n, int max)
     if (via_cframe && (!frame || safe_read(frame + off.cframe_current, &frame, 8) != 0))
         return n;
     int cap = max < RS_STACK_MAX ? max : RS_STACK_MAX;
+    struct frame_reader r;
+    reader_start(&r, sps, n);
     if (by_stack)
-        return frame ? splice_by_stack(pcs, sps, n, cap, frame) : n;
+        return frame ? splice_by_stack(&r, pcs, sps, n, cap, frame) : n;
     uint64_t out[RS_STACK_MAX];
     int m = 0, i;
     for (i = 0; i < n && m < cap; i++) {
         int got = 0;
         if (pcs[i] >= eval_lo && pcs[i] < eval_hi && frame)
-            got = eval_frames(&frame, out + m, cap - m);
+            got = eval_frames(&r, &frame, out + m, cap - m);
         if (got)
             m += got;
         else

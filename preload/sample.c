@@ -26,19 +26,32 @@
 
 #define RS_MAX_TIMERS 4096
 
-int rs_sample_sig;
+RS_REAL_DECL(sigaction);
+
+_Atomic int rs_sample_sig;
 static _Atomic int sampler_on;
 static uint64_t interval_ns;
 uint64_t rs_wait_ns = 1000000;
 static uint32_t gpu_stack_every = 10;
 static _Atomic uint64_t dropped;
-/* Handler cost, in ticks, for RINGSIDE_LOG=2's line at exit (make bench). */
-static _Atomic uint64_t handled, unwind_ticks, handler_ticks;
+/* Handler cost, in ticks, for RINGSIDE_LOG=2's line at exit (make bench):
+ * the whole handler, its native unwinding and its Python frames, each as a
+ * histogram (its median is what a sample costs; the mean is held up by the
+ * first samples of each code path, which fault in unwind tables). */
+static _Atomic uint64_t handled;
+static struct cost_hist {
+    _Atomic uint32_t b[64 * 8];
+    _Atomic uint64_t sum;
+} cost_all, cost_native, cost_python;
 static double ns_per_tick = 1.0;
-/* Kernel timer ids of live threads (id + 1, 0 free): whoever swaps a slot
- * to 0 deletes that timer, so none is deleted twice (a reused id could be
- * the program's own timer by then). */
+/* Kernel timer ids of live threads (id + 1; 0 free; SLOT_HELD: a thread's,
+ * with no timer now, or one being made or moved to another signal):
+ * whoever swaps a slot from an id deletes that timer, so none is deleted
+ * twice (a reused id could be the program's own timer by then). tids holds
+ * each slot's thread, for a move. */
+#define SLOT_HELD (-1)
 static _Atomic int timers[RS_MAX_TIMERS];
+static _Atomic pid_t tids[RS_MAX_TIMERS];
 
 /* Per-thread sampler state, in static TLS (no allocation in the handler). */
 struct sthread {
@@ -79,6 +92,44 @@ static void put_sample(int kind, int reason, uint64_t ts, uint64_t weight, const
     rs_commit(size);
     if (rs_py_new_code(f, n))
         rs_writer_kick();
+}
+
+/* Log-linear buckets: 8 to each power of two, so a median is good to an
+ * eighth of its value. */
+static unsigned hist_bucket(uint64_t v)
+{
+    if (v < 8)
+        return (unsigned)v;
+    unsigned e = 63u - (unsigned)__builtin_clzll(v);
+    return (e - 2) * 8 + (unsigned)((v >> (e - 3)) & 7);
+}
+
+static uint64_t hist_low(unsigned b)
+{
+    if (b < 8)
+        return b;
+    unsigned e = b / 8 + 2;
+    return (8ull + (b & 7)) << (e - 3);
+}
+
+static void hist_add(struct cost_hist *h, uint64_t v)
+{
+    atomic_fetch_add_explicit(&h->b[hist_bucket(v)], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->sum, v, memory_order_relaxed);
+}
+
+/* The median of h (the middle of its bucket), 0 when empty. */
+static double hist_median(struct cost_hist *h)
+{
+    uint64_t n = 0, seen = 0;
+    for (unsigned i = 0; i < 64 * 8; i++)
+        n += atomic_load(&h->b[i]);
+    for (unsigned i = 0; i < 64 * 8 && n; i++) {
+        seen += atomic_load(&h->b[i]);
+        if (2 * seen >= n)
+            return ((double)hist_low(i) + (double)hist_low(i + 1)) / 2;
+    }
+    return 0;
 }
 
 static uint64_t thread_cpu_ns(void)
@@ -137,7 +188,10 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     int inside = rs_th.guard;
     rs_th.guard = 1;
     uint64_t sps[RS_STACK_MAX];
+    rs_th.all_masked = 1;
     int n = rs_unwind(uc, t->scratch, sps, RS_STACK_MAX);
+    rs_th.all_masked = 0;
+    uint64_t native = rs_ticks();
     n = rs_py_splice(t->scratch, sps, n, RS_STACK_MAX);
     rs_th.guard = inside;
     uint64_t unwound = rs_ticks();
@@ -162,47 +216,114 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     put_sample(RSF_SAMPLE_CPU, RSF_WAIT_NONE, ts, weight, t->scratch, n);
     rs_th.guard = 0;
     atomic_fetch_add_explicit(&handled, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&unwind_ticks, unwound - ts, memory_order_relaxed);
-    atomic_fetch_add_explicit(&handler_ticks, rs_ticks() - ts, memory_order_relaxed);
+    hist_add(&cost_native, native - ts);
+    hist_add(&cost_python, unwound - native);
+    hist_add(&cost_all, rs_ticks() - ts);
 out:
     errno = saved;
 }
 
+RS_REAL_DECL(sigprocmask);
+RS_REAL_DECL(pthread_sigmask);
+
+/* The unwinder masks every signal around each of its locks (two system
+ * calls, about 150 a sample of a deep C++ stack; libunwind 1.6 calls
+ * sigprocmask, 1.8 pthread_sigmask); inside the sampling handler every
+ * signal is already blocked, so that is answered here. */
+RS_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+    if (RS_UNLIKELY(rs_th.all_masked)) {
+        if (old)
+            sigfillset(old);
+        return 0;
+    }
+    return RS_REAL(sigprocmask)(how, set, old);
+}
+
+RS_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+    if (RS_UNLIKELY(rs_th.all_masked)) {
+        if (old)
+            sigfillset(old);
+        return 0;
+    }
+    return RS_REAL(pthread_sigmask)(how, set, old);
+}
+
+void rs_sample_resolve_early(void)
+{
+    /* A program's signal handler may be the first to call them: no
+     * lookup there. */
+    (void)RS_REAL(sigprocmask);
+    (void)RS_REAL(pthread_sigmask);
+}
+
 /* ---- timers: raw system calls, so glibc's own timer bookkeeping (the
  * program's timer_create) is never involved ---- */
+
+/* A timer on tid's CPU clock sending sig, started; its id, or -1. */
+static int timer_make(pid_t tid, int sig)
+{
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = sig;
+    sev._sigev_un._tid = tid;
+    int id = -1;
+    if (syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &sev, &id) != 0)
+        return -1;
+    struct itimerspec its = {
+        { (time_t)(interval_ns / 1000000000u), (long)(interval_ns % 1000000000u) },
+        { (time_t)(interval_ns / 1000000000u), (long)(interval_ns % 1000000000u) },
+    };
+    syscall(SYS_timer_settime, id, 0, &its, NULL);
+    return id;
+}
+
+/* Slot i's timer again, on the sampling signal as it is now. Whoever takes
+ * the slot from its id does it; the thread's leaving meanwhile (slot 0)
+ * wins, and the new timer goes. */
+static void timer_retarget(int i)
+{
+    int v = atomic_load(&timers[i]);
+    if (v <= 0 || !atomic_compare_exchange_strong(&timers[i], &v, SLOT_HELD))
+        return;
+    syscall(SYS_timer_delete, v - 1);
+    int id = timer_make(atomic_load(&tids[i]), atomic_load(&rs_sample_sig));
+    if (id < 0)
+        return; /* held, with no timer: the thread goes unsampled */
+    int held = SLOT_HELD;
+    if (!atomic_compare_exchange_strong(&timers[i], &held, id + 1))
+        syscall(SYS_timer_delete, id);
+}
 
 static void thread_arm(void)
 {
     if (!atomic_load(&sampler_on) || me.slot)
         return;
     int saved = errno;
-    struct sigevent sev;
-    memset(&sev, 0, sizeof sev);
-    sev.sigev_notify = SIGEV_THREAD_ID;
-    sev.sigev_signo = rs_sample_sig;
-    sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-    int id = -1;
-    if (syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &sev, &id) != 0) {
-        drop();
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    for (int i = 0; i < RS_MAX_TIMERS; i++) {
+        int expect = 0;
+        if (!atomic_compare_exchange_strong(&timers[i], &expect, SLOT_HELD))
+            continue;
+        atomic_store(&tids[i], tid);
+        me.slot = i + 1;
+        me.last_cpu = thread_cpu_ns();
+        me.rnd = ((uint64_t)tid << 32) ^ rs_ticks() ^ 0x9e3779b97f4a7c15ull;
+        int sig = atomic_load(&rs_sample_sig);
+        int id = timer_make(tid, sig);
+        int held = SLOT_HELD;
+        if (id < 0)
+            drop();
+        else if (!atomic_compare_exchange_strong(&timers[i], &held, id + 1))
+            syscall(SYS_timer_delete, id); /* the sampler stepped aside meanwhile */
+        else if (atomic_load(&rs_sample_sig) != sig)
+            timer_retarget(i); /* it moved meanwhile, and may have passed this slot by */
         errno = saved;
         return;
     }
-    for (int i = 0; i < RS_MAX_TIMERS; i++) {
-        int expect = 0;
-        if (atomic_compare_exchange_strong(&timers[i], &expect, id + 1)) {
-            me.slot = i + 1;
-            me.last_cpu = thread_cpu_ns();
-            me.rnd = ((uint64_t)sev._sigev_un._tid << 32) ^ rs_ticks() ^ 0x9e3779b97f4a7c15ull;
-            struct itimerspec its = {
-                { (time_t)(interval_ns / 1000000000u), (long)(interval_ns % 1000000000u) },
-                { (time_t)(interval_ns / 1000000000u), (long)(interval_ns % 1000000000u) },
-            };
-            syscall(SYS_timer_settime, id, 0, &its, NULL);
-            errno = saved;
-            return;
-        }
-    }
-    syscall(SYS_timer_delete, id);
+    drop();
     errno = saved;
 }
 
@@ -213,7 +334,7 @@ static void thread_disarm(void)
     int saved = errno;
     int v = atomic_exchange(&timers[me.slot - 1], 0);
     me.slot = 0;
-    if (v)
+    if (v > 0)
         syscall(SYS_timer_delete, v - 1);
     if (rs_th.sample_npending)
         drop();
@@ -221,16 +342,50 @@ static void thread_disarm(void)
     errno = saved;
 }
 
+static int pick_signal(int except);
+
+int rs_sample_is_ours(const struct sigaction *act)
+{
+    return act && (act->sa_flags & SA_SIGINFO) && act->sa_sigaction == on_sample;
+}
+
 void rs_sample_yield(void)
 {
-    if (!atomic_exchange(&sampler_on, 0))
+    static atomic_flag moving = ATOMIC_FLAG_INIT;
+    static _Atomic int said;
+    if (!atomic_load(&sampler_on) || atomic_flag_test_and_set(&moving))
         return;
+    int old = atomic_load(&rs_sample_sig);
+    int sig = pick_signal(old);
+    struct sigaction act;
+    memset(&act, 0, sizeof act);
+    act.sa_sigaction = on_sample;
+    act.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&act.sa_mask);
+    if (sig && RS_REAL(sigaction)(sig, &act, NULL) == 0) {
+        /* Every thread's timer to the new signal, then the old one is the
+         * program's (its sigaction goes on after this returns). */
+        atomic_store(&rs_sample_sig, sig);
+        for (int i = 0; i < RS_MAX_TIMERS; i++)
+            timer_retarget(i);
+        if (!atomic_exchange(&said, 1))
+            rs_notice("the program takes signal %d, which sampled CPU stacks; they are sampled with signal %d now",
+                      old, sig);
+        else
+            rs_debug("the program takes signal %d; CPU stacks are sampled with signal %d now", old, sig);
+        atomic_flag_clear(&moving);
+        return;
+    }
+    atomic_store(&sampler_on, 0);
     for (int i = 0; i < RS_MAX_TIMERS; i++) {
         int v = atomic_exchange(&timers[i], 0);
-        if (v)
+        if (v > 0)
             syscall(SYS_timer_delete, v - 1);
     }
-    rs_notice("the program uses signal %d, which sampled CPU stacks; CPU samples are off", rs_sample_sig);
+    rs_notice("the program takes signal %d, which sampled CPU stacks, and no other real-time signal is free; "
+              "CPU samples are off",
+              old);
+    atomic_flag_clear(&moving);
 }
 
 /* ---- threads ---- */
@@ -280,13 +435,15 @@ RS_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
 
 /* ---- start ---- */
 
-/* A real-time signal nobody has claimed: from SIGRTMAX-2 down, skipping
- * the top ones and SIGRTMIN..+2, which programs pick first. */
-static int pick_signal(void)
+/* A real-time signal nobody has claimed, other than except: from
+ * SIGRTMAX-2 down, skipping the top ones and SIGRTMIN..+2, which programs
+ * pick first. */
+static int pick_signal(int except)
 {
     for (int s = SIGRTMAX - 2; s >= SIGRTMIN + 3; s--) {
         struct sigaction old;
-        if (sigaction(s, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
+        if (s != except && RS_REAL(sigaction)(s, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+            old.sa_handler == SIG_DFL)
             return s;
     }
     return 0;
@@ -302,7 +459,7 @@ void rs_sample_init(void)
     if (rs_cfg.sample_hz <= 0 || rs_unwind_init() != 0)
         return;
     interval_ns = 1000000000u / (uint64_t)rs_cfg.sample_hz;
-    int sig = pick_signal();
+    int sig = pick_signal(0);
     if (!sig) {
         rs_notice("no free real-time signal; CPU samples are off");
         return;
@@ -311,12 +468,16 @@ void rs_sample_init(void)
     memset(&act, 0, sizeof act);
     act.sa_sigaction = on_sample;
     act.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&act.sa_mask);
-    if (sigaction(sig, &act, NULL) != 0) {
+    /* Every signal held off while the handler runs (tens of microseconds):
+     * no handler of the program's can run inside an unwind holding the
+     * unwinder's locks, and the unwinder's own masking is then free
+     * (rs_th.all_masked). */
+    sigfillset(&act.sa_mask);
+    if (RS_REAL(sigaction)(sig, &act, NULL) != 0) {
         rs_notice("cannot install the sampling signal %d; CPU samples are off", sig);
         return;
     }
-    rs_sample_sig = sig;
+    atomic_store(&rs_sample_sig, sig);
     atomic_store(&sampler_on, 1);
     thread_arm();
 }
@@ -356,23 +517,50 @@ void rs_sample_after_exec_failed(void)
     thread_arm();
 }
 
+/* Python's set-up in a program that loads libpython itself: its lookups
+ * (dlsym) take the loader's lock, which the writer never waits for (a hook
+ * waiting for the writer may hold it), so a thread of its own does them,
+ * once a module poll has seen the library; nothing waits for that thread. */
+static void *py_late_main(void *arg)
+{
+    (void)arg;
+    rs_th.guard = 1;
+    rs_py_try_init();
+    return NULL;
+}
+
+static void py_late_start(void)
+{
+    static int started;
+    if (started || atomic_load(&rs_py_ready) || !rs_modules_python_loaded() || atomic_load(&rs_dying))
+        return;
+    started = 1;
+    pthread_t t;
+    if (rs_thread_start(&t, py_late_main, NULL, 64u << 10) != 0)
+        rs_debug("cannot start a thread to find Python; Python frames are not recorded");
+}
+
 void rs_sample_writer_tick(const struct rs_tick_map *map)
 {
     if (map->ns_per_tick > 0) {
         ns_per_tick = map->ns_per_tick;
         rs_hot.wait_ticks = (uint64_t)((double)rs_wait_ns / map->ns_per_tick);
     }
-    if (!atomic_load(&rs_dying)) /* its lookups take the loader's lock */
-        rs_py_try_init();
+    py_late_start();
 }
 
 __attribute__((destructor)) static void sample_stats(void)
 {
     uint64_t n = atomic_load(&handled);
     if (n)
-        rs_debug("sampler: %llu samples, %.0f ns per sample in the handler, %.0f ns of it unwinding",
-                 (unsigned long long)n, (double)atomic_load(&handler_ticks) * ns_per_tick / (double)n,
-                 (double)atomic_load(&unwind_ticks) * ns_per_tick / (double)n);
+        rs_debug("sampler: %llu samples; handler median %.0f ns (mean %.0f), native unwinding median %.0f ns "
+                 "(mean %.0f), Python frames median %.0f ns (mean %.0f)",
+                 (unsigned long long)n, hist_median(&cost_all) * ns_per_tick,
+                 (double)atomic_load(&cost_all.sum) * ns_per_tick / (double)n,
+                 hist_median(&cost_native) * ns_per_tick,
+                 (double)atomic_load(&cost_native.sum) * ns_per_tick / (double)n,
+                 hist_median(&cost_python) * ns_per_tick,
+                 (double)atomic_load(&cost_python.sum) * ns_per_tick / (double)n);
 }
 
 /* ---- stacks from ordinary code: wait samples ---- */

@@ -43,16 +43,25 @@ struct rs_rec_sample {
  * picks a free real-time signal, installs its handler, arms this thread's
  * timer. On failure the sampler stays off with one notice. */
 void rs_sample_init(void);
+/* Looks up the real sigprocmask and pthread_sigmask (sample.c passes them
+ * through), at start, whether the agent records or not. */
+void rs_sample_resolve_early(void);
 /* In a forked child: arms a timer for the one thread there is. */
 void rs_sample_forked(void);
 /* The sampling signal, 0 when the sampler is off. */
-extern int rs_sample_sig;
-/* The program installs a handler for rs_sample_sig: the sampler steps aside
- * (all timers deleted, one notice) and the signal is the program's. */
+extern _Atomic int rs_sample_sig;
+/* The program sets a disposition for rs_sample_sig (agent.c's sigaction and
+ * signal hooks, before they install it): the sampler moves every thread's
+ * timer to another free real-time signal and says so once; with none free
+ * it steps aside (all timers deleted, one notice). Either way the signal is
+ * the program's. */
 void rs_sample_yield(void);
+/* Whether act is the sampler's own handler (a program putting back the
+ * disposition it read earlier: no move). */
+struct sigaction;
+int rs_sample_is_ours(const struct sigaction *act);
 /* The program sets act for sig (agent.c's sigaction and signal hooks): the
  * sampler keeps count of the signals the program handles. */
-struct sigaction;
 void rs_sample_note_handler(int sig, const struct sigaction *act);
 /* Around an exec: this thread's timer goes and no signal of it stays
  * pending (its default action would kill the new image); returns 1 when it
@@ -169,6 +178,9 @@ void rs_dl_fork_parent(void);
 void rs_dl_fork_child(void);
 /* Whether pc lies in libagent.so itself. */
 int rs_unwind_is_agent(uint64_t pc);
+/* The entry of the agent's exported function (a hook) that holds pc, or 0
+ * (one of its own). Reads a table made at start: asks the loader nothing. */
+uint64_t rs_unwind_hook_entry(uint64_t pc);
 
 /* ---- pyframes.c: CPython 3.10-3.14 frames ---- */
 
@@ -242,6 +254,9 @@ typedef void (*rs_module_fn)(uint64_t start, uint64_t end, uint64_t file_off, co
 void rs_modules_poll(rs_module_fn fn, void *arg);
 /* The next poll reports every object again (a new file). */
 void rs_modules_reset(void);
+/* Whether a poll has seen a libpython3* loaded (Python can then start in a
+ * program that did not begin as python). */
+int rs_modules_python_loaded(void);
 /* Whether the dynamic loader is changing the list of loaded objects (that
  * the unwinder walks) right now: no unwinding then. Async-signal-safe. */
 int rs_loader_busy(void);

@@ -6,8 +6,6 @@
 #include "preload/sample.h"
 #include "formats/chunk.h"
 
-#include <dlfcn.h>
-#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -304,26 +302,6 @@ int rs_stackw_full(void)
     return s.nsamples >= SAMPLE_CAP;
 }
 
-/* The entry of the exported function of the agent (a hook: write, pread,
- * cuLaunchKernel...) that holds pc, or 0 (a function of its own, which the
- * program never calls by name). */
-static uint64_t hook_entry(uint64_t pc)
-{
-    static uint64_t last_pc, last_entry; /* the writer thread's alone */
-    if (pc == last_pc)
-        return last_entry;
-    Dl_info di;
-    const ElfW(Sym) *sym = NULL;
-    if (!rs_dl_enter())
-        return 0;
-    int ok = dladdr1((void *)(uintptr_t)pc, &di, (void **)&sym, RTLD_DL_SYMENT);
-    rs_dl_leave();
-    uint64_t at = ok && sym && di.dli_saddr ? (uint64_t)(uintptr_t)di.dli_saddr : 0;
-    last_pc = pc;
-    last_entry = at && pc < at + sym->st_size && rs_unwind_is_agent(at) ? at : 0;
-    return last_entry;
-}
-
 /* The agent's own frames out of a stack of n (frames after the first are
  * return addresses): a sample taken inside a hook has the hook and what it
  * called (timed_call, io_finish...) where the program called a function;
@@ -337,7 +315,7 @@ static uint32_t drop_agent_frames(uint64_t *f, uint32_t n)
     while (k < n && !(f[k] & RS_PYFRAME_BIT) && rs_unwind_is_agent(f[k] - (k > 0)))
         k++;
     if (k) {
-        uint64_t entry = hook_entry(f[k - 1] - (k > 1));
+        uint64_t entry = rs_unwind_hook_entry(f[k - 1] - (k > 1));
         if (entry)
             f[out++] = entry;
     }

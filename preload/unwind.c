@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <libunwind.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int (*p_init_local2)(unw_cursor_t *, unw_context_t *, int);
@@ -18,9 +19,77 @@ static int (*p_step)(unw_cursor_t *);
 static int (*p_get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
 static int (*p_getcontext)(unw_context_t *);
 static int (*p_set_caching_policy)(unw_addr_space_t, unw_caching_policy_t);
+static int (*p_set_cache_size)(unw_addr_space_t, size_t, int);
 static uint64_t agent_lo, agent_hi;
 
-/* The executable segment of libagent.so, so wait stacks start at the program. */
+/* The agent's exported functions (its hooks), [start, end) sorted by start,
+ * read at start from its own dynamic symbol table: the writer names the
+ * hook a sample was taken in without asking the loader (dladdr takes the
+ * loader's lock, which a hook waiting for the writer may hold). */
+struct hook_span {
+    uint64_t start, end;
+};
+static struct hook_span *hooks;
+static size_t nhooks;
+
+static int span_cmp(const void *a, const void *b)
+{
+    const struct hook_span *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The number of dynamic symbols, from the GNU hash table: past the highest
+ * bucket's chain end. */
+static size_t gnu_hash_count(const uint32_t *h)
+{
+    uint32_t nbuckets = h[0], symoffset = h[1], bloom = h[2];
+    const uint32_t *buckets = h + 4 + bloom * (sizeof(ElfW(Addr)) / 4);
+    const uint32_t *chain = buckets + nbuckets;
+    uint32_t last = 0;
+    for (uint32_t i = 0; i < nbuckets; i++)
+        if (buckets[i] > last)
+            last = buckets[i];
+    if (last < symoffset)
+        return symoffset;
+    while (!(chain[last - symoffset] & 1))
+        last++;
+    return (size_t)last + 1;
+}
+
+static void read_hooks(const struct dl_phdr_info *info)
+{
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    const ElfW(Sym) *syms = NULL;
+    const uint32_t *gnu = NULL, *sysv = NULL;
+    for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+        /* the loader relocates these in place, unless the section is
+         * read-only */
+        uint64_t v = dyn->d_un.d_ptr < info->dlpi_addr ? dyn->d_un.d_ptr + info->dlpi_addr : dyn->d_un.d_ptr;
+        if (dyn->d_tag == DT_SYMTAB)
+            syms = (const ElfW(Sym) *)v;
+        else if (dyn->d_tag == DT_GNU_HASH)
+            gnu = (const uint32_t *)v;
+        else if (dyn->d_tag == DT_HASH)
+            sysv = (const uint32_t *)v;
+    }
+    size_t n = sysv ? sysv[1] : gnu ? gnu_hash_count(gnu) : 0;
+    if (!syms || !n)
+        return;
+    hooks = calloc(n, sizeof *hooks);
+    if (!hooks)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (ELF64_ST_TYPE(syms[i].st_info) == STT_FUNC && syms[i].st_shndx != SHN_UNDEF && syms[i].st_size)
+            hooks[nhooks++] = (struct hook_span){ info->dlpi_addr + syms[i].st_value,
+                                                  info->dlpi_addr + syms[i].st_value + syms[i].st_size };
+    qsort(hooks, nhooks, sizeof *hooks, span_cmp);
+}
+
+/* The executable segment of libagent.so, so wait stacks start at the
+ * program, and its hooks. */
 static int find_agent(struct dl_phdr_info *info, size_t size, void *base)
 {
     (void)size;
@@ -33,6 +102,7 @@ static int find_agent(struct dl_phdr_info *info, size_t size, void *base)
             agent_hi = agent_lo + ph->p_memsz;
         }
     }
+    read_hooks(info);
     return 1;
 }
 
@@ -41,6 +111,19 @@ static void agent_range(void)
     Dl_info info;
     if (dladdr((void *)rs_unwind_init, &info) && info.dli_fbase)
         dl_iterate_phdr(find_agent, info.dli_fbase);
+}
+
+uint64_t rs_unwind_hook_entry(uint64_t pc)
+{
+    size_t lo = 0, hi = nhooks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (hooks[mid].start <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && pc < hooks[lo - 1].end ? hooks[lo - 1].start : 0;
 }
 
 int rs_unwind_is_agent(uint64_t pc)
@@ -66,16 +149,22 @@ int rs_unwind_init(void)
     p_get_reg = (__typeof__(p_get_reg))dlsym(h, "_ULx86_64_get_reg");
     p_getcontext = (__typeof__(p_getcontext))dlsym(h, "_Ux86_64_getcontext");
     p_set_caching_policy = (__typeof__(p_set_caching_policy))dlsym(h, "_ULx86_64_set_caching_policy");
+    p_set_cache_size = (__typeof__(p_set_cache_size))dlsym(h, "_ULx86_64_set_cache_size");
     unw_addr_space_t *local = dlsym(h, "_ULx86_64_local_addr_space");
     if (!p_init_local2 || !p_step || !p_get_reg || !p_getcontext) {
         rs_notice("libunwind.so.8 lacks init_local2/step/get_reg/getcontext; CPU samples are off");
-        dlclose(h);
+        rs_dlclose_quiet(h);
         return -1;
     }
     /* The global cache is shared by all threads under a lock taken with all
      * signals masked; the per-thread cache would allocate TLS in a handler. */
     if (p_set_caching_policy && local)
         p_set_caching_policy(*local, UNW_CACHE_GLOBAL);
+    /* Its default of 128 frame states is fewer than the distinct code
+     * addresses a deep C++ and Python stack passes, and a miss looks the
+     * object up again and parses its CFI: 4096 (under 1 MiB, mapped once). */
+    if (p_set_cache_size && local)
+        p_set_cache_size(*local, 4096, 0);
     agent_range();
     return 0;
 }

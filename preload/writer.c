@@ -146,6 +146,9 @@ static _Atomic int writer_running;
 #define REQ_FINAL 1ull
 static _Atomic uint64_t req_word;
 static _Atomic uint32_t done_seq;
+/* rs_writer_sync_modules' requests, and the last one a pass has served
+ * (futex word). */
+static _Atomic uint32_t mod_req, mod_done;
 static _Atomic int resumed;        /* an exec failed: recording goes on after the end chunk */
 static int fork_image;             /* a forked child's image, not exec'd since */
 static _Atomic int at_exec;        /* its final flush before an exec is under way */
@@ -1017,11 +1020,13 @@ static void *writer_main(void *arg)
         }
         uint64_t now = rs_now();
         uint64_t due = w.last_emit + period;
-        if ((uint32_t)(atomic_load(&req_word) >> 32) == served && now < due) {
+        if ((uint32_t)(atomic_load(&req_word) >> 32) == served && atomic_load(&mod_req) == atomic_load(&mod_done) &&
+            now < due) {
             atomic_store(&rs_writer_sleeping, 1);
             futex_wait(&rs_writer_wake, wake, due - now);
             atomic_store(&rs_writer_sleeping, 0);
         }
+        uint32_t mods = atomic_load(&mod_req);
         uint64_t taken = atomic_fetch_and(&req_word, ~REQ_FINAL);
         uint32_t req = (uint32_t)(taken >> 32);
         int final = (taken & REQ_FINAL) != 0;
@@ -1036,6 +1041,10 @@ static void *writer_main(void *arg)
         rs_stackw_modules(intern);
         rs_ring_drain(take_record, NULL);
         w.map = next;
+        if (mods != atomic_load(&mod_done)) {
+            atomic_store(&mod_done, mods);
+            futex_wake_all(&mod_done);
+        }
         settle(final);
         if (req != served || final || rs_now() >= w.last_emit + period) {
             emit(final);
@@ -1157,6 +1166,28 @@ void rs_writer_flush(int final)
     }
 }
 
+void rs_writer_sync_modules(void)
+{
+    if (!atomic_load(&writer_running) || rs_writer_is_self())
+        return;
+    uint32_t mine = atomic_fetch_add(&mod_req, 1) + 1;
+    rs_writer_kick();
+    /* A bound only against a writer gone (the process ending under us):
+     * a pass's drain takes milliseconds and waits for no other thread. */
+    uint64_t deadline = rs_now() + 5000000000u;
+    for (;;) {
+        uint32_t done = atomic_load(&mod_done);
+        if ((int32_t)(done - mine) >= 0 || !atomic_load(&writer_running))
+            return;
+        uint64_t now = rs_now();
+        if (now >= deadline) {
+            rs_debug("the writer did not answer a module sync in 5 s");
+            return;
+        }
+        futex_wait(&mod_done, done, 10000000u);
+    }
+}
+
 void rs_writer_exec_flush(void)
 {
     atomic_store(&at_exec, fork_image);
@@ -1188,6 +1219,8 @@ void rs_writer_forked(void)
     atomic_store(&req_word, 0);
     atomic_store(&resumed, 0);
     atomic_store(&done_seq, 0);
+    atomic_store(&mod_req, 0);
+    atomic_store(&mod_done, 0);
     if (rs_writer_start() != 0) {
         rs_notice("cannot start the writer in child %d; tracing is off", getpid());
         atomic_store(&rs_hot.on, 0);

@@ -39,7 +39,7 @@ PROG_BIN := $(PROG_SRC:tests/programs/%.c=$(BUILD)/tests/prog/%)
 
 # The CUDA and NCCL programs read cuda.h and nccl.h as system headers.
 $(BUILD)/tests/prog/cuda_paths $(BUILD)/tests/prog/cuda_contexts $(BUILD)/tests/prog/nccl_ops $(BUILD)/tests/prog/nccl_groups $(BUILD)/tests/prog/cuda_names $(BUILD)/tests/prog/graph_modes: RS_CFLAGS += -isystem $(CUDA_HOME)/include
-$(BUILD)/tests/prog/cuda_names $(BUILD)/tests/prog/fork_unwind: RS_LDFLAGS += -ldl
+$(BUILD)/tests/prog/cuda_names $(BUILD)/tests/prog/fork_unwind $(BUILD)/tests/prog/ctor_loader: RS_LDFLAGS += -ldl
 # graph_modes links the driver (the simulator's at run time) and pthreads.
 $(BUILD)/tests/prog/graph_modes: RS_LDFLAGS += -L$(BUILD)/sim -lcuda -pthread
 $(BUILD)/tests/prog/graph_modes: $(BUILD)/sim/libcuda.so.1
@@ -89,6 +89,14 @@ $(BUILD)/tests/prog/libspin.so: tests/programs/lib/spin.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(RS_CFLAGS) -shared -o $@ $< $(RS_LDFLAGS)
 test-build: $(BUILD)/tests/prog/libspin.so
+
+# A library whose constructor closes a handle and looks a name up, or exits
+# (test_agent_loader_lock).
+$(BUILD)/tests/prog/libctor_dlclose.so: tests/programs/lib/ctor_dlclose.c
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(RS_CFLAGS) -shared -o $@ $< -ldl $(RS_LDFLAGS)
+test-build: $(BUILD)/tests/prog/libctor_dlclose.so
 
 # A library loaded RTLD_LOCAL that needs the stand-ins (cuda_names dlsym).
 $(BUILD)/tests/prog/libnames_probe.so: tests/programs/lib/names_probe.c $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libnccl.so.2

@@ -22,6 +22,11 @@ int rs_loader_busy(void)
     return loader_changing;
 }
 
+int rs_dlclose_quiet(void *handle)
+{
+    return dlclose(handle);
+}
+
 static void sleep_ms(int ms)
 {
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
