@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""A program that takes the sampler's signal keeps it, and the sampler goes
+on with another free real-time signal: tests/programs/take_sig takes the
+signal it finds with a handler it did not install, twice over, with a
+second thread working throughout. With the agent: the program's own output
+(which signals it took, that every raise reached its handler, that no
+timer's signal strayed into it, that its handlers stayed in place) is what
+it expects, one notice says the sampling moved, and CPU samples name the
+functions of all three phases (by binutils' addr2line through the trace's
+module map), the worker thread's included, in shares near the CPU each
+phase took (the phases do equal work on one thread, the worker's share is
+the other thread's)."""
+import os
+
+from rstest import PROG, check, cleanup, finish, run, tempdir, trace_files, traced_env
+from samples import Trace
+
+TAKE = os.path.join(PROG, "take_sig")
+
+
+def main():
+    out = tempdir("take-sig")
+    p = run([TAKE, "150000000"], env=traced_env(out, RINGSIDE_SAMPLE_HZ=999))
+    line = p.stdout.decode().strip()
+    err = p.stderr.decode()
+    check("take_sig exits 0", p.returncode == 0, err[-300:])
+    words = line.split()
+    took = [int(w) for w in words[1:3]] if len(words) > 2 and words[0] == "took" else []
+    check("the program found the sampler's signal twice (two different ones)",
+          len(took) == 2 and 0 not in took and took[0] != took[1], line)
+    check("its raises reached its handler, no stray, handlers kept",
+          line.endswith("hits 3 3 strays 0 kept 1"), line)
+    moved = [ln for ln in err.splitlines() if "they are sampled with signal" in ln]
+    check("one notice that sampling moved", len(moved) == 1, err[-500:])
+    check("no notice that samples are off", "CPU samples are off" not in err, err[-500:])
+    files = trace_files(out)
+    if check("one trace file", len(files) == 1, "%d files" % len(files)):
+        t = Trace(files[0])
+        cpu = t.of_kind("cpu")
+        leaf = {}
+        for s in cpu:
+            names = t.names(s) if t.stacks.get(s["stack"]) else []
+            if names:
+                leaf[names[0]] = leaf.get(names[0], 0) + s["weight_ns"]
+        main_phases = [leaf.get(f, 0) for f in ("spin_first", "spin_second", "spin_third")]
+        total = sum(main_phases)
+        check("CPU samples in each phase of the main thread", all(w > 0 for w in main_phases),
+              "%s of %d samples" % (leaf, len(cpu)))
+        if total:
+            shares = [100.0 * w / total for w in main_phases]
+            check("the phases' shares of the main thread's samples near a third each (within 12 points)",
+                  all(abs(x - 100.0 / 3) <= 12 for x in shares), "%s" % ["%.1f" % x for x in shares])
+        check("the worker thread sampled too", leaf.get("worker_spin", 0) > 0, str(leaf))
+        check("no samples dropped", t.counters.get("dropped_samples") == 0, str(t.counters))
+    cleanup(out)
+
+    plain = run([TAKE, "20000000"])
+    check("without the agent it finds no foreign handler", plain.stdout.decode().startswith("took 0 0"),
+          plain.stdout.decode())
+    finish()
+
+
+main()
