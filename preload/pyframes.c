@@ -32,6 +32,7 @@ struct rs_pyoffsets {
     unsigned minor;
     size_t tstate_frame;     /* 3.11/3.12: tstate->cframe; else the frame */
     size_t cframe_current;   /* 3.11/3.12: cframe->current_frame */
+    size_t tstate_chunk;     /* 3.11+: tstate->datastack_chunk; 0: none */
     size_t frame_previous, frame_code, frame_entry;
     int entry_mode, cstack_owner;
     uint64_t code_tag;       /* 3.14: tag bits of the _PyStackRef f_executable */
@@ -156,7 +157,7 @@ static int debug_offsets_use(unsigned minor, const struct debug_thread *t, const
                              const struct debug_code *c, const uint64_t bytes[3], uint64_t ascii_size)
 {
     off = (struct rs_pyoffsets){
-        .minor = minor, .tstate_frame = t->current_frame,
+        .minor = minor, .tstate_frame = t->current_frame, .tstate_chunk = t->datastack_chunk,
         .frame_previous = f->previous, .frame_code = f->executable, .frame_entry = f->owner,
         /* Frames with an owner of 3 or more are not Python code's: in 3.13
          * FRAME_OWNED_BY_CSTACK (3), the entry frame of each eval call; in
@@ -174,7 +175,7 @@ static int debug_offsets_use(unsigned minor, const struct debug_thread *t, const
     if (off.frame_previous >= f->size || off.frame_code >= f->size || off.frame_entry >= f->size ||
         off.frame_instr >= f->size || off.code_units > c->size || off.code_filename >= c->size ||
         off.code_name >= c->size || off.code_linetable >= c->size || off.code_firstlineno >= c->size ||
-        off.tstate_frame >= t->size)
+        off.tstate_frame >= t->size || off.tstate_chunk >= t->size)
         return -1;
     return 0;
 }
@@ -299,33 +300,66 @@ void rs_py_forked(void)
 }
 
 /* Reads of one stack's frames. A read through process_vm_readv costs a
- * system call (about a microsecond), and a stack of Python frames took one
- * each; most frames lie in the thread's own C stack (3.12+'s entry frames)
- * or near each other in the interpreter's data stack chunk. So: memory
- * between the innermost and the outermost native frame's stack pointer is
- * the thread's live stack, mapped, and read directly; elsewhere one call
- * copies the two pages up to the frame's end, and frames further down
- * (their predecessors, as a chunk grows upwards) are taken from that copy. */
+ * system call (a microsecond, several when the caches are cold), and a
+ * stack of Python frames took one each. But most of them lie in memory
+ * known to be the thread's own and mapped, read directly: the thread's live
+ * C stack, between the innermost and the outermost native frame's stack
+ * pointer (3.11/3.12's cframe, 3.12+'s entry frames), and the chunks of the
+ * interpreter's data stack (3.11+), which the thread's state lists and the
+ * thread frees only after it has unlinked them. Elsewhere (a generator's
+ * frame, 3.10's frame objects) one call copies the two pages up to the
+ * frame's end, and frames further down are taken from that copy. */
 #define WIN_PAGE 4096u
+#define CHUNKS_KNOWN 4
 struct frame_reader {
     uint64_t stk_lo, stk_hi;     /* the live C stack, [lo, hi); empty: 0, 0 */
+    uint64_t chunk_lo[CHUNKS_KNOWN], chunk_hi[CHUNKS_KNOWN];
+    int nchunks;
     uint64_t win_lo, win_hi;     /* what win holds, [lo, hi) */
     uint8_t win[2 * WIN_PAGE];
 };
 
-static void reader_start(struct frame_reader *r, const uint64_t *sps, int n)
+/* tstate's own fields and its data stack's chunks: the current thread's,
+ * live while its state is the one PyGILState_GetThisThreadState gives
+ * (CPython clears that before it frees the state). */
+static void reader_start(struct frame_reader *r, const uint64_t *sps, int n, uint64_t ts)
 {
     r->stk_lo = r->stk_hi = 0;
     r->win_lo = r->win_hi = 0;
+    r->nchunks = 0;
     if (sps && n > 1 && sps[0] && sps[n - 1] > sps[0]) {
         r->stk_lo = sps[0];
         r->stk_hi = sps[n - 1];
     }
+    if (!ts || !off.tstate_chunk)
+        return;
+    /* _PyStackChunk: previous, size, top, data[] */
+    const uint64_t *chunk = *(const uint64_t *const *)(uintptr_t)(ts + off.tstate_chunk);
+    while (chunk && r->nchunks < CHUNKS_KNOWN) {
+        uint64_t size = chunk[1];
+        if (size < 3 * sizeof(uint64_t) || size > (1ull << 32))
+            break;
+        r->chunk_lo[r->nchunks] = (uint64_t)(uintptr_t)chunk;
+        r->chunk_hi[r->nchunks++] = (uint64_t)(uintptr_t)chunk + size;
+        chunk = (const uint64_t *)(uintptr_t)chunk[0];
+    }
+}
+
+static int reader_direct(const struct frame_reader *r, uint64_t addr, size_t n)
+{
+    if (addr + n < addr)
+        return 0;
+    if (addr >= r->stk_lo && addr + n <= r->stk_hi)
+        return 1;
+    for (int i = 0; i < r->nchunks; i++)
+        if (addr >= r->chunk_lo[i] && addr + n <= r->chunk_hi[i])
+            return 1;
+    return 0;
 }
 
 static int reader_get(struct frame_reader *r, uint64_t addr, void *dst, size_t n)
 {
-    if (addr >= r->stk_lo && addr + n <= r->stk_hi && addr + n > addr) {
+    if (reader_direct(r, addr, n)) {
         memcpy(dst, (const void *)(uintptr_t)addr, n);
         return 0;
     }
@@ -476,13 +510,15 @@ int rs_py_splice(uint64_t *pcs, const uint64_t *sps, int n, int max)
     if (!p_initialized())
         return n;
     uint64_t ts = (uint64_t)p_this_tstate(), frame = 0;
-    if (!ts || safe_read(ts + off.tstate_frame, &frame, 8) != 0)
+    if (!ts)
         return n;
-    if (via_cframe && (!frame || safe_read(frame + off.cframe_current, &frame, 8) != 0))
+    /* the thread's own state (reader_start): read directly */
+    memcpy(&frame, (const void *)(uintptr_t)(ts + off.tstate_frame), 8);
+    struct frame_reader r;
+    reader_start(&r, sps, n, ts);
+    if (via_cframe && (!frame || reader_get(&r, frame + off.cframe_current, &frame, 8) != 0))
         return n;
     int cap = max < RS_STACK_MAX ? max : RS_STACK_MAX;
-    struct frame_reader r;
-    reader_start(&r, sps, n);
     if (by_stack)
         return frame ? splice_by_stack(&r, pcs, sps, n, cap, frame) : n;
     uint64_t out[RS_STACK_MAX];

@@ -47,20 +47,22 @@ int main(void)
     /* 3.11: tstate->cframe->current_frame -> _PyInterpreterFrame chain; one
      * native eval call runs frames up to one marked is_entry; prev_instr
      * points into the code object's own co_code_adaptive. */
-    printf("    { .minor = 0x%x, .tstate_frame = %zu, .cframe_current = %zu, .frame_previous = %zu,\n"
-           "      .frame_code = %zu, .frame_entry = %zu, .entry_mode = RS_PY_ENTRY_FLAG,\n"
+    printf("    { .minor = 0x%x, .tstate_frame = %zu, .cframe_current = %zu, .tstate_chunk = %zu,\n"
+           "      .frame_previous = %zu, .frame_code = %zu, .frame_entry = %zu, .entry_mode = RS_PY_ENTRY_FLAG,\n"
            "      .frame_instr = %zu, .code_units = %zu,",
            PY_MINOR_VERSION, offsetof(PyThreadState, cframe), offsetof(_PyCFrame, current_frame),
+           offsetof(PyThreadState, datastack_chunk),
            offsetof(_PyInterpreterFrame, previous), offsetof(_PyInterpreterFrame, f_code),
            offsetof(_PyInterpreterFrame, is_entry), offsetof(_PyInterpreterFrame, prev_instr),
            offsetof(PyCodeObject, co_code_adaptive));
 #else
     /* 3.12: as 3.11, but each eval call is marked by a shim frame on the C
      * stack (owner FRAME_OWNED_BY_CSTACK) outside the frames it runs. */
-    printf("    { .minor = 0x%x, .tstate_frame = %zu, .cframe_current = %zu, .frame_previous = %zu,\n"
-           "      .frame_code = %zu, .frame_entry = %zu, .entry_mode = RS_PY_ENTRY_SHIM, .cstack_owner = %d,\n"
-           "      .frame_instr = %zu, .code_units = %zu,",
+    printf("    { .minor = 0x%x, .tstate_frame = %zu, .cframe_current = %zu, .tstate_chunk = %zu,\n"
+           "      .frame_previous = %zu, .frame_code = %zu, .frame_entry = %zu, .entry_mode = RS_PY_ENTRY_SHIM,\n"
+           "      .cstack_owner = %d, .frame_instr = %zu, .code_units = %zu,",
            PY_MINOR_VERSION, offsetof(PyThreadState, cframe), offsetof(_PyCFrame, current_frame),
+           offsetof(PyThreadState, datastack_chunk),
            offsetof(_PyInterpreterFrame, previous), offsetof(_PyInterpreterFrame, f_code),
            offsetof(_PyInterpreterFrame, owner), (int)FRAME_OWNED_BY_CSTACK,
            offsetof(_PyInterpreterFrame, prev_instr), offsetof(PyCodeObject, co_code_adaptive));
