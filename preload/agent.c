@@ -15,6 +15,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -29,6 +32,72 @@ void *rs_resolve(const char *name)
     return p;
 }
 
+/* ---- the start at the first event (agent.h, rs_agent_start) ---- */
+
+enum { START_DORMANT, START_GOING, START_DONE, START_NEVER };
+static _Atomic uint32_t start_state;
+/* Set on the thread that is starting the agent: a signal handler of ours
+ * that interrupts it there must not wait for itself. */
+static __thread int starting_here RS_TLS;
+
+static void start_wait(void)
+{
+    while (!starting_here && atomic_load(&start_state) == START_GOING)
+        syscall(SYS_futex, &start_state, FUTEX_WAIT_PRIVATE, START_GOING, NULL, NULL, 0);
+}
+
+int rs_agent_start(void)
+{
+    uint32_t st = atomic_load(&start_state);
+    if (st == START_DORMANT && atomic_compare_exchange_strong(&start_state, &st, START_GOING)) {
+        int saved = errno, was = rs_th.guard, cs = rs_nocancel();
+        rs_th.guard = 1;
+        starting_here = 1;
+        /* No time zone here (the job's name): the start may run in the
+         * sampler's handler, on a thread inside localtime. The writer names
+         * the job when it first writes (config.c, rs_job). */
+        int r = rs_ring_init();
+        if (r != 0)
+            rs_notice("cannot reserve %zu MiB for buffers; tracing is off", rs_cfg.buffer_bytes >> 20);
+        if (r == 0 && rs_hot.io_active && rs_fdtab_start() != 0) {
+            rs_notice("cannot set up the fd table; file I/O is not recorded");
+            rs_hot.io_active = 0;
+        }
+        if (r == 0 && (r = rs_writer_start()) != 0)
+            rs_notice("cannot start the writer thread; tracing is off");
+        /* Stacks (CPU samples, and the wait samples a first long call
+         * wants) need the unwinder, loaded on a thread of its own. */
+        if (r == 0)
+            rs_sample_load_unwinder();
+        starting_here = 0;
+        if (r != 0)
+            atomic_store(&rs_hot.on, 0);
+        atomic_store(&rs_hot.started, 1);
+        atomic_store(&start_state, r == 0 ? START_DONE : START_NEVER);
+        syscall(SYS_futex, &start_state, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+        rs_th.guard = was;
+        rs_cancel_restore(cs);
+        errno = saved;
+        return r;
+    }
+    start_wait();
+    return atomic_load(&start_state) == START_DONE ? 0 : -1;
+}
+
+/* At the end: 1 when the agent never started and now never will (no event
+ * was recorded), 0 when it runs (started meanwhile by another thread
+ * included). */
+static int stay_dormant(void)
+{
+    uint32_t st = START_DORMANT;
+    if (atomic_compare_exchange_strong(&start_state, &st, START_NEVER)) {
+        atomic_store(&rs_hot.started, 1);
+        return 1;
+    }
+    start_wait();
+    return atomic_load(&start_state) != START_DONE;
+}
+
 /* Writes out everything and the end mark; recording stops. A second caller
  * (SIGTERM arriving during _exit's flush) must not return before the first
  * one's flush is on disk, or the process dies mid-write: it asks for a
@@ -36,11 +105,16 @@ void *rs_resolve(const char *name)
 void rs_finish(void)
 {
     int saved = errno, cs = rs_nocancel();
-    /* The node's last sample, before the end is claimed: a signal that
-     * ends the process during it finds the end unclaimed and writes it. */
-    rs_metrics_final();
-    int first = !atomic_exchange(&finished, 1);
-    rs_writer_flush(first);
+    /* A process that recorded no event ends with nothing to write: the
+     * agent never starts (the names of files it inherited go unwritten,
+     * as a started agent would not write them alone either). */
+    if (!stay_dormant()) {
+        /* The node's last sample, before the end is claimed: a signal that
+         * ends the process during it finds the end unclaimed and writes it. */
+        rs_metrics_final();
+        int first = !atomic_exchange(&finished, 1);
+        rs_writer_flush(first);
+    }
     atomic_store(&rs_hot.on, 0);
     rs_cancel_restore(cs);
     errno = saved;
@@ -292,47 +366,78 @@ RS_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *co
     return exec_failed(rearm, RS_REAL(execveat)(dirfd, path, argv, envp, flags));
 }
 
-/* The execl family: gathers the variadic arguments into an argv. */
-#define RS_MAX_EXEC_ARGS 4096
-static char **gather(const char *arg0, va_list ap, char ***envp_out)
+/* The execl family: gathers the variadic arguments into an argv, in
+ * args (room for cap) or, past that, in memory mapped for it (gathered_done
+ * gives it back when the exec fails). NULL when it cannot be had. */
+static char **gather(const char *arg0, va_list ap, char ***envp_out, char **args, size_t cap)
 {
-    static __thread char *args[RS_MAX_EXEC_ARGS + 1];
-    int n = 0;
-    args[n++] = (char *)arg0;
-    while (arg0 && n < RS_MAX_EXEC_ARGS && (args[n] = va_arg(ap, char *)))
+    va_list count;
+    va_copy(count, ap);
+    size_t n = 1;
+    while (arg0 && va_arg(count, char *))
         n++;
+    va_end(count);
+    if (n + 1 > cap) {
+        void *m = mmap(NULL, (n + 1) * sizeof *args, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return NULL;
+        args = m;
+    }
+    args[0] = (char *)arg0;
+    for (size_t i = 1; i < n; i++)
+        args[i] = va_arg(ap, char *);
+    if (arg0)
+        (void)va_arg(ap, char *); /* the terminating NULL */
     args[n] = NULL;
     if (envp_out)
         *envp_out = va_arg(ap, char **);
     return args;
 }
+#define GATHER_ON_STACK 512
+
+/* After a failed exec: argv's memory back, errno kept; returns r. */
+static int gathered_done(char **argv, char **args, int r)
+{
+    if (argv && argv != args) {
+        int e = errno;
+        size_t n = 0;
+        while (argv[n])
+            n++;
+        munmap(argv, (n + 1) * sizeof *argv);
+        errno = e;
+    }
+    return r;
+}
 
 RS_EXPORT int execl(const char *path, const char *arg, ...)
 {
     va_list ap;
+    char *args[GATHER_ON_STACK];
     va_start(ap, arg);
-    char **argv = gather(arg, ap, NULL);
+    char **argv = gather(arg, ap, NULL, args, GATHER_ON_STACK);
     va_end(ap);
-    return execv(path, argv);
+    return gathered_done(argv, args, argv ? execv(path, argv) : -1);
 }
 
 RS_EXPORT int execlp(const char *file, const char *arg, ...)
 {
     va_list ap;
+    char *args[GATHER_ON_STACK];
     va_start(ap, arg);
-    char **argv = gather(arg, ap, NULL);
+    char **argv = gather(arg, ap, NULL, args, GATHER_ON_STACK);
     va_end(ap);
-    return execvp(file, argv);
+    return gathered_done(argv, args, argv ? execvp(file, argv) : -1);
 }
 
 RS_EXPORT int execle(const char *path, const char *arg, ...)
 {
     va_list ap;
     char **envp;
+    char *args[GATHER_ON_STACK];
     va_start(ap, arg);
-    char **argv = gather(arg, ap, &envp);
+    char **argv = gather(arg, ap, &envp, args, GATHER_ON_STACK);
     va_end(ap);
-    return execve(path, argv, envp);
+    return gathered_done(argv, args, argv ? execve(path, argv, envp) : -1);
 }
 
 /* The real functions a vfork child calls past hook_io.c's, looked up now
@@ -359,6 +464,15 @@ static void stamp_start(void)
     rs_id.start_real = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
 }
 
+static void before_fork(void)
+{
+    /* The job's name, if a file may need it, made in the parent: the child
+     * must not read the time zone (config.c, rs_job). */
+    if (atomic_load(&rs_hot.on))
+        rs_job();
+    rs_dl_fork_prepare();
+}
+
 static void after_fork_child(void)
 {
     rs_dl_fork_child();
@@ -371,8 +485,12 @@ static void after_fork_child(void)
     rs_nvml_forked();
     rs_ring_reset();
     atomic_store(&finished, 0);
-    rs_th.guard = 1; /* the new writer thread is the agent's, not sampled */
+    rs_th.guard = 1;
+    /* The child starts as a process of its own would: at its first event. */
     rs_writer_forked();
+    atomic_store(&start_state, START_DORMANT);
+    atomic_store(&rs_hot.started, 0);
+    starting_here = 0;
     if (rs_hot.io_active)
         rs_fdtab_forked();
     rs_metrics_forked();
@@ -421,19 +539,11 @@ __attribute__((constructor)) static void rs_start(int argc, char **argv, char **
         return;
     }
     stamp_start();
-    if (rs_ring_init() != 0) {
-        rs_notice("cannot reserve %zu MiB for buffers; tracing is off", rs_cfg.buffer_bytes >> 20);
-        rs_th.guard = 0;
-        return;
-    }
-    if (rs_cfg.io && rs_fdtab_init() != 0)
-        rs_notice("cannot set up the fd table; file I/O is not recorded");
-    if (rs_writer_start() != 0) {
-        rs_notice("cannot start the writer thread; tracing is off");
-        rs_th.guard = 0;
-        return;
-    }
-    pthread_atfork(rs_dl_fork_prepare, rs_dl_fork_parent, after_fork_child);
+    if (rs_cfg.io)
+        rs_fdtab_init();
+    /* Buffers, the fd table and the writer wait for the first event
+     * (rs_agent_start). */
+    pthread_atfork(before_fork, rs_dl_fork_parent, after_fork_child);
     signals_init();
     resolve_early();
     atomic_store(&rs_hot.on, 1);

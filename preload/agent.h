@@ -27,6 +27,7 @@
  * writer pass (as when it had a line of its own) and the rest seldom. */
 struct __attribute__((aligned(64))) rs_hot {
     _Atomic int on;           /* recording: cleared when the agent disables itself or has finished */
+    _Atomic int started;      /* the writer runs (or could not be started): rs_agent_start */
     int tsc_on;               /* ticks are TSC counts (clock.c) */
     int io_active;            /* the fd table is up: the I/O hooks record (fdtab.c) */
     _Atomic int cancel_seen;  /* the program has called pthread_cancel (hook_io.c) */
@@ -85,6 +86,16 @@ extern struct rs_identity rs_id;
 /* Writes out everything recorded and the end mark; recording stops (exit,
  * _exit, a fatal signal, or a part of the program the agent cannot follow). */
 void rs_finish(void);
+/* The agent starts in two steps. The constructor sets up only what costs
+ * next to nothing (settings, buffers reserved, the fd table, the sampler's
+ * handler and this thread's timer): a process that records no event (a
+ * shell's helpers, a launcher's) pays no more. The process's first event
+ * (rs_reserve) or, in a process that only computes, the sampler's first
+ * expiry at a point where the thread holds none of the C library's locks,
+ * starts the rest here: the writer thread, which then loads the unwinder
+ * on a thread of its own when a stack is first wanted. Returns 0, or -1
+ * when it cannot (tracing is off). Waits while another thread starts it. */
+int rs_agent_start(void);
 
 /* Reads settings, identity and the output folder name. */
 void rs_config_load(int argc, char **argv);
@@ -359,6 +370,9 @@ struct __attribute__((aligned(64))) rs_thread_hot {
      * unwinder's own masking around its locks (sigprocmask, two system
      * calls a lock) has nothing to do and is answered without one. */
     int all_masked;
+    /* Set while libunwind runs on this thread (unwind.c): its memory
+     * checks through a pipe are answered by the agent (rs_unwind_pipe_call). */
+    int in_unwind;
 };
 extern __thread struct rs_thread_hot rs_th RS_TLS;
 
@@ -519,6 +533,13 @@ static inline void *rs_reserve(size_t size, int kind)
     if (!rs_th.guard)
         rs_ring_check_failed(kind);
 #endif
+    /* The first event of the process starts the writer (a file's name,
+     * which the constructor records for the files a process inherits, is
+     * no event: a process that only has those writes nothing). */
+    if (RS_UNLIKELY(!atomic_load_explicit(&rs_hot.started, memory_order_relaxed)) && kind != RS_REC_FILE) {
+        rs_agent_start();
+        p = rs_th.wp;
+    }
     if (RS_LIKELY((size_t)(rs_th.wend - p) >= size))
         return p;
     return rs_reserve_slow(size, kind);
@@ -600,6 +621,13 @@ void rs_writer_kick(void);
 
 /* ---- writer thread (writer.c) ---- */
 
+/* Sets name=value in the environment the program's children inherit,
+ * without allocating (util.c): for the constructor alone, before the
+ * program runs. Returns 0, or -1 as setenv does. */
+int rs_env_put(const char *name, const char *value);
+/* The job folder's name (rs_id.job), formatted when first asked for where
+ * it was left to be named (no launcher gave one; config.c). */
+const char *rs_job(void);
 /* Grows a zero-filled array (util.c; writer thread only: it allocates) to
  * hold at least n elements of elem bytes, doubling from 64. Returns 0, or -1
  * when out of memory (the array is unchanged). */
@@ -607,6 +635,8 @@ int rs_grow(void **arr, uint32_t *cap, uint32_t n, size_t elem);
 
 /* Starts the writer thread. Returns 0 or -1. */
 int rs_writer_start(void);
+/* Whether a writer thread runs. */
+int rs_writer_running(void);
 /* Asks the writer to write out everything recorded so far and waits for it
  * (up to a few seconds). final: also write the end chunk (exit, exec). Safe
  * in a signal handler; returns at once on the writer thread itself. */
@@ -719,8 +749,18 @@ int rs_io_excluded(const char *path);
 /* Looks up the real functions a vfork child calls (close, dup2, chdir...)
  * now, so that such a child never does (hook_io.c). */
 void rs_io_resolve_early(void);
-/* Sets up the fd table and records the files already open. Returns 0 or -1. */
-int rs_fdtab_init(void);
+/* At start-up: file I/O is to be recorded (rs_hot.io_active); nothing
+ * else is done before the agent starts (rs_fdtab_start). */
+void rs_fdtab_init(void);
+/* At the agent's start: sets up the fd table and records the files already
+ * open (the ones a process inherited, and any it opened before its first
+ * event). Once a process (a forked child keeps its parent's). 0 or -1. */
+int rs_fdtab_start(void);
+/* Before the agent has started: fd has no entry, and a call on it would be
+ * recorded if it names a file the I/O hooks record; then the agent starts
+ * (its table then names fd) and fd's entry is returned, else 0. Each fd is
+ * looked at once until it is closed or made anew (rs_fd_set). */
+uint32_t rs_fd_dormant(int fd);
 /* In a forked child (its writer started afresh): names the tracked files it
  * inherited again, under the same ids, for its own trace file. */
 void rs_fdtab_forked(void);
@@ -735,6 +775,19 @@ int rs_writer_fd(void);
 /* Whether this process has written a chunk to a trace file of its own
  * (any thread may ask: a hint, read without a lock). */
 int rs_writer_has_file(void);
+
+/* libunwind checks that an address can be read by writing one byte from
+ * it into a pipe of its own. That pipe would sit in the program's fd
+ * table, where the program may close its numbers or dup2 over them (a
+ * shell does both), and the byte would land in the program's files. While
+ * libunwind runs (rs_th.in_unwind), its pipe2 gets these two numbers,
+ * which no file has, and a read or write on them comes here: system call
+ * nr (SYS_read, SYS_write) on fd with buffer buf and length n; returns
+ * what the call would (a read: empty; a write: n when buf can be read),
+ * or -errno. */
+#define RS_UNW_PIPE_READ (-2)
+#define RS_UNW_PIPE_WRITE (-3)
+long rs_unwind_pipe_call(long nr, long fd, long buf, long n);
 
 /* Resolves the next definition of a symbol (the real function). */
 void *rs_resolve(const char *name);

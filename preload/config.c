@@ -6,6 +6,7 @@
 #include "formats/trace.h"
 
 #include <ctype.h>
+#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -64,6 +65,32 @@ static void gpu_timing(void)
     rs_cfg.gpu_timing = (int)env_long("RINGSIDE_GPU_TIMING", 1, 1, 1000000000);
 }
 
+/* src into dst (cap bytes), cut to fit. */
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+    size_t n = strnlen(src, cap - 1);
+    memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
+/* v in decimal (out: 24 bytes). */
+static void utoa(char *out, unsigned long long v)
+{
+    char tmp[24];
+    int n = 0;
+    do
+        tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) && n < 23);
+    for (int i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    out[n] = 0;
+}
+
+/* The job left to be named (identity): its root's pid and time, 0 when
+ * rs_id.job is already its name. */
+static int lazy_pid;
+static time_t lazy_time;
+
 /* Keeps only characters safe in a file name. */
 static void sanitize(char *s)
 {
@@ -72,13 +99,28 @@ static void sanitize(char *s)
             *s = '_';
 }
 
-/* A job named for one process: host-YYYYMMDD-HHMMSS-pid, at time when. */
+/* A job named for one process: host-YYYYMMDD-HHMMSS-pid, at time when, in
+ * UTC: the same on every node, and worked out here rather than by gmtime or
+ * localtime, which take the C library's time zone lock (a forked child may
+ * have it held by no thread, a signal handler may have interrupted its
+ * holder) and read the zone's file. Civil date from days since the epoch:
+ * the proleptic Gregorian calendar in 400-year eras of 146,097 days. */
 static void job_name(char *buf, size_t n, const char *host, int pid, time_t when)
 {
-    struct tm tm;
-    localtime_r(&when, &tm);
-    snprintf(buf, n, "%.200s-%04d%02d%02d-%02d%02d%02d-%d", host, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-             tm.tm_hour, tm.tm_min, tm.tm_sec, pid);
+    long long secs = when, days = secs / 86400, rem = secs % 86400;
+    if (rem < 0) {
+        rem += 86400;
+        days--;
+    }
+    long long z = days + 719468, era = (z >= 0 ? z : z - 146096) / 146097;
+    long long doe = z - era * 146097;                               /* [0, 146096] */
+    long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365; /* [0, 399] */
+    long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);        /* [0, 365], from March 1 */
+    long long mp = (5 * doy + 2) / 153;                             /* [0, 11], March = 0 */
+    long long day = doy - (153 * mp + 2) / 5 + 1, month = mp < 10 ? mp + 3 : mp - 9;
+    long long year = yoe + era * 400 + (month <= 2);
+    snprintf(buf, n, "%.200s-%04lld%02lld%02lld-%02lld%02lld%02lld-%d", host, year, month, day, rem / 3600,
+             rem / 60 % 60, rem % 60, pid);
 }
 
 /* /proc/stat's btime, the boot time in whole seconds; 0 when it cannot be
@@ -161,6 +203,13 @@ static const char *torchrun_job(const struct rs_identity *id, char *buf, size_t 
     const char *job = env("RINGSIDE_JOB"), *named_by = env("RINGSIDE_JOB_PID");
     if (job && !named_by)
         return job;
+    /* torchrun, traced, left its job to be named when first needed: the
+     * same name from the same pid and time (identity) */
+    const char *named_at = env("RINGSIDE_JOB_TIME");
+    if (!job && named_by && named_at && atoi(named_by) == id->ppid) {
+        job_name(buf, n, id->host, id->ppid, (time_t)strtoll(named_at, NULL, 10));
+        job = buf;
+    }
     if (!job || atoi(named_by) != id->ppid) {
         /* without /proc, the pid alone: every rank still names it alike */
         time_t started = proc_started(id->ppid);
@@ -175,6 +224,30 @@ static const char *torchrun_job(const struct rs_identity *id, char *buf, size_t 
         rs_notice("torchrun gave no run id (TORCHELASTIC_RUN_ID=%s): this run's traces go to %s/%s",
                   getenv("TORCHELASTIC_RUN_ID"), rs_cfg.out, job);
     return job;
+}
+
+/* 0: not named yet, 1: being named, 2: named. localtime takes the C
+ * library's time zone lock: only on the agent's threads (the writer's first
+ * file, the node sampler's lock) and in the parent before a fork (agent.c's
+ * fork handler), never in a forked child, which may have it held by no
+ * thread, nor in a signal handler. */
+static _Atomic int job_named;
+
+const char *rs_job(void)
+{
+    int st = atomic_load(&job_named);
+    if (st == 2 || !lazy_pid)
+        return rs_id.job;
+    if (st == 0 && atomic_compare_exchange_strong(&job_named, &st, 1)) {
+        char buf[256];
+        job_name(buf, sizeof buf, rs_id.host, lazy_pid, lazy_time);
+        copy_str(rs_id.job, sizeof rs_id.job, buf);
+        sanitize(rs_id.job);
+        atomic_store(&job_named, 2);
+    }
+    while (atomic_load(&job_named) != 2)
+        sched_yield();
+    return rs_id.job;
 }
 
 static void identity(void)
@@ -236,18 +309,31 @@ static void identity(void)
     if (!job)
         job = env("RINGSIDE_JOB");
     if (!job) {
-        /* No launcher: name a job for this process tree and pass it on, so
-         * the processes it starts write to the same folder; RINGSIDE_JOB_PID
-         * says which process named it (torchrun_job). */
-        job_name(buf, sizeof buf, id->host, id->pid, time(NULL));
-        setenv("RINGSIDE_JOB", buf, 0);
-        char pid[24];
-        snprintf(pid, sizeof pid, "%d", id->pid);
-        setenv("RINGSIDE_JOB_PID", pid, 0);
-        job = buf;
+        /* No launcher: a job for this process tree, passed on so that the
+         * processes it starts write to the same folder: RINGSIDE_JOB_PID
+         * says which process named it (torchrun_job) and RINGSIDE_JOB_TIME
+         * when. Its name (host-YYYYMMDD-HHMMSS-pid, local time) is made when
+         * first needed: a process that writes no file never reads the time
+         * zone. A process below such a root names it from the same two. */
+        const char *by = env("RINGSIDE_JOB_PID"), *at = env("RINGSIDE_JOB_TIME");
+        if (by && at) {
+            lazy_pid = atoi(by);
+            lazy_time = (time_t)strtoll(at, NULL, 10);
+        } else {
+            char pid[24], when[24];
+            lazy_pid = id->pid;
+            lazy_time = time(NULL);
+            utoa(pid, (unsigned long long)id->pid);
+            utoa(when, (unsigned long long)lazy_time);
+            rs_env_put("RINGSIDE_JOB_PID", pid);
+            rs_env_put("RINGSIDE_JOB_TIME", when);
+        }
+        job = "";
     }
-    snprintf(id->job, sizeof id->job, "%s", job);
+    copy_str(id->job, sizeof id->job, job);
     sanitize(id->job);
+    if (!id->job[0] && id->rank >= 0)
+        rs_job(); /* the rank's claim below names it */
 
     /* A process started by a rank (a compiler, a helper script) inherits
      * the rank's environment: the first process to claim a rank of a job
@@ -267,7 +353,7 @@ static void identity(void)
         } else {
             char claim[sizeof id->job + 64];
             snprintf(claim, sizeof claim, "%d:%d:%s", id->pid, id->rank, id->job);
-            setenv("RINGSIDE_RANK_PID", claim, 1);
+            rs_env_put("RINGSIDE_RANK_PID", claim);
             id->role = RSF_ROLE_RANK;
         }
     }
@@ -275,7 +361,6 @@ static void identity(void)
 
 void rs_config_load(int argc, char **argv)
 {
-    memset(&rs_cfg, 0, sizeof rs_cfg);
     rs_cfg.log = 1; /* a bad RINGSIDE_LOG itself gets its notice */
     rs_cfg.log = (int)env_long("RINGSIDE_LOG", 1, 0, 2);
     rs_cfg.disable = env_flag("RINGSIDE_DISABLE", 0);
@@ -294,19 +379,22 @@ void rs_config_load(int argc, char **argv)
     rs_cfg.test_no_tsc = env_flag("RINGSIDE_TEST_NO_TSC", 0);
     rs_cfg.test_gpu_raw_start = env_flag("RINGSIDE_TEST_GPU_RAW_START", 0);
     rs_cfg.metrics_hz = (int)env_long("RINGSIDE_METRICS_HZ", 10, 0, 1000);
-    snprintf(rs_cfg.test_sysfs, sizeof rs_cfg.test_sysfs, "%s", env("RINGSIDE_TEST_SYSFS") ? env("RINGSIDE_TEST_SYSFS") : "");
+    copy_str(rs_cfg.test_sysfs, sizeof rs_cfg.test_sysfs, env("RINGSIDE_TEST_SYSFS") ? env("RINGSIDE_TEST_SYSFS") : "");
     const char *ex = getenv("RINGSIDE_IO_EXCLUDE"); /* set but empty: exclude nothing */
-    snprintf(rs_cfg.exclude, sizeof rs_cfg.exclude, "%s", ex ? ex : "/proc:/sys:/dev");
-    snprintf(rs_cfg.series, sizeof rs_cfg.series, "%s", env("RINGSIDE_SERIES") ? env("RINGSIDE_SERIES") : "");
+    copy_str(rs_cfg.exclude, sizeof rs_cfg.exclude, ex ? ex : "/proc:/sys:/dev");
+    copy_str(rs_cfg.series, sizeof rs_cfg.series, env("RINGSIDE_SERIES") ? env("RINGSIDE_SERIES") : "");
 
     const char *out = env("RINGSIDE_OUT");
     if (!out)
         out = "ringside-trace";
     if (out[0] == '/' || !getcwd(rs_cfg.out, sizeof rs_cfg.out))
-        snprintf(rs_cfg.out, sizeof rs_cfg.out, "%s", out);
+        copy_str(rs_cfg.out, sizeof rs_cfg.out, out);
     else {
         size_t n = strlen(rs_cfg.out);
-        snprintf(rs_cfg.out + n, sizeof rs_cfg.out - n, "/%s", out);
+        if (n + 1 < sizeof rs_cfg.out) {
+            rs_cfg.out[n] = '/';
+            copy_str(rs_cfg.out + n + 1, sizeof rs_cfg.out - n - 1, out);
+        }
     }
 
     /* A copy: programs rewrite their argv (process titles). */

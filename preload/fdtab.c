@@ -27,8 +27,15 @@ static _Atomic unsigned cwd_gen;
 
 __thread int rs_own_fds RS_TLS;
 
+/* fds rs_fd_dormant has looked at (one bit each, the first 64k), until
+ * they are closed or made anew. */
+#define LOOKED_FDS 65536u
+static _Atomic uint64_t looked[LOOKED_FDS / 64];
+
 void rs_fd_set(int fd, uint32_t entry)
 {
+    if (fd >= 0 && (size_t)fd < LOOKED_FDS && !rs_own_fds)
+        atomic_fetch_and_explicit(&looked[fd / 64], ~(1ull << (fd % 64)), memory_order_relaxed);
     if (fd >= 0 && (size_t)fd < rs_hot.fdtab_n && !rs_own_fds)
         atomic_store_explicit(&rs_hot.fdtab[fd], entry, memory_order_relaxed);
 }
@@ -90,6 +97,8 @@ static uint32_t entry_for(int fd, uint32_t id)
 
 void rs_cwd_changed(void)
 {
+    if (!rs_hot.fdtab)
+        return; /* not started: the start reads it */
     char buf[PATH_MAX];
     if (!getcwd(buf, sizeof buf))
         buf[0] = 0;
@@ -173,11 +182,21 @@ static void record_path(int kind, int op, uint32_t id, uint32_t dir, const char 
     rs_guard_restore(g);
 }
 
+/* fd_path's check before the agent has started: whether fd names a file
+ * (an absolute path) that is not excluded. */
+static int recordable(int fd);
+
 uint32_t rs_file_opened(int op, int dirfd, const char *path, int flags, int fd, uint64_t t0,
                         uint64_t t1)
 {
     char abs[PATH_MAX];
     uint32_t dir = 0;
+    /* The first file opened that is recorded starts the agent, whose table
+     * then holds the current directory and the files open so far. */
+    if (!atomic_load_explicit(&rs_hot.started, memory_order_relaxed) && (fd < 0 || !recordable(fd) ||
+                                                                          rs_agent_start() != 0))
+        return 0;
+
     int is_abs = absolute(dirfd, path ? path : "", abs);
     if (!is_abs && dirfd != AT_FDCWD) {
         dir = rs_fd_entry(dirfd);
@@ -211,21 +230,47 @@ static int fd_path(int fd, char *target)
     return 1;
 }
 
-int rs_fdtab_init(void)
+static int recordable(int fd)
 {
+    char target[PATH_MAX];
+    return fd_path(fd, target) && !rs_io_excluded(target);
+}
+
+uint32_t rs_fd_dormant(int fd)
+{
+    if (fd < 0 || (size_t)fd >= LOOKED_FDS || !rs_hot.io_active)
+        return 0;
+    uint64_t bit = 1ull << (fd % 64);
+    if (atomic_fetch_or_explicit(&looked[fd / 64], bit, memory_order_relaxed) & bit)
+        return 0;
+    if (!recordable(fd) || rs_agent_start() != 0)
+        return 0;
+    return rs_fd_entry(fd);
+}
+
+void rs_fdtab_init(void)
+{
+    rs_hot.io_active = 1;
+}
+
+int rs_fdtab_start(void)
+{
+    if (rs_hot.fdtab)
+        return 0;
     struct rlimit rl;
-    rs_hot.fdtab_n = 1u << 16;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > rs_hot.fdtab_n)
-        rs_hot.fdtab_n = rl.rlim_max < (1u << 22) ? rl.rlim_max : (1u << 22);
-    void *p = mmap(NULL, rs_hot.fdtab_n * sizeof *rs_hot.fdtab, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) {
-        rs_hot.fdtab_n = 0;
+    size_t n = 1u << 16;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > n)
+        n = rl.rlim_max < (1u << 22) ? rl.rlim_max : (1u << 22);
+    void *p = mmap(NULL, n * sizeof *rs_hot.fdtab, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (p == MAP_FAILED)
         return -1;
-    }
+    /* Other threads read the table as soon as its size says so: the table
+     * and the current directory first. */
     rs_hot.fdtab = p;
     rs_cwd_changed();
-    rs_hot.io_active = 1;
+    atomic_thread_fence(memory_order_release);
+    rs_hot.fdtab_n = n;
 
     /* Files the program was started with (a shell's redirections). */
     DIR *d = opendir("/proc/self/fd");
@@ -256,6 +301,8 @@ int rs_fdtab_init(void)
 
 void rs_fdtab_forked(void)
 {
+    if (!rs_hot.fdtab)
+        return; /* the parent had not started: nor has the child */
     /* The child's new file must name the files it inherited under the ids
      * its fd table still holds; the paths are read back from the kernel
      * rather than from the parent's writer state, which fork may have caught

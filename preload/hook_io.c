@@ -70,11 +70,26 @@ static inline void rs_io_record(int op, uint32_t file, uint64_t t0, uint64_t t1,
 
 /* fd's table entry (file id, maybe with RS_FILE_PLAIN) when a call on it
  * is recorded, else 0. */
+/* tracked_entry for a call that is no event before the agent starts (a
+ * close: a process closing every fd it might have inherited must not look
+ * at each). */
+static inline uint32_t known_entry(int fd)
+{
+    if (RS_UNLIKELY(rs_th.guard) || !atomic_load_explicit(&rs_hot.on, memory_order_relaxed))
+        return 0;
+    uint32_t e = rs_fd_entry(fd);
+    return e == RS_FILE_EXCLUDED ? 0 : e;
+}
+
 static inline uint32_t tracked_entry(int fd)
 {
     if (RS_UNLIKELY(rs_th.guard) || !atomic_load_explicit(&rs_hot.on, memory_order_relaxed))
         return 0;
     uint32_t e = rs_fd_entry(fd);
+    /* Before the first event: an fd the process inherited or opened then
+     * may name a file (fdtab.c, rs_fd_dormant). */
+    if (RS_UNLIKELY(e == 0) && !atomic_load_explicit(&rs_hot.started, memory_order_relaxed))
+        e = rs_fd_dormant(fd);
     return e == RS_FILE_EXCLUDED ? 0 : e;
 }
 
@@ -196,6 +211,14 @@ static inline long kernel_call(long nr, long a, long b, long c, long d)
  * directly when allowed (above), else through glibc's REAL call. */
 #define RS_IO_KERNEL(OP, FD, OFF, REAL, NR, A, B, C, D)                             \
     do {                                                                            \
+        if (RS_UNLIKELY((long)(FD) < -1) && rs_th.in_unwind) {                      \
+            long u_ = rs_unwind_pipe_call(NR, (long)(FD), (long)(B), (long)(C));    \
+            if (u_ < 0) {                                                           \
+                errno = (int)-u_;                                                   \
+                return -1;                                                          \
+            }                                                                       \
+            return u_;                                                              \
+        }                                                                           \
         uint32_t e_ = tracked_entry(FD);                                            \
         if (!e_)                                                                    \
             RS_IO_UNTRACKED(ssize_t, FD, REAL);                                     \
@@ -251,7 +274,8 @@ static inline long timed_call(long nr, long a, long b, long c, long d, uint64_t 
 
 /* The common case of RS_IO_KERNEL, written to make no calls, so that it
  * saves no registers: a recorded RS_FILE_PLAIN file, no
- * pthread_cancel seen, TSC timestamps, room in the thread's block. The record
+ * pthread_cancel seen, TSC timestamps, the agent started (the first event
+ * goes through rs_reserve, which starts it), room in the thread's block. The record
  * is reserved and filled in before the call (rs_th.guard keeps the sampler's
  * handler from reserving in between), so that after it only the times and
  * the result are left to store. Anything else goes to GENERAL (the full
@@ -263,7 +287,8 @@ static inline long timed_call(long nr, long a, long b, long c, long d, uint64_t 
     do {                                                                            \
         uint32_t e_ = tracked_entry(FD);                                            \
         if (RS_UNLIKELY(!(e_ & RS_FILE_PLAIN) || !rs_hot.tsc_on ||                  \
-                        atomic_load_explicit(&rs_hot.cancel_seen, memory_order_relaxed))) \
+                        atomic_load_explicit(&rs_hot.cancel_seen, memory_order_relaxed) || \
+                        !atomic_load_explicit(&rs_hot.started, memory_order_relaxed))) \
             return GENERAL;                                                         \
         rs_th.guard = 1;                                                            \
         atomic_signal_fence(memory_order_seq_cst);                                  \
@@ -499,8 +524,8 @@ RS_EXPORT int close(int fd)
      * trace file with it. */
     if (RS_UNLIKELY(rs_writer_owns_fd(fd)) && !rs_th.guard)
         return 0;
-    uint32_t file;
-    if (!tracked(fd, &file)) {
+    uint32_t file = known_entry(fd) & ~RS_FILE_PLAIN;
+    if (!file) {
         if (rs_hot.io_active && !rs_in_vchild())
             rs_fd_set(fd, 0);
         return RS_REAL(close)(fd);
@@ -937,8 +962,8 @@ RS_EXPORT FILE *fdopen(int fd, const char *mode)
 RS_EXPORT int fclose(FILE *fp)
 {
     int fd = stream_fd(fp);
-    uint32_t file;
-    if (!tracked(fd, &file))
+    uint32_t file = known_entry(fd) & ~RS_FILE_PLAIN;
+    if (!file)
         return RS_REAL(fclose)(fp);
     rs_th.guard = 1;
     uint64_t t0 = rs_ticks();

@@ -457,6 +457,14 @@ RS_EXPORT long syscall(long nr, ...)
     long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
     long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
     va_end(ap);
+    if (RS_UNLIKELY(nr == SYS_write && (int)a < -1 && rs_th.in_unwind)) {
+        long r = rs_unwind_pipe_call(nr, a, b, c);
+        if (r < 0) {
+            errno = (int)-r;
+            return -1;
+        }
+        return r;
+    }
     if (nr == SYS_futex && futex_waits(b))
         TIMED(long, RSF_WAIT_FUTEX, RS_REAL(syscall)(nr, a, b, c, d, e, f));
 #ifdef SYS_futex_waitv

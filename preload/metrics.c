@@ -86,7 +86,7 @@ static struct {
     int own;                     /* the thread has its own fd table */
     char buf[M_BUF];
     char *mbuf;                  /* mountstats, M_MOUNTSTATS_BUF */
-} M = { .lock_fd = -1 };
+} M; /* zeroed (.bss, no file pages): lock_fd is set -1 at start */
 
 static pthread_t metrics_thread;
 static _Atomic int running;             /* the thread exists */
@@ -608,7 +608,7 @@ static int try_elect(void)
 {
     if (M.lock_fd < 0) {
         char dir[PATH_MAX], path[PATH_MAX + 300];
-        int n = snprintf(dir, sizeof dir, "%s/%s", rs_cfg.out, rs_id.job);
+        int n = snprintf(dir, sizeof dir, "%s/%s", rs_cfg.out, rs_job());
         if (n < 0 || (size_t)n >= sizeof dir || rs_mkdirs(dir) != 0)
             return 0;
         snprintf(path, sizeof path, "%s/.node-%s.lock", dir, rs_id.host);
@@ -716,6 +716,7 @@ static _Atomic int thread_asked;   /* start() called for this process */
 
 void rs_metrics_init(void)
 {
+    M.lock_fd = -1;
     M.hz = rs_cfg.metrics_hz;
     if (M.hz <= 0)
         return;

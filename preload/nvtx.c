@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -414,8 +415,11 @@ void rs_nvtx_init(void)
 {
     static char self[PATH_MAX];
     Dl_info info;
+    /* The path the loader gave, when absolute (LD_PRELOAD's usually is):
+     * resolving it costs a readlink per component at every start. */
     if (!dladdr((void *)InitializeInjectionNvtx2, &info) || !info.dli_fname ||
-        !realpath(info.dli_fname, self)) {
+        (info.dli_fname[0] == '/' ? strlen(info.dli_fname) >= sizeof self || !strcpy(self, info.dli_fname)
+                                  : !realpath(info.dli_fname, self))) {
         rs_notice("cannot find the agent's own file; NVTX ranges are not recorded");
         return;
     }
@@ -431,7 +435,7 @@ void rs_nvtx_init(void)
         return;
     }
     arena = m;
-    if ((!set || !*set) && setenv(NVTX_ENV, self, 1) != 0) {
+    if ((!set || !*set) && rs_env_put(NVTX_ENV, self) != 0) {
         rs_notice("cannot set %s: %s; NVTX ranges are not recorded", NVTX_ENV, strerror(errno));
         return;
     }

@@ -42,6 +42,9 @@ static uint8_t *pool;                 /* block data, nblocks x RS_BLOCK_SIZE */
 static struct rs_thread *threads;     /* RS_MAX_THREADS slots */
 static _Atomic unsigned threads_used; /* slots [0, threads_used) have been taken */
 static _Atomic uint64_t free_head;    /* low 32 bits: index; high: ABA tag */
+/* Blocks from here to nblocks were never used: free, their metadata not
+ * written yet (a process that records little touches few of its pages). */
+static _Atomic uint32_t fresh_next;
 static _Atomic uint32_t full_head;
 static _Atomic uint32_t full_pending; /* blocks handed over since the writer's last pass */
 static uint32_t kick_at;              /* wake the writer at this many handed over */
@@ -102,8 +105,15 @@ static uint32_t free_pop(void)
     uint64_t head = atomic_load_explicit(&free_head, memory_order_acquire);
     for (;;) {
         uint32_t idx = (uint32_t)head;
-        if (idx == RS_NIL)
-            return RS_NIL;
+        if (idx == RS_NIL) {
+            uint32_t fresh = atomic_fetch_add_explicit(&fresh_next, 1, memory_order_relaxed);
+            if (fresh > nblocks)
+                return RS_NIL;
+            blocks[fresh].data = pool + (size_t)(fresh - 1) * RS_BLOCK_SIZE;
+            blocks[fresh].consumed = 0;
+            atomic_store_explicit(&blocks[fresh].committed, 0, memory_order_relaxed);
+            return fresh;
+        }
         uint32_t next = atomic_load_explicit(&blocks[idx].next, memory_order_relaxed);
         uint64_t want = ((head >> 32) + 1) << 32 | next;
         if (atomic_compare_exchange_weak_explicit(&free_head, &head, want,
@@ -242,15 +252,13 @@ static void pool_fill(void)
 {
     atomic_store(&free_head, RS_NIL);
     atomic_store(&full_head, RS_NIL);
-    for (uint32_t i = nblocks; i >= 1; i--) {
-        blocks[i].consumed = 0;
-        atomic_store_explicit(&blocks[i].committed, 0, memory_order_relaxed);
-        free_push(i);
-    }
+    atomic_store(&fresh_next, 1);
 }
 
 int rs_ring_init(void)
 {
+    if (blocks)
+        return 0; /* a forked child's, set up by its parent */
 #if defined(__x86_64__)
     unsigned a, b, c, d;
     rs_hot.prefetchw = __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & bit_PRFCHW);
@@ -283,8 +291,6 @@ int rs_ring_init(void)
     blocks = m;
     threads = (struct rs_thread *)(blocks + nblocks + 1);
     pool = p;
-    for (uint32_t i = 1; i <= nblocks; i++)
-        blocks[i].data = pool + (size_t)(i - 1) * RS_BLOCK_SIZE;
     pool_fill();
     if (pthread_key_create(&thread_key, thread_gone) == 0)
         key_made = 1;
@@ -293,6 +299,8 @@ int rs_ring_init(void)
 
 void rs_ring_reset(void)
 {
+    if (!blocks)
+        return;
     unsigned used = atomic_load(&threads_used);
     for (unsigned i = 0; i < used; i++) {
         atomic_store(&threads[i].state, RS_THREAD_FREE);

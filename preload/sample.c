@@ -10,7 +10,9 @@
 #include "preload/sample.h"
 #include "formats/trace.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -19,6 +21,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/signalfd.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
@@ -145,7 +148,7 @@ static uint64_t thread_cpu_ns(void)
 static void rearm_jittered(struct sthread *t)
 {
     int v = atomic_load_explicit(&timers[t->slot - 1], memory_order_relaxed);
-    if (!v)
+    if (v <= 0)
         return;
     t->rnd ^= t->rnd << 13;
     t->rnd ^= t->rnd >> 7;
@@ -158,6 +161,191 @@ static void rearm_jittered(struct sthread *t)
     syscall(SYS_timer_settime, v - 1, 0, &its, NULL);
 }
 
+/* ---- the agent's start from the sampler, and the unwinder's load ----
+ * A process that only computes records no event, so its first sample
+ * starts the agent (rs_agent_start): from the handler, which may start a
+ * thread only where the interrupted code holds none of the locks that
+ * takes (the C library's, the loader's, the allocator's, the agent's own).
+ * So the thread must have been stopped outside those objects' code; in
+ * them, the next expiry tries again. */
+struct text_range {
+    uint64_t lo, hi;
+};
+static void on_sample(int sig, siginfo_t *si, void *ucv);
+static struct text_range locked_text[32];
+static _Atomic int nlocked = -1;     /* -1: not looked up yet */
+static const void *malloc_at;        /* the malloc the program calls */
+/* The C library's system call wrappers that take no lock: a thread found
+ * in one of them (where a CPU-time timer's signal finds a thread that keeps
+ * calling the kernel) is not inside one the start needs. */
+static const char *const free_calls[] = {
+    "clock_gettime", "gettimeofday", "time", "getpid", "gettid", "sched_yield", "nanosleep", "clock_nanosleep",
+    "read", "write", "pread64", "pwrite64", "readv", "writev", "poll", "ppoll", "select", "pselect", "epoll_wait",
+    "epoll_pwait", "recv", "recvfrom", "recvmsg", "send", "sendto", "sendmsg", "ioctl", "lseek", "fstat", "fsync",
+};
+static struct text_range free_text[sizeof free_calls / sizeof *free_calls];
+static int nfree;
+
+static int add_locked(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    int *n = arg;
+    const char *path = info->dlpi_name ? info->dlpi_name : "";
+    const char *file = strrchr(path, '/');
+    if (strncmp(file ? file + 1 : path, "libc.so", 7) == 0)
+        for (size_t k = 0; k < sizeof free_calls / sizeof *free_calls; k++) {
+            uint64_t lo, hi;
+            if (nfree < (int)(sizeof free_text / sizeof *free_text) && rs_elf_func(info, free_calls[k], &lo, &hi) == 0)
+                free_text[nfree++] = (struct text_range){ lo, hi };
+        }
+    const uint64_t probes[] = { (uint64_t)(uintptr_t)malloc_at, (uint64_t)(uintptr_t)&getpid,
+                                (uint64_t)(uintptr_t)&on_sample };
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    int hit = strncmp(base, "ld-linux", 8) == 0 || strncmp(base, "libc.so", 7) == 0;
+    for (int i = 0; i < info->dlpi_phnum && !hit; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uint64_t lo = info->dlpi_addr + ph->p_vaddr;
+        for (size_t k = 0; k < sizeof probes / sizeof *probes; k++)
+            hit |= ph->p_type == PT_LOAD && probes[k] >= lo && probes[k] < lo + ph->p_memsz;
+    }
+    for (int i = 0; hit && i < info->dlpi_phnum && *n < (int)(sizeof locked_text / sizeof *locked_text); i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
+            locked_text[(*n)++] = (struct text_range){ info->dlpi_addr + ph->p_vaddr,
+                                                       info->dlpi_addr + ph->p_vaddr + ph->p_memsz };
+    }
+    return 0;
+}
+
+/* Where the start was not safe, it tries again a millisecond later, from
+ * a wall-clock timer's signal: a CPU-time timer's comes when the thread
+ * leaves the kernel, so a thread that keeps calling the C library (a loop
+ * around clock_gettime) would be found in it every time; a wall-clock one
+ * comes where the tick finds the thread, most often in its own code. One
+ * timer a process, made for the thread that needs it (its value tells its
+ * signal from the sampling timers'). */
+#define DOORBELL_VALUE 0x5253 /* "RS" */
+static _Atomic int doorbell = -1;    /* kernel timer id */
+static _Atomic pid_t doorbell_tid;
+
+static void doorbell_retry(void)
+{
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    int id = atomic_load(&doorbell);
+    if (id < 0 || atomic_load(&doorbell_tid) != tid) {
+        if (id >= 0 && atomic_compare_exchange_strong(&doorbell, &id, -1))
+            syscall(SYS_timer_delete, id);
+        struct sigevent sev;
+        memset(&sev, 0, sizeof sev);
+        sev.sigev_notify = SIGEV_THREAD_ID;
+        sev.sigev_signo = atomic_load(&rs_sample_sig);
+        sev.sigev_value.sival_int = DOORBELL_VALUE;
+        sev._sigev_un._tid = tid;
+        int nid = -1;
+        if (syscall(SYS_timer_create, CLOCK_MONOTONIC, &sev, &nid) != 0)
+            return;
+        int none = -1;
+        if (!atomic_compare_exchange_strong(&doorbell, &none, nid)) {
+            syscall(SYS_timer_delete, nid); /* another thread made one meanwhile */
+            return;
+        }
+        atomic_store(&doorbell_tid, tid);
+        id = nid;
+    }
+    struct itimerspec its = { { 0, 0 }, { 0, 1000000 } };
+    syscall(SYS_timer_settime, id, 0, &its, NULL);
+}
+
+static void doorbell_off(void)
+{
+    int id = atomic_exchange(&doorbell, -1);
+    if (id >= 0)
+        syscall(SYS_timer_delete, id);
+}
+
+static int start_safe(void *ucv)
+{
+    if (atomic_load_explicit(&nlocked, memory_order_acquire) < 0) {
+        if (!rs_dl_enter())
+            return 0;
+        int n = 0;
+        dl_iterate_phdr(add_locked, &n);
+        rs_dl_leave();
+        atomic_store_explicit(&nlocked, n, memory_order_release);
+    }
+    uint64_t pc = (uint64_t)((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RIP];
+    for (int i = 0; i < nfree; i++)
+        if (pc >= free_text[i].lo && pc < free_text[i].hi)
+            return 1;
+    for (int i = 0, n = atomic_load_explicit(&nlocked, memory_order_acquire); i < n; i++)
+        if (pc >= locked_text[i].lo && pc < locked_text[i].hi)
+            return 0;
+    return 1;
+}
+
+static _Atomic int unwinder_wanted, unwinder_asked;
+
+void rs_sample_want_unwinder(void)
+{
+    if (rs_cfg.sample_hz > 0 && !atomic_exchange(&unwinder_wanted, 1))
+        rs_writer_kick();
+}
+
+static void loader_start(void);
+
+void rs_sample_load_unwinder(void)
+{
+    if (rs_cfg.sample_hz > 0 && !rs_unwind_ready()) {
+        atomic_store(&unwinder_wanted, 1);
+        loader_start();
+    }
+}
+
+/* The unwinder's load and Python's set-up take the loader's lock (dlopen,
+ * dlsym), which the writer never waits for: a thread of their own does
+ * them, which nothing waits for. */
+/* Runs fn inside the fork gate (unwind.c): a fork meanwhile waits for it,
+ * for a child forked while this thread held the loader's locks would find
+ * them held by no thread of its own. 0 when a child may never walk. */
+static int gated(int (*fn)(void))
+{
+    for (;;) {
+        if (rs_dl_enter()) {
+            int r = fn();
+            rs_dl_leave();
+            return r;
+        }
+        if (rs_dl_shut())
+            return -1;
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+    }
+}
+
+static void *loader_main(void *arg)
+{
+    (void)arg;
+    rs_th.guard = 1;
+    prctl(PR_SET_NAME, "ringside-load", 0, 0, 0);
+    if (gated(rs_unwind_init) != 0)
+        rs_sample_off();
+    gated(rs_py_try_init);
+    return NULL;
+}
+
+static void loader_start(void)
+{
+    if (!atomic_load(&unwinder_wanted) || atomic_exchange(&unwinder_asked, 1) || atomic_load(&rs_dying))
+        return;
+    pthread_t t;
+    if (rs_thread_start(&t, loader_main, NULL, 256u << 10) != 0) {
+        rs_notice("cannot start a thread to load libunwind.so.8; CPU samples are off");
+        rs_sample_off();
+    }
+}
+
 static void on_sample(int sig, siginfo_t *si, void *ucv)
 {
     (void)sig;
@@ -168,6 +356,27 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     if (si->si_code != SI_TIMER || !t->slot || !atomic_load_explicit(&sampler_on, memory_order_relaxed) ||
         !atomic_load_explicit(&rs_hot.on, memory_order_relaxed) || rs_in_vchild())
         goto out;
+    int door = si->si_value.sival_int == DOORBELL_VALUE;
+    if (RS_UNLIKELY(door) && atomic_load_explicit(&rs_hot.started, memory_order_relaxed))
+        goto out; /* a retry's signal after all */
+    /* Before the agent has started, or its unwinder has come: no sample
+     * (the CPU time until then goes unsampled, as before the agent's
+     * constructor, rather than weigh on a later stack it is not of). */
+    if (RS_UNLIKELY(door || !atomic_load_explicit(&rs_hot.started, memory_order_relaxed) || !rs_unwind_ready())) {
+        if (!door)
+            t->last_cpu = thread_cpu_ns();
+        if (!atomic_load_explicit(&rs_hot.started, memory_order_relaxed)) {
+            if (!rs_th.guard && start_safe(ucv)) {
+                doorbell_off();
+                rs_agent_start();
+            } else {
+                doorbell_retry();
+            }
+        } else {
+            rs_sample_want_unwinder();
+        }
+        goto out;
+    }
     uint64_t ts = rs_ticks();
     /* The weight is the CPU time since the last sample, read from the same
      * clock: expiries come late by up to a kernel tick, are jittered, and
@@ -342,6 +551,17 @@ static void thread_disarm(void)
     errno = saved;
 }
 
+void rs_sample_off(void)
+{
+    if (!atomic_exchange(&sampler_on, 0))
+        return;
+    for (int i = 0; i < RS_MAX_TIMERS; i++) {
+        int v = atomic_exchange(&timers[i], 0);
+        if (v > 0)
+            syscall(SYS_timer_delete, v - 1);
+    }
+}
+
 static int pick_signal(int except);
 
 int rs_sample_is_ours(const struct sigaction *act)
@@ -357,6 +577,7 @@ void rs_sample_yield(void)
         return;
     int old = atomic_load(&rs_sample_sig);
     int sig = pick_signal(old);
+    doorbell_off(); /* its signal was the old one: the next expiry makes another */
     struct sigaction act;
     memset(&act, 0, sizeof act);
     act.sa_sigaction = on_sample;
@@ -376,12 +597,7 @@ void rs_sample_yield(void)
         atomic_flag_clear(&moving);
         return;
     }
-    atomic_store(&sampler_on, 0);
-    for (int i = 0; i < RS_MAX_TIMERS; i++) {
-        int v = atomic_exchange(&timers[i], 0);
-        if (v > 0)
-            syscall(SYS_timer_delete, v - 1);
-    }
+    rs_sample_off();
     rs_notice("the program takes signal %d, which sampled CPU stacks, and no other real-time signal is free; "
               "CPU samples are off",
               old);
@@ -455,9 +671,9 @@ void rs_sample_init(void)
     rs_hot.wait_ticks = rs_wait_ns; /* until the writer knows the tick rate */
     gpu_stack_every = (uint32_t)rs_cfg.gpu_stack_every;
     rs_modules_init();
-    rs_py_try_init();
-    if (rs_cfg.sample_hz <= 0 || rs_unwind_init() != 0)
+    if (rs_cfg.sample_hz <= 0)
         return;
+    malloc_at = dlsym(RTLD_DEFAULT, "malloc");
     interval_ns = 1000000000u / (uint64_t)rs_cfg.sample_hz;
     int sig = pick_signal(0);
     if (!sig) {
@@ -485,11 +701,17 @@ void rs_sample_init(void)
 void rs_sample_forked(void)
 {
     /* Timers are not inherited: only this thread lives, with none. */
+    atomic_store(&doorbell, -1);
     for (int i = 0; i < RS_MAX_TIMERS; i++)
         atomic_store(&timers[i], 0);
     me.slot = 0;
     rs_th.sample_npending = 0;
     rs_py_forked();
+    /* A load under way in the parent is not the child's: it asks again. */
+    if (!rs_unwind_ready()) {
+        atomic_store(&unwinder_wanted, 0);
+        atomic_store(&unwinder_asked, 0);
+    }
     thread_arm();
 }
 
@@ -498,6 +720,7 @@ void rs_sample_forked(void)
  * with their threads. Returns whether the timer must come back (exec failed). */
 int rs_sample_before_exec(void)
 {
+    doorbell_off();
     if (!me.slot)
         return 0;
     thread_disarm();
@@ -525,14 +748,15 @@ static void *py_late_main(void *arg)
 {
     (void)arg;
     rs_th.guard = 1;
-    rs_py_try_init();
+    gated(rs_py_try_init);
     return NULL;
 }
 
 static void py_late_start(void)
 {
     static int started;
-    if (started || atomic_load(&rs_py_ready) || !rs_modules_python_loaded() || atomic_load(&rs_dying))
+    if (started || !atomic_load(&unwinder_asked) || atomic_load(&rs_py_ready) || !rs_modules_python_loaded() ||
+        atomic_load(&rs_dying))
         return;
     started = 1;
     pthread_t t;
@@ -546,6 +770,7 @@ void rs_sample_writer_tick(const struct rs_tick_map *map)
         ns_per_tick = map->ns_per_tick;
         rs_hot.wait_ticks = (uint64_t)((double)rs_wait_ns / map->ns_per_tick);
     }
+    loader_start();
     py_late_start();
 }
 
@@ -591,8 +816,12 @@ static __thread uint32_t launches RS_TLS;
 
 void rs_gpu_stack_sample(uint64_t t0)
 {
-    if (!gpu_stack_every || launches++ % gpu_stack_every || !rs_unwind_ready())
+    if (!gpu_stack_every || launches++ % gpu_stack_every)
         return;
+    if (!rs_unwind_ready()) {
+        rs_sample_want_unwinder();
+        return;
+    }
     uint64_t buf[RS_STACK_MAX];
     int n = rs_stack_capture(buf, RS_STACK_MAX);
     put_sample(RSF_SAMPLE_GPU | RS_SAMPLE_NS, RSF_WAIT_NONE, t0, 0, buf, n);
@@ -600,8 +829,10 @@ void rs_gpu_stack_sample(uint64_t t0)
 
 void rs_gpu_stack_sample_always(uint64_t t0)
 {
-    if (!rs_unwind_ready())
+    if (!rs_unwind_ready()) {
+        rs_sample_want_unwinder();
         return;
+    }
     uint64_t buf[RS_STACK_MAX];
     int n = rs_stack_capture(buf, RS_STACK_MAX);
     put_sample(RSF_SAMPLE_GPU | RS_SAMPLE_NS, RSF_WAIT_NONE, t0, 0, buf, n);
@@ -618,8 +849,24 @@ void rs_wait_sample_ns_slow(uint64_t t0, uint64_t t1, int reason)
 
 void rs_wait_sample_slow(uint64_t t0, uint64_t t1, int reason)
 {
-    if (!atomic_load_explicit(&rs_hot.on, memory_order_relaxed) || !rs_unwind_ready())
+    if (!atomic_load_explicit(&rs_hot.on, memory_order_relaxed))
         return;
+    /* A process whose first event is a wait (one that only waits keeps its
+     * trace): the agent starts, and this thread, which has just waited
+     * that long anyway, waits for the unwinder a little more; a bound, as
+     * the loading thread may need the loader's lock, which a thread waiting
+     * inside a library's constructor holds (its sample then has no stack). */
+    if (!rs_unwind_ready()) {
+        if (rs_cfg.sample_hz <= 0 || rs_agent_start() != 0)
+            return;
+        rs_sample_load_unwinder();
+        for (int i = 0; i < 200 && !rs_unwind_ready() && atomic_load(&unwinder_asked); i++) {
+            struct timespec half_ms = { 0, 500000 };
+            nanosleep(&half_ms, NULL);
+        }
+        if (!rs_unwind_ready())
+            return;
+    }
     uint64_t buf[RS_STACK_MAX];
     int n = rs_stack_capture(buf, RS_STACK_MAX);
     put_sample(RSF_SAMPLE_WAIT, reason, t0, t1 - t0, buf, n);

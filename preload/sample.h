@@ -39,13 +39,23 @@ struct rs_rec_sample {
 
 /* ---- sample.c ---- */
 
-/* Starts the sampler when rs_cfg.sample_hz > 0 and unwinding is available:
- * picks a free real-time signal, installs its handler, arms this thread's
- * timer. On failure the sampler stays off with one notice. */
+/* Starts the sampler when rs_cfg.sample_hz > 0: picks a free real-time
+ * signal, installs its handler, arms this thread's timer; the unwinder is
+ * loaded when the first sample wants it (rs_sample_want_unwinder). On
+ * failure the sampler stays off with one notice. */
 void rs_sample_init(void);
 /* Looks up the real sigprocmask and pthread_sigmask (sample.c passes them
  * through), at start, whether the agent records or not. */
 void rs_sample_resolve_early(void);
+/* A stack is wanted and the unwinder is not loaded yet: the writer starts
+ * a thread that loads it (and finds Python). Async-signal-safe. */
+void rs_sample_want_unwinder(void);
+/* The same, the thread started at once (the agent's start: its first
+ * samples and wait stacks follow). Not async-signal-safe but where the
+ * agent's start may run (agent.h, rs_agent_start). */
+void rs_sample_load_unwinder(void);
+/* CPU samples off for good: every timer deleted. */
+void rs_sample_off(void);
 /* In a forked child: arms a timer for the one thread there is. */
 void rs_sample_forked(void);
 /* The sampling signal, 0 when the sampler is off. */
@@ -151,9 +161,10 @@ static inline void rs_wait_sample(uint64_t t0, uint64_t t1, int reason)
 
 /* ---- unwind.c: libunwind, loaded privately ---- */
 
-/* Loads libunwind.so.8 with RTLD_LOCAL and takes its functions. 0 or -1. */
+/* Loads libunwind.so.8 with RTLD_LOCAL and takes its functions. 0 or -1.
+ * Takes the loader's lock: on the agent's loader thread only (sample.c). */
 int rs_unwind_init(void);
-/* Whether rs_unwind_init succeeded. */
+/* Whether rs_unwind_init has succeeded (any thread may ask). */
 int rs_unwind_ready(void);
 /* Unwinds from ucontext uc (a signal handler's third argument), or from
  * here when uc is NULL, into pcs (innermost first), and each frame's stack
@@ -170,12 +181,21 @@ int rs_unwind(void *uc, uint64_t *pcs, uint64_t *sps, int max);
  * a child forked while another thread was inside: skip); rs_dl_leave after. */
 int rs_dl_enter(void);
 void rs_dl_leave(void);
+/* Whether this process may never walk (forked while another thread was
+ * inside): rs_dl_enter answers 0 for good. */
+int rs_dl_shut(void);
 /* pthread_atfork handlers (agent.c): close the gate and wait (up to 2 s)
  * for other threads inside; open it again in the parent, and in the child
  * unless one was still inside at the fork. */
 void rs_dl_fork_prepare(void);
 void rs_dl_fork_parent(void);
 void rs_dl_fork_child(void);
+/* The address range [*lo, *hi) of function name, as the dynamic symbol
+ * table of the object info describes (dl_iterate_phdr's) has it: 0, or -1
+ * when it has no such function. Reads the object's mapped tables only:
+ * async-signal-safe. */
+struct dl_phdr_info;
+int rs_elf_func(const struct dl_phdr_info *info, const char *name, uint64_t *lo, uint64_t *hi);
 /* Whether pc lies in libagent.so itself. */
 int rs_unwind_is_agent(uint64_t pc);
 /* The entry of the agent's exported function (a hook) that holds pc, or 0

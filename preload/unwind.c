@@ -12,7 +12,11 @@
 #include <link.h>
 #include <libunwind.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 static int (*p_init_local2)(unw_cursor_t *, unw_context_t *, int);
 static int (*p_step)(unw_cursor_t *);
@@ -56,35 +60,81 @@ static size_t gnu_hash_count(const uint32_t *h)
     return (size_t)last + 1;
 }
 
-static void read_hooks(const struct dl_phdr_info *info)
+/* An object's dynamic symbol table, from its PT_DYNAMIC. Reads memory the
+ * loader mapped, takes no lock, allocates nothing. 0, or -1 when it has no
+ * table or hash. */
+struct dyn_syms {
+    const ElfW(Sym) *syms;
+    const char *strs;
+    const uint32_t *gnu, *sysv;
+};
+
+static int dyn_syms(const struct dl_phdr_info *info, struct dyn_syms *d)
 {
     const ElfW(Dyn) *dyn = NULL;
+    memset(d, 0, sizeof *d);
     for (int i = 0; i < info->dlpi_phnum; i++)
         if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
             dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    const ElfW(Sym) *syms = NULL;
-    const uint32_t *gnu = NULL, *sysv = NULL;
     for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
         /* the loader relocates these in place, unless the section is
          * read-only */
         uint64_t v = dyn->d_un.d_ptr < info->dlpi_addr ? dyn->d_un.d_ptr + info->dlpi_addr : dyn->d_un.d_ptr;
         if (dyn->d_tag == DT_SYMTAB)
-            syms = (const ElfW(Sym) *)v;
+            d->syms = (const ElfW(Sym) *)v;
+        else if (dyn->d_tag == DT_STRTAB)
+            d->strs = (const char *)v;
         else if (dyn->d_tag == DT_GNU_HASH)
-            gnu = (const uint32_t *)v;
+            d->gnu = (const uint32_t *)v;
         else if (dyn->d_tag == DT_HASH)
-            sysv = (const uint32_t *)v;
+            d->sysv = (const uint32_t *)v;
     }
-    size_t n = sysv ? sysv[1] : gnu ? gnu_hash_count(gnu) : 0;
-    if (!syms || !n)
+    return d->syms && d->strs && (d->gnu || d->sysv) ? 0 : -1;
+}
+
+int rs_elf_func(const struct dl_phdr_info *info, const char *name, uint64_t *lo, uint64_t *hi)
+{
+    struct dyn_syms d;
+    if (dyn_syms(info, &d) != 0 || !d.gnu)
+        return -1;
+    uint32_t h = 5381;
+    for (const char *c = name; *c; c++)
+        h = h * 33 + (uint8_t)*c;
+    uint32_t nbuckets = d.gnu[0], symoffset = d.gnu[1], bloom = d.gnu[2];
+    const uint32_t *buckets = d.gnu + 4 + bloom * (sizeof(ElfW(Addr)) / 4);
+    const uint32_t *chain = buckets + nbuckets;
+    if (!nbuckets)
+        return -1;
+    for (uint32_t i = buckets[h % nbuckets]; i >= symoffset; i++) {
+        uint32_t h2 = chain[i - symoffset];
+        const ElfW(Sym) *sym = &d.syms[i];
+        if ((h | 1) == (h2 | 1) && sym->st_shndx != SHN_UNDEF && sym->st_size &&
+            ELF64_ST_TYPE(sym->st_info) == STT_FUNC && strcmp(d.strs + sym->st_name, name) == 0) {
+            *lo = info->dlpi_addr + sym->st_value;
+            *hi = *lo + sym->st_size;
+            return 0;
+        }
+        if (h2 & 1)
+            break;
+    }
+    return -1;
+}
+
+static void read_hooks(const struct dl_phdr_info *info)
+{
+    struct dyn_syms d;
+    if (dyn_syms(info, &d) != 0)
+        return;
+    size_t n = d.sysv ? d.sysv[1] : gnu_hash_count(d.gnu);
+    if (!n)
         return;
     hooks = calloc(n, sizeof *hooks);
     if (!hooks)
         return;
     for (size_t i = 0; i < n; i++)
-        if (ELF64_ST_TYPE(syms[i].st_info) == STT_FUNC && syms[i].st_shndx != SHN_UNDEF && syms[i].st_size)
-            hooks[nhooks++] = (struct hook_span){ info->dlpi_addr + syms[i].st_value,
-                                                  info->dlpi_addr + syms[i].st_value + syms[i].st_size };
+        if (ELF64_ST_TYPE(d.syms[i].st_info) == STT_FUNC && d.syms[i].st_shndx != SHN_UNDEF && d.syms[i].st_size)
+            hooks[nhooks++] = (struct hook_span){ info->dlpi_addr + d.syms[i].st_value,
+                                                  info->dlpi_addr + d.syms[i].st_value + d.syms[i].st_size };
     qsort(hooks, nhooks, sizeof *hooks, span_cmp);
 }
 
@@ -131,13 +181,20 @@ int rs_unwind_is_agent(uint64_t pc)
     return pc >= agent_lo && pc < agent_hi;
 }
 
+/* Set last, once every pointer above is: a thread that reads it set sees
+ * them all. */
+static _Atomic int unwind_ready;
+
 int rs_unwind_ready(void)
 {
-    return p_step != NULL;
+    return atomic_load_explicit(&unwind_ready, memory_order_acquire);
 }
 
 int rs_unwind_init(void)
 {
+    /* Its start may make its pipe (RS_UNW_PIPE_READ): this thread runs it
+     * from here on. */
+    rs_th.in_unwind = 1;
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         rs_notice("cannot load libunwind.so.8 (%s); CPU samples are off", dlerror());
@@ -166,7 +223,35 @@ int rs_unwind_init(void)
     if (p_set_cache_size && local)
         p_set_cache_size(*local, 4096, 0);
     agent_range();
+    atomic_store_explicit(&unwind_ready, 1, memory_order_release);
     return 0;
+}
+
+/* ---- libunwind's pipe (agent.h, RS_UNW_PIPE_READ) ---- */
+
+RS_REAL_DECL(pipe2);
+
+RS_EXPORT int pipe2(int fds[2], int flags)
+{
+    if (RS_UNLIKELY(rs_th.in_unwind)) {
+        fds[0] = RS_UNW_PIPE_READ;
+        fds[1] = RS_UNW_PIPE_WRITE;
+        return 0;
+    }
+    return RS_REAL(pipe2)(fds, flags);
+}
+
+long rs_unwind_pipe_call(long nr, long fd, long buf, long n)
+{
+    /* fd as an int: syscall(2)'s variadic arguments carry it zero-extended */
+    if (nr == SYS_read && (int)fd == RS_UNW_PIPE_READ)
+        return -EAGAIN; /* always empty */
+    if (nr != SYS_write || (int)fd != RS_UNW_PIPE_WRITE || n <= 0)
+        return -EBADF;
+    char b[64];
+    size_t want = (size_t)n < sizeof b ? (size_t)n : sizeof b;
+    struct iovec l = { b, want }, r = { (void *)buf, want };
+    return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)want ? n : -EFAULT;
 }
 
 /* The gate: the count of walks under way, and a bit set while a fork is
@@ -197,6 +282,11 @@ int rs_dl_enter(void)
     } while (!atomic_compare_exchange_weak(&dl_word, &w, w + 1));
     dl_mine++;
     return 1;
+}
+
+int rs_dl_shut(void)
+{
+    return dl_shut;
 }
 
 void rs_dl_leave(void)
@@ -248,6 +338,8 @@ int rs_unwind(void *uc, uint64_t *pcs, uint64_t *sps, int max)
     unw_cursor_t cur;
     unw_context_t here;
     int flags = UNW_INIT_SIGNAL_FRAME;
+    if (!rs_unwind_ready())
+        return 0;
     if (!uc) {
         if (p_getcontext(&here) != 0)
             return 0;
@@ -256,7 +348,9 @@ int rs_unwind(void *uc, uint64_t *pcs, uint64_t *sps, int max)
     }
     if (!rs_dl_enter())
         return 0;
-    int cs = rs_nocancel(); /* libunwind tests addresses through a pipe */
+    int cs = rs_nocancel();
+    int was = rs_th.in_unwind;
+    rs_th.in_unwind = 1;
     int n = 0;
     if (p_init_local2(&cur, uc, flags) == 0) {
         do {
@@ -273,6 +367,7 @@ int rs_unwind(void *uc, uint64_t *pcs, uint64_t *sps, int max)
         if (n == max && max > 1 && p_step(&cur) > 0)
             pcs[n - 1] = RSF_FRAME_TRUNCATED;
     }
+    rs_th.in_unwind = was;
     rs_cancel_restore(cs);
     rs_dl_leave();
     return n;

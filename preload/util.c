@@ -10,6 +10,44 @@
 #include <string.h>
 #include <sys/stat.h>
 
+extern char **environ;
+
+/* The environment the agent's start adds to: the program's entries and
+ * ours, in static storage. A setenv of the program's later copies it into
+ * memory of its own, as glibc does with any environ it did not allocate. */
+#define ENV_SLOTS 4096u
+static char *env_slots[ENV_SLOTS];
+static char env_text[8192];
+static size_t env_used;
+
+int rs_env_put(const char *name, const char *value)
+{
+    size_t nl = strlen(name), vl = strlen(value);
+    size_t n = 0;
+    while (environ && environ[n])
+        n++;
+    if (n + 2 > ENV_SLOTS || env_used + nl + vl + 2 > sizeof env_text)
+        return setenv(name, value, 1);
+    char *entry = env_text + env_used;
+    memcpy(entry, name, nl);
+    entry[nl] = '=';
+    memcpy(entry + nl + 1, value, vl + 1);
+    env_used += nl + vl + 2;
+    if (environ != env_slots) {
+        memcpy(env_slots, environ, n * sizeof *environ);
+        env_slots[n] = NULL;
+        environ = env_slots;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(env_slots[i], name, nl) == 0 && env_slots[i][nl] == '=') {
+            env_slots[i] = entry;
+            return 0;
+        }
+    env_slots[n] = entry;
+    env_slots[n + 1] = NULL;
+    return 0;
+}
+
 int rs_grow(void **arr, uint32_t *cap, uint32_t n, size_t elem)
 {
     if (n <= *cap)

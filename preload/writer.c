@@ -307,7 +307,7 @@ static void name_thread(uint32_t tid)
 static int open_file(void)
 {
     char dir[PATH_MAX], base[PATH_MAX];
-    int n = snprintf(dir, sizeof dir, "%s/%s", rs_cfg.out, rs_id.job);
+    int n = snprintf(dir, sizeof dir, "%s/%s", rs_cfg.out, rs_job());
     if (n < 0 || (size_t)n >= sizeof dir - 64) {
         rs_notice("output folder name too long: %s; tracing is off", rs_cfg.out);
         return -1;
@@ -470,7 +470,7 @@ static void emit(int end)
             .format_version = RSF_FORMAT_VERSION, .host = rs_id.host, .pid = rs_id.pid,
             .ppid = rs_id.ppid, .rank = rs_id.rank, .local_rank = rs_id.local_rank,
             .world_size = rs_id.world_size, .parent_rank = rs_id.parent_rank,
-            .role = (uint8_t)rs_id.role, .job = rs_id.job, .argv = (const char *const *)rs_id.argv,
+            .role = (uint8_t)rs_id.role, .job = rs_job(), .argv = (const char *const *)rs_id.argv,
             .argc = (uint32_t)rs_id.argc,
             .start = { rs_id.start_mono, rs_id.start_real }, .agent_version = RINGSIDE_VERSION,
             .cuda_version = rs_cuda_version(), .nccl_version = rs_nccl_version(),
@@ -1103,15 +1103,27 @@ static int writer_start(int own)
     return 0;
 }
 
+/* Set when the driver was called before the writer started: the writer
+ * starts sharing the program's fd table. */
+static _Atomic int share_wanted;
+
 int rs_writer_start(void)
 {
     if (state_init() != 0)
         return -1;
-    return writer_start(rs_cfg.own_fds);
+    pthread_mutex_lock(&share_lock);
+    int r = writer_start(rs_cfg.own_fds && !atomic_load(&share_wanted));
+    pthread_mutex_unlock(&share_lock);
+    return r;
 }
 
 int rs_writer_share(void)
 {
+    if (!atomic_load(&share_wanted)) {
+        pthread_mutex_lock(&share_lock);
+        atomic_store(&share_wanted, 1);
+        pthread_mutex_unlock(&share_lock);
+    }
     if (!atomic_load(&table_own))
         return 0;
     pthread_mutex_lock(&share_lock);
@@ -1200,10 +1212,16 @@ void rs_writer_resume(void)
     atomic_store(&resumed, 1);
 }
 
+int rs_writer_running(void)
+{
+    return atomic_load(&writer_running);
+}
+
 void rs_writer_forked(void)
 {
-    /* The parent's writer state may have been mid-update: start afresh and
-     * leave the parent's file and allocations alone. */
+    /* The parent's writer state may have been mid-update: the child's
+     * start (rs_agent_start, at its first event) begins afresh and leaves
+     * the parent's file and allocations alone. */
     fork_image = 1;
     atomic_store(&at_exec, 0);
     atomic_store(&writer_running, 0);
@@ -1214,6 +1232,7 @@ void rs_writer_forked(void)
         close(w.fd);
     atomic_store(&table_own, 0);
     atomic_store(&stop_req, 0);
+    atomic_store(&share_wanted, 0);
     reopen = 0;
     rs_stackw_new_file();
     atomic_store(&req_word, 0);
@@ -1221,8 +1240,4 @@ void rs_writer_forked(void)
     atomic_store(&done_seq, 0);
     atomic_store(&mod_req, 0);
     atomic_store(&mod_done, 0);
-    if (rs_writer_start() != 0) {
-        rs_notice("cannot start the writer in child %d; tracing is off", getpid());
-        atomic_store(&rs_hot.on, 0);
-    }
 }

@@ -22,7 +22,7 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/rs_check.h $(FORMAT_OBJ) $(REPORTER_
 # object's exports only; in an executable they link as any other), not with
 # the reporter's. A static pattern rule: it wins over the one above.
 AGENT_UNIT_BIN := $(addprefix $(BUILD)/tests/test_,ring fdtab settings clock gpustart dlgate)
-AGENT_CORE_OBJ := $(addprefix $(BUILD)/obj/preload/,ring.o fdtab.o config.o clock.o log.o gpustart.o)
+AGENT_CORE_OBJ := $(addprefix $(BUILD)/obj/preload/,ring.o fdtab.o config.o clock.o log.o gpustart.o util.o)
 
 $(AGENT_UNIT_BIN): $(BUILD)/tests/%: tests/unit/%.c tests/unit/rs_check.h tests/unit/rs_agent_unit.h \
     $(AGENT_CORE_OBJ) $(FORMAT_OBJ)

@@ -18,7 +18,7 @@ at what time on its own clock, and which trace files appeared after each.
   own: one run, reported whole from their parent folder;
 - a rank started through a wrapper that reads a file and execs the program:
   one file per image, one run, the rank the program's."""
-import datetime
+import calendar
 import json
 import os
 import shutil
@@ -88,12 +88,12 @@ def placeholder_runs(work):
               len(dirs) == 1 and len(ranks) == 2, str(new))
         name = os.path.basename(dirs.pop()) if len(dirs) == 1 else ""
         folders.append(name)
-        # host-YYYYMMDD-HHMMSS-pid: the launcher's pid, its start; /proc gives
+        # host-YYYYMMDD-HHMMSS-pid (UTC): the launcher's pid, its start; /proc gives
         # the boot time in whole seconds, so the name may say up to 2 s early
         head, _, tail = name.rpartition("-")
         stamp = head[len(HOST) + 1:]
         try:
-            started = datetime.datetime.strptime(stamp, "%Y%m%d-%H%M%S").timestamp()
+            started = calendar.timegm(time.strptime(stamp, "%Y%m%d-%H%M%S"))
         except ValueError:
             started = None
         check("placeholder run %d: folder named after simlaunch (host, start, pid %d)" % (i, pid),

@@ -27,6 +27,11 @@ int rs_dlclose_quiet(void *handle)
     return dlclose(handle);
 }
 
+void *rs_resolve(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
+}
+
 static void sleep_ms(int ms)
 {
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };

@@ -18,8 +18,8 @@ static void agent_up(const char *exclude)
 {
     rs_cfg.buffer_bytes = 4u << 20;
     snprintf(rs_cfg.exclude, sizeof rs_cfg.exclude, "%s", exclude);
-    ck_assert_int_eq(rs_ring_init(), 0);
-    ck_assert_int_eq(rs_fdtab_init(), 0);
+    rs_fdtab_init();
+    ck_assert_int_eq(rs_agent_start(), 0);
 }
 
 /* The path the kernel gives for fd. */
@@ -85,6 +85,54 @@ START_TEST(files_open_at_start)
     const struct rs_rec_hdr *h;
     while ((h = drained_next(&d, &off, NULL)))
         ck_assert(h->file != id || (const void *)h == (const void *)r);
+    drained_free(&d);
+    unlink(path);
+}
+END_TEST
+
+/* Before the agent starts there is no table: a call on an fd of a file
+ * the hooks record (one the process inherited) starts it, and the fd then
+ * has the file's entry; a pipe, an excluded file or a bad fd start nothing
+ * and are looked at once until the fd is made anew; a file opened by path
+ * starts it only when its path is recorded. */
+START_TEST(dormant_until_a_recorded_file)
+{
+    char path[PATH_MAX], kpath[PATH_MAX];
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    int proc = open("/proc/self/stat", O_RDONLY);
+    ck_assert_int_ge(proc, 0);
+    rs_cfg.buffer_bytes = 4u << 20;
+    snprintf(rs_cfg.exclude, sizeof rs_cfg.exclude, "%s", "/proc:/sys:/dev");
+    rs_fdtab_init();
+    ck_assert_uint_eq(rs_hot.fdtab_n, 0);
+
+    ck_assert_uint_eq(rs_fd_dormant(p[0]), 0);
+    ck_assert_uint_eq(rs_fd_dormant(proc), 0);
+    ck_assert_uint_eq(rs_fd_dormant(-1), 0);
+    ck_assert_int_eq(agent_starts, 0);
+    /* an open by path of an excluded file starts nothing either */
+    ck_assert_uint_eq(rs_file_opened(RSF_IO_OPEN, AT_FDCWD, "/proc/self/stat", O_RDONLY, proc, 1, 2), 0);
+    ck_assert_int_eq(agent_starts, 0);
+
+    /* the pipe's number made a file's: looked at again */
+    int file = temp_file(path, "/tmp");
+    ck_assert_int_eq(dup2(file, p[0]), p[0]);
+    ck_assert_uint_eq(rs_fd_dormant(p[0]), 0); /* looked at already: not again */
+    rs_fd_set(p[0], 0);                        /* what the dup2 hook does */
+    uint32_t e = rs_fd_dormant(p[0]);
+    ck_assert_int_eq(agent_starts, 1);
+    ck_assert_uint_ne(e & ~RS_FILE_PLAIN, 0);
+    ck_assert_uint_eq(e, rs_fd_entry(p[0]));
+    ck_assert_uint_ne(rs_fd_file(file), 0);
+
+    /* the start named the file in FILE records, as files open at start */
+    struct drained d = { 0 };
+    drain_into(&d);
+    const struct rs_rec_open *r = record_of(&d, e & ~RS_FILE_PLAIN);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(r->h.kind, RS_REC_FILE);
+    ck_assert_str_eq(r->path, kernel_path(p[0], kpath));
     drained_free(&d);
     unlink(path);
 }
@@ -317,6 +365,7 @@ static Suite *fdtab_suite(void)
 {
     const struct rs_test tests[] = {
         { "fdtab_files_open_at_start", files_open_at_start },
+        { "fdtab_dormant_until_a_recorded_file", dormant_until_a_recorded_file },
         { "fdtab_opened_relative_to_cwd", opened_relative_to_cwd },
         { "fdtab_opened_relative_to_dir", opened_relative_to_dir },
         { "fdtab_excluded_prefixes", excluded_prefixes },
