@@ -5,7 +5,9 @@
 # Markdown tables of the ratios.
 # tools/bench_sample.sh then times the sampler on a CPU-bound program
 # ($(BUILD)/bench_run measures CPU time), tools/bench_start.sh the fixed
-# cost of a process that does nothing, tools/bench_torch.py the agent
+# cost of a process that does nothing, tools/bench_import.py what it adds
+# to `import torch` and what a sample costs on both PyTorch stacks (host and
+# chroot), tools/bench_torch.py the agent
 # against the PyTorch profiler on a real training loop (Debian's
 # python3-torch), and tools/bench_history.py the run history's indexing
 # and its page with 1,000 runs.
@@ -38,6 +40,7 @@ bench: $(BUILD)/libagent.so $(BUILD)/ringside $(BUILD)/bench_io $(BUILD)/bench_w
 	$(Q)python3 tools/bench_report.py $(BUILD)
 	$(Q)sh tools/bench_sample.sh $(BUILD)
 	$(Q)sh tools/bench_start.sh $(BUILD)
+	$(Q)python3 tools/bench_import.py $(BUILD)
 	$(Q)python3 tools/bench_torch.py $(BUILD)
 	$(Q)python3 tools/bench_history.py $(BUILD)
 
