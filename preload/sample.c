@@ -30,6 +30,8 @@
 #define RS_MAX_TIMERS 4096
 
 RS_REAL_DECL(sigaction);
+/* The loader's record of where the main thread's stack began. */
+extern void *__libc_stack_end;
 
 _Atomic int rs_sample_sig;
 static _Atomic int sampler_on;
@@ -621,6 +623,7 @@ static void *thread_start(void *p)
 {
     struct start s = *(struct start *)p;
     free(p);
+    rs_unwind_stack_top((uint64_t)(uintptr_t)__builtin_frame_address(0));
     thread_arm();
     void *ret;
     pthread_cleanup_push(thread_end, NULL);
@@ -695,6 +698,7 @@ void rs_sample_init(void)
     }
     atomic_store(&rs_sample_sig, sig);
     atomic_store(&sampler_on, 1);
+    rs_unwind_stack_top((uint64_t)(uintptr_t)__libc_stack_end);
     thread_arm();
 }
 

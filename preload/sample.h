@@ -196,6 +196,10 @@ void rs_dl_fork_child(void);
  * async-signal-safe. */
 struct dl_phdr_info;
 int rs_elf_func(const struct dl_phdr_info *info, const char *name, uint64_t *lo, uint64_t *hi);
+/* This thread's stack is mapped from its stack pointer up to top (its
+ * entry's stack pointer; the main thread's __libc_stack_end): the
+ * unwinder's address checks there need no system call. */
+void rs_unwind_stack_top(uint64_t top);
 /* Whether pc lies in libagent.so itself. */
 int rs_unwind_is_agent(uint64_t pc);
 /* The entry of the agent's exported function (a hook) that holds pc, or 0

@@ -241,6 +241,25 @@ RS_EXPORT int pipe2(int fds[2], int flags)
     return RS_REAL(pipe2)(fds, flags);
 }
 
+/* Pages this thread's walk under way has found readable (libunwind 1.8
+ * checks a page at each of many reads, keeping four for all threads): a
+ * walk's own, forgotten when it ends, so that a page another thread unmaps
+ * is found out at the next walk. */
+#define CHECKED_PAGES 32
+static __thread struct {
+    uint64_t page[CHECKED_PAGES];
+    unsigned n;
+} checked RS_TLS;
+
+/* The top of this thread's stack, as far as it is known (0: not): from the
+ * stack pointer there down to the top, the stack is mapped. */
+static __thread uint64_t stack_top RS_TLS;
+
+void rs_unwind_stack_top(uint64_t top)
+{
+    stack_top = (top + 4095) & ~(uint64_t)4095;
+}
+
 long rs_unwind_pipe_call(long nr, long fd, long buf, long n)
 {
     /* fd as an int: syscall(2)'s variadic arguments carry it zero-extended */
@@ -248,10 +267,23 @@ long rs_unwind_pipe_call(long nr, long fd, long buf, long n)
         return -EAGAIN; /* always empty */
     if (nr != SYS_write || (int)fd != RS_UNW_PIPE_WRITE || n <= 0)
         return -EBADF;
+    uint64_t page = (uint64_t)buf & ~(uint64_t)4095;
+    /* this thread's own stack, between here and its top: mapped */
+    uint64_t here = (uint64_t)(uintptr_t)__builtin_frame_address(0) & ~(uint64_t)4095;
+    if (page >= here && (uint64_t)buf + (uint64_t)n <= stack_top)
+        return n;
+    unsigned k = checked.n < CHECKED_PAGES ? checked.n : CHECKED_PAGES;
+    for (unsigned i = 0; i < k; i++)
+        if (checked.page[i] == page)
+            return n;
     char b[64];
     size_t want = (size_t)n < sizeof b ? (size_t)n : sizeof b;
     struct iovec l = { b, want }, r = { (void *)buf, want };
-    return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)want ? n : -EFAULT;
+    if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != (ssize_t)want)
+        return -EFAULT;
+    if (page + 4096 >= (uint64_t)buf + want)
+        checked.page[checked.n++ % CHECKED_PAGES] = page;
+    return n;
 }
 
 /* The gate: the count of walks under way, and a bit set while a fork is
@@ -351,6 +383,7 @@ int rs_unwind(void *uc, uint64_t *pcs, uint64_t *sps, int max)
     int cs = rs_nocancel();
     int was = rs_th.in_unwind;
     rs_th.in_unwind = 1;
+    checked.n = 0;
     int n = 0;
     if (p_init_local2(&cur, uc, flags) == 0) {
         do {
