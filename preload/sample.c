@@ -861,7 +861,9 @@ void rs_wait_sample_slow(uint64_t t0, uint64_t t1, int reason)
      * the loading thread may need the loader's lock, which a thread waiting
      * inside a library's constructor holds (its sample then has no stack). */
     if (!rs_unwind_ready()) {
-        if (rs_cfg.sample_hz <= 0 || rs_agent_start() != 0)
+        if (rs_cfg.sample_hz <= 0 ||
+            (!atomic_load_explicit(&rs_hot.started, memory_order_relaxed) && !rs_wait_opens_file(reason)) ||
+            rs_agent_start() != 0)
             return;
         rs_sample_load_unwinder();
         for (int i = 0; i < 200 && !rs_unwind_ready() && atomic_load(&unwinder_asked); i++) {

@@ -297,6 +297,10 @@ int rs_stackw_take(const struct rs_rec_hdr *h, uint32_t tid, const struct rs_tic
 /* Once per writer pass, before its records: module changes since the last
  * pass, as Module records of the chunk. */
 void rs_stackw_modules(rs_intern_fn intern);
+/* Whether a wait for reason (enum rsf_wait_reason) calls for a trace file
+ * of its own: not one on a child, a pipe, a socket, a poll or a sleep (a
+ * launcher's, a shell's). Before the agent starts, those start nothing. */
+int rs_wait_opens_file(int reason);
 /* Whether the chunk being assembled has samples that call for a trace
  * file (all but waits on other processes, threads and time: opens_file). */
 int rs_stackw_pending(void);

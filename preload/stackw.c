@@ -384,13 +384,9 @@ static int in_child_wait(const struct rs_rec_sample *r)
  * leaves no file for those waits alone, as torchrun's agent, srun,
  * simlaunch and a shell don't, even where it is a rank (a launcher run as
  * an srun task); with a file, they are written with the rest. */
-static int opens_file(const struct rsf_sample *x, const struct rs_rec_sample *r)
+int rs_wait_opens_file(int reason)
 {
-    if (x->kind == RSF_SAMPLE_CPU)
-        return !in_child_wait(r);
-    if (x->kind != RSF_SAMPLE_WAIT)
-        return 1;
-    switch (x->reason) {
+    switch (reason) {
     case RSF_WAIT_CHILD:
     case RSF_WAIT_PIPE:
     case RSF_WAIT_SOCKET:
@@ -400,6 +396,15 @@ static int opens_file(const struct rsf_sample *x, const struct rs_rec_sample *r)
     default:
         return 1;
     }
+}
+
+static int opens_file(const struct rsf_sample *x, const struct rs_rec_sample *r)
+{
+    if (x->kind == RSF_SAMPLE_CPU)
+        return !in_child_wait(r);
+    if (x->kind != RSF_SAMPLE_WAIT)
+        return 1;
+    return rs_wait_opens_file(x->reason);
 }
 
 int rs_stackw_take(const struct rs_rec_hdr *h, uint32_t tid, const struct rs_tick_map *map,

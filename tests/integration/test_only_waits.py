@@ -9,11 +9,13 @@ as without the agent; one trace file, the program's (its child, which only
 sleeps, leaves none, as a launcher's waits for its children and time leave
 none); the wait flame graph gives each blocking function its time within
 10% of the program's own clock. A shell that only waits for its child
-leaves no file, nor do a launcher's children that spend CPU between fork
+leaves no file and starts no thread while it waits, nor do a launcher's children that spend CPU between fork
 and exec (those that end without an exec keep theirs), and a folder where nothing was written gets a message
 naming it and saying why."""
 import os
 import re
+import subprocess
+import time
 
 from rstest import PROG, RINGSIDE, check, cleanup, finish, run, tempdir, trace_files, traced_env
 from waitflame import folded, truth
@@ -59,6 +61,21 @@ def main():
           "files %s, the child's pid %d" % (names, pid_of(p.stderr)))
     cleanup(out)
 
+    # a shell that waits 1 s for a child, then 1 s for another, never
+    # starts the agent: no thread of ringside's in it during the second
+    # wait, after the first one's samples were taken (a shell or launcher in
+    # front of a job pays nothing for being under LD_PRELOAD)
+    out = tempdir("only-waits-dormant")
+    sh = subprocess.Popen(["sh", "-c", "sleep 1; sleep 1; exit 3"], env=traced_env(out, RINGSIDE_SAMPLE_HZ=99),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.5)
+    threads = thread_names(sh.pid)
+    rc = sh.wait()
+    check("a shell that waited 1 s for a child starts no thread of the agent's",
+          rc == 3 and threads == ["sh"] and not trace_files(out),
+          "exit %d, threads %s, files %s" % (rc, threads, trace_files(out)))
+    cleanup(out)
+
     # a launcher's children: 30 ms of CPU each between fork and exec
     # (closing every fd, then spinning) leave no file, as Open MPI's leave
     # none; the same children ending with _exit keep theirs (their CPU was
@@ -83,6 +100,18 @@ def main():
               p.returncode != 0 and empty in err and "no trace files" in err, err[-300:])
     cleanup(empty)
     finish()
+
+
+def thread_names(pid):
+    """The names of pid's threads, sorted."""
+    names = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass
+    return sorted(names)
 
 
 def pid_of(stderr):
