@@ -10,6 +10,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -66,9 +67,10 @@ int rs_agent_start(void)
         if (r == 0 && (r = rs_writer_start()) != 0)
             rs_notice("cannot start the writer thread; tracing is off");
         /* Stacks (CPU samples, and the wait samples a first long call
-         * wants) need the unwinder, loaded on a thread of its own. */
+         * wants) need the unwinder, loaded on a thread of its own a few
+         * milliseconds on (sample.h): most short processes end first. */
         if (r == 0)
-            rs_sample_load_unwinder();
+            rs_sample_load_unwinder_soon();
         starting_here = 0;
         if (r != 0)
             atomic_store(&rs_hot.on, 0);
@@ -82,6 +84,14 @@ int rs_agent_start(void)
     }
     start_wait();
     return atomic_load(&start_state) == START_DONE ? 0 : -1;
+}
+
+int rs_agent_start_by(int kind)
+{
+    int r = rs_agent_start();
+    if (r == 0 && kind > RS_REC_IO_LONG)
+        rs_sample_load_unwinder();
+    return r;
 }
 
 /* At the end: 1 when the agent never started and now never will (no event
@@ -112,6 +122,7 @@ void rs_finish(void)
         /* The node's last sample, before the end is claimed: a signal that
          * ends the process during it finds the end unclaimed and writes it. */
         rs_metrics_final();
+        rs_sample_ending();
         int first = !atomic_exchange(&finished, 1);
         rs_writer_flush(first);
     }
@@ -501,6 +512,25 @@ static void after_fork_child(void)
 
 /* ---- start and end ---- */
 
+/* Whether p lies in the agent's own loaded segments, from its program
+ * headers (dladdr would scan the symbols of the object p is in, the C
+ * library's thousands, in every process's constructor). */
+extern const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
+static int in_agent(const void *p)
+{
+    const ElfW(Ehdr) *eh = &__ehdr_start;
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff);
+    uintptr_t base = (uintptr_t)eh, at = (uintptr_t)p, first = UINTPTR_MAX;
+    for (int i = 0; i < eh->e_phnum; i++)
+        if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < first)
+            first = ph[i].p_vaddr & ~(uintptr_t)(ph[i].p_align ? ph[i].p_align - 1 : 0);
+    uintptr_t bias = base - first;
+    for (int i = 0; i < eh->e_phnum; i++)
+        if (ph[i].p_type == PT_LOAD && at >= bias + ph[i].p_vaddr && at < bias + ph[i].p_vaddr + ph[i].p_memsz)
+            return 1;
+    return 0;
+}
+
 int rs_agent_in_scope(void)
 {
     /* C library functions we interpose, looked up by name: the global
@@ -509,12 +539,9 @@ int rs_agent_in_scope(void)
      * us, hardly all three). Not a symbol only we define: a library loaded
      * with RTLD_LOCAL finds its own symbols through RTLD_DEFAULT too. */
     static const char *const probe[] = { "open", "_exit", "sigaction" };
-    Dl_info self, at;
-    if (!dladdr((void *)rs_agent_in_scope, &self))
-        return 0;
     for (size_t i = 0; i < sizeof probe / sizeof *probe; i++) {
         void *p = dlsym(RTLD_DEFAULT, probe[i]);
-        if (p && dladdr(p, &at) && at.dli_fbase == self.dli_fbase)
+        if (p && in_agent(p))
             return 1;
     }
     return 0;

@@ -93,9 +93,16 @@ void rs_finish(void);
  * (rs_reserve) or, in a process that only computes, the sampler's first
  * expiry at a point where the thread holds none of the C library's locks,
  * starts the rest here: the writer thread, which then loads the unwinder
- * on a thread of its own when a stack is first wanted. Returns 0, or -1
+ * on a thread of its own a few milliseconds on, or when a stack is first
+ * wanted (sample.h, rs_sample_load_unwinder_soon). Returns 0, or -1
  * when it cannot (tracing is off). Waits while another thread starts it. */
 int rs_agent_start(void);
+/* The same for a first record of kind (enum rs_rec_kind): the unwinder
+ * loads at once for GPU, NCCL and NVTX work, whose stacks come soon; for
+ * file I/O (a shell reading its script) it waits a few milliseconds
+ * (sample.h, rs_sample_load_unwinder_soon), which a short process never
+ * reaches. */
+int rs_agent_start_by(int kind);
 
 /* Reads settings, identity and the output folder name. */
 void rs_config_load(int argc, char **argv);
@@ -537,7 +544,7 @@ static inline void *rs_reserve(size_t size, int kind)
      * which the constructor records for the files a process inherits, is
      * no event: a process that only has those writes nothing). */
     if (RS_UNLIKELY(!atomic_load_explicit(&rs_hot.started, memory_order_relaxed)) && kind != RS_REC_FILE) {
-        rs_agent_start();
+        rs_agent_start_by(kind);
         p = rs_th.wp;
     }
     if (RS_LIKELY((size_t)(rs_th.wend - p) >= size))

@@ -542,6 +542,9 @@ RS_EXPORT CUresult cuInit(unsigned int flags)
         rs_th.guard = 1;
         if (cuda_setup() && rs_cu.driver_version && rs_cu.driver_version(&v) == CUDA_SUCCESS)
             atomic_store(&cuda_version, v);
+        /* Launches follow, each wanting its stack now and then: the
+         * unwinder loads now, not after a start's delay (sample.h). */
+        rs_sample_load_unwinder();
         rs_th.guard = 0;
         errno = saved;
     }

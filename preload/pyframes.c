@@ -288,6 +288,8 @@ void rs_py_forked(void)
 {
     self_pid = getpid();
     rs_py_names_reset();
+    if (!atomic_load(&rs_py_ready))
+        return; /* nothing seen or stashed: the tables' pages stay untouched */
     for (unsigned i = 0; i < SEEN_SLOTS; i++) /* the child's file names its code objects anew */
         atomic_store_explicit(&seen[i], 0, memory_order_relaxed);
     for (unsigned i = 0; i < STASH_SLOTS; i++) { /* a slot a thread was writing as the parent forked */

@@ -57,6 +57,17 @@ static double ns_per_tick = 1.0;
 #define SLOT_HELD (-1)
 static _Atomic int timers[RS_MAX_TIMERS];
 static _Atomic pid_t tids[RS_MAX_TIMERS];
+/* Slots below this one have been tried by a thread: the loops over the
+ * slots stop here (a forked child's clearing would otherwise write all of
+ * them, a page fault each 4 KiB, in every child of a shell). */
+static _Atomic int timers_hw;
+
+static void timers_hw_raise(int n)
+{
+    int hw = atomic_load(&timers_hw);
+    while (hw < n && !atomic_compare_exchange_weak(&timers_hw, &hw, n))
+        ;
+}
 
 /* Per-thread sampler state, in static TLS (no allocation in the handler). */
 struct sthread {
@@ -297,6 +308,25 @@ void rs_sample_want_unwinder(void)
 
 static void loader_start(void);
 
+/* rs_now() at which the writer asks for the unwinder; 0: not due. */
+static _Atomic uint64_t unwinder_due;
+
+void rs_sample_load_unwinder_soon(void)
+{
+    if (rs_cfg.sample_hz > 0 && !rs_unwind_ready())
+        atomic_store(&unwinder_due, rs_now() + RS_UNWINDER_AFTER_NS);
+}
+
+uint64_t rs_sample_writer_due(void)
+{
+    return atomic_load(&unwinder_due);
+}
+
+void rs_sample_ending(void)
+{
+    atomic_store(&unwinder_due, 0);
+}
+
 void rs_sample_load_unwinder(void)
 {
     if (rs_cfg.sample_hz > 0 && !rs_unwind_ready()) {
@@ -370,7 +400,10 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
         if (!atomic_load_explicit(&rs_hot.started, memory_order_relaxed)) {
             if (!rs_th.guard && start_safe(ucv)) {
                 doorbell_off();
-                rs_agent_start();
+                /* This sample wanted a stack: the unwinder loads now,
+                 * not after the start's delay. */
+                if (rs_agent_start() == 0)
+                    rs_sample_want_unwinder();
             } else {
                 doorbell_retry();
             }
@@ -516,6 +549,7 @@ static void thread_arm(void)
     pid_t tid = (pid_t)syscall(SYS_gettid);
     for (int i = 0; i < RS_MAX_TIMERS; i++) {
         int expect = 0;
+        timers_hw_raise(i + 1);
         if (!atomic_compare_exchange_strong(&timers[i], &expect, SLOT_HELD))
             continue;
         atomic_store(&tids[i], tid);
@@ -557,7 +591,7 @@ void rs_sample_off(void)
 {
     if (!atomic_exchange(&sampler_on, 0))
         return;
-    for (int i = 0; i < RS_MAX_TIMERS; i++) {
+    for (int i = 0, n = atomic_load(&timers_hw); i < n; i++) {
         int v = atomic_exchange(&timers[i], 0);
         if (v > 0)
             syscall(SYS_timer_delete, v - 1);
@@ -589,7 +623,7 @@ void rs_sample_yield(void)
         /* Every thread's timer to the new signal, then the old one is the
          * program's (its sigaction goes on after this returns). */
         atomic_store(&rs_sample_sig, sig);
-        for (int i = 0; i < RS_MAX_TIMERS; i++)
+        for (int i = 0, n = atomic_load(&timers_hw); i < n; i++)
             timer_retarget(i);
         if (!atomic_exchange(&said, 1))
             rs_notice("the program takes signal %d, which sampled CPU stacks; they are sampled with signal %d now",
@@ -706,15 +740,21 @@ void rs_sample_forked(void)
 {
     /* Timers are not inherited: only this thread lives, with none. */
     atomic_store(&doorbell, -1);
-    for (int i = 0; i < RS_MAX_TIMERS; i++)
+    for (int i = 0, n = atomic_load(&timers_hw); i < n; i++)
         atomic_store(&timers[i], 0);
+    atomic_store(&timers_hw, 0);
     me.slot = 0;
     rs_th.sample_npending = 0;
     rs_py_forked();
-    /* A load under way in the parent is not the child's: it asks again. */
+    /* A load under way in the parent is not the child's: it asks again,
+     * when a sample wants it or as after a start. */
     if (!rs_unwind_ready()) {
+        int asked = atomic_load(&unwinder_wanted) || atomic_load(&unwinder_due);
         atomic_store(&unwinder_wanted, 0);
         atomic_store(&unwinder_asked, 0);
+        atomic_store(&unwinder_due, 0);
+        if (asked)
+            rs_sample_load_unwinder_soon();
     }
     thread_arm();
 }
@@ -774,6 +814,9 @@ void rs_sample_writer_tick(const struct rs_tick_map *map)
         ns_per_tick = map->ns_per_tick;
         rs_hot.wait_ticks = (uint64_t)((double)rs_wait_ns / map->ns_per_tick);
     }
+    uint64_t due = atomic_load(&unwinder_due);
+    if (due && rs_now() >= due && atomic_compare_exchange_strong(&unwinder_due, &due, 0))
+        atomic_store(&unwinder_wanted, 1);
     loader_start();
     py_late_start();
 }
@@ -855,12 +898,15 @@ void rs_wait_sample_slow(uint64_t t0, uint64_t t1, int reason)
 {
     if (!atomic_load_explicit(&rs_hot.on, memory_order_relaxed))
         return;
-    /* A process whose first event is a wait (one that only waits keeps its
-     * trace): the agent starts, and this thread, which has just waited
-     * that long anyway, waits for the unwinder a little more; a bound, as
+    /* A process whose first event is a wait on a lock, a condition, a
+     * file (one that only waits keeps its trace): the agent starts, and
+     * this thread, which has just waited that long anyway, waits for the
+     * unwinder a little more; a bound, as
      * the loading thread may need the loader's lock, which a thread waiting
      * inside a library's constructor holds (its sample then has no stack). */
     if (!rs_unwind_ready()) {
+        /* A wait on a child, pipe, socket, poll or sleep starts nothing
+         * (a shell's, a launcher's). */
         if (rs_cfg.sample_hz <= 0 ||
             (!atomic_load_explicit(&rs_hot.started, memory_order_relaxed) && !rs_wait_opens_file(reason)) ||
             rs_agent_start() != 0)

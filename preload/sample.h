@@ -50,10 +50,23 @@ void rs_sample_resolve_early(void);
 /* A stack is wanted and the unwinder is not loaded yet: the writer starts
  * a thread that loads it (and finds Python). Async-signal-safe. */
 void rs_sample_want_unwinder(void);
-/* The same, the thread started at once (the agent's start: its first
- * samples and wait stacks follow). Not async-signal-safe but where the
- * agent's start may run (agent.h, rs_agent_start). */
+/* The same, the thread started at once (a wait's stack is wanted now).
+ * Not async-signal-safe but where the agent's start may run (agent.h,
+ * rs_agent_start). */
 void rs_sample_load_unwinder(void);
+/* The agent's start: the writer starts that thread RS_UNWINDER_AFTER_NS
+ * from now, or sooner when a sample wants it. A process that ends before
+ * then (a shell's, a launcher's helpers) never loads libunwind, whose load
+ * is most of what a short process pays for the agent; a process that
+ * computes has it before its first sample (a thread's first comes after
+ * 1/RINGSIDE_SAMPLE_HZ of its CPU time, 10 ms at the default 99 Hz). */
+#define RS_UNWINDER_AFTER_NS 5000000u
+void rs_sample_load_unwinder_soon(void);
+/* When the writer's next pass must run for that start (rs_now() ns), 0
+ * when none is due. */
+uint64_t rs_sample_writer_due(void);
+/* The process ends (rs_finish): an unwinder not asked for yet never is. */
+void rs_sample_ending(void);
 /* CPU samples off for good: every timer deleted. */
 void rs_sample_off(void);
 /* In a forked child: arms a timer for the one thread there is. */
@@ -80,8 +93,9 @@ int rs_sample_before_exec(void);
 void rs_sample_after_exec_failed(void);
 /* Samples lost by the sampler itself (no room, unwinder busy). */
 uint64_t rs_sample_dropped(void);
-/* Called by the writer on each pass: Python set-up once the interpreter
- * runs, the wait threshold in ticks from the writer's tick rate. */
+/* Called by the writer on each pass: the unwinder's load once due or
+ * wanted, Python set-up once the interpreter runs, the wait threshold in
+ * ticks from the writer's tick rate. */
 void rs_sample_writer_tick(const struct rs_tick_map *map);
 
 /* Captures the calling thread's stack (the agent's own frames left out,

@@ -1019,7 +1019,9 @@ static void *writer_main(void *arg)
             return NULL;
         }
         uint64_t now = rs_now();
-        uint64_t due = w.last_emit + period;
+        uint64_t due = w.last_emit + period, unwinder = rs_sample_writer_due();
+        if (unwinder && unwinder < due)
+            due = unwinder;
         if ((uint32_t)(atomic_load(&req_word) >> 32) == served && atomic_load(&mod_req) == atomic_load(&mod_done) &&
             now < due) {
             atomic_store(&rs_writer_sleeping, 1);

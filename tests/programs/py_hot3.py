@@ -90,11 +90,21 @@ def starve_writer():
     the writer thread (named ringside-writer) run only when nothing else
     wants it; False when there is none."""
     import os
+    def comm(t):
+        try:
+            with open("/proc/self/task/%d/comm" % t) as f:
+                return f.read().strip()
+        except FileNotFoundError:
+            return None  # a thread that has ended (the agent's loading thread)
+
     tids = [int(t) for t in os.listdir("/proc/self/task")]
-    writer = [t for t in tids if open("/proc/self/task/%d/comm" % t).read().strip() == "ringside-writer"]
+    writer = [t for t in tids if comm(t) == "ringside-writer"]
     cpu = min(os.sched_getaffinity(0))
     for t in tids:
-        os.sched_setaffinity(t, {cpu})
+        try:
+            os.sched_setaffinity(t, {cpu})
+        except ProcessLookupError:
+            pass
     for t in writer:
         os.sched_setscheduler(t, os.SCHED_IDLE, os.sched_param(0))
     return bool(writer)
