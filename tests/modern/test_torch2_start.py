@@ -9,10 +9,10 @@ took 40 s with it, eight 5-second waits of a hook for the writer).
   no notice, at RINGSIDE_LOG=2, that a flush or a start went unanswered;
 - the 2-rank DDP job of tests/modern/torch2_job.py, 20 steps of batches
   of 64, 3 runs each way, alternating: the median job time within 1.2x; on
-  both ranks no
-  notice that CPU samples are off or that a flush went unanswered, and the
-  CPU flame graph of each rank (CPU samples alone, --kind cpu; the chroot's
-  symbols, --sysroot) names torch/nn/modules/linear.py:Linear.forward.
+  both ranks no notice that CPU samples are off or that a flush went
+  unanswered, and the CPU flame graph of each rank (CPU samples alone,
+  --kind cpu; the chroot's symbols, --sysroot) names
+  torch/nn/modules/linear.py:Linear.forward.
 
 The ratios go to stderr, for the run's log."""
 import os
