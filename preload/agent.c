@@ -531,6 +531,27 @@ static int in_agent(const void *p)
     return 0;
 }
 
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && (uintptr_t)&__ehdr_start >= lo && (uintptr_t)&__ehdr_start < lo + ph->p_memsz) {
+            *(const char **)arg = info->dlpi_name;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+const char *rs_self_path(void)
+{
+    const char *name = NULL;
+    dl_iterate_phdr(find_self, &name);
+    return name && name[0] ? name : NULL;
+}
+
 int rs_agent_in_scope(void)
 {
     /* C library functions we interpose, looked up by name: the global

@@ -796,6 +796,11 @@ int rs_writer_has_file(void);
 #define RS_UNW_PIPE_WRITE (-3)
 long rs_unwind_pipe_call(long nr, long fd, long buf, long n);
 
+/* The agent's own file as the loader named it (LD_PRELOAD's path, maybe
+ * relative), from the loader's list of objects: no symbol scan (dladdr's).
+ * NULL when not found. */
+const char *rs_self_path(void);
+
 /* Resolves the next definition of a symbol (the real function). */
 void *rs_resolve(const char *name);
 

@@ -414,12 +414,10 @@ static int same_file(const char *a, const char *b)
 void rs_nvtx_init(void)
 {
     static char self[PATH_MAX];
-    Dl_info info;
     /* The path the loader gave, when absolute (LD_PRELOAD's usually is):
      * resolving it costs a readlink per component at every start. */
-    if (!dladdr((void *)InitializeInjectionNvtx2, &info) || !info.dli_fname ||
-        (info.dli_fname[0] == '/' ? strlen(info.dli_fname) >= sizeof self || !strcpy(self, info.dli_fname)
-                                  : !realpath(info.dli_fname, self))) {
+    const char *name = rs_self_path();
+    if (!name || (name[0] == '/' ? strlen(name) >= sizeof self || !strcpy(self, name) : !realpath(name, self))) {
         rs_notice("cannot find the agent's own file; NVTX ranges are not recorded");
         return;
     }
