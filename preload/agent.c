@@ -54,9 +54,6 @@ int rs_agent_start(void)
         int saved = errno, was = rs_th.guard, cs = rs_nocancel();
         rs_th.guard = 1;
         starting_here = 1;
-        /* No time zone here (the job's name): the start may run in the
-         * sampler's handler, on a thread inside localtime. The writer names
-         * the job when it first writes (config.c, rs_job). */
         int r = rs_ring_init();
         if (r != 0)
             rs_notice("cannot reserve %zu MiB for buffers; tracing is off", rs_cfg.buffer_bytes >> 20);
@@ -475,15 +472,6 @@ static void stamp_start(void)
     rs_id.start_real = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
 }
 
-static void before_fork(void)
-{
-    /* The job's name, if a file may need it, made in the parent: the child
-     * must not read the time zone (config.c, rs_job). */
-    if (atomic_load(&rs_hot.on))
-        rs_job();
-    rs_dl_fork_prepare();
-}
-
 static void after_fork_child(void)
 {
     rs_dl_fork_child();
@@ -591,7 +579,7 @@ __attribute__((constructor)) static void rs_start(int argc, char **argv, char **
         rs_fdtab_init();
     /* Buffers, the fd table and the writer wait for the first event
      * (rs_agent_start). */
-    pthread_atfork(before_fork, rs_dl_fork_parent, after_fork_child);
+    pthread_atfork(rs_dl_fork_prepare, rs_dl_fork_parent, after_fork_child);
     signals_init();
     resolve_early();
     atomic_store(&rs_hot.on, 1);

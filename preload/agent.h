@@ -632,9 +632,6 @@ void rs_writer_kick(void);
  * without allocating (util.c): for the constructor alone, before the
  * program runs. Returns 0, or -1 as setenv does. */
 int rs_env_put(const char *name, const char *value);
-/* The job folder's name (rs_id.job), formatted when first asked for where
- * it was left to be named (no launcher gave one; config.c). */
-const char *rs_job(void);
 /* Grows a zero-filled array (util.c; writer thread only: it allocates) to
  * hold at least n elements of elem bytes, doubling from 64. Returns 0, or -1
  * when out of memory (the array is unchanged). */

@@ -6,7 +6,6 @@
 #include "formats/trace.h"
 
 #include <ctype.h>
-#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -85,11 +84,6 @@ static void utoa(char *out, unsigned long long v)
         out[i] = tmp[n - 1 - i];
     out[n] = 0;
 }
-
-/* The job left to be named (identity): its root's pid and time, 0 when
- * rs_id.job is already its name. */
-static int lazy_pid;
-static time_t lazy_time;
 
 /* Keeps only characters safe in a file name. */
 static void sanitize(char *s)
@@ -203,8 +197,8 @@ static const char *torchrun_job(const struct rs_identity *id, char *buf, size_t 
     const char *job = env("RINGSIDE_JOB"), *named_by = env("RINGSIDE_JOB_PID");
     if (job && !named_by)
         return job;
-    /* torchrun, traced, left its job to be named when first needed: the
-     * same name from the same pid and time (identity) */
+    /* torchrun, traced, passed its job on as its pid and time (identity):
+     * the same name from the same two */
     const char *named_at = env("RINGSIDE_JOB_TIME");
     if (!job && named_by && named_at && atoi(named_by) == id->ppid) {
         job_name(buf, n, id->host, id->ppid, (time_t)strtoll(named_at, NULL, 10));
@@ -224,30 +218,6 @@ static const char *torchrun_job(const struct rs_identity *id, char *buf, size_t 
         rs_notice("torchrun gave no run id (TORCHELASTIC_RUN_ID=%s): this run's traces go to %s/%s",
                   getenv("TORCHELASTIC_RUN_ID"), rs_cfg.out, job);
     return job;
-}
-
-/* 0: not named yet, 1: being named, 2: named. localtime takes the C
- * library's time zone lock: only on the agent's threads (the writer's first
- * file, the node sampler's lock) and in the parent before a fork (agent.c's
- * fork handler), never in a forked child, which may have it held by no
- * thread, nor in a signal handler. */
-static _Atomic int job_named;
-
-const char *rs_job(void)
-{
-    int st = atomic_load(&job_named);
-    if (st == 2 || !lazy_pid)
-        return rs_id.job;
-    if (st == 0 && atomic_compare_exchange_strong(&job_named, &st, 1)) {
-        char buf[256];
-        job_name(buf, sizeof buf, rs_id.host, lazy_pid, lazy_time);
-        copy_str(rs_id.job, sizeof rs_id.job, buf);
-        sanitize(rs_id.job);
-        atomic_store(&job_named, 2);
-    }
-    while (atomic_load(&job_named) != 2)
-        sched_yield();
-    return rs_id.job;
 }
 
 static void identity(void)
@@ -312,28 +282,24 @@ static void identity(void)
         /* No launcher: a job for this process tree, passed on so that the
          * processes it starts write to the same folder: RINGSIDE_JOB_PID
          * says which process named it (torchrun_job) and RINGSIDE_JOB_TIME
-         * when. Its name (host-YYYYMMDD-HHMMSS-pid, local time) is made when
-         * first needed: a process that writes no file never reads the time
-         * zone. A process below such a root names it from the same two. */
+         * when; a process below such a root names it from the same two.
+         * Named here (host-YYYYMMDD-HHMMSS-pid, UTC: job_name reads no time
+         * zone). */
         const char *by = env("RINGSIDE_JOB_PID"), *at = env("RINGSIDE_JOB_TIME");
-        if (by && at) {
-            lazy_pid = atoi(by);
-            lazy_time = (time_t)strtoll(at, NULL, 10);
-        } else {
-            char pid[24], when[24];
-            lazy_pid = id->pid;
-            lazy_time = time(NULL);
+        int root = by && at ? atoi(by) : id->pid;
+        time_t when = by && at ? (time_t)strtoll(at, NULL, 10) : time(NULL);
+        if (!(by && at)) {
+            char pid[24], secs[24];
             utoa(pid, (unsigned long long)id->pid);
-            utoa(when, (unsigned long long)lazy_time);
+            utoa(secs, (unsigned long long)when);
             rs_env_put("RINGSIDE_JOB_PID", pid);
-            rs_env_put("RINGSIDE_JOB_TIME", when);
+            rs_env_put("RINGSIDE_JOB_TIME", secs);
         }
-        job = "";
+        job_name(buf, sizeof buf, id->host, root, when);
+        job = buf;
     }
     copy_str(id->job, sizeof id->job, job);
     sanitize(id->job);
-    if (!id->job[0] && id->rank >= 0)
-        rs_job(); /* the rank's claim below names it */
 
     /* A process started by a rank (a compiler, a helper script) inherits
      * the rank's environment: the first process to claim a rank of a job

@@ -608,7 +608,7 @@ static int try_elect(void)
 {
     if (M.lock_fd < 0) {
         char dir[PATH_MAX], path[PATH_MAX + 300];
-        int n = snprintf(dir, sizeof dir, "%s/%s", rs_cfg.out, rs_job());
+        int n = snprintf(dir, sizeof dir, "%s/%s", rs_cfg.out, rs_id.job);
         if (n < 0 || (size_t)n >= sizeof dir || rs_mkdirs(dir) != 0)
             return 0;
         snprintf(path, sizeof path, "%s/.node-%s.lock", dir, rs_id.host);

@@ -307,7 +307,7 @@ static void name_thread(uint32_t tid)
 static int open_file(void)
 {
     char dir[PATH_MAX], base[PATH_MAX];
-    int n = snprintf(dir, sizeof dir, "%s/%s", rs_cfg.out, rs_job());
+    int n = snprintf(dir, sizeof dir, "%s/%s", rs_cfg.out, rs_id.job);
     if (n < 0 || (size_t)n >= sizeof dir - 64) {
         rs_notice("output folder name too long: %s; tracing is off", rs_cfg.out);
         return -1;
@@ -470,7 +470,7 @@ static void emit(int end)
             .format_version = RSF_FORMAT_VERSION, .host = rs_id.host, .pid = rs_id.pid,
             .ppid = rs_id.ppid, .rank = rs_id.rank, .local_rank = rs_id.local_rank,
             .world_size = rs_id.world_size, .parent_rank = rs_id.parent_rank,
-            .role = (uint8_t)rs_id.role, .job = rs_job(), .argv = (const char *const *)rs_id.argv,
+            .role = (uint8_t)rs_id.role, .job = rs_id.job, .argv = (const char *const *)rs_id.argv,
             .argc = (uint32_t)rs_id.argc,
             .start = { rs_id.start_mono, rs_id.start_real }, .agent_version = RINGSIDE_VERSION,
             .cuda_version = rs_cuda_version(), .nccl_version = rs_nccl_version(),
