@@ -87,14 +87,14 @@ extern struct rs_identity rs_id;
  * _exit, a fatal signal, or a part of the program the agent cannot follow). */
 void rs_finish(void);
 /* The agent starts in two steps. The constructor sets up only what costs
- * next to nothing (settings, buffers reserved, the fd table, the sampler's
- * handler and this thread's timer): a process that records no event (a
- * shell's helpers, a launcher's) pays no more. The process's first event
- * (rs_reserve) or, in a process that only computes, the sampler's first
- * expiry at a point where the thread holds none of the C library's locks,
- * starts the rest here: the writer thread, which then loads the unwinder
- * on a thread of its own a few milliseconds on, or when a stack is first
- * wanted (sample.h, rs_sample_load_unwinder_soon). Returns 0, or -1
+ * next to nothing (settings, signal handlers, this thread's sampling
+ * timer): a process that records no event (a shell's helpers, a
+ * launcher's) pays no more. The process's first event (rs_reserve) or, in
+ * a process that only computes, the sampler's first expiry at a point
+ * where the thread holds none of the C library's locks, starts the rest
+ * here: the buffers, the fd table and the writer thread; the unwinder
+ * loads on a thread of its own a few milliseconds on, or when a stack is
+ * first wanted (sample.h, rs_sample_load_unwinder_soon). Returns 0, or -1
  * when it cannot (tracing is off). Waits while another thread starts it. */
 int rs_agent_start(void);
 /* The same for a first record of kind (enum rs_rec_kind): the unwinder
@@ -639,8 +639,6 @@ int rs_grow(void **arr, uint32_t *cap, uint32_t n, size_t elem);
 
 /* Starts the writer thread. Returns 0 or -1. */
 int rs_writer_start(void);
-/* Whether a writer thread runs. */
-int rs_writer_running(void);
 /* Asks the writer to write out everything recorded so far and waits for it
  * (up to a few seconds). final: also write the end chunk (exit, exec). Safe
  * in a signal handler; returns at once on the writer thread itself. */

@@ -68,8 +68,6 @@ static inline void rs_io_record(int op, uint32_t file, uint64_t t0, uint64_t t1,
     rs_commit(sizeof *r);
 }
 
-/* fd's table entry (file id, maybe with RS_FILE_PLAIN) when a call on it
- * is recorded, else 0. */
 /* tracked_entry for a call that is no event before the agent starts (a
  * close: a process closing every fd it might have inherited must not look
  * at each). */
@@ -81,6 +79,8 @@ static inline uint32_t known_entry(int fd)
     return e == RS_FILE_EXCLUDED ? 0 : e;
 }
 
+/* fd's table entry (file id, maybe with RS_FILE_PLAIN) when a call on it
+ * is recorded, else 0. */
 static inline uint32_t tracked_entry(int fd)
 {
     if (RS_UNLIKELY(rs_th.guard) || !atomic_load_explicit(&rs_hot.on, memory_order_relaxed))

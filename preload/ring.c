@@ -106,7 +106,13 @@ static uint32_t free_pop(void)
     for (;;) {
         uint32_t idx = (uint32_t)head;
         if (idx == RS_NIL) {
-            uint32_t fresh = atomic_fetch_add_explicit(&fresh_next, 1, memory_order_relaxed);
+            /* never past nblocks: a ring out of blocks is asked again and
+             * again, and a count that kept growing would wrap */
+            uint32_t fresh = atomic_load_explicit(&fresh_next, memory_order_relaxed);
+            while (fresh <= nblocks && !atomic_compare_exchange_weak_explicit(&fresh_next, &fresh, fresh + 1,
+                                                                               memory_order_relaxed,
+                                                                               memory_order_relaxed))
+                ;
             if (fresh > nblocks)
                 return RS_NIL;
             blocks[fresh].data = pool + (size_t)(fresh - 1) * RS_BLOCK_SIZE;

@@ -203,9 +203,11 @@ static int add_locked(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     int *n = arg;
-    const char *path = info->dlpi_name ? info->dlpi_name : "";
-    const char *file = strrchr(path, '/');
-    if (strncmp(file ? file + 1 : path, "libc.so", 7) == 0)
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    int libc = strncmp(base, "libc.so", 7) == 0;
+    if (libc)
         for (size_t k = 0; k < sizeof free_calls / sizeof *free_calls; k++) {
             uint64_t lo, hi;
             if (nfree < (int)(sizeof free_text / sizeof *free_text) && rs_elf_func(info, free_calls[k], &lo, &hi) == 0)
@@ -213,10 +215,7 @@ static int add_locked(struct dl_phdr_info *info, size_t size, void *arg)
         }
     const uint64_t probes[] = { (uint64_t)(uintptr_t)malloc_at, (uint64_t)(uintptr_t)&getpid,
                                 (uint64_t)(uintptr_t)&on_sample };
-    const char *name = info->dlpi_name ? info->dlpi_name : "";
-    const char *base = strrchr(name, '/');
-    base = base ? base + 1 : name;
-    int hit = strncmp(base, "ld-linux", 8) == 0 || strncmp(base, "libc.so", 7) == 0;
+    int hit = libc || strncmp(base, "ld-linux", 8) == 0;
     for (int i = 0; i < info->dlpi_phnum && !hit; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         uint64_t lo = info->dlpi_addr + ph->p_vaddr;
@@ -335,9 +334,6 @@ void rs_sample_load_unwinder(void)
     }
 }
 
-/* The unwinder's load and Python's set-up take the loader's lock (dlopen,
- * dlsym), which the writer never waits for: a thread of their own does
- * them, which nothing waits for. */
 /* Runs fn inside the fork gate (unwind.c): a fork meanwhile waits for it,
  * for a child forked while this thread held the loader's locks would find
  * them held by no thread of its own. 0 when a child may never walk. */
@@ -356,6 +352,9 @@ static int gated(int (*fn)(void))
     }
 }
 
+/* The unwinder's load and Python's set-up take the loader's lock (dlopen,
+ * dlsym), which the writer never waits for: a thread of their own does
+ * them, which nothing waits for. */
 static void *loader_main(void *arg)
 {
     (void)arg;
@@ -474,23 +473,24 @@ RS_REAL_DECL(pthread_sigmask);
  * calls, about 150 a sample of a deep C++ stack; libunwind 1.6 calls
  * sigprocmask, 1.8 pthread_sigmask); inside the sampling handler every
  * signal is already blocked, so that is answered here. */
+static int all_masked_answer(sigset_t *old)
+{
+    if (old)
+        sigfillset(old);
+    return 0;
+}
+
 RS_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
-    if (RS_UNLIKELY(rs_th.all_masked)) {
-        if (old)
-            sigfillset(old);
-        return 0;
-    }
+    if (RS_UNLIKELY(rs_th.all_masked))
+        return all_masked_answer(old);
     return RS_REAL(sigprocmask)(how, set, old);
 }
 
 RS_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
-    if (RS_UNLIKELY(rs_th.all_masked)) {
-        if (old)
-            sigfillset(old);
-        return 0;
-    }
+    if (RS_UNLIKELY(rs_th.all_masked))
+        return all_masked_answer(old);
     return RS_REAL(pthread_sigmask)(how, set, old);
 }
 
@@ -863,15 +863,8 @@ static __thread uint32_t launches RS_TLS;
 
 void rs_gpu_stack_sample(uint64_t t0)
 {
-    if (!gpu_stack_every || launches++ % gpu_stack_every)
-        return;
-    if (!rs_unwind_ready()) {
-        rs_sample_want_unwinder();
-        return;
-    }
-    uint64_t buf[RS_STACK_MAX];
-    int n = rs_stack_capture(buf, RS_STACK_MAX);
-    put_sample(RSF_SAMPLE_GPU | RS_SAMPLE_NS, RSF_WAIT_NONE, t0, 0, buf, n);
+    if (gpu_stack_every && launches++ % gpu_stack_every == 0)
+        rs_gpu_stack_sample_always(t0);
 }
 
 void rs_gpu_stack_sample_always(uint64_t t0)
@@ -901,9 +894,9 @@ void rs_wait_sample_slow(uint64_t t0, uint64_t t1, int reason)
     /* A process whose first event is a wait on a lock, a condition, a
      * file (one that only waits keeps its trace): the agent starts, and
      * this thread, which has just waited that long anyway, waits for the
-     * unwinder a little more; a bound, as
-     * the loading thread may need the loader's lock, which a thread waiting
-     * inside a library's constructor holds (its sample then has no stack). */
+     * unwinder a little more; a bound, as the loading thread may need the
+     * loader's lock, which a thread waiting inside a library's constructor
+     * holds (its sample then has no stack). */
     if (!rs_unwind_ready()) {
         /* A wait on a child, pipe, socket, poll or sleep starts nothing
          * (a shell's, a launcher's). */

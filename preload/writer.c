@@ -1214,11 +1214,6 @@ void rs_writer_resume(void)
     atomic_store(&resumed, 1);
 }
 
-int rs_writer_running(void)
-{
-    return atomic_load(&writer_running);
-}
-
 void rs_writer_forked(void)
 {
     /* The parent's writer state may have been mid-update: the child's

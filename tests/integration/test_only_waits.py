@@ -9,8 +9,9 @@ as without the agent; one trace file, the program's (its child, which only
 sleeps, leaves none, as a launcher's waits for its children and time leave
 none); the wait flame graph gives each blocking function its time within
 10% of the program's own clock. A shell that only waits for its child
-leaves no file and starts no thread while it waits, nor do a launcher's children that spend CPU between fork
-and exec (those that end without an exec keep theirs), and a folder where nothing was written gets a message
+leaves no file and starts no thread while it waits, nor do a launcher's
+children that spend CPU between fork and exec (those that end without an
+exec keep theirs), and a folder where nothing was written gets a message
 naming it and saying why."""
 import os
 import re
