@@ -48,11 +48,14 @@ struct sim_train_opts {
     double fwd_us, bwd_us, bucket_mb, data_us, ckpt_mb, bw_gbs, drift_pct;
     int overlap;
     int graph, graph_nccl;   /* --graph, --graph-nccl */
+    int no_step_sync;        /* --no-step-sync */
     const char *ckpt_dir;
     long straggler_rank;
     double straggler_factor;
     long slow_data_rank;
     double slow_data_us;
+    long host_work_rank;          /* --host-work */
+    double host_work_us;
     long stall_rank, stall_step;
     double stall_s;
     long devices;
@@ -94,7 +97,11 @@ static const char sim_train_usage[] =
     "                        compute stream\n"
     "  --data-us U           data loading per step: sleep U microseconds, then read a\n"
     "                        256 KiB batch from a real file and copy it to the device\n"
-    "                        (default 0: no data loading)\n"
+    "                        (default 0: no data loading), all in sim_train_load_batch\n"
+    "                        (as a DataLoader's frames are in a PyTorch stack)\n"
+    "  --no-step-sync        the host does not wait for each step's GPU work (it waits\n"
+    "                        once, after the last step; checkpoints still wait): the\n"
+    "                        same loop without its once-a-step GPU-to-CPU sync\n"
     "  --ckpt-every K        checkpoint every K steps (default 0: never)\n"
     "  --ckpt-mb M           checkpoint size in MiB: copied DtoH, then written with\n"
     "                        write() and fsync() (default 16)\n"
@@ -105,6 +112,9 @@ static const char sim_train_usage[] =
     "                        it reads its data file (64 KiB at a time, from the start\n"
     "                        again at its end) until U us have passed, after any\n"
     "                        --data-us loading\n"
+    "  --host-work R:U       rank R alone spends U microseconds of CPU on its host each\n"
+    "                        step before launching it (sim_train_host_work: Python\n"
+    "                        overhead, preprocessing on the training thread)\n"
     "  --stall R:S:SEC       rank R sleeps SEC seconds before step S's first\n"
     "                        collective (steps count from 0)\n"
     "  --eval-every E        after every E training steps, --eval-steps evaluation\n"
@@ -258,7 +268,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
     enum { O_STEPS = 256, O_LAYERS, O_FWD, O_BWD, O_BUCKET, O_OVERLAP, O_NO_OVERLAP, O_DATA,
            O_CKPT_EVERY, O_CKPT_MB, O_CKPT_DIR, O_STRAGGLER, O_BW, O_SEED, O_HELP, O_KERNELS, O_EVAL_EVERY,
            O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS, O_SLOW_DATA, O_STALL, O_DEVICES, O_GRAPH, O_GRAPH_NCCL,
-           O_SECONDS, O_PROGRESS, O_TP, O_PP, O_MICRO, O_ACT, O_STAGE_SLOW, O_ORDER };
+           O_SECONDS, O_PROGRESS, O_TP, O_PP, O_MICRO, O_ACT, O_STAGE_SLOW, O_ORDER, O_NO_STEP_SYNC, O_HOST_WORK };
     static const struct option longopts[] = {
         { "steps", required_argument, NULL, O_STEPS },
         { "seconds", required_argument, NULL, O_SECONDS },
@@ -286,6 +296,8 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         { "devices", required_argument, NULL, O_DEVICES },
         { "graph", no_argument, NULL, O_GRAPH },
         { "graph-nccl", no_argument, NULL, O_GRAPH_NCCL },
+        { "no-step-sync", no_argument, NULL, O_NO_STEP_SYNC },
+        { "host-work", required_argument, NULL, O_HOST_WORK },
         { "tp", required_argument, NULL, O_TP },
         { "pp", required_argument, NULL, O_PP },
         { "microbatches", required_argument, NULL, O_MICRO },
@@ -298,7 +310,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
     *o = (struct sim_train_opts){
         .steps = 10, .layers = 4, .kernels = 1, .fwd_us = 200, .bwd_us = 400, .bucket_mb = 25, .overlap = 1,
         .ckpt_mb = 16, .ckpt_dir = ".", .straggler_rank = -1, .straggler_factor = 1, .seed = 1,
-        .slow_data_rank = -1, .stall_rank = -1, .devices = 1,
+        .slow_data_rank = -1, .stall_rank = -1, .host_work_rank = -1, .devices = 1,
         .eval_steps = 2, .tp = 1, .pp = 1, .act_mb = 4, .stage_slow = -1, .stage_slow_factor = 1,
     };
     int c, overlap_set = 0, steps_set = 0;
@@ -343,6 +355,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
             sim_train_which_factor("--stage-slow", "STAGE", optarg, &o->stage_slow, &o->stage_slow_factor);
             break;
         case O_GRAPH_NCCL: o->graph = o->graph_nccl = 1; break;
+        case O_NO_STEP_SYNC: o->no_step_sync = 1; break;
         case O_OVERLAP:
         case O_NO_OVERLAP:
             if (overlap_set && o->overlap != (c == O_OVERLAP))
@@ -363,6 +376,14 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
             o->stall_s = sim_train_double("--stall SECONDS", c2 + 1, 0, 0);
             break;
         }
+        case O_HOST_WORK:
+            colon = strchr(optarg, ':');
+            if (!colon)
+                sim_train_usage_error("--host-work: '%s' is not RANK:MICROSECONDS", optarg);
+            *colon = '\0';
+            o->host_work_rank = sim_train_long("--host-work RANK", optarg, 0);
+            o->host_work_us = sim_train_double("--host-work MICROSECONDS", colon + 1, 0, 1);
+            break;
         case O_SLOW_DATA:
             colon = strchr(optarg, ':');
             if (!colon)
@@ -756,10 +777,12 @@ static void sim_train_capture(struct sim_train *t)
     CU(cuGraphDestroy(g));
 }
 
-static void sim_train_step(struct sim_train *t, long step)
+/* A step's batch: --data-us's sleep, read and copy, then --slow-data's
+ * reads; a function of its own (never inlined), so that the samples'
+ * stacks say data loading. */
+static __attribute__((noinline)) void sim_train_load_batch(struct sim_train *t, long step)
 {
     const struct sim_train_opts *o = &t->o;
-    sim_train_on(t, 0);
     if (o->data_us > 0) {
         sim_train_sleep_us(o->data_us);
         off_t off = (off_t)(step % SIM_TRAIN_DATA_BATCHES) * SIM_TRAIN_BATCH_BYTES;
@@ -769,6 +792,27 @@ static void sim_train_step(struct sim_train *t, long step)
     }
     if (t->slow_us > 0)
         sim_train_read_slowly(t);
+    __asm__ volatile("" ::: "memory"); /* not a tail call: this frame stays on the stack */
+}
+
+/* --host-work: the CPU this rank's host spends before it launches a step. */
+static __attribute__((noinline)) void sim_train_host_work(double us)
+{
+    double until = sim_train_now_s() + us / 1e6;
+    volatile unsigned long spin = 0;
+    while (sim_train_now_s() < until)
+        for (int i = 0; i < 1000; i++)
+            spin += (unsigned long)i;
+    __asm__ volatile("" ::: "memory");
+}
+
+static void sim_train_step(struct sim_train *t, long step)
+{
+    const struct sim_train_opts *o = &t->o;
+    sim_train_on(t, 0);
+    sim_train_load_batch(t, step);
+    if (o->host_work_rank == t->rank && o->host_work_us > 0)
+        sim_train_host_work(o->host_work_us);
     if (o->tp > 1 || o->pp > 1) {
         sim_train_gpu3d(t);
     } else if (!o->graph || step < SIM_TRAIN_GRAPH_WARMUP) {
@@ -780,7 +824,8 @@ static void sim_train_step(struct sim_train *t, long step)
         if (!o->graph_nccl)
             sim_train_gpu(t, SIM_TRAIN_REST);
     }
-    CU(cuStreamSynchronize(t->compute));
+    if (!o->no_step_sync || step == o->steps - 1)
+        CU(cuStreamSynchronize(t->compute));
 }
 
 /* An evaluation step: the forward pass, then the metrics AllReduce'd. */
