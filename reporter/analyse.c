@@ -44,7 +44,9 @@ int rsr_job_analyse_visit(struct rsr_model *const *models, size_t n, struct rsr_
         rc = -1;
     if (rsr_timeline_build(models, n, job->storage.job_start_ns, job->storage.job_end_ns, &job->timeline) != 0)
         rc = -1;
-    if (rsr_steps_analyse(models, n, &job->steps) != 0 || rsr_coll_step_waits(models, n, &job->steps, &job->colls) != 0)
+    if (rsr_steps_analyse(models, n, &job->steps) != 0 || rsr_coll_step_waits(models, n, &job->steps, &job->colls) != 0 ||
+        rsr_critpath_analyse(models, n, &job->steps, &job->path) != 0 ||
+        rsr_coll_why_from_path(models, n, &job->colls, &job->path) != 0)
         rc = -1;
     if (rsr_groups_find(models, n, &job->colls, &job->steps,
                         (double)(job->storage.job_end_ns - job->storage.job_start_ns) / 1e9, &job->groups) != 0)

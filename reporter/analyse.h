@@ -10,6 +10,7 @@
 
 #include "reporter/align.h"
 #include "reporter/collectives.h"
+#include "reporter/critpath.h"
 #include "reporter/ends.h"
 #include "reporter/findings.h"
 #include "reporter/gpu_breakdown.h"
@@ -33,6 +34,7 @@ struct rsr_job {
     struct rsr_ends ends;               /* the files that end early */
     struct rsr_timeline timeline;
     struct rsr_steps steps;
+    struct rsr_critpath path;           /* the steps' critical path by cause, and the what-ifs */
     struct rsr_nodes nodes;             /* the hosts' own counters, on the timeline's bins */
     struct rsr_finding *findings;       /* most severe first */
     size_t n_findings;

@@ -4,6 +4,7 @@
  * last follow. Rows are then summed per (op, communicator, bytes), and the
  * calls, in time order, are cut into parts to tell stragglers from chance. */
 #include "reporter/collectives.h"
+#include "reporter/critpath.h"
 #include "reporter/summary.h"
 
 #include <math.h>
@@ -496,6 +497,58 @@ static int straggler_why(struct rsr_model *const *models, size_t n, struct rsr_s
         o += (size_t)snprintf(w->detail + o, sizeof w->detail - o, "%s%s %.1f us against %.1f us (x%.2f)",
                               k ? ", " : "; slower: ", w->kernels[k].name, w->kernels[k].straggler_us,
                               w->kernels[k].others_us, w->kernels[k].straggler_us / w->kernels[k].others_us);
+    return 0;
+}
+
+/* The why a rank's part of the critical path gives (critpath.h). */
+static int why_of_part(int part)
+{
+    switch (part) {
+    case RSR_CP_IMBALANCE: return RSR_WHY_KERNELS;
+    case RSR_CP_DATA: return RSR_WHY_DATA_LOADING;
+    case RSR_CP_FILE_IO: return RSR_WHY_IO;
+    case RSR_CP_CHECKPOINT: return RSR_WHY_CHECKPOINT;
+    case RSR_CP_SLEEP: case RSR_CP_LOCK: case RSR_CP_WAIT: case RSR_CP_SYNC: case RSR_CP_HOST:
+        return RSR_WHY_HOST_COMPUTE;
+    default: return RSR_WHY_UNKNOWN;
+    }
+}
+
+int rsr_coll_why_from_path(struct rsr_model *const *models, size_t n, struct rsr_coll_analysis *a,
+                           const struct rsr_critpath *cp)
+{
+    if (!cp->have || cp->per_step_ms <= 0)
+        return 0;
+    for (size_t i = 0; i < a->n_stragglers; i++) {
+        struct rsr_straggler *s = &a->stragglers[i];
+        int best = -1;
+        for (int k = 0; k < RSR_CP_NGAIN; k++)
+            if (cp->gain_rank[k] == s->rank && s->rank >= 0 && cp->gain_ms[k] > 0 &&
+                (best < 0 || cp->gain_ms[k] > cp->gain_ms[best]))
+                best = k;
+        if (best < 0)
+            continue;
+        struct rsr_straggler_why *w = &s->why;
+        for (size_t k = 0; k < w->n_kernels; k++)
+            free(w->kernels[k].mean_us);
+        w->n_kernels = 0;
+        w->kind = (uint8_t)why_of_part(best);
+        w->excess_us = cp->gain_ms[best] * (double)cp->steps * 1e3;
+        w->share_pct = s->caused_us > 0 ? fmin(100, 100 * w->excess_us / s->caused_us) : 0;
+        size_t o = (size_t)snprintf(w->detail, sizeof w->detail,
+                                    "on the steps' critical path, %s on this rank: %.3f ms a step (%.0f%% of it "
+                                    "on this rank); without it the steps would take about %.3f ms instead of %.3f ms",
+                                    rsr_cp_part_text(best), cp->gain_ms[best], 100 * cp->gain_rank_share[best],
+                                    cp->per_step_ms - cp->gain_ms[best], cp->per_step_ms);
+        if (w->kind != RSR_WHY_KERNELS)
+            continue;
+        if (why_kernels(models, n, s->model, w) != 0)
+            return -1;
+        for (size_t k = 0; k < w->n_kernels && k < 3 && o < sizeof w->detail; k++)
+            o += (size_t)snprintf(w->detail + o, sizeof w->detail - o, "%s%s %.1f us against %.1f us (x%.2f)",
+                                  k ? ", " : "; slower: ", w->kernels[k].name, w->kernels[k].straggler_us,
+                                  w->kernels[k].others_us, w->kernels[k].straggler_us / w->kernels[k].others_us);
+    }
     return 0;
 }
 

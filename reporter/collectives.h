@@ -168,6 +168,15 @@ int rsr_collectives_analyse(struct rsr_model *const *models, size_t n, struct rs
 
 void rsr_coll_analysis_free(struct rsr_coll_analysis *a);
 
+/* Where the steps' critical path (critpath.h) puts a cause on a
+ * straggler's rank, that cause is its why (the largest gain; kernels named
+ * as above): the path compares the rank with the others step by step,
+ * where the whole job's figures mix the steps with what lies between
+ * them. 0, or -1 when out of memory. */
+struct rsr_critpath;
+int rsr_coll_why_from_path(struct rsr_model *const *models, size_t n, struct rsr_coll_analysis *a,
+                           const struct rsr_critpath *cp);
+
 /* Splits model i's collective time in *b (its summary's breakdown) into
  * the wait for the last rank and the transfer: sets sync_wait,
  * exposed_sync_wait and transfer, and leaves in the exposed communication

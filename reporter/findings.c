@@ -29,8 +29,9 @@
 #define SLOW_STEPS_PCT 5.0        /* time slow steps take beyond the median, % of all steps' time */
 #define DRIFT_PCT 10.0            /* typical training step time change over the run */
 #define DRIFT_MIN_STEPS 10
-#define LOW_SM_BUSY_PCT 50.0      /* a GPU busy this much of its span... */
+#define LOW_SM_BUSY_PCT 50.0      /* a GPU computing this much of its span... */
 #define LOW_SM_RATIO 0.5          /* ...whose SM activity is under this share of it */
+#define CAUSE_PCT 5.0             /* a critical-path cause no pattern names: a finding from this share up */
 
 const char *rsr_severity_name(int sev)
 {
@@ -63,6 +64,8 @@ static void add(struct list *l, const char *id, int sev, double recoverable, con
     f->id = id;
     f->severity = sev;
     f->recoverable_pct = recoverable > 100 ? 100 : recoverable;
+    f->cause = NULL;
+    f->whatif_ms = -1;
     f->title = title;
     f->advice = advice;
     va_list ap;
@@ -148,11 +151,12 @@ static void low_sm_finding(struct list *l, const struct rsr_job *j)
     double worst = 1;
     for (size_t i = 0; i < j->n; i++) {
         const struct rsr_gpu_breakdown *b = &j->gpu[i];
-        if (!b->span_ns || b->busy_pct < LOW_SM_BUSY_PCT)
+        /* compute alone: collectives' kernels are communication */
+        if (!b->span_ns || b->compute_pct < LOW_SM_BUSY_PCT)
             continue;
         if (!b->gpm_n && b->no_geometry_pct >= 50)
             continue;   /* too little geometry to tell */
-        double ratio = sm_activity(b) / b->busy_pct;
+        double ratio = sm_activity(b) / b->compute_pct;
         if (ratio < LOW_SM_RATIO && ratio < worst)
             worst = ratio, wi = i;
     }
@@ -191,15 +195,15 @@ static void low_sm_finding(struct list *l, const struct rsr_job *j)
     }
     char who[64], blind[64] = "";
     if (!b->gpm_n && b->no_geometry_pct >= 1)
-        snprintf(blind, sizeof blind, ", %.0f%% of busy time without geometry", b->no_geometry_pct);
-    add(l, "low_sm_activity", worst < 0.3 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING, b->busy_pct - sm_activity(b),
+        snprintf(blind, sizeof blind, ", %.0f%% of compute time without geometry", b->no_geometry_pct);
+    add(l, "low_sm_activity", worst < 0.3 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING, b->compute_pct - sm_activity(b),
         "The GPU is busy but its SMs are mostly empty",
         "Its kernels launch too few blocks to fill the GPU: larger batches or sequence chunks, fusing "
         "small operations (torch.compile) so each kernel has more work, or CUDA graphs with several "
         "streams so that small kernels run side by side. The GPU flame graph shows where they are "
         "launched from.",
-        "%s: busy %.1f%% of its GPU span but SM activity %.1f%% (%s)%s; %s%s",
-        rank_text(who, sizeof who, m), b->busy_pct, sm_activity(b),
+        "%s: computing %.1f%% of its GPU span but SM activity %.1f%% (%s)%s; %s%s",
+        rank_text(who, sizeof who, m), b->compute_pct, sm_activity(b),
         b->gpm_n ? "measured by NVML GPM" : "estimated from launch geometry",
         blind, *kernels ? "kernels that leave most of the SMs empty: " : "",
         kernels);
@@ -409,6 +413,183 @@ static void pipeline_bubble(struct list *l, const struct rsr_pipeline *p)
     }
 }
 
+/* ---- findings as causes on the critical path (findings.h) ---- */
+
+/* What a pattern's finding is a cause of, in the order the causes are
+ * claimed: the straggler first (its lateness is the cause on that rank),
+ * then the patterns that name a cause, the closest first; -1: context. */
+static int straggler_part(const struct rsr_job *j)
+{
+    if (!j->colls.n_stragglers)
+        return -1;
+    const struct rsr_straggler *s = &j->colls.stragglers[0];
+    switch (s->why.kind) {
+    case RSR_WHY_KERNELS: return RSR_CP_IMBALANCE;
+    case RSR_WHY_DATA_LOADING: return RSR_CP_DATA;
+    case RSR_WHY_IO: return RSR_CP_FILE_IO;
+    case RSR_WHY_CHECKPOINT: return RSR_CP_CHECKPOINT;
+    default: break;
+    }
+    /* host work or not known: the cause the path puts on that rank most */
+    int best = -1;
+    for (int k = 0; k < RSR_CP_NGAIN; k++)
+        if (j->path.gain_rank[k] == s->rank && k != RSR_CP_TRANSFER && k != RSR_CP_EVAL &&
+            (best < 0 || j->path.gain_ms[k] > j->path.gain_ms[best]))
+            best = k;
+    return best >= 0 ? best : RSR_CP_IMBALANCE;
+}
+
+static const struct {
+    const char *id;
+    int part;
+} pattern_part[] = {
+    { "pipeline_bubble", RSR_CP_IMBALANCE },
+    { "checkpoint_stall", RSR_CP_CHECKPOINT },
+    { "data_loading", RSR_CP_DATA },
+    { "exposed_communication", RSR_CP_TRANSFER },
+    { "too_many_syncs", RSR_CP_SYNC },
+    { "gil_contention", RSR_CP_LOCK },
+    { "host_bound_launches", RSR_CP_HOST },
+    { "many_short_kernels", RSR_CP_HOST },
+};
+
+/* A cause on the path no pattern named: its finding's words. */
+static const struct {
+    const char *id, *title, *advice;
+} cause_finding[RSR_CP_NGAIN] = {
+    [RSR_CP_CHECKPOINT] = { "checkpoint_stall", "Checkpoints stall training",
+                            "Checkpoint less often, or save asynchronously (torch.distributed.checkpoint "
+                            "async_save, a background thread writing a host copy), or shard the save across ranks." },
+    [RSR_CP_DATA] = { "data_loading", "The GPU waits for data loading",
+                      "Load ahead of the GPU: more DataLoader workers, pin_memory, prefetch_factor, "
+                      "faster storage or a local cache of the data set." },
+    [RSR_CP_FILE_IO] = { "file_io", "The GPU waits while the host writes files",
+                         "Write logs, metrics and files from a background thread or less often; the wait flame "
+                         "graph's [wait: file] shows which writes." },
+    [RSR_CP_SLEEP] = { "host_sleeps", "The host sleeps while its GPU idles",
+                       "Something on the training loop's thread sleeps (time.sleep, a polling loop, a rate "
+                       "limiter): the wait flame graph's [wait: sleep] stacks say where." },
+    [RSR_CP_LOCK] = { "lock_waits", "The host waits on a lock while its GPU idles",
+                      "The training loop's thread blocks on a lock, a condition or the GIL: the wait flame "
+                      "graph by reason shows which, and which threads hold it." },
+    [RSR_CP_WAIT] = { "host_waits", "The host waits on another process while its GPU idles",
+                      "The training loop's thread waits on a pipe, socket or child process (a data service, "
+                      "a logger, a subprocess): the wait flame graph's stacks say which." },
+    [RSR_CP_SYNC] = { "sync_stalls", "GPU-to-CPU synchronisations leave the GPU idle",
+                      "After each .item(), .cpu() or torch.cuda.synchronize() the GPU waits for the host to "
+                      "launch again: keep values on the GPU, read them less often, or use non_blocking copies. "
+                      "The wait flame graph's [wait: cuda-sync] stacks show where." },
+    [RSR_CP_HOST] = { "host_overhead", "The GPU waits for the host's CPU work",
+                      "The host takes longer to launch the work than the GPU to run it: CUDA graphs or "
+                      "torch.compile (mode=\"reduce-overhead\"), larger batches, less Python per step; the CPU "
+                      "flame graph shows where the time goes." },
+    [RSR_CP_TRANSFER] = { "exposed_communication", "Communication not hidden behind compute",
+                          "Overlap gradient communication with the backward pass (DDP/FSDP bucketing, "
+                          "bucket_cap_mb, FSDP backward_prefetch, ZeRO overlap_comm)." },
+    [RSR_CP_IMBALANCE] = { "straggler_rank", "One rank's kernels hold the others back",
+                           "Its kernels run longer than the same kernels on the other ranks: a slower or "
+                           "throttled GPU, another process on it, or more work on that rank." },
+    [RSR_CP_EVAL] = { "evaluation", "Evaluation steps take a share of the run",
+                      "Evaluate less often or on fewer batches, or on other GPUs than the training's." },
+};
+
+static int cmp_finding(const void *pa, const void *pb);
+
+/* Gives each cause on the path to one finding (findings.h), its gain that
+ * cause's what-if; the others become context; a cause no finding names
+ * becomes one of its own. */
+static void claim_causes(struct list *l, const struct rsr_job *j)
+{
+    const struct rsr_critpath *cp = &j->path;
+    if (!cp->have || cp->per_step_ms <= 0)
+        return;
+    int claimed[RSR_CP_NGAIN] = { 0 };
+    size_t n0 = l->n;
+    int *part = malloc((n0 ? n0 : 1) * sizeof *part);
+    if (!part) {
+        l->oom = 1;
+        return;
+    }
+    for (size_t i = 0; i < n0; i++) {
+        part[i] = -1;
+        if (strcmp(l->v[i].id, "straggler_rank") == 0)
+            part[i] = straggler_part(j);
+        for (size_t k = 0; k < sizeof pattern_part / sizeof pattern_part[0]; k++)
+            if (strcmp(l->v[i].id, pattern_part[k].id) == 0)
+                part[i] = pattern_part[k].part;
+    }
+    /* the straggler claims first, then the patterns in their order */
+    size_t npat = sizeof pattern_part / sizeof pattern_part[0];
+    for (size_t k = 0; k <= npat; k++) {
+        const char *id = k ? pattern_part[k - 1].id : "straggler_rank";
+        for (size_t i = 0; i < n0; i++) {
+            struct rsr_finding *f = &l->v[i];
+            int c = part[i];
+            if (strcmp(f->id, id) != 0 || f->cause || c < 0 || claimed[c] || cp->gain_ms[c] <= 0)
+                continue;
+            claimed[c] = 1;
+            f->cause = rsr_cp_part_name(c);
+            f->recoverable_pct = 100 * cp->gain_ms[c] / cp->per_step_ms;
+            f->whatif_ms = cp->per_step_ms - cp->gain_ms[c];
+        }
+    }
+    for (size_t i = 0; i < n0; i++)
+        if (!l->v[i].cause)
+            l->v[i].recoverable_pct = -1;
+    free(part);
+    for (int c = 0; c < RSR_CP_NGAIN; c++) {
+        double pct = 100 * cp->gain_ms[c] / cp->per_step_ms;
+        if (claimed[c] || pct < CAUSE_PCT || !cause_finding[c].id)
+            continue;
+        char where[48] = "";
+        if (cp->gain_rank[c] >= 0)
+            snprintf(where, sizeof where, ", %.0f%% of it on rank %d", 100 * cp->gain_rank_share[c],
+                     (int)cp->gain_rank[c]);
+        char step[32], without[32];
+        rsr_steps_time_text(step, sizeof step, cp->per_step_ms);
+        rsr_steps_time_text(without, sizeof without, cp->per_step_ms - cp->gain_ms[c]);
+        add(l, cause_finding[c].id, pct >= 25 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING, pct, cause_finding[c].title,
+            cause_finding[c].advice,
+            "on the steps' critical path: %s %.2f ms of %.2f ms a step (%.1f%%)%s; without it about %s instead of %s",
+            rsr_cp_part_text(c), cp->part_ms[c], cp->per_step_ms, 100 * cp->part_ms[c] / cp->per_step_ms, where,
+            without, step);
+        if (!l->oom) {
+            l->v[l->n - 1].cause = rsr_cp_part_name(c);
+            l->v[l->n - 1].whatif_ms = cp->per_step_ms - cp->gain_ms[c];
+        }
+    }
+    /* a claimed finding's severity follows its gain */
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].cause)
+            l->v[i].severity = l->v[i].recoverable_pct >= 25   ? RSR_SEV_CRITICAL
+                               : l->v[i].recoverable_pct >= 10 ? RSR_SEV_WARNING
+                                                               : RSR_SEV_INFO;
+}
+
+int rsr_findings_headline(const struct rsr_job *j, char *buf, size_t n)
+{
+    if (n)
+        buf[0] = 0;
+    if (!j->n_findings || j->findings[0].recoverable_pct < 0 || !n)
+        return 0;
+    const struct rsr_finding *x = &j->findings[0];
+    if (x->cause && x->whatif_ms >= 0) {
+        int part = -1;
+        for (int k = 0; k < RSR_CP_NPARTS; k++)
+            if (strcmp(rsr_cp_part_name(k), x->cause) == 0)
+                part = k;
+        char step[32], without[32];
+        rsr_steps_time_text(step, sizeof step, j->path.per_step_ms);
+        rsr_steps_time_text(without, sizeof without, x->whatif_ms);
+        snprintf(buf, n, "%s: %.0f%% of the step time; without it about %s instead of %s",
+                 part >= 0 ? rsr_cp_part_text(part) : x->cause, x->recoverable_pct, without, step);
+    } else {
+        snprintf(buf, n, "fixing \"%s\" would give back up to %.0f%% of the %s", x->title, x->recoverable_pct,
+                 j->steps.source ? "step time" : "wall time");
+    }
+    return 1;
+}
+
 int rsr_findings_make(struct rsr_job *j)
 {
     struct list l = { 0 };
@@ -594,6 +775,7 @@ int rsr_findings_make(struct rsr_job *j)
                                                                  : nf[i].recoverable_pct;
         add(&l, nf[i].id, nf[i].severity, rec, nf[i].title, nf[i].advice, "%s", nf[i].evidence);
     }
+    claim_causes(&l, j);
     if (l.n > 1)
         qsort(l.v, l.n, sizeof *l.v, cmp_finding);
     j->findings = l.v;

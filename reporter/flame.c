@@ -1104,6 +1104,8 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
                 int cause = wait_cause(L, a->reason);
                 if (cause >= 0)
                     w->cause_ns[cause] += a->weight;
+                if (a->tid == p->pid && cause == RSR_CAUSE_DATALOADER && rsr_host_class(a->reason) >= 0)
+                    rsr_waits_loader_stack(w, a->stack, a->weight);
                 top = cause == RSR_CAUSE_DATALOADER                                    ? RSR_TOP_DATA
                       : a->reason == RSF_WAIT_FILE || a->reason == RSF_WAIT_FILE_LOCK ? RSR_TOP_IO
                                                                                       : -1;

@@ -56,12 +56,13 @@ struct rsr_gpu_breakdown {
      * kernel_busy_ns, the union of kernels (compute and communication:
      * what nvidia-smi's utilisation counts); sm_active_ns, the time
      * integral of the share of SMs holding a block, from launch geometry
-     * (occupancy.h), concurrent kernels summed and capped at 1 (DCGM's
-     * SM_ACTIVE); no_geom_ns, the time some kernel ran whose geometry is
-     * not known (it adds nothing to sm_active_ns); occupancy_ns, the same
-     * integral of the share of the GPU's warp slots held (DCGM's
-     * SM_OCCUPANCY). Percentages: busy, SM activity and occupancy of span_ns,
-     * no_geometry of kernel_busy_ns. */
+     * (occupancy.h), concurrent compute kernels summed and capped at 1
+     * (DCGM's SM_ACTIVE, less the collectives' kernels, which wait for
+     * their peers or move data); no_geom_ns, the time some compute kernel
+     * ran whose geometry is not known (it adds nothing to sm_active_ns);
+     * occupancy_ns, the same integral of the share of the GPU's warp slots
+     * held (DCGM's SM_OCCUPANCY). Percentages: busy, SM activity and
+     * occupancy of span_ns, no_geometry of compute_ns. */
     int64_t kernel_busy_ns, no_geom_ns;
     double sm_active_ns, occupancy_ns;
     double busy_pct, sm_activity_pct, sm_occupancy_pct, no_geometry_pct;

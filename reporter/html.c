@@ -567,12 +567,16 @@ static void findings(struct page *p)
             fputs("</span>", f);
         }
         double rec;
-        if (rsr_jv_knum(x, "recoverable_pct", &rec))
+        if (rsr_jv_knum(x, "recoverable_pct", &rec) && rsr_jv_kstr(x, "cause"))
+            fprintf(f, "<span class=\"gain\" title=\"the share of the step time removing its cause gives back "
+                       "(the critical path's what-if)\">gives back %.0f%%</span>", rec);
+        else if (rsr_jv_knum(x, "recoverable_pct", &rec))
             fprintf(f, "<span class=\"gain\" title=\"an upper bound on the share of the %s fixing it would give "
                        "back\">up to %.0f%%</span>",
                     rsr_jv_key(p->root, "steps") ? "step time" : "wall time", rec);
         else
-            fputs("<span class=\"gain\">gain not measured</span>", f);
+            fprintf(f, "<span class=\"gain\">%s</span>", rsr_jv_key(p->root, "critical_path") ? "context"
+                                                                                                 : "gain not measured");
         fputs("</h3><p class=\"ev\">", f);
         rsr_html_value(f, rsr_jv_key(x, "evidence"));
         fputs("</p><p class=\"adv\">", f);
@@ -2530,14 +2534,13 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
     fprintf(f, "%zu processes traced &middot; %zu timelines &middot; %.0f records dropped &middot; "
                "ringside %s</p>",
             rsr_jv_len(procs), p->nmodels, dropped, RINGSIDE_VERSION);
-    /* the finding that would give back most, first (findings.h) */
-    yajl_val top = rsr_jv_at(rsr_jv_key(root, "findings"), 0);
-    double rec;
-    if (top && rsr_jv_knum(top, "recoverable_pct", &rec)) {
-        fputs("<p id=\"recoverable\">Fixing <a href=\"#findings\">", f);
-        rsr_html_text(f, rsr_jv_kstr(top, "title") ? rsr_jv_kstr(top, "title") : "the first finding");
-        fprintf(f, "</a> would give back up to %.0f%% of the %s.</p>", rec,
-                rsr_jv_key(root, "steps") ? "step time" : "wall time");
+    /* the finding whose cause gives back most, first: report.json's
+     * headline (findings.h), as the terminal says it */
+    const char *headline = rsr_jv_kstr(root, "headline");
+    if (headline) {
+        fputs("<p id=\"recoverable\"><a href=\"#findings\">", f);
+        rsr_html_text(f, headline);
+        fputs("</a></p>", f);
     }
     fputs("</header>\n<main>\n", f);
     rsr_html_ends_banner(f, root, p->names);

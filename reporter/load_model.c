@@ -500,6 +500,22 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
         see_time(m, s->start_ns, s->end_ns);
         see_start(L, s->start_ns);
     }
+    /* the main thread's waits (critpath.h): what the host did while its
+     * GPU idled */
+    for (uint32_t i = 0; i < c->nsamples; i++) {
+        const struct rsf_sample *e = &c->samples[i];
+        if (e->kind != RSF_SAMPLE_WAIT || !m->pid || e->tid != (uint32_t)m->pid ||
+            outside(L, (int64_t)e->ts_ns, (int64_t)(e->ts_ns + e->weight_ns)))
+            continue;
+        struct rsr_hwait *w = rsr_model_add_hwait(m);
+        if (!w)
+            goto oom;
+        w->start_ns = (int64_t)e->ts_ns;
+        w->end_ns = (int64_t)(e->ts_ns + e->weight_ns);
+        w->reason = e->reason;
+        w->stack = e->stack;
+        see_start(L, w->start_ns);
+    }
     /* NVTX ranges: every one in full and windowed models (the lanes draw
      * them); in a streamed one only those that mark steps, which pass
      * through the window to the summary (its counters at their ends). */
@@ -547,7 +563,7 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
         m->dropped = c->counters->dropped;
     if (rsr_nodes_chunk(m, c, strings, nstrings) != 0)
         goto oom;
-    if (L->stream && m->n_ops + m->n_io + m->n_syncs + m->n_colls + m->n_ranges >= RSR_STREAM_WINDOW)
+    if (L->stream && m->n_ops + m->n_io + m->n_syncs + m->n_hwaits + m->n_colls + m->n_ranges >= RSR_STREAM_WINDOW)
         drain(L, 0);
     return L->failed ? -1 : 0;
 oom:
@@ -668,7 +684,7 @@ static void comm_sizes(struct rsr_model_loader *L, struct rsr_coll *c)
 static void drain(struct rsr_model_loader *L, int final)
 {
     struct rsr_model *m = L->m;
-    size_t n = m->n_ops + m->n_io + m->n_syncs + m->n_colls + m->n_ranges;
+    size_t n = m->n_ops + m->n_io + m->n_syncs + m->n_hwaits + m->n_colls + m->n_ranges;
     int64_t cut = final ? INT64_MAX : L->max_start - L->lateness_ns;
     if (!final && n >= 4 * RSR_STREAM_WINDOW)
         cut = L->max_start; /* a window this full: settle it, whatever comes late */
@@ -683,6 +699,9 @@ static void drain(struct rsr_model_loader *L, int final)
         for (size_t i = 0; i < m->n_syncs; i++)
             if (m->syncs[i].start_ns < origin)
                 origin = m->syncs[i].start_ns;
+        for (size_t i = 0; i < m->n_hwaits; i++)
+            if (m->hwaits[i].start_ns < origin)
+                origin = m->hwaits[i].start_ns;
         for (size_t i = 0; i < m->n_colls; i++)
             if (m->colls[i].start_ns && m->colls[i].start_ns < origin)
                 origin = m->colls[i].start_ns;
@@ -725,22 +744,25 @@ static void drain(struct rsr_model_loader *L, int final)
     }
     m->n_ranges = w;
     rsr_model_sort(m);
-    size_t i = 0, j = 0, k = 0;
+    size_t i = 0, j = 0, k = 0, h = 0;
     for (;;) {
         int64_t t_op = i < m->n_ops && m->ops[i].start_ns < ops_cut ? m->ops[i].start_ns : INT64_MAX;
         int64_t t_io = j < m->n_io && m->io[j].start_ns < ops_cut ? m->io[j].start_ns : INT64_MAX;
         int64_t t_sy = k < m->n_syncs && m->syncs[k].start_ns < ops_cut ? m->syncs[k].start_ns : INT64_MAX;
-        if (t_op == INT64_MAX && t_io == INT64_MAX && t_sy == INT64_MAX)
+        int64_t t_hw = h < m->n_hwaits && m->hwaits[h].start_ns < ops_cut ? m->hwaits[h].start_ns : INT64_MAX;
+        if (t_op == INT64_MAX && t_io == INT64_MAX && t_sy == INT64_MAX && t_hw == INT64_MAX)
             break;
-        if (t_op <= t_io && t_op <= t_sy) {
+        if (t_op <= t_io && t_op <= t_sy && t_op <= t_hw) {
             const struct rsr_gpu_op *op = &m->ops[i++];
             struct rsr_acc_op x = rsr_acc_op_of(op, op->launch_ns);
             rsr_acc_op(L->acc, &x);
-        } else if (t_io <= t_sy) {
+        } else if (t_io <= t_sy && t_io <= t_hw) {
             rsr_acc_io(L->acc, &m->io[j++]);
-        } else {
-            rsr_acc_sync(L->acc, m->syncs[k].start_ns, m->syncs[k].end_ns);
+        } else if (t_sy <= t_hw) {
+            rsr_acc_sync(L->acc, &m->syncs[k]);
             k++;
+        } else {
+            rsr_acc_hwait(L->acc, &m->hwaits[h++]);
         }
     }
     /* keep what is past the cut (arrays may be NULL when empty) */
@@ -753,6 +775,9 @@ static void drain(struct rsr_model_loader *L, int final)
     if (k && m->n_syncs > k)
         memmove(m->syncs, m->syncs + k, (m->n_syncs - k) * sizeof *m->syncs);
     m->n_syncs -= k;
+    if (h && m->n_hwaits > h)
+        memmove(m->hwaits, m->hwaits + h, (m->n_hwaits - h) * sizeof *m->hwaits);
+    m->n_hwaits -= h;
     L->cut = cut;
     L->settled = 1;
 }
@@ -777,10 +802,12 @@ static void finish_stream(struct rsr_model_loader *L)
     m->sum = sum;
     if (sum)
         m->late = sum->late;
-    free(m->ops), free(m->io), free(m->syncs), free(m->colls), free(m->launches), free(m->ranges);
-    m->ops = NULL, m->io = NULL, m->syncs = NULL, m->colls = NULL, m->launches = NULL, m->ranges = NULL;
-    m->n_ops = m->n_io = m->n_syncs = m->n_colls = m->n_launches = m->n_ranges = 0;
-    m->cap_ops = m->cap_io = m->cap_syncs = m->cap_colls = m->cap_launches = 0;
+    free(m->ops), free(m->io), free(m->syncs), free(m->hwaits), free(m->colls), free(m->launches);
+    free(m->ranges);
+    m->ops = NULL, m->io = NULL, m->syncs = NULL, m->hwaits = NULL, m->colls = NULL, m->launches = NULL;
+    m->ranges = NULL;
+    m->n_ops = m->n_io = m->n_syncs = m->n_hwaits = m->n_colls = m->n_launches = m->n_ranges = 0;
+    m->cap_ops = m->cap_io = m->cap_syncs = m->cap_hwaits = m->cap_colls = m->cap_launches = 0;
 }
 
 void rsr_model_loader_finish(struct rsr_model_loader *L)
@@ -811,6 +838,7 @@ void rsr_model_loader_finish(struct rsr_model_loader *L)
     RSR_SHRINK(m->colls, m->n_colls, m->cap_colls);
     RSR_SHRINK(m->io, m->n_io, m->cap_io);
     RSR_SHRINK(m->syncs, m->n_syncs, m->cap_syncs);
+    RSR_SHRINK(m->hwaits, m->n_hwaits, m->cap_hwaits);
     RSR_SHRINK(m->ranges, m->n_ranges, m->cap_ranges);
 #undef RSR_SHRINK
 done:

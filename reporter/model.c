@@ -19,6 +19,7 @@ size_t rsr_model_bytes(const struct rsr_model *m)
     const struct rsr_strtab *t = &m->strings;
     size_t b = m->cap_ops * sizeof *m->ops + m->cap_launches * sizeof *m->launches +
                m->cap_colls * sizeof *m->colls + m->cap_io * sizeof *m->io + m->cap_syncs * sizeof *m->syncs +
+               m->cap_hwaits * sizeof *m->hwaits +
                m->cap_clocks * sizeof *m->clocks + t->cap * sizeof *t->strs + t->nslots * sizeof *t->slots +
                t->capblocks * sizeof *t->blocks + t->block_bytes + m->cap_geoms * sizeof *m->geoms +
                m->cap_functions * sizeof *m->functions + m->n_devices * sizeof *m->devices;
@@ -48,6 +49,7 @@ void rsr_model_free(struct rsr_model *m)
     free(m->colls);
     free(m->io);
     free(m->syncs);
+    free(m->hwaits);
     free(m->ranges);
     free(m->clocks);
     free(m->geoms);
@@ -245,6 +247,17 @@ struct rsr_sync *rsr_model_add_sync(struct rsr_model *m)
     return e;
 }
 
+struct rsr_hwait *rsr_model_add_hwait(struct rsr_model *m)
+{
+    struct rsr_hwait *v = grow(m->hwaits, &m->cap_hwaits, m->n_hwaits, sizeof *v);
+    if (!v)
+        return NULL;
+    m->hwaits = v;
+    struct rsr_hwait *e = &m->hwaits[m->n_hwaits++];
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
 struct rsr_range *rsr_model_add_range(struct rsr_model *m)
 {
     struct rsr_range *v = grow(m->ranges, &m->cap_ranges, m->n_ranges, sizeof *v);
@@ -292,6 +305,10 @@ void rsr_model_shift(struct rsr_model *m, int64_t d)
         m->syncs[i].start_ns += d;
         m->syncs[i].end_ns += d;
     }
+    for (size_t i = 0; i < m->n_hwaits; i++) {
+        m->hwaits[i].start_ns += d;
+        m->hwaits[i].end_ns += d;
+    }
     for (size_t i = 0; i < m->n_ranges; i++) {
         m->ranges[i].start_ns += d;
         m->ranges[i].end_ns += d;
@@ -314,6 +331,12 @@ static int cmp_io_start(const void *pa, const void *pb)
 static int cmp_sync_start(const void *pa, const void *pb)
 {
     const struct rsr_sync *a = pa, *b = pb;
+    return (a->start_ns > b->start_ns) - (a->start_ns < b->start_ns);
+}
+
+static int cmp_hwait_start(const void *pa, const void *pb)
+{
+    const struct rsr_hwait *a = pa, *b = pb;
     return (a->start_ns > b->start_ns) - (a->start_ns < b->start_ns);
 }
 
@@ -429,6 +452,7 @@ void rsr_model_sort(struct rsr_model *m)
     sort_records(m->launches, m->n_launches, sizeof *m->launches, cmp_launch_corr);
     sort_records(m->io, m->n_io, sizeof *m->io, cmp_io_start);
     sort_records(m->syncs, m->n_syncs, sizeof *m->syncs, cmp_sync_start);
+    sort_records(m->hwaits, m->n_hwaits, sizeof *m->hwaits, cmp_hwait_start);
     sort_records(m->ranges, m->n_ranges, sizeof *m->ranges, cmp_range_start);
 }
 

@@ -177,6 +177,15 @@ struct rsr_strtab {
     size_t block_bytes;     /* all blocks' sizes */
 };
 
+/* The main thread blocked in the kernel (a wait sample: sleep, lock,
+ * poll...): what the host did while its GPU may have idled, for the
+ * critical path (critpath.h). Other threads' waits are not kept. */
+struct rsr_hwait {
+    int64_t start_ns, end_ns;
+    uint32_t stack;         /* the file's stack id */
+    uint8_t reason;         /* enum rsf_wait_reason */
+};
+
 struct rsr_summary;
 struct rsr_node_proc;
 
@@ -202,6 +211,8 @@ struct rsr_model {
     size_t n_io, cap_io;
     struct rsr_sync *syncs;         /* start order once finished */
     size_t n_syncs, cap_syncs;
+    struct rsr_hwait *hwaits;       /* start order once finished */
+    size_t n_hwaits, cap_hwaits;
     struct rsr_range *ranges;       /* start order once finished; none when streamed */
     size_t n_ranges, cap_ranges;
     struct rsr_clock *clocks;       /* as read, on the source's own clocks */
@@ -279,6 +290,7 @@ struct rsr_launch *rsr_model_add_launch(struct rsr_model *m);
 struct rsr_coll *rsr_model_add_coll(struct rsr_model *m);
 struct rsr_io *rsr_model_add_io(struct rsr_model *m);
 struct rsr_sync *rsr_model_add_sync(struct rsr_model *m);
+struct rsr_hwait *rsr_model_add_hwait(struct rsr_model *m);
 struct rsr_range *rsr_model_add_range(struct rsr_model *m);
 struct rsr_clock *rsr_model_add_clock(struct rsr_model *m);
 

@@ -170,6 +170,7 @@ static void pack_summary(struct rsr_pack *b, const struct rsr_summary *s)
     }
     put_array(b, s->kmarks, s->n_kmarks, sizeof *s->kmarks);
     put_array(b, s->ranges, s->n_ranges, sizeof *s->ranges);
+    put_array(b, s->wstacks, s->n_wstacks, sizeof *s->wstacks);
 }
 
 static int unpack_summary(struct rsr_unpack *u, struct rsr_summary *s)
@@ -187,6 +188,8 @@ static int unpack_summary(struct rsr_unpack *u, struct rsr_summary *s)
     s->n_cmarks = s->n_kmarks = 0;
     s->ranges = NULL;
     s->n_ranges = 0;
+    s->wstacks = NULL;
+    s->n_wstacks = 0;
     for (int k = 0; k < RSR_FINE_NSERIES; k++)
         s->fine[k] = NULL;
     if (nshort > s->kernels.n)
@@ -222,6 +225,7 @@ static int unpack_summary(struct rsr_unpack *u, struct rsr_summary *s)
     s->marks_shift_ns = 0;
     s->kmarks = get_array(u, &s->n_kmarks, sizeof *s->kmarks);
     s->ranges = get_array(u, &s->n_ranges, sizeof *s->ranges);
+    s->wstacks = get_array(u, &s->n_wstacks, sizeof *s->wstacks);
     return u->failed ? -1 : 0;
 }
 

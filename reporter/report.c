@@ -80,6 +80,28 @@ static void ends_lines(FILE *f, const struct rsr_input *ins, const struct rsr_jo
     }
 }
 
+/* The steps' critical path (critpath.h): the time per step by cause,
+ * largest first. */
+static void critpath_text(FILE *f, const struct rsr_critpath *cp)
+{
+    if (!cp->have || cp->per_step_ms <= 0)
+        return;
+    int order[RSR_CP_NPARTS], n = 0;
+    for (int k = 0; k < RSR_CP_NPARTS; k++)
+        if (cp->part_ms[k] >= 0.0005 * cp->per_step_ms)
+            order[n++] = k;
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && cp->part_ms[order[b]] > cp->part_ms[order[b - 1]]; b--) {
+            int t = order[b];
+            order[b] = order[b - 1], order[b - 1] = t;
+        }
+    fputs("  critical path per step:", f);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s %s %.2f ms (%.0f%%)", i ? "," : "", rsr_cp_part_text(order[i]), cp->part_ms[order[i]],
+                100 * cp->part_ms[order[i]] / cp->per_step_ms);
+    fputc('\n', f);
+}
+
 static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rsr_job *j)
 {
     int ranks = 0;
@@ -196,22 +218,25 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
     if (j->align.groups)
         fprintf(f, "  clocks: aligned on %" PRIu64 " collectives; skew corrected %.1f us, residual %.1f us\n",
                 j->align.groups, (double)j->align.max_correction_ns / 1e3, (double)j->align.residual_ns / 1e3);
+    critpath_text(f, &j->path);
     if (j->n_findings) {
         const char *basis = j->steps.source ? "step time" : "wall time";
-        if (j->findings[0].recoverable_pct >= 0)
-            fprintf(f, "findings, by what fixing them would give back (fixing the first, \"%s\", up to %.0f%% of "
-                       "the %s):\n",
-                    j->findings[0].title, j->findings[0].recoverable_pct, basis);
+        char head[400];
+        if (rsr_findings_headline(j, head, sizeof head))
+            fprintf(f, "findings, by what removing their cause gives back (%s):\n", head);
         else
             fputs("findings:\n", f);
         for (size_t i = 0; i < j->n_findings; i++) {
             const struct rsr_finding *x = &j->findings[i];
-            if (x->recoverable_pct >= 0)
+            if (x->recoverable_pct >= 0 && x->cause)
+                fprintf(f, "  [%s] %s (gives back %.0f%% of the %s): %s\n", rsr_severity_name(x->severity),
+                        x->title, x->recoverable_pct, basis, x->evidence);
+            else if (x->recoverable_pct >= 0)
                 fprintf(f, "  [%s] %s (up to %.0f%% of the %s): %s\n", rsr_severity_name(x->severity), x->title,
                         x->recoverable_pct, basis, x->evidence);
             else
-                fprintf(f, "  [%s] %s (gain not measured): %s\n", rsr_severity_name(x->severity), x->title,
-                        x->evidence);
+                fprintf(f, "  [%s] %s (%s): %s\n", rsr_severity_name(x->severity), x->title,
+                        j->path.have ? "context" : "gain not measured", x->evidence);
         }
     } else {
         fputs("findings: none\n", f);

@@ -401,6 +401,60 @@ static void values_json(FILE *f, const char *key, const double *v, size_t n)
     putc(']', f);
 }
 
+/* A step's critical path (critpath.h): "path":{"rank":R,"ms":{PART:ms}}
+ * with the parts that are not 0, in proportion to its dur_ms and adding up
+ * to it. */
+static void step_path_json(FILE *f, const struct rsr_job *j, const struct rsr_step *x)
+{
+    if (!x->path.ranks)
+        return;
+    double gain[RSR_CP_NGAIN], part[RSR_CP_NPARTS];
+    double len = rsr_cp_step(&x->path, x->phase == RSR_PHASE_EVAL, j->path.how,
+                             (double)(x->end_ns - x->start_ns), gain, part);
+    /* the path's parts in proportion to the step's length */
+    double scale = len > 0 ? (double)(x->end_ns - x->start_ns) / len : 0;
+    fputs(",\"path\":{\"rank\":", f);
+    rsr_json_int_or_null(f, x->path.r1);
+    fputs(",\"ms\":{", f);
+    for (int k = 0, n = 0; k < RSR_CP_NPARTS; k++) {
+        if (part[k] <= 0)
+            continue;
+        fprintf(f, "%s\"%s\":", n++ ? "," : "", rsr_cp_part_name(k));
+        rsr_json_num(f, part[k] * scale / 1e6);
+    }
+    fputs("}}", f);
+}
+
+/* "critical_path" (critpath.h): the time per step by cause on the
+ * cross-rank critical path, adding up to steps.per_step_ms, each removable
+ * cause with what removing it would give back; absent without steps. */
+static void critpath_json(FILE *f, const struct rsr_critpath *cp)
+{
+    if (!cp->have)
+        return;
+    fputs(",\n\"critical_path\":{", f);
+    fprintf(f, "\"steps\":%zu", cp->steps);
+    rsr_json_num_key(f, "per_step_ms", cp->per_step_ms);
+    fputs(",\"parts\":[", f);
+    for (int k = 0, n = 0; k < RSR_CP_NPARTS; k++) {
+        if (cp->part_ms[k] <= 0 && (k >= RSR_CP_NGAIN || cp->gain_ms[k] <= 0))
+            continue;
+        fprintf(f, "%s{\"cause\":\"%s\",\"text\":", n++ ? ",\n" : "\n", rsr_cp_part_name(k));
+        rsr_json_str(f, rsr_cp_part_text(k));
+        rsr_json_num_key(f, "ms_per_step", cp->part_ms[k]);
+        rsr_json_num_key(f, "pct", cp->per_step_ms > 0 ? 100 * cp->part_ms[k] / cp->per_step_ms : 0);
+        if (k < RSR_CP_NGAIN) {
+            rsr_json_num_key(f, "gain_ms_per_step", cp->gain_ms[k]);
+            rsr_json_num_key(f, "recoverable_pct", cp->per_step_ms > 0 ? 100 * cp->gain_ms[k] / cp->per_step_ms : 0);
+            rsr_json_num_key(f, "whatif_ms_per_step", cp->per_step_ms - cp->gain_ms[k]);
+            fputs(",\"rank\":", f);
+            rsr_json_int_or_null(f, cp->gain_rank[k]);
+        }
+        putc('}', f);
+    }
+    fputs("]}", f);
+}
+
 /* "steps" (steps.h), absent when none were found (the text summary says why). */
 static void steps_json(FILE *f, const struct rsr_job *j)
 {
@@ -449,7 +503,9 @@ static void steps_json(FILE *f, const struct rsr_job *j)
         rsr_json_num_key(f, "io_ms", x->io_ms);
         rsr_json_num_key(f, "data_wait_ms", x->wait_ms);
         rsr_json_num_key(f, "checkpoint_ms", x->ckpt_ms);
-        fprintf(f, ",\"checkpoint\":%s}", x->checkpoint ? "true" : "false");
+        fprintf(f, ",\"checkpoint\":%s", x->checkpoint ? "true" : "false");
+        step_path_json(f, j, x);
+        putc('}', f);
     }
     /* the slowest RSR_STEPS_SLOW_LISTED, in order: the bar a step's times
      * its median takes to be listed */
@@ -664,6 +720,12 @@ static void job_json(FILE *f, const struct rsr_job *j, const struct rsr_input *i
     rsr_json_num_key(f, "max_excess_pct", j->colls.max_excess_pct);
     putc('}', f);
     steps_json(f, j);
+    critpath_json(f, &j->path);
+    char head[400];
+    if (rsr_findings_headline(j, head, sizeof head)) {
+        fputs(",\n\"headline\":", f);
+        rsr_json_str(f, head);
+    }
     fputs(",\n\"findings\":[", f);
     for (size_t i = 0; i < j->n_findings; i++) {
         const struct rsr_finding *x = &j->findings[i];
@@ -679,6 +741,11 @@ static void job_json(FILE *f, const struct rsr_job *j, const struct rsr_input *i
             rsr_json_num(f, x->recoverable_pct);
         else
             fputs("null", f);
+        /* its cause on the critical path and the time per step without it */
+        fputs(",\"cause\":", f);
+        rsr_json_str(f, x->cause);
+        if (x->whatif_ms >= 0)
+            rsr_json_num_key(f, "whatif_ms_per_step", x->whatif_ms);
         putc('}', f);
     }
     const struct rsr_timeline *t = &j->timeline;

@@ -621,6 +621,12 @@ struct pstep {
     int64_t start, end;
     uint8_t phase;
     struct rsr_step_counters d;
+    /* where the counters d were taken: a step begins where the host
+     * returned from its sync or a checkpoint ended, its counters at the
+     * mark after the GPU's idle gap (the critical path, critpath.h, needs
+     * the two to agree) */
+    int64_t d_start, d_end;
+    uint32_t colls;             /* collectives in it (0: not known) */
 };
 
 enum step_source { SRC_COLLECTIVES, SRC_KERNELS, SRC_NVTX, SRC_KINETO, SRC_N };
@@ -638,21 +644,27 @@ struct proc {
     int first;                  /* the first process folded: each step starts afresh */
     const struct rsr_model *m;
     size_t bur;                 /* fold_one's place in the checkpoint bursts */
+    struct rsr_cp_typical typ;  /* its steps without a checkpoint so far (critpath.h) */
+    double loader[RSR_HOST_NCLASSES];   /* loader_shares */
 };
 
-static void fold_one(struct rsr_step *t, const struct pstep *x, const struct rsr_model *m, int first, size_t *bur);
+static void fold_one(struct rsr_step *t, const struct pstep *x, struct proc *p);
 
 static void proc_take(struct proc *p, const struct pstep *x)
 {
     if (p->job && p->n < p->job->n)
-        fold_one(rsr_step_mut(p->job, p->n), x, p->m, p->first, &p->bur);
+        fold_one(rsr_step_mut(p->job, p->n), x, p);
     p->n++;
 }
 
 static struct rsr_step_counters sub(const struct rsr_step_counters *a, const struct rsr_step_counters *b)
 {
-    return (struct rsr_step_counters){ a->busy - b->busy, a->compute - b->compute, a->comm - b->comm,
-                                       a->cc - b->cc, a->io - b->io, a->wait - b->wait };
+    struct rsr_step_counters d = { a->busy - b->busy, a->compute - b->compute, a->comm - b->comm,
+                                   a->cc - b->cc, a->io - b->io, a->wait - b->wait, { 0 },
+                                   a->read_ext - b->read_ext, a->sync_gap - b->sync_gap };
+    for (int k = 0; k < RSR_HOST_NCLASSES; k++)
+        d.host[k] = a->host[k] - b->host[k];
+    return d;
 }
 
 /* The steps of segments segs over marks mk[0..nm) of summary s. */
@@ -755,6 +767,9 @@ static int seg_step(void *ctx, const struct rsr_step_seg *g)
         ps.end = ps.start;
     ps.phase = g->phase;
     ps.d = sub(b ? &b->c : &s->end_counters, &c0);
+    ps.d_start = a->t;
+    ps.colls = s->n_cmarks ? (uint32_t)g->n : 0;
+    ps.d_end = b ? b->t : ps.end > a->t ? ps.end : a->t;
     proc_take(c->p, &ps);
     return 0;
 }
@@ -898,8 +913,9 @@ static int proc_ranges(struct proc *p, const struct rsr_model *m, const struct r
         const char *name = rsr_model_str(m, v[i]->name);
         int eval = strcasestr(name, "eval") || strcasestr(name, "valid");
         kineto &= strncmp(name, "ProfilerStep#", 13) == 0;
-        struct pstep x = { v[i]->start_ns, v[i]->end_ns > v[i]->start_ns ? v[i]->end_ns : v[i]->start_ns,
-                           (uint8_t)(eval ? RSR_PHASE_EVAL : RSR_PHASE_TRAIN), sub(&v[i]->c1, &v[i]->c0) };
+        int64_t end = v[i]->end_ns > v[i]->start_ns ? v[i]->end_ns : v[i]->start_ns;
+        struct pstep x = { v[i]->start_ns, end, (uint8_t)(eval ? RSR_PHASE_EVAL : RSR_PHASE_TRAIN),
+                           sub(&v[i]->c1, &v[i]->c0), v[i]->start_ns, end, 0 };
         proc_take(p, &x);
     }
     free(v);
@@ -1052,6 +1068,28 @@ double rsr_steps_median(double *v, size_t n)
     return quantile(v, n, 0.5);
 }
 
+/* The share of the GPU idle in each host class's main-thread waits that
+ * were data loading (the summary's wait stacks against the ones the
+ * symboliser called data loading, waits.h). */
+static void loader_shares(const struct rsr_model *m, double *share)
+{
+    double all[RSR_HOST_NCLASSES] = { 0 }, loading[RSR_HOST_NCLASSES] = { 0 };
+    const struct rsr_summary *s = m->sum;
+    for (size_t i = 0; s && i < s->n_wstacks; i++) {
+        const struct rsr_wait_stack *w = &s->wstacks[i];
+        if (w->cls >= RSR_HOST_NCLASSES)
+            continue;
+        all[w->cls] += (double)w->idle_ns;
+        for (uint32_t k = 0; k < m->waits.n_loader_stacks; k++)
+            if (m->waits.loader_stacks[k] == w->stack && w->stack) {
+                loading[w->cls] += (double)w->idle_ns;
+                break;
+            }
+    }
+    for (int k = 0; k < RSR_HOST_NCLASSES; k++)
+        share[k] = all[k] > 0 ? loading[k] / all[k] : 0;
+}
+
 static double dur_ms(const struct rsr_step *st)
 {
     return (double)(st->end_ns - st->start_ns) / 1e6;
@@ -1067,8 +1105,11 @@ static double dur_ms(const struct rsr_step *st)
  * exposed_comm_pct their exposed communication, io_ms and wait_ms their
  * I/O and data wait, idle_pct their GPU busy time, busy_spread_ms the
  * largest of those. */
-static void fold_one(struct rsr_step *t, const struct pstep *x, const struct rsr_model *m, int first, size_t *bur)
+static void fold_one(struct rsr_step *t, const struct pstep *x, struct proc *p)
 {
+    const struct rsr_model *m = p->m;
+    int first = p->first;
+    size_t *bur = &p->bur;
     const struct rsr_summary *s = m->sum;
     if (first) {
         memset(t, 0, sizeof *t);
@@ -1093,6 +1134,7 @@ static void fold_one(struct rsr_step *t, const struct pstep *x, const struct rsr
         t->busiest_rank = m->rank;
     }
     /* checkpoint writes that lie mostly inside the step */
+    int ckpt = 0;
     while (*bur < s->n_bursts && s->bursts[*bur].end_ns <= x->start)
         (*bur)++;
     for (size_t b = *bur; b < s->n_bursts && s->bursts[b].start_ns < x->end; b++) {
@@ -1102,9 +1144,18 @@ static void fold_one(struct rsr_step *t, const struct pstep *x, const struct rsr
         if (hi <= lo || 2 * (hi - lo) < bu->end_ns - bu->start_ns)
             continue;
         t->checkpoint = 1;
+        ckpt = 1;
         if ((double)(hi - lo) / 1e6 > t->ckpt_ms)
             t->ckpt_ms = (double)(hi - lo) / 1e6;
     }
+    struct rsr_cp_in in = { m->rank, &x->d, x->d_start, x->d_end, ckpt, x->colls, { 0 } };
+    memcpy(in.loader, p->loader, sizeof in.loader);
+    struct rsr_cp_rank cr;
+    rsr_cp_rank_of(&cr, &in, x->phase == RSR_PHASE_TRAIN ? &p->typ : NULL);
+    if (x->phase == RSR_PHASE_TRAIN && p->job->rank_parts)
+        for (int k = 0; k < RSR_CP_NPARTS; k++)
+            p->job->rank_parts[p->model * RSR_CP_NPARTS + (size_t)k] += cr.part[k];
+    rsr_cp_fold(&t->path, &cr, first);
 }
 
 /* A job step's figures from the sums fold_one left over np processes.
@@ -1293,6 +1344,8 @@ static int proc_get(struct proc *p, struct rsr_model *m, size_t i, int *kind, st
     *kind = 0;
     if (!m->sum)
         return 0;
+    if (job)
+        loader_shares(m, p->loader);
     int r = proc_ranges(p, m, m->sum);
     if (r == 0)
         r = proc_find(p, m->sum, kind);
@@ -1365,7 +1418,8 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
         goto done;
     }
     out->in_steps = calloc(n, 1);
-    if (!out->in_steps) {
+    out->rank_parts = calloc(n * RSR_CP_NPARTS, sizeof *out->rank_parts);
+    if (!out->in_steps || !out->rank_parts) {
         rc = -1;
         goto done;
     }
@@ -1456,6 +1510,7 @@ void rsr_steps_free(struct rsr_steps *s)
     free(s->series_index);
     free(s->slow);
     free(s->in_steps);
+    free(s->rank_parts);
     memset(s, 0, sizeof *s);
 }
 

@@ -50,6 +50,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "reporter/critpath.h"
 #include "reporter/model.h"
 
 /* Symbols the period is looked for in, and the longest period. */
@@ -141,6 +142,7 @@ struct rsr_step {
     int32_t busiest_rank;
     uint8_t phase;
     uint8_t checkpoint;         /* a checkpoint write lies mostly inside it */
+    struct rsr_step_path path;  /* its critical path as the ranks were folded in (critpath.h) */
 };
 
 struct rsr_step_slow {
@@ -193,6 +195,10 @@ struct rsr_steps {
     size_t ranks;               /* processes whose steps make the job's */
     uint8_t *in_steps;          /* [n_models]: 1 for those processes (models' order) */
     size_t n_models;
+    /* [n_models * RSR_CP_NPARTS]: each process's own critical-path parts
+     * (critpath.h) over its training steps, ns, as if it were the path:
+     * where a cause lies, on one rank or on all */
+    double *rank_parts;
 };
 
 /* Whether a range's name marks a step: "step" or "iter" in any case

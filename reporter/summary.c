@@ -6,7 +6,7 @@
  * later is added). Step marks take all the counters (summary.h) the same
  * way: a collective's mark when the stream passes its start, with the
  * longest GPU idle gap seen since the previous one (its counters taken as
- * the op that ends it comes); a kernel's as it comes. Each mark is 72
+ * the op that ends it comes); a kernel's as it comes. Each mark is 128
  * bytes: memory grows with collectives (as the tuples do) and, without
  * them, with steps (a kernel per step once the first RSR_STEP_LEARN
  * kernels gave the period).
@@ -60,6 +60,14 @@ static int64_t uni_len(const struct uni *u)
 {
     return u->total + (u->open ? u->e - u->s : 0);
 }
+
+/* A union of what the host did (rsr_host_class) with the GPU's idle time
+ * inside its closed intervals; busy_start: the GPU busy time before the
+ * open interval's start. */
+struct idle_uni {
+    struct uni u;
+    int64_t busy_start, idle_ns;
+};
 
 struct stream_state {
     struct rsr_stream_idle idle;
@@ -161,6 +169,25 @@ struct rsr_acc {
     struct uni ios;
     int64_t gap_len, gap_end, gap_host;
     int64_t sync_end;           /* the latest end of a host synchronisation so far */
+    int64_t sync_start;         /* that one's start */
+    int64_t sync_gap;           /* rsr_step_counters.sync_gap */
+    struct idle_uni host[RSR_HOST_NCLASSES];
+    /* the main thread's wait the stream is in (one at a time: a thread
+     * blocks in one call), its GPU idle to go to its stack's entry */
+    struct {
+        int open;
+        int64_t s, e, busy_start;
+        uint32_t stack;
+        uint8_t cls;
+    } hw;
+    size_t cap_wstacks, last_wstack;
+    /* the classes' idle (and reading's, last) at the last idle gap's end,
+     * the rest of gaps each class held (rsr_step_counters: in host[], and
+     * read_ext); class_adds counts the intervals the
+     * classes and the reads took, class_adds_seen its value then */
+    int64_t gap_prev[RSR_HOST_NCLASSES + 1], gap_ext[RSR_HOST_NCLASSES + 1];
+    uint64_t class_adds, class_adds_seen;
+    int64_t ends_min;           /* ends_update */
     int64_t recent_sync[RSR_SYNC_RECENT][2];    /* the last ones' start and end, a ring */
     uint64_t n_recent;
     struct rsr_step_counters gap_c;
@@ -219,6 +246,7 @@ struct rsr_acc *rsr_acc_new(int64_t start_ns)
     if (!a)
         return NULL;
     a->pos = INT64_MIN;
+    a->ends_min = INT64_MAX;
     a->start = start_ns;
     a->kernel_wait_ns = RSR_KERNEL_WAIT_NS;
     a->short_ns = RSR_SHORT_KERNEL_NS;
@@ -340,6 +368,79 @@ static void reads_close(struct rsr_acc *a)
         a->tail_ns += re - (from > a->hi ? from : a->hi);
 }
 
+/* The GPU idle time inside h's open interval up to t (no later than its
+ * end; t at or after the position), from the GPU's first work on. */
+static int64_t iu_open_idle(const struct rsr_acc *a, const struct idle_uni *h, int64_t t)
+{
+    if (!h->u.open || !a->have_op)
+        return 0;
+    int64_t from = h->u.s > a->lo ? h->u.s : a->lo;
+    int64_t busy_from = h->u.s > a->lo ? h->busy_start : 0;
+    int64_t to = t < h->u.e ? t : h->u.e;
+    return to > from ? (to - from) - (busy_before(a, to) - busy_from) : 0;
+}
+
+static void ends_update(struct rsr_acc *a);
+
+static void iu_add(struct rsr_acc *a, struct idle_uni *h, int64_t s, int64_t e)
+{
+    a->class_adds++;
+    int64_t cs, ce;
+    int was_open = h->u.open;
+    uni_add(&h->u, s, e, &cs, &ce);
+    if (!was_open)
+        h->busy_start = busy_before(a, s);
+    ends_update(a);
+}
+
+/* The open wait's GPU idle to its stack's entry (up to to, at or after the
+ * position), from the first collective on (without collectives, the first
+ * GPU work): the set-up's waits (rendezvous, communicators) are in no step
+ * and say nothing of what the steps wait for. */
+static void hw_close(struct rsr_acc *a, int64_t to)
+{
+    a->hw.open = 0;
+    if (!a->have_op || (!a->n_answered && (a->out.n_cmarks || a->marks_base)))
+        return;
+    int64_t from = a->hw.s > a->lo ? a->hw.s : a->lo, busy_from = a->hw.s > a->lo ? a->hw.busy_start : 0;
+    if (to > a->hw.e)
+        to = a->hw.e;
+    int64_t idle = to > from ? (to - from) - (busy_before(a, to) - busy_from) : 0;
+    if (idle <= 0)
+        return;
+    struct rsr_summary *o = &a->out;
+    uint32_t stack = a->hw.stack;
+    size_t i = a->last_wstack;
+    if (i >= o->n_wstacks || o->wstacks[i].stack != stack || o->wstacks[i].cls != a->hw.cls)
+        for (i = 0; i < o->n_wstacks; i++)
+            if (o->wstacks[i].stack == stack && o->wstacks[i].cls == a->hw.cls)
+                break;
+    if (i == o->n_wstacks) {
+        if (o->n_wstacks >= RSR_WAIT_STACKS_MAX) {
+            stack = 0;   /* the rest, together */
+            for (i = 0; i < o->n_wstacks && !(o->wstacks[i].stack == 0 && o->wstacks[i].cls == a->hw.cls); i++)
+                ;
+        }
+        if (i == o->n_wstacks) {
+            struct rsr_wait_stack *v = grow(o->wstacks, &a->cap_wstacks, i + 1, sizeof *v, &a->failed);
+            if (!v)
+                return;
+            o->wstacks = v;
+            v[i] = (struct rsr_wait_stack){ .stack = stack, .cls = a->hw.cls };
+            o->n_wstacks++;
+        }
+    }
+    o->wstacks[i].idle_ns += idle;
+    a->last_wstack = i;
+}
+
+/* h's open interval ends at its end, which the stream is past. */
+static void iu_close(struct rsr_acc *a, struct idle_uni *h)
+{
+    h->idle_ns += iu_open_idle(a, h, h->u.e);
+    h->u.open = 0;
+}
+
 /* Union time before t, for t at or after the position. */
 static int64_t uni_before(const struct uni *u, int64_t t)
 {
@@ -361,6 +462,12 @@ static void counters_at(const struct rsr_acc *a, int64_t t, struct rsr_step_coun
     c->cc = uni_before(&a->cc, t);
     c->io = uni_before(&a->ios, t);
     c->wait = a->read_idle_ns + a->tail_ns;
+    for (int k = 0; k < RSR_HOST_NCLASSES; k++)
+        c->host[k] = a->host[k].idle_ns + iu_open_idle(a, &a->host[k], t);
+    c->sync_gap = a->sync_gap;
+    for (int k = 0; k < RSR_HOST_NCLASSES; k++)
+        c->host[k] += a->gap_ext[k];
+    c->read_ext = a->gap_ext[RSR_HOST_NCLASSES];
     /* the open read union's idle share so far, as reads_close counts it */
     if (a->reads.open && a->have_op && a->reads.s < t) {
         int64_t from = a->reads.s > a->lo ? a->reads.s : a->lo;
@@ -445,17 +552,44 @@ static void answer(struct rsr_acc *a, struct query q)
 
 /* Moves the stream to x: everything that ends before x is settled with the
  * GPU busy time known so far (no op given yet starts after it). */
+/* The earliest end of the open reads' and classes' unions (INT64_MAX:
+ * none open), after one of them changed. */
+static void ends_update(struct rsr_acc *a)
+{
+    int64_t m = a->reads.open ? a->reads.e : INT64_MAX;
+    for (int k = 0; k < RSR_HOST_NCLASSES; k++)
+        if (a->host[k].u.open && a->host[k].u.e < m)
+            m = a->host[k].u.e;
+    a->ends_min = m;
+}
+
 static void advance(struct rsr_acc *a, int64_t x)
 {
-    if (a->reads.open && a->reads.e < x) {
-        /* look-ups before the read's end see it open (counters_at) */
-        while (a->n_heap && a->heap[0].t < a->reads.e)
+    /* the unions that end before x close in the order of their ends; the
+     * look-ups before an end see its union open (counters_at) */
+    for (; a->ends_min < x; ends_update(a)) {
+        int which = -2;
+        int64_t end = INT64_MAX;
+        if (a->reads.open && a->reads.e < x)
+            which = -1, end = a->reads.e;
+        for (int k = 0; k < RSR_HOST_NCLASSES; k++)
+            if (a->host[k].u.open && a->host[k].u.e < x && a->host[k].u.e < end)
+                which = k, end = a->host[k].u.e;
+        if (which == -2)
+            break;  /* not reached: ends_min said one ends before x */
+        while (a->n_heap && a->heap[0].t < end)
             answer(a, heap_pop(a));
-        reads_close(a);
-        a->reads.open = 0;
+        if (which == -1) {
+            reads_close(a);
+            a->reads.open = 0;
+        } else {
+            iu_close(a, &a->host[which]);
+        }
     }
     while (a->n_heap && a->heap[0].t < x)
         answer(a, heap_pop(a));
+    if (a->hw.open && a->hw.e < x)
+        hw_close(a, a->hw.e);
 }
 
 /* The record's start, moved to the position when it came late. */
@@ -683,7 +817,7 @@ static void sm_sweep(struct rsr_acc *a, int64_t t)
     }
 }
 
-/* A kernel (compute or communication) from s to e joins the sweep. */
+/* A compute kernel from s to e joins the sweep. */
 static void sm_add(struct rsr_acc *a, const struct rsr_acc_op *op, int64_t s, int64_t e)
 {
     if (a->n_runs)
@@ -710,6 +844,43 @@ struct rsr_acc_op rsr_acc_op_of(const struct rsr_gpu_op *op, int64_t launch_ns)
     };
 }
 
+/* A GPU idle gap ends at s (the position): the class that held half of
+ * it or more takes what no class held (rsr_step_counters.gap_ext); half
+ * of what followed the return of a sync that waited for the GPU, when one
+ * returned in it (a host slow to wake, on a busy node, was woken into that
+ * work). */
+static void gap_classes(struct rsr_acc *a, int64_t s)
+{
+    /* nothing the host did since the last gap: nothing held this one (the
+     * common case: a GPU that idles between kernels of one launch loop) */
+    int open = a->reads.open;
+    for (int k = 0; k < RSR_HOST_NCLASSES; k++)
+        open |= a->host[k].u.open;
+    if (!open && a->class_adds == a->class_adds_seen)
+        return;
+    a->class_adds_seen = a->class_adds;
+    struct rsr_step_counters c;
+    counters_at(a, s, &c);
+    int64_t awake = s - (a->sync_end > a->all.e && a->sync_end <= s ? a->sync_end : a->all.e);
+    int64_t now[RSR_HOST_NCLASSES + 1], gap = s - a->all.e, held = 0, top = 0;
+    memcpy(now, c.host, sizeof c.host);
+    now[RSR_HOST_NCLASSES] = c.wait + c.read_ext;
+    int k_top = -1;
+    for (int k = 0; k <= RSR_HOST_NCLASSES; k++) {
+        int64_t d = now[k] - a->gap_prev[k];
+        if (d > gap)
+            d = gap;
+        held += d > 0 ? d : 0;
+        if (d > top)
+            top = d, k_top = k;
+    }
+    memcpy(a->gap_prev, now, sizeof now);
+    if (k_top >= 0 && 2 * top >= awake && gap > held) {
+        a->gap_ext[k_top] += gap - held;
+        a->gap_prev[k_top] += gap - held;  /* in the counters from now on */
+    }
+}
+
 void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op)
 {
     int64_t dur = op->end_ns - op->start_ns;
@@ -725,6 +896,15 @@ void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op)
     a->tail_ns = 0;
     if (e > a->hi)
         a->hi = e;
+    if (a->all.open && s > a->all.e)
+        gap_classes(a, s);
+    /* an idle gap that a host sync which waited for the GPU ended: it cost
+     * the gap (without it the host would have been ahead of the GPU), at
+     * most the time it waited */
+    if (a->all.open && s > a->all.e && a->sync_end > a->all.e && a->sync_end <= s && a->sync_start < a->all.e) {
+        int64_t gap = s - a->all.e, waited = a->sync_end - a->sync_start;
+        a->sync_gap += gap < waited ? gap : waited;
+    }
     step_marks(a, op, s, e);
     int64_t cs, ce;
     if (uni_add(&a->all, s, e, &cs, &ce))
@@ -735,10 +915,12 @@ void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op)
         uni_add(&a->comm, s, e, &cs, &ce);
     else
         uni_add(&a->mem, s, e, &cs, &ce);
-    if (op->cls == RSR_GPU_COMPUTE || op->cls == RSR_GPU_COMM) {
+    if (op->cls == RSR_GPU_COMPUTE || op->cls == RSR_GPU_COMM)
         uni_add(&a->cc, s, e, &cs, &ce);
+    /* SM activity is compute's: a collective's kernels wait for their
+     * peers or move data, SMs nobody could fill with work */
+    if (op->cls == RSR_GPU_COMPUTE)
         sm_add(a, op, s, e);
-    }
 
     /* the gap before it on its stream, as HTA splits it */
     struct stream_state *st = stream_of(a, op->device, op->stream);
@@ -850,12 +1032,18 @@ void rsr_acc_io(struct rsr_acc *a, const struct rsr_io *io)
         /* advance() closed any union that ended before s: this read
          * extends the open one or opens a new one */
         int was_open = a->reads.open;
+        a->class_adds++;
         uni_add(&a->reads, s, e, &cs, &ce);
         if (!was_open)
             a->reads_busy_start = busy_before(a, s);
+        ends_update(a);
     } else if (io->dir == RSF_DIR_WRITE) {
         fine_spread(a, RSR_FINE_WRITE, s, e, (double)io->bytes);
     }
+    /* writing: the writes, and the flushes and closes that wait for them */
+    if (io->dir == RSF_DIR_WRITE || io->op == RSF_IO_FSYNC || io->op == RSF_IO_FDATASYNC ||
+        io->op == RSF_IO_FFLUSH || io->op == RSF_IO_CLOSE || io->op == RSF_IO_FCLOSE)
+        iu_add(a, &a->host[RSR_HOST_WRITE], s, e);
     if (io->dir == RSF_DIR_READ || io->dir == RSF_DIR_WRITE) {
         int64_t cs, ce;
         uni_add(&a->ios, s, e, &cs, &ce);
@@ -902,15 +1090,34 @@ void rsr_acc_io(struct rsr_acc *a, const struct rsr_io *io)
     }
 }
 
-void rsr_acc_sync(struct rsr_acc *a, int64_t start_ns, int64_t end_ns)
+void rsr_acc_sync(struct rsr_acc *a, const struct rsr_sync *y)
 {
+    int64_t start_ns = y->start_ns, end_ns = y->end_ns;
     enter(a, start_ns);
     a->n_syncs++;
     a->sync_blocked += end_ns - start_ns;
+    if (y->kind == RSF_SYNC_STREAM_WAIT_EVENT || y->kind == RSF_SYNC_QUERY)
+        return;
     if (end_ns > a->sync_end)
-        a->sync_end = end_ns;
+        a->sync_end = end_ns, a->sync_start = start_ns;
     a->recent_sync[a->n_recent % RSR_SYNC_RECENT][0] = start_ns;
     a->recent_sync[a->n_recent++ % RSR_SYNC_RECENT][1] = end_ns;
+}
+
+void rsr_acc_hwait(struct rsr_acc *a, const struct rsr_hwait *w)
+{
+    int64_t s = enter(a, w->start_ns), e = w->end_ns > s ? w->end_ns : s;
+    int k = rsr_host_class(w->reason);
+    if (k < 0)
+        return;
+    iu_add(a, &a->host[k], s, e);
+    if (a->hw.open)     /* overlapping the last one (clocks' jitter): that one ends here */
+        hw_close(a, s);
+    a->hw.open = 1;
+    a->hw.s = s, a->hw.e = e;
+    a->hw.busy_start = busy_before(a, s);
+    a->hw.stack = w->stack;
+    a->hw.cls = (uint8_t)k;
 }
 
 /* ---- collectives ---- */
@@ -1313,7 +1520,7 @@ static void finish_gpu(struct rsr_acc *a, struct rsr_summary *o)
     g->busy_pct = pct(g->kernel_busy_ns, g->span_ns);
     g->sm_activity_pct = g->span_ns > 0 ? 100.0 * g->sm_active_ns / (double)g->span_ns : 0;
     g->sm_occupancy_pct = g->span_ns > 0 ? 100.0 * g->occupancy_ns / (double)g->span_ns : 0;
-    g->no_geometry_pct = pct(g->no_geom_ns, g->kernel_busy_ns);
+    g->no_geometry_pct = pct(g->no_geom_ns, g->compute_ns);
     g->streams = malloc((a->n_streams ? a->n_streams : 1) * sizeof *g->streams);
     if (!g->streams) {
         a->failed = 1;
@@ -1443,8 +1650,17 @@ int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
         a->failed = 1;
     if (a->reads.open)
         reads_close(a);
-    a->out.end_counters = (struct rsr_step_counters){ uni_len(&a->all), uni_len(&a->comp), uni_len(&a->comm),
-                                                      uni_len(&a->cc), uni_len(&a->ios), a->read_idle_ns };
+    for (int k = 0; k < RSR_HOST_NCLASSES; k++)
+        if (a->host[k].u.open)
+            iu_close(a, &a->host[k]);
+    if (a->hw.open)
+        hw_close(a, a->hw.e);
+    struct rsr_step_counters *ec = &a->out.end_counters;
+    *ec = (struct rsr_step_counters){ uni_len(&a->all), uni_len(&a->comp), uni_len(&a->comm), uni_len(&a->cc),
+                                      uni_len(&a->ios), a->read_idle_ns, { 0 }, a->gap_ext[RSR_HOST_NCLASSES],
+                                      a->sync_gap };
+    for (int k = 0; k < RSR_HOST_NCLASSES; k++)
+        ec->host[k] = a->host[k].idle_ns + a->gap_ext[k];
     if (a->all.open)
         fine_spread(a, RSR_FINE_BUSY, a->all.s, a->all.e, (double)(a->all.e - a->all.s));
     *out = a->out;
@@ -1510,6 +1726,7 @@ void rsr_summary_free(struct rsr_summary *s)
     free(s->cmarks);
     free(s->kmarks);
     free(s->ranges);
+    free(s->wstacks);
     for (int k = 0; k < RSR_FINE_NSERIES; k++)
         free(s->fine[k]);
     memset(s, 0, sizeof *s);
@@ -1733,7 +1950,7 @@ size_t rsr_summary_bytes(const struct rsr_summary *s)
                s->n_bursts * sizeof *s->bursts + s->gpu.n_streams * sizeof *s->gpu.streams +
                s->kernels.n * sizeof *s->kernels.stats + s->kernels.n_short_names * sizeof *s->kernels.short_names +
                ((s->marks_spilled ? 0 : s->n_cmarks) + s->n_kmarks) * sizeof(struct rsr_step_mark) +
-               s->n_ranges * sizeof *s->ranges;
+               s->n_ranges * sizeof *s->ranges + s->n_wstacks * sizeof *s->wstacks;
     for (int k = 0; k < RSR_FINE_NSERIES; k++)
         b += s->fine[k] ? RSR_FINE_BINS * sizeof(double) : 0;
     return b;
@@ -1910,6 +2127,8 @@ int rsr_summary_of_records(const struct rsr_model *m, int64_t kernel_wait_ns, in
         start = m->io[0].start_ns;
     if (m->n_syncs && m->syncs[0].start_ns < start)
         start = m->syncs[0].start_ns;
+    if (m->n_hwaits && m->hwaits[0].start_ns < start)
+        start = m->hwaits[0].start_ns;
     for (size_t k = 0; k < m->n_colls; k++)
         if (m->colls[k].end_ns && m->colls[k].start_ns < start)
             start = m->colls[k].start_ns;
@@ -1927,14 +2146,17 @@ int rsr_summary_of_records(const struct rsr_model *m, int64_t kernel_wait_ns, in
     for (size_t r = 0; r < m->n_ranges; r++)
         if (rsr_step_range_name(rsr_model_str(m, m->ranges[r].name)))
             rsr_acc_range(a, &m->ranges[r]);
-    size_t i = 0, j = 0, k = 0;
+    size_t i = 0, j = 0, k = 0, h = 0;
     for (;;) {
         int64_t t_op = i < m->n_ops ? m->ops[i].start_ns : INT64_MAX;
         int64_t t_io = j < m->n_io ? m->io[j].start_ns : INT64_MAX;
         int64_t t_sy = k < m->n_syncs ? m->syncs[k].start_ns : INT64_MAX;
-        if (i >= m->n_ops && j >= m->n_io && k >= m->n_syncs)
+        int64_t t_hw = h < m->n_hwaits ? m->hwaits[h].start_ns : INT64_MAX;
+        if (i >= m->n_ops && j >= m->n_io && k >= m->n_syncs && h >= m->n_hwaits)
             break;
-        if (i < m->n_ops && t_op <= t_io && t_op <= t_sy) {
+        if (h < m->n_hwaits && t_hw < t_op && t_hw < t_io && t_hw < t_sy) {
+            rsr_acc_hwait(a, &m->hwaits[h++]);
+        } else if (i < m->n_ops && t_op <= t_io && t_op <= t_sy) {
             const struct rsr_gpu_op *op = &m->ops[i++];
             const struct rsr_launch *l = op->launch_ns ? NULL : rsr_model_find_launch(m, op->correlation);
             struct rsr_acc_op x = rsr_acc_op_of(op, op->launch_ns ? op->launch_ns : l ? l->start_ns : 0);
@@ -1942,7 +2164,7 @@ int rsr_summary_of_records(const struct rsr_model *m, int64_t kernel_wait_ns, in
         } else if (j < m->n_io && t_io <= t_sy) {
             rsr_acc_io(a, &m->io[j++]);
         } else {
-            rsr_acc_sync(a, m->syncs[k].start_ns, m->syncs[k].end_ns);
+            rsr_acc_sync(a, &m->syncs[k]);
             k++;
         }
     }
@@ -1953,7 +2175,7 @@ int rsr_summary_of_ops(const struct rsr_model *m, int64_t kernel_wait_ns, int64_
                        struct rsr_summary *out)
 {
     struct rsr_model ops_only = *m;
-    ops_only.n_io = ops_only.n_syncs = ops_only.n_colls = ops_only.n_ranges = 0;
+    ops_only.n_io = ops_only.n_syncs = ops_only.n_hwaits = ops_only.n_colls = ops_only.n_ranges = 0;
     return rsr_summary_of_records(&ops_only, kernel_wait_ns, short_ns, min_count, out);
 }
 

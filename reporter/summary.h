@@ -67,11 +67,22 @@ int64_t rsr_coll_hidden_ns(const struct rsr_coll_tuple *t, int64_t to);
 /* A process's cumulative counters at one moment t, ns from the start of its
  * stream up to t: GPU busy (any work), compute, communication, compute or
  * communication (so overlap = comm + compute - cc), I/O calls (union of
- * reads and writes) and data loading (reading while the GPU idles, as
- * rsr_data_loading counts it). A step's figures are the differences of the
- * counters at its ends. */
+ * reads and writes), data loading (reading while the GPU idles, as
+ * rsr_data_loading counts it), the GPU's idle time while the host did each
+ * of rsr_host_class (each class's own union, so two classes may share a
+ * moment; and where one class held half of a GPU idle gap or more, of
+ * what followed a sync's return in it when one returned there, the rest
+ * of the gap that none held: the host waking, launching after it, the gap
+ * is that class's), read_ext (the same rest for reading, beside wait), and
+ * sync_gap: GPU idle after a host synchronisation that waited for the GPU,
+ * from the GPU's last work to its next when the sync returned in between,
+ * at most as long as the host waited (what the sync cost: without it the
+ * host would have been that far ahead of the GPU). A step's figures are
+ * the differences of the counters at its ends (critpath.h). */
 struct rsr_step_counters {
     int64_t busy, compute, comm, cc, io, wait;
+    int64_t host[RSR_HOST_NCLASSES];
+    int64_t read_ext, sync_gap;
 };
 
 /* Where a step may begin (steps.h): a timed collective, or a kernel (see
@@ -116,6 +127,21 @@ enum rsr_kmark_state {
     RSR_KMARK_ANCHOR,           /* past RSR_STEP_LEARN: only kernels named kmark_anchor, one per step */
     RSR_KMARK_NONE,             /* no period in the first RSR_STEP_LEARN kernels: none marked */
 };
+
+/* The GPU idle time while the main thread blocked in one stack's waits,
+ * from the process's first collective on (without collectives, its first
+ * GPU work): which of them were data loading is known once the stacks are
+ * symbolised (waits.h's loader_stacks), after the summary is made. */
+struct rsr_wait_stack {
+    uint32_t stack;             /* the file's stack id */
+    uint8_t cls;                /* enum rsr_host_class */
+    uint8_t pad_[3];
+    int64_t idle_ns;
+};
+
+/* Main-thread wait stacks a summary keeps apart at most; the rest add up in
+ * one entry of stack 0. */
+#define RSR_WAIT_STACKS_MAX 4096
 
 struct rsr_summary {
     struct rsr_gpu_breakdown gpu;
@@ -186,6 +212,8 @@ struct rsr_summary {
      * step end (steps.c). */
     int64_t host_end_ns;
     uint64_t late;      /* records that came after later ones had been summed (see load_model.c) */
+    struct rsr_wait_stack *wstacks;     /* by first wait; memory grows with the stacks, not the waits */
+    size_t n_wstacks;
 };
 
 /* The streaming builder (opaque). */
@@ -218,7 +246,12 @@ void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op);
  * resolved it (0: not known). */
 struct rsr_acc_op rsr_acc_op_of(const struct rsr_gpu_op *op, int64_t launch_ns);
 void rsr_acc_io(struct rsr_acc *a, const struct rsr_io *io);
-void rsr_acc_sync(struct rsr_acc *a, int64_t start_ns, int64_t end_ns);
+/* A host synchronisation; one that does not block the host (a stream told
+ * to wait for an event, a query) is counted, and is not where the host
+ * saw the GPU's work end. */
+void rsr_acc_sync(struct rsr_acc *a, const struct rsr_sync *y);
+/* The main thread blocked (model.h's rsr_hwait), in start order with the rest. */
+void rsr_acc_hwait(struct rsr_acc *a, const struct rsr_hwait *w);
 
 /* A timed collective, in any order; group_size -1 when not known. */
 void rsr_acc_coll(struct rsr_acc *a, const struct rsr_coll *c, int32_t group_size);

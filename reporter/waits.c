@@ -25,10 +25,54 @@ static int is_interpreter(const char *module)
     return starts(module, "python3") || starts(module, "libpython3");
 }
 
+int rsr_host_class(unsigned reason)
+{
+    switch (reason) {
+    case RSF_WAIT_SLEEP:
+        return RSR_HOST_SLEEP;
+    case RSF_WAIT_LOCK: case RSF_WAIT_RWLOCK: case RSF_WAIT_SPIN: case RSF_WAIT_CONDVAR: case RSF_WAIT_SEMAPHORE:
+    case RSF_WAIT_JOIN: case RSF_WAIT_BARRIER: case RSF_WAIT_FUTEX: case RSF_WAIT_FILE_LOCK:
+        return RSR_HOST_LOCK;
+    case RSF_WAIT_POLL: case RSF_WAIT_SOCKET: case RSF_WAIT_PIPE: case RSF_WAIT_CHILD:
+        return RSR_HOST_POLL;
+    default:
+        return -1;
+    }
+}
+
+void rsr_waits_loader_stack(struct rsr_proc_waits *w, uint32_t stack, uint64_t ns)
+{
+    uint32_t i, least = 0;
+    for (i = 0; i < w->n_loader_stacks; i++) {
+        if (w->loader_stacks[i] == stack) {
+            w->loader_stack_ns[i] += ns;
+            return;
+        }
+        if (w->loader_stack_ns[i] < w->loader_stack_ns[least])
+            least = i;
+    }
+    if (w->n_loader_stacks < RSR_LOADER_STACKS)
+        least = w->n_loader_stacks++;
+    else if (w->loader_stack_ns[least] >= ns)
+        return;
+    w->loader_stacks[least] = stack;
+    w->loader_stack_ns[least] = ns;
+}
+
+/* A native function that loads data, by its name (waits.h). */
+static int native_loader(const char *s)
+{
+    static const char *const words[] = { "dataloader", "data_loader", "load_batch", "next_batch" };
+    for (size_t i = 0; s && i < sizeof words / sizeof words[0]; i++)
+        if (strcasestr(s, words[i]))
+            return 1;
+    return 0;
+}
+
 int rsr_wait_cause(const char *const *names, const uint8_t *is_python, const char *const *modules, uint32_t n,
                    unsigned reason)
 {
-    int python = 0, loader = 0, loader_side = 0, distributed = 0, setup = 0;
+    int python = 0, loader = 0, loader_side = 0, distributed = 0, setup = 0, native_load = 0;
     for (uint32_t i = 0; i < n; i++) {
         const char *s = names[i];
         if (is_python[i]) {
@@ -39,11 +83,12 @@ int rsr_wait_cause(const char *const *names, const uint8_t *is_python, const cha
             setup |= starts(s, "torch/distributed/rendezvous.py:") || starts(s, "torch/distributed/elastic/") ||
                      starts(s, "torch/distributed/distributed_c10d.py:init_process_group");
         } else {
+            native_load |= native_loader(s);
             distributed |= starts(s, "c10d::") || starts(s, "gloo::");
             setup |= starts(s, "c10d::TCPStore::TCPStore");
         }
     }
-    if (loader && !loader_side)
+    if ((loader && !loader_side) || (!python && native_load))
         return RSR_CAUSE_DATALOADER;
     if (reason == RSF_WAIT_CONDVAR && n && !is_python[n - 1] && is_interpreter(modules[n - 1]))
         return RSR_CAUSE_GIL;

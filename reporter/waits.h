@@ -23,6 +23,20 @@ enum rsr_wait_cause { RSR_WAIT_CAUSES(RSR_ENUM_CAUSE) RSR_NCAUSES };
 /* The cause's name in report.json ("dataloader"); NULL outside the enum. */
 const char *rsr_wait_cause_name(unsigned c);
 
+/* What the host did while its GPU idled, beyond reading (summary.h's
+ * rsr_step_counters): writing (any thread: writes, and fsync, fdatasync,
+ * fflush and close, which wait for them), and its main thread blocked
+ * asleep, on a lock (mutex, futex, condition variable, semaphore, join,
+ * barrier, spin, file lock) or on another process or the network (poll,
+ * pipe, socket, child). */
+enum rsr_host_class { RSR_HOST_WRITE, RSR_HOST_SLEEP, RSR_HOST_LOCK, RSR_HOST_POLL, RSR_HOST_NCLASSES };
+
+/* A wait reason's host class, or -1: none (file I/O and GPU syncs have
+ * records of their own). */
+int rsr_host_class(unsigned reason);
+
+#define RSR_LOADER_STACKS 64
+
 /* Threads kept per process: the ones with the most running and blocked
  * time together. */
 #define RSR_WAIT_THREADS 8
@@ -62,7 +76,18 @@ struct rsr_proc_waits {
     /* torch.compile's compilation (compile.h): the CPU and wait samples'
      * weight of stacks in each part (enum rsr_compile_part), all threads */
     uint64_t compile_ns[RSR_COMPILE_NPARTS];
+    /* the main thread's wait stacks (the file's ids, its id the
+     * process's) that were data loading: its GPU idle in them is data
+     * loading on the critical path (critpath.h; summary.h's wstacks); the
+     * heaviest RSR_LOADER_STACKS */
+    uint32_t loader_stacks[RSR_LOADER_STACKS];
+    uint64_t loader_stack_ns[RSR_LOADER_STACKS];
+    uint32_t n_loader_stacks;
 };
+
+/* Notes a main-thread wait stack (the file's id) of ns that was data
+ * loading; past RSR_LOADER_STACKS, the heaviest are kept. */
+void rsr_waits_loader_stack(struct rsr_proc_waits *w, uint32_t stack, uint64_t ns);
 
 /* Offers a stack of kind (enum rsr_top_kind) weighing ns, its frames'
  * names[0..n) root first, to w's heaviest: kept when it weighs more than
@@ -77,6 +102,9 @@ void rsr_waits_top_offer(struct rsr_proc_waits *w, int kind, uint64_t ns, const 
  *   loop's next() and iter() on a DataLoader), unless the stack is a
  *   worker's or the pin-memory thread's own (frames under
  *   torch/utils/data/_utils/: a forked worker keeps the loop's frames);
+ *   or, without Python frames, a native function whose name says it loads
+ *   data: "dataloader", "data_loader", "load_batch" or "next_batch" in any
+ *   case (a C++ loader, simtrain's sim_train_load_batch);
  * - gil: a condition variable waited on by CPython itself (the innermost
  *   native frame in the interpreter's own file, python3.X or libpython3.X:
  *   on Linux CPython's locks are semaphores, and its only condition

@@ -87,18 +87,20 @@ def findings_checks(rep, cards, first):
         return
     gains = []
     for c in cards:
-        m = re.match(r"up to (\d+)%", c["gain"] or "")
+        m = re.match(r"(?:up to|gives back) (\d+)%", c["gain"] or "")
         gains.append(int(m.group(1)) if m else None)
     measured = [g for g in gains if g is not None]
     check("units page: findings shown largest gain first, unmeasured last",
           all(c["shown"] for c in cards) and measured == sorted(measured, reverse=True) and
           gains[:len(measured)] == measured, "%s" % [(c["title"], c["gain"]) for c in cards])
-    want = [(f.get("title"), round(f["recoverable_pct"]) if "recoverable_pct" in f else None) for f in fs]
+    want = [(f.get("title"), round(f["recoverable_pct"]) if f.get("recoverable_pct") is not None else None)
+            for f in fs]
     check("units page: the cards are report.json's findings, in its order, with its figures",
           [(c["title"], g) for c, g in zip(cards, gains)] == want,
           "page %s, json %s" % (list(zip([c["title"] for c in cards], gains)), want))
-    check("units page: the header names the finding that would give back most",
-          first and cards[0]["title"] in first and ("up to %d%%" % gains[0]) in first, "%r" % first)
+    check("units page: the header is report.json's headline, the first finding's gain",
+          first and rj.get("headline") and first.strip() == rj["headline"] and ("%d%%" % gains[0]) in first,
+          "%r against %r" % (first, rj.get("headline")))
 
 
 def page_checks(rep, summary):

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""What removing a cause gives back (report.json critical_path and the
+findings, critpath.h): simtrain on 4 ranks, each job with one injected cause
+and the same job without it, the truth's gain from the program's own clock
+(SIMGPU_TRUTH step lines: 1 - time per step without / with). For each case:
+- the first finding names the injected cause (its "cause"), unless the case
+  says the cause is not the largest (a sync in a loop whose host is slow to
+  launch anyway: what the sync costs must be right, not first);
+- that finding's recoverable_pct is within max(5 points, 35%) of the
+  truth's gain, and no other finding claims more than that gain + 10 points;
+- the critical path's parts add up to steps.per_step_ms (within 1%), and no
+  finding's gain is more than its cause's part of the path; the gains add up
+  to no more than the step.
+A job with nothing injected has no finding above 10%. Each arm runs twice,
+the shorter time per step its truth. `make whatif` runs this test alone."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rstest import BUILD, RINGSIDE, check, cleanup, finish, run, tempdir  # noqa: E402
+from simtruth import per_step_ms  # noqa: E402
+
+LAUNCH = os.path.join(BUILD, "simlaunch")
+TRAIN = os.path.join(BUILD, "simtrain")
+SIM = os.path.join(BUILD, "sim")
+BASE = ["--steps", "40", "--layers", "4"]
+ONE = 2     # the rank a one-rank cause is on
+
+# (name, the job's options with the cause, without it, shell lines each
+# rank runs first (a cause on some ranks only), the cause, whether it must
+# be the first finding)
+CASES = [
+    ("checkpoints", ["--ckpt-every", "5", "--ckpt-mb", "32"], [], "", "checkpoint", True),
+    ("straggler_kernels", ["--straggler", "%d:1.5" % ONE], [], "", "imbalance", True),
+    ("straggler_host", ["--host-work", "%d:1500" % ONE], [], "", "host", True),
+    ("data_sleep_all", ["--data-us", "3000"], [], "", "data_loading", True),
+    ("data_sleep_one", [], [], "[ \"$RANK\" = %d ] && export SIMTRAIN_CONFIG='--data-us 3000'; " % ONE,
+     "data_loading", True),
+    ("slow_read_one", ["--slow-data", "%d:3000" % ONE], [], "", "data_loading", True),
+    ("slow_read_all", [], [], "export SIMTRAIN_CONFIG=\"--slow-data $RANK:3000\"; ", "data_loading", True),
+    ("overlap_off", ["--no-overlap"], [], "", "transfer", True),
+    ("slow_link", ["--no-overlap", "--bw-gbs", "2"], ["--bw-gbs", "2"], "", "transfer", True),
+    ("pipeline_bubble", ["--pp", "2", "--stage-slow", "1:2"], ["--pp", "2"], "", "imbalance", True),
+    ("sync_gpu_bound", [], ["--no-step-sync"], "", "sync", True),
+    ("evaluation", ["--eval-every", "5"], [], "", "evaluation", True),
+]
+# Not yet here (issue 46's notes): host-bound launches (many tiny kernels),
+# and a sync in a host-bound loop. Four ranks launching that hard saturate
+# this machine's two cores, and the truth's gain is then mostly the CPUs
+# freed for the other ranks, which no rank's own record shows.
+
+
+def job(name, args, pre=""):
+    """(report.json, the truth's time per step in ms) or None."""
+    d = tempdir("whatif-" + name)
+    env = dict(os.environ)
+    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "LD_PRELOAD", "RINGSIDE_JOB",
+              "RINGSIDE_RANK_PID", "SIMTRAIN_CONFIG"):
+        env.pop(k, None)
+    env.update(LD_LIBRARY_PATH=SIM, SIMNCCL_TIMEOUT_S="60", RINGSIDE_OUT=os.path.join(d, "trace"),
+               AGENT_SO=os.path.join(BUILD, "libagent.so"), SIMGPU_TRUTH=os.path.join(d, "truth.%p"))
+    cmd = [LAUNCH, "-n", "4", "--", "sh", "-c", pre + 'export LD_PRELOAD="$AGENT_SO"; exec "$@"', "sh", TRAIN,
+           "--ckpt-dir", d] + BASE + args
+    out = None
+    p = run(cmd, env=env, timeout=300)
+    if check(name + ": simtrain runs", p.returncode == 0, p.stderr.decode(errors="replace")[-400:]):
+        r = run([RINGSIDE, "report", os.path.join(d, "trace"), "-o", os.path.join(d, "report"), "-q"])
+        if check(name + ": report succeeds", r.returncode == 0, r.stderr.decode(errors="replace")[-400:]):
+            with open(os.path.join(d, "report", "report.json")) as f:
+                rep = json.load(f)
+            lines = []
+            for fn in os.listdir(d):
+                if fn.startswith("truth."):
+                    with open(os.path.join(d, fn)) as f:
+                        lines += [json.loads(x) for x in f if x.strip()]
+            steps = [t for t in lines if t.get("kind") == "step"]
+            ops = [t for t in lines if t.get("kind") not in ("step", "layout")]
+            out = rep, per_step_ms(steps, ops)
+    cleanup(d)
+    return out
+
+
+def gains(rep):
+    return [(f["id"], f.get("cause"), f["recoverable_pct"]) for f in rep.get("findings", [])]
+
+
+def path_checks(name, rep):
+    """The path adds up to the step; no finding claims more than its part;
+    the gains add up to no more than the step."""
+    cp = rep.get("critical_path")
+    if not check(name + ": critical_path present", cp is not None and "steps" in rep, str(rep.get("steps"))[:200]):
+        return {}
+    per = rep["steps"]["per_step_ms"]
+    total = sum(p["ms_per_step"] for p in cp["parts"])
+    check(name + ": the path's parts add up to the time per step (within 1%)", abs(total - per) <= 0.01 * per,
+          "%.3f != %.3f" % (total, per))
+    part = {p["cause"]: p for p in cp["parts"]}
+    over = [(f["id"], f["recoverable_pct"], part[f["cause"]]["pct"]) for f in rep["findings"]
+            if f.get("cause") and f["recoverable_pct"] is not None and
+            f["recoverable_pct"] > part.get(f["cause"], {"pct": 0})["pct"] + 1e-6]
+    check(name + ": no finding claims more than its cause's part of the path", not over, str(over))
+    claimed = sum(f["recoverable_pct"] or 0 for f in rep["findings"] if f.get("cause"))
+    check(name + ": the findings' gains add up to no more than the step", claimed <= 100 + 1e-6, "%.1f" % claimed)
+    causes = [f.get("cause") for f in rep["findings"] if f.get("cause")]
+    check(name + ": no two findings claim the same cause", len(causes) == len(set(causes)), str(causes))
+    return part
+
+
+def main():
+    for name, with_args, without_args, pre, cause, first in CASES:
+        # each arm twice, its time per step the shorter (a run the machine
+        # slowed says less of the job than one it left alone)
+        a = [job(name + "-with", with_args, pre) for _ in range(2)]
+        b = [job(name + "-without", without_args) for _ in range(2)]
+        if not all(a) or not all(b):
+            continue
+        rep = a[0][0]
+        t_with = min(x[1] for x in a)
+        t_without = min(x[1] for x in b)
+        truth = 100 * (1 - t_without / t_with) if t_with > 0 else 0
+        path_checks(name, rep)
+        fs = [f for f in rep.get("findings", []) if f["recoverable_pct"] is not None]
+        mine = [f for f in fs if f.get("cause") == cause]
+        why = "truth %.1f%% (%.2f -> %.2f ms/step); findings %s" % (truth, t_with, t_without, gains(rep))
+        if first:
+            check(name + ": the first finding names the cause (%s)" % cause, bool(fs) and fs[0].get("cause") == cause,
+                  why)
+        if check(name + ": a finding claims the cause", bool(mine), why):
+            got = mine[0]["recoverable_pct"]
+            check(name + ": its gain within max(5 points, 35%) of the truth's",
+                  abs(got - truth) <= max(5.0, 0.35 * abs(truth)), "%.1f%%; %s" % (got, why))
+        others = [f for f in fs if f.get("cause") != cause and f["recoverable_pct"] > truth + 10]
+        check(name + ": no other finding claims more than the truth's gain + 10 points", not others, why)
+    got = job("nothing", [])
+    if got:
+        rep, _ = got
+        path_checks("nothing", rep)
+        big = [(f["id"], f["recoverable_pct"]) for f in rep.get("findings", [])
+               if f["recoverable_pct"] is not None and f["recoverable_pct"] > 10]
+        check("nothing injected: no finding above 10%", not big, str(gains(rep)))
+    return finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
