@@ -14,6 +14,7 @@
 #include "reporter/html_ranks.h"
 #include "reporter/html_script.h"
 #include "reporter/html_names.h"
+#include "reporter/html_path.h"
 #include "reporter/html_table.h"
 #include "reporter/steps.h"
 #include "reporter/units.h"
@@ -2564,6 +2565,7 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
     int heat = p->many && rsr_html_heatmaps(f, root, p->ranks, p->have_io);
     if (timeline(p) != 0)
         return -1;
+    rsr_html_critpath(f, root);
     step_chart(f, rsr_jv_key(root, "steps"), procs);
     if (!p->many) {
         charts(p);

@@ -32,6 +32,7 @@ report measures it, from the first rank's start to the last rank's end.
 import html
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -202,6 +203,14 @@ def findings_ranked(name, d, rep, text):
     check(name + "_page_names_the_largest", head and want in page, "page has no %r" % want)
     check(name + "_summary_names_the_largest", head and "gives back (%s):" % head in text,
           text[text.find("findings"):][:300])
+    # the page's critical path: a row per cause of report.json's, the first
+    # finding's cause among them with its gain
+    block = page[page.find('<section id="critical_path">'):]
+    block = block[:block.find("</table>")]
+    parts = rep.get("critical_path", {}).get("parts", [])
+    rows = re.findall(r"<tr><td><span class=\"key\"[^>]*></span>([^<]*)</td>", block)
+    check(name + "_page_critical_path", parts and [html.unescape(r) for r in rows] == [p["text"] for p in parts],
+          "rows %r, parts %r" % (rows, [p["text"] for p in parts]))
 
 
 DEMO = ["--steps", "30", "--layers", "4", "--data-us", "2000", "--ckpt-mb", "32", "--straggler", "2:1.5"]
