@@ -134,10 +134,18 @@ double rsr_cp_step(const struct rsr_step_path *p, int eval, unsigned how, double
     if (part)
         memset(part, 0, RSR_CP_NPARTS * sizeof *part);
     if (eval) {
-        gain[RSR_CP_EVAL] = pos(len_ns);
+        /* the whole step: the latest rank's own time in it (the job's
+         * step, first rank's start to last rank's end, holds the ranks'
+         * skew too) */
+        double all = 0;
+        for (int k = 0; k < RSR_CP_NPARTS; k++)
+            all += p->ranks ? p->part[k] : 0;
+        if (all <= 0)
+            all = pos(len_ns);
+        gain[RSR_CP_EVAL] = all;
         if (part)
-            part[RSR_CP_EVAL] = pos(len_ns);
-        return pos(len_ns);
+            part[RSR_CP_EVAL] = all;
+        return all;
     }
     if (!p->ranks)
         return 0;

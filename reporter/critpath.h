@@ -139,7 +139,8 @@ void rsr_cp_fold(struct rsr_step_path *p, const struct rsr_cp_rank *x, int first
 enum { RSR_CP_SYNC_IS_HOST = 1, RSR_CP_NO_IMBALANCE = 2 };
 
 /* The step's gains (ns) per part from its folded path (eval: the step is
- * an evaluation step: all of it, len_ns, is EVAL's) into
+ * an evaluation step: all of it is EVAL's, the latest rank's own time in
+ * it, len_ns without one) into
  * gain[RSR_CP_NGAIN], and its parts into part[RSR_CP_NPARTS] (NULL: not
  * wanted), read as how says. Returns the path's length: its parts added
  * up. */
