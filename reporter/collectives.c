@@ -431,6 +431,21 @@ done:
     return rc;
 }
 
+/* A straggler late by its kernels: the slower ones into its why, the
+ * first three named after the detail's first o bytes. 0, or -1 when out of
+ * memory. */
+static int name_kernels(struct rsr_model *const *models, size_t n, struct rsr_straggler *s, size_t o)
+{
+    struct rsr_straggler_why *w = &s->why;
+    if (why_kernels(models, n, s->model, w) != 0)
+        return -1;
+    for (size_t k = 0; k < w->n_kernels && k < 3 && o < sizeof w->detail; k++)
+        o += (size_t)snprintf(w->detail + o, sizeof w->detail - o, "%s%s %.1f us against %.1f us (x%.2f)",
+                              k ? ", " : "; slower: ", w->kernels[k].name, w->kernels[k].straggler_us,
+                              w->kernels[k].others_us, w->kernels[k].straggler_us / w->kernels[k].others_us);
+    return 0;
+}
+
 /* Why straggler s is late (collectives.h). Returns 0, or -1 when out of
  * memory. */
 static int straggler_why(struct rsr_model *const *models, size_t n, struct rsr_straggler *s)
@@ -489,15 +504,7 @@ static int straggler_why(struct rsr_model *const *models, size_t n, struct rsr_s
                               "%.0f%% of the %.3f ms the others waited for it",
                               what[best], d[best] / 1e3, mine[best] / 1e3, med[best] / 1e3, w->share_pct,
                               s->caused_us / 1e3);
-    if (best != RSR_WHY_KERNELS)
-        return 0;
-    if (why_kernels(models, n, s->model, w) != 0)
-        return -1;
-    for (size_t k = 0; k < w->n_kernels && k < 3 && o < sizeof w->detail; k++)
-        o += (size_t)snprintf(w->detail + o, sizeof w->detail - o, "%s%s %.1f us against %.1f us (x%.2f)",
-                              k ? ", " : "; slower: ", w->kernels[k].name, w->kernels[k].straggler_us,
-                              w->kernels[k].others_us, w->kernels[k].straggler_us / w->kernels[k].others_us);
-    return 0;
+    return best == RSR_WHY_KERNELS ? name_kernels(models, n, s, o) : 0;
 }
 
 /* The why a rank's part of the critical path gives (critpath.h). */
@@ -540,14 +547,8 @@ int rsr_coll_why_from_path(struct rsr_model *const *models, size_t n, struct rsr
                                     "on this rank); without it the steps would take about %.3f ms instead of %.3f ms",
                                     rsr_cp_part_text(best), cp->gain_ms[best], 100 * cp->gain_rank_share[best],
                                     cp->per_step_ms - cp->gain_ms[best], cp->per_step_ms);
-        if (w->kind != RSR_WHY_KERNELS)
-            continue;
-        if (why_kernels(models, n, s->model, w) != 0)
+        if (w->kind == RSR_WHY_KERNELS && name_kernels(models, n, s, o) != 0)
             return -1;
-        for (size_t k = 0; k < w->n_kernels && k < 3 && o < sizeof w->detail; k++)
-            o += (size_t)snprintf(w->detail + o, sizeof w->detail - o, "%s%s %.1f us against %.1f us (x%.2f)",
-                                  k ? ", " : "; slower: ", w->kernels[k].name, w->kernels[k].straggler_us,
-                                  w->kernels[k].others_us, w->kernels[k].straggler_us / w->kernels[k].others_us);
     }
     return 0;
 }

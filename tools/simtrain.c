@@ -249,6 +249,20 @@ static double sim_train_double(const char *opt, const char *s, double min, int s
     return v;
 }
 
+/* OPT's RANK:MICROSECONDS value (--slow-data, --host-work), more than 0
+ * microseconds. */
+static void sim_train_rank_us(const char *opt, char *arg, long *rank, double *us)
+{
+    char name[64], *colon = strchr(arg, ':');
+    if (!colon)
+        sim_train_usage_error("%s: '%s' is not RANK:MICROSECONDS", opt, arg);
+    *colon = '\0';
+    snprintf(name, sizeof name, "%s RANK", opt);
+    *rank = sim_train_long(name, arg, 0);
+    snprintf(name, sizeof name, "%s MICROSECONDS", opt);
+    *us = sim_train_double(name, colon + 1, 0, 1);
+}
+
 /* OPT's WHICH:FACTOR value (a rank or a stage, and how many times longer
  * its kernels last). */
 static void sim_train_which_factor(const char *opt, const char *which, char *arg, long *n, double *factor)
@@ -316,7 +330,6 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
     int c, overlap_set = 0, steps_set = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        char *colon;
         switch (c) {
         case O_STEPS: o->steps = sim_train_long("--steps", optarg, 1); steps_set = 1; break;
         case O_SECONDS: o->seconds = sim_train_double("--seconds", optarg, 0, 1); break;
@@ -377,20 +390,10 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
             break;
         }
         case O_HOST_WORK:
-            colon = strchr(optarg, ':');
-            if (!colon)
-                sim_train_usage_error("--host-work: '%s' is not RANK:MICROSECONDS", optarg);
-            *colon = '\0';
-            o->host_work_rank = sim_train_long("--host-work RANK", optarg, 0);
-            o->host_work_us = sim_train_double("--host-work MICROSECONDS", colon + 1, 0, 1);
+            sim_train_rank_us("--host-work", optarg, &o->host_work_rank, &o->host_work_us);
             break;
         case O_SLOW_DATA:
-            colon = strchr(optarg, ':');
-            if (!colon)
-                sim_train_usage_error("--slow-data: '%s' is not RANK:MICROSECONDS", optarg);
-            *colon = '\0';
-            o->slow_data_rank = sim_train_long("--slow-data RANK", optarg, 0);
-            o->slow_data_us = sim_train_double("--slow-data MICROSECONDS", colon + 1, 0, 1);
+            sim_train_rank_us("--slow-data", optarg, &o->slow_data_rank, &o->slow_data_us);
             break;
         case O_HELP:
             fputs(sim_train_usage, stdout);
