@@ -154,11 +154,6 @@ double rsr_cp_step(const struct rsr_step_path *p, int eval, unsigned how, double
     for (int c = 0; c < RSR_CP_NHOST; c++)
         gain[c] = fmin(pos(p->f1 - p->rest[c]), raw[c]);
     gain[RSR_CP_TRANSFER] = fmin(raw[RSR_CP_TRANSFER], p->hideable);
-    if (how & RSR_CP_SYNC_IS_HOST) {
-        raw[RSR_CP_HOST] += raw[RSR_CP_SYNC];
-        gain[RSR_CP_HOST] = fmin(raw[RSR_CP_HOST], gain[RSR_CP_HOST] + gain[RSR_CP_SYNC]);
-        raw[RSR_CP_SYNC] = gain[RSR_CP_SYNC] = 0;
-    }
     /* every rank's compute like the fastest rank's */
     if (p->ranks >= 2 && !(how & RSR_CP_NO_IMBALANCE)) {
         double excess = pos(raw[RSR_CP_COMPUTE] - p->c_min);
@@ -201,9 +196,9 @@ static void by_rank_add(struct by_rank *b, int32_t rank, int part, double v)
     b->v[(size_t)rank * RSR_CP_NGAIN + (size_t)part] += v;
 }
 
-/* The rank that holds 60% or more of part k (and k2, when not -1) of the
- * ranks' own parts, its share in *share; -1: none. */
-static int32_t part_rank(struct rsr_model *const *models, size_t n, const struct rsr_steps *steps, int k, int k2,
+/* The rank that holds 60% or more of part k of the ranks' own parts, its
+ * share in *share; -1: none. */
+static int32_t part_rank(struct rsr_model *const *models, size_t n, const struct rsr_steps *steps, int k,
                          double *share)
 {
     double all = 0, best = 0;
@@ -212,8 +207,7 @@ static int32_t part_rank(struct rsr_model *const *models, size_t n, const struct
     for (size_t i = 0; steps->rank_parts && i < n && i < steps->n_models; i++) {
         if (!steps->in_steps[i])
             continue;
-        double v = steps->rank_parts[i * RSR_CP_NPARTS + (size_t)k] +
-                   (k2 >= 0 ? steps->rank_parts[i * RSR_CP_NPARTS + (size_t)k2] : 0);
+        double v = steps->rank_parts[i * RSR_CP_NPARTS + (size_t)k];
         all += v;
         ranks++;
         if (v > best)
@@ -310,8 +304,7 @@ int rsr_critpath_analyse(struct rsr_model *const *models, size_t n, const struct
     }
     if (first == SIZE_MAX)
         return 0;
-    double share;
-    unsigned how = part_rank(models, n, steps, RSR_CP_SYNC, -1, &share) >= 0 ? RSR_CP_SYNC_IS_HOST : 0;
+    unsigned how = 0;
     struct sums t;
     if (add_steps(steps, first, last, how, &t) != 0) {
         free(t.br.v);
@@ -342,9 +335,7 @@ int rsr_critpath_analyse(struct rsr_model *const *models, size_t n, const struct
         if (k == RSR_CP_TRANSFER || k == RSR_CP_EVAL)
             continue;
         if (k != RSR_CP_IMBALANCE) {
-            out->gain_rank[k] = part_rank(models, n, steps, k,
-                                          k == RSR_CP_HOST && (how & RSR_CP_SYNC_IS_HOST) ? RSR_CP_SYNC : -1,
-                                          &out->gain_rank_share[k]);
+            out->gain_rank[k] = part_rank(models, n, steps, k, &out->gain_rank_share[k]);
             continue;
         }
         double best = 0;

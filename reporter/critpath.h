@@ -130,13 +130,11 @@ struct rsr_step_path {
 
 void rsr_cp_fold(struct rsr_step_path *p, const struct rsr_cp_rank *x, int first);
 
-/* How the job's steps are read (rsr_critpath.how): every rank runs the
- * same syncs, so idle after them that one rank alone has (60% or more of
- * the ranks' sync parts) is that rank's own host work after the sync, not
- * the sync's (SYNC_IS_HOST); a compute excess that moves from rank to rank
- * (the fewest ranks holding 80% of its gain are more than half of them) is
- * jitter, not a straggler: compute (NO_IMBALANCE). */
-enum { RSR_CP_SYNC_IS_HOST = 1, RSR_CP_NO_IMBALANCE = 2 };
+/* How the job's steps are read (rsr_critpath.how): a compute excess that
+ * moves from rank to rank (the fewest ranks holding 80% of its gain are
+ * more than half of them) is jitter, not a straggler: compute
+ * (NO_IMBALANCE). */
+enum { RSR_CP_NO_IMBALANCE = 2 };
 
 /* The step's gains (ns) per part from its folded path (eval: the step is
  * an evaluation step: all of it is EVAL's, the latest rank's own time in
@@ -149,7 +147,7 @@ double rsr_cp_step(const struct rsr_step_path *p, int eval, unsigned how, double
 /* The job's path: per step, the parts of its time and the gains. */
 struct rsr_critpath {
     int have;                   /* 0: no steps, or none with a rank's counters */
-    unsigned how;               /* RSR_CP_SYNC_IS_HOST, RSR_CP_NO_IMBALANCE */
+    unsigned how;               /* RSR_CP_NO_IMBALANCE */
     size_t steps;               /* steps on the path (every phase) */
     double per_step_ms;         /* the steps' headline (steps.h per_step_ms) */
     /* per step, adding up to per_step_ms: each step's path, in proportion

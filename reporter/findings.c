@@ -31,7 +31,7 @@
 #define DRIFT_MIN_STEPS 10
 #define LOW_SM_BUSY_PCT 50.0      /* a GPU computing this much of its span... */
 #define LOW_SM_RATIO 0.5          /* ...whose SM activity is under this share of it */
-#define CAUSE_PCT 5.0             /* a critical-path cause no pattern names: a finding from this share up */
+#define CAUSE_PCT 2.0             /* a critical-path cause no pattern names: a finding from this share up */
 
 const char *rsr_severity_name(int sev)
 {

@@ -899,10 +899,11 @@ void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op)
     if (a->all.open && s > a->all.e)
         gap_classes(a, s);
     /* an idle gap that a host sync which waited for the GPU ended: it cost
-     * the gap (without it the host would have been ahead of the GPU), at
-     * most the time it waited */
+     * the gap up to its return (the host woke that late; without it the
+     * host would have been ahead of the GPU), at most the time it waited;
+     * what the host did after it is the host's */
     if (a->all.open && s > a->all.e && a->sync_end > a->all.e && a->sync_end <= s && a->sync_start < a->all.e) {
-        int64_t gap = s - a->all.e, waited = a->sync_end - a->sync_start;
+        int64_t gap = a->sync_end - a->all.e, waited = a->sync_end - a->sync_start;
         a->sync_gap += gap < waited ? gap : waited;
     }
     step_marks(a, op, s, e);

@@ -75,9 +75,10 @@ int64_t rsr_coll_hidden_ns(const struct rsr_coll_tuple *t, int64_t to);
  * of the gap that none held: the host waking, launching after it, the gap
  * is that class's), read_ext (the same rest for reading, beside wait), and
  * sync_gap: GPU idle after a host synchronisation that waited for the GPU,
- * from the GPU's last work to its next when the sync returned in between,
- * at most as long as the host waited (what the sync cost: without it the
- * host would have been that far ahead of the GPU). A step's figures are
+ * from the GPU's last work to the sync's return, when it returned before
+ * the next work, at most as long as the host waited (what the sync cost:
+ * without it the host would have been that far ahead of the GPU; what the
+ * host did after the return is its own). A step's figures are
  * the differences of the counters at its ends (critpath.h). */
 struct rsr_step_counters {
     int64_t busy, compute, comm, cc, io, wait;
