@@ -1,0 +1,212 @@
+/* The critical path's arithmetic (critpath.h) on ranks' step counters
+ * made up here, each expectation worked out by hand from the model the
+ * header states: the idle split in its order, the path through the rank
+ * whose own work ends last, and the what-ifs re-timed over the ranks. */
+#include "rs_check.h"
+
+#include <string.h>
+
+#include "reporter/critpath.h"
+
+#define MS 1000000ll
+
+/* A rank's step of len ms from start: compute and transfer (comm on the
+ * GPU beside nothing), the rest idle; host[] and wait in ms. */
+static struct rsr_cp_rank rank_step(int32_t rank, int64_t start, double len, double compute, double transfer,
+                                    const double host[RSR_HOST_NCLASSES], double wait, double sync, int ckpt,
+                                    uint32_t colls)
+{
+    struct rsr_step_counters d;
+    memset(&d, 0, sizeof d);
+    d.compute = (int64_t)(compute * MS);
+    d.comm = (int64_t)(transfer * MS);
+    d.cc = d.compute + d.comm;
+    d.busy = d.cc;
+    d.wait = (int64_t)(wait * MS);
+    d.sync_gap = (int64_t)(sync * MS);
+    for (int k = 0; k < RSR_HOST_NCLASSES; k++)
+        d.host[k] = host ? (int64_t)(host[k] * MS) : 0;
+    struct rsr_cp_in in = { rank, &d, start, start + (int64_t)(len * MS), ckpt, colls, { 0 } };
+    struct rsr_cp_rank x;
+    rsr_cp_rank_of(&x, &in, NULL);
+    return x;
+}
+
+#define NEAR(a, b) ck_assert_double_eq_tol((a), (b), 1e-6 * MS)
+
+/* Idle goes to the host's classes in order, each at most what is left:
+ * 10 ms step, 4 compute, 1 transfer: 5 idle; a checkpoint's writes 3,
+ * reads 1.5 (data), sleep 2 (only 0.5 left), the rest nothing. */
+START_TEST(idle_split_in_order)
+{
+    double host[RSR_HOST_NCLASSES] = { [RSR_HOST_WRITE] = 3, [RSR_HOST_SLEEP] = 2 };
+    struct rsr_cp_rank x = rank_step(0, 0, 10, 4, 1, host, 1.5, 1, 1, 4);
+    NEAR(x.part[RSR_CP_COMPUTE], 4 * MS);
+    NEAR(x.part[RSR_CP_TRANSFER], 1 * MS);
+    NEAR(x.part[RSR_CP_CHECKPOINT], 3 * MS);
+    NEAR(x.part[RSR_CP_DATA], 1.5 * MS);
+    NEAR(x.part[RSR_CP_SLEEP], 0.5 * MS);
+    NEAR(x.part[RSR_CP_SYNC], 0);
+    NEAR(x.part[RSR_CP_HOST], 0);
+    NEAR(x.w, 9 * MS);  /* everything but the transfer */
+    /* without a checkpoint in the step, the writes are other file I/O */
+    x = rank_step(0, 0, 10, 4, 1, host, 1.5, 1, 0, 4);
+    NEAR(x.part[RSR_CP_FILE_IO], 3 * MS);
+    NEAR(x.part[RSR_CP_CHECKPOINT], 0);
+}
+END_TEST
+
+/* Four ranks, rank 2 reading 3 ms more a step: the path is rank 2; without
+ * data loading the step's own work ends with the others' (5 ms), so the
+ * gain is 3 ms, not more, and it is at most the part. */
+START_TEST(one_rank_data_loading)
+{
+    struct rsr_step_path p;
+    for (int r = 0; r < 4; r++) {
+        struct rsr_cp_rank x = rank_step(r, 0, r == 2 ? 8 : 5, 4.5, 0.5, NULL, r == 2 ? 3 : 0, 0, 0, 4);
+        rsr_cp_fold(&p, &x, r == 0);
+    }
+    ck_assert_int_eq(p.r1, 2);
+    double gain[RSR_CP_NGAIN], part[RSR_CP_NPARTS];
+    double len = rsr_cp_step(&p, 0, 0, 8 * MS, gain, part);
+    NEAR(len, 8 * MS);
+    NEAR(part[RSR_CP_DATA], 3 * MS);
+    NEAR(gain[RSR_CP_DATA], 3 * MS);
+    NEAR(gain[RSR_CP_HOST], 0);
+    NEAR(gain[RSR_CP_IMBALANCE], 0);
+}
+END_TEST
+
+/* The same data loading on every rank but unequal: without it, the step
+ * ends when the latest of (end - its loading) does. Ranks: own work 7, 8,
+ * 6 ms with loading 2, 4, 0: the path is the second (8); without loading
+ * the latest is the third's 6 ms: a gain of 2, not the path's 4. */
+START_TEST(what_if_re_times_the_ranks)
+{
+    struct rsr_step_path p;
+    const double len[3] = { 7.5, 8.5, 6.5 }, load[3] = { 2, 4, 0 };
+    for (int r = 0; r < 3; r++) {
+        struct rsr_cp_rank x = rank_step(r, 0, len[r], len[r] - 0.5 - load[r], 0.5, NULL, load[r], 0, 0, 4);
+        rsr_cp_fold(&p, &x, r == 0);
+    }
+    ck_assert_int_eq(p.r1, 1);
+    double gain[RSR_CP_NGAIN], part[RSR_CP_NPARTS];
+    rsr_cp_step(&p, 0, 0, 8.5 * MS, gain, part);
+    NEAR(part[RSR_CP_DATA], 4 * MS);
+    NEAR(gain[RSR_CP_DATA], 2 * MS);
+}
+END_TEST
+
+/* A rank that starts its step late (still finishing the one before) is on
+ * the path though its own work is not the longest: ranks of 5 ms from 0,
+ * and one of 4.5 ms from 1 ms, ends at 5.5. */
+START_TEST(late_start_is_on_the_path)
+{
+    struct rsr_step_path p;
+    struct rsr_cp_rank a = rank_step(0, 0, 5.5, 4.5, 0.5, NULL, 0, 0, 0, 4);
+    struct rsr_cp_rank b = rank_step(1, 1 * MS, 5, 4, 0.5, NULL, 0, 0, 0, 4);
+    rsr_cp_fold(&p, &a, 1);
+    rsr_cp_fold(&p, &b, 0);
+    ck_assert_int_eq(p.r1, 1);
+}
+END_TEST
+
+/* A straggler's kernels 1.5x: four ranks of 4 ms compute (6 on rank 3),
+ * 0.5 transfer: the gain is rank 3's excess over the fastest rank, 2 ms;
+ * the part is split off compute. */
+START_TEST(straggler_compute_excess)
+{
+    struct rsr_step_path p;
+    for (int r = 0; r < 4; r++) {
+        double c = r == 3 ? 6 : 4;
+        struct rsr_cp_rank x = rank_step(r, 0, c + 0.5, c, 0.5, NULL, 0, 0, 0, 4);
+        rsr_cp_fold(&p, &x, r == 0);
+    }
+    double gain[RSR_CP_NGAIN], part[RSR_CP_NPARTS];
+    rsr_cp_step(&p, 0, 0, 6.5 * MS, gain, part);
+    NEAR(gain[RSR_CP_IMBALANCE], 2 * MS);
+    NEAR(part[RSR_CP_IMBALANCE], 2 * MS);
+    NEAR(part[RSR_CP_COMPUTE], 4 * MS);
+    /* read as jitter, the excess stays compute */
+    rsr_cp_step(&p, 0, RSR_CP_NO_IMBALANCE, 6.5 * MS, gain, part);
+    NEAR(gain[RSR_CP_IMBALANCE], 0);
+    NEAR(part[RSR_CP_COMPUTE], 6 * MS);
+}
+END_TEST
+
+/* Overlap hides at most the compute beside nothing and never the last
+ * collective: 4 collectives of 1 ms each, none overlapped, 10 ms compute:
+ * 3 ms can hide. With 2 ms of compute only, 2 ms. */
+START_TEST(overlap_gain_bounds)
+{
+    struct rsr_step_path p;
+    struct rsr_cp_rank x = rank_step(0, 0, 14, 10, 4, NULL, 0, 0, 0, 4);
+    rsr_cp_fold(&p, &x, 1);
+    double gain[RSR_CP_NGAIN], part[RSR_CP_NPARTS];
+    rsr_cp_step(&p, 0, 0, 14 * MS, gain, part);
+    NEAR(gain[RSR_CP_TRANSFER], 3 * MS);
+    x = rank_step(0, 0, 6, 2, 4, NULL, 0, 0, 0, 4);
+    rsr_cp_fold(&p, &x, 1);
+    rsr_cp_step(&p, 0, 0, 6 * MS, gain, part);
+    NEAR(gain[RSR_CP_TRANSFER], 2 * MS);
+}
+END_TEST
+
+/* An evaluation step is evaluation whole: the path's own time in it. */
+START_TEST(evaluation_step_whole)
+{
+    struct rsr_step_path p;
+    struct rsr_cp_rank x = rank_step(0, 0, 3, 2, 0.5, NULL, 0, 0, 0, 1);
+    rsr_cp_fold(&p, &x, 1);
+    double gain[RSR_CP_NGAIN], part[RSR_CP_NPARTS];
+    double len = rsr_cp_step(&p, 1, 0, 3.4 * MS, gain, part);
+    NEAR(len, 3 * MS);
+    NEAR(gain[RSR_CP_EVAL], 3 * MS);
+    NEAR(part[RSR_CP_EVAL], 3 * MS);
+    NEAR(part[RSR_CP_COMPUTE], 0);
+}
+END_TEST
+
+/* A checkpoint's step that spends more on sync and host than the rank's
+ * typical step gives the excess to the checkpoint. */
+START_TEST(checkpoint_takes_its_excess)
+{
+    struct rsr_step_counters d;
+    memset(&d, 0, sizeof d);
+    d.compute = d.cc = d.busy = 4 * MS;
+    d.sync_gap = (int64_t)(0.2 * MS);
+    struct rsr_cp_typical typ = { 0 };
+    struct rsr_cp_in in = { 0, &d, 0, 5 * MS, 0, 4, { 0 } };
+    struct rsr_cp_rank x;
+    for (int i = 0; i < 3; i++)     /* typical: 0.2 sync, 0.8 host */
+        rsr_cp_rank_of(&x, &in, &typ);
+    ck_assert_uint_eq(typ.n, 3);
+    d.host[RSR_HOST_WRITE] = 20 * MS;
+    d.sync_gap = 3 * MS;
+    in.end = 30 * MS;
+    in.ckpt = 1;
+    rsr_cp_rank_of(&x, &in, &typ);
+    /* 26 idle: 20 writes; then sync 3 (0.2 typical), host 3 (0.8 typical) */
+    NEAR(x.part[RSR_CP_SYNC], 0.2 * MS);
+    NEAR(x.part[RSR_CP_HOST], 0.8 * MS);
+    NEAR(x.part[RSR_CP_CHECKPOINT], 25 * MS);
+    ck_assert_uint_eq(typ.n, 3);
+}
+END_TEST
+
+static Suite *critpath_suite(void)
+{
+    const struct rs_test tests[] = {
+        { "critpath_idle_split_in_order", idle_split_in_order },
+        { "critpath_one_rank_data_loading", one_rank_data_loading },
+        { "critpath_what_if_re_times_the_ranks", what_if_re_times_the_ranks },
+        { "critpath_late_start_is_on_the_path", late_start_is_on_the_path },
+        { "critpath_straggler_compute_excess", straggler_compute_excess },
+        { "critpath_overlap_gain_bounds", overlap_gain_bounds },
+        { "critpath_evaluation_step_whole", evaluation_step_whole },
+        { "critpath_checkpoint_takes_its_excess", checkpoint_takes_its_excess },
+    };
+    return RS_SUITE("critpath", tests, 30);
+}
+
+RS_CHECK_MAIN(critpath_suite)
