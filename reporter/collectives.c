@@ -528,11 +528,7 @@ int rsr_coll_why_from_path(struct rsr_model *const *models, size_t n, struct rsr
         return 0;
     for (size_t i = 0; i < a->n_stragglers; i++) {
         struct rsr_straggler *s = &a->stragglers[i];
-        int best = -1;
-        for (int k = 0; k < RSR_CP_NGAIN; k++)
-            if (cp->gain_rank[k] == s->rank && s->rank >= 0 && cp->gain_ms[k] > 0 &&
-                (best < 0 || cp->gain_ms[k] > cp->gain_ms[best]))
-                best = k;
+        int best = rsr_critpath_rank_cause(cp, s->rank);
         if (best < 0)
             continue;
         struct rsr_straggler_why *w = &s->why;

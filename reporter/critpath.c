@@ -169,14 +169,15 @@ double rsr_cp_step(const struct rsr_step_path *p, int eval, unsigned how, double
     return total;
 }
 
-/* A cause's gain per rank it came from, to name a rank that holds most. */
+/* The compute excess's gain per rank that was the path (the other causes
+ * are placed by the ranks' own parts, part_rank). */
 struct by_rank {
-    double *v;      /* [rank * RSR_CP_NGAIN + part] */
+    double *v;      /* [rank] */
     size_t n;       /* ranks */
     int failed;
 };
 
-static void by_rank_add(struct by_rank *b, int32_t rank, int part, double v)
+static void by_rank_add(struct by_rank *b, int32_t rank, double v)
 {
     if (rank < 0 || v <= 0 || b->failed)
         return;
@@ -184,16 +185,16 @@ static void by_rank_add(struct by_rank *b, int32_t rank, int part, double v)
         size_t n = b->n ? b->n : 8;
         while (n <= (size_t)rank)
             n *= 2;
-        double *w = realloc(b->v, n * RSR_CP_NGAIN * sizeof *w);
+        double *w = realloc(b->v, n * sizeof *w);
         if (!w) {
             b->failed = 1;
             return;
         }
-        memset(w + b->n * RSR_CP_NGAIN, 0, (n - b->n) * RSR_CP_NGAIN * sizeof *w);
+        memset(w + b->n, 0, (n - b->n) * sizeof *w);
         b->v = w;
         b->n = n;
     }
-    b->v[(size_t)rank * RSR_CP_NGAIN + (size_t)part] += v;
+    b->v[rank] += v;
 }
 
 /* The rank that holds 60% or more of part k of the ranks' own parts, its
@@ -220,8 +221,8 @@ static int32_t part_rank(struct rsr_model *const *models, size_t n, const struct
 }
 
 /* The steps of the headline's stretch on the path, with flags how: their
- * parts and gains added up, each gain by the rank that was the path, the
- * paths' length and the stretch. 0, or -1 when out of memory. */
+ * parts and gains added up, the compute excess's by the rank that was the
+ * path, the paths' length and the stretch. 0, or -1 when out of memory. */
 struct sums {
     double part[RSR_CP_NPARTS], gain[RSR_CP_NGAIN], len;
     size_t steps;
@@ -249,10 +250,9 @@ static int add_steps(const struct rsr_steps *steps, size_t first, size_t last, u
         t->steps++;
         for (int k = 0; k < RSR_CP_NPARTS; k++)
             t->part[k] += sp[k];
-        for (int k = 0; k < RSR_CP_NGAIN; k++) {
+        for (int k = 0; k < RSR_CP_NGAIN; k++)
             t->gain[k] += sg[k];
-            by_rank_add(&t->br, st->path.r1, k, sg[k]);
-        }
+        by_rank_add(&t->br, st->path.r1, sg[RSR_CP_IMBALANCE]);
     }
     return t->br.failed ? -1 : 0;
 }
@@ -272,11 +272,10 @@ static int imbalance_stays(const struct sums *t, size_t ranks)
     while (held < 0.8 * all && used < t->br.n) {
         size_t best = SIZE_MAX;
         for (size_t r = 0; r < t->br.n; r++)
-            if (!taken[r] && (best == SIZE_MAX || t->br.v[r * RSR_CP_NGAIN + RSR_CP_IMBALANCE] >
-                                                      t->br.v[best * RSR_CP_NGAIN + RSR_CP_IMBALANCE]))
+            if (!taken[r] && (best == SIZE_MAX || t->br.v[r] > t->br.v[best]))
                 best = r;
         taken[best] = 1;
-        held += t->br.v[best * RSR_CP_NGAIN + RSR_CP_IMBALANCE];
+        held += t->br.v[best];
         used++;
     }
     free(taken);
@@ -341,8 +340,8 @@ int rsr_critpath_analyse(struct rsr_model *const *models, size_t n, const struct
         double best = 0;
         int32_t who = -1;
         for (size_t r = 0; r < t.br.n; r++)
-            if (t.br.v[r * RSR_CP_NGAIN + (size_t)k] > best)
-                best = t.br.v[r * RSR_CP_NGAIN + (size_t)k], who = (int32_t)r;
+            if (t.br.v[r] > best)
+                best = t.br.v[r], who = (int32_t)r;
         if (t.gain[k] > 0 && best >= 0.6 * t.gain[k]) {
             out->gain_rank[k] = who;
             out->gain_rank_share[k] = best / t.gain[k];
@@ -352,11 +351,11 @@ int rsr_critpath_analyse(struct rsr_model *const *models, size_t n, const struct
     return 0;
 }
 
-int rsr_critpath_top(const struct rsr_critpath *cp)
+int rsr_critpath_rank_cause(const struct rsr_critpath *cp, int32_t rank)
 {
-    int top = -1;
-    for (int k = 0; k < RSR_CP_NGAIN; k++)
-        if (cp->have && cp->gain_ms[k] > 0 && (top < 0 || cp->gain_ms[k] > cp->gain_ms[top]))
-            top = k;
-    return top;
+    int best = -1;
+    for (int k = 0; k < RSR_CP_NGAIN && rank >= 0; k++)
+        if (cp->gain_rank[k] == rank && cp->gain_ms[k] > 0 && (best < 0 || cp->gain_ms[k] > cp->gain_ms[best]))
+            best = k;
+    return best;
 }

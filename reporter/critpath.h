@@ -134,7 +134,7 @@ void rsr_cp_fold(struct rsr_step_path *p, const struct rsr_cp_rank *x, int first
  * moves from rank to rank (the fewest ranks holding 80% of its gain are
  * more than half of them) is jitter, not a straggler: compute
  * (NO_IMBALANCE). */
-enum { RSR_CP_NO_IMBALANCE = 2 };
+enum { RSR_CP_NO_IMBALANCE = 1 };
 
 /* The step's gains (ns) per part from its folded path (eval: the step is
  * an evaluation step: all of it is EVAL's, the latest rank's own time in
@@ -170,7 +170,8 @@ struct rsr_model;
 int rsr_critpath_analyse(struct rsr_model *const *models, size_t n, const struct rsr_steps *steps,
                          struct rsr_critpath *out);
 
-/* The part with the largest gain, or -1 when none gives back anything. */
-int rsr_critpath_top(const struct rsr_critpath *cp);
+/* The cause with the largest gain of those that lie on rank (gain_rank),
+ * or -1: none. */
+int rsr_critpath_rank_cause(const struct rsr_critpath *cp, int32_t rank);
 
 #endif

@@ -431,11 +431,7 @@ static int straggler_part(const struct rsr_job *j)
     default: break;
     }
     /* host work or not known: the cause the path puts on that rank most */
-    int best = -1;
-    for (int k = 0; k < RSR_CP_NGAIN; k++)
-        if (j->path.gain_rank[k] == s->rank && k != RSR_CP_TRANSFER && k != RSR_CP_EVAL &&
-            (best < 0 || j->path.gain_ms[k] > j->path.gain_ms[best]))
-            best = k;
+    int best = rsr_critpath_rank_cause(&j->path, s->rank);
     return best >= 0 ? best : RSR_CP_IMBALANCE;
 }
 
@@ -505,27 +501,14 @@ static void claim_causes(struct list *l, const struct rsr_job *j)
         return;
     int claimed[RSR_CP_NGAIN] = { 0 };
     size_t n0 = l->n;
-    int *part = malloc((n0 ? n0 : 1) * sizeof *part);
-    if (!part) {
-        l->oom = 1;
-        return;
-    }
-    for (size_t i = 0; i < n0; i++) {
-        part[i] = -1;
-        if (strcmp(l->v[i].id, "straggler_rank") == 0)
-            part[i] = straggler_part(j);
-        for (size_t k = 0; k < sizeof pattern_part / sizeof pattern_part[0]; k++)
-            if (strcmp(l->v[i].id, pattern_part[k].id) == 0)
-                part[i] = pattern_part[k].part;
-    }
     /* the straggler claims first, then the patterns in their order */
     size_t npat = sizeof pattern_part / sizeof pattern_part[0];
     for (size_t k = 0; k <= npat; k++) {
         const char *id = k ? pattern_part[k - 1].id : "straggler_rank";
-        for (size_t i = 0; i < n0; i++) {
+        int c = k ? pattern_part[k - 1].part : straggler_part(j);
+        for (size_t i = 0; i < n0 && c >= 0; i++) {
             struct rsr_finding *f = &l->v[i];
-            int c = part[i];
-            if (strcmp(f->id, id) != 0 || f->cause || c < 0 || claimed[c] || cp->gain_ms[c] <= 0)
+            if (strcmp(f->id, id) != 0 || f->cause || claimed[c] || cp->gain_ms[c] <= 0)
                 continue;
             claimed[c] = 1;
             f->cause = rsr_cp_part_name(c);
@@ -536,7 +519,6 @@ static void claim_causes(struct list *l, const struct rsr_job *j)
     for (size_t i = 0; i < n0; i++)
         if (!l->v[i].cause)
             l->v[i].recoverable_pct = -1;
-    free(part);
     for (int c = 0; c < RSR_CP_NGAIN; c++) {
         double pct = 100 * cp->gain_ms[c] / cp->per_step_ms;
         if (claimed[c] || pct < CAUSE_PCT || !cause_finding[c].id)
