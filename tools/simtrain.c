@@ -7,6 +7,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -41,6 +43,10 @@ static struct {
 #undef SIM_TRAIN_MEMBER
 } drv;
 
+/* --host-wait's kinds. */
+enum sim_train_wait { SIM_TRAIN_WAIT_NONE, SIM_TRAIN_WAIT_SLEEP, SIM_TRAIN_WAIT_COND, SIM_TRAIN_WAIT_POLL,
+                      SIM_TRAIN_WAIT_WRITE };
+
 struct sim_train_opts {
     long steps, layers, ckpt_every, seed, kernels, eval_every, eval_steps, kernel_blocks;
     double seconds;               /* --seconds: train until then (one rank only) */
@@ -54,6 +60,8 @@ struct sim_train_opts {
     double straggler_factor;
     long slow_data_rank;
     double slow_data_us;
+    int host_wait;                /* --host-wait's kind (enum sim_train_wait), 0: none */
+    double host_wait_us;
     long host_work_rank;          /* --host-work */
     double host_work_us;
     long stall_rank, stall_step;
@@ -115,6 +123,11 @@ static const char sim_train_usage[] =
     "  --host-work R:U       rank R alone spends U microseconds of CPU on its host each\n"
     "                        step before launching it (sim_train_host_work: Python\n"
     "                        overhead, preprocessing on the training thread)\n"
+    "  --host-wait K:U       every rank's training thread, each step before launching\n"
+    "                        it, outside data loading (sim_train_host_wait): sleeps U us\n"
+    "                        (K sleep), waits U us on a condition variable nobody\n"
+    "                        signals (cond), polls a pipe nobody writes for U us (poll),\n"
+    "                        or writes U KiB to a log file and fsyncs it (write)\n"
     "  --stall R:S:SEC       rank R sleeps SEC seconds before step S's first\n"
     "                        collective (steps count from 0)\n"
     "  --eval-every E        after every E training steps, --eval-steps evaluation\n"
@@ -282,7 +295,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
     enum { O_STEPS = 256, O_LAYERS, O_FWD, O_BWD, O_BUCKET, O_OVERLAP, O_NO_OVERLAP, O_DATA,
            O_CKPT_EVERY, O_CKPT_MB, O_CKPT_DIR, O_STRAGGLER, O_BW, O_SEED, O_HELP, O_KERNELS, O_EVAL_EVERY,
            O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS, O_SLOW_DATA, O_STALL, O_DEVICES, O_GRAPH, O_GRAPH_NCCL,
-           O_SECONDS, O_PROGRESS, O_TP, O_PP, O_MICRO, O_ACT, O_STAGE_SLOW, O_ORDER, O_NO_STEP_SYNC, O_HOST_WORK };
+           O_SECONDS, O_PROGRESS, O_TP, O_PP, O_MICRO, O_ACT, O_STAGE_SLOW, O_ORDER, O_NO_STEP_SYNC, O_HOST_WORK, O_HOST_WAIT };
     static const struct option longopts[] = {
         { "steps", required_argument, NULL, O_STEPS },
         { "seconds", required_argument, NULL, O_SECONDS },
@@ -312,6 +325,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         { "graph-nccl", no_argument, NULL, O_GRAPH_NCCL },
         { "no-step-sync", no_argument, NULL, O_NO_STEP_SYNC },
         { "host-work", required_argument, NULL, O_HOST_WORK },
+        { "host-wait", required_argument, NULL, O_HOST_WAIT },
         { "tp", required_argument, NULL, O_TP },
         { "pp", required_argument, NULL, O_PP },
         { "microbatches", required_argument, NULL, O_MICRO },
@@ -392,6 +406,20 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         case O_HOST_WORK:
             sim_train_rank_us("--host-work", optarg, &o->host_work_rank, &o->host_work_us);
             break;
+        case O_HOST_WAIT: {
+            static const char *const kinds[] = { [SIM_TRAIN_WAIT_SLEEP] = "sleep", [SIM_TRAIN_WAIT_COND] = "cond",
+                                                 [SIM_TRAIN_WAIT_POLL] = "poll", [SIM_TRAIN_WAIT_WRITE] = "write" };
+            char *colon = strchr(optarg, ':');
+            if (colon)
+                *colon = '\0';
+            for (int k = 1; k < (int)(sizeof kinds / sizeof kinds[0]); k++)
+                if (strcmp(optarg, kinds[k]) == 0)
+                    o->host_wait = k;
+            if (!colon || !o->host_wait)
+                sim_train_usage_error("--host-wait: '%s' is not sleep|cond|poll|write:MICROSECONDS", optarg);
+            o->host_wait_us = sim_train_double("--host-wait MICROSECONDS", colon + 1, 0, 1);
+            break;
+        }
         case O_SLOW_DATA:
             sim_train_rank_us("--slow-data", optarg, &o->slow_data_rank, &o->slow_data_us);
             break;
@@ -541,6 +569,7 @@ struct sim_train {
     ncclComm_t nccl;
     CUgraphExec graph;   /* --graph: the step captured, once */
     int data_fd;
+    int wait_pipe[2];   /* --host-wait poll: a pipe nobody writes */
     CUdevice dev;
     double scale;      /* straggler factor on this rank */
     double slow_us;    /* --slow-data's extra loading on this rank, else 0 */
@@ -798,6 +827,59 @@ static __attribute__((noinline)) void sim_train_load_batch(struct sim_train *t, 
     __asm__ volatile("" ::: "memory"); /* not a tail call: this frame stays on the stack */
 }
 
+/* --host-wait: what the training thread waits on before it launches a
+ * step. */
+static __attribute__((noinline)) void sim_train_host_wait(struct sim_train *t)
+{
+    const struct sim_train_opts *o = &t->o;
+    double us = o->host_wait_us;
+    switch (o->host_wait) {
+    case SIM_TRAIN_WAIT_SLEEP:
+        sim_train_sleep_us(us);
+        break;
+    case SIM_TRAIN_WAIT_COND: {
+        static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+        static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        long long ns = (long long)until.tv_nsec + (long long)(us * 1e3);
+        until.tv_sec += (time_t)(ns / 1000000000);
+        until.tv_nsec = (long)(ns % 1000000000);
+        pthread_mutex_lock(&mu);
+        while (pthread_cond_timedwait(&cv, &mu, &until) != ETIMEDOUT)
+            ;
+        pthread_mutex_unlock(&mu);
+        break;
+    }
+    case SIM_TRAIN_WAIT_POLL: {
+        if (t->wait_pipe[0] < 0 && pipe2(t->wait_pipe, O_CLOEXEC) != 0)
+            sim_train_die("pipe: %s", strerror(errno));
+        struct pollfd pfd = { .fd = t->wait_pipe[0], .events = POLLIN };
+        double until = sim_train_now_s() + us / 1e6;
+        for (double left = us / 1e3; left > 0; left = (until - sim_train_now_s()) * 1e3)
+            poll(&pfd, 1, (int)(left + 0.999));
+        break;
+    }
+    case SIM_TRAIN_WAIT_WRITE: {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/simtrain-log-rank%d.txt", o->ckpt_dir, t->rank);
+        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (fd < 0)
+            sim_train_die("open %s: %s", path, strerror(errno));
+        static unsigned char line[1024];
+        memset(line, 'x', sizeof line);
+        for (double k = 0; k < us; k++)
+            sim_train_write_all(fd, line, sizeof line, path);
+        if (fsync(fd) != 0 || close(fd) != 0)
+            sim_train_die("fsync %s: %s", path, strerror(errno));
+        break;
+    }
+    default:
+        break;
+    }
+    __asm__ volatile("" ::: "memory");
+}
+
 /* --host-work: the CPU this rank's host spends before it launches a step. */
 static __attribute__((noinline)) void sim_train_host_work(double us)
 {
@@ -816,6 +898,8 @@ static void sim_train_step(struct sim_train *t, long step)
     sim_train_load_batch(t, step);
     if (o->host_work_rank == t->rank && o->host_work_us > 0)
         sim_train_host_work(o->host_work_us);
+    if (o->host_wait)
+        sim_train_host_wait(t);
     if (o->tp > 1 || o->pp > 1) {
         sim_train_gpu3d(t);
     } else if (!o->graph || step < SIM_TRAIN_GRAPH_WARMUP) {
@@ -1051,6 +1135,7 @@ static void sim_train_setup(struct sim_train *t)
         CU(cuMemcpyHtoDAsync(t->ckpt_dev, t->ckpt_host, t->ckpt_bytes, t->compute));
     }
     t->data_fd = -1;
+    t->wait_pipe[0] = t->wait_pipe[1] = -1;
     if (loads) {
         size_t n = (size_t)SIM_TRAIN_BATCH_BYTES * SIM_TRAIN_DATA_BATCHES;
         unsigned char *buf = malloc(n);
