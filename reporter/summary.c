@@ -11,8 +11,8 @@
  * them, with steps (a kernel per step once the first RSR_STEP_LEARN
  * kernels gave the period).
  *
- * Tuples and collective marks are kept in memory up to run_max of each:
- * past that, the settled head of each array (tuples whose every edge has
+ * Tuples are kept in memory up to run_max, collective marks (four times a
+ * tuple's size) up to half as many: past that, the settled head of each array (tuples whose every edge has
  * been answered, marks given their counters) goes to the spill file as a
  * sorted run, and at the end the runs are merged there into one sorted
  * stretch, so that a long job's summary holds a bounded number of them
@@ -110,6 +110,12 @@ static size_t run_max = (size_t)1 << 17;
 void rsr_summary_run_max(size_t n)
 {
     run_max = n < 4 ? 4 : n;
+}
+
+/* Collective marks in memory at most (see the top). */
+static size_t marks_max(void)
+{
+    return run_max / 2 < 4 ? 4 : run_max / 2;
 }
 
 static int spill_reserve(size_t len, uint64_t *off);
@@ -254,7 +260,8 @@ struct rsr_acc *rsr_acc_new(int64_t start_ns)
     a->fine_start = start_ns;
     a->fine_shift = 10;
     a->fine_bin = (int64_t)1 << a->fine_shift;
-    a->colls_check = a->marks_check = run_max;
+    a->colls_check = run_max;
+    a->marks_check = marks_max();
     for (int k = 0; k < RSR_FINE_NSERIES; k++) {
         a->fine[k] = calloc(RSR_FINE_BINS, sizeof(double));
         if (!a->fine[k]) {
@@ -1183,8 +1190,8 @@ static void marks_spill(struct rsr_acc *a)
 {
     struct rsr_summary *o = &a->out;
     size_t n = o->n_cmarks - a->marks_base, p = settled(a->mark_done, n, 1);
-    if (a->no_spill || p < run_max / 2) {
-        a->marks_check = n + run_max / 4;
+    if (a->no_spill || p < marks_max() / 2) {
+        a->marks_check = n + marks_max() / 4;
         return;
     }
     if (run_write(&a->mark_runs, o->cmarks, p, sizeof *o->cmarks, cmp_mark, NULL) != 0) {
@@ -1194,7 +1201,7 @@ static void marks_spill(struct rsr_acc *a)
     memmove(o->cmarks, o->cmarks + p, (n - p) * sizeof *o->cmarks);
     memmove(a->mark_done, a->mark_done + p, n - p);
     a->marks_base += p;
-    a->marks_check = run_max;
+    a->marks_check = marks_max();
 }
 
 /* Elements of a run read at a time in a merge, and written at a time. */

@@ -299,9 +299,9 @@ int rsr_spill_reserve(size_t len, uint64_t *off);
 int rsr_spill_put(const void *p, size_t len, uint64_t off);
 int rsr_spill_read(void *p, size_t len, uint64_t off);
 
-/* Tuples and collective marks a summary being built keeps in memory, each,
- * before the settled ones go to the spill file as sorted runs, merged there
- * at the end (default 131072; at least 4). For tests; not thread-safe
+/* Tuples a summary being built keeps in memory (collective marks: half as
+ * many, at least 4) before the settled ones go to the spill file as sorted
+ * runs, merged there at the end (default 131072; at least 4). For tests; not thread-safe
  * against summaries being built. */
 void rsr_summary_run_max(size_t n);
 
