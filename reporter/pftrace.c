@@ -969,8 +969,16 @@ static void native_name(struct pf_proc *p, uint64_t addr, long mod, int exact, c
 
 /* A frame's name: a Python frame's "file.py:qualname", a native one's
  * (native_name), or its address where no module holds it. */
+/* The one frame of a stack that has none (a sample the agent could not
+ * unwind): trace_processor drops a callstack without frames. */
+#define PF_NO_STACK (RSF_FRAME_TRUNCATED | 1)
+
 static void frame_name(struct pf_proc *p, uint64_t addr, long mod, int exact, char *buf, size_t n)
 {
+    if (addr == PF_NO_STACK) {
+        snprintf(buf, n, "[no stack]");
+        return;
+    }
     if (addr == RSF_FRAME_TRUNCATED) {
         snprintf(buf, n, "[truncated]");
         return;
@@ -1040,9 +1048,10 @@ static void take_stacks(struct pf_proc *p, const struct rsf_chunk *c)
     rsr_pb_begin(p->pb, TP_INTERNED);
     for (uint32_t i = 0; i < c->nstacks; i++) {
         const struct rsf_stack *st = &c->stacks[i];
-        for (uint32_t k = 0; k < st->nframes; k++) {
+        uint32_t nf = st->nframes ? st->nframes : 1;
+        for (uint32_t k = 0; k < nf; k++) {
             int fresh;
-            uint64_t addr = st->frames[k].addr;
+            uint64_t addr = st->nframes ? st->frames[k].addr : PF_NO_STACK;
             uint64_t iid = frame_iid(p, addr, &fresh);
             if (!fresh)
                 continue;
@@ -1064,9 +1073,9 @@ static void take_stacks(struct pf_proc *p, const struct rsf_chunk *c)
         }
         rsr_pb_begin(p->pb, ID_CALLSTACKS);
         rsr_pb_uint(p->pb, 1, st->id);
-        for (uint32_t k = st->nframes; k-- > 0;) {  /* outermost first */
+        for (uint32_t k = nf; k-- > 0;) {  /* outermost first */
             int fresh;
-            rsr_pb_uint(p->pb, 2, frame_iid(p, st->frames[k].addr, &fresh));
+            rsr_pb_uint(p->pb, 2, frame_iid(p, st->nframes ? st->frames[k].addr : PF_NO_STACK, &fresh));
         }
         rsr_pb_end(p->pb);
     }
