@@ -151,7 +151,12 @@ static void on_fatal(int sig)
 {
     int saved = errno;
     atomic_store(&rs_dying, 1);
+    rs_wait_interrupted();
+    /* the flush's own waits (for the writer) are not the program's */
+    int guard = rs_th.guard;
+    rs_th.guard = 1;
     rs_finish();
+    rs_th.guard = guard;
     struct sigaction dfl = { .sa_handler = SIG_DFL };
     RS_REAL(sigaction)(sig, &dfl, NULL);
     raise(sig); /* blocked while we run; delivered with the default action on return */

@@ -380,6 +380,11 @@ struct __attribute__((aligned(64))) rs_thread_hot {
     /* Set while libunwind runs on this thread (unwind.c): its memory
      * checks through a pipe are answered by the agent (rs_unwind_pipe_call). */
     int in_unwind;
+    /* The wait this thread is in (RS_WAIT_TIMED: its reason and start in
+     * ticks; 0: none), for a signal that ends the process while it waits
+     * (rs_wait_interrupted): a stuck rank's last record says where. */
+    int wait_reason;
+    uint64_t wait_t0;
 };
 extern __thread struct rs_thread_hot rs_th RS_TLS;
 

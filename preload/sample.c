@@ -917,6 +917,38 @@ void rs_wait_sample_slow(uint64_t t0, uint64_t t1, int reason)
     put_sample(RSF_SAMPLE_WAIT, reason, t0, t1 - t0, buf, n);
 }
 
+void rs_wait_interrupted(void)
+{
+    uint64_t t0 = rs_th.wait_t0;
+    if (!t0 || rs_th.guard || !atomic_load_explicit(&rs_hot.on, memory_order_relaxed) || !rs_unwind_ready())
+        return;
+    int e = errno;
+    rs_th.guard = 1;
+    rs_th.wait_t0 = 0;
+    uint64_t t1 = rs_ticks();
+    uint64_t buf[RS_STACK_MAX], sps[RS_STACK_MAX];
+    int n = rs_unwind(NULL, buf, sps, RS_STACK_MAX);
+    /* the handler (ours), the C library's call the signal interrupted, the
+     * hook (ours): the stack starts at the hook's caller */
+    int k = 0;
+    while (k < n && rs_unwind_is_agent(buf[k]))
+        k++;
+    int h = k;
+    while (h < n && !rs_unwind_is_agent(buf[h]))
+        h++;
+    if (h < n) {
+        while (h < n && rs_unwind_is_agent(buf[h]))
+            h++;
+        k = h;
+    }
+    memmove(buf, buf + k, (size_t)(n - k) * sizeof *buf);
+    memmove(sps, sps + k, (size_t)(n - k) * sizeof *sps);
+    n = rs_py_splice(buf, sps, n - k, RS_STACK_MAX);
+    put_sample(RSF_SAMPLE_WAIT, rs_th.wait_reason, t0, t1 - t0, buf, n);
+    rs_th.guard = 0;
+    errno = e;
+}
+
 void rs_wait_note(uint64_t t0, uint64_t t1, int reason)
 {
     int e = errno;

@@ -144,12 +144,19 @@ void rs_wait_note(uint64_t t0, uint64_t t1, int reason);
         if (!rs_wait_on())                                              \
             return CALL;                                                \
         uint64_t t0_ = rs_ticks();                                      \
+        rs_th.wait_reason = (REASON);                                   \
+        rs_th.wait_t0 = t0_;                                            \
         T r_ = CALL;                                                    \
+        rs_th.wait_t0 = 0;                                              \
         uint64_t t1_ = rs_ticks();                                      \
         if (RS_UNLIKELY(t1_ - t0_ >= rs_hot.wait_ticks))                \
             rs_wait_note(t0_, t1_, REASON);                             \
         return r_;                                                      \
     } while (0)
+/* The calling thread's wait (RS_WAIT_TIMED's), cut short by a signal that
+ * ends the process (agent.c's SIGTERM and SIGINT): written as a wait
+ * sample up to now, its stack the waiting call's caller's. */
+void rs_wait_interrupted(void);
 /* Whether pc is in the agent's hooks of the waits for children (wait,
  * waitpid, waitid, wait3, wait4). */
 int rs_child_wait_pc(uint64_t pc);

@@ -51,6 +51,8 @@ int rsr_job_analyse_visit(struct rsr_model *const *models, size_t n, struct rsr_
     if (rsr_groups_find(models, n, &job->colls, &job->steps,
                         (double)(job->storage.job_end_ns - job->storage.job_start_ns) / 1e9, &job->groups) != 0)
         rc = -1;
+    if (rsr_hang_analyse(job) != 0)
+        rc = -1;
     if (rsr_nodes_analyse(models, n, job->timeline.start_ns, job->timeline.bin_ns, job->timeline.nbins,
                           &job->nodes) != 0)
         rc = -1;
@@ -77,6 +79,7 @@ void rsr_job_free(struct rsr_job *job)
     rsr_timeline_free(&job->timeline);
     rsr_steps_free(&job->steps);
     rsr_nodes_free(&job->nodes);
+    rsr_hang_free(&job->hang);
     free(job->findings);
     memset(job, 0, sizeof *job);
 }

@@ -15,6 +15,7 @@
 #include "reporter/findings.h"
 #include "reporter/gpu_breakdown.h"
 #include "reporter/groups.h"
+#include "reporter/hang.h"
 #include "reporter/kernels.h"
 #include "reporter/model.h"
 #include "reporter/nodes.h"
@@ -36,6 +37,7 @@ struct rsr_job {
     struct rsr_steps steps;
     struct rsr_critpath path;           /* the steps' critical path by cause, and the what-ifs */
     struct rsr_nodes nodes;             /* the hosts' own counters, on the timeline's bins */
+    struct rsr_hang hang;               /* a stuck job's verdict (kind NONE: not stuck) */
     struct rsr_finding *findings;       /* most severe first */
     size_t n_findings;
 };

@@ -552,7 +552,15 @@ int rsr_findings_headline(const struct rsr_job *j, char *buf, size_t n)
 {
     if (n)
         buf[0] = 0;
-    if (!j->n_findings || j->findings[0].recoverable_pct < 0 || !n)
+    if (!j->n_findings || !n)
+        return 0;
+    if (j->hang.kind != RSR_HANG_NONE) {
+        char text[320];
+        rsr_hang_text(&j->hang, text, sizeof text);
+        snprintf(buf, n, "the job hung: %s", text);
+        return 1;
+    }
+    if (j->findings[0].recoverable_pct < 0)
         return 0;
     const struct rsr_finding *x = &j->findings[0];
     if (x->cause && x->whatif_ms >= 0) {
@@ -570,6 +578,47 @@ int rsr_findings_headline(const struct rsr_job *j, char *buf, size_t n)
                  j->steps.source ? "step time" : "wall time");
     }
     return 1;
+}
+
+/* A stuck job's verdict (hang.h) as a critical finding: what stopped the
+ * job and where the ranks it waits for are. It is not a share of the step
+ * time (context), and goes first whatever the gains below it. */
+static void hang_finding(struct list *l, const struct rsr_job *j)
+{
+    const struct rsr_hang *h = &j->hang;
+    static const char *const ids[] = { [RSR_HANG_HANG] = "job_hung", [RSR_HANG_DESYNC] = "collective_desync",
+                                       [RSR_HANG_CRASH] = "rank_crashed" };
+    static const char *const titles[] = { [RSR_HANG_HANG] = "The job hung in a collective",
+                                          [RSR_HANG_DESYNC] = "The ranks called different collectives (desync)",
+                                          [RSR_HANG_CRASH] = "A rank died while the others waited for it" };
+    static const char *const advice[] = {
+        [RSR_HANG_HANG] = "Look at where the missing ranks are (their stacks below): a rank stuck in its own "
+                          "work, I/O or a lock never reaches the collective. Set a collective timeout "
+                          "(init_process_group(timeout=...), TORCH_NCCL_ASYNC_ERROR_HANDLING) so a hang "
+                          "fails fast instead of holding the allocation.",
+        [RSR_HANG_DESYNC] = "The ranks took different paths through the program: a collective under a condition "
+                            "that differs between ranks, uneven data (one rank with an extra batch), or "
+                            "parameters in a different order. TORCH_DISTRIBUTED_DEBUG=DETAIL checks each call.",
+        [RSR_HANG_CRASH] = "Read the dead rank's own log (its error, its exit status) and its last stack below; "
+                           "the others only waited for it. A collective timeout makes the job fail fast.",
+    };
+    if (h->kind <= RSR_HANG_NONE || h->kind > RSR_HANG_CRASH)
+        return;
+    char text[320];
+    rsr_hang_text(h, text, sizeof text);
+    char where[300] = "";
+    for (size_t i = 0; i < h->n_ranks; i++) {
+        const struct rsr_hang_rank *r = &h->ranks[i];
+        if (r->in_flight || !r->where || !r->where[0])
+            continue;
+        if (r->where_wait_ns)
+            snprintf(where, sizeof where, ". Rank %d was last in %s (waiting %.1f s when its file ended)", r->rank,
+                     r->where, (double)r->where_wait_ns / 1e9);
+        else
+            snprintf(where, sizeof where, ". Rank %d was last in %s", r->rank, r->where);
+        break;
+    }
+    add(l, ids[h->kind], RSR_SEV_CRITICAL, -1, titles[h->kind], advice[h->kind], "%s%s", text, where);
 }
 
 int rsr_findings_make(struct rsr_job *j)
@@ -758,8 +807,18 @@ int rsr_findings_make(struct rsr_job *j)
         add(&l, nf[i].id, nf[i].severity, rec, nf[i].title, nf[i].advice, "%s", nf[i].evidence);
     }
     claim_causes(&l, j);
+    hang_finding(&l, j);
     if (l.n > 1)
         qsort(l.v, l.n, sizeof *l.v, cmp_finding);
+    /* a stuck job's verdict first */
+    for (size_t i = 1; i < l.n && j->hang.kind != RSR_HANG_NONE; i++)
+        if (!strcmp(l.v[i].id, "job_hung") || !strcmp(l.v[i].id, "collective_desync") ||
+            !strcmp(l.v[i].id, "rank_crashed")) {
+            struct rsr_finding f = l.v[i];
+            memmove(&l.v[1], &l.v[0], i * sizeof *l.v);
+            l.v[0] = f;
+            break;
+        }
     j->findings = l.v;
     j->n_findings = l.n;
     return l.oom ? -1 : 0;

@@ -378,6 +378,13 @@ struct proc {
     int64_t clock_off;
     struct rsr_graphs *graphs;  /* CUDA graphs' nodes; NULL until needed */
     struct rsr_intern gnames;   /* kernel and node names, for graphs */
+    /* the main thread's sample that ends last (its wait's end, a CPU
+     * sample's time): where it was when the file ended (waits.h) */
+    struct last_sample {
+        uint64_t end, weight, map_ts;
+        uint32_t stack;
+        uint8_t kind, reason, set;
+    } last;
 };
 
 #define GROW(arr, n, cap)                                                   \
@@ -641,6 +648,11 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
             }
         }
         agg_add(p, s->tid, s->stack, map_time(p, s->ts_ns), s->kind, reason, 0, weight);
+        if (s->tid == p->pid && (s->kind == RSF_SAMPLE_CPU || s->kind == RSF_SAMPLE_WAIT)) {
+            uint64_t end = s->ts_ns + (s->kind == RSF_SAMPLE_WAIT ? s->weight_ns : 0);
+            if (!p->last.set || end >= p->last.end)
+                p->last = (struct last_sample){ end, s->weight_ns, map_time(p, s->ts_ns), s->stack, s->kind, reason, 1 };
+        }
         if (s->kind == RSF_SAMPLE_GPU)
             gpu_thread(p, s->tid)->sampled_ns += s->weight_ns;
     }
@@ -1111,6 +1123,11 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
                                                                                       : -1;
             }
             rsr_waits_top_offer(w, top, a->weight, L->names, L->nframes);
+            if (p->last.set && a->tid == p->pid && a->stack == p->last.stack && a->kind == p->last.kind &&
+                a->reason == p->last.reason && a->map_ts == p->last.map_ts && !a->leaf) {
+                uint32_t skip = L->opts->threads ? 1 : 0;   /* the thread's name */
+                rsr_waits_where(w, L->names + skip, L->nframes - skip, a->reason, p->last.weight);
+            }
             int part = rsr_compile_part(L->names, L->is_python, L->nframes);
             if (part >= 0)
                 w->compile_ns[part] += a->weight;

@@ -282,6 +282,8 @@ static int unpack_model(struct rsr_unpack *u, struct rsr_model *m)
         for (int i = 0; i < RSR_TOP_STACKS; i++)
             if (!memchr(m->waits.top[k][i].text, 0, sizeof m->waits.top[k][i].text))
                 u->failed = 1;
+    if (!memchr(m->waits.where, 0, sizeof m->waits.where))
+        u->failed = 1;
     if (rsr_unpack_u64(u) && !u->failed) {
         m->sum = calloc(1, sizeof *m->sum);
         if (!m->sum || unpack_summary(u, m->sum) != 0)

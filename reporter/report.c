@@ -102,6 +102,36 @@ static void critpath_text(FILE *f, const struct rsr_critpath *cp)
     fputc('\n', f);
 }
 
+/* A stuck job's verdict (hang.h), first: what stopped it, and where each
+ * rank it waits for was when its file ended. */
+static void hang_lines(FILE *f, const struct rsr_hang *h)
+{
+    if (h->kind == RSR_HANG_NONE)
+        return;
+    char text[320];
+    rsr_hang_text(h, text, sizeof text);
+    fprintf(f, "  STUCK (%s): %s\n", rsr_hang_kind_name(h->kind), text);
+    size_t shown = 0;
+    for (size_t i = 0; i < h->n_ranks && shown < 8; i++) {
+        const struct rsr_hang_rank *r = &h->ranks[i];
+        if (r->in_flight && h->kind != RSR_HANG_DESYNC)
+            continue;
+        fprintf(f, "    rank %d: last finished #%lld, last entered #%lld", r->rank, (long long)r->last_seq_done,
+                (long long)r->last_seq_entered);
+        if (r->ended_before_s >= 0.1)
+            fprintf(f, "; its file ended %.1f s before the others'%s", r->ended_before_s,
+                    r->unclosed ? " (no end mark)" : "");
+        if (r->where && r->where[0])
+            fprintf(f, "; last in %s", r->where);
+        if (r->where_wait_ns)
+            fprintf(f, " (%.1f s)", (double)r->where_wait_ns / 1e9);
+        fputc('\n', f);
+        shown++;
+    }
+    if (h->absent)
+        fprintf(f, "    %zu of the communicator's %d ranks have no trace file\n", h->absent, h->group_size);
+}
+
 static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rsr_job *j)
 {
     int ranks = 0;
@@ -123,6 +153,7 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
     if (dropped)
         fprintf(f, "; %" PRIu64 " records dropped (memory bound)", dropped);
     fputc('\n', f);
+    hang_lines(f, &j->hang);
     steps_line(f, &j->steps, wall_s);
     ends_lines(f, ins, j, wall_s);
     double idle = 0, comp = 0, comm = 0, copy = 0, exposed = 0, overlap = 0, sync_wait = 0;
@@ -236,7 +267,10 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
                         x->recoverable_pct, basis, x->evidence);
             else
                 fprintf(f, "  [%s] %s (%s): %s\n", rsr_severity_name(x->severity), x->title,
-                        j->path.have ? "context" : "gain not measured", x->evidence);
+                        j->hang.kind && i == 0 ? "the job stopped here"
+                        : j->path.have        ? "context"
+                                              : "gain not measured",
+                        x->evidence);
         }
     } else {
         fputs("findings: none\n", f);

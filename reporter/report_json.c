@@ -455,6 +455,71 @@ static void critpath_json(FILE *f, const struct rsr_critpath *cp)
     fputs("]}", f);
 }
 
+/* "hang" (hang.h): a stuck job's verdict; absent when no call is stuck. */
+static void hang_json(FILE *f, const struct rsr_hang *h)
+{
+    if (h->kind == RSR_HANG_NONE)
+        return;
+    char text[320];
+    rsr_hang_text(h, text, sizeof text);
+    fprintf(f, ",\n\"hang\":{\"kind\":\"%s\",\"text\":", rsr_hang_kind_name(h->kind));
+    rsr_json_str(f, text);
+    fprintf(f, ",\"communicator\":\"%016llx\",\"role\":", (unsigned long long)h->comm_id);
+    rsr_json_str(f, h->role >= 0 ? rsr_group_role_name(h->role) : NULL);
+    fprintf(f, ",\"seq\":%u,\"step\":", h->seq);
+    if (h->step >= 0)
+        fprintf(f, "%lld", (long long)h->step);
+    else
+        fputs("null", f);
+    fputs(",\"op\":", f);
+    rsr_json_str(f, rsr_coll_op_name(h->op));
+    fprintf(f, ",\"bytes\":%llu,\"dtype\":", (unsigned long long)h->bytes);
+    rsr_json_str(f, h->dtype);
+    rsr_json_num_key(f, "waited_s", h->waited_s);
+    const int32_t *lists[2] = { h->waiting, h->missing };
+    const size_t counts[2] = { h->n_waiting, h->n_missing };
+    for (int l = 0; l < 2; l++) {
+        fputs(l ? "],\"missing_ranks\":[" : ",\"waiting_ranks\":[", f);
+        for (size_t i = 0; i < counts[l]; i++)
+            fprintf(f, "%s%d", i ? "," : "", lists[l][i]);
+    }
+    fprintf(f, "],\"group_size\":%d,\"ranks_without_file\":%zu,\"communicators_stuck\":%u,\"per_rank\":[",
+            h->group_size, h->absent, h->comms_stuck);
+    for (size_t i = 0; i < h->n_ranks; i++) {
+        const struct rsr_hang_rank *r = &h->ranks[i];
+        fprintf(f, "%s{\"rank\":", i ? ",\n" : "\n");
+        rsr_json_int_or_null(f, r->rank);
+        fprintf(f, ",\"last_seq_done\":%lld,\"last_seq_entered\":%lld,\"in_flight\":%s",
+                (long long)r->last_seq_done, (long long)r->last_seq_entered, r->in_flight ? "true" : "false");
+        if (r->in_flight) {
+            rsr_json_num_key(f, "waited_s", r->waited_s);
+            fputs(",\"op\":", f);
+            rsr_json_str(f, rsr_coll_op_name(r->op));
+            fprintf(f, ",\"bytes\":%llu", (unsigned long long)r->bytes);
+        } else {
+            rsr_json_num_key(f, "ended_before_s", r->ended_before_s);
+        }
+        fprintf(f, ",\"end_mark\":%s,\"where\":{\"frames\":[", r->unclosed ? "false" : "true");
+        /* a waiting rank's last sample says where it is only if it lasted
+         * into the wait (a sync inside the stuck call); else it is older */
+        const char *w = r->where && (!r->in_flight || (double)r->where_wait_ns >= 0.5e9 * r->waited_s) ? r->where : "";
+        for (int k = 0; *w; k++) {
+            const char *e = strchr(w, ';');
+            size_t len = e ? (size_t)(e - w) : strlen(w);
+            char frame[RSR_WHERE_TEXT];
+            snprintf(frame, sizeof frame, "%.*s", (int)len, w);
+            if (k)
+                putc(',', f);
+            rsr_json_str(f, frame);
+            w += len + (e ? 1 : 0);
+        }
+        putc(']', f);
+        rsr_json_num_key(f, "wait_s", (double)r->where_wait_ns / 1e9);
+        fputs("}}", f);
+    }
+    fputs("]}", f);
+}
+
 /* "steps" (steps.h), absent when none were found (the text summary says why). */
 static void steps_json(FILE *f, const struct rsr_job *j)
 {
@@ -721,6 +786,7 @@ static void job_json(FILE *f, const struct rsr_job *j, const struct rsr_input *i
     putc('}', f);
     steps_json(f, j);
     critpath_json(f, &j->path);
+    hang_json(f, &j->hang);
     char head[400];
     if (rsr_findings_headline(j, head, sizeof head)) {
         fputs(",\n\"headline\":", f);

@@ -1417,6 +1417,7 @@ static uint32_t key_of(struct rsr_acc *a, const struct rsr_coll_key *k)
 
 void rsr_acc_coll(struct rsr_acc *a, const struct rsr_coll *c, int32_t group_size)
 {
+    rsr_flight_take(&a->out.flights, c);
     if (!c->end_ns)
         return;
     int p2p = c->op == RSR_COLL_SEND || c->op == RSR_COLL_RECV;
@@ -1767,6 +1768,13 @@ void rsr_summary_shift(struct rsr_summary *s, int64_t d)
         s->ranges[i].end_ns += d;
     }
     s->fine_start_ns += d;
+    for (uint32_t i = 0; i < s->flights.n; i++) {
+        struct rsr_flight *f = &s->flights.v[i];
+        if (f->done_seq >= 0)
+            f->done_end_ns += d;
+        for (uint32_t k = 0; k < f->n_open; k++)
+            f->open[k].launch_ns += d;
+    }
 }
 
 int64_t rsr_summary_idle_within(const struct rsr_summary *s, const struct rsr_burst *b0, const struct rsr_burst *b1)

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "reporter/flight.h"
 #include "reporter/gpu_breakdown.h"
 #include "reporter/kernels.h"
 #include "reporter/model.h"
@@ -215,6 +216,8 @@ struct rsr_summary {
     uint64_t late;      /* records that came after later ones had been summed (see load_model.c) */
     struct rsr_wait_stack *wstacks;     /* by first wait; memory grows with the stacks, not the waits */
     size_t n_wstacks;
+    /* each communicator's calls as the file left them: in flight or not (hang.h) */
+    struct rsr_flights flights;
 };
 
 /* The streaming builder (opaque). */

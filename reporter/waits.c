@@ -127,6 +127,18 @@ uint64_t rsr_waits_total_ns(const struct rsr_proc_waits *w)
     return t;
 }
 
+void rsr_waits_where(struct rsr_proc_waits *w, const char *const *names, uint32_t n, unsigned reason,
+                     uint64_t wait_ns)
+{
+    size_t o = 0;
+    w->where[0] = 0;
+    for (uint32_t i = n > RSR_WHERE_FRAMES ? n - RSR_WHERE_FRAMES : 0; i < n && o < sizeof w->where; i++)
+        o += (size_t)snprintf(w->where + o, sizeof w->where - o, "%s%s", o ? ";" : "", names[i] ? names[i] : "?");
+    if (reason != RSF_WAIT_NONE && o < sizeof w->where)
+        snprintf(w->where + o, sizeof w->where - o, "%s[wait: %s]", o ? ";" : "", rsf_wait_reason_label(reason));
+    w->where_wait_ns = reason != RSF_WAIT_NONE ? wait_ns : 0;
+}
+
 void rsr_waits_top_offer(struct rsr_proc_waits *w, int kind, uint64_t ns, const char *const *names, uint32_t n)
 {
     if (kind < 0 || kind >= RSR_NTOP || !ns || !n)

@@ -41,6 +41,9 @@ int rsr_host_class(unsigned reason);
  * time together. */
 #define RSR_WAIT_THREADS 8
 
+#define RSR_WHERE_FRAMES 8
+#define RSR_WHERE_TEXT 400
+
 struct rsr_thread_time {
     uint32_t tid;
     char name[28];          /* the thread's name as recorded, cut to fit; "" when none */
@@ -83,7 +86,20 @@ struct rsr_proc_waits {
     uint32_t loader_stacks[RSR_LOADER_STACKS];
     uint64_t loader_stack_ns[RSR_LOADER_STACKS];
     uint32_t n_loader_stacks;
+    /* Where the main thread was when the file ended (a stuck rank's, hang.h):
+     * its last sample, the one ending latest, CPU or wait; its innermost
+     * RSR_WHERE_FRAMES frames root first, ";" between them, a wait's
+     * "[wait: REASON]" last; "" when it has none. where_wait_ns: that
+     * wait's length (0: a CPU sample). */
+    char where[RSR_WHERE_TEXT];
+    uint64_t where_wait_ns;
 };
+
+/* Notes the frames names[0..n) (root first) of the main thread's last
+ * sample as w's where, reason its wait's (RSF_WAIT_NONE: on the CPU) of
+ * wait_ns. */
+void rsr_waits_where(struct rsr_proc_waits *w, const char *const *names, uint32_t n, unsigned reason,
+                     uint64_t wait_ns);
 
 /* Notes a main-thread wait stack (the file's id) of ns that was data
  * loading; past RSR_LOADER_STACKS, the heaviest are kept. */

@@ -236,6 +236,24 @@ def many_steps(work):
     return path
 
 
+def hung(work):
+    """2 ranks, rank 1 stalled before step 3's first AllReduce, the job
+    killed with SIGTERM after 3 s: report.json (its hang) or None."""
+    d = os.path.join(work, "hung")
+    os.makedirs(d)
+    e = dict(os.environ)
+    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "LD_PRELOAD", "RINGSIDE_JOB",
+              "RINGSIDE_RANK_PID", "RINGSIDE_SERIES"):
+        e.pop(k, None)
+    e.update(LD_LIBRARY_PATH=SIM, SIMNCCL_TIMEOUT_S="600", RINGSIDE_OUT=os.path.join(d, "trace"), AGENT_SO=AGENT)
+    p = run(["timeout", "-s", "TERM", "3", LAUNCH, "-n", "2", "--", "sh", "-c", 'export LD_PRELOAD="$AGENT_SO"; '
+             'exec "$@"', "sh", TRAIN, "--steps", "10", "--layers", "2", "--stall", "1:3:600", "--ckpt-dir", d],
+            env=e, timeout=60)
+    if not check("hung: killed after 3 s", p.returncode == 124, p.stderr.decode(errors="replace")[-300:]):
+        return None
+    return make_report("hung", os.path.join(d, "trace"), os.path.join(d, "report"))
+
+
 def reports(work):
     """[(name, report.json)] of the jobs above."""
     got = []
@@ -260,6 +278,7 @@ def reports(work):
                                                 ["--steps", "12", "--layers", "2", "--no-overlap", "--slow-data",
                                                  "1:6000", "--kernels-per-layer", "60", "--fwd-us", "120",
                                                  "--bwd-us", "240"], RINGSIDE_SAMPLE_HZ=500)[1]))
+    got.append(("hung", hung(work)))
     got.append(("1,600 Kineto steps", kineto(work, "kineto-steps", [many_steps(work)])))
     got.append(("compile", compile_job(work)))
     got.append(("removed program", gone(work)))

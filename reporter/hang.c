@@ -1,0 +1,294 @@
+/* A stuck job's verdict from the calls in flight at the files' ends
+ * (hang.h). */
+#include "reporter/hang.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reporter/analyse.h"
+#include "reporter/groups.h"
+#include "reporter/summary.h"
+
+const char *rsr_hang_kind_name(int kind)
+{
+    switch (kind) {
+    case RSR_HANG_HANG: return "hang";
+    case RSR_HANG_DESYNC: return "desync";
+    case RSR_HANG_CRASH: return "crash";
+    default: return "none";
+    }
+}
+
+static const struct rsr_flight *flight_on(const struct rsr_model *m, uint64_t comm)
+{
+    const struct rsr_summary *sm = m->sum;
+    if (!sm)
+        return NULL;
+    for (uint32_t i = 0; i < sm->flights.n; i++)
+        if (sm->flights.v[i].comm_id == comm)
+            return &sm->flights.v[i];
+    return NULL;
+}
+
+/* How long f's first call in flight waited before m's file ended, ns. */
+static int64_t waited_ns(const struct rsr_model *m, const struct rsr_flight *f)
+{
+    const struct rsr_flight_call *c = rsr_flight_first_open(f);
+    return c && m->wall_end_ns > c->launch_ns ? m->wall_end_ns - c->launch_ns : 0;
+}
+
+static int same_call(const struct rsr_hang_rank *a, const struct rsr_hang_rank *b, const struct rsr_model *ma,
+                     const struct rsr_model *mb)
+{
+    if (a->op != b->op || a->bytes != b->bytes)
+        return 0;
+    int rooted = a->op == RSR_COLL_BROADCAST || a->op == RSR_COLL_REDUCE || a->op == RSR_COLL_GATHER ||
+                 a->op == RSR_COLL_SCATTER;
+    if (rooted && a->peer != b->peer)
+        return 0;
+    const char *da = rsr_model_str(ma, a->dtype), *db = rsr_model_str(mb, b->dtype);
+    return !da || !db || strcmp(da, db) == 0;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_rank(const void *a, const void *b)
+{
+    const struct rsr_hang_rank *x = a, *y = b;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* The lowest sequence number of comm's calls (a waiting rank's, m's) that
+ * began inside step i; -1: none. */
+static int64_t first_seq_in(const struct rsr_model *m, uint64_t comm, const struct rsr_step *st)
+{
+    struct rsr_coll_cursor c;
+    struct rsr_coll_tuple t;
+    int64_t lo = -1;
+    rsr_coll_cursor_open(&c, m->sum);
+    while (rsr_coll_cursor_next(&c, &t) == 1)
+        if (m->sum->keys[t.key].comm_id == comm && t.start_ns >= st->start_ns && t.start_ns < st->end_ns &&
+            (lo < 0 || t.seq < lo))
+            lo = t.seq;
+    return lo;
+}
+
+/* The step the stuck call belongs to. The steps found end where the GPU
+ * work last ended: the last one may hold the start of the step that hung
+ * (its work before the stuck call). With the calls a step makes (the
+ * sequence numbers between the last two steps' first calls), a stuck call
+ * past the last step's share starts the next step. */
+static int64_t hung_step(const struct rsr_job *job, const struct rsr_hang *h)
+{
+    size_t n = job->steps.n;
+    while (n && rsr_step_get(&job->steps, n - 1)->start_ns > h->entered_ns)
+        n--;
+    if (n < 2)
+        return (int64_t)n;
+    const struct rsr_model *m = NULL;
+    for (size_t i = 0; i < h->n_ranks && !m; i++)
+        if (h->ranks[i].in_flight)
+            m = job->models[h->ranks[i].model];
+    struct rsr_step a = *rsr_step_get(&job->steps, n - 2), b = *rsr_step_get(&job->steps, n - 1);
+    int64_t sa = m ? first_seq_in(m, h->comm_id, &a) : -1, sb = m ? first_seq_in(m, h->comm_id, &b) : -1;
+    if (sa < 0 || sb <= sa)
+        return (int64_t)n - 1;
+    return (int64_t)h->seq >= sb + (sb - sa) ? (int64_t)n : (int64_t)n - 1;
+}
+
+int rsr_hang_analyse(struct rsr_job *job)
+{
+    struct rsr_hang *h = &job->hang;
+    memset(h, 0, sizeof *h);
+    h->step = -1;
+    h->role = -1;
+    h->group_size = -1;
+    /* the communicator whose call in flight waited longest */
+    int64_t best = 0;
+    uint64_t comm = 0;
+    uint64_t stuck[RSR_FLIGHT_COMMS * 4];
+    uint32_t nstuck = 0;
+    const int64_t min_ns = (int64_t)(RSR_HANG_MIN_S * 1e9);
+    for (size_t i = 0; i < job->n; i++) {
+        const struct rsr_model *m = job->models[i];
+        if (!m->sum)
+            continue;
+        for (uint32_t k = 0; k < m->sum->flights.n; k++) {
+            const struct rsr_flight *f = &m->sum->flights.v[k];
+            int64_t w = waited_ns(m, f);
+            if (w < min_ns)
+                continue;
+            uint32_t s = 0;
+            while (s < nstuck && stuck[s] != f->comm_id)
+                s++;
+            if (s == nstuck && nstuck < sizeof stuck / sizeof stuck[0])
+                stuck[nstuck++] = f->comm_id;
+            if (w > best)
+                best = w, comm = f->comm_id;
+        }
+    }
+    if (!comm)
+        return 0;
+    h->comms_stuck = nstuck;
+    h->comm_id = comm;
+    /* the stuck call: the lowest in flight, long enough, on that communicator */
+    int64_t seq = -1;
+    size_t members = 0;
+    for (size_t i = 0; i < job->n; i++) {
+        const struct rsr_flight *f = flight_on(job->models[i], comm);
+        if (!f)
+            continue;
+        members++;
+        if (f->group_size > h->group_size)
+            h->group_size = f->group_size;
+        const struct rsr_flight_call *c = rsr_flight_first_open(f);
+        if (c && waited_ns(job->models[i], f) >= min_ns && (seq < 0 || c->seq < seq))
+            seq = c->seq;
+    }
+    h->seq = (uint32_t)seq;
+    h->absent = h->group_size > 0 && (size_t)h->group_size > members ? (size_t)h->group_size - members : 0;
+    h->ranks = calloc(members ? members : 1, sizeof *h->ranks);
+    h->waiting = calloc(members ? members : 1, sizeof *h->waiting);
+    h->missing = calloc(members ? members : 1, sizeof *h->missing);
+    if (!h->ranks || !h->waiting || !h->missing) {
+        rsr_hang_free(h);
+        return -1;
+    }
+    int64_t last_end = 0;
+    h->entered_ns = INT64_MAX;
+    for (size_t i = 0; i < job->n; i++) {
+        const struct rsr_model *m = job->models[i];
+        const struct rsr_flight *f = flight_on(m, comm);
+        if (!f)
+            continue;
+        const struct rsr_flight_call *c = rsr_flight_first_open(f);
+        struct rsr_hang_rank r = { .model = i, .rank = m->rank, .last_seq_done = f->done_seq,
+                                   .last_seq_entered = f->last_seq, .unclosed = m->unclosed, .peer = -1,
+                                   .where = m->waits.where, .where_wait_ns = m->waits.where_wait_ns };
+        if (c && c->seq == (uint32_t)seq) {
+            r.in_flight = 1;
+            r.waited_s = (double)waited_ns(m, f) / 1e9;
+            r.op = c->op, r.bytes = c->bytes, r.dtype = c->dtype, r.peer = c->peer;
+            if (m->wall_end_ns > last_end)
+                last_end = m->wall_end_ns;
+            if (c->launch_ns < h->entered_ns)
+                h->entered_ns = c->launch_ns;
+            h->waiting[h->n_waiting++] = m->rank;
+        } else if (f->last_seq < seq) {
+            h->missing[h->n_missing++] = m->rank;
+        } else {
+            continue;   /* it finished the call: not part of the verdict */
+        }
+        h->ranks[h->n_ranks++] = r;
+    }
+    /* the waiting ranks' call: the most common one; another: a desync */
+    size_t most = 0, pick = SIZE_MAX;
+    int desync = 0;
+    for (size_t a = 0; a < h->n_ranks; a++) {
+        if (!h->ranks[a].in_flight)
+            continue;
+        size_t same = 0;
+        for (size_t b = 0; b < h->n_ranks; b++)
+            if (h->ranks[b].in_flight) {
+                int eq = same_call(&h->ranks[a], &h->ranks[b], job->models[h->ranks[a].model],
+                                   job->models[h->ranks[b].model]);
+                same += eq;
+                desync |= !eq;
+            }
+        if (same > most)
+            most = same, pick = a;
+    }
+    if (pick != SIZE_MAX) {
+        const struct rsr_hang_rank *p = &h->ranks[pick];
+        h->op = p->op;
+        h->bytes = p->bytes;
+        h->dtype = rsr_model_str(job->models[p->model], p->dtype);
+    }
+    for (size_t a = 0; a < h->n_ranks; a++) {
+        struct rsr_hang_rank *r = &h->ranks[a];
+        if (!r->in_flight && last_end > job->models[r->model]->wall_end_ns)
+            r->ended_before_s = (double)(last_end - job->models[r->model]->wall_end_ns) / 1e9;
+        if (r->in_flight && r->waited_s > h->waited_s)
+            h->waited_s = r->waited_s;
+    }
+    h->kind = RSR_HANG_HANG;
+    if (desync)
+        h->kind = RSR_HANG_DESYNC;
+    else
+        for (size_t a = 0; a < h->n_ranks; a++)
+            if (!h->ranks[a].in_flight && h->ranks[a].ended_before_s >= RSR_HANG_CRASH_S)
+                h->kind = RSR_HANG_CRASH;
+    qsort(h->waiting, h->n_waiting, sizeof *h->waiting, cmp_i32);
+    qsort(h->missing, h->n_missing, sizeof *h->missing, cmp_i32);
+    qsort(h->ranks, h->n_ranks, sizeof *h->ranks, cmp_rank);
+    const struct rsr_group_comm *gc = rsr_groups_comm(&job->groups, comm);
+    if (gc)
+        h->role = gc->role;
+    if (job->steps.source && h->entered_ns != INT64_MAX)
+        h->step = hung_step(job, h);
+    return 0;
+}
+
+void rsr_hang_free(struct rsr_hang *h)
+{
+    free(h->ranks);
+    free(h->waiting);
+    free(h->missing);
+    memset(h, 0, sizeof *h);
+}
+
+/* "ranks 0, 2, 3" (at most 8 named, then how many more) into buf at *o. */
+static void ranks_text(char *buf, size_t n, size_t *o, const int32_t *v, size_t k)
+{
+    for (size_t i = 0; i < k && i < 8 && *o < n; i++)
+        *o += (size_t)snprintf(buf + *o, n - *o, "%s%d", i ? ", " : "", v[i]);
+    if (k > 8 && *o < n)
+        *o += (size_t)snprintf(buf + *o, n - *o, " and %zu more", k - 8);
+}
+
+void rsr_hang_text(const struct rsr_hang *h, char *buf, size_t n)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    if (h->kind == RSR_HANG_NONE)
+        return;
+    char at[96] = "";
+    size_t a = (size_t)snprintf(at, sizeof at, "%s #%u", rsr_coll_op_name(h->op), h->seq);
+    if (h->role >= 0 && a < sizeof at)
+        a += (size_t)snprintf(at + a, sizeof at - a, " on the %s communicator", rsr_group_role_name(h->role));
+    if (h->step >= 0 && a < sizeof at)
+        snprintf(at + a, sizeof at - a, " at step %lld", (long long)h->step);
+    if (h->kind == RSR_HANG_DESYNC) {
+        o += (size_t)snprintf(buf + o, n - o, "desync: the ranks called different collectives at %s (", at);
+        for (size_t i = 0, k = 0; i < h->n_ranks && k < 6 && o < n; i++) {
+            const struct rsr_hang_rank *r = &h->ranks[i];
+            if (!r->in_flight)
+                continue;
+            o += (size_t)snprintf(buf + o, n - o, "%srank %d: %s %llu B", k++ ? "; " : "", r->rank,
+                                  rsr_coll_op_name(r->op), (unsigned long long)r->bytes);
+        }
+        if (o < n)
+            snprintf(buf + o, n - o, "); they waited %.1f s", h->waited_s);
+        return;
+    }
+    if (h->n_missing) {
+        o += (size_t)snprintf(buf + o, n - o, "%s ", h->n_missing > 1 ? "ranks" : "rank");
+        ranks_text(buf, n, &o, h->missing, h->n_missing);
+        if (o < n)
+            o += (size_t)snprintf(buf + o, n - o, " %s %s", h->kind == RSR_HANG_CRASH ? "died before entering"
+                                                                                    : "never entered", at);
+    } else if (o < n) {
+        o += (size_t)snprintf(buf + o, n - o, "every rank entered %s and it never finished", at);
+    }
+    if (o < n) {
+        o += (size_t)snprintf(buf + o, n - o, "; %s ", h->n_waiting > 1 ? "ranks" : "rank");
+        ranks_text(buf, n, &o, h->waiting, h->n_waiting);
+        if (o < n)
+            snprintf(buf + o, n - o, " waited %.1f s in it", h->waited_s);
+    }
+}

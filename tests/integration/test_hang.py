@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""A stuck job (issue 47): simtrain --stall 1:5:600 on 4 ranks, rank 1
+sleeping before step 5's first AllReduce while the others wait inside it,
+the job killed with SIGTERM after 12 s as a scheduler's time limit would.
+report.json's hang names it, held to what the job itself says:
+- kind hang, missing rank 1 (the rank --stall names), waiting ranks 0, 2, 3,
+  the AllReduce, step 5 (the truth: rank 0 finished the 20 AllReduces of
+  steps 0 to 4);
+- waited within 1 s of the truth: from rank 0's entry into the call (the
+  simulator's truth: its launch of step 5's first backward kernel, just
+  before; CLOCK_MONOTONIC) to the moment the test sent SIGTERM (its own
+  clock, the same);
+- rank 1's frames end in its sleep under sim_train_step;
+- the first finding is the hang, and the headline says the job hung at
+  step 5; the terminal's summary leads with it.
+A job that ran to its end has no hang."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import capture  # noqa: E402
+import rstest  # noqa: E402
+from rstest import check  # noqa: E402
+
+LAUNCH = os.path.join(rstest.BUILD, "simlaunch")
+TRAIN = os.path.join(rstest.BUILD, "simtrain")
+KILL_AFTER_S = 12
+
+
+def stuck_job(tmp):
+    """Runs the stalled job, kills it; (trace folder, truth folder, the
+    kill's CLOCK_MONOTONIC ns) or None."""
+    out, tdir = os.path.join(tmp, "out"), os.path.join(tmp, "truth")
+    os.makedirs(out)
+    os.makedirs(tdir)
+    env = capture.sim_env(out, tdir)
+    env["SIMNCCL_TIMEOUT_S"] = "600"    # NCCL waits as long as the job runs
+    p = subprocess.Popen([LAUNCH, "-n", "4", "--", TRAIN, "--steps", "40", "--layers", "4", "--stall", "1:5:600",
+                          "--ckpt-dir", tmp], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(KILL_AFTER_S)
+    alive = p.poll() is None
+    kill_ns = time.monotonic_ns()
+    p.send_signal(signal.SIGTERM)
+    try:
+        _, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+    if not check("the stalled job was still running after %d s, and SIGTERM ended it" % KILL_AFTER_S,
+                 alive and p.returncode != 0, "status %r: %s" % (p.returncode, err.decode(errors="replace")[-300:])):
+        return None
+    return out, tdir, kill_ns
+
+
+def main():
+    tmp = rstest.tempdir("hang")
+    got = stuck_job(tmp)
+    if got:
+        out, tdir, kill_ns = got
+        # the simulator's truth (its step lines are written at exit, which a
+        # killed rank never reaches): rank 0's finished AllReduces, one a
+        # layer, four a step; it entered step 5's first right after
+        # launching that step's first backward kernel (layer 3's)
+        ops = [t for t in capture.truth(tdir) if t.get("rank") == 0]
+        colls = [t for t in ops if t["kind"] == "collective"]
+        check("truth: rank 0 finished 20 AllReduces (4 a step: steps 0 to 4) and no more", len(colls) == 20,
+              "%d" % len(colls))
+        last = max((t["launch_ns"] for t in colls), default=0)
+        entry = min((t["launch_ns"] for t in ops if t["kind"] == "kernel" and t["name"] == "bwd_gemm_l3" and
+                     t["launch_ns"] > last), default=0)
+        rep = rstest.report(out)
+        h = rep.get("hang") or {}
+        check("hang.kind is hang", h.get("kind") == "hang", json.dumps(h)[:300])
+        check("missing rank 1", h.get("missing_ranks") == [1], str(h.get("missing_ranks")))
+        check("waiting ranks 0, 2, 3", h.get("waiting_ranks") == [0, 2, 3], str(h.get("waiting_ranks")))
+        check("the stuck call is an AllReduce", h.get("op") == "AllReduce", str(h.get("op")))
+        check("at step 5", h.get("step") == 5, str(h.get("step")))
+        truth_s = (kill_ns - entry) / 1e9
+        check("waited %.2f s, the truth %.2f s (within 1 s)" % (h.get("waited_s", 0), truth_s),
+              abs(h.get("waited_s", 0) - truth_s) <= 1.0, json.dumps(h)[:200])
+        r1 = [r for r in h.get("per_rank", []) if r.get("rank") == 1]
+        frames = r1[0]["where"]["frames"] if r1 else []
+        check("rank 1's frames: its sleep under sim_train_step",
+              "sim_train_step" in frames and frames[-1] == "[wait: sleep]" and
+              frames.index("sim_train_step") < len(frames) - 1, str(frames))
+        fs = rep.get("findings", [])
+        check("the first finding is the hang, critical", bool(fs) and fs[0]["id"] == "job_hung" and
+              fs[0]["severity"] == "critical", str([f["id"] for f in fs][:3]))
+        check("the headline says the job hung at step 5", "hung" in rep.get("headline", "") and
+              "step 5" in rep.get("headline", ""), rep.get("headline", ""))
+        p = rstest.run([rstest.RINGSIDE, "report", out, "-o", os.path.join(tmp, "rep2")])
+        lines = p.stdout.decode(errors="replace").splitlines()
+        check("the terminal's second line is the verdict", len(lines) > 1 and lines[1].startswith("  STUCK (hang)")
+              and "rank 1 never entered AllReduce" in lines[1], "\n".join(lines[:3]))
+    # a job that ran to its end
+    done = os.path.join(tmp, "done")
+    os.makedirs(done)
+    env = capture.sim_env(done, done)
+    p = rstest.run([LAUNCH, "-n", "2", "--", TRAIN, "--steps", "8", "--layers", "2", "--ckpt-dir", done], env=env,
+                   timeout=120)
+    if check("a job without a stall runs", p.returncode == 0, p.stderr.decode(errors="replace")[-300:]):
+        rep = rstest.report(done)
+        check("it has no hang", "hang" not in rep and not any(f["id"] == "job_hung" for f in rep["findings"]),
+              str(rep.get("hang"))[:200])
+    rstest.cleanup(tmp)
+    rstest.finish()
+
+
+main()
