@@ -40,7 +40,8 @@ $(BUILD)/fuzz/seeds/.made: $(BUILD)/fuzz/gen_seeds
 # fuzzer's coverage and the sanitizers.
 FUZZ_SRC := tests/fuzz/fuzz_chunk.c $(FORMAT_SRC) reporter/load.c reporter/load_model.c reporter/coll_groups.c reporter/graphs.c \
             reporter/compile.c reporter/json.c reporter/model.c \
-            reporter/summary.c reporter/steps.c reporter/critpath.c reporter/waits.c reporter/occupancy.c \
+            reporter/summary.c reporter/flight.c reporter/steps.c reporter/critpath.c reporter/waits.c \
+            reporter/occupancy.c \
             reporter/gpumetrics.c reporter/nodes_load.c
 $(BUILD)/fuzz/fuzz_chunk: $(FUZZ_SRC) $(wildcard formats/*.h) reporter/load.h reporter/load_model.h reporter/model.h
 	$(call say,FUZZCC,$<)
