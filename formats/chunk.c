@@ -82,6 +82,7 @@ static const struct rsf_field_desc chunk_fields[RSF_CHUNK_NSLOTS] = {
     [RSF_CHUNK_COLL_GROUPS] = STRUCTF("coll_groups", RSF_F_VEC_STRUCT, struct rsf_coll_group),
     [RSF_CHUNK_GRAPH_NODES] = STRUCTF("graph_nodes", RSF_F_VEC_STRUCT, struct rsf_graph_node),
     [RSF_CHUNK_GRAPH_EDGES] = STRUCTF("graph_edges", RSF_F_VEC_STRUCT, struct rsf_graph_edge),
+    [RSF_CHUNK_MARKS] = STRUCTF("marks", RSF_F_VEC_STRUCT, struct rsf_mark),
 };
 const struct rsf_table_desc rsf_chunk_desc = { "Chunk", RSF_CHUNK_NSLOTS, chunk_fields };
 
@@ -122,6 +123,7 @@ RSF_NAME_FN(rsf_mem_kind_name, RSF_MEM_KINDS)
 RSF_NAME_FN(rsf_sample_kind_name, RSF_SAMPLE_KINDS)
 RSF_NAME_FN(rsf_range_kind_name, RSF_RANGE_KINDS)
 RSF_NAME_FN(rsf_graph_node_kind_name, RSF_GRAPH_NODE_KINDS)
+RSF_NAME_FN(rsf_mark_kind_name, RSF_MARK_KINDS)
 RSF_NAME_FN(rsf_series_kind_name, RSF_SERIES_KINDS)
 RSF_NAME_FN(rsf_link_kind_name, RSF_LINK_KINDS)
 #undef RSF_NAME
@@ -231,6 +233,7 @@ static int enc_fill(struct enc *e, const struct rsf_chunk *c)
     e->chunk[RSF_CHUNK_COLL_GROUPS] = vval(c->coll_groups, c->ncoll_groups);
     e->chunk[RSF_CHUNK_GRAPH_NODES] = vval(c->graph_nodes, c->ngraph_nodes);
     e->chunk[RSF_CHUNK_GRAPH_EDGES] = vval(c->graph_edges, c->ngraph_edges);
+    e->chunk[RSF_CHUNK_MARKS] = vval(c->marks, c->nmarks);
     if (c->nstacks) {
         e->stacks = calloc(c->nstacks, RSF_STACK_NSLOTS * sizeof *e->stacks);
         e->stack_ptrs = calloc(c->nstacks, sizeof *e->stack_ptrs);
@@ -379,6 +382,7 @@ int rsf_chunk_decode(const uint8_t *buf, size_t size, struct rsf_chunk_view *v, 
     }
     c->graph_nodes = struct_vec(buf, t, RSF_CHUNK_GRAPH_NODES, &c->ngraph_nodes);
     c->graph_edges = struct_vec(buf, t, RSF_CHUNK_GRAPH_EDGES, &c->ngraph_edges);
+    c->marks = struct_vec(buf, t, RSF_CHUNK_MARKS, &c->nmarks);
 
     uint32_t sv = rsf_fb_deref(buf, t, RSF_CHUNK_STRINGS);
     uint32_t m = rsf_fb_deref(buf, t, RSF_CHUNK_META);

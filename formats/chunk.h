@@ -95,6 +95,8 @@ struct rsf_chunk {
     uint32_t ngraph_nodes;
     const struct rsf_graph_edge *graph_edges;
     uint32_t ngraph_edges;
+    const struct rsf_mark *marks;       /* the agent's notes on the process (fatal signal, stuck call) */
+    uint32_t nmarks;
 };
 
 extern const struct rsf_table_desc rsf_chunk_desc;

@@ -254,6 +254,20 @@ struct rsf_graph_node {
 
 struct rsf_graph_edge { uint32_t graph, from, to; };
 
+/* enum MarkKind (trace.fbs): the agent's notes on the process itself */
+#define RSF_MARK_KINDS(X) X(FATAL, fatal) X(STUCK, stuck)
+#define RSF_ENUM_MARK(id, name) RSF_MARK_##id,
+enum rsf_mark_kind { RSF_MARK_KINDS(RSF_ENUM_MARK) RSF_MARK_NKINDS };
+#undef RSF_ENUM_MARK
+const char *rsf_mark_kind_name(unsigned v);
+
+struct rsf_mark {
+    uint64_t ts_ns, since_ns;
+    uint32_t tid, stack;
+    uint8_t kind, sig;
+    uint8_t pad_[6];
+};
+
 /* enum SeriesKind, LinkKind (trace.fbs says what each series' values are) */
 #define RSF_SERIES_KINDS(X) X(LINK_TX, link_tx) X(LINK_RX, link_rx) X(DISK_READ, disk_read) \
     X(DISK_WRITE, disk_write) X(NFS_READ, nfs_read) X(NFS_WRITE, nfs_write) \
@@ -309,6 +323,7 @@ _Static_assert(sizeof(struct rsf_point) == 24, "Point layout");
 _Static_assert(sizeof(struct rsf_coll_group) == 8, "CollGroup layout");
 _Static_assert(sizeof(struct rsf_graph_node) == 64, "GraphNode layout");
 _Static_assert(sizeof(struct rsf_graph_edge) == 12, "GraphEdge layout");
+_Static_assert(sizeof(struct rsf_mark) == 32, "Mark layout");
 
 /* Field slots of each table, in trace.fbs declaration order. */
 enum { RSF_SETTING_KEY, RSF_SETTING_VALUE, RSF_SETTING_NSLOTS };
@@ -330,7 +345,8 @@ enum {
     RSF_CHUNK_COUNTERS, RSF_CHUNK_END, RSF_CHUNK_GPU, RSF_CHUNK_SYNCS, RSF_CHUNK_COLLS,
     RSF_CHUNK_COMMS, RSF_CHUNK_MEMS, RSF_CHUNK_STACKS, RSF_CHUNK_SAMPLES, RSF_CHUNK_MODULES,
     RSF_CHUNK_RANGES, RSF_CHUNK_LAUNCHES, RSF_CHUNK_FUNCTIONS, RSF_CHUNK_DEVICES, RSF_CHUNK_SERIES,
-    RSF_CHUNK_POINTS, RSF_CHUNK_COLL_GROUPS, RSF_CHUNK_GRAPH_NODES, RSF_CHUNK_GRAPH_EDGES, RSF_CHUNK_NSLOTS
+    RSF_CHUNK_POINTS, RSF_CHUNK_COLL_GROUPS, RSF_CHUNK_GRAPH_NODES, RSF_CHUNK_GRAPH_EDGES, RSF_CHUNK_MARKS,
+    RSF_CHUNK_NSLOTS
 };
 
 #endif

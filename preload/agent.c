@@ -1,8 +1,10 @@
 /* The agent's life cycle: start-up in the constructor (settings, buffers,
  * fd table, writer thread), and every way a process can end or change
  * image: exit (destructor), _exit, exec, fork (the child gets its own file),
- * and SIGTERM/SIGINT, whose default action is preceded by a last flush while
- * any handler the program installs is left to the program. */
+ * SIGTERM/SIGINT, whose default action is preceded by a last flush, and the
+ * fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT), whose default
+ * action is preceded by the thread's stack, a fatal mark and a last flush;
+ * any handler the program installs for them is left to the program. */
 #include "preload/agent.h"
 #include "preload/nvml.h"
 #include "preload/sample.h"
@@ -128,21 +130,30 @@ void rs_finish(void)
     errno = saved;
 }
 
-/* ---- SIGTERM and SIGINT ----
+/* ---- SIGTERM, SIGINT and the fatal signals ----
  * The program sees the dispositions it set (or inherited), never ours. When
  * its disposition is the default (death), ours runs instead: flush, then die
  * of the same signal. A handler or SIG_IGN of the program's is installed as
- * it is; such a program exits its own way, through the paths above. */
+ * it is; such a program exits its own way, through the paths above. The
+ * first two are the ends a launcher or a scheduler asks for; the rest
+ * (from NSIG_ENDS on) are a crash: a fault, or abort() (PyTorch's NCCL
+ * watchdog on a collective's timeout). */
 
-static const int fatal_sigs[2] = { SIGTERM, SIGINT };
-static struct sigaction app_act[2];
+#define NSIG_ENDS 2
+static const int fatal_sigs[] = { SIGTERM, SIGINT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+#define NSIG_OURS ((int)(sizeof fatal_sigs / sizeof fatal_sigs[0]))
+static struct sigaction app_act[NSIG_OURS];
 static int sig_virtual;
+static _Atomic int crashing;
 RS_REAL_DECL(sigaction);
 RS_REAL_DECL(signal);
 
 static int sig_index(int sig)
 {
-    return sig == SIGTERM ? 0 : sig == SIGINT ? 1 : -1;
+    for (int i = 0; i < NSIG_OURS; i++)
+        if (fatal_sigs[i] == sig)
+            return i;
+    return -1;
 }
 
 _Atomic int rs_dying;
@@ -163,18 +174,45 @@ static void on_fatal(int sig)
     errno = saved;
 }
 
+/* A crash: the faulting (or aborting) thread's stack and a fatal mark,
+ * the last flush, then the default action: a fault returns to the
+ * instruction, which faults again; a signal sent (abort's raise, kill) is
+ * raised again, held until the handler returns. A crash inside the agent
+ * itself, or a second one, goes straight to the default. */
+static void on_crash(int sig, siginfo_t *si, void *ucv)
+{
+    int saved = errno;
+    struct sigaction dfl = { .sa_handler = SIG_DFL };
+    RS_REAL(sigaction)(sig, &dfl, NULL);
+    if (!rs_th.guard && !atomic_exchange(&crashing, 1)) {
+        atomic_store(&rs_dying, 1);
+        rs_sample_fatal(sig, ucv);
+        int guard = rs_th.guard;
+        rs_th.guard = 1;
+        rs_finish();
+        rs_th.guard = guard;
+    }
+    if (!si || si->si_code <= 0)
+        raise(sig);
+    errno = saved;
+}
+
 static int install(int i, const struct sigaction *act)
 {
     if (act->sa_handler != SIG_DFL || (act->sa_flags & SA_SIGINFO))
         return RS_REAL(sigaction)(fatal_sigs[i], act, NULL);
     struct sigaction ours = { .sa_handler = on_fatal };
+    if (i >= NSIG_ENDS) {
+        ours.sa_sigaction = on_crash;
+        ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    }
     sigemptyset(&ours.sa_mask);
     return RS_REAL(sigaction)(fatal_sigs[i], &ours, NULL);
 }
 
 static void signals_init(void)
 {
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < NSIG_OURS; i++) {
         if (RS_REAL(sigaction)(fatal_sigs[i], NULL, &app_act[i]) != 0)
             return;
         if (app_act[i].sa_handler == SIG_DFL && !(app_act[i].sa_flags & SA_SIGINFO))

@@ -226,6 +226,7 @@ enum rs_rec_kind {
     RS_REC_GPU = 16, RS_REC_SYNC = 17, RS_REC_MEM = 18, RS_REC_COLL = 19, RS_REC_COMM = 20,
     RS_REC_KERNEL = 21, RS_REC_FUNC = 22, RS_REC_DEVICE = 23,
     RS_REC_GRAPH_NODE = 40, RS_REC_GRAPH_EDGE = 41,     /* CUDA graphs (graphs.c) */
+    RS_REC_MARK = 42,                                   /* the process's own moments (agent.c) */
     /* node and GPU counters (metrics.c, nvml.c): 24, 25 */
     RS_REC_SERIES = 24, RS_REC_POINT = 25,
     /* CPU samples (sample.h): 48..79. NVTX (nvtx.c): 80 */
@@ -469,6 +470,12 @@ struct rs_rec_graph_node {
     struct rs_rec_hdr h;
     const char *name;
     struct rsf_graph_node n;
+};
+/* A note on the process itself (kind MARK): the mark as trace.fbs has it,
+ * tid filled by the writer. */
+struct rs_rec_mark {
+    struct rs_rec_hdr h;
+    struct rsf_mark m;
 };
 struct rs_rec_graph_edge {
     struct rs_rec_hdr h;

@@ -949,6 +949,41 @@ void rs_wait_interrupted(void)
     errno = e;
 }
 
+void rs_sample_fatal(int sig, const void *ucv)
+{
+    if (rs_th.guard || !atomic_load_explicit(&rs_hot.on, memory_order_relaxed))
+        return;
+    int e = errno;
+    rs_th.guard = 1;
+    uint64_t now = rs_ticks();
+    if (rs_unwind_ready()) {
+        uint64_t buf[RS_STACK_MAX], sps[RS_STACK_MAX];
+        int n = rs_unwind(NULL, buf, sps, RS_STACK_MAX);
+        /* from the interrupted instruction on: the handler (ours) and the
+         * kernel's return trampoline before it are not the program's */
+        uint64_t pc = ucv ? (uint64_t)((const ucontext_t *)ucv)->uc_mcontext.gregs[REG_RIP] : 0;
+        int k = 0;
+        while (k < n && rs_unwind_is_agent(buf[k]))
+            k++;
+        int at = k;
+        while (at < n && pc && buf[at] != pc && buf[at] + 1 != pc && buf[at] != pc + 1)
+            at++;
+        k = at < n ? at : k + 1 < n ? k + 1 : k;
+        memmove(buf, buf + k, (size_t)(n - k) * sizeof *buf);
+        memmove(sps, sps + k, (size_t)(n - k) * sizeof *sps);
+        n = rs_py_splice(buf, sps, n - k, RS_STACK_MAX);
+        put_sample(RSF_SAMPLE_CPU, RSF_WAIT_NONE, now, 0, buf, n);
+    }
+    struct rs_rec_mark *r = rs_reserve(sizeof *r, RS_REC_MARK);
+    if (r) {
+        r->h = (struct rs_rec_hdr){ sizeof *r, RS_REC_MARK, 0, 0 };
+        r->m = (struct rsf_mark){ .ts_ns = now, .kind = RSF_MARK_FATAL, .sig = (uint8_t)sig };
+        rs_commit(sizeof *r);
+    }
+    rs_th.guard = 0;
+    errno = e;
+}
+
 void rs_wait_note(uint64_t t0, uint64_t t1, int reason)
 {
     int e = errno;

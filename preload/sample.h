@@ -157,6 +157,10 @@ void rs_wait_note(uint64_t t0, uint64_t t1, int reason);
  * ends the process (agent.c's SIGTERM and SIGINT): written as a wait
  * sample up to now, its stack the waiting call's caller's. */
 void rs_wait_interrupted(void);
+/* The calling thread got the fatal signal sig (its handler's ucontext):
+ * its stack from the interrupted instruction as a CPU sample of weight 0,
+ * and a fatal mark (agent.c's crash handler). */
+void rs_sample_fatal(int sig, const void *ucv);
 /* Whether pc is in the agent's hooks of the waits for children (wait,
  * waitpid, waitid, wait3, wait4). */
 int rs_child_wait_pc(uint64_t pc);

@@ -108,6 +108,8 @@ struct wstate {
     uint32_t ngnodes, gnodes_cap;
     struct rsf_graph_edge *gedges;
     uint32_t ngedges, gedges_cap;
+    struct rsf_mark *marks;             /* fatal signals, stuck calls (agent.c) */
+    uint32_t nmarks, marks_cap;
     struct rsf_sync_event *syncs;
     uint32_t nsyncs, syncs_cap;
     struct rsf_coll_event *colls;
@@ -419,7 +421,7 @@ static void emit(int end)
     if (end)
         w.recorded += rs_rangew_close_all(make_room);
     int events = w.nio || w.ngpu || w.nsyncs || w.ncolls || w.ncomms || w.nmems || rs_rangew_count() ||
-                 w.nfunctions || w.ndevices || w.nseries || w.npoints || w.ngnodes || w.ngedges;
+                 w.nfunctions || w.ndevices || w.nseries || w.npoints || w.ngnodes || w.ngedges || w.nmarks;
     int empty = !events && !rs_stackw_any() && !w.nfiles && !w.nthreads && w.nstr + 1 == w.chunk_str_base;
     if (empty && w.seq > 0 && (!end || w.ended))
         return;
@@ -510,6 +512,7 @@ static void emit(int end)
         .series = w.series, .nseries = w.nseries, .points = w.points, .npoints = w.npoints,
         .coll_groups = w.any_group ? w.coll_groups : NULL, .ncoll_groups = w.any_group ? w.ncolls : 0,
         .graph_nodes = w.gnodes, .ngraph_nodes = w.ngnodes, .graph_edges = w.gedges, .ngraph_edges = w.ngedges,
+        .marks = w.marks, .nmarks = w.nmarks,
     };
     rs_stackw_fill(&c);
     rs_rangew_fill(&c);
@@ -543,6 +546,7 @@ reset:
     w.ngpu = w.nsyncs = w.ncolls = w.ncomms = w.nmems = 0;
     w.nfunctions = w.ndevices = w.nseries = w.npoints = 0;
     w.ngnodes = w.ngedges = 0;
+    w.nmarks = 0;
     w.any_launch = 0;
     w.any_group = 0;
     rs_stackw_chunk_done();
@@ -663,6 +667,18 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
             n.name = r->name ? intern(r->name) : 0;
             n.stack = stack;
             w.gnodes[w.ngnodes++] = n;
+            w.recorded++;
+        }
+        return;
+    }
+    case RS_REC_MARK: {
+        const struct rs_rec_mark *r = (const void *)h;
+        if (ROOM(marks, nmarks, marks_cap)) {
+            struct rsf_mark m = r->m;     /* its times in ticks */
+            m.ts_ns = rs_tick_ns(&w.map, m.ts_ns);
+            m.since_ns = m.since_ns ? rs_tick_ns(&w.map, m.since_ns) : 0;
+            m.tid = tid;
+            w.marks[w.nmarks++] = m;
             w.recorded++;
         }
         return;

@@ -182,6 +182,14 @@ static void dump_gpu(struct dump_state *d, const struct rsf_chunk *c)
         enum_field(o, "kind", rsf_sync_kind_name(e->kind), e->kind);
         fputs("}\n", o);
     }
+    for (uint32_t i = 0; i < c->nmarks; i++) {
+        const struct rsf_mark *m = &c->marks[i];
+        fprintf(o, "{\"type\":\"mark\",\"ts_ns\":%" PRIu64 ",\"since_ns\":%" PRIu64 ",\"tid\":%u,\"stack\":%u,"
+                   "\"sig\":%u",
+                m->ts_ns, m->since_ns, m->tid, m->stack, m->sig);
+        enum_field(o, "kind", rsf_mark_kind_name(m->kind), m->kind);
+        fputs("}\n", o);
+    }
     for (uint32_t i = 0; i < c->ncolls; i++) {
         const struct rsf_coll_event *e = &c->colls[i];
         fprintf(o, "{\"type\":\"coll\",\"launch_ns\":%" PRIu64 ",\"gpu_start_ns\":%" PRIu64

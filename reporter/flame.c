@@ -380,6 +380,7 @@ struct proc {
     struct rsr_intern gnames;   /* kernel and node names, for graphs */
     /* the main thread's sample that ends last (its wait's end, a CPU
      * sample's time): where it was when the file ended (waits.h) */
+    uint32_t where_tid;         /* whose last sample says where: the fatal mark's thread, else the main one */
     struct last_sample {
         uint64_t end, weight, map_ts;
         uint32_t stack;
@@ -624,6 +625,11 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
         }
         p->mod_ts[k] = c->modules[i].ts_ns;
     }
+    for (uint32_t i = 0; i < c->nmarks; i++)
+        if (c->marks[i].kind == RSF_MARK_FATAL && c->marks[i].tid != p->where_tid) {
+            p->where_tid = c->marks[i].tid;     /* the thread that crashed */
+            p->last.set = 0;
+        }
     for (uint32_t i = 0; i < c->nsamples; i++) {
         const struct rsf_sample *s = &c->samples[i];
         /* a wait graph reads the CPU samples too: which threads worked
@@ -648,7 +654,8 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
             }
         }
         agg_add(p, s->tid, s->stack, map_time(p, s->ts_ns), s->kind, reason, 0, weight);
-        if (s->tid == p->pid && (s->kind == RSF_SAMPLE_CPU || s->kind == RSF_SAMPLE_WAIT)) {
+        if (s->tid == (p->where_tid ? p->where_tid : p->pid) &&
+            (s->kind == RSF_SAMPLE_CPU || s->kind == RSF_SAMPLE_WAIT)) {
             uint64_t end = s->ts_ns + (s->kind == RSF_SAMPLE_WAIT ? s->weight_ns : 0);
             if (!p->last.set || end >= p->last.end)
                 p->last = (struct last_sample){ end, s->weight_ns, map_time(p, s->ts_ns), s->stack, s->kind, reason, 1 };
@@ -1123,7 +1130,7 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
                                                                                       : -1;
             }
             rsr_waits_top_offer(w, top, a->weight, L->names, L->nframes);
-            if (p->last.set && a->tid == p->pid && a->stack == p->last.stack && a->kind == p->last.kind &&
+            if (p->last.set && a->tid == (p->where_tid ? p->where_tid : p->pid) && a->stack == p->last.stack && a->kind == p->last.kind &&
                 a->reason == p->last.reason && a->map_ts == p->last.map_ts && !a->leaf) {
                 uint32_t skip = L->opts->threads ? 1 : 0;   /* the thread's name */
                 rsr_waits_where(w, L->names + skip, L->nframes - skip, a->reason, p->last.weight);

@@ -16,7 +16,7 @@
 #define RSR_FLIGHT_COMMS 16
 /* Calls without GPU times kept per communicator, the lowest sequence
  * numbers above the last finished one: the first of them is in flight. */
-#define RSR_FLIGHT_OPEN 4
+#define RSR_FLIGHT_OPEN 8
 
 /* One call entered (launched on the host) that has no GPU times. */
 struct rsr_flight_call {

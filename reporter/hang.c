@@ -2,6 +2,7 @@
  * (hang.h). */
 #include "reporter/hang.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "reporter/analyse.h"
 #include "reporter/groups.h"
 #include "reporter/summary.h"
+#include "reporter/units.h"
 
 const char *rsr_hang_kind_name(int kind)
 {
@@ -18,6 +20,16 @@ const char *rsr_hang_kind_name(int kind)
     case RSR_HANG_CRASH: return "crash";
     default: return "none";
     }
+}
+
+const char *rsr_signal_name(int sig, char *buf, size_t n)
+{
+    const char *abbrev = sig > 0 ? sigabbrev_np(sig) : NULL;
+    if (abbrev)
+        snprintf(buf, n, "SIG%s", abbrev);
+    else
+        snprintf(buf, n, "signal %d", sig);
+    return buf;
 }
 
 static const struct rsr_flight *flight_on(const struct rsr_model *m, uint64_t comm)
@@ -31,10 +43,20 @@ static const struct rsr_flight *flight_on(const struct rsr_model *m, uint64_t co
     return NULL;
 }
 
-/* How long f's first call in flight waited before m's file ended, ns. */
-static int64_t waited_ns(const struct rsr_model *m, const struct rsr_flight *f)
+/* f's first call entered above floor and never finished (a call at or
+ * below the highest any rank of the communicator finished has finished
+ * everywhere: a file that lacks its times lost them); NULL: none. */
+static const struct rsr_flight_call *open_above(const struct rsr_flight *f, int64_t floor)
 {
-    const struct rsr_flight_call *c = rsr_flight_first_open(f);
+    for (uint32_t k = 0; k < f->n_open; k++)
+        if ((int64_t)f->open[k].seq > floor)
+            return &f->open[k];
+    return NULL;
+}
+
+/* How long c waited in flight before m's file ended, ns. */
+static int64_t waited_ns(const struct rsr_model *m, const struct rsr_flight_call *c)
+{
     return c && m->wall_end_ns > c->launch_ns ? m->wall_end_ns - c->launch_ns : 0;
 }
 
@@ -101,6 +123,30 @@ static int64_t hung_step(const struct rsr_job *job, const struct rsr_hang *h)
     return (int64_t)h->seq >= sb + (sb - sa) ? (int64_t)n : (int64_t)n - 1;
 }
 
+/* A communicator as the files left it. */
+struct comm_stat {
+    uint64_t id;
+    int64_t max_done;           /* the highest call any rank finished */
+    int64_t waited;             /* the longest wait in a call above it, ns */
+    int crashed;                /* a rank died of a fatal signal with no call open above it */
+};
+
+static struct comm_stat *stat_of(struct comm_stat **v, size_t *n, size_t *cap, uint64_t id)
+{
+    for (size_t i = 0; i < *n; i++)
+        if ((*v)[i].id == id)
+            return &(*v)[i];
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 16;
+        struct comm_stat *p = realloc(*v, c * sizeof *p);
+        if (!p)
+            return NULL;
+        *v = p, *cap = c;
+    }
+    (*v)[*n] = (struct comm_stat){ id, -1, -1, 0 };
+    return &(*v)[(*n)++];
+}
+
 int rsr_hang_analyse(struct rsr_job *job)
 {
     struct rsr_hang *h = &job->hang;
@@ -108,35 +154,53 @@ int rsr_hang_analyse(struct rsr_job *job)
     h->step = -1;
     h->role = -1;
     h->group_size = -1;
-    /* the communicator whose call in flight waited longest */
-    int64_t best = 0;
-    uint64_t comm = 0;
-    uint64_t stuck[RSR_FLIGHT_COMMS * 4];
-    uint32_t nstuck = 0;
-    const int64_t min_ns = (int64_t)(RSR_HANG_MIN_S * 1e9);
-    for (size_t i = 0; i < job->n; i++) {
-        const struct rsr_model *m = job->models[i];
-        if (!m->sum)
-            continue;
-        for (uint32_t k = 0; k < m->sum->flights.n; k++) {
-            const struct rsr_flight *f = &m->sum->flights.v[k];
-            int64_t w = waited_ns(m, f);
-            if (w < min_ns)
-                continue;
-            uint32_t s = 0;
-            while (s < nstuck && stuck[s] != f->comm_id)
-                s++;
-            if (s == nstuck && nstuck < sizeof stuck / sizeof stuck[0])
-                stuck[nstuck++] = f->comm_id;
-            if (w > best)
-                best = w, comm = f->comm_id;
+    /* each communicator: the highest call finished anywhere, then the
+     * longest wait above it, and whether a rank died outside its calls */
+    struct comm_stat *st = NULL;
+    size_t nst = 0, capst = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < job->n; i++) {
+            const struct rsr_model *m = job->models[i];
+            for (uint32_t k = 0; m->sum && k < m->sum->flights.n; k++) {
+                const struct rsr_flight *f = &m->sum->flights.v[k];
+                struct comm_stat *c = stat_of(&st, &nst, &capst, f->comm_id);
+                if (!c) {
+                    free(st);
+                    return -1;
+                }
+                if (pass == 0) {
+                    if (f->done_seq > c->max_done)
+                        c->max_done = f->done_seq;
+                    continue;
+                }
+                const struct rsr_flight_call *o = open_above(f, c->max_done);
+                if (o && waited_ns(m, o) > c->waited)
+                    c->waited = waited_ns(m, o);
+                if (!o && m->fatal_sig)
+                    c->crashed = 1;
+            }
         }
+    /* the communicator whose call in flight waited longest */
+    const int64_t min_ns = (int64_t)(RSR_HANG_MIN_S * 1e9);
+    const struct comm_stat *chosen = NULL;
+    for (size_t i = 0; i < nst; i++) {
+        const struct comm_stat *c = &st[i];
+        if (c->waited < 0 || (c->waited < min_ns && !c->crashed))
+            continue;
+        h->comms_stuck++;
+        if (!chosen || c->waited > chosen->waited)
+            chosen = c;
     }
-    if (!comm)
+    if (!chosen) {
+        free(st);
         return 0;
-    h->comms_stuck = nstuck;
+    }
+    uint64_t comm = chosen->id;
+    int64_t floor = chosen->max_done;
+    int crashed = chosen->crashed;
+    free(st);
     h->comm_id = comm;
-    /* the stuck call: the lowest in flight, long enough, on that communicator */
+    /* the stuck call: the lowest in flight above the floor, long enough */
     int64_t seq = -1;
     size_t members = 0;
     for (size_t i = 0; i < job->n; i++) {
@@ -146,8 +210,8 @@ int rsr_hang_analyse(struct rsr_job *job)
         members++;
         if (f->group_size > h->group_size)
             h->group_size = f->group_size;
-        const struct rsr_flight_call *c = rsr_flight_first_open(f);
-        if (c && waited_ns(job->models[i], f) >= min_ns && (seq < 0 || c->seq < seq))
+        const struct rsr_flight_call *c = open_above(f, floor);
+        if (c && (waited_ns(job->models[i], c) >= min_ns || crashed) && (seq < 0 || c->seq < seq))
             seq = c->seq;
     }
     h->seq = (uint32_t)seq;
@@ -166,13 +230,14 @@ int rsr_hang_analyse(struct rsr_job *job)
         const struct rsr_flight *f = flight_on(m, comm);
         if (!f)
             continue;
-        const struct rsr_flight_call *c = rsr_flight_first_open(f);
+        const struct rsr_flight_call *c = open_above(f, floor);
         struct rsr_hang_rank r = { .model = i, .rank = m->rank, .last_seq_done = f->done_seq,
-                                   .last_seq_entered = f->last_seq, .unclosed = m->unclosed, .peer = -1,
+                                   .last_seq_entered = f->last_seq, .unclosed = m->unclosed,
+                                   .fatal_sig = m->fatal_sig, .peer = -1,
                                    .where = m->waits.where, .where_wait_ns = m->waits.where_wait_ns };
         if (c && c->seq == (uint32_t)seq) {
             r.in_flight = 1;
-            r.waited_s = (double)waited_ns(m, f) / 1e9;
+            r.waited_s = (double)waited_ns(m, c) / 1e9;
             r.op = c->op, r.bytes = c->bytes, r.dtype = c->dtype, r.peer = c->peer;
             if (m->wall_end_ns > last_end)
                 last_end = m->wall_end_ns;
@@ -208,6 +273,9 @@ int rsr_hang_analyse(struct rsr_job *job)
         h->op = p->op;
         h->bytes = p->bytes;
         h->dtype = rsr_model_str(job->models[p->model], p->dtype);
+        for (size_t a = 0; a < h->n_ranks && desync; a++)
+            h->ranks[a].odd = h->ranks[a].in_flight &&
+                              !same_call(&h->ranks[a], p, job->models[h->ranks[a].model], job->models[p->model]);
     }
     for (size_t a = 0; a < h->n_ranks; a++) {
         struct rsr_hang_rank *r = &h->ranks[a];
@@ -215,13 +283,18 @@ int rsr_hang_analyse(struct rsr_job *job)
             r->ended_before_s = (double)(last_end - job->models[r->model]->wall_end_ns) / 1e9;
         if (r->in_flight && r->waited_s > h->waited_s)
             h->waited_s = r->waited_s;
+        /* a waiting rank's last sample says where it is only if it lasted
+         * into the wait (a sync inside the stuck call); else it is older */
+        if (r->in_flight && !r->fatal_sig && (double)r->where_wait_ns < 0.5e9 * r->waited_s)
+            r->where = "", r->where_wait_ns = 0;
     }
     h->kind = RSR_HANG_HANG;
     if (desync)
         h->kind = RSR_HANG_DESYNC;
     else
         for (size_t a = 0; a < h->n_ranks; a++)
-            if (!h->ranks[a].in_flight && h->ranks[a].ended_before_s >= RSR_HANG_CRASH_S)
+            if (!h->ranks[a].in_flight && (h->ranks[a].fatal_sig ||
+                                           (h->ranks[a].unclosed && h->ranks[a].ended_before_s >= RSR_HANG_CRASH_S)))
                 h->kind = RSR_HANG_CRASH;
     qsort(h->waiting, h->n_waiting, sizeof *h->waiting, cmp_i32);
     qsort(h->missing, h->n_missing, sizeof *h->missing, cmp_i32);
@@ -264,22 +337,41 @@ void rsr_hang_text(const struct rsr_hang *h, char *buf, size_t n)
     if (h->step >= 0 && a < sizeof at)
         snprintf(at + a, sizeof at - a, " at step %lld", (long long)h->step);
     if (h->kind == RSR_HANG_DESYNC) {
-        o += (size_t)snprintf(buf + o, n - o, "desync: the ranks called different collectives at %s (", at);
-        for (size_t i = 0, k = 0; i < h->n_ranks && k < 6 && o < n; i++) {
+        /* the ranks whose call differs, each with its call, then the rest's */
+        char b[32];
+        o += (size_t)snprintf(buf + o, n - o, "desync at %s: ", at);
+        size_t odd = 0, rest = 0;
+        for (size_t i = 0; i < h->n_ranks && o < n; i++) {
             const struct rsr_hang_rank *r = &h->ranks[i];
-            if (!r->in_flight)
+            if (!r->odd)
                 continue;
-            o += (size_t)snprintf(buf + o, n - o, "%srank %d: %s %llu B", k++ ? "; " : "", r->rank,
-                                  rsr_coll_op_name(r->op), (unsigned long long)r->bytes);
+            rsr_fmt_bytes(b, sizeof b, (double)r->bytes);
+            if (odd++ < 4)
+                o += (size_t)snprintf(buf + o, n - o, "%srank %d called %s of %s", odd > 1 ? "; " : "", r->rank,
+                                      rsr_coll_op_name(r->op), b);
         }
+        for (size_t i = 0; i < h->n_ranks; i++)
+            rest += h->ranks[i].in_flight && !h->ranks[i].odd;
+        rsr_fmt_bytes(b, sizeof b, (double)h->bytes);
         if (o < n)
-            snprintf(buf + o, n - o, "); they waited %.1f s", h->waited_s);
+            o += (size_t)snprintf(buf + o, n - o, "%s where %zu other rank%s called %s of %s", odd > 4 ? " ..." : "",
+                                  rest, rest == 1 ? "" : "s", rsr_coll_op_name(h->op), b);
+        if (o < n)
+            snprintf(buf + o, n - o, "; they waited %.1f s", h->waited_s);
         return;
     }
     if (h->n_missing) {
         o += (size_t)snprintf(buf + o, n - o, "%s ", h->n_missing > 1 ? "ranks" : "rank");
         ranks_text(buf, n, &o, h->missing, h->n_missing);
-        if (o < n)
+        int sig = 0;
+        for (size_t i = 0; i < h->n_ranks && !sig; i++)
+            if (!h->ranks[i].in_flight)
+                sig = h->ranks[i].fatal_sig;
+        char name[32];
+        if (o < n && h->kind == RSR_HANG_CRASH && sig)
+            o += (size_t)snprintf(buf + o, n - o, " died of %s before entering %s", rsr_signal_name(sig, name, sizeof name),
+                                  at);
+        else if (o < n)
             o += (size_t)snprintf(buf + o, n - o, " %s %s", h->kind == RSR_HANG_CRASH ? "died before entering"
                                                                                     : "never entered", at);
     } else if (o < n) {

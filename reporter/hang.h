@@ -7,10 +7,15 @@
  *   rank entered it and it never finished;
  * - desync: at that sequence number the ranks called different things
  *   (op, size, datatype, root or peer): each rank's call is named;
- * - crash: a missing rank's file ended (no end mark, or a fatal signal)
- *   well before the waiting ranks' did: it died while they waited.
+ * - crash: a missing rank died of a fatal signal (the agent's fatal mark:
+ *   a fault, an abort), or its file ended without an end mark well before
+ *   the waiting ranks' did: it died while they waited. A waiting rank that
+ *   aborts (a collective timeout's watchdog) is a waiting rank all the
+ *   same: the verdict names the rank it waited for.
  * A call counts as stuck once it has waited RSR_HANG_MIN_S in flight: a
- * healthy job's last call, entered just before the process exits, is not. */
+ * healthy job's last call, entered just before the process exits, is not;
+ * or at once when a rank of its communicator died of a fatal signal
+ * outside it (an NCCL that sees its peer gone fails the call at once). */
 #ifndef RSR_HANG_H
 #define RSR_HANG_H
 
@@ -36,6 +41,8 @@ struct rsr_hang_rank {
     double waited_s;            /* in it, until its file ended */
     double ended_before_s;      /* its file ended this long before the last waiting rank's (missing ranks) */
     int unclosed;               /* its file has no end mark (model.h's unclosed) */
+    int fatal_sig;              /* the fatal signal it died of; 0: none */
+    int odd;                    /* a desync: its call is not the most common one */
     /* its call at the stuck sequence number (in flight) */
     uint8_t op;
     uint64_t bytes;
@@ -74,6 +81,10 @@ int rsr_hang_analyse(struct rsr_job *job);
 void rsr_hang_free(struct rsr_hang *h);
 
 const char *rsr_hang_kind_name(int kind);
+
+/* "SIGSEGV" for sig into buf (n bytes), "signal N" for one without a name;
+ * returns buf. */
+const char *rsr_signal_name(int sig, char *buf, size_t n);
 
 /* One line on it: "rank 1 never entered AllReduce #23 of the data-parallel
  * communicator at step 5; ranks 0, 2, 3 waited 11.9 s for it". */

@@ -477,6 +477,11 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
         }
         L->funcs[id] = c->functions[i];
     }
+    for (uint32_t i = 0; i < c->nmarks; i++)
+        if (c->marks[i].kind == RSF_MARK_FATAL) {
+            m->fatal_sig = c->marks[i].sig;
+            m->fatal_ns = (int64_t)c->marks[i].ts_ns;
+        }
     if (c->ngraph_nodes || c->ngraph_edges) {
         struct graph_names gn = { L, strings, nstrings };
         if ((!L->graphs && !(L->graphs = rsr_graphs_new())) || rsr_graphs_take(L->graphs, c, graph_name, &gn) != 0)

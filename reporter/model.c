@@ -317,6 +317,8 @@ void rsr_model_shift(struct rsr_model *m, int64_t d)
         m->wall_start_ns += d;
         m->wall_end_ns += d;
     }
+    if (m->fatal_ns)
+        m->fatal_ns += d;
     m->clock_offset_ns += d;
     if (m->sum)
         rsr_summary_shift(m->sum, d);

@@ -247,6 +247,10 @@ struct rsr_model {
      * that is not a ringside file), and the most a killed process's file
      * lacks (its agent's flush interval): what rsr_ends_find reads. */
     uint8_t unclosed;
+    /* The fatal signal it died of (the agent's fatal mark: a fault or an
+     * abort) and when; 0: none */
+    uint8_t fatal_sig;
+    int64_t fatal_ns;
     int64_t flush_ns;
     /* Set by rsr_ends_find: where its records stop before the job's end,
      * on the job's time line; 0 where they do not. */

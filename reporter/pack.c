@@ -237,7 +237,8 @@ static void pack_model(struct rsr_pack *b, const struct rsr_model *m)
                              m->wall_start_ns, m->wall_end_ns, (int64_t)m->dropped, (int64_t)m->mem_allocs,
                              (int64_t)m->mem_frees, (int64_t)m->mem_alloc_bytes, m->clock_offset_ns,
                              (int64_t)m->late, m->unclosed, m->flush_ns, (int64_t)m->graph_ops,
-                             (int64_t)m->graph_colls, m->parent_rank, m->compile_kind };
+                             (int64_t)m->graph_colls, m->parent_rank, m->compile_kind, m->fatal_sig,
+                             m->fatal_ns };
     put(b, ints, sizeof ints);
     rsr_pack_u64(b, m->strings.n);
     for (size_t i = 1; i < m->strings.n; i++)
@@ -252,7 +253,7 @@ static void pack_model(struct rsr_pack *b, const struct rsr_model *m)
 
 static int unpack_model(struct rsr_unpack *u, struct rsr_model *m)
 {
-    int64_t v[21];
+    int64_t v[23];
     get(u, v, sizeof v);
     m->rank = (int32_t)v[0], m->local_rank = (int32_t)v[1], m->world_size = (int32_t)v[2];
     m->pid = v[3], m->host = (uint32_t)v[4], m->job = (uint32_t)v[5], m->role = (uint8_t)v[6];
@@ -262,6 +263,7 @@ static int unpack_model(struct rsr_unpack *u, struct rsr_model *m)
     m->unclosed = (uint8_t)v[15], m->flush_ns = v[16], m->graph_ops = (uint64_t)v[17];
     m->graph_colls = (uint64_t)v[18], m->parent_rank = (int32_t)v[19];
     m->compile_kind = (uint8_t)v[20];
+    m->fatal_sig = (uint8_t)v[21], m->fatal_ns = v[22];
     uint64_t nstr = rsr_unpack_u64(u);
     for (uint64_t i = 1; i < nstr && !u->failed; i++) {
         uint64_t len = rsr_unpack_u64(u);

@@ -114,10 +114,15 @@ static void hang_lines(FILE *f, const struct rsr_hang *h)
     size_t shown = 0;
     for (size_t i = 0; i < h->n_ranks && shown < 8; i++) {
         const struct rsr_hang_rank *r = &h->ranks[i];
-        if (r->in_flight && h->kind != RSR_HANG_DESYNC)
+        if (r->in_flight && !r->odd && !r->fatal_sig)
             continue;
-        fprintf(f, "    rank %d: last finished #%lld, last entered #%lld", r->rank, (long long)r->last_seq_done,
-                (long long)r->last_seq_entered);
+        char done[24], entered[24];
+        snprintf(done, sizeof done, r->last_seq_done >= 0 ? "#%lld" : "none", (long long)r->last_seq_done);
+        snprintf(entered, sizeof entered, r->last_seq_entered >= 0 ? "#%lld" : "none", (long long)r->last_seq_entered);
+        fprintf(f, "    rank %d: last finished %s, last entered %s", r->rank, done, entered);
+        char sig[32];
+        if (r->fatal_sig)
+            fprintf(f, "; died of %s", rsr_signal_name(r->fatal_sig, sig, sizeof sig));
         if (r->ended_before_s >= 0.1)
             fprintf(f, "; its file ended %.1f s before the others'%s", r->ended_before_s,
                     r->unclosed ? " (no end mark)" : "");

@@ -495,14 +495,15 @@ static void hang_json(FILE *f, const struct rsr_hang *h)
             rsr_json_num_key(f, "waited_s", r->waited_s);
             fputs(",\"op\":", f);
             rsr_json_str(f, rsr_coll_op_name(r->op));
-            fprintf(f, ",\"bytes\":%llu", (unsigned long long)r->bytes);
+            fprintf(f, ",\"bytes\":%llu,\"differs\":%s", (unsigned long long)r->bytes, r->odd ? "true" : "false");
         } else {
             rsr_json_num_key(f, "ended_before_s", r->ended_before_s);
         }
-        fprintf(f, ",\"end_mark\":%s,\"where\":{\"frames\":[", r->unclosed ? "false" : "true");
-        /* a waiting rank's last sample says where it is only if it lasted
-         * into the wait (a sync inside the stuck call); else it is older */
-        const char *w = r->where && (!r->in_flight || (double)r->where_wait_ns >= 0.5e9 * r->waited_s) ? r->where : "";
+        fprintf(f, ",\"end_mark\":%s,\"signal\":", r->unclosed ? "false" : "true");
+        char sig[32];
+        rsr_json_str(f, r->fatal_sig ? rsr_signal_name(r->fatal_sig, sig, sizeof sig) : NULL);
+        fputs(",\"where\":{\"frames\":[", f);
+        const char *w = r->where ? r->where : "";
         for (int k = 0; *w; k++) {
             const char *e = strchr(w, ';');
             size_t len = e ? (size_t)(e - w) : strlen(w);

@@ -50,6 +50,7 @@ SAME_SIZE(Point, rsf_point);
 SAME_SIZE(CollGroup, rsf_coll_group);
 SAME_SIZE(GraphNode, rsf_graph_node);
 SAME_SIZE(GraphEdge, rsf_graph_edge);
+SAME_SIZE(Mark, rsf_mark);
 
 #define SAME_VALUE(gen, c) static_assert(int(ringside::gen) == int(c), #gen)
 SAME_VALUE(Role_rank, RSF_ROLE_RANK);
@@ -134,7 +135,8 @@ SLOT(Chunk, VT_POINTS, RSF_CHUNK_POINTS);
 SLOT(Chunk, VT_COLL_GROUPS, RSF_CHUNK_COLL_GROUPS);
 SLOT(Chunk, VT_GRAPH_NODES, RSF_CHUNK_GRAPH_NODES);
 SLOT(Chunk, VT_GRAPH_EDGES, RSF_CHUNK_GRAPH_EDGES);
-static_assert(ringside::Chunk::VT_GRAPH_EDGES == 2 + 2 * RSF_CHUNK_NSLOTS, "Chunk slots");
+SLOT(Chunk, VT_MARKS, RSF_CHUNK_MARKS);
+static_assert(ringside::Chunk::VT_MARKS == 2 + 2 * RSF_CHUNK_NSLOTS, "Chunk slots");
 
 // ---- run time: what C++ keeps private (struct field offsets) and names ----
 
@@ -234,6 +236,10 @@ static const cfield graph_node_fields[] = {
     CF(rsf_graph_node, device), CF(rsf_graph_node, kind), CF(rsf_graph_node, op), CF(rsf_graph_node, dir),
 };
 static const cfield graph_edge_fields[] = { CF(rsf_graph_edge, graph), CF(rsf_graph_edge, from), CF(rsf_graph_edge, to) };
+static const cfield mark_fields[] = {
+    CF(rsf_mark, ts_ns), CF(rsf_mark, since_ns), CF(rsf_mark, tid), CF(rsf_mark, stack), CF(rsf_mark, kind),
+    CF(rsf_mark, sig),
+};
 
 // flatc's struct type table lists each field's offset and, after them, the
 // struct's size; a field's size is the gap to the next offset less padding,
@@ -347,6 +353,7 @@ static void check_schema()
     CHECK_STRUCT(CollGroup, rsf_coll_group, coll_group_fields);
     CHECK_STRUCT(GraphNode, rsf_graph_node, graph_node_fields);
     CHECK_STRUCT(GraphEdge, rsf_graph_edge, graph_edge_fields);
+    CHECK_STRUCT(Mark, rsf_mark, mark_fields);
 #undef CHECK_STRUCT
     check_table("Chunk", &rsf_chunk_desc, ringside::ChunkTypeTable());
     for (unsigned op = 0; op <= ringside::IoOp_MAX; op++) {
@@ -383,6 +390,15 @@ static void check_schema()
     }
     if (rsf_graph_node_kind_name(ringside::GraphNodeKind_MAX + 1) != nullptr)
         fail("rsf_graph_node_kind_name names a value past the end of GraphNodeKind");
+    for (unsigned k = 0; k <= ringside::MarkKind_MAX; k++) {
+        const char *mine = rsf_mark_kind_name(k);
+        const char *theirs = ringside::EnumNameMarkKind(static_cast<ringside::MarkKind>(k));
+        if (!mine || std::strcmp(mine, theirs) != 0)
+            fail("MarkKind " + std::to_string(k) + ": trace.h says " + (mine ? mine : "(none)") +
+                 ", trace.fbs " + theirs);
+    }
+    if (rsf_mark_kind_name(ringside::MarkKind_MAX + 1) != nullptr)
+        fail("rsf_mark_kind_name names a value past the end of MarkKind");
     for (unsigned k = 0; k <= ringside::LinkKind_MAX; k++) {
         const char *mine = rsf_link_kind_name(k);
         const char *theirs = ringside::EnumNameLinkKind(static_cast<ringside::LinkKind>(k));

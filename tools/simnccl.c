@@ -175,6 +175,14 @@ static enum sim_arrival sim_nccl_wait(struct sim_nccl_op *op, int missing)
     return SIM_WAITING;
 }
 
+/* What a collective call is, as one number: equal on every rank that
+ * called the same thing. */
+static uint64_t sim_nccl_call_sig(const struct sim_nccl_op *op)
+{
+    return (((uint64_t)(op->coll + 1) * 1000003u + op->count) * 1000003u + (uint64_t)op->type) * 1000003u +
+           (uint64_t)(op->root + 1);
+}
+
 /* 1 with *start set once every rank has arrived; 0 with *missing a rank not there yet. */
 static int sim_nccl_coll_arrive(struct sim_nccl_op *op, uint64_t ready, uint64_t *start, int *missing)
 {
@@ -189,11 +197,14 @@ static int sim_nccl_coll_arrive(struct sim_nccl_op *op, uint64_t ready, uint64_t
             }
         }
         s->ready[c->rank] = ready;
+        s->call[c->rank] = sim_nccl_call_sig(op);
         atomic_store(&s->tag[c->rank], tag);
         op->published = 1;
     }
     for (int i = 0; i < c->nranks; i++) {
-        if (atomic_load(&s->tag[i]) != tag) {
+        /* a rank that called something else at this number never meets
+         * this call: as with the real NCCL, it waits (for the timeout) */
+        if (atomic_load(&s->tag[i]) != tag || s->call[i] != s->call[c->rank]) {
             *missing = i;
             return 0;
         }

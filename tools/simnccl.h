@@ -25,6 +25,7 @@ ncclResult_t ncclGroupEnd(void);
 struct sim_nccl_coll_slot {
     _Atomic uint64_t tag[SIM_NCCL_MAX_RANKS];
     uint64_t ready[SIM_NCCL_MAX_RANKS];
+    uint64_t call[SIM_NCCL_MAX_RANKS];      /* what each rank called: op, count, type, root (a desync differs) */
     _Atomic uint64_t done[SIM_NCCL_MAX_RANKS];
 };
 

@@ -66,6 +66,9 @@ struct sim_train_opts {
     double host_work_us;
     long stall_rank, stall_step;
     double stall_s;
+    long crash_rank, crash_step;  /* --crash */
+    long desync_rank, desync_step;        /* --desync */
+    double timeout_s;             /* --timeout-s; 0: none */
     long devices;
     long tp, pp, microbatches;    /* --tp, --pp, --microbatches */
     double act_mb;                /* --act-mb */
@@ -130,6 +133,13 @@ static const char sim_train_usage[] =
     "                        or writes U KiB to a log file and fsyncs it (write)\n"
     "  --stall R:S:SEC       rank R sleeps SEC seconds before step S's first\n"
     "                        collective (steps count from 0)\n"
+    "  --crash R:S           rank R dies of SIGSEGV before step S's first collective\n"
+    "                        (a write through a null pointer in sim_train_crash)\n"
+    "  --desync R:S          rank R calls step S's first AllReduce with half the\n"
+    "                        elements: the others' calls never meet it (a desync)\n"
+    "  --timeout-s T         a collective that has not finished after T seconds fails\n"
+    "                        (SIMNCCL_TIMEOUT_S) and the rank aborts (SIGABRT), as\n"
+    "                        PyTorch's NCCL watchdog does\n"
     "  --eval-every E        after every E training steps, --eval-steps evaluation\n"
     "                        steps: the forward kernels, then an AllReduce of 16\n"
     "                        floats of metrics on the compute stream (default 0: none)\n"
@@ -186,6 +196,8 @@ static const char sim_train_usage[] =
     "With --tp or --pp, first a line of the rank's place: {\"pid\",\"rank\",\"kind\":\"layout\",\n"
     "\"tp\",\"dp\",\"pp\" (its index in each), \"tp_size\",\"dp_size\",\"pp_size\",\"microbatches\"}.\n";
 
+static int sim_train_abort_on_error;     /* --timeout-s */
+
 static void sim_train_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void sim_train_die(const char *fmt, ...)
 {
@@ -195,6 +207,8 @@ static void sim_train_die(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+    if (sim_train_abort_on_error)
+        abort();    /* --timeout-s: as PyTorch's watchdog ends a rank */
     exit(1);
 }
 
@@ -294,7 +308,7 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
 {
     enum { O_STEPS = 256, O_LAYERS, O_FWD, O_BWD, O_BUCKET, O_OVERLAP, O_NO_OVERLAP, O_DATA,
            O_CKPT_EVERY, O_CKPT_MB, O_CKPT_DIR, O_STRAGGLER, O_BW, O_SEED, O_HELP, O_KERNELS, O_EVAL_EVERY,
-           O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS, O_SLOW_DATA, O_STALL, O_DEVICES, O_GRAPH, O_GRAPH_NCCL,
+           O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS, O_SLOW_DATA, O_STALL, O_CRASH, O_DESYNC, O_TIMEOUT, O_DEVICES, O_GRAPH, O_GRAPH_NCCL,
            O_SECONDS, O_PROGRESS, O_TP, O_PP, O_MICRO, O_ACT, O_STAGE_SLOW, O_ORDER, O_NO_STEP_SYNC, O_HOST_WORK, O_HOST_WAIT };
     static const struct option longopts[] = {
         { "steps", required_argument, NULL, O_STEPS },
@@ -314,6 +328,9 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         { "straggler", required_argument, NULL, O_STRAGGLER },
         { "slow-data", required_argument, NULL, O_SLOW_DATA },
         { "stall", required_argument, NULL, O_STALL },
+        { "crash", required_argument, NULL, O_CRASH },
+        { "desync", required_argument, NULL, O_DESYNC },
+        { "timeout-s", required_argument, NULL, O_TIMEOUT },
         { "bw-gbs", required_argument, NULL, O_BW },
         { "seed", required_argument, NULL, O_SEED },
         { "eval-every", required_argument, NULL, O_EVAL_EVERY },
@@ -338,7 +355,8 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
     *o = (struct sim_train_opts){
         .steps = 10, .layers = 4, .kernels = 1, .fwd_us = 200, .bwd_us = 400, .bucket_mb = 25, .overlap = 1,
         .ckpt_mb = 16, .ckpt_dir = ".", .straggler_rank = -1, .straggler_factor = 1, .seed = 1,
-        .slow_data_rank = -1, .stall_rank = -1, .host_work_rank = -1, .devices = 1,
+        .slow_data_rank = -1, .stall_rank = -1, .crash_rank = -1, .desync_rank = -1,
+        .host_work_rank = -1, .devices = 1,
         .eval_steps = 2, .tp = 1, .pp = 1, .act_mb = 4, .stage_slow = -1, .stage_slow_factor = 1,
     };
     int c, overlap_set = 0, steps_set = 0;
@@ -403,6 +421,23 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
             o->stall_s = sim_train_double("--stall SECONDS", c2 + 1, 0, 0);
             break;
         }
+        case O_CRASH:
+        case O_DESYNC: {
+            const char *what = c == O_CRASH ? "--crash" : "--desync";
+            char *c1 = strchr(optarg, ':');
+            if (!c1)
+                sim_train_usage_error("%s: '%s' is not RANK:STEP", what, optarg);
+            *c1 = 0;
+            long r = sim_train_long(what, optarg, 0), st = sim_train_long(what, c1 + 1, 0);
+            if (c == O_CRASH)
+                o->crash_rank = r, o->crash_step = st;
+            else
+                o->desync_rank = r, o->desync_step = st;
+            break;
+        }
+        case O_TIMEOUT:
+            o->timeout_s = sim_train_double("--timeout-s", optarg, 0, 0);
+            break;
         case O_HOST_WORK:
             sim_train_rank_us("--host-work", optarg, &o->host_work_rank, &o->host_work_us);
             break;
@@ -576,6 +611,8 @@ struct sim_train {
     double drift;      /* --drift's factor at the current training step */
     unsigned blocks;   /* compute kernels' grid: --kernel-blocks, else the SM count */
     int stall_now;     /* --stall: sleep before this step's first collective */
+    int crash_now;     /* --crash: die before it */
+    int desync_now;    /* --desync: call it with half the elements */
     /* --devices: each device's context, compute stream and hand-over event;
      * compute is that of device cur, the one whose context is current */
     CUcontext ctxs[SIM_TRAIN_MAX_DEVICES];
@@ -614,14 +651,38 @@ static void sim_train_kernel(struct sim_train *t, CUfunction f, double us)
     CU(cuLaunchKernel(f, t->blocks, 1, 1, 256, 1, 1, 0, t->compute, params, NULL));
 }
 
-static void sim_train_allreduce(struct sim_train *t, int layer, CUstream s)
+static volatile uintptr_t sim_train_null;
+
+/* --crash: a write through a null pointer (SIGSEGV, a fault). */
+__attribute__((noinline)) static void sim_train_crash(void)
+{
+    *(volatile int *)sim_train_null = 1;
+}
+
+/* What --stall, --crash and --desync do before a step's first collective:
+ * the elements that collective is called with (count, or half of it). */
+static size_t sim_train_first_collective(struct sim_train *t, size_t count)
 {
     if (t->stall_now) {
         t->stall_now = 0;
         sim_train_sleep_us(t->o.stall_s * 1e6);
     }
+    if (t->crash_now) {
+        t->crash_now = 0;
+        sim_train_crash();
+    }
+    if (t->desync_now) {
+        t->desync_now = 0;
+        return count / 2;
+    }
+    return count;
+}
+
+static void sim_train_allreduce(struct sim_train *t, int layer, CUstream s)
+{
+    size_t count = sim_train_first_collective(t, t->bucket_bytes / 4);
     NCCL(ncclAllReduce((void *)(uintptr_t)t->grads[layer], (void *)(uintptr_t)t->grads[layer],
-                       t->bucket_bytes / 4, ncclFloat32, ncclSum, t->nccl, s));
+                       count, ncclFloat32, ncclSum, t->nccl, s));
 }
 
 /* --slow-data: reads the data file 64 KiB at a time, over and over, until
@@ -745,13 +806,12 @@ static void sim_train_gpu3d(struct sim_train *t)
         sim_train_p2p(t, prev, -1);
     }
     if (t->dp_comm) {
-        if (t->stall_now) {
-            t->stall_now = 0;
-            sim_train_sleep_us(o->stall_s * 1e6);
+        size_t count = sim_train_first_collective(t, t->bucket_bytes / 4);
+        for (long l = t->l1 - 1; l >= t->l0; l--) {
+            NCCL(ncclAllReduce((void *)(uintptr_t)t->grads[l], (void *)(uintptr_t)t->grads[l], count, ncclFloat32,
+                               ncclSum, t->dp_comm, t->compute));
+            count = t->bucket_bytes / 4;
         }
-        for (long l = t->l1 - 1; l >= t->l0; l--)
-            NCCL(ncclAllReduce((void *)(uintptr_t)t->grads[l], (void *)(uintptr_t)t->grads[l], t->bucket_bytes / 4,
-                               ncclFloat32, ncclSum, t->dp_comm, t->compute));
     }
     sim_train_kernel(t, t->optimizer, o->fwd_us / 2);
 }
@@ -1234,6 +1294,11 @@ int main(int argc, char **argv)
         snprintf(bw, sizeof(bw), "%g", t.o.bw_gbs);
         setenv("SIMNCCL_BW_GBS", bw, 1);
     }
+    if (t.o.timeout_s > 0) {
+        snprintf(bw, sizeof(bw), "%g", t.o.timeout_s);
+        setenv("SIMNCCL_TIMEOUT_S", bw, 1);
+        sim_train_abort_on_error = 1;
+    }
     sim_train_setup(&t);
 
     sim_train_id_path(path, sizeof(path));
@@ -1261,6 +1326,8 @@ int main(int argc, char **argv)
             t.drift = 1 + t.o.drift_pct / 100 * (double)s / (double)(t.o.steps - 1);
         sim_train_step_begin();
         t.stall_now = t.o.stall_rank == t.rank && t.o.stall_step == s;
+        t.crash_now = t.o.crash_rank == t.rank && t.o.crash_step == s;
+        t.desync_now = t.o.desync_rank == t.rank && t.o.desync_step == s;
         sim_train_step(&t, s);
         if (t.o.ckpt_every > 0 && (s + 1) % t.o.ckpt_every == 0)
             sim_train_checkpoint(&t, s + 1);

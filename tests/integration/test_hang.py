@@ -13,6 +13,17 @@ report.json's hang names it, held to what the job itself says:
 - rank 1's frames end in its sleep under sim_train_step;
 - the first finding is the hang, and the headline says the job hung at
   step 5; the terminal's summary leads with it.
+Then, each killed the same way once stuck:
+- --desync 2:5 (rank 2 calls step 5's first AllReduce with half the
+  elements; the stand-in's NCCL never matches it, as NCCL does not): kind
+  desync, rank 2's call named as differing, half the others' bytes, and
+  both calls in the verdict's text;
+- --crash 3:5 (rank 3 writes through a null pointer before step 5's first
+  AllReduce; the process dies of SIGSEGV, as without the agent): kind
+  crash, missing rank 3, SIGSEGV, its frames ending in sim_train_crash;
+- --stall 1:5:600 --timeout-s 2 (the waiting ranks abort after 2 s, as
+  PyTorch's watchdog does): the aborts recorded (SIGABRT on ranks 0, 2, 3),
+  the verdict names the stalled rank 1, kind hang.
 A job that ran to its end has no hang."""
 import json
 import os
@@ -31,17 +42,18 @@ TRAIN = os.path.join(rstest.BUILD, "simtrain")
 KILL_AFTER_S = 12
 
 
-def stuck_job(tmp):
-    """Runs the stalled job, kills it; (trace folder, truth folder, the
-    kill's CLOCK_MONOTONIC ns) or None."""
-    out, tdir = os.path.join(tmp, "out"), os.path.join(tmp, "truth")
+def stuck_job(tmp, name, args, kill_after_s, must_live=True):
+    """Runs simtrain on 4 ranks with args, kills it with SIGTERM after
+    kill_after_s; (trace folder, truth folder, the kill's CLOCK_MONOTONIC
+    ns) or None. must_live: it must still be running when killed."""
+    out, tdir = os.path.join(tmp, name, "out"), os.path.join(tmp, name, "truth")
     os.makedirs(out)
     os.makedirs(tdir)
     env = capture.sim_env(out, tdir)
     env["SIMNCCL_TIMEOUT_S"] = "600"    # NCCL waits as long as the job runs
-    p = subprocess.Popen([LAUNCH, "-n", "4", "--", TRAIN, "--steps", "40", "--layers", "4", "--stall", "1:5:600",
-                          "--ckpt-dir", tmp], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(KILL_AFTER_S)
+    p = subprocess.Popen([LAUNCH, "-n", "4", "--", TRAIN, "--steps", "40", "--layers", "4", "--ckpt-dir",
+                          os.path.join(tmp, name)] + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(kill_after_s)
     alive = p.poll() is None
     kill_ns = time.monotonic_ns()
     p.send_signal(signal.SIGTERM)
@@ -50,15 +62,58 @@ def stuck_job(tmp):
     except subprocess.TimeoutExpired:
         p.kill()
         _, err = p.communicate()
-    if not check("the stalled job was still running after %d s, and SIGTERM ended it" % KILL_AFTER_S,
-                 alive and p.returncode != 0, "status %r: %s" % (p.returncode, err.decode(errors="replace")[-300:])):
+    if not check("%s: %s, SIGTERM after %g s ended it" % (name, "still running" if must_live else "ran", kill_after_s),
+                 (alive or not must_live) and p.returncode != 0,
+                 "status %r: %s" % (p.returncode, err.decode(errors="replace")[-300:])):
         return None
     return out, tdir, kill_ns
 
 
+def per_rank(h, rank):
+    got = [r for r in h.get("per_rank", []) if r.get("rank") == rank]
+    return got[0] if got else {}
+
+
+def kinds(tmp):
+    """--desync, --crash, --timeout-s: their verdicts."""
+    got = stuck_job(tmp, "desync", ["--desync", "2:5"], 4)
+    if got:
+        h = rstest.report(got[0]).get("hang") or {}
+        r2, r0 = per_rank(h, 2), per_rank(h, 0)
+        check("desync: kind desync", h.get("kind") == "desync", json.dumps(h)[:300])
+        check("desync: rank 2's call differs, half rank 0's bytes, the others' do not",
+              r2.get("differs") is True and r0.get("differs") is False and r2.get("bytes", 0) * 2 == r0.get("bytes"),
+              json.dumps(h.get("per_rank"))[:400])
+        check("desync: the text names rank 2 and both calls",
+              "rank 2 called AllReduce of 12.5 MiB" in h.get("text", "") and "AllReduce of 25.0 MiB" in h.get("text", ""),
+              h.get("text", ""))
+    got = stuck_job(tmp, "crash", ["--crash", "3:5"], 2, must_live=False)
+    if got:
+        rep = rstest.report(got[0])
+        h = rep.get("hang") or {}
+        r3 = per_rank(h, 3)
+        frames = r3.get("where", {}).get("frames", [])
+        check("crash: kind crash, missing rank 3", h.get("kind") == "crash" and h.get("missing_ranks") == [3],
+              json.dumps(h)[:300])
+        check("crash: rank 3 died of SIGSEGV, its faulting frame sim_train_crash",
+              r3.get("signal") == "SIGSEGV" and frames[-1:] == ["sim_train_crash"], "%r %r" % (r3.get("signal"), frames))
+        fs = rep.get("findings", [])
+        check("crash: the first finding is the crash", bool(fs) and fs[0]["id"] == "rank_crashed",
+              str([f["id"] for f in fs][:3]))
+    got = stuck_job(tmp, "timeout", ["--stall", "1:5:600", "--timeout-s", "2"], 4)
+    if got:
+        h = rstest.report(got[0]).get("hang") or {}
+        sigs = {r["rank"]: r.get("signal") for r in h.get("per_rank", [])}
+        check("timeout: the aborts recorded (SIGABRT on ranks 0, 2, 3)",
+              all(sigs.get(r) == "SIGABRT" for r in (0, 2, 3)), str(sigs))
+        check("timeout: the verdict names the stalled rank 1, not the aborting ones, kind hang",
+              h.get("kind") == "hang" and h.get("missing_ranks") == [1] and h.get("waiting_ranks") == [0, 2, 3],
+              json.dumps(h)[:300])
+
+
 def main():
     tmp = rstest.tempdir("hang")
-    got = stuck_job(tmp)
+    got = stuck_job(tmp, "stall", ["--stall", "1:5:600"], KILL_AFTER_S)
     if got:
         out, tdir, kill_ns = got
         # the simulator's truth (its step lines are written at exit, which a
@@ -96,6 +151,7 @@ def main():
         lines = p.stdout.decode(errors="replace").splitlines()
         check("the terminal's second line is the verdict", len(lines) > 1 and lines[1].startswith("  STUCK (hang)")
               and "rank 1 never entered AllReduce" in lines[1], "\n".join(lines[:3]))
+    kinds(tmp)
     # a job that ran to its end
     done = os.path.join(tmp, "done")
     os.makedirs(done)
