@@ -327,11 +327,12 @@ def failure(res, ranks=None, out=None):
     return None
 
 
-def generate(ranks, events, work):
-    """Writes a gen_job job of ranks x events under work. Returns a dict
+def generate(ranks, events, work, hang_rank=None):
+    """Writes a gen_job job of ranks x events under work (hang_rank: one
+    that never enters the last all-reduce, gen_job -H). Returns a dict
     (dir, records, bytes, secs) or a string saying why there is none."""
     global BYTES_PER_RECORD
-    job = os.path.join(work, "job-%dx%d" % (ranks, events))
+    job = os.path.join(work, "job-%dx%d%s" % (ranks, events, "" if hang_rank is None else "-hang"))
     need = ranks * events * BYTES_PER_RECORD * 1.05
     free = disk_free(work)
     if free < need + DISK_FLOOR + 1e9:
@@ -340,7 +341,8 @@ def generate(ranks, events, work):
     say("generating %d ranks x %d records (about %s) in %s" % (ranks, events, size(need), job))
     # Not under the reporter's limit: gen_job's needs are its own (2.4 GB for
     # 64 x 4M on 2 cores); the watch still guards the machine.
-    res = run([GEN, "-n", str(ranks), "-e", str(events), "-o", job, "-j", str(CORES)], work, limited=False)
+    res = run([GEN, "-n", str(ranks), "-e", str(events), "-o", job, "-j", str(CORES)] +
+              ([] if hang_rank is None else ["-H", str(hang_rank)]), work, limited=False)
     if res["stopped"] or res["code"] != 0:
         shutil.rmtree(job, ignore_errors=True)
         return "skipped: gen_job failed: %s" % (res["stopped"] or " ".join(res["err"].split())[-300:])
@@ -512,7 +514,41 @@ def wide_part(work):
               (WIDE_RANKS, WIDE_EVENTS, count(job["records"]), size(job["bytes"]), secs(res["wall"]), secs(res["cpu"]),
                rate_cell(job["records"], res), size(res["rss"]), size(res["outputs"][-1][2]),
                yes(res["why"] is None and res["rss"] <= TARGET_PEAK), res["why"] or "ok"))
+        print()
+        hang_part(work, res)
     print()
+
+
+def hang_part(work, plain):
+    """Row 3 again with one rank that never enters the last all-reduce
+    (gen_job -H): the verdict in report.json, its time and peak against row
+    3's (issue 47: within 10%)."""
+    missing = WIDE_RANKS // 2 + 5
+    print("The same job hung: rank %d never enters its last all-reduce, the others wait 30 s in it; "
+          "target: the verdict names it, report time and peak within 10%% of the job without the hang." % missing)
+    print()
+    print("| ranks | wall | x without | peak memory | x without | verdict | met |")
+    print("|---:|---:|---:|---:|---:|---|---|")
+    job = generate(WIDE_RANKS, WIDE_EVENTS, work, hang_rank=missing)
+    if isinstance(job, str):
+        print("| %d | | | | | %s | |" % (WIDE_RANKS, job))
+        return
+    kept = os.path.join(work, "hang-report.json")
+    res = report(job["dir"], WIDE_RANKS, work, "hang", keep_json=kept)
+    shutil.rmtree(job["dir"], ignore_errors=True)
+    verdict = "no report.json"
+    named = False
+    if os.path.isfile(kept):
+        with open(kept) as f:
+            h = json.load(f).get("hang") or {}
+        os.unlink(kept)
+        named = h.get("missing_ranks") == [missing]
+        verdict = "%s, missing %s" % (h.get("kind"), h.get("missing_ranks"))
+    tx = res["wall"] / plain["wall"] if plain["wall"] else 0
+    mx = res["rss"] / plain["rss"] if plain["rss"] else 0
+    print("| %d | %s | %.2fx | %s | %.2fx | %s | %s |" %
+          (WIDE_RANKS, secs(res["wall"]), tx, size(res["rss"]), mx, res["why"] or verdict,
+           yes(res["why"] is None and named and tx <= 1.10 and mx <= 1.10)))
 
 
 def mpi_runner():

@@ -7,9 +7,12 @@
  * by import-kineto's writer (formats/ chunks in LZ4 frames), so the files are
  * what the reporter reads from real imports.
  *
- *   gen_job -n RANKS -e EVENTS -o DIR [-j THREADS]
+ *   gen_job -n RANKS -e EVENTS -o DIR [-j THREADS] [-H RANK]
  *
  * EVENTS counts the records per rank (GPU, collective and sync records).
+ * -H RANK: a hung job. After the steps, every rank but RANK enters one more
+ * all-reduce, which never finishes (no GPU times), and waits in it
+ * (a stream synchronise) HANG_NS before its file ends; RANK never enters it.
  * Prints "ranks R events E bytes B" (events and file bytes over the job). */
 #include <errno.h>
 #include <pthread.h>
@@ -24,6 +27,7 @@
 #define KERNELS_PER_STEP 40
 #define STEP_NS 4000000         /* 4 ms a step */
 #define BASE_NS 1000000000000ll /* the first step's start on the host clock */
+#define HANG_NS 30000000000ll   /* -H: how long the others wait for the missing rank */
 
 static const char *const kernel_names[] = {
     "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >()",
@@ -39,6 +43,7 @@ static const char *const kernel_names[] = {
 struct job {
     int ranks;
     long events;
+    int hang_rank;              /* -H; -1: none */
     const char *dir;
     pthread_mutex_t lock;
     int next, failed;
@@ -84,7 +89,7 @@ static int add_op(struct rsr_model *m, uint32_t name, int cls, int32_t stream, i
 }
 
 /* One rank's timeline, events records in all. */
-static int build_rank(struct rsr_model *m, int rank, int ranks, long events)
+static int build_rank(struct rsr_model *m, int rank, int ranks, long events, int hang_rank)
 {
     uint32_t kname[NKERNEL_NAMES], launch, copy, copy_call, nccl, sync, dtype, pg, members;
 #define INTERN(s, id) rsr_model_intern(m, s, strlen(s), id)
@@ -104,6 +109,7 @@ static int build_rank(struct rsr_model *m, int rank, int ranks, long events)
     uint64_t seed = 0x9e3779b97f4a7c15ull ^ (uint64_t)(rank + 1) * 0xbf58476d1ce4e5b9ull;
     uint64_t corr = 0;
     long n = 0;
+    int64_t last_end = BASE_NS;
     for (long step = 0; n < events; step++) {
         int64_t t = BASE_NS + step * STEP_NS;
         int64_t gpu = t + 20000;
@@ -144,7 +150,7 @@ static int build_rank(struct rsr_model *m, int rank, int ranks, long events)
             c->group_size = ranks;
             c->rank_in_group = rank;
             c->comm_id = 0x5eed00000000c0deull;
-            c->seq = (uint32_t)step;
+            c->seq = (uint32_t)(m->n_colls - 1);
             n += 2;
             t += 6000;
         }
@@ -154,6 +160,23 @@ static int build_rank(struct rsr_model *m, int rank, int ranks, long events)
                 return -1;
             n++;
         }
+        last_end = BASE_NS + (step + 1) * STEP_NS;
+    }
+    if (hang_rank >= 0 && rank != hang_rank) {
+        /* -H: one more all-reduce, entered and never finished, and the wait in it */
+        int64_t t = last_end + 100000;
+        if (add_launch(m, launch, t, 5000, ++corr) < 0 || add_op(m, nccl, RSR_GPU_COMM, 20, 0, 0, corr) < 0)
+            return -1;
+        struct rsr_coll *c = rsr_model_add_coll(m);
+        if (!c)
+            return -1;
+        m->ops[m->n_ops - 1].coll = (int32_t)(m->n_colls - 1);
+        *c = (struct rsr_coll){ .op = RSR_COLL_ALLREDUCE, .in_count = 16 << 20, .out_count = 16 << 20, .elem_size = 4,
+                                .bytes = 64 << 20, .dtype = dtype, .comm = pg, .members = members, .group_size = ranks,
+                                .rank_in_group = rank, .comm_id = 0x5eed00000000c0deull,
+                                .seq = (uint32_t)(m->n_colls - 1), .peer = -1 };
+        if (add_launch(m, sync, t + 6000, HANG_NS, ++corr) < 0)
+            return -1;
     }
     return rsr_model_finish(m);
 }
@@ -170,7 +193,7 @@ static void *run(void *arg)
             return NULL;
         struct rsr_model m;
         rsr_model_init(&m);
-        int rc = build_rank(&m, r, j->ranks, j->events);
+        int rc = build_rank(&m, r, j->ranks, j->events, j->hang_rank);
         if (rc != 0)
             snprintf(msg, sizeof msg, "rank %d: out of memory", r);
         else
@@ -192,7 +215,7 @@ static void *run(void *arg)
 
 int main(int argc, char **argv)
 {
-    struct job j = { .ranks = 0 };
+    struct job j = { .ranks = 0, .hang_rank = -1 };
     int threads = 2;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "-n") == 0)
@@ -203,9 +226,11 @@ int main(int argc, char **argv)
             j.dir = argv[i + 1];
         else if (strcmp(argv[i], "-j") == 0)
             threads = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "-H") == 0)
+            j.hang_rank = atoi(argv[i + 1]);
     }
-    if (j.ranks <= 0 || j.events <= 0 || !j.dir || threads <= 0) {
-        fprintf(stderr, "usage: gen_job -n RANKS -e EVENTS -o DIR [-j THREADS]\n");
+    if (j.ranks <= 0 || j.events <= 0 || !j.dir || threads <= 0 || j.hang_rank >= j.ranks) {
+        fprintf(stderr, "usage: gen_job -n RANKS -e EVENTS -o DIR [-j THREADS] [-H RANK]\n");
         return 2;
     }
     pthread_mutex_init(&j.lock, NULL);

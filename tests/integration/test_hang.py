@@ -24,6 +24,8 @@ Then, each killed the same way once stuck:
 - --stall 1:5:600 --timeout-s 2 (the waiting ranks abort after 2 s, as
   PyTorch's watchdog does): the aborts recorded (SIGABRT on ranks 0, 2, 3),
   the verdict names the stalled rank 1, kind hang.
+A generated job of 1,024 ranks (gen_job -H 700: rank 700 never enters the
+last all-reduce): the verdict names rank 700 and the 1,023 others waiting.
 A job that ran to its end has no hang."""
 import json
 import os
@@ -152,6 +154,13 @@ def main():
         check("the terminal's second line is the verdict", len(lines) > 1 and lines[1].startswith("  STUCK (hang)")
               and "rank 1 never entered AllReduce" in lines[1], "\n".join(lines[:3]))
     kinds(tmp)
+    wide = os.path.join(tmp, "wide")
+    p = rstest.run([os.path.join(rstest.BUILD, "gen_job"), "-n", "1024", "-e", "300", "-o", wide, "-H", "700"])
+    if check("gen_job: 1,024 ranks, rank 700 missing", p.returncode == 0, p.stderr.decode(errors="replace")[-300:]):
+        h = rstest.report(wide).get("hang") or {}
+        check("1,024 ranks: missing rank 700, the 1,023 others waiting",
+              h.get("kind") == "hang" and h.get("missing_ranks") == [700] and
+              h.get("waiting_ranks") == [r for r in range(1024) if r != 700], json.dumps(h)[:300])
     # a job that ran to its end
     done = os.path.join(tmp, "done")
     os.makedirs(done)
