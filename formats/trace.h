@@ -255,7 +255,7 @@ struct rsf_graph_node {
 struct rsf_graph_edge { uint32_t graph, from, to; };
 
 /* enum MarkKind (trace.fbs): the agent's notes on the process itself */
-#define RSF_MARK_KINDS(X) X(FATAL, fatal) X(STUCK, stuck)
+#define RSF_MARK_KINDS(X) X(FATAL, fatal) X(STUCK, stuck) X(KILLED, killed)
 #define RSF_ENUM_MARK(id, name) RSF_MARK_##id,
 enum rsf_mark_kind { RSF_MARK_KINDS(RSF_ENUM_MARK) RSF_MARK_NKINDS };
 #undef RSF_ENUM_MARK

@@ -162,7 +162,7 @@ static void on_fatal(int sig)
 {
     int saved = errno;
     atomic_store(&rs_dying, 1);
-    rs_wait_interrupted();
+    rs_wait_interrupted(sig);
     /* the flush's own waits (for the writer) are not the program's */
     int guard = rs_th.guard;
     rs_th.guard = 1;

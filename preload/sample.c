@@ -917,15 +917,33 @@ void rs_wait_sample_slow(uint64_t t0, uint64_t t1, int reason)
     put_sample(RSF_SAMPLE_WAIT, reason, t0, t1 - t0, buf, n);
 }
 
-void rs_wait_interrupted(void)
+/* A killed mark: the process ends of sig, taken on this thread, which
+ * waited since t0 (0: not waiting), now t1. Call with guard held. */
+static void killed_mark(int sig, uint64_t t0, uint64_t t1)
+{
+    struct rs_rec_mark *r = rs_reserve(sizeof *r, RS_REC_MARK);
+    if (r) {
+        r->h = (struct rs_rec_hdr){ sizeof *r, RS_REC_MARK, 0, 0 };
+        r->m = (struct rsf_mark){ .ts_ns = t1, .since_ns = t0, .kind = RSF_MARK_KILLED, .sig = (uint8_t)sig };
+        rs_commit(sizeof *r);
+    }
+}
+
+void rs_wait_interrupted(int sig)
 {
     uint64_t t0 = rs_th.wait_t0;
-    if (!t0 || rs_th.guard || !atomic_load_explicit(&rs_hot.on, memory_order_relaxed) || !rs_unwind_ready())
+    if (rs_th.guard || !atomic_load_explicit(&rs_hot.on, memory_order_relaxed))
         return;
     int e = errno;
     rs_th.guard = 1;
     rs_th.wait_t0 = 0;
     uint64_t t1 = rs_ticks();
+    killed_mark(sig, t0, t1);
+    if (!t0 || !rs_unwind_ready()) {
+        rs_th.guard = 0;
+        errno = e;
+        return;
+    }
     uint64_t buf[RS_STACK_MAX], sps[RS_STACK_MAX];
     int n = rs_unwind(NULL, buf, sps, RS_STACK_MAX);
     /* the handler (ours), the C library's call the signal interrupted, the

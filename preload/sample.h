@@ -153,10 +153,11 @@ void rs_wait_note(uint64_t t0, uint64_t t1, int reason);
             rs_wait_note(t0_, t1_, REASON);                             \
         return r_;                                                      \
     } while (0)
-/* The calling thread's wait (RS_WAIT_TIMED's), cut short by a signal that
- * ends the process (agent.c's SIGTERM and SIGINT): written as a wait
- * sample up to now, its stack the waiting call's caller's. */
-void rs_wait_interrupted(void);
+/* The process ends of sig (agent.c's SIGTERM and SIGINT), taken on the
+ * calling thread: a killed mark, and the thread's wait (RS_WAIT_TIMED's),
+ * if it was in one, written as a wait sample up to now, its stack the
+ * waiting call's caller's. */
+void rs_wait_interrupted(int sig);
 /* The calling thread got the fatal signal sig (its handler's ucontext):
  * its stack from the interrupted instruction as a CPU sample of weight 0,
  * and a fatal mark (agent.c's crash handler). */

@@ -385,7 +385,7 @@ struct proc {
         uint64_t end, weight, map_ts;
         uint32_t stack;
         uint8_t kind, reason, set;
-    } last;
+    } last, last_long;          /* last_long: its last wait of RSR_WHERE_LONG_NS or more */
 };
 
 #define GROW(arr, n, cap)                                                   \
@@ -628,7 +628,7 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
     for (uint32_t i = 0; i < c->nmarks; i++)
         if (c->marks[i].kind == RSF_MARK_FATAL && c->marks[i].tid != p->where_tid) {
             p->where_tid = c->marks[i].tid;     /* the thread that crashed */
-            p->last.set = 0;
+            p->last.set = p->last_long.set = 0;
         }
     for (uint32_t i = 0; i < c->nsamples; i++) {
         const struct rsf_sample *s = &c->samples[i];
@@ -657,8 +657,12 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
         if (s->tid == (p->where_tid ? p->where_tid : p->pid) &&
             (s->kind == RSF_SAMPLE_CPU || s->kind == RSF_SAMPLE_WAIT)) {
             uint64_t end = s->ts_ns + (s->kind == RSF_SAMPLE_WAIT ? s->weight_ns : 0);
+            struct last_sample x = { end, s->weight_ns, map_time(p, s->ts_ns), s->stack, s->kind, reason, 1 };
             if (!p->last.set || end >= p->last.end)
-                p->last = (struct last_sample){ end, s->weight_ns, map_time(p, s->ts_ns), s->stack, s->kind, reason, 1 };
+                p->last = x;
+            if (s->kind == RSF_SAMPLE_WAIT && s->weight_ns >= RSR_WHERE_LONG_NS &&
+                (!p->last_long.set || end >= p->last_long.end))
+                p->last_long = x;
         }
         if (s->kind == RSF_SAMPLE_GPU)
             gpu_thread(p, s->tid)->sampled_ns += s->weight_ns;
@@ -1110,7 +1114,8 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
         }
         if (w && (a->kind == RSF_SAMPLE_WAIT || a->kind == RSF_SAMPLE_CPU)) {
             struct rsr_thread_time *t = thread_time(&threads, &nthreads, &capthreads, p, a->tid);
-            int top;
+            int top, cause = -1;
+            uint32_t wtid = p->where_tid ? p->where_tid : p->pid;  /* whose last samples say where */
             if (a->kind == RSF_SAMPLE_CPU) {
                 w->cpu_ns += a->weight;
                 t->cpu_ns += a->weight;
@@ -1120,7 +1125,7 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
                 w->count[a->reason] += a->count;
                 w->ns[a->reason] += a->weight;
                 t->wait_ns += a->weight;
-                int cause = wait_cause(L, a->reason);
+                cause = wait_cause(L, a->reason);
                 if (cause >= 0)
                     w->cause_ns[cause] += a->weight;
                 if (a->tid == p->pid && cause == RSR_CAUSE_DATALOADER && rsr_host_class(a->reason) >= 0)
@@ -1130,10 +1135,16 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
                                                                                       : -1;
             }
             rsr_waits_top_offer(w, top, a->weight, L->names, L->nframes);
-            if (p->last.set && a->tid == (p->where_tid ? p->where_tid : p->pid) && a->stack == p->last.stack && a->kind == p->last.kind &&
+            if (p->last.set && a->tid == wtid && a->stack == p->last.stack && a->kind == p->last.kind &&
                 a->reason == p->last.reason && a->map_ts == p->last.map_ts && !a->leaf) {
                 uint32_t skip = L->opts->threads ? 1 : 0;   /* the thread's name */
                 rsr_waits_where(w, L->names + skip, L->nframes - skip, a->reason, p->last.weight);
+            }
+            const struct last_sample *ll = &p->last_long;
+            if (ll->set && a->kind == RSF_SAMPLE_WAIT && a->tid == wtid && a->stack == ll->stack && a->reason == ll->reason && a->map_ts == ll->map_ts && !a->leaf) {
+                uint32_t skip = L->opts->threads ? 1 : 0;
+                rsr_waits_long_where(w, L->names + skip, L->nframes - skip, a->reason, ll->weight, cause,
+                                     (int64_t)ll->end);
             }
             int part = rsr_compile_part(L->names, L->is_python, L->nframes);
             if (part >= 0)

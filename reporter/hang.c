@@ -147,6 +147,100 @@ static struct comm_stat *stat_of(struct comm_stat **v, size_t *n, size_t *cap, u
     return &(*v)[(*n)++];
 }
 
+/* The collective a wait's frames are in: the function of the innermost
+ * torch/distributed frame ("all_reduce"), into buf; 0 when none. */
+static int collective_frame(const char *where, char *buf, size_t n)
+{
+    const char *best = NULL;
+    for (const char *p = where; (p = strstr(p, "torch/distributed/")) != NULL; p++)
+        best = p;
+    if (!best)
+        return 0;
+    const char *colon = strchr(best, ':'), *end = strchr(best, ';');
+    if (!colon || (end && colon > end))
+        return 0;
+    size_t len = end ? (size_t)(end - colon - 1) : strlen(colon + 1);
+    const char *line = memchr(colon + 1, ':', len);    /* mod.py:func:line (--lines) */
+    if (line)
+        len = (size_t)(line - colon - 1);
+    snprintf(buf, n, "%.*s", (int)len, colon + 1);
+    return 1;
+}
+
+/* How close to its file's end a rank's last long wait must have ended to be
+ * what it was stuck in (the exception a collective's timeout raises, the
+ * traceback and the exit come after it). */
+#define HANG_WAIT_TAIL_NS 5000000000ll
+
+/* The verdict from the ranks' main threads' last long waits (hang.h):
+ * for a job whose collectives the agent does not record. */
+static int hang_from_waits(struct rsr_job *job)
+{
+    struct rsr_hang *h = &job->hang;
+    size_t n = 0;
+    for (size_t i = 0; i < job->n; i++)
+        n += job->models[i]->role == RSR_ROLE_RANK && job->models[i]->rank >= 0;
+    if (n < 2)
+        return 0;
+    h->ranks = calloc(n, sizeof *h->ranks);
+    h->waiting = calloc(n, sizeof *h->waiting);
+    h->missing = calloc(n, sizeof *h->missing);
+    if (!h->ranks || !h->waiting || !h->missing) {
+        rsr_hang_free(h);
+        return -1;
+    }
+    for (size_t i = 0; i < job->n; i++) {
+        const struct rsr_model *m = job->models[i];
+        if (m->role != RSR_ROLE_RANK || m->rank < 0)
+            continue;
+        const struct rsr_proc_waits *w = &m->waits;
+        int64_t end = w->long_end_ns + m->clock_offset_ns;
+        int at_end = w->long_wait_ns && m->wall_end_ns - end <= HANG_WAIT_TAIL_NS;
+        struct rsr_hang_rank r = { .model = i, .rank = m->rank, .last_seq_done = -1, .last_seq_entered = -1,
+                                   .unclosed = m->unclosed, .fatal_sig = m->fatal_sig, .peer = -1,
+                                   .where = w->long_wait_ns ? w->long_where : w->where,
+                                   .where_wait_ns = w->long_wait_ns ? w->long_wait_ns : w->where_wait_ns };
+        char op[96];
+        if (at_end && w->long_cause == RSR_CAUSE_COLLECTIVE && collective_frame(w->long_where, op, sizeof op)) {
+            r.in_flight = 1;
+            r.waited_s = (double)w->long_wait_ns / 1e9;
+            if (r.waited_s > h->waited_s)
+                h->waited_s = r.waited_s;
+            if (!h->op_text[0])
+                snprintf(h->op_text, sizeof h->op_text, "%s", op);
+            int64_t entered = end - (int64_t)w->long_wait_ns;
+            if (!h->entered_ns || entered < h->entered_ns)
+                h->entered_ns = entered;
+            h->waiting[h->n_waiting++] = m->rank;
+        } else {
+            h->missing[h->n_missing++] = m->rank;
+        }
+        h->ranks[h->n_ranks++] = r;
+    }
+    /* a job that ended on its own is not stuck: a missing rank was killed
+     * while it waited (SIGTERM, SIGINT: the agent's killed mark) or died */
+    int ended = 0;
+    for (size_t a = 0; a < h->n_ranks; a++) {
+        const struct rsr_model *m = job->models[h->ranks[a].model];
+        ended |= !h->ranks[a].in_flight && ((m->killed_sig && m->killed_waiting) || m->fatal_sig);
+    }
+    if (!ended || !h->n_waiting || !h->n_missing || h->waited_s < RSR_HANG_MIN_S) {
+        rsr_hang_free(h);
+        h->step = -1, h->role = -1, h->group_size = -1;
+        return 0;
+    }
+    h->kind = RSR_HANG_HANG;
+    for (size_t a = 0; a < h->n_ranks; a++)
+        if (!h->ranks[a].in_flight && h->ranks[a].fatal_sig)
+            h->kind = RSR_HANG_CRASH;
+    h->group_size = (int32_t)n;
+    h->comms_stuck = 1;
+    qsort(h->waiting, h->n_waiting, sizeof *h->waiting, cmp_i32);
+    qsort(h->missing, h->n_missing, sizeof *h->missing, cmp_i32);
+    qsort(h->ranks, h->n_ranks, sizeof *h->ranks, cmp_rank);
+    return 0;
+}
+
 int rsr_hang_analyse(struct rsr_job *job)
 {
     struct rsr_hang *h = &job->hang;
@@ -193,13 +287,14 @@ int rsr_hang_analyse(struct rsr_job *job)
     }
     if (!chosen) {
         free(st);
-        return 0;
+        return hang_from_waits(job);
     }
     uint64_t comm = chosen->id;
     int64_t floor = chosen->max_done;
     int crashed = chosen->crashed;
     free(st);
     h->comm_id = comm;
+    h->seq_known = 1;
     /* the stuck call: the lowest in flight above the floor, long enough */
     int64_t seq = -1;
     size_t members = 0;
@@ -330,8 +425,10 @@ void rsr_hang_text(const struct rsr_hang *h, char *buf, size_t n)
     buf[0] = 0;
     if (h->kind == RSR_HANG_NONE)
         return;
-    char at[96] = "";
-    size_t a = (size_t)snprintf(at, sizeof at, "%s #%u", rsr_coll_op_name(h->op), h->seq);
+    char at[160] = "";
+    size_t a = h->seq_known ? (size_t)snprintf(at, sizeof at, "%s #%u", rsr_coll_op_name(h->op), h->seq)
+                            : (size_t)snprintf(at, sizeof at, "the collective %s (torch.distributed; no NCCL calls "
+                                                              "recorded)", h->op_text);
     if (h->role >= 0 && a < sizeof at)
         a += (size_t)snprintf(at + a, sizeof at - a, " on the %s communicator", rsr_group_role_name(h->role));
     if (h->step >= 0 && a < sizeof at)

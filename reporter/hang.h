@@ -12,6 +12,15 @@
  *   the waiting ranks' did: it died while they waited. A waiting rank that
  *   aborts (a collective timeout's watchdog) is a waiting rank all the
  *   same: the verdict names the rank it waited for.
+ * Without NCCL records (gloo, or collectives the agent does not see), the
+ * verdict comes from the ranks' main threads instead: those whose last long
+ * wait (RSR_WHERE_LONG_NS or more) was in a torch.distributed collective and
+ * lasted to their file's end are waiting; the others are missing, where
+ * their own last long wait, or last sample, says; and one of the missing
+ * was killed while it waited (SIGTERM, SIGINT: the agent's killed mark) or
+ * died of a fatal signal (a job that ended on its own is not stuck). No communicator or
+ * sequence number is known then (seq_known 0); op_text names the
+ * collective by its Python frame.
  * A call counts as stuck once it has waited RSR_HANG_MIN_S in flight: a
  * healthy job's last call, entered just before the process exits, is not;
  * or at once when a rank of its communicator died of a fatal signal
@@ -54,9 +63,11 @@ struct rsr_hang_rank {
 
 struct rsr_hang {
     int kind;                   /* enum rsr_hang_kind; NONE: the rest is empty */
-    uint64_t comm_id;
+    uint64_t comm_id;           /* 0: not known (from the waits) */
     int role;                   /* enum rsr_group_role; -1: not known */
     uint32_t seq;
+    int seq_known;              /* 0: from the waits, no NCCL call to number */
+    char op_text[96];           /* from the waits: the collective's Python frame ("all_reduce") */
     int64_t step;               /* the step it hung in (report.json's step index); -1: not known */
     int64_t entered_ns;         /* the first waiting rank's entry (job's clock) */
     uint8_t op;                 /* the waiting ranks' call (the most common one) */

@@ -477,11 +477,16 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
         }
         L->funcs[id] = c->functions[i];
     }
-    for (uint32_t i = 0; i < c->nmarks; i++)
-        if (c->marks[i].kind == RSF_MARK_FATAL) {
-            m->fatal_sig = c->marks[i].sig;
-            m->fatal_ns = (int64_t)c->marks[i].ts_ns;
+    for (uint32_t i = 0; i < c->nmarks; i++) {
+        const struct rsf_mark *k = &c->marks[i];
+        if (k->kind == RSF_MARK_FATAL) {
+            m->fatal_sig = k->sig;
+            m->fatal_ns = (int64_t)k->ts_ns;
+        } else if (k->kind == RSF_MARK_KILLED) {
+            m->killed_sig = k->sig;
+            m->killed_waiting = k->since_ns != 0;
         }
+    }
     if (c->ngraph_nodes || c->ngraph_edges) {
         struct graph_names gn = { L, strings, nstrings };
         if ((!L->graphs && !(L->graphs = rsr_graphs_new())) || rsr_graphs_take(L->graphs, c, graph_name, &gn) != 0)

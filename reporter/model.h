@@ -251,6 +251,9 @@ struct rsr_model {
      * abort) and when; 0: none */
     uint8_t fatal_sig;
     int64_t fatal_ns;
+    /* The signal that ended it (SIGTERM, SIGINT: the agent's killed mark),
+     * and whether the thread that took it was in a wait; 0: none */
+    uint8_t killed_sig, killed_waiting;
     int64_t flush_ns;
     /* Set by rsr_ends_find: where its records stop before the job's end,
      * on the job's time line; 0 where they do not. */

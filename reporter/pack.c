@@ -238,7 +238,7 @@ static void pack_model(struct rsr_pack *b, const struct rsr_model *m)
                              (int64_t)m->mem_frees, (int64_t)m->mem_alloc_bytes, m->clock_offset_ns,
                              (int64_t)m->late, m->unclosed, m->flush_ns, (int64_t)m->graph_ops,
                              (int64_t)m->graph_colls, m->parent_rank, m->compile_kind, m->fatal_sig,
-                             m->fatal_ns };
+                             m->fatal_ns, m->killed_sig, m->killed_waiting };
     put(b, ints, sizeof ints);
     rsr_pack_u64(b, m->strings.n);
     for (size_t i = 1; i < m->strings.n; i++)
@@ -253,7 +253,7 @@ static void pack_model(struct rsr_pack *b, const struct rsr_model *m)
 
 static int unpack_model(struct rsr_unpack *u, struct rsr_model *m)
 {
-    int64_t v[23];
+    int64_t v[25];
     get(u, v, sizeof v);
     m->rank = (int32_t)v[0], m->local_rank = (int32_t)v[1], m->world_size = (int32_t)v[2];
     m->pid = v[3], m->host = (uint32_t)v[4], m->job = (uint32_t)v[5], m->role = (uint8_t)v[6];
@@ -264,6 +264,7 @@ static int unpack_model(struct rsr_unpack *u, struct rsr_model *m)
     m->graph_colls = (uint64_t)v[18], m->parent_rank = (int32_t)v[19];
     m->compile_kind = (uint8_t)v[20];
     m->fatal_sig = (uint8_t)v[21], m->fatal_ns = v[22];
+    m->killed_sig = (uint8_t)v[23], m->killed_waiting = (uint8_t)v[24];
     uint64_t nstr = rsr_unpack_u64(u);
     for (uint64_t i = 1; i < nstr && !u->failed; i++) {
         uint64_t len = rsr_unpack_u64(u);
@@ -284,7 +285,7 @@ static int unpack_model(struct rsr_unpack *u, struct rsr_model *m)
         for (int i = 0; i < RSR_TOP_STACKS; i++)
             if (!memchr(m->waits.top[k][i].text, 0, sizeof m->waits.top[k][i].text))
                 u->failed = 1;
-    if (!memchr(m->waits.where, 0, sizeof m->waits.where))
+    if (!memchr(m->waits.where, 0, sizeof m->waits.where) || !memchr(m->waits.long_where, 0, sizeof m->waits.long_where))
         u->failed = 1;
     if (rsr_unpack_u64(u) && !u->failed) {
         m->sum = calloc(1, sizeof *m->sum);

@@ -119,7 +119,10 @@ static void hang_lines(FILE *f, const struct rsr_hang *h)
         char done[24], entered[24];
         snprintf(done, sizeof done, r->last_seq_done >= 0 ? "#%lld" : "none", (long long)r->last_seq_done);
         snprintf(entered, sizeof entered, r->last_seq_entered >= 0 ? "#%lld" : "none", (long long)r->last_seq_entered);
-        fprintf(f, "    rank %d: last finished %s, last entered %s", r->rank, done, entered);
+        if (h->seq_known)
+            fprintf(f, "    rank %d: last finished %s, last entered %s", r->rank, done, entered);
+        else
+            fprintf(f, "    rank %d", r->rank);
         char sig[32];
         if (r->fatal_sig)
             fprintf(f, "; died of %s", rsr_signal_name(r->fatal_sig, sig, sizeof sig));

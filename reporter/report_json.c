@@ -464,15 +464,22 @@ static void hang_json(FILE *f, const struct rsr_hang *h)
     rsr_hang_text(h, text, sizeof text);
     fprintf(f, ",\n\"hang\":{\"kind\":\"%s\",\"text\":", rsr_hang_kind_name(h->kind));
     rsr_json_str(f, text);
-    fprintf(f, ",\"communicator\":\"%016llx\",\"role\":", (unsigned long long)h->comm_id);
+    char comm[24];
+    snprintf(comm, sizeof comm, "%016llx", (unsigned long long)h->comm_id);
+    fputs(",\"communicator\":", f);
+    rsr_json_str(f, h->seq_known ? comm : NULL);
+    fputs(",\"role\":", f);
     rsr_json_str(f, h->role >= 0 ? rsr_group_role_name(h->role) : NULL);
-    fprintf(f, ",\"seq\":%u,\"step\":", h->seq);
+    if (h->seq_known)
+        fprintf(f, ",\"seq\":%u,\"step\":", h->seq);
+    else
+        fputs(",\"seq\":null,\"step\":", f);
     if (h->step >= 0)
         fprintf(f, "%lld", (long long)h->step);
     else
         fputs("null", f);
     fputs(",\"op\":", f);
-    rsr_json_str(f, rsr_coll_op_name(h->op));
+    rsr_json_str(f, h->seq_known ? rsr_coll_op_name(h->op) : h->op_text);
     fprintf(f, ",\"bytes\":%llu,\"dtype\":", (unsigned long long)h->bytes);
     rsr_json_str(f, h->dtype);
     rsr_json_num_key(f, "waited_s", h->waited_s);
@@ -494,7 +501,7 @@ static void hang_json(FILE *f, const struct rsr_hang *h)
         if (r->in_flight) {
             rsr_json_num_key(f, "waited_s", r->waited_s);
             fputs(",\"op\":", f);
-            rsr_json_str(f, rsr_coll_op_name(r->op));
+            rsr_json_str(f, h->seq_known ? rsr_coll_op_name(r->op) : h->op_text);
             fprintf(f, ",\"bytes\":%llu,\"differs\":%s", (unsigned long long)r->bytes, r->odd ? "true" : "false");
         } else {
             rsr_json_num_key(f, "ended_before_s", r->ended_before_s);

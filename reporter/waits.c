@@ -127,16 +127,32 @@ uint64_t rsr_waits_total_ns(const struct rsr_proc_waits *w)
     return t;
 }
 
+/* names[0..n) (innermost RSR_WHERE_FRAMES, root first) and a wait's leaf
+ * into buf. */
+static void where_text(char *buf, size_t size, const char *const *names, uint32_t n, unsigned reason)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (uint32_t i = n > RSR_WHERE_FRAMES ? n - RSR_WHERE_FRAMES : 0; i < n && o < size; i++)
+        o += (size_t)snprintf(buf + o, size - o, "%s%s", o ? ";" : "", names[i] ? names[i] : "?");
+    if (reason != RSF_WAIT_NONE && o < size)
+        snprintf(buf + o, size - o, "%s[wait: %s]", o ? ";" : "", rsf_wait_reason_label(reason));
+}
+
 void rsr_waits_where(struct rsr_proc_waits *w, const char *const *names, uint32_t n, unsigned reason,
                      uint64_t wait_ns)
 {
-    size_t o = 0;
-    w->where[0] = 0;
-    for (uint32_t i = n > RSR_WHERE_FRAMES ? n - RSR_WHERE_FRAMES : 0; i < n && o < sizeof w->where; i++)
-        o += (size_t)snprintf(w->where + o, sizeof w->where - o, "%s%s", o ? ";" : "", names[i] ? names[i] : "?");
-    if (reason != RSF_WAIT_NONE && o < sizeof w->where)
-        snprintf(w->where + o, sizeof w->where - o, "%s[wait: %s]", o ? ";" : "", rsf_wait_reason_label(reason));
+    where_text(w->where, sizeof w->where, names, n, reason);
     w->where_wait_ns = reason != RSF_WAIT_NONE ? wait_ns : 0;
+}
+
+void rsr_waits_long_where(struct rsr_proc_waits *w, const char *const *names, uint32_t n, unsigned reason,
+                          uint64_t wait_ns, int cause, int64_t end_ns)
+{
+    where_text(w->long_where, sizeof w->long_where, names, n, reason);
+    w->long_cause = cause;
+    w->long_wait_ns = wait_ns;
+    w->long_end_ns = end_ns;
 }
 
 void rsr_waits_top_offer(struct rsr_proc_waits *w, int kind, uint64_t ns, const char *const *names, uint32_t n)

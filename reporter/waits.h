@@ -43,6 +43,7 @@ int rsr_host_class(unsigned reason);
 
 #define RSR_WHERE_FRAMES 8
 #define RSR_WHERE_TEXT 400
+#define RSR_WHERE_LONG_NS 1000000000ll
 
 struct rsr_thread_time {
     uint32_t tid;
@@ -93,6 +94,14 @@ struct rsr_proc_waits {
      * wait's length (0: a CPU sample). */
     char where[RSR_WHERE_TEXT];
     uint64_t where_wait_ns;
+    /* The main thread's last wait of RSR_WHERE_LONG_NS or more (the one
+     * ending latest), as where: what a rank without NCCL records (gloo)
+     * was stuck in (hang.h); its cause (enum rsr_wait_cause, -1: none), its
+     * length and its end on the file's clock; long_wait_ns 0: none. */
+    char long_where[RSR_WHERE_TEXT];
+    int32_t long_cause;
+    uint64_t long_wait_ns;
+    int64_t long_end_ns;
 };
 
 /* Notes the frames names[0..n) (root first) of the main thread's last
@@ -100,6 +109,9 @@ struct rsr_proc_waits {
  * wait_ns. */
 void rsr_waits_where(struct rsr_proc_waits *w, const char *const *names, uint32_t n, unsigned reason,
                      uint64_t wait_ns);
+/* The same for its last long wait (long_where), of cause, ending at end_ns. */
+void rsr_waits_long_where(struct rsr_proc_waits *w, const char *const *names, uint32_t n, unsigned reason,
+                          uint64_t wait_ns, int cause, int64_t end_ns);
 
 /* Notes a main-thread wait stack (the file's id) of ns that was data
  * loading; past RSR_LOADER_STACKS, the heaviest are kept. */
