@@ -135,7 +135,11 @@ enum {
     RSF_GPUF_CAPTURED = 2,    /* launched into a graph capture: not timed */
     RSF_GPUF_SYNC = 4,        /* synchronous copy or set */
     RSF_GPUF_COOPERATIVE = 8,
-    RSF_GPUF_EX = 16          /* cuLaunchKernelEx */
+    RSF_GPUF_EX = 16,         /* cuLaunchKernelEx */
+    /* CollEvent: a copy of a call written while it was in flight, RINGSIDE_HANG_S
+     * after its launch (a stuck job's watchdog, writer.c); the call itself
+     * follows, timed, if it ever finishes */
+    RSF_COLLF_IN_FLIGHT = 32
 };
 
 struct rsf_gpu_event {

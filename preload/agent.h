@@ -61,6 +61,9 @@ struct rs_settings {
     int test_gpu_raw_start;      /* GPU starts as the start events say (gpu-check's calibration) */
     long wait_us;            /* RINGSIDE_WAIT_US: shortest blocking call with a wait stack */
     long gpu_stack_every;    /* RINGSIDE_GPU_STACK_EVERY: 1 timed launch in N; 0 off */
+    /* RINGSIDE_HANG_S: a collective in flight, or a wait, this many seconds
+     * makes the writer note the process stuck (writer.c); 0 off */
+    long hang_s;
     int own_fds;             /* RINGSIDE_OWN_FDS: the writer keeps its own fd table (writer.c) */
     int metrics_hz;          /* RINGSIDE_METRICS_HZ: node counter samples a second; 0 off (metrics.c) */
     /* RINGSIDE_TEST_SYSFS, for tests only: the node counters are read
@@ -336,7 +339,14 @@ struct __attribute__((aligned(64))) rs_thread {
      * writer leaves the current block alone while there are any, so that a
      * thread's records reach it in order (NVTX pairs push with pop). */
     _Atomic uint32_t unread;
+    /* The wait the thread is in (a copy of rs_th's, for the writer's hang
+     * watch): its start in ticks (0: none) and reason. Owner writes. */
+    _Atomic int wait_reason;
+    _Atomic uint64_t wait_t0;
 };
+
+/* Calls fn(arg, slot) for every live thread slot (the writer's hang watch). */
+void rs_ring_threads(void (*fn)(void *arg, struct rs_thread *t), void *arg);
 
 enum { RS_THREAD_FREE = 0, RS_THREAD_LIVE = 1 };
 

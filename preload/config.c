@@ -339,6 +339,7 @@ void rs_config_load(int argc, char **argv)
     rs_cfg.flush_ms = (unsigned)env_long("RINGSIDE_FLUSH_MS", 1000, 10, 3600 * 1000);
     rs_cfg.wait_us = env_long("RINGSIDE_WAIT_US", 1000, 0, 3600L * 1000000);
     rs_cfg.gpu_stack_every = env_long("RINGSIDE_GPU_STACK_EVERY", 10, 0, 1000000000);
+    rs_cfg.hang_s = env_long("RINGSIDE_HANG_S", 60, 0, 365L * 86400);
     rs_cfg.own_fds = env_flag("RINGSIDE_OWN_FDS", 1);
     rs_cfg.test_skew = env("RINGSIDE_TEST_CLOCK_SKEW_US") != NULL;
     rs_cfg.test_skew_us = env_long("RINGSIDE_TEST_CLOCK_SKEW_US", 0, -3600L * 1000000, 3600L * 1000000);
@@ -392,10 +393,10 @@ void rs_identity_forked(void)
 
 int rs_config_pairs(const char **keys, const char **values, int max)
 {
-    static char vals[12][64];
+    static char vals[13][64];
     static const char *const names[] = {
         "io", "cuda", "nccl", "gpu_timing", "sample_hz", "buffer_mb", "flush_ms", "log",
-        "wait_us", "gpu_stack_every", "own_fds", "io_exclude",
+        "wait_us", "gpu_stack_every", "own_fds", "hang_s", "io_exclude",
     };
     snprintf(vals[0], 64, "%d", rs_cfg.io);
     snprintf(vals[1], 64, "%d", rs_cfg.cuda);
@@ -408,13 +409,14 @@ int rs_config_pairs(const char **keys, const char **values, int max)
     snprintf(vals[8], 64, "%ld", rs_cfg.wait_us);
     snprintf(vals[9], 64, "%ld", rs_cfg.gpu_stack_every);
     snprintf(vals[10], 64, "%d", rs_cfg.own_fds);
+    snprintf(vals[11], 64, "%ld", rs_cfg.hang_s);
     int n = 0;
-    for (; n < 11 && n < max; n++) {
+    for (; n < 12 && n < max; n++) {
         keys[n] = names[n];
         values[n] = vals[n];
     }
     if (n < max) {
-        keys[n] = names[11];
+        keys[n] = names[12];
         values[n] = rs_cfg.exclude;
         n++;
     }

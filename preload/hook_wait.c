@@ -39,10 +39,9 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
         if (!rs_wait_on())                                              \
             return CALL;                                                \
         uint64_t t0_ = rs_ticks();                                      \
-        rs_th.wait_reason = (REASON);                                   \
-        rs_th.wait_t0 = t0_;                                            \
+        rs_wait_begin((REASON), t0_);                                   \
         int r_ = CALL;                                                  \
-        rs_th.wait_t0 = 0;                                              \
+        t0_ = rs_wait_done(t0_);                                        \
         uint64_t t1_ = rs_ticks();                                      \
         if (RS_UNLIKELY(t1_ - t0_ >= rs_hot.wait_ticks))                \
             rs_wait_note(t0_, t1_, REASON);                             \

@@ -227,6 +227,14 @@ static struct rs_thread *thread_register(void)
     return NULL;
 }
 
+void rs_ring_threads(void (*fn)(void *arg, struct rs_thread *t), void *arg)
+{
+    unsigned used = atomic_load(&threads_used);
+    for (unsigned i = 0; threads && i < used && i < RS_MAX_THREADS; i++)
+        if (atomic_load_explicit(&threads[i].state, memory_order_acquire) == RS_THREAD_LIVE)
+            fn(arg, &threads[i]);
+}
+
 static void *reserve_slow(size_t size, int kind)
 {
     struct rs_thread *t = rs_th.self;

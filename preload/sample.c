@@ -383,6 +383,10 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     int saved = errno;
     struct sthread *t = &me;
     t->hits++; /* whatever sent it, the signal is ours: a call it cut short is retried */
+    if (RS_UNLIKELY(si->si_code == SI_QUEUE && si->si_value.sival_int == RS_STUCK_VALUE && si->si_pid == getpid())) {
+        rs_wait_stuck(ucv); /* the hang watch asks where this thread waits (writer.c) */
+        goto out;
+    }
     /* Only our timer's signals, on a thread that has one. */
     if (si->si_code != SI_TIMER || !t->slot || !atomic_load_explicit(&sampler_on, memory_order_relaxed) ||
         !atomic_load_explicit(&rs_hot.on, memory_order_relaxed) || rs_in_vchild())
@@ -915,6 +919,41 @@ void rs_wait_sample_slow(uint64_t t0, uint64_t t1, int reason)
     uint64_t buf[RS_STACK_MAX];
     int n = rs_stack_capture(buf, RS_STACK_MAX);
     put_sample(RSF_SAMPLE_WAIT, reason, t0, t1 - t0, buf, n);
+}
+
+void rs_wait_stuck(void *ucv)
+{
+    uint64_t t0 = rs_th.wait_t0;
+    if (!t0 || rs_th.guard || !atomic_load_explicit(&rs_hot.on, memory_order_relaxed) || !rs_unwind_ready())
+        return;
+    int e = errno;
+    rs_th.guard = 1;
+    uint64_t now = rs_ticks();
+    uint64_t buf[RS_STACK_MAX], sps[RS_STACK_MAX];
+    rs_th.all_masked = 1;
+    int n = rs_unwind(ucv, buf, sps, RS_STACK_MAX);
+    rs_th.all_masked = 0;
+    /* from the interrupted call: the C library's, then the hook (ours);
+     * the stack starts at the hook's caller */
+    int k = 0;
+    while (k < n && !rs_unwind_is_agent(buf[k]))
+        k++;
+    if (k < n)
+        while (k < n && rs_unwind_is_agent(buf[k]))
+            k++;
+    else
+        k = 0;
+    memmove(buf, buf + k, (size_t)(n - k) * sizeof *buf);
+    memmove(sps, sps + k, (size_t)(n - k) * sizeof *sps);
+    n = rs_py_splice(buf, sps, n - k, RS_STACK_MAX);
+    put_sample(RSF_SAMPLE_WAIT, rs_th.wait_reason, t0, now - t0, buf, n);
+    /* the wait's sample at its end takes the rest */
+    rs_th.wait_t0 = now;
+    struct rs_thread *self = rs_th.self;
+    if (self)
+        atomic_store_explicit(&self->wait_t0, now, memory_order_relaxed);
+    rs_th.guard = 0;
+    errno = e;
 }
 
 /* A killed mark: the process ends of sig, taken on this thread, which

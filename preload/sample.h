@@ -139,15 +139,40 @@ void rs_wait_note(uint64_t t0, uint64_t t1, int reason);
  * result; a wait sample when it waited long enough. Nothing is held during
  * the call, so a cancellation or a signal handler that does not return
  * finds the agent's state as it was. */
+/* A hooked wait begins: its reason and start where a signal's handler
+ * (rs_wait_interrupted, rs_wait_stuck) and the writer's hang watch find
+ * them. */
+static inline void rs_wait_begin(int reason, uint64_t t0)
+{
+    rs_th.wait_reason = reason;
+    rs_th.wait_t0 = t0;
+    struct rs_thread *s = rs_th.self;
+    if (s) {
+        atomic_store_explicit(&s->wait_reason, reason, memory_order_relaxed);
+        atomic_store_explicit(&s->wait_t0, t0, memory_order_relaxed);
+    }
+}
+
+/* The wait ended: the start its sample takes, t0 or later (a stuck stack
+ * wrote its first part: rs_wait_stuck). */
+static inline uint64_t rs_wait_done(uint64_t t0)
+{
+    uint64_t t = rs_th.wait_t0;
+    rs_th.wait_t0 = 0;
+    struct rs_thread *s = rs_th.self;
+    if (s)
+        atomic_store_explicit(&s->wait_t0, 0, memory_order_relaxed);
+    return t > t0 ? t : t0;
+}
+
 #define RS_WAIT_TIMED(T, REASON, CALL)                                  \
     do {                                                                \
         if (!rs_wait_on())                                              \
             return CALL;                                                \
         uint64_t t0_ = rs_ticks();                                      \
-        rs_th.wait_reason = (REASON);                                   \
-        rs_th.wait_t0 = t0_;                                            \
+        rs_wait_begin((REASON), t0_);                                   \
         T r_ = CALL;                                                    \
-        rs_th.wait_t0 = 0;                                              \
+        t0_ = rs_wait_done(t0_);                                        \
         uint64_t t1_ = rs_ticks();                                      \
         if (RS_UNLIKELY(t1_ - t0_ >= rs_hot.wait_ticks))                \
             rs_wait_note(t0_, t1_, REASON);                             \
@@ -162,6 +187,14 @@ void rs_wait_interrupted(int sig);
  * its stack from the interrupted instruction as a CPU sample of weight 0,
  * and a fatal mark (agent.c's crash handler). */
 void rs_sample_fatal(int sig, const void *ucv);
+/* The value the hang watch's signal carries (the sampling signal, queued
+ * to one thread): write where that thread waits (rs_wait_stuck). */
+#define RS_STUCK_VALUE 0x57c4
+/* The sampling signal's handler, on the hang watch's request: the thread's
+ * wait so far as a wait sample with its stack from the interrupted call's
+ * caller (ucv: the handler's context); the wait's own sample at its end
+ * then covers only the rest. */
+void rs_wait_stuck(void *ucv);
 /* Whether pc is in the agent's hooks of the waits for children (wait,
  * waitpid, waitid, wait3, wait4). */
 int rs_child_wait_pc(uint64_t pc);

@@ -57,6 +57,7 @@ struct held_coll {
     uint32_t pair, anchor;
     uint64_t group;          /* its NCCL group (0: none) */
     uint64_t enqueued_ns;    /* its GPU start is not before this (0: no bound) */
+    int copied;              /* written in flight by the hang watch */
 };
 
 /* State that lives only while the process runs: what has been defined in
@@ -720,7 +721,7 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
             .redop = r->redop, .group = r->group, .flags = r->flags,
         };
         if (h->file && !rs_grow((void **)&w.held_coll, &w.held_coll_cap, w.nheld_coll + 1, sizeof *w.held_coll))
-            w.held_coll[w.nheld_coll++] = (struct held_coll){ e, h->file, r->anchor, r->group_id, r->enqueued_ns };
+            w.held_coll[w.nheld_coll++] = (struct held_coll){ e, h->file, r->anchor, r->group_id, r->enqueued_ns, 0 };
         else
             put_coll(&e, r->group_id);
         return;
@@ -1003,6 +1004,120 @@ static void reopen_file(void)
     }
 }
 
+/* ---- the hang watch ----
+ * On the writer's own wake-ups, nothing more (RINGSIDE_HANG_S, 0: off): a
+ * collective held for its GPU times RINGSIDE_HANG_S after its launch is
+ * stuck. Then, once: a stuck mark, a copy of each such call as in flight
+ * (a SIGKILL later loses nothing the verdict needs), and, in a rank, each
+ * thread blocked in a hooked wait that long is asked where it waits (the
+ * sampling signal, queued with RS_STUCK_VALUE: sample.c's rs_wait_stuck);
+ * the stacks again once a minute while it lasts. A rank whose thread has
+ * waited that long outside its collectives (the rank the others wait for)
+ * is asked too, with no mark: it is not stuck in a call of its own. */
+
+#define HANG_AGAIN_NS 60000000000ull
+
+static uint64_t hang_next_ns;    /* the watch's next look at the waits; 0: not stuck yet */
+static int stuck_noted;          /* the stuck mark is written */
+
+struct hang_look {
+    uint64_t now, lim;
+    int sig, found;
+};
+
+/* Waits a handler may cut into without the program seeing it: retried by
+ * the C library (locks, conditions, joins), restarted by SA_RESTART (child
+ * waits), or retried by the agent's own sleep (sample.c). Not semaphores or
+ * raw futex calls, which return EINTR whatever SA_RESTART says. */
+static int hang_askable(int reason)
+{
+    switch (reason) {
+    case RSF_WAIT_LOCK: case RSF_WAIT_RWLOCK: case RSF_WAIT_CONDVAR: case RSF_WAIT_JOIN: case RSF_WAIT_CHILD:
+    case RSF_WAIT_SLEEP:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* A thread blocked in a wait at least h->lim: its start (ns), else 0. */
+static uint64_t hang_wait_of(const struct hang_look *h, struct rs_thread *t)
+{
+    uint64_t t0 = atomic_load_explicit(&t->wait_t0, memory_order_relaxed);
+    if (!t0 || !t->tid || !hang_askable(atomic_load_explicit(&t->wait_reason, memory_order_relaxed)))
+        return 0;
+    uint64_t ns = rs_tick_ns(&w.map, t0);
+    return h->now >= ns + h->lim ? ns : 0;
+}
+
+static void hang_find(void *arg, struct rs_thread *t)
+{
+    struct hang_look *h = arg;
+    if (hang_wait_of(h, t))
+        h->found = 1;
+}
+
+static void hang_ask(void *arg, struct rs_thread *t)
+{
+    const struct hang_look *h = arg;
+    if (!hang_wait_of(h, t))
+        return;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = h->sig;
+    si.si_code = SI_QUEUE;
+    si.si_pid = rs_id.pid;
+    si.si_uid = getuid();
+    si.si_value.sival_int = RS_STUCK_VALUE;
+    syscall(SYS_rt_tgsigqueueinfo, rs_id.pid, (pid_t)t->tid, h->sig, &si);
+}
+
+static void hang_watch(void)
+{
+    if (rs_cfg.hang_s <= 0 || w.broken)
+        return;
+    uint64_t now = rs_now(), lim = (uint64_t)rs_cfg.hang_s * 1000000000ull;
+    uint64_t since = 0;
+    uint32_t tid = 0;
+    for (uint32_t i = 0; i < w.nheld_coll; i++) {
+        struct held_coll *c = &w.held_coll[i];
+        if (now < c->e.launch_ns + lim)
+            continue;
+        if (!since || c->e.launch_ns < since)
+            since = c->e.launch_ns, tid = c->e.tid;
+        if (!c->copied) {
+            struct rsf_coll_event e = c->e;
+            e.flags |= RSF_COLLF_IN_FLIGHT;
+            put_coll(&e, c->group);
+            c->copied = 1;
+        }
+    }
+    int sig = atomic_load(&rs_sample_sig);
+    struct hang_look h = { now, lim, sig, 0 };
+    int rank = rs_id.role == RSF_ROLE_RANK && sig > 0;
+    if (rank && !hang_next_ns)
+        rs_ring_threads(hang_find, &h);   /* a rank stuck outside its collectives */
+    if (since && !stuck_noted) {
+        rs_notice("a collective has been in flight %ld s: noting where each thread is (RINGSIDE_HANG_S)",
+                  rs_cfg.hang_s);
+        if (ROOM(marks, nmarks, marks_cap)) {
+            w.marks[w.nmarks++] = (struct rsf_mark){ .ts_ns = now, .since_ns = since, .tid = tid,
+                                                      .kind = RSF_MARK_STUCK };
+            w.recorded++;
+        }
+        stuck_noted = 1;
+    }
+    if (!hang_next_ns && (since || h.found))
+        hang_next_ns = now;
+    if (!hang_next_ns || now < hang_next_ns)
+        return;
+    if (rank)
+        rs_ring_threads(hang_ask, &h);
+    hang_next_ns = now + HANG_AGAIN_NS;
+    emit(0);
+    w.last_emit = rs_now();
+}
+
 static void *writer_main(void *arg)
 {
     rs_th.guard = 1; /* the writer's own I/O is never recorded */
@@ -1064,6 +1179,8 @@ static void *writer_main(void *arg)
             futex_wake_all(&mod_done);
         }
         settle(final);
+        if (!final)
+            hang_watch();
         if (req != served || final || rs_now() >= w.last_emit + period) {
             emit(final);
             /* Also when emit found nothing to write, or no file yet: the

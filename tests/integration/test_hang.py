@@ -13,7 +13,10 @@ report.json's hang names it, held to what the job itself says:
 - rank 1's frames end in its sleep under sim_train_step;
 - the first finding is the hang, and the headline says the job hung at
   step 5; the terminal's summary leads with it.
-Then, each killed the same way once stuck:
+The same job with RINGSIDE_HANG_S=3, its ranks killed with SIGKILL after
+8 s (nothing of theirs runs at the kill: what the watchdog wrote once the
+AllReduce had waited 3 s is all there is): the same verdict.
+Then, each killed with SIGTERM once stuck:
 - --desync 2:5 (rank 2 calls step 5's first AllReduce with half the
   elements; the stand-in's NCCL never matches it, as NCCL does not): kind
   desync, rank 2's call named as differing, half the others' bytes, and
@@ -44,27 +47,39 @@ TRAIN = os.path.join(rstest.BUILD, "simtrain")
 KILL_AFTER_S = 12
 
 
-def stuck_job(tmp, name, args, kill_after_s, must_live=True):
+def stuck_job(tmp, name, args, kill_after_s, must_live=True, sigkill=False, **env_extra):
     """Runs simtrain on 4 ranks with args, kills it with SIGTERM after
-    kill_after_s; (trace folder, truth folder, the kill's CLOCK_MONOTONIC
-    ns) or None. must_live: it must still be running when killed."""
+    kill_after_s (sigkill: its ranks with SIGKILL, nothing of theirs runs);
+    (trace folder, truth folder, the kill's CLOCK_MONOTONIC ns) or None.
+    must_live: it must still be running when killed."""
     out, tdir = os.path.join(tmp, name, "out"), os.path.join(tmp, name, "truth")
     os.makedirs(out)
     os.makedirs(tdir)
     env = capture.sim_env(out, tdir)
     env["SIMNCCL_TIMEOUT_S"] = "600"    # NCCL waits as long as the job runs
+    env.update({k: str(v) for k, v in env_extra.items()})
     p = subprocess.Popen([LAUNCH, "-n", "4", "--", TRAIN, "--steps", "40", "--layers", "4", "--ckpt-dir",
                           os.path.join(tmp, name)] + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(kill_after_s)
     alive = p.poll() is None
     kill_ns = time.monotonic_ns()
-    p.send_signal(signal.SIGTERM)
+    if sigkill:
+        try:
+            with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+                ranks = [int(x) for x in f.read().split()]
+        except OSError:
+            ranks = []
+        for pid in ranks:
+            os.kill(pid, signal.SIGKILL)
+    else:
+        p.send_signal(signal.SIGTERM)
     try:
         _, err = p.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         p.kill()
         _, err = p.communicate()
-    if not check("%s: %s, SIGTERM after %g s ended it" % (name, "still running" if must_live else "ran", kill_after_s),
+    if not check("%s: %s, %s after %g s ended it" % (name, "still running" if must_live else "ran",
+                                                     "SIGKILL" if sigkill else "SIGTERM", kill_after_s),
                  (alive or not must_live) and p.returncode != 0,
                  "status %r: %s" % (p.returncode, err.decode(errors="replace")[-300:])):
         return None
@@ -113,46 +128,56 @@ def kinds(tmp):
               json.dumps(h)[:300])
 
 
-def main():
-    tmp = rstest.tempdir("hang")
-    got = stuck_job(tmp, "stall", ["--stall", "1:5:600"], KILL_AFTER_S)
-    if got:
-        out, tdir, kill_ns = got
-        # the simulator's truth (its step lines are written at exit, which a
-        # killed rank never reaches): rank 0's finished AllReduces, one a
-        # layer, four a step; it entered step 5's first right after
-        # launching that step's first backward kernel (layer 3's)
-        ops = [t for t in capture.truth(tdir) if t.get("rank") == 0]
-        colls = [t for t in ops if t["kind"] == "collective"]
-        check("truth: rank 0 finished 20 AllReduces (4 a step: steps 0 to 4) and no more", len(colls) == 20,
-              "%d" % len(colls))
-        last = max((t["launch_ns"] for t in colls), default=0)
-        entry = min((t["launch_ns"] for t in ops if t["kind"] == "kernel" and t["name"] == "bwd_gemm_l3" and
-                     t["launch_ns"] > last), default=0)
-        rep = rstest.report(out)
-        h = rep.get("hang") or {}
-        check("hang.kind is hang", h.get("kind") == "hang", json.dumps(h)[:300])
-        check("missing rank 1", h.get("missing_ranks") == [1], str(h.get("missing_ranks")))
-        check("waiting ranks 0, 2, 3", h.get("waiting_ranks") == [0, 2, 3], str(h.get("waiting_ranks")))
-        check("the stuck call is an AllReduce", h.get("op") == "AllReduce", str(h.get("op")))
-        check("at step 5", h.get("step") == 5, str(h.get("step")))
-        truth_s = (kill_ns - entry) / 1e9
-        check("waited %.2f s, the truth %.2f s (within 1 s)" % (h.get("waited_s", 0), truth_s),
-              abs(h.get("waited_s", 0) - truth_s) <= 1.0, json.dumps(h)[:200])
-        r1 = [r for r in h.get("per_rank", []) if r.get("rank") == 1]
-        frames = r1[0]["where"]["frames"] if r1 else []
-        check("rank 1's frames: its sleep under sim_train_step",
-              "sim_train_step" in frames and frames[-1] == "[wait: sleep]" and
-              frames.index("sim_train_step") < len(frames) - 1, str(frames))
-        fs = rep.get("findings", [])
-        check("the first finding is the hang, critical", bool(fs) and fs[0]["id"] == "job_hung" and
-              fs[0]["severity"] == "critical", str([f["id"] for f in fs][:3]))
-        check("the headline says the job hung at step 5", "hung" in rep.get("headline", "") and
-              "step 5" in rep.get("headline", ""), rep.get("headline", ""))
+def stall_checks(label, got, terminal=False):
+    """The --stall 1:5:600 job's verdict (label the way it was killed)."""
+    if not got:
+        return
+    out, tdir, kill_ns = got
+    # the simulator's truth (its step lines are written at exit, which a
+    # killed rank never reaches): rank 0's finished AllReduces, one a
+    # layer, four a step; it entered step 5's first right after
+    # launching that step's first backward kernel (layer 3's)
+    ops = [t for t in capture.truth(tdir) if t.get("rank") == 0]
+    colls = [t for t in ops if t["kind"] == "collective"]
+    check(label + ": truth: rank 0 finished 20 AllReduces (4 a step: steps 0 to 4) and no more", len(colls) == 20,
+          "%d" % len(colls))
+    last = max((t["launch_ns"] for t in colls), default=0)
+    entry = min((t["launch_ns"] for t in ops if t["kind"] == "kernel" and t["name"] == "bwd_gemm_l3" and
+                 t["launch_ns"] > last), default=0)
+    rep = rstest.report(out)
+    h = rep.get("hang") or {}
+    check(label + ": hang.kind is hang", h.get("kind") == "hang", json.dumps(h)[:300])
+    check(label + ": missing rank 1", h.get("missing_ranks") == [1], str(h.get("missing_ranks")))
+    check(label + ": waiting ranks 0, 2, 3", h.get("waiting_ranks") == [0, 2, 3], str(h.get("waiting_ranks")))
+    check(label + ": the stuck call is an AllReduce", h.get("op") == "AllReduce", str(h.get("op")))
+    check(label + ": at step 5", h.get("step") == 5, str(h.get("step")))
+    truth_s = (kill_ns - entry) / 1e9
+    check(label + ": waited %.2f s, the truth %.2f s (within 1 s)" % (h.get("waited_s", 0), truth_s),
+          abs(h.get("waited_s", 0) - truth_s) <= 1.0, json.dumps(h)[:200])
+    r1 = [r for r in h.get("per_rank", []) if r.get("rank") == 1]
+    frames = r1[0]["where"]["frames"] if r1 else []
+    check(label + ": rank 1's frames: its sleep under sim_train_step",
+          "sim_train_step" in frames and frames[-1:] == ["[wait: sleep]"] and
+          frames.index("sim_train_step") < len(frames) - 1, str(frames))
+    fs = rep.get("findings", [])
+    check(label + ": the first finding is the hang, critical", bool(fs) and fs[0]["id"] == "job_hung" and
+          fs[0]["severity"] == "critical", str([f["id"] for f in fs][:3]))
+    check(label + ": the headline says the job hung at step 5", "hung" in rep.get("headline", "") and
+          "step 5" in rep.get("headline", ""), rep.get("headline", ""))
+    if terminal:
+        tmp = os.path.dirname(os.path.dirname(out))
         p = rstest.run([rstest.RINGSIDE, "report", out, "-o", os.path.join(tmp, "rep2")])
         lines = p.stdout.decode(errors="replace").splitlines()
-        check("the terminal's second line is the verdict", len(lines) > 1 and lines[1].startswith("  STUCK (hang)")
-              and "rank 1 never entered AllReduce" in lines[1], "\n".join(lines[:3]))
+        check(label + ": the terminal's second line is the verdict", len(lines) > 1 and
+              lines[1].startswith("  STUCK (hang)") and "rank 1 never entered AllReduce" in lines[1],
+              "\n".join(lines[:3]))
+
+
+def main():
+    tmp = rstest.tempdir("hang")
+    stall_checks("stall", stuck_job(tmp, "stall", ["--stall", "1:5:600"], KILL_AFTER_S), terminal=True)
+    # the same job killed with SIGKILL once the watchdog fired (after 3 s)
+    stall_checks("SIGKILL", stuck_job(tmp, "sigkill", ["--stall", "1:5:600"], 8, sigkill=True, RINGSIDE_HANG_S=3))
     kinds(tmp)
     wide = os.path.join(tmp, "wide")
     p = rstest.run([os.path.join(rstest.BUILD, "gen_job"), "-n", "1024", "-e", "300", "-o", wide, "-H", "700"])

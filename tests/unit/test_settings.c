@@ -69,6 +69,7 @@ static long get_flush_ms(void) { return (long)rs_cfg.flush_ms; }
 static long get_wait_us(void) { return rs_cfg.wait_us; }
 static long get_gpu_stack_every(void) { return rs_cfg.gpu_stack_every; }
 static long get_own_fds(void) { return rs_cfg.own_fds; }
+static long get_hang_s(void) { return rs_cfg.hang_s; }
 static long get_metrics_hz(void) { return rs_cfg.metrics_hz; }
 static long get_log(void) { return rs_cfg.log; }
 static long get_gpu_timing(void) { return rs_cfg.gpu_timing; }
@@ -84,6 +85,7 @@ static const struct knob knobs[] = {
     { "RINGSIDE_WAIT_US", 0, 3600L * 1000000, get_wait_us },
     { "RINGSIDE_GPU_STACK_EVERY", 0, 1000000000, get_gpu_stack_every },
     { "RINGSIDE_OWN_FDS", 0, 1, get_own_fds },
+    { "RINGSIDE_HANG_S", 0, 365L * 86400, get_hang_s },
     { "RINGSIDE_METRICS_HZ", 0, 1000, get_metrics_hz },
     { "RINGSIDE_LOG", 0, 2, get_log },
     { "RINGSIDE_GPU_TIMING", 1, 1000000000, get_gpu_timing },
