@@ -343,6 +343,10 @@ struct __attribute__((aligned(64))) rs_thread {
      * watch): its start in ticks (0: none) and reason. Owner writes. */
     _Atomic int wait_reason;
     _Atomic uint64_t wait_t0;
+    /* The start the stuck handler gave the wait when it wrote its first
+     * part (sample.c's rs_wait_stuck): the writer asks that wait again a
+     * minute later, not at once. Owner writes. */
+    _Atomic uint64_t stuck_t0;
 };
 
 /* Calls fn(arg, slot) for every live thread slot (the writer's hang watch). */

@@ -950,8 +950,10 @@ void rs_wait_stuck(void *ucv)
     /* the wait's sample at its end takes the rest */
     rs_th.wait_t0 = now;
     struct rs_thread *self = rs_th.self;
-    if (self)
+    if (self) {
+        atomic_store_explicit(&self->stuck_t0, now, memory_order_relaxed);
         atomic_store_explicit(&self->wait_t0, now, memory_order_relaxed);
+    }
     rs_th.guard = 0;
     errno = e;
 }

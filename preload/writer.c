@@ -1008,21 +1008,21 @@ static void reopen_file(void)
  * On the writer's own wake-ups, nothing more (RINGSIDE_HANG_S, 0: off): a
  * collective held for its GPU times RINGSIDE_HANG_S after its launch is
  * stuck. Then, once: a stuck mark, a copy of each such call as in flight
- * (a SIGKILL later loses nothing the verdict needs), and, in a rank, each
+ * (a SIGKILL later loses nothing the verdict needs). In a rank, each
  * thread blocked in a hooked wait that long is asked where it waits (the
- * sampling signal, queued with RS_STUCK_VALUE: sample.c's rs_wait_stuck);
- * the stacks again once a minute while it lasts. A rank whose thread has
- * waited that long outside its collectives (the rank the others wait for)
- * is asked too, with no mark: it is not stuck in a call of its own. */
+ * sampling signal, queued with RS_STUCK_VALUE: sample.c's rs_wait_stuck),
+ * then again once a minute while that wait lasts: a rank stuck in a
+ * collective's sync, and the rank the others wait for, blocked outside its
+ * collectives (no mark: it is not stuck in a call of its own). */
 
 #define HANG_AGAIN_NS 60000000000ull
 
-static uint64_t hang_next_ns;    /* the watch's next look at the waits; 0: not stuck yet */
+static uint64_t hang_next_ns;    /* the next flush for a stuck collective's copies */
 static int stuck_noted;          /* the stuck mark is written */
 
 struct hang_look {
     uint64_t now, lim;
-    int sig, found;
+    int sig;
 };
 
 /* Waits a handler may cut into without the program seeing it: retried by
@@ -1040,21 +1040,16 @@ static int hang_askable(int reason)
     }
 }
 
-/* A thread blocked in a wait at least h->lim: its start (ns), else 0. */
+/* A thread blocked in a wait at least h->lim, or, for a wait asked about
+ * already, a minute since: its start (ns), else 0. */
 static uint64_t hang_wait_of(const struct hang_look *h, struct rs_thread *t)
 {
     uint64_t t0 = atomic_load_explicit(&t->wait_t0, memory_order_relaxed);
     if (!t0 || !t->tid || !hang_askable(atomic_load_explicit(&t->wait_reason, memory_order_relaxed)))
         return 0;
     uint64_t ns = rs_tick_ns(&w.map, t0);
-    return h->now >= ns + h->lim ? ns : 0;
-}
-
-static void hang_find(void *arg, struct rs_thread *t)
-{
-    struct hang_look *h = arg;
-    if (hang_wait_of(h, t))
-        h->found = 1;
+    uint64_t need = t0 == atomic_load_explicit(&t->stuck_t0, memory_order_relaxed) ? HANG_AGAIN_NS : h->lim;
+    return h->now >= ns + need ? ns : 0;
 }
 
 static void hang_ask(void *arg, struct rs_thread *t)
@@ -1093,10 +1088,7 @@ static void hang_watch(void)
         }
     }
     int sig = atomic_load(&rs_sample_sig);
-    struct hang_look h = { now, lim, sig, 0 };
-    int rank = rs_id.role == RSF_ROLE_RANK && sig > 0;
-    if (rank && !hang_next_ns)
-        rs_ring_threads(hang_find, &h);   /* a rank stuck outside its collectives */
+    struct hang_look h = { now, lim, sig };
     if (since && !stuck_noted) {
         rs_notice("a collective has been in flight %ld s: noting where each thread is (RINGSIDE_HANG_S)",
                   rs_cfg.hang_s);
@@ -1107,15 +1099,15 @@ static void hang_watch(void)
         }
         stuck_noted = 1;
     }
-    if (!hang_next_ns && (since || h.found))
-        hang_next_ns = now;
-    if (!hang_next_ns || now < hang_next_ns)
-        return;
-    if (rank)
+    /* in a rank, each thread blocked that long, stuck in a collective or
+     * holding the others up outside one */
+    if (rs_id.role == RSF_ROLE_RANK && sig > 0)
         rs_ring_threads(hang_ask, &h);
-    hang_next_ns = now + HANG_AGAIN_NS;
-    emit(0);
-    w.last_emit = rs_now();
+    if (since && now >= hang_next_ns) {
+        hang_next_ns = now + HANG_AGAIN_NS;
+        emit(0);
+        w.last_emit = rs_now();
+    }
 }
 
 static void *writer_main(void *arg)
