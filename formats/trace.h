@@ -139,7 +139,11 @@ enum {
     /* CollEvent: a copy of a call written while it was in flight, RINGSIDE_HANG_S
      * after its launch (a stuck job's watchdog, writer.c); the call itself
      * follows, timed, if it ever finishes */
-    RSF_COLLF_IN_FLIGHT = 32
+    RSF_COLLF_IN_FLIGHT = 32,
+    /* CollEvent: enqueued after the call returned by NCCL's own thread (a
+     * non-blocking communicator's ncclInProgress): its own events only bound
+     * its GPU time; the kernel NCCL launched for it has its times */
+    RSF_COLLF_LATE = 64
 };
 
 struct rsf_gpu_event {

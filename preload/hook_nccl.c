@@ -437,7 +437,10 @@ static int pending_room(void)
  * after it enqueued, so that poll came before the work, give or take that
  * gap). The end event goes on the stream within one poll of the enqueue: a
  * collective shorter than the program's polling interval is stretched to
- * it (PyTorch polls in a tight loop). Where the program never polls on this
+ * it. So such a call is written with flag RSF_COLLF_LATE: its own events
+ * only bound its GPU time, and the reporter takes the times of the kernel
+ * NCCL's thread launched for it (load_model.c's link), the stream's own
+ * events around the work itself. Where the program never polls on this
  * thread, its next NCCL call here settles what NCCL reports ready, and a
  * communicator's end settles the rest without GPU times. */
 struct waiting {
@@ -483,6 +486,7 @@ static void waiting_resolve(ncclComm_t comm, int ok)
         x->rec.h.file = rs_gpu_end(x->rec.h.file, x->stream, 0, ok);
         rs_th.guard = 0;
         x->rec.enqueued_ns = busy_comm == comm && busy_ns > x->rec.start_ns ? busy_ns : 0;
+        x->rec.flags |= RSF_COLLF_LATE;
         coll_commit(&x->rec);
     }
     nwaiting = k;

@@ -356,6 +356,7 @@ static int take_coll(struct rsr_model_loader *L, const struct rsf_coll_event *e,
     c->comm_id = e->comm ? e->comm : 1;
     c->seq = e->seq;
     c->peer = e->peer;
+    c->late = (e->flags & RSF_COLLF_LATE) != 0;
     c->launch_ns = (int64_t)e->launch_ns;
     c->call_end_ns = (int64_t)e->launch_ns + e->call_ns;
     if (e->gpu_start_ns && e->gpu_end_ns >= e->gpu_start_ns) {
@@ -645,6 +646,12 @@ static void link_colls(struct rsr_model_loader *L, int64_t cut)
         }
         if (best != SIZE_MAX) {
             m->ops[best].coll = (int32_t)k;
+            if (c->late) {
+                /* the program's poll put its end event on the stream, late
+                 * by up to a polling interval: the kernel's own are exact */
+                c->start_ns = m->ops[best].start_ns;
+                c->end_ns = m->ops[best].end_ns;
+            }
             continue;
         }
         char name[64];

@@ -127,6 +127,9 @@ struct rsr_coll {
     /* An NCCL group's calls on one communicator, folded into this one record
      * (load_model.c): how many; 0 or 1: a call of its own. */
     uint32_t group_calls;
+    /* Enqueued later by NCCL's own thread (a non-blocking communicator):
+     * its times are those of the kernel it is linked to (load_model.c) */
+    uint8_t late;
 };
 
 /* One file I/O call (ringside files). path is a string id (0: not known);

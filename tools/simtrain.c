@@ -186,6 +186,8 @@ static const char sim_train_usage[] =
     "  --help                this text\n"
     "Environment: SIMTRAIN_CONFIG=\"OPTIONS\" adds options after the command line's, as a\n"
     "configuration file would (the run changes, its command line does not).\n"
+    "SIMTRAIN_POLL_US=U (default 20): the sleep between polls of a non-blocking\n"
+    "communicator that said ncclInProgress (a program slower to poll: a loaded host).\n"
     "SIMTRAIN_EVENTS=FILE appends, at exit, one JSON line per checkpoint\n"
     "(rank, step, start_ns before its file is opened, end_ns after it is closed) and\n"
     "one for main (start_ns on entry, end_ns before return), CLOCK_MONOTONIC ns.\n"
@@ -240,8 +242,15 @@ static ncclComm_t *sim_train_comm;
 
 static void sim_train_nccl(ncclResult_t r, const char *what)
 {
+    static long poll_ns = -1;
+    if (poll_ns < 0) {
+        const char *v = getenv("SIMTRAIN_POLL_US");
+        poll_ns = v && *v ? (long)(atof(v) * 1000) : 20000;
+        if (poll_ns < 0 || poll_ns > 999999999)
+            poll_ns = 20000;
+    }
     while (r == ncclInProgress && sim_train_comm && *sim_train_comm) {
-        const struct timespec poll = { 0, 20000 };
+        const struct timespec poll = { 0, poll_ns };
         ncclResult_t st = ncclInProgress;
         if (ncclCommGetAsyncError(*sim_train_comm, &st) != ncclSuccess)
             break;
