@@ -10,7 +10,9 @@ Each prints one JSON line with its own account of the time it waited.
                               {"rank", "slow_cpu": its thread's CPU s there,
                               "slow_wall": the wall time that took}
     waits.py gil THREADS      THREADS threads (1: the main thread alone) burn
-                              pure Python CPU. {"wall": s, "cpu": s}
+                              pure Python CPU. {"wall": s, "cpu": s,
+                              "run_delay": s the burning threads were
+                              runnable and waited for a CPU (schedstat)}
 """
 import json
 import sys
@@ -97,17 +99,34 @@ def burn(n):
     return x
 
 
+def run_delay():
+    """This thread's time runnable but waiting for a CPU so far, s (the
+    kernel's schedstat; 0 where it has none)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def gil(nthreads):
     t0, c0 = time.monotonic(), time.process_time()
+    delays = []
+
+    def worker(n):
+        d0 = run_delay()
+        burn(n)
+        delays.append(run_delay() - d0)
+
     if nthreads == 1:
-        burn(4_000_000)
+        worker(4_000_000)
     else:
-        ts = [threading.Thread(target=burn, args=(4_000_000 // nthreads * 2,)) for _ in range(nthreads)]
+        ts = [threading.Thread(target=worker, args=(4_000_000 // nthreads * 2,)) for _ in range(nthreads)]
         for t in ts:
             t.start()
         for t in ts:
             t.join()
-    return {"wall": time.monotonic() - t0, "cpu": time.process_time() - c0}
+    return {"wall": time.monotonic() - t0, "cpu": time.process_time() - c0, "run_delay": sum(delays)}
 
 
 def main():
