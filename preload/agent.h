@@ -397,10 +397,15 @@ struct __attribute__((aligned(64))) rs_thread_hot {
     int in_unwind;
     /* The wait this thread is in (RS_WAIT_TIMED: its reason and start in
      * ticks; 0: none), for a signal that ends the process while it waits
-     * (rs_wait_interrupted): a stuck rank's last record says where. */
-    int wait_reason;
+     * (rs_wait_interrupted): a stuck rank's last record says where.
+     * in_sync: the wait is a blocking CUDA call (hook_cuda.c's SYNC_WAIT),
+     * which holds guard only so that the driver's own calls go unrecorded:
+     * no record is half written, and that handler may write one. */
+    uint8_t wait_reason, in_sync;
+    uint8_t pad_[2];
     uint64_t wait_t0;
 };
+_Static_assert(sizeof(struct rs_thread_hot) == 64, "rs_thread_hot: one cache line");
 extern __thread struct rs_thread_hot rs_th RS_TLS;
 
 /* Sets rs_th.guard for a record written by a function that may be called

@@ -504,7 +504,14 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
             return CALL;                                                                       \
         rs_th.guard = 1;                                                                       \
         uint64_t t0_ = rs_now();                                                               \
+        /* where a signal that ends the process finds it (rs_wait_interrupted) */             \
+        rs_th.wait_reason = RSF_WAIT_CUDA_SYNC;                                                \
+        rs_th.wait_t0 = rs_ticks();                                                            \
+        rs_sync_frame = (uintptr_t)__builtin_frame_address(0);                                 \
+        rs_th.in_sync = 1;                                                                     \
         CUresult r_ = CALL;                                                                    \
+        rs_th.in_sync = 0;                                                                     \
+        rs_th.wait_t0 = 0;                                                                     \
         uint64_t t1_ = rs_now();                                                               \
         int saved_ = errno;                                                                    \
         sync_record(KIND, t0_, t1_, TARGET);                                                   \

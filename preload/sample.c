@@ -970,10 +970,13 @@ static void killed_mark(int sig, uint64_t t0, uint64_t t1)
     }
 }
 
+__thread uintptr_t rs_sync_frame RS_TLS;
+
 void rs_wait_interrupted(int sig)
 {
     uint64_t t0 = rs_th.wait_t0;
-    if (rs_th.guard || !atomic_load_explicit(&rs_hot.on, memory_order_relaxed))
+    int guard = rs_th.guard;
+    if ((guard && !rs_th.in_sync) || !atomic_load_explicit(&rs_hot.on, memory_order_relaxed))
         return;
     int e = errno;
     rs_th.guard = 1;
@@ -981,7 +984,7 @@ void rs_wait_interrupted(int sig)
     uint64_t t1 = rs_ticks();
     killed_mark(sig, t0, t1);
     if (!t0 || !rs_unwind_ready()) {
-        rs_th.guard = 0;
+        rs_th.guard = guard;
         errno = e;
         return;
     }
@@ -990,21 +993,29 @@ void rs_wait_interrupted(int sig)
     /* the handler (ours), the C library's call the signal interrupted, the
      * hook (ours): the stack starts at the hook's caller */
     int k = 0;
-    while (k < n && rs_unwind_is_agent(buf[k]))
-        k++;
-    int h = k;
-    while (h < n && !rs_unwind_is_agent(buf[h]))
-        h++;
-    if (h < n) {
-        while (h < n && rs_unwind_is_agent(buf[h]))
+    if (rs_th.in_sync && rs_sync_frame) {
+        /* a blocking CUDA call: the frames above its hook's */
+        while (k < n && sps[k] <= rs_sync_frame)
+            k++;
+        if (k == n)
+            k = 0;
+    } else {
+        while (k < n && rs_unwind_is_agent(buf[k]))
+            k++;
+        int h = k;
+        while (h < n && !rs_unwind_is_agent(buf[h]))
             h++;
-        k = h;
+        if (h < n) {
+            while (h < n && rs_unwind_is_agent(buf[h]))
+                h++;
+            k = h;
+        }
     }
     memmove(buf, buf + k, (size_t)(n - k) * sizeof *buf);
     memmove(sps, sps + k, (size_t)(n - k) * sizeof *sps);
     n = rs_py_splice(buf, sps, n - k, RS_STACK_MAX);
     put_sample(RSF_SAMPLE_WAIT, rs_th.wait_reason, t0, t1 - t0, buf, n);
-    rs_th.guard = 0;
+    rs_th.guard = guard;
     errno = e;
 }
 

@@ -139,12 +139,18 @@ void rs_wait_note(uint64_t t0, uint64_t t1, int reason);
  * result; a wait sample when it waited long enough. Nothing is held during
  * the call, so a cancellation or a signal handler that does not return
  * finds the agent's state as it was. */
+/* A blocking CUDA call's hook's frame address (hook_cuda.c's SYNC_WAIT), while
+ * in_sync: the stack a signal that ends the process writes for it starts
+ * at the frames above it, the program's (the driver's own, and the hooks it
+ * calls, are below). */
+extern __thread uintptr_t rs_sync_frame RS_TLS;
+
 /* A hooked wait begins: its reason and start where a signal's handler
  * (rs_wait_interrupted, rs_wait_stuck) and the writer's hang watch find
  * them. */
 static inline void rs_wait_begin(int reason, uint64_t t0)
 {
-    rs_th.wait_reason = reason;
+    rs_th.wait_reason = (uint8_t)reason;
     rs_th.wait_t0 = t0;
     struct rs_thread *s = rs_th.self;
     if (s) {

@@ -10,7 +10,8 @@ report.json's hang names it, held to what the job itself says:
   simulator's truth: its launch of step 5's first backward kernel, just
   before; CLOCK_MONOTONIC) to the moment the test sent SIGTERM (its own
   clock, the same);
-- rank 1's frames end in its sleep under sim_train_step;
+- rank 1's frames end in its sleep under sim_train_step, the waiting
+  ranks' in their step's sync (a blocking CUDA call, as SIGTERM found them);
 - the first finding is the hang, and the headline says the job hung at
   step 5; the terminal's summary leads with it.
 The same job with RINGSIDE_HANG_S=3, its ranks killed with SIGKILL after
@@ -159,6 +160,11 @@ def stall_checks(label, got, terminal=False):
     check(label + ": rank 1's frames: its sleep under sim_train_step",
           "sim_train_step" in frames and frames[-1:] == ["[wait: sleep]"] and
           frames.index("sim_train_step") < len(frames) - 1, str(frames))
+    if terminal:
+        # SIGTERM found the waiting ranks in their step's sync (a blocking CUDA call)
+        syncs = [r["where"]["frames"][-2:] for r in h.get("per_rank", []) if r.get("in_flight")]
+        check(label + ": the waiting ranks were in their sync under sim_train_step as SIGTERM came",
+              len(syncs) == 3 and all(f == ["sim_train_step", "[wait: cuda-sync]"] for f in syncs), str(syncs))
     fs = rep.get("findings", [])
     check(label + ": the first finding is the hang, critical", bool(fs) and fs[0]["id"] == "job_hung" and
           fs[0]["severity"] == "critical", str([f["id"] for f in fs][:3]))
