@@ -53,6 +53,15 @@ int rsr_job_analyse_visit(struct rsr_model *const *models, size_t n, struct rsr_
         rc = -1;
     if (rsr_hang_analyse(job) != 0)
         rc = -1;
+    /* The last step found before a hang ends where the GPU work last ended:
+     * it holds the start of the step the job hung in, which makes it slow
+     * for no cause of its own. */
+    if (job->hang.kind != RSR_HANG_NONE && job->steps.n && job->hang.step == (int64_t)job->steps.n)
+        for (size_t i = 0; i < job->steps.n_slow; i++)
+            if (job->steps.slow[i].index == job->steps.n - 1) {
+                job->steps.slow[i].cause = "hang";
+                job->steps.slow[i].rank = -1;
+            }
     if (rsr_nodes_analyse(models, n, job->timeline.start_ns, job->timeline.bin_ns, job->timeline.nbins,
                           &job->nodes) != 0)
         rc = -1;

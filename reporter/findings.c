@@ -212,7 +212,8 @@ static void low_sm_finding(struct list *l, const struct rsr_job *j)
 /* Slow steps (with their causes) and a drifting step time (steps.h). */
 static void steps_findings(struct list *l, const struct rsr_steps *st)
 {
-    static const char *const causes[] = { "checkpoint", "io", "warm_up", "straggler", "launch_gaps", "unknown" };
+    static const char *const causes[] = { "checkpoint", "io", "warm_up", "straggler", "launch_gaps", "hang",
+                                          "unknown" };
     static const char *const advice[] = {
         "Checkpoint less often or asynchronously (torch.distributed.checkpoint async_save), or shard the save.",
         "Read ahead of the GPU: more DataLoader workers, prefetching, faster or local storage.",
@@ -221,6 +222,8 @@ static void steps_findings(struct list *l, const struct rsr_steps *st)
         "Look at the slow rank in those steps: its kernels, its host, its share of the work.",
         "The GPU waited for the host: look at the CPU and wait flame graphs for what ran between launches "
         "(garbage collection, logging, synchronisations).",
+        "The last step before the hang holds the start of the step the job hung in (see the hang above): "
+        "its length is the hang's, not a slow step's.",
         "Look at the slow steps on the timeline (report.json's steps.series gives their times) beside a "
         "typical step.",
     };
