@@ -13,7 +13,8 @@ report.json's hang names it, held to what the job itself says:
 - rank 1's frames end in its sleep under sim_train_step, the waiting
   ranks' in their step's sync (a blocking CUDA call, as SIGTERM found them);
 - the first finding is the hang, and the headline says the job hung at
-  step 5; the terminal's summary leads with it.
+  step 5; the terminal's summary leads with it; no slow step's cause is
+  unknown (the last step found holds the hung step's start: cause hang).
 The same job with RINGSIDE_HANG_S=3, its ranks killed with SIGKILL after
 8 s (nothing of theirs runs at the kill: what the watchdog wrote once the
 AllReduce had waited 3 s is all there is): the same verdict.
@@ -165,6 +166,9 @@ def stall_checks(label, got, terminal=False):
         syncs = [r["where"]["frames"][-2:] for r in h.get("per_rank", []) if r.get("in_flight")]
         check(label + ": the waiting ranks were in their sync under sim_train_step as SIGTERM came",
               len(syncs) == 3 and all(f == ["sim_train_step", "[wait: cuda-sync]"] for f in syncs), str(syncs))
+    slow = rep.get("steps", {}).get("slow", [])
+    check(label + ": no slow step blamed on an unknown cause (the last, holding the hung step's start: hang)",
+          all(x["cause"] != "unknown" for x in slow), str(slow))
     fs = rep.get("findings", [])
     check(label + ": the first finding is the hang, critical", bool(fs) and fs[0]["id"] == "job_hung" and
           fs[0]["severity"] == "critical", str([f["id"] for f in fs][:3]))
