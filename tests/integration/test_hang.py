@@ -26,7 +26,7 @@ Then, each killed with SIGTERM once stuck:
 - --crash 3:5 (rank 3 writes through a null pointer before step 5's first
   AllReduce; the process dies of SIGSEGV, as without the agent): kind
   crash, missing rank 3, SIGSEGV, its frames ending in sim_train_crash;
-- --stall 1:5:600 --timeout-s 2 (the waiting ranks abort after 2 s, as
+- --stall 1:5:600 --timeout-s 5 (the waiting ranks abort after 5 s, as
   PyTorch's watchdog does): the aborts recorded (SIGABRT on ranks 0, 2, 3),
   the verdict names the stalled rank 1, kind hang.
 A generated job of 1,024 ranks (gen_job -H 700: rank 700 never enters the
@@ -119,7 +119,7 @@ def kinds(tmp):
         fs = rep.get("findings", [])
         check("crash: the first finding is the crash", bool(fs) and fs[0]["id"] == "rank_crashed",
               str([f["id"] for f in fs][:3]))
-    got = stuck_job(tmp, "timeout", ["--stall", "1:5:600", "--timeout-s", "2"], 4)
+    got = stuck_job(tmp, "timeout", ["--stall", "1:5:600", "--timeout-s", "5"], 7)
     if got:
         h = rstest.report(got[0]).get("hang") or {}
         sigs = {r["rank"]: r.get("signal") for r in h.get("per_rank", [])}
