@@ -9,7 +9,8 @@ and the same job without it, the truth's gain from the program's own clock
 - the critical path's parts add up to steps.per_step_ms (within 1%), and no
   finding's gain is more than its cause's part of the path; the gains add up
   to no more than the step.
-A job with nothing injected has no finding above 10%. Each arm runs twice,
+A job with nothing injected has no finding above 10%; the 3D-parallel job
+(--tp 2 --pp 2, 8 ranks) has its path's parts add up. Each arm runs twice,
 the shorter time per step its truth. `make whatif` runs this test alone. Its host-side waits come from simtrain's
 --host-wait (a sleep, a condition variable, a pipe, a log file)."""
 import json
@@ -53,7 +54,7 @@ CASES = [
 # freed for the other ranks, which no rank's own record shows.
 
 
-def job(name, args, pre=""):
+def job(name, args, pre="", ranks=4, base=None):
     """(report.json, the truth's time per step in ms) or None."""
     d = tempdir("whatif-" + name)
     env = dict(os.environ)
@@ -62,8 +63,8 @@ def job(name, args, pre=""):
         env.pop(k, None)
     env.update(LD_LIBRARY_PATH=SIM, SIMNCCL_TIMEOUT_S="60", RINGSIDE_OUT=os.path.join(d, "trace"),
                AGENT_SO=os.path.join(BUILD, "libagent.so"), SIMGPU_TRUTH=os.path.join(d, "truth.%p"))
-    cmd = [LAUNCH, "-n", "4", "--", "sh", "-c", pre + 'export LD_PRELOAD="$AGENT_SO"; exec "$@"', "sh", TRAIN,
-           "--ckpt-dir", d] + BASE + args
+    cmd = [LAUNCH, "-n", str(ranks), "--", "sh", "-c", pre + 'export LD_PRELOAD="$AGENT_SO"; exec "$@"', "sh", TRAIN,
+           "--ckpt-dir", d] + (BASE if base is None else base) + args
     out = None
     p = run(cmd, env=env, timeout=300)
     if check(name + ": simtrain runs", p.returncode == 0, p.stderr.decode(errors="replace")[-400:]):
@@ -133,6 +134,12 @@ def main():
                   abs(got - truth) <= max(5.0, 0.35 * abs(truth)), "%.1f%%; %s" % (got, why))
         others = [f for f in fs if f.get("cause") != cause and f["recoverable_pct"] > truth + 10]
         check(name + ": no other finding claims more than the truth's gain + 10 points", not others, why)
+    # the 3D-parallel job (8 ranks: tensor 2, pipeline 2, data 2): the
+    # path's parts add up, no finding claims more than its part
+    got = job("tp2_pp2", ["--tp", "2", "--pp", "2", "--act-mb", "2", "--bucket-mb", "8", "--fwd-us", "100",
+                          "--bwd-us", "200"], ranks=8, base=["--steps", "12", "--layers", "4"])
+    if got:
+        path_checks("tp2_pp2", got[0])
     got = job("nothing", [])
     if got:
         rep, _ = got
