@@ -15,9 +15,10 @@ report.json's hang names it, held to what the job itself says:
 - the first finding is the hang, and the headline says the job hung at
   step 5; the terminal's summary leads with it; no slow step's cause is
   unknown (the last step found holds the hung step's start: cause hang).
-The same job with RINGSIDE_HANG_S=3, its ranks killed with SIGKILL after
-8 s (nothing of theirs runs at the kill: what the watchdog wrote once the
-AllReduce had waited 3 s is all there is): the same verdict.
+The same job with RINGSIDE_HANG_S=3 (and RINGSIDE_FLUSH_MS=200), its ranks
+killed with SIGKILL after 10 s (nothing of theirs runs at the kill: what
+the watchdog wrote once the AllReduce had waited 3 s, and the flushes
+since, are all there is): the same verdict.
 Then, each killed with SIGTERM once stuck:
 - --desync 2:5 (rank 2 calls step 5's first AllReduce with half the
   elements; the stand-in's NCCL never matches it, as NCCL does not): kind
@@ -187,7 +188,9 @@ def main():
     tmp = rstest.tempdir("hang")
     stall_checks("stall", stuck_job(tmp, "stall", ["--stall", "1:5:600"], KILL_AFTER_S), terminal=True)
     # the same job killed with SIGKILL once the watchdog fired (after 3 s)
-    stall_checks("SIGKILL", stuck_job(tmp, "sigkill", ["--stall", "1:5:600"], 8, sigkill=True, RINGSIDE_HANG_S=3))
+    # (flushes every 200 ms: each file ends within that of the kill, as the truth's wait does)
+    stall_checks("SIGKILL", stuck_job(tmp, "sigkill", ["--stall", "1:5:600"], 10, sigkill=True, RINGSIDE_HANG_S=3,
+                                      RINGSIDE_FLUSH_MS=200))
     kinds(tmp)
     wide = os.path.join(tmp, "wide")
     p = rstest.run([os.path.join(rstest.BUILD, "gen_job"), "-n", "1024", "-e", "300", "-o", wide, "-H", "700"])
