@@ -921,6 +921,42 @@ void rs_wait_sample_slow(uint64_t t0, uint64_t t1, int reason)
     put_sample(RSF_SAMPLE_WAIT, reason, t0, t1 - t0, buf, n);
 }
 
+/* The stack without buf's first k frames (and sps'), Python's frames
+ * spliced in: its new length. */
+static int stack_from(uint64_t *buf, uint64_t *sps, int n, int k)
+{
+    memmove(buf, buf + k, (size_t)(n - k) * sizeof *buf);
+    memmove(sps, sps + k, (size_t)(n - k) * sizeof *sps);
+    return rs_py_splice(buf, sps, n - k, RS_STACK_MAX);
+}
+
+/* Where a blocking call's caller's frames begin: past the frames from k on
+ * that are not the agent's (the C library's call, a driver's), then the
+ * agent's (the hook the program called); k when there is no hook. */
+static int past_hook(const uint64_t *buf, int n, int k)
+{
+    int h = k;
+    while (h < n && !rs_unwind_is_agent(buf[h]))
+        h++;
+    if (h == n)
+        return k;
+    while (h < n && rs_unwind_is_agent(buf[h]))
+        h++;
+    return h;
+}
+
+/* A mark of kind, with sig, at t1 and since t0 (ticks). Call with guard
+ * held. */
+static void put_mark(int kind, int sig, uint64_t t0, uint64_t t1)
+{
+    struct rs_rec_mark *r = rs_reserve(sizeof *r, RS_REC_MARK);
+    if (r) {
+        r->h = (struct rs_rec_hdr){ sizeof *r, RS_REC_MARK, 0, 0 };
+        r->m = (struct rsf_mark){ .ts_ns = t1, .since_ns = t0, .kind = (uint8_t)kind, .sig = (uint8_t)sig };
+        rs_commit(sizeof *r);
+    }
+}
+
 void rs_wait_stuck(void *ucv)
 {
     uint64_t t0 = rs_th.wait_t0;
@@ -933,19 +969,8 @@ void rs_wait_stuck(void *ucv)
     rs_th.all_masked = 1;
     int n = rs_unwind(ucv, buf, sps, RS_STACK_MAX);
     rs_th.all_masked = 0;
-    /* from the interrupted call: the C library's, then the hook (ours);
-     * the stack starts at the hook's caller */
-    int k = 0;
-    while (k < n && !rs_unwind_is_agent(buf[k]))
-        k++;
-    if (k < n)
-        while (k < n && rs_unwind_is_agent(buf[k]))
-            k++;
-    else
-        k = 0;
-    memmove(buf, buf + k, (size_t)(n - k) * sizeof *buf);
-    memmove(sps, sps + k, (size_t)(n - k) * sizeof *sps);
-    n = rs_py_splice(buf, sps, n - k, RS_STACK_MAX);
+    /* from the interrupted call: the C library's, then the hook (ours) */
+    n = stack_from(buf, sps, n, past_hook(buf, n, 0));
     put_sample(RSF_SAMPLE_WAIT, rs_th.wait_reason, t0, now - t0, buf, n);
     /* the wait's sample at its end takes the rest */
     rs_th.wait_t0 = now;
@@ -956,18 +981,6 @@ void rs_wait_stuck(void *ucv)
     }
     rs_th.guard = 0;
     errno = e;
-}
-
-/* A killed mark: the process ends of sig, taken on this thread, which
- * waited since t0 (0: not waiting), now t1. Call with guard held. */
-static void killed_mark(int sig, uint64_t t0, uint64_t t1)
-{
-    struct rs_rec_mark *r = rs_reserve(sizeof *r, RS_REC_MARK);
-    if (r) {
-        r->h = (struct rs_rec_hdr){ sizeof *r, RS_REC_MARK, 0, 0 };
-        r->m = (struct rsf_mark){ .ts_ns = t1, .since_ns = t0, .kind = RSF_MARK_KILLED, .sig = (uint8_t)sig };
-        rs_commit(sizeof *r);
-    }
 }
 
 __thread uintptr_t rs_sync_frame RS_TLS;
@@ -982,7 +995,7 @@ void rs_wait_interrupted(int sig)
     rs_th.guard = 1;
     rs_th.wait_t0 = 0;
     uint64_t t1 = rs_ticks();
-    killed_mark(sig, t0, t1);
+    put_mark(RSF_MARK_KILLED, sig, t0, t1);   /* since t0: the wait it was in, 0 none */
     if (!t0 || !rs_unwind_ready()) {
         rs_th.guard = guard;
         errno = e;
@@ -1002,18 +1015,9 @@ void rs_wait_interrupted(int sig)
     } else {
         while (k < n && rs_unwind_is_agent(buf[k]))
             k++;
-        int h = k;
-        while (h < n && !rs_unwind_is_agent(buf[h]))
-            h++;
-        if (h < n) {
-            while (h < n && rs_unwind_is_agent(buf[h]))
-                h++;
-            k = h;
-        }
+        k = past_hook(buf, n, k);
     }
-    memmove(buf, buf + k, (size_t)(n - k) * sizeof *buf);
-    memmove(sps, sps + k, (size_t)(n - k) * sizeof *sps);
-    n = rs_py_splice(buf, sps, n - k, RS_STACK_MAX);
+    n = stack_from(buf, sps, n, k);
     put_sample(RSF_SAMPLE_WAIT, rs_th.wait_reason, t0, t1 - t0, buf, n);
     rs_th.guard = guard;
     errno = e;
@@ -1039,17 +1043,10 @@ void rs_sample_fatal(int sig, const void *ucv)
         while (at < n && pc && buf[at] != pc && buf[at] + 1 != pc && buf[at] != pc + 1)
             at++;
         k = at < n ? at : k + 1 < n ? k + 1 : k;
-        memmove(buf, buf + k, (size_t)(n - k) * sizeof *buf);
-        memmove(sps, sps + k, (size_t)(n - k) * sizeof *sps);
-        n = rs_py_splice(buf, sps, n - k, RS_STACK_MAX);
+        n = stack_from(buf, sps, n, k);
         put_sample(RSF_SAMPLE_CPU, RSF_WAIT_NONE, now, 0, buf, n);
     }
-    struct rs_rec_mark *r = rs_reserve(sizeof *r, RS_REC_MARK);
-    if (r) {
-        r->h = (struct rs_rec_hdr){ sizeof *r, RS_REC_MARK, 0, 0 };
-        r->m = (struct rsf_mark){ .ts_ns = now, .kind = RSF_MARK_FATAL, .sig = (uint8_t)sig };
-        rs_commit(sizeof *r);
-    }
+    put_mark(RSF_MARK_FATAL, sig, 0, now);
     rs_th.guard = 0;
     errno = e;
 }

@@ -621,7 +621,13 @@ static void hang_finding(struct list *l, const struct rsr_job *j)
             snprintf(where, sizeof where, ". Rank %d was last in %s", r->rank, r->where);
         break;
     }
+    size_t n = l->n;
     add(l, ids[h->kind], RSR_SEV_CRITICAL, -1, titles[h->kind], advice[h->kind], "%s%s", text, where);
+    if (l->n == n + 1 && n) {  /* first, whatever the gains after it */
+        struct rsr_finding f = l->v[l->n - 1];
+        memmove(&l->v[1], &l->v[0], (l->n - 1) * sizeof *l->v);
+        l->v[0] = f;
+    }
 }
 
 int rsr_findings_make(struct rsr_job *j)
@@ -810,18 +816,9 @@ int rsr_findings_make(struct rsr_job *j)
         add(&l, nf[i].id, nf[i].severity, rec, nf[i].title, nf[i].advice, "%s", nf[i].evidence);
     }
     claim_causes(&l, j);
-    hang_finding(&l, j);
     if (l.n > 1)
         qsort(l.v, l.n, sizeof *l.v, cmp_finding);
-    /* a stuck job's verdict first */
-    for (size_t i = 1; i < l.n && j->hang.kind != RSR_HANG_NONE; i++)
-        if (!strcmp(l.v[i].id, "job_hung") || !strcmp(l.v[i].id, "collective_desync") ||
-            !strcmp(l.v[i].id, "rank_crashed")) {
-            struct rsr_finding f = l.v[i];
-            memmove(&l.v[1], &l.v[0], i * sizeof *l.v);
-            l.v[0] = f;
-            break;
-        }
+    hang_finding(&l, j);
     j->findings = l.v;
     j->n_findings = l.n;
     return l.oom ? -1 : 0;

@@ -1059,6 +1059,13 @@ static int is_helper(const struct rsr_thread_time *all, uint32_t n, uint32_t tid
     return 0;
 }
 
+/* Whether a is the aggregate holding x, a sample of thread tid. */
+static int is_sample(const struct agg *a, const struct last_sample *x, uint32_t tid)
+{
+    return x->set && a->tid == tid && a->stack == x->stack && a->kind == x->kind && a->reason == x->reason &&
+           a->map_ts == x->map_ts && !a->leaf;
+}
+
 /* Adds p's samples to the trees, and when w is given, its off-CPU time
  * (waits.h) to *w. */
 static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struct rsr_proc_waits *w)
@@ -1135,17 +1142,12 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
                                                                                       : -1;
             }
             rsr_waits_top_offer(w, top, a->weight, L->names, L->nframes);
-            if (p->last.set && a->tid == wtid && a->stack == p->last.stack && a->kind == p->last.kind &&
-                a->reason == p->last.reason && a->map_ts == p->last.map_ts && !a->leaf) {
-                uint32_t skip = L->opts->threads ? 1 : 0;   /* the thread's name */
+            uint32_t skip = L->opts->threads ? 1 : 0;   /* the thread's name */
+            if (is_sample(a, &p->last, wtid))
                 rsr_waits_where(w, L->names + skip, L->nframes - skip, a->reason, p->last.weight);
-            }
-            const struct last_sample *ll = &p->last_long;
-            if (ll->set && a->kind == RSF_SAMPLE_WAIT && a->tid == wtid && a->stack == ll->stack && a->reason == ll->reason && a->map_ts == ll->map_ts && !a->leaf) {
-                uint32_t skip = L->opts->threads ? 1 : 0;
-                rsr_waits_long_where(w, L->names + skip, L->nframes - skip, a->reason, ll->weight, cause,
-                                     (int64_t)ll->end);
-            }
+            if (is_sample(a, &p->last_long, wtid))
+                rsr_waits_long_where(w, L->names + skip, L->nframes - skip, a->reason, p->last_long.weight, cause,
+                                     (int64_t)p->last_long.end);
             int part = rsr_compile_part(L->names, L->is_python, L->nframes);
             if (part >= 0)
                 w->compile_ns[part] += a->weight;

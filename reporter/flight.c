@@ -65,7 +65,10 @@ void rsr_flight_take(struct rsr_flights *f, const struct rsr_coll *c)
     x->n_open = n;
 }
 
-const struct rsr_flight_call *rsr_flight_first_open(const struct rsr_flight *f)
+const struct rsr_flight_call *rsr_flight_open_above(const struct rsr_flight *f, int64_t floor)
 {
-    return f->n_open ? &f->open[0] : NULL;
+    for (uint32_t k = 0; k < f->n_open; k++)
+        if ((int64_t)f->open[k].seq > floor)
+            return &f->open[k];
+    return NULL;
 }

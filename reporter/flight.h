@@ -15,7 +15,7 @@
  * past this many, the ones seen first are kept. */
 #define RSR_FLIGHT_COMMS 16
 /* Calls without GPU times kept per communicator, the lowest sequence
- * numbers above the last finished one: the first of them is in flight. */
+ * numbers above the last one it finished (rsr_flight_open_above). */
 #define RSR_FLIGHT_OPEN 8
 
 /* One call entered (launched on the host) that has no GPU times. */
@@ -50,8 +50,10 @@ struct rsr_flights {
  * CUDA graph replays are left out (their numbers are not the host's). */
 void rsr_flight_take(struct rsr_flights *f, const struct rsr_coll *c);
 
-/* The first call in flight on f's communicator at the file's end: the
- * lowest entered above the last finished; NULL when none. */
-const struct rsr_flight_call *rsr_flight_first_open(const struct rsr_flight *f);
+/* The first call on f's communicator entered above floor that never
+ * finished, NULL when none: with floor the highest call any rank of the
+ * communicator finished (one at or below it has finished everywhere; a file
+ * that lacks its times lost them), the call in flight at the file's end. */
+const struct rsr_flight_call *rsr_flight_open_above(const struct rsr_flight *f, int64_t floor);
 
 #endif

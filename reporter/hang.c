@@ -43,17 +43,6 @@ static const struct rsr_flight *flight_on(const struct rsr_model *m, uint64_t co
     return NULL;
 }
 
-/* f's first call entered above floor and never finished (a call at or
- * below the highest any rank of the communicator finished has finished
- * everywhere: a file that lacks its times lost them); NULL: none. */
-static const struct rsr_flight_call *open_above(const struct rsr_flight *f, int64_t floor)
-{
-    for (uint32_t k = 0; k < f->n_open; k++)
-        if ((int64_t)f->open[k].seq > floor)
-            return &f->open[k];
-    return NULL;
-}
-
 /* How long c waited in flight before m's file ended, ns. */
 static int64_t waited_ns(const struct rsr_model *m, const struct rsr_flight_call *c)
 {
@@ -267,7 +256,7 @@ int rsr_hang_analyse(struct rsr_job *job)
                         c->max_done = f->done_seq;
                     continue;
                 }
-                const struct rsr_flight_call *o = open_above(f, c->max_done);
+                const struct rsr_flight_call *o = rsr_flight_open_above(f, c->max_done);
                 if (o && waited_ns(m, o) > c->waited)
                     c->waited = waited_ns(m, o);
                 if (!o && m->fatal_sig)
@@ -305,7 +294,7 @@ int rsr_hang_analyse(struct rsr_job *job)
         members++;
         if (f->group_size > h->group_size)
             h->group_size = f->group_size;
-        const struct rsr_flight_call *c = open_above(f, floor);
+        const struct rsr_flight_call *c = rsr_flight_open_above(f, floor);
         if (c && (waited_ns(job->models[i], c) >= min_ns || crashed) && (seq < 0 || c->seq < seq))
             seq = c->seq;
     }
@@ -325,7 +314,7 @@ int rsr_hang_analyse(struct rsr_job *job)
         const struct rsr_flight *f = flight_on(m, comm);
         if (!f)
             continue;
-        const struct rsr_flight_call *c = open_above(f, floor);
+        const struct rsr_flight_call *c = rsr_flight_open_above(f, floor);
         struct rsr_hang_rank r = { .model = i, .rank = m->rank, .last_seq_done = f->done_seq,
                                    .last_seq_entered = f->last_seq, .unclosed = m->unclosed,
                                    .fatal_sig = m->fatal_sig, .peer = -1,
