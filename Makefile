@@ -33,7 +33,7 @@ endif
 
 FORMAT_SRC   := $(wildcard formats/*.c)
 AGENT_SRC    := $(wildcard preload/*.c)
-REPORTER_SRC := $(wildcard reporter/*.c)
+REPORTER_SRC := $(wildcard reporter/*/*.c)
 
 FORMAT_OBJ   := $(FORMAT_SRC:%.c=$(BUILD)/obj/%.o)
 AGENT_OBJ    := $(AGENT_SRC:%.c=$(BUILD)/obj/%.o)
@@ -69,11 +69,11 @@ ifeq ($(MPI),1)
 $(error MPI=1: no Open MPI found by pkg-config (ompi-c); install libopenmpi-dev)
 endif
 else
-$(BUILD)/obj/reporter/mpi.o: RS_CFLAGS += -DRSR_HAVE_MPI $(MPI_CFLAGS)
+$(BUILD)/obj/reporter/mpi/mpi.o: RS_CFLAGS += -DRSR_HAVE_MPI $(MPI_CFLAGS)
 endif
 endif
 # Open MPI installed (or removed) after a build: mpi.o is built again.
-$(BUILD)/obj/reporter/mpi.o: $(BUILD)/mpi.flags
+$(BUILD)/obj/reporter/mpi/mpi.o: $(BUILD)/mpi.flags
 $(BUILD)/mpi.flags: FORCE
 	@mkdir -p $(@D)
 	@echo '$(MPI_CFLAGS) $(MPI_LIBS)' | cmp -s - $@ || echo '$(MPI_CFLAGS) $(MPI_LIBS)' > $@

@@ -38,12 +38,12 @@ $(BUILD)/fuzz/seeds/.made: $(BUILD)/fuzz/gen_seeds
 
 # The fuzz target compiles the readers itself, so that they carry the
 # fuzzer's coverage and the sanitizers.
-FUZZ_SRC := tests/fuzz/fuzz_chunk.c $(FORMAT_SRC) reporter/load.c reporter/load_model.c reporter/coll_groups.c reporter/graphs.c \
-            reporter/compile.c reporter/json.c reporter/model.c \
-            reporter/summary.c reporter/flight.c reporter/steps.c reporter/critpath.c reporter/waits.c \
-            reporter/occupancy.c \
-            reporter/gpumetrics.c reporter/nodes_load.c
-$(BUILD)/fuzz/fuzz_chunk: $(FUZZ_SRC) $(wildcard formats/*.h) reporter/load.h reporter/load_model.h reporter/model.h
+FUZZ_SRC := tests/fuzz/fuzz_chunk.c $(FORMAT_SRC) reporter/load/load.c reporter/load/load_model.c reporter/load/coll_groups.c reporter/load/graphs.c \
+            reporter/load/compile.c reporter/base/json.c reporter/load/model.c \
+            reporter/load/summary.c reporter/load/flight.c reporter/analyse/steps.c reporter/analyse/critpath.c reporter/load/waits.c \
+            reporter/load/occupancy.c \
+            reporter/load/gpumetrics.c reporter/load/nodes_load.c
+$(BUILD)/fuzz/fuzz_chunk: $(FUZZ_SRC) $(wildcard formats/*.h) reporter/load/load.h reporter/load/load_model.h reporter/load/model.h
 	$(call say,FUZZCC,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) -std=gnu11 -O1 -g -D_GNU_SOURCE -I. -Wall -Wextra -Werror \

@@ -8,7 +8,7 @@
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # The reporter's objects without its main(), so tests can call into it.
-REPORTER_LIB_OBJ := $(filter-out $(BUILD)/obj/reporter/main.o,$(REPORTER_OBJ))
+REPORTER_LIB_OBJ := $(filter-out $(BUILD)/obj/reporter/cmd/main.o,$(REPORTER_OBJ))
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/rs_check.h $(FORMAT_OBJ) $(REPORTER_LIB_OBJ)
 	$(call say,CC,$<)

@@ -59,7 +59,7 @@ bench: $(BUILD)/libagent.so $(BUILD)/ringside $(BUILD)/bench_io $(BUILD)/bench_w
 # WIDE_RANKS, WIDE_EVENTS, MPI=0|1, MPI_NP, SMALL=1 (small sizes, seconds),
 # MEM_LIMIT_GB, TIMEOUT, BENCH_TMP; see the script's header.
 GEN_JOB_OBJ := $(BUILD)/obj/tools/gen_job.o $(FORMAT_OBJ) \
-               $(filter-out $(BUILD)/obj/reporter/main.o,$(REPORTER_OBJ))
+               $(filter-out $(BUILD)/obj/reporter/cmd/main.o,$(REPORTER_OBJ))
 $(BUILD)/gen_job: $(GEN_JOB_OBJ)
 	$(call say,LD,$@)
 	$(Q)$(CC) -o $@ $(GEN_JOB_OBJ) $(RS_LDFLAGS) $(REPORTER_LIBS)

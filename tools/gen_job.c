@@ -21,8 +21,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "reporter/import_kineto.h"
-#include "reporter/model.h"
+#include "reporter/cmd/import_kineto.h"
+#include "reporter/load/model.h"
 
 #define KERNELS_PER_STEP 40
 #define STEP_NS 4000000         /* 4 ms a step */

@@ -7,7 +7,7 @@
 #include "formats/chunk.h"
 #include "formats/frame.h"
 #include "formats/rsf_error.h"
-#include "reporter/load.h"
+#include "reporter/load/load.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,9 +8,9 @@
  * Besides the sanitizers, an error must be one line that starts with the
  * file's path and says where ("byte N", "compressed byte N") unless the file
  * is not a trace at all, and a written trace must read back whole. */
-#include "reporter/import_kineto.h"
-#include "reporter/kineto.h"
-#include "reporter/load.h"
+#include "reporter/cmd/import_kineto.h"
+#include "reporter/load/kineto.h"
+#include "reporter/load/load.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The node's counters (preload/metrics.c, reporter/nodes.c) on a fake tree
+"""The node's counters (preload/metrics.c, reporter/analyse/nodes.c) on a fake tree
 (RINGSIDE_TEST_SYSFS) whose numbers this test and the simulated NCCL move:
 a 2-rank simtrain job whose simnccl adds every byte each rank sends and
 receives to a fake InfiniBand port (SIMNCCL_PORT_COUNTERS), while this test

@@ -303,11 +303,11 @@ def reader_keys():
     given to an rsr_jv_k* helper, and any snake_case literal in a reader
     (keys kept in tables or passed through a reader's own helper)."""
     keys = {}
-    for path in sorted(glob.glob(os.path.join(ROOT, "reporter", "*.c"))):
+    for path in sorted(glob.glob(os.path.join(ROOT, "reporter", "*", "*.c"))):
         name = os.path.relpath(path, ROOT)
         with open(path, encoding="utf-8") as f:
             src = f.read()
-        if "rsr_jv_" not in src or name == "reporter/html_json.c":
+        if "rsr_jv_" not in src or name == "reporter/out/html_json.c":
             continue
         code = re.sub(r"/\*.*?\*/", "", src, flags=re.S)
         for k in LOOKUP.findall(code) + SNAKE.findall(code):

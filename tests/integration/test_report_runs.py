@@ -142,7 +142,7 @@ def one_after_the_other(work):
     pids = []
     for i in range(2):
         # the second starts 1.5 s after the first ended: more than the 1 s
-        # gap that parts two runs in one folder (reporter/runs.h)
+        # gap that parts two runs in one folder (reporter/load/runs.h)
         if i:
             time.sleep(1.5)
         env = traced_env(out, RINGSIDE_JOB="seq")

@@ -195,7 +195,7 @@ def straggler_checks():
     400 and 800 us: the waiting that equal ranks cause by the host's
     scheduling alone (a rank last in most steps) stays under 7% of the time
     beyond an equal rank's share, the straggler causes over 30%, and the bar
-    is 10% (reporter/collectives.h)."""
+    is 10% (reporter/analyse/collectives.h)."""
     args = ["--steps", "30", "--layers", "4", "--fwd-us", "400", "--bwd-us", "800", "--bw-gbs", "100",
             "--bucket-mb", "25"]
     for n in (2, 4):

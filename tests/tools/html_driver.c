@@ -4,8 +4,8 @@
  * page in a browser before `ringside report` carries timelines itself.
  * usage: html_driver OUT.html REPORT.json [--hostile] [--many N] [--ranks N]
  *        [--flame SVG]... [TRACE.json.gz]... */
-#include "reporter/html.h"
-#include "reporter/kineto.h"
+#include "reporter/out/html.h"
+#include "reporter/load/kineto.h"
 #include "formats/trace.h"
 
 #include <errno.h>

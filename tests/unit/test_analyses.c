@@ -4,14 +4,14 @@
  * factors, clock alignment of skewed ranks, collective waits and the
  * straggler (named only when significant), checkpoints. Every expected
  * figure is the input's own. */
-#include "reporter/align.h"
-#include "reporter/analyse.h"
-#include "reporter/timeline.h"
-#include "reporter/summary.h"
-#include "reporter/collectives.h"
-#include "reporter/load.h"
-#include "reporter/steps.h"
-#include "reporter/storage.h"
+#include "reporter/analyse/align.h"
+#include "reporter/analyse/analyse.h"
+#include "reporter/analyse/timeline.h"
+#include "reporter/load/summary.h"
+#include "reporter/analyse/collectives.h"
+#include "reporter/load/load.h"
+#include "reporter/analyse/steps.h"
+#include "reporter/load/storage.h"
 #include "formats/chunk.h"
 #include "formats/frame.h"
 #include "rs_check.h"

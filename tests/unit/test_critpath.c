@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "reporter/critpath.h"
+#include "reporter/analyse/critpath.h"
 
 #define MS 1000000ll
 

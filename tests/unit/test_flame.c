@@ -1,4 +1,4 @@
-/* Unit tests of the flame graph code (reporter/flame.c, flame_svg.c,
+/* Unit tests of the flame graph code (reporter/load/flame.c, flame_svg.c,
  * symbolize.c): folding of stacks given here whose folded lines are worked
  * out by hand, XML escaping of hostile names, the SVG's handling of them and
  * of thousands of tiny frames, and C++ demangling (expected names as c++filt
@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "formats/trace.h"
-#include "reporter/flame.h"
-#include "reporter/flame_svg.h"
-#include "reporter/symbolize.h"
+#include "reporter/load/flame.h"
+#include "reporter/out/flame_svg.h"
+#include "reporter/load/symbolize.h"
 
 /* Adds the stack "a;b;c" (root first) with weight w. */
 static void add_path(struct rsr_flame *fl, const char *path, uint64_t w)

@@ -1,4 +1,4 @@
-/* Unit tests of the GPU analyses (reporter/gpu_breakdown.c, kernels.c):
+/* Unit tests of the GPU analyses (reporter/load/gpu_breakdown.c, kernels.c):
  * small timelines built here whose answers are worked out by hand in the
  * comments, and the real A100 traces, held against the figures HTA itself
  * computed for them (../shared/data/kineto/expected-hta.json, the same
@@ -15,10 +15,10 @@
 
 #include <yajl/yajl_tree.h>
 
-#include "reporter/analyse.h"
-#include "reporter/gpu_breakdown.h"
-#include "reporter/kernels.h"
-#include "reporter/kineto.h"
+#include "reporter/analyse/analyse.h"
+#include "reporter/load/gpu_breakdown.h"
+#include "reporter/load/kernels.h"
+#include "reporter/load/kineto.h"
 
 #define DATA "../shared/data/kineto/"
 #define US 1000

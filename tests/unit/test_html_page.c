@@ -1,11 +1,11 @@
-/* Unit tests of the page's naming and table filter (reporter/html_names.c,
- * reporter/html_table.c) on hand-written inputs: a report.json whose
+/* Unit tests of the page's naming and table filter (reporter/out/html_names.c,
+ * reporter/out/html_table.c) on hand-written inputs: a report.json whose
  * processes are those a torchrun job with DataLoader workers has (their
  * argv as Linux gives them), and tables with empty columns. */
 #include "rs_check.h"
-#include "reporter/html_names.h"
-#include "reporter/html_table.h"
-#include "reporter/html_json.h"
+#include "reporter/out/html_names.h"
+#include "reporter/out/html_table.h"
+#include "reporter/out/html_json.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* Unit tests of the Kineto trace reader (reporter/kineto.c): small traces
+/* Unit tests of the Kineto trace reader (reporter/load/kineto.c): small traces
  * written here, whose every field is worked out by hand, in plain and gzip
  * form (one member or several, across the reader's piece boundaries);
  * broken inputs (cut short, corrupt, a wrong trailer, malformed, empty, not
@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "reporter/kineto.h"
+#include "reporter/load/kineto.h"
 
 #define DATA "../shared/data/kineto/"
 

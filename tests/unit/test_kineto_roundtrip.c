@@ -21,11 +21,11 @@
 #include <yajl/yajl_tree.h>
 #include <zlib.h>
 
-#include "reporter/gpu_breakdown.h"
-#include "reporter/import_kineto.h"
-#include "reporter/kineto.h"
-#include "reporter/load.h"
-#include "reporter/perfetto.h"
+#include "reporter/load/gpu_breakdown.h"
+#include "reporter/cmd/import_kineto.h"
+#include "reporter/load/kineto.h"
+#include "reporter/load/load.h"
+#include "reporter/out/perfetto.h"
 
 #define DATA "../shared/data/kineto/"
 #define US 1000

@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "reporter/kineto.h"
+#include "reporter/load/kineto.h"
 
 /* kineto.c hands the parser pieces of this many bytes (READ_CHUNK). */
 #define PIECE (256 * 1024)

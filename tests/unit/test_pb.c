@@ -1,11 +1,11 @@
-/* The protocol buffers wire encoder (reporter/pb.c) against the encodings
+/* The protocol buffers wire encoder (reporter/base/pb.c) against the encodings
  * that Google's "Encoding" page of the protobuf documentation spells out
  * byte by byte, and nested lengths that need one, two and three bytes. */
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
-#include "reporter/pb.h"
+#include "reporter/base/pb.h"
 #include "tests/unit/rs_check.h"
 
 /* What rsr_pb wrote to a memory stream, in *len bytes (malloc'd). */

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reporter/steps.h"
-#include "reporter/summary.h"
+#include "reporter/analyse/steps.h"
+#include "reporter/load/summary.h"
 #include "formats/trace.h"
 
 #define US 1000ll

@@ -5,10 +5,10 @@
  * rsr_model_summarize). Every expected figure is computed here from the
  * records written (sorted-and-swept unions, HTA's per-stream gaps, sums),
  * never by the summary code. Also the windowed loader (rsr_input_load_window). */
-#include "reporter/load.h"
-#include "reporter/load_model.h"
-#include "reporter/model.h"
-#include "reporter/summary.h"
+#include "reporter/load/load.h"
+#include "reporter/load/load_model.h"
+#include "reporter/load/model.h"
+#include "reporter/load/summary.h"
 #include "formats/chunk.h"
 #include "formats/frame.h"
 #include "rs_check.h"

@@ -5,7 +5,7 @@
  * whole frame header: here a chunk's string carries one, as incompressible
  * bytes that LZ4 keeps as they are. Where the file ends and where the
  * frames start come from the bytes written here, not from the reader. */
-#include "reporter/load.h"
+#include "reporter/load/load.h"
 #include "formats/chunk.h"
 #include "formats/frame.h"
 #include "formats/rsf_error.h"

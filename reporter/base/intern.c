@@ -1,0 +1,108 @@
+/* String interning (see intern.h): a growable array of copies and an open
+ * addressing table of ids, rehashed at half load. */
+#include "reporter/base/intern.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void *rsr_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fputs("ringside: out of memory\n", stderr);
+        exit(1);
+    }
+    return p;
+}
+
+void *rsr_xrealloc(void *p, size_t n)
+{
+    p = realloc(p, n ? n : 1);
+    if (!p) {
+        fputs("ringside: out of memory\n", stderr);
+        exit(1);
+    }
+    return p;
+}
+
+void *rsr_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) {
+        fputs("ringside: out of memory\n", stderr);
+        exit(1);
+    }
+    return p;
+}
+
+char *rsr_xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return memcpy(rsr_xmalloc(n), s, n);
+}
+
+uint64_t rsr_hash_bytes(const void *p, size_t len, uint64_t seed)
+{
+    const unsigned char *b = p;
+    uint64_t h = 0xcbf29ce484222325ull ^ seed;
+    for (size_t i = 0; i < len; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static void rehash(struct rsr_intern *t)
+{
+    uint32_t n = t->nslots ? t->nslots * 2 : 256;
+    uint32_t *slots = rsr_xcalloc(n, sizeof *slots);
+    for (uint32_t id = 0; id < t->n; id++) {
+        uint64_t h = rsr_hash_bytes(t->strs[id], strlen(t->strs[id]), 0);
+        uint32_t i = (uint32_t)h & (n - 1);
+        while (slots[i])
+            i = (i + 1) & (n - 1);
+        slots[i] = id + 1;
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = n;
+}
+
+uint32_t rsr_intern_n(struct rsr_intern *t, const char *s, size_t len)
+{
+    if ((t->n + 1) * 2 > t->nslots)
+        rehash(t);
+    uint64_t h = rsr_hash_bytes(s, len, 0);
+    uint32_t i = (uint32_t)h & (t->nslots - 1);
+    while (t->slots[i]) {
+        const char *c = t->strs[t->slots[i] - 1];
+        if (strncmp(c, s, len) == 0 && c[len] == '\0')
+            return t->slots[i] - 1;
+        i = (i + 1) & (t->nslots - 1);
+    }
+    if (t->n == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 256;
+        t->strs = rsr_xrealloc(t->strs, t->cap * sizeof *t->strs);
+    }
+    char *copy = rsr_xmalloc(len + 1);
+    memcpy(copy, s, len);
+    copy[len] = '\0';
+    t->strs[t->n] = copy;
+    t->slots[i] = t->n + 1;
+    return t->n++;
+}
+
+uint32_t rsr_intern(struct rsr_intern *t, const char *s)
+{
+    return rsr_intern_n(t, s, strlen(s));
+}
+
+void rsr_intern_free(struct rsr_intern *t)
+{
+    for (uint32_t i = 0; i < t->n; i++)
+        free(t->strs[i]);
+    free(t->strs);
+    free(t->slots);
+    memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,141 @@
+/* report.json read for the HTML page (yajl tree; every key may be missing)
+ * and the escaping every text from a trace goes through on its way into the
+ * page. Shared by html.c and html_ranks.c. */
+#include "reporter/out/html_json.h"
+#include "reporter/base/escape.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- report.json access (yajl tree); every key may be missing ---- */
+
+yajl_val rsr_jv_key(yajl_val o, const char *k)
+{
+    if (!YAJL_IS_OBJECT(o))
+        return NULL;
+    for (size_t i = 0; i < o->u.object.len; i++)
+        if (strcmp(o->u.object.keys[i], k) == 0)
+            return o->u.object.values[i];
+    return NULL;
+}
+
+int rsr_jv_num(yajl_val v, double *d)
+{
+    if (!YAJL_IS_NUMBER(v))
+        return 0;
+    double x = YAJL_IS_DOUBLE(v) ? v->u.number.d : (double)v->u.number.i;
+    if (!isfinite(x))
+        return 0;
+    *d = x;
+    return 1;
+}
+
+int rsr_jv_knum(yajl_val o, const char *k, double *d)
+{
+    return rsr_jv_num(rsr_jv_key(o, k), d);
+}
+
+double rsr_jv_knum_or(yajl_val o, const char *k, double dflt)
+{
+    double d;
+    return rsr_jv_knum(o, k, &d) ? d : dflt;
+}
+
+const char *rsr_jv_kstr(yajl_val o, const char *k)
+{
+    return YAJL_GET_STRING(rsr_jv_key(o, k));
+}
+
+size_t rsr_jv_len(yajl_val a)
+{
+    return YAJL_IS_ARRAY(a) ? a->u.array.len : 0;
+}
+
+yajl_val rsr_jv_at(yajl_val a, size_t i)
+{
+    return i < rsr_jv_len(a) ? a->u.array.values[i] : NULL;
+}
+
+/* ---- escaping ---- */
+
+void rsr_html_text(FILE *f, const char *s)
+{
+    rsr_markup_escape(f, s, RSR_MARKUP_HTML);
+}
+
+/* A JSON string inside <script>: besides JSON's own escapes, <, >, & and
+ * U+2028/2029 are written as \uXXXX so that no "</script>" or "<!--" can
+ * appear and no line terminator breaks an older JavaScript parser. */
+void rsr_html_js_str(FILE *f, const char *s)
+{
+    putc('"', f);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        unsigned char c = *p;
+        if (c == '"' || c == '\\') {
+            putc('\\', f);
+            putc(c, f);
+        } else if (c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7f) {
+            fprintf(f, "\\u%04x", c);
+        } else if (c == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
+            fprintf(f, "\\u%04x", p[2] == 0xa8 ? 0x2028 : 0x2029);
+            p += 2;
+        } else {
+            putc(c, f);
+        }
+    }
+    putc('"', f);
+}
+
+void rsr_html_value(FILE *f, yajl_val v)
+{
+    double d;
+    if (YAJL_IS_STRING(v)) {
+        rsr_html_text(f, v->u.string);
+    } else if (rsr_jv_num(v, &d)) {
+        fprintf(f, "%g", d);
+    } else if (YAJL_IS_ARRAY(v)) {
+        for (size_t i = 0; i < v->u.array.len; i++) {
+            if (i)
+                fputs(", ", f);
+            rsr_html_value(f, v->u.array.values[i]);
+        }
+    } else if (YAJL_IS_OBJECT(v)) {
+        for (size_t i = 0; i < v->u.object.len; i++) {
+            if (i)
+                fputs("; ", f);
+            rsr_html_text(f, v->u.object.keys[i]);
+            fputs(": ", f);
+            rsr_html_value(f, v->u.object.values[i]);
+        }
+    } else if (YAJL_IS_TRUE(v) || YAJL_IS_FALSE(v)) {
+        fputs(YAJL_IS_TRUE(v) ? "yes" : "no", f);
+    }
+}
+
+void rsr_html_axis_titles(FILE *f, double x0, double x1, double y0, double y1, double h, const char *x_title,
+                          const char *y_title)
+{
+    fprintf(f, "<text class=\"axis-x\" x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\" "
+               "fill=\"#24292f\">", (x0 + x1) / 2, h - 3);
+    rsr_html_text(f, x_title);
+    fprintf(f, "</text><text class=\"axis-y\" transform=\"translate(10 %.1f) rotate(-90)\" font-size=\"10\" "
+               "text-anchor=\"middle\" fill=\"#24292f\">", (y0 + y1) / 2);
+    rsr_html_text(f, y_title);
+    fputs("</text>\n", f);
+}
+
+/* ---- number formatting ---- */
+
+void rsr_html_fmt_ns(char *b, size_t n, double ns)
+{
+    double a = fabs(ns);
+    if (a < 1e3)
+        snprintf(b, n, "%.0f ns", ns);
+    else if (a < 1e6)
+        snprintf(b, n, "%.1f \xc2\xb5s", ns / 1e3);
+    else if (a < 1e9)
+        snprintf(b, n, "%.2f ms", ns / 1e6);
+    else
+        snprintf(b, n, "%.2f s", ns / 1e9);
+}
+
