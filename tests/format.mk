@@ -40,9 +40,9 @@ $(BUILD)/fuzz/seeds/.made: $(BUILD)/fuzz/gen_seeds
 # fuzzer's coverage and the sanitizers.
 FUZZ_SRC := tests/fuzz/fuzz_chunk.c $(FORMAT_SRC) reporter/load/load.c reporter/load/load_model.c reporter/load/coll_groups.c reporter/load/graphs.c \
             reporter/load/compile.c reporter/base/json.c reporter/load/model.c \
-            reporter/load/summary.c reporter/load/flight.c reporter/analyse/steps.c reporter/analyse/critpath.c reporter/load/waits.c \
+            reporter/load/summary.c reporter/load/flight.c reporter/load/period.c reporter/load/process.c reporter/load/waits.c \
             reporter/load/occupancy.c \
-            reporter/load/gpumetrics.c reporter/load/nodes_load.c
+            reporter/load/gpumetrics.c reporter/load/nodes_load.c reporter/base/order.c
 $(BUILD)/fuzz/fuzz_chunk: $(FUZZ_SRC) $(wildcard formats/*.h) reporter/load/load.h reporter/load/load_model.h reporter/load/model.h
 	$(call say,FUZZCC,$<)
 	$(Q)mkdir -p $(@D)

@@ -23,6 +23,7 @@
 
 #include "reporter/cmd/import_kineto.h"
 #include "reporter/load/model.h"
+#include "reporter/load/process.h"
 
 #define KERNELS_PER_STEP 40
 #define STEP_NS 4000000         /* 4 ms a step */

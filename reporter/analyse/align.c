@@ -8,6 +8,8 @@
  * largest process's, not with all ends of the job. */
 #include "reporter/analyse/align.h"
 #include "reporter/load/summary.h"
+#include "reporter/load/process.h"
+#include "reporter/base/order.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -132,12 +134,6 @@ static long model_ends(const struct rsr_summary *s, const struct groups *g, int6
     return r < 0 ? -1 : k;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* The k-th smallest of v[0..n) (reorders v): quickselect. */
 static int64_t select_k(int64_t *v, size_t n, size_t k)
 {
@@ -254,7 +250,7 @@ static int residual(struct rsr_model *const *models, size_t n, const struct grou
                 buf[nb++] = v[j];
     }
     if (lo < hi)
-        qsort(buf, nb, sizeof *buf, cmp_i64);
+        qsort(buf, nb, sizeof *buf, rsr_cmp_i64);
     *out = lo < hi ? buf[k] : lo;
     rc = 0;
 done:

@@ -51,7 +51,7 @@ int rsr_job_analyse_visit(struct rsr_model *const *models, size_t n, struct rsr_
     if (rsr_groups_find(models, n, &job->colls, &job->steps,
                         (double)(job->storage.job_end_ns - job->storage.job_start_ns) / 1e9, &job->groups) != 0)
         rc = -1;
-    if (rsr_hang_analyse(job) != 0)
+    if (rsr_hang_analyse(job->models, job->n, &job->steps, &job->groups, &job->hang) != 0)
         rc = -1;
     /* The last step found before a hang ends where the GPU work last ended:
      * it holds the start of the step the job hung in, which makes it slow

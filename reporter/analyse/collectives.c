@@ -6,6 +6,7 @@
 #include "reporter/analyse/collectives.h"
 #include "reporter/analyse/critpath.h"
 #include "reporter/load/summary.h"
+#include "reporter/base/order.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -242,12 +243,6 @@ static int cmp_seen(const void *pa, const void *pb)
     return (a->id > b->id) - (a->id < b->id);
 }
 
-static int cmp_double(const void *pa, const void *pb)
-{
-    double a = *(const double *)pa, b = *(const double *)pb;
-    return (a > b) - (a < b);
-}
-
 /* Each model's excess (collectives.h): the waiting charged to it beyond its
  * fair share, as % of each part's time, its median over the parts into
  * excess[0..n) (NAN for all when the calls are too few to cut). Sorts s,
@@ -326,7 +321,7 @@ static int excess_by_part(struct rsr_model *const *models, struct seen *s, size_
                 v[nv++] = pct[i * parts + p];
         if (!nv)
             continue;
-        qsort(v, nv, sizeof *v, cmp_double);
+        qsort(v, nv, sizeof *v, rsr_cmp_double);
         excess[i] = nv % 2 ? v[nv / 2] : (v[nv / 2 - 1] + v[nv / 2]) / 2;
     }
     rc = (int)parts;
@@ -349,7 +344,7 @@ static double median_of(double *v, size_t n)
 {
     if (!n)
         return 0;
-    qsort(v, n, sizeof *v, cmp_double);
+    qsort(v, n, sizeof *v, rsr_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

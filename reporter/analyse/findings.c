@@ -3,7 +3,7 @@
  * and the job-wide figure. Ordered by severity, then by time at stake. */
 #include "reporter/analyse/findings.h"
 #include "reporter/load/summary.h"
-#include "reporter/analyse/analyse.h"
+#include "reporter/analyse/job.h"
 #include "reporter/base/units.h"
 
 #include <math.h>
@@ -630,6 +630,71 @@ static void hang_finding(struct list *l, const struct rsr_job *j)
     }
 }
 
+/* ---- the nodes' findings ---- */
+
+/* A link that carried less than this share of its rate while the host's
+ * collectives ran is underused; one that carried under the least share
+ * did not carry them at all (NCCL went another way: NVLink, shared
+ * memory) and is not named. */
+#define UNDERUSED_PCT 50.0
+#define CARRIED_MIN_PCT 1.0
+#define CPU_SATURATED_PCT 90.0
+
+/* The nodes' findings: link_underused, the busiest link with a known rate
+ * carrying under half of it while the host's collectives ran;
+ * host_cpu_saturated, a host busy 90% of the time or more. Writes at most
+ * max into out; returns how many. */
+static size_t nodes_findings(const struct rsr_nodes *nodes, struct rsr_finding *out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < nodes->n && n < max; i++) {
+        const struct rsr_node *nd = &nodes->v[i];
+        /* the host's interconnect: the link with a known rate that carried
+         * the most during collectives */
+        const struct rsr_node_link *best = NULL;
+        for (size_t k = 0; k < nd->n_links; k++) {
+            const struct rsr_node_link *l = &nd->links[k];
+            if (l->rate_gbs > 0 && l->in_coll_gbs >= 0 && (!best || l->in_coll_gbs > best->in_coll_gbs))
+                best = l;
+        }
+        double pct = best ? 100 * best->in_coll_gbs / best->rate_gbs : 0;
+        if (best && pct < UNDERUSED_PCT && pct >= CARRIED_MIN_PCT) {
+            struct rsr_finding *f = &out[n++];
+            memset(f, 0, sizeof *f);
+            f->id = "link_underused";
+            f->severity = RSR_SEV_WARNING;
+            f->recoverable_pct = -1;    /* findings.c measures it on the steps */
+            f->title = "Collectives run well below the interconnect's rate";
+            f->advice = "The link waits on the collectives, not the other way round: larger gradient buckets "
+                        "(DDP bucket_cap_mb, ZeRO reduce_bucket_size / allgather_bucket_size), prefetching "
+                        "parameters earlier (FSDP forward_prefetch, ZeRO prefetch_bucket_size), fewer and "
+                        "larger collectives; check NCCL's transport (NCCL_DEBUG=INFO: NET/IB, GDR) and the "
+                        "collective table's busbw.";
+            snprintf(f->evidence, sizeof f->evidence,
+                     "host %s: link %s (%s, %.1f GB/s) carried %.1f GB/s during collectives (%.0f%% of its rate; "
+                     "%.3f s of collectives), %.2f GB/s on average over the job, %.1f GB/s at its peak",
+                     nd->host, best->name, rsf_link_kind_name(best->link) ? rsf_link_kind_name(best->link) : "?",
+                     best->rate_gbs, best->in_coll_gbs, pct, nd->coll_s, best->mean_gbs, best->peak_gbs);
+        }
+        if (nd->cpu_pct >= CPU_SATURATED_PCT && n < max) {
+            struct rsr_finding *f = &out[n++];
+            memset(f, 0, sizeof *f);
+            f->id = "host_cpu_saturated";
+            f->severity = nd->cpu_pct >= 98 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING;
+            f->recoverable_pct = -1;    /* findings.c measures it on the steps */
+            f->title = "A node's CPUs are saturated";
+            f->advice = "The host cannot keep up: fewer DataLoader workers or threads per rank "
+                        "(OMP_NUM_THREADS, torch.set_num_threads), other jobs off the node, data decoding "
+                        "moved to the GPU; the CPU flame graph shows where the time goes.";
+            snprintf(f->evidence, sizeof f->evidence,
+                     "host %s: its CPUs were busy %.1f%% of the time the node was sampled (/proc/stat: user, "
+                     "system, irq, softirq, steal over all CPUs)",
+                     nd->host, nd->cpu_pct);
+        }
+    }
+    return n;
+}
+
 int rsr_findings_make(struct rsr_job *j)
 {
     struct list l = { 0 };
@@ -809,7 +874,7 @@ int rsr_findings_make(struct rsr_job *j)
      * the steps: the GPU's wait for the host, the un-hidden communication
      * (the worst rank's, an upper bound). */
     double host_wait = worst_gpu(j, g_host_wait).v, exposed = worst_gpu(j, g_exposed).v;
-    for (size_t i = 0, k = rsr_nodes_findings(&j->nodes, nf, 16); i < k; i++) {
+    for (size_t i = 0, k = nodes_findings(&j->nodes, nf, 16); i < k; i++) {
         double rec = strcmp(nf[i].id, "host_cpu_saturated") == 0 ? host_wait
                    : strcmp(nf[i].id, "link_underused") == 0    ? exposed
                                                                  : nf[i].recoverable_pct;

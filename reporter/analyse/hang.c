@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reporter/analyse/analyse.h"
 #include "reporter/analyse/groups.h"
+#include "reporter/analyse/steps.h"
 #include "reporter/load/summary.h"
 #include "reporter/base/units.h"
 
@@ -89,15 +89,25 @@ static int64_t first_seq_in(const struct rsr_model *m, uint64_t comm, const stru
     return lo;
 }
 
+/* What the verdict reads: the job's models, its steps and communicators,
+ * and where it goes. */
+struct hang_in {
+    struct rsr_model *const *models;
+    size_t n;
+    const struct rsr_steps *steps;
+    const struct rsr_groups *groups;
+    struct rsr_hang *hang;
+};
+
 /* The step the stuck call belongs to. The steps found end where the GPU
  * work last ended: the last one may hold the start of the step that hung
  * (its work before the stuck call). With the calls a step makes (the
  * sequence numbers between the last two steps' first calls), a stuck call
  * past the last step's share starts the next step. */
-static int64_t hung_step(const struct rsr_job *job, const struct rsr_hang *h)
+static int64_t hung_step(const struct hang_in *job, const struct rsr_hang *h)
 {
-    size_t n = job->steps.n;
-    while (n && rsr_step_get(&job->steps, n - 1)->start_ns > h->entered_ns)
+    size_t n = job->steps->n;
+    while (n && rsr_step_get(job->steps, n - 1)->start_ns > h->entered_ns)
         n--;
     if (n < 2)
         return (int64_t)n;
@@ -105,7 +115,7 @@ static int64_t hung_step(const struct rsr_job *job, const struct rsr_hang *h)
     for (size_t i = 0; i < h->n_ranks && !m; i++)
         if (h->ranks[i].in_flight)
             m = job->models[h->ranks[i].model];
-    struct rsr_step a = *rsr_step_get(&job->steps, n - 2), b = *rsr_step_get(&job->steps, n - 1);
+    struct rsr_step a = *rsr_step_get(job->steps, n - 2), b = *rsr_step_get(job->steps, n - 1);
     int64_t sa = m ? first_seq_in(m, h->comm_id, &a) : -1, sb = m ? first_seq_in(m, h->comm_id, &b) : -1;
     if (sa < 0 || sb <= sa)
         return (int64_t)n - 1;
@@ -163,9 +173,9 @@ static int collective_frame(const char *where, char *buf, size_t n)
 
 /* The verdict from the ranks' main threads' last long waits (hang.h):
  * for a job whose collectives the agent does not record. */
-static int hang_from_waits(struct rsr_job *job)
+static int hang_from_waits(const struct hang_in *job)
 {
-    struct rsr_hang *h = &job->hang;
+    struct rsr_hang *h = job->hang;
     size_t n = 0;
     for (size_t i = 0; i < job->n; i++)
         n += job->models[i]->role == RSR_ROLE_RANK && job->models[i]->rank >= 0;
@@ -230,9 +240,11 @@ static int hang_from_waits(struct rsr_job *job)
     return 0;
 }
 
-int rsr_hang_analyse(struct rsr_job *job)
+int rsr_hang_analyse(struct rsr_model *const *models, size_t n, const struct rsr_steps *steps,
+                     const struct rsr_groups *groups, struct rsr_hang *out)
 {
-    struct rsr_hang *h = &job->hang;
+    const struct hang_in in = { models, n, steps, groups, out }, *job = &in;
+    struct rsr_hang *h = job->hang;
     memset(h, 0, sizeof *h);
     h->step = -1;
     h->role = -1;
@@ -383,10 +395,10 @@ int rsr_hang_analyse(struct rsr_job *job)
     qsort(h->waiting, h->n_waiting, sizeof *h->waiting, cmp_i32);
     qsort(h->missing, h->n_missing, sizeof *h->missing, cmp_i32);
     qsort(h->ranks, h->n_ranks, sizeof *h->ranks, cmp_rank);
-    const struct rsr_group_comm *gc = rsr_groups_comm(&job->groups, comm);
+    const struct rsr_group_comm *gc = rsr_groups_comm(job->groups, comm);
     if (gc)
         h->role = gc->role;
-    if (job->steps.source && h->entered_ns != INT64_MAX)
+    if (job->steps->source && h->entered_ns != INT64_MAX)
         h->step = hung_step(job, h);
     return 0;
 }

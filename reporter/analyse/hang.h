@@ -83,11 +83,13 @@ struct rsr_hang {
     uint32_t comms_stuck;       /* communicators with a call stuck in flight */
 };
 
-struct rsr_job;
+struct rsr_steps;
+struct rsr_groups;
 
-/* Fills job->hang from the models' summaries and the steps found. Returns
- * 0, or -1 when out of memory. */
-int rsr_hang_analyse(struct rsr_job *job);
+/* Fills *out from the summaries of models[0..n) (aligned), the steps found
+ * and the communicators by role. Returns 0, or -1 when out of memory. */
+int rsr_hang_analyse(struct rsr_model *const *models, size_t n, const struct rsr_steps *steps,
+                     const struct rsr_groups *groups, struct rsr_hang *out);
 
 void rsr_hang_free(struct rsr_hang *h);
 

@@ -3,9 +3,7 @@
  * increase between one file's last point and the next file's first (the
  * node's counters moved while the sampler was handed over) counted too. */
 #include "reporter/analyse/nodes.h"
-#include "reporter/analyse/findings.h"
 #include "reporter/base/json.h"
-#include "reporter/mpi/pack.h"
 #include "reporter/load/summary.h"
 
 #include <inttypes.h>
@@ -565,103 +563,4 @@ void rsr_nodes_json(FILE *f, const struct rsr_nodes *nodes)
         fputs("}}", f);
     }
     fputs("]", f);
-}
-
-/* ---- between reporter processes (pack.h) ---- */
-
-void rsr_nodes_pack(struct rsr_pack *b, const struct rsr_node_proc *p)
-{
-    rsr_pack_u64(b, p ? p->n : 0);
-    for (size_t i = 0; p && i < p->n; i++) {
-        rsr_pack_bytes(b, &p->s[i], sizeof p->s[i]);
-        rsr_pack_bytes(b, p->s[i].bins, RSR_NODE_BINS * sizeof *p->s[i].bins);
-    }
-}
-
-int rsr_nodes_unpack(struct rsr_unpack *u, struct rsr_node_proc **out)
-{
-    *out = NULL;
-    uint64_t n = rsr_unpack_u64(u);
-    if (u->failed || n > (uint64_t)(u->end - u->p) / (sizeof(struct rsr_node_series) + RSR_NODE_BINS * sizeof(double)))
-        return -1;
-    if (!n)
-        return 0;
-    struct rsr_node_proc *p = calloc(1, sizeof *p);
-    if (!p || !(p->s = calloc(n, sizeof *p->s))) {
-        free(p);
-        return -1;
-    }
-    p->cap = n;
-    *out = p;
-    for (; p->n < n; p->n++) {
-        struct rsr_node_series *s = &p->s[p->n];
-        rsr_unpack_bytes(u, s, sizeof *s);
-        s->bins = malloc(RSR_NODE_BINS * sizeof *s->bins);
-        if (!s->bins || rsr_unpack_bytes(u, s->bins, RSR_NODE_BINS * sizeof *s->bins) != 0 || s->bin_ns <= 0) {
-            p->n++;
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* ---- findings ---- */
-
-/* A link that carried less than this share of its rate while the host's
- * collectives ran is underused; one that carried under the least share
- * did not carry them at all (NCCL went another way: NVLink, shared
- * memory) and is not named. */
-#define UNDERUSED_PCT 50.0
-#define CARRIED_MIN_PCT 1.0
-#define CPU_SATURATED_PCT 90.0
-
-size_t rsr_nodes_findings(const struct rsr_nodes *nodes, struct rsr_finding *out, size_t max)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < nodes->n && n < max; i++) {
-        const struct rsr_node *nd = &nodes->v[i];
-        /* the host's interconnect: the link with a known rate that carried
-         * the most during collectives */
-        const struct rsr_node_link *best = NULL;
-        for (size_t k = 0; k < nd->n_links; k++) {
-            const struct rsr_node_link *l = &nd->links[k];
-            if (l->rate_gbs > 0 && l->in_coll_gbs >= 0 && (!best || l->in_coll_gbs > best->in_coll_gbs))
-                best = l;
-        }
-        double pct = best ? 100 * best->in_coll_gbs / best->rate_gbs : 0;
-        if (best && pct < UNDERUSED_PCT && pct >= CARRIED_MIN_PCT) {
-            struct rsr_finding *f = &out[n++];
-            memset(f, 0, sizeof *f);
-            f->id = "link_underused";
-            f->severity = RSR_SEV_WARNING;
-            f->recoverable_pct = -1;    /* findings.c measures it on the steps */
-            f->title = "Collectives run well below the interconnect's rate";
-            f->advice = "The link waits on the collectives, not the other way round: larger gradient buckets "
-                        "(DDP bucket_cap_mb, ZeRO reduce_bucket_size / allgather_bucket_size), prefetching "
-                        "parameters earlier (FSDP forward_prefetch, ZeRO prefetch_bucket_size), fewer and "
-                        "larger collectives; check NCCL's transport (NCCL_DEBUG=INFO: NET/IB, GDR) and the "
-                        "collective table's busbw.";
-            snprintf(f->evidence, sizeof f->evidence,
-                     "host %s: link %s (%s, %.1f GB/s) carried %.1f GB/s during collectives (%.0f%% of its rate; "
-                     "%.3f s of collectives), %.2f GB/s on average over the job, %.1f GB/s at its peak",
-                     nd->host, best->name, rsf_link_kind_name(best->link) ? rsf_link_kind_name(best->link) : "?",
-                     best->rate_gbs, best->in_coll_gbs, pct, nd->coll_s, best->mean_gbs, best->peak_gbs);
-        }
-        if (nd->cpu_pct >= CPU_SATURATED_PCT && n < max) {
-            struct rsr_finding *f = &out[n++];
-            memset(f, 0, sizeof *f);
-            f->id = "host_cpu_saturated";
-            f->severity = nd->cpu_pct >= 98 ? RSR_SEV_CRITICAL : RSR_SEV_WARNING;
-            f->recoverable_pct = -1;    /* findings.c measures it on the steps */
-            f->title = "A node's CPUs are saturated";
-            f->advice = "The host cannot keep up: fewer DataLoader workers or threads per rank "
-                        "(OMP_NUM_THREADS, torch.set_num_threads), other jobs off the node, data decoding "
-                        "moved to the GPU; the CPU flame graph shows where the time goes.";
-            snprintf(f->evidence, sizeof f->evidence,
-                     "host %s: its CPUs were busy %.1f%% of the time the node was sampled (/proc/stat: user, "
-                     "system, irq, softirq, steal over all CPUs)",
-                     nd->host, nd->cpu_pct);
-        }
-    }
-    return n;
 }

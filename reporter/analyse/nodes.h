@@ -14,62 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "formats/chunk.h"
 #include "reporter/load/model.h"
-
-/* Bins per series in a process's summary; they widen (pairs merged) as the
- * series grows, like the summaries' fine bins (summary.h). */
-#define RSR_NODE_BINS 1024
-
-/* One series of one file, on the file's own clock. Counters (link, disk,
- * NFS, CPU kinds): moved is the increase from the first point to the last
- * (a value below the one before is a reset: counted from 0, and in
- * resets), peak the largest increase per second between two points, bins
- * the increases spread over the time between points. Gauges (mem_*):
- * moved is the sum of value x ns held, bins the same per bin. */
-struct rsr_node_series {
-    uint32_t name;              /* model string id */
-    uint8_t kind, link, gauge;
-    uint8_t pad_[1];
-    uint64_t rate;              /* bytes/s, 0: not known */
-    uint64_t npoints, resets, late; /* late: points before the last one, left out */
-    int64_t first_ns, last_ns;
-    uint64_t first, last;
-    double moved, peak;
-    int64_t bin_start, bin_ns;
-    double *bins;               /* RSR_NODE_BINS */
-};
-
-/* A process's node series, with the loader's map of file series ids. */
-struct rsr_node_proc {
-    struct rsr_node_series *s;
-    size_t n, cap;
-    uint32_t *ids;              /* file id -> index + 1 (while loading) */
-    uint32_t nids;
-};
-
-/* Takes the series and points of one verified chunk into m->node (made on
- * the first series). strings are the file's by id. Returns 0, or -1 when
- * out of memory. */
-int rsr_nodes_chunk(struct rsr_model *m, const struct rsf_chunk *c, char *const *strings, uint32_t nstrings);
-
-/* Frees a process's node series (NULL is fine). */
-void rsr_node_proc_free(struct rsr_node_proc *p);
-
-/* Bytes p holds. */
-size_t rsr_node_proc_bytes(const struct rsr_node_proc *p);
-
-struct rsr_pack;
-struct rsr_unpack;
-
-/* Appends a process's node series (NULL: none) to b, for another reporter
- * process (pack.h); rsr_nodes_unpack reads them back into *out (NULL when
- * none; the caller frees it with rsr_node_proc_free, also after a
- * failure). Names travel as the model's string ids: the model's strings
- * must travel too, in order (pack.c's pack_model). Returns 0, or -1 when
- * the bytes are short or malformed, or memory ran out. */
-void rsr_nodes_pack(struct rsr_pack *b, const struct rsr_node_proc *p);
-int rsr_nodes_unpack(struct rsr_unpack *u, struct rsr_node_proc **out);
+#include "reporter/load/nodes_load.h"
 
 /* ---- the job's nodes (after alignment) ---- */
 
@@ -118,13 +64,6 @@ int rsr_nodes_analyse(struct rsr_model *const *models, size_t n, int64_t start_n
                       struct rsr_nodes *out);
 
 void rsr_nodes_free(struct rsr_nodes *nodes);
-
-/* The nodes' findings (findings.h): link_underused, the busiest link with
- * a known rate carrying under half of it while the host's collectives ran;
- * host_cpu_saturated, a host busy 90% of the time or more. Writes at most
- * max into out; returns how many. */
-struct rsr_finding;
-size_t rsr_nodes_findings(const struct rsr_nodes *nodes, struct rsr_finding *out, size_t max);
 
 /* report.json's "nodes" array, key included. */
 void rsr_nodes_json(FILE *f, const struct rsr_nodes *nodes);

@@ -11,6 +11,7 @@
 #include "reporter/cmd/report.h"
 #include "reporter/load/discover.h"
 #include "reporter/load/runs.h"
+#include "reporter/base/order.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -404,15 +405,9 @@ static int index_run(struct hist *h, struct run *r)
 
 /* ---- series: each run against the good runs before it ---- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median(double *v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_double);
+    qsort(v, n, sizeof *v, rsr_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

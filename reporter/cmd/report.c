@@ -7,8 +7,9 @@
 #include "reporter/out/report_json.h"
 #include "reporter/mpi/share.h"
 #include "reporter/out/unnamed.h"
-#include "reporter/load/compile.h"
+#include "reporter/out/compile_json.h"
 #include "reporter/load/flame.h"
+#include "reporter/out/flame_svg.h"
 #include "reporter/analyse/analyse.h"
 #include "reporter/analyse/step_pick.h"
 #include "reporter/load/summary.h"
@@ -19,8 +20,9 @@
 #include "reporter/base/intern.h"
 #include "reporter/base/json.h"
 #include "reporter/mpi/mpi.h"
-#include "reporter/cmd/watch.h"
+#include "reporter/load/watch.h"
 #include "reporter/base/units.h"
+#include "reporter/load/process.h"
 #include "formats/rsf_error.h"
 
 #include <errno.h>
@@ -754,7 +756,7 @@ static int report_run(char **paths, int npaths, const struct rsr_report_opts *o,
     rsr_inputs_bound(o->memory_mb);
     /* The samples always: report.json's off-CPU time and findings read
      * them (waits.h), not only the flame graphs. */
-    switch (rsr_job_load(&J, paths, npaths, mp, 1, o, &lrc)) {
+    switch (rsr_job_load(&J, paths, npaths, mp, 1, o->quiet, o->lines, &lrc)) {
     case 0:
         break;
     case -1:
@@ -921,9 +923,8 @@ static int watch_run(char **paths, int npaths, const struct rsr_report_opts *o, 
 static int export_run(char **paths, int npaths, const struct rsr_export_opts *o, const struct rsr_mpi *mp)
 {
     struct rsr_loaded J;
-    struct rsr_report_opts ro = { .quiet = o->quiet };
     struct lanes *l = calloc(1, sizeof *l);
-    int lrc = 0, jrc = l ? rsr_job_load(&J, paths, npaths, mp, 0, &ro, &lrc) : 1;
+    int lrc = 0, jrc = l ? rsr_job_load(&J, paths, npaths, mp, 0, o->quiet, 0, &lrc) : 1;
     if (jrc != 0) {
         if (!l)
             fprintf(stderr, "ringside: out of memory\n");

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "reporter/load/load.h"
+#include "reporter/out/pftrace.h"
 
 struct rsr_report_opts {
     const char *out_dir;   /* OUT/report.json; NULL: none */
@@ -27,20 +28,6 @@ struct rsr_report_opts {
  * export the rest). */
 #define RSR_LANES_MAX 8
 #define RSR_LANES_EVENTS 250000
-/* Processes `ringside export perfetto` writes at most. */
-#define RSR_EXPORT_MAX 64
-
-struct rsr_export_opts {
-    const char *out;       /* -o FILE */
-    const int *ranks;      /* --ranks; none: every process */
-    int nranks;
-    int has_from, has_to;  /* --from S, --to S: seconds from the job's start */
-    double from_s, to_s;
-    int has_steps;         /* --steps A-B: the stretch from step A's start to step B's end (protobuf only) */
-    size_t step_first, step_last;
-    int quiet;
-};
-
 /* `ringside export perfetto`: summarises every file (for the clocks), then
  * writes the chosen processes over the chosen stretch, in full, to o->out:
  * as report's trace.json (Kineto-compatible JSON) when o->out ends in

@@ -4,7 +4,6 @@
  * (Python frames by their string, native ones through symbolize.c, inlined
  * callers included) into one call tree shared by all the files. */
 #include "reporter/load/flame.h"
-#include "reporter/out/flame_svg.h"
 #include "reporter/load/graphs.h"
 #include "reporter/load/load.h"
 #include "reporter/load/symbolize.h"
@@ -1535,50 +1534,6 @@ uint64_t rsr_flame_symbolize(char **files, int nfiles, struct rsr_sym *sym, int 
     return total;
 }
 
-static int folded_writer(FILE *f, const struct rsr_flame *fl, const char *title)
-{
-    (void)title;
-    return rsr_flame_write_folded(f, fl);
-}
-
-/* Writes fl as out_dir/flame-NAME.EXT with writer (rsr_flame_write_svg, or
- * folded_writer: the folded stacks `ringside diff` reads of a report
- * folder); 0, or -1 said on stderr. */
-/* Writes out_dir/NAME.EXT (NAME: "flame-cpu", "step-12-wait"). */
-static int write_as(const struct rsr_flame *fl, const char *out_dir, const char *name, const char *ext,
-                    int (*writer)(FILE *, const struct rsr_flame *, const char *), const char *title)
-{
-    size_t n = strlen(out_dir) + strlen(name) + strlen(ext) + 16;
-    char *path = rsr_xmalloc(n);
-    snprintf(path, n, "%s/%s.%s", out_dir, name, ext);
-    FILE *f = fopen(path, "w");
-    int err = !f || writer(f, fl, title) != 0;
-    if (f && fclose(f) != 0)
-        err = 1;
-    if (err)
-        fprintf(stderr, "ringside: %s: %s\n", path, strerror(errno ? errno : EIO));
-    free(path);
-    return err ? -1 : 0;
-}
-
-unsigned rsr_flame_write_step_svgs(const struct rsr_flame *fls, const char *out_dir, size_t step,
-                                   const char *about)
-{
-    static const char *const what[RSF_SAMPLE_NKINDS] = { "CPU", "Wait", "GPU" };
-    unsigned written = 0;
-    for (int k = 0; k < RSF_SAMPLE_NKINDS; k++) {
-        if (!fls[k].nodes[0].count)
-            continue;
-        char name[64], title[160];
-        snprintf(name, sizeof name, "step-%zu-%s", step, rsf_sample_kind_name((unsigned)k));
-        snprintf(title, sizeof title, "%s flame graph of step %zu%s", what[k], step, about);
-        if (write_as(&fls[k], out_dir, name, "svg", rsr_flame_write_svg, title) != 0)
-            return written | RSR_FLAME_WRITE_FAILED;
-        written |= 1u << k;
-    }
-    return written;
-}
-
 void rsr_flame_by_reason(const struct rsr_flame *src, struct rsr_flame *dst)
 {
     rsr_flame_init(dst, src->kind);
@@ -1612,50 +1567,4 @@ void rsr_flame_by_reason(const struct rsr_flame *src, struct rsr_flame *dst)
     dst->nprocs = src->nprocs;
     free(frames);
     free(below);
-}
-
-/* Whether fl holds a Python frame (its native view then differs). */
-static int has_python(const struct rsr_flame *fl)
-{
-    for (uint32_t i = 0; i < fl->names.n; i++)
-        if (fl->name_class[i] == RSR_FRAME_PYTHON)
-            return 1;
-    return 0;
-}
-
-int rsr_flame_write_svgs(const struct rsr_flame *fls, const char *out_dir)
-{
-    int written = 0;
-    for (int k = 0; k < RSF_SAMPLE_NKINDS; k++) {
-        if (!fls[k].nodes[0].count)
-            continue;
-        char name[32];
-        snprintf(name, sizeof name, "flame-%s", rsf_sample_kind_name((unsigned)k));
-        if (write_as(&fls[k], out_dir, name, "svg", rsr_flame_write_svg, NULL) != 0 ||
-            write_as(&fls[k], out_dir, name, "folded", folded_writer, NULL) != 0)
-            return -1;
-        written++;
-        /* every native frame (--native), for the page's switch */
-        const struct rsr_flame *all = &fls[RSF_SAMPLE_NKINDS + k];
-        static const char *const what[RSF_SAMPLE_NKINDS] = { "CPU", "Wait", "GPU" };
-        char title[64];
-        snprintf(title, sizeof title, "%s flame graph, every native frame", what[k]);
-        snprintf(name, sizeof name, "native-%s", rsf_sample_kind_name((unsigned)k));
-        if (has_python(&fls[k]) && all->nodes[0].count &&
-            write_as(all, out_dir, name, "svg", rsr_flame_write_svg, title) != 0)
-            return -1;
-        if (k != RSF_SAMPLE_WAIT)
-            continue;
-        /* The same waits with the reason as the root: a click on a reason
-         * shows its waits alone. */
-        struct rsr_flame by;
-        rsr_flame_by_reason(&fls[k], &by);
-        int rc = by.nodes[0].count ? write_as(&by, out_dir, "flame-wait_by_reason", "svg", rsr_flame_write_svg,
-                                              "Wait flame graph by reason (click a reason)") : 0;
-        written += by.nodes[0].count != 0;
-        rsr_flame_free(&by);
-        if (rc != 0)
-            return -1;
-    }
-    return written;
 }

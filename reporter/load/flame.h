@@ -142,14 +142,6 @@ uint64_t rsr_flame_load(struct rsr_flame *fl, char **files, int nfiles,
 void rsr_flame_load_spans(struct rsr_flame *fls, int nsets, const int64_t *spans,
                           const int64_t *clock, char **files, int nfiles, int quiet, int lines);
 
-/* Writes OUT_DIR/step-STEP-KIND.svg for each of fls[0..RSF_SAMPLE_NKINDS)
- * that holds samples, titled "KIND flame graph of step STEP" and about.
- * Returns the kinds written (bit 1 << kind), with RSR_FLAME_WRITE_FAILED
- * when a file could not be written (said on stderr). */
-#define RSR_FLAME_WRITE_FAILED 0x100u
-unsigned rsr_flame_write_step_svgs(const struct rsr_flame *fls, const char *out_dir, size_t step,
-                                   const char *about);
-
 /* Writes the tree as folded lines, "root;...;leaf weight_ns", one per leaf
  * path with self weight, sorted by frame names. ';' in a name becomes ':'
  * and control characters '?', so that every line parses. Returns 0, or -1
@@ -218,14 +210,5 @@ int rsr_flame_read_folded(FILE *f, struct rsr_flame *fl);
  * UINT32_MAX where other has none (malloc'd, fl->nnodes entries; the root
  * maps to the root). other gains fl's names (not nodes). */
 uint32_t *rsr_flame_match(const struct rsr_flame *fl, struct rsr_flame *other);
-
-/* Writes flame-<kind>.svg and flame-<kind>.folded (what `ringside diff`
- * reads) into out_dir for each of fls[0..RSF_SAMPLE_NKINDS) that holds
- * samples, native-<kind>.svg from fls[RSF_SAMPLE_NKINDS + kind] where the
- * kind's graph has Python frames (the page's switch to every native
- * frame), and for waits flame-wait_by_reason.svg as well
- * (rsr_flame_by_reason). Returns the number of kinds written, or -1 on
- * error (said on stderr). */
-int rsr_flame_write_svgs(const struct rsr_flame *fls, const char *out_dir);
 
 #endif

@@ -10,6 +10,7 @@
 #include "reporter/base/isal.h"
 #include "formats/trace.h"
 #include "reporter/load/occupancy.h"
+#include "reporter/load/process.h"
 
 #include <errno.h>
 #include <fcntl.h>

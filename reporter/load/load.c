@@ -7,6 +7,7 @@
 #include "reporter/load/load.h"
 #include "reporter/load/summary.h"
 #include "reporter/load/compile.h"
+#include "reporter/load/process.h"
 #include "formats/frame.h"
 #include "formats/rsf_error.h"
 

@@ -5,10 +5,10 @@
 #include "reporter/load/load_model.h"
 #include "reporter/load/coll_groups.h"
 #include "reporter/load/graphs.h"
-#include "reporter/analyse/nodes.h"
+#include "reporter/load/nodes_load.h"
 #include "reporter/load/occupancy.h"
 #include "reporter/load/summary.h"
-#include "reporter/analyse/steps.h"
+#include "reporter/load/period.h"
 
 #include <stdio.h>
 #include <stdlib.h>

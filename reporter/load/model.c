@@ -2,8 +2,6 @@
  * string intern table, the ordering the analyses rely on, and the naming of
  * kernel classes and collectives shared by every loader. */
 #include "reporter/load/model.h"
-#include "reporter/load/summary.h"
-#include "reporter/analyse/nodes.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +12,7 @@
 #define RSR_STR_BLOCK_FIRST 1024
 #define RSR_STR_BLOCK (64 * 1024)
 
-size_t rsr_model_bytes(const struct rsr_model *m)
+size_t rsr_model_records_bytes(const struct rsr_model *m)
 {
     const struct rsr_strtab *t = &m->strings;
     size_t b = m->cap_ops * sizeof *m->ops + m->cap_launches * sizeof *m->launches +
@@ -23,7 +21,7 @@ size_t rsr_model_bytes(const struct rsr_model *m)
                m->cap_clocks * sizeof *m->clocks + t->cap * sizeof *t->strs + t->nslots * sizeof *t->slots +
                t->capblocks * sizeof *t->blocks + t->block_bytes + m->cap_geoms * sizeof *m->geoms +
                m->cap_functions * sizeof *m->functions + m->n_devices * sizeof *m->devices;
-    return b + (m->sum ? sizeof *m->sum + rsr_summary_bytes(m->sum) : 0) + rsr_node_proc_bytes(m->node);
+    return b;
 }
 
 void rsr_model_init(struct rsr_model *m)
@@ -42,7 +40,7 @@ static void strtab_free(struct rsr_strtab *t)
     free(t->slots);
 }
 
-void rsr_model_free(struct rsr_model *m)
+void rsr_model_records_free(struct rsr_model *m)
 {
     free(m->ops);
     free(m->launches);
@@ -55,11 +53,6 @@ void rsr_model_free(struct rsr_model *m)
     free(m->geoms);
     free(m->functions);
     free(m->devices);
-    if (m->sum) {
-        rsr_summary_free(m->sum);
-        free(m->sum);
-    }
-    rsr_node_proc_free(m->node);
     strtab_free(&m->strings);
     rsr_model_init(m);
 }
@@ -280,7 +273,7 @@ struct rsr_clock *rsr_model_add_clock(struct rsr_model *m)
     return e;
 }
 
-void rsr_model_shift(struct rsr_model *m, int64_t d)
+void rsr_model_records_shift(struct rsr_model *m, int64_t d)
 {
     for (size_t i = 0; i < m->n_ops; i++) {
         m->ops[i].start_ns += d;
@@ -320,8 +313,6 @@ void rsr_model_shift(struct rsr_model *m, int64_t d)
     if (m->fatal_ns)
         m->fatal_ns += d;
     m->clock_offset_ns += d;
-    if (m->sum)
-        rsr_summary_shift(m->sum, d);
 }
 
 static int cmp_io_start(const void *pa, const void *pb)

@@ -273,15 +273,17 @@ struct rsr_model {
     uint8_t compile_kind;
 };
 
-/* Bytes of memory m holds: its record arrays, strings and summary. */
-size_t rsr_model_bytes(const struct rsr_model *m);
+/* Bytes of memory m's own records and strings hold (process.h's
+ * rsr_model_bytes adds its summary and node series). */
+size_t rsr_model_records_bytes(const struct rsr_model *m);
 
 /* Makes an empty model (no rank, role other). Cannot fail. */
 void rsr_model_init(struct rsr_model *m);
 
-/* Frees everything the model owns, strings included, and leaves it empty
- * (as after rsr_model_init). */
-void rsr_model_free(struct rsr_model *m);
+/* Frees the model's own records and strings and leaves it empty (as after
+ * rsr_model_init); the summary and node series it points to must have been
+ * freed already (process.h's rsr_model_free frees all of it). */
+void rsr_model_records_free(struct rsr_model *m);
 
 /* Interns len bytes at s (need not be NUL-terminated) and stores its id in
  * *id; the same text always gets the same id, "" gets 0. Returns 0, or -1
@@ -304,9 +306,10 @@ struct rsr_hwait *rsr_model_add_hwait(struct rsr_model *m);
 struct rsr_range *rsr_model_add_range(struct rsr_model *m);
 struct rsr_clock *rsr_model_add_clock(struct rsr_model *m);
 
-/* Adds delta_ns to every time in m (ops, launches, colls, io, syncs,
- * wall_start/end, its summary; not clocks) and to m->clock_offset_ns. */
-void rsr_model_shift(struct rsr_model *m, int64_t delta_ns);
+/* Adds delta_ns to every time of m's own records (ops, launches, colls, io,
+ * syncs, wall_start/end; not clocks) and to m->clock_offset_ns
+ * (process.h's rsr_model_shift moves its summary too). */
+void rsr_model_records_shift(struct rsr_model *m, int64_t delta_ns);
 
 /* Puts the ops in start order and the launches in correlation order, which
  * the analyses and rsr_model_find_launch rely on; io and syncs in start

@@ -1,7 +1,8 @@
 /* The node series of one trace file into its process's summary (nodes.h),
  * chunk by chunk as load_model.c walks the file: bounded bins, first and
  * last values, increases and peak rate per series, nothing held per point. */
-#include "reporter/analyse/nodes.h"
+#include "reporter/load/nodes_load.h"
+#include "reporter/load/model.h"
 
 #include <stdlib.h>
 #include <string.h>

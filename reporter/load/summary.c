@@ -19,7 +19,7 @@
  * while it is built (a long-running collective holds back the head until
  * it ends). */
 #include "reporter/load/summary.h"
-#include "reporter/analyse/steps.h"
+#include "reporter/load/period.h"
 #include "formats/trace.h"
 
 #include <errno.h>

@@ -21,7 +21,18 @@
 #include "reporter/load/gpu_breakdown.h"
 #include "reporter/load/kernels.h"
 #include "reporter/load/model.h"
-#include "reporter/load/storage.h"
+
+/* A burst counts as a checkpoint from this many bytes written (storage.h). */
+#define RSR_CKPT_MIN_BYTES (1u << 20)
+
+/* Data loading: reads of files other than checkpoints, and how much of
+ * them the GPU sat idle through (storage.h). */
+struct rsr_data_loading {
+    int64_t read_ns;            /* union of reads of files other than checkpoints */
+    int64_t read_idle_ns;       /* of that, while the GPU was idle (inside its span) */
+    uint64_t read_bytes;
+    double pct;                 /* read_idle_ns as % of the GPU span */
+};
 
 /* Fine bins per series: the job's timeline (at most RSR_TIMELINE_MAX_BINS
  * bins over the whole job) is re-binned from these, so each of its bins

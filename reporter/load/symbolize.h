@@ -12,31 +12,7 @@
 
 #include <stdint.h>
 
-/* One level of a native frame. An address inside inlined code gives several:
- * the out-of-line function first, then each inlined callee, the innermost
- * last. file is the source file (full path as compiled), line its line: the
- * address's own for the innermost level, the call site for the others;
- * NULL and 0 where there is no line information. Strings are owned by the
- * symboliser and live as long as it. */
-struct rsr_sym_level {
-    const char *func;
-    const char *file;
-    int line;
-};
-
-struct rsr_sym_result {
-    uint32_t nlevels;             /* 1 at least */
-    const struct rsr_sym_level *levels;
-    int known;                    /* 0: levels[0].func is the "[name+0xoff]" fallback */
-    const char *why;              /* known 0: why it has no name ("no symbols") */
-};
-
-/* The state of an ELF file as the symboliser found it. */
-enum rsr_sym_file_state {
-    RSR_SYM_FILE_OK,
-    RSR_SYM_FILE_MISSING,     /* cannot be opened, or is not an ELF file */
-    RSR_SYM_FILE_CHANGED      /* its build id is not the one the trace recorded */
-};
+#include "reporter/load/sympack.h"
 
 struct rsr_sym;
 

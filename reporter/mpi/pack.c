@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "reporter/load/summary.h"
-#include "reporter/analyse/nodes.h"
+#include "reporter/load/nodes_load.h"
 
 static void put(struct rsr_pack *b, const void *p, size_t n)
 {
@@ -229,6 +229,48 @@ static int unpack_summary(struct rsr_unpack *u, struct rsr_summary *s)
     return u->failed ? -1 : 0;
 }
 
+/* A process's node series (NULL: none), with the bins; names travel as
+ * the model's string ids (the model's strings travel too, in order). */
+static void nodes_pack(struct rsr_pack *b, const struct rsr_node_proc *p)
+{
+    rsr_pack_u64(b, p ? p->n : 0);
+    for (size_t i = 0; p && i < p->n; i++) {
+        rsr_pack_bytes(b, &p->s[i], sizeof p->s[i]);
+        rsr_pack_bytes(b, p->s[i].bins, RSR_NODE_BINS * sizeof *p->s[i].bins);
+    }
+}
+
+/* nodes_pack's bytes back into *out (NULL when none; freed by the model,
+ * also after a failure). Returns 0, or -1 when the bytes are short or
+ * malformed, or memory ran out. */
+static int nodes_unpack(struct rsr_unpack *u, struct rsr_node_proc **out)
+{
+    *out = NULL;
+    uint64_t n = rsr_unpack_u64(u);
+    if (u->failed || n > (uint64_t)(u->end - u->p) / (sizeof(struct rsr_node_series) + RSR_NODE_BINS * sizeof(double)))
+        return -1;
+    if (!n)
+        return 0;
+    struct rsr_node_proc *p = calloc(1, sizeof *p);
+    if (!p || !(p->s = calloc(n, sizeof *p->s))) {
+        free(p);
+        return -1;
+    }
+    p->cap = n;
+    *out = p;
+    for (; p->n < n; p->n++) {
+        struct rsr_node_series *s = &p->s[p->n];
+        rsr_unpack_bytes(u, s, sizeof *s);
+        s->bins = malloc(RSR_NODE_BINS * sizeof *s->bins);
+        if (!s->bins || rsr_unpack_bytes(u, s->bins, RSR_NODE_BINS * sizeof *s->bins) != 0 || s->bin_ns <= 0) {
+            p->n++;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
 /* A model as the streaming loader leaves it: identity, strings, clocks,
  * counters and its summary; it has no records to send. */
 static void pack_model(struct rsr_pack *b, const struct rsr_model *m)
@@ -248,7 +290,7 @@ static void pack_model(struct rsr_pack *b, const struct rsr_model *m)
     rsr_pack_u64(b, m->sum != NULL);
     if (m->sum)
         pack_summary(b, m->sum);
-    rsr_nodes_pack(b, m->node);
+    nodes_pack(b, m->node);
 }
 
 static int unpack_model(struct rsr_unpack *u, struct rsr_model *m)
@@ -292,7 +334,7 @@ static int unpack_model(struct rsr_unpack *u, struct rsr_model *m)
         if (!m->sum || unpack_summary(u, m->sum) != 0)
             u->failed = 1;
     }
-    if (!u->failed && rsr_nodes_unpack(u, &m->node) != 0)
+    if (!u->failed && nodes_unpack(u, &m->node) != 0)
         u->failed = 1;
     return u->failed ? -1 : 0;
 }

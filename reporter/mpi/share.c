@@ -79,7 +79,7 @@ static void share_out(char **files, int n, int nprocs, int *owner)
 /* Streams this process's share of the files (all of them when it is the
  * only one) into ins[] at their places, and its flame trees into J->fls.
  * Returns 0, or -1 when out of memory. */
-static int load_share(struct rsr_loaded *J, const struct rsr_mpi *mp, const int *owner, const struct rsr_report_opts *o)
+static int load_share(struct rsr_loaded *J, const struct rsr_mpi *mp, const int *owner, int quiet, int lines)
 {
     int mine = 0;
     for (int i = 0; i < J->n; i++)
@@ -102,7 +102,7 @@ static int load_share(struct rsr_loaded *J, const struct rsr_mpi *mp, const int 
         return -1;
     }
     for (k = 0; feeds && k < mine; k++)
-        feeds[k] = rsr_flame_feed_new(o->quiet, o->lines);
+        feeds[k] = rsr_flame_feed_new(quiet, lines);
     rsr_inputs_load_also(ins, files, mine, mp->threads, mp->size == 1 && isatty(STDERR_FILENO) && J->n > 1, 1,
                          feeds ? rsr_flame_feed_chunk : NULL, (void *const *)feeds);
     k = 0;
@@ -110,7 +110,7 @@ static int load_share(struct rsr_loaded *J, const struct rsr_mpi *mp, const int 
         if (owner[i] == mp->rank)
             J->ins[i] = ins[k++];
     if (J->fls) {
-        rsr_flame_load_feeds(J->fls, feeds, mine, o->quiet, o->lines, waits);
+        rsr_flame_load_feeds(J->fls, feeds, mine, quiet, lines, waits);
         for (k = 0; k < mine; k++)
             rsr_flame_feed_free(feeds[k]);
         free(feeds);
@@ -232,7 +232,7 @@ static int send_share(const struct rsr_loaded *J, const struct rsr_mpi *mp, cons
 }
 
 int rsr_job_load(struct rsr_loaded *J, char **paths, int npaths, const struct rsr_mpi *mp, int flames,
-                 const struct rsr_report_opts *o, int *rc)
+                 int quiet, int lines, int *rc)
 {
     memset(J, 0, sizeof *J);
     if (mp->rank == 0) {
@@ -265,7 +265,7 @@ int rsr_job_load(struct rsr_loaded *J, char **paths, int npaths, const struct rs
     if (mp->rank == 0)
         share_out(J->files, J->n, mp->size, owner);
     rsr_mpi_share_ints(mp, owner, J->n);
-    if (load_share(J, mp, owner, o) != 0) {
+    if (load_share(J, mp, owner, quiet, lines) != 0) {
         fprintf(stderr, "ringside: out of memory\n");
         free(owner);
         return 1;

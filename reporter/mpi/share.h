@@ -8,7 +8,6 @@
 #include "reporter/load/flame.h"
 #include "reporter/load/load.h"
 #include "reporter/mpi/mpi.h"
-#include "reporter/cmd/report.h"
 
 /* A job's files, streamed into summaries, in the order rsr_inputs_sort gives;
  * models[i] is ins[i]'s (an empty one where loading failed). */
@@ -29,9 +28,10 @@ struct rsr_loaded {
  * share and the first gathers the rest. Returns 0 (the first process: J
  * holds the job), 1 with a message (no file, out of memory, more than one
  * run), or -1 on the other processes once their share is sent (*rc
- * then holds their exit status). */
+ * then holds their exit status). quiet: no progress on stderr; lines:
+ * source lines in the flame trees' frame names. */
 int rsr_job_load(struct rsr_loaded *J, char **paths, int npaths, const struct rsr_mpi *mp, int flames,
-                 const struct rsr_report_opts *o, int *rc);
+                 int quiet, int lines, int *rc);
 
 /* Frees what rsr_job_load (or a caller filling J the same way) allocated. */
 void rsr_job_unload(struct rsr_loaded *J);

@@ -28,4 +28,21 @@ void rsr_xml_escape(FILE *f, const char *s);
 /* Formats ns as a short duration ("1.25 s", "830 ms", "12.0 us", "15 ns"). */
 void rsr_format_ns(char *buf, size_t cap, double ns);
 
+/* Writes OUT_DIR/step-STEP-KIND.svg for each of fls[0..RSF_SAMPLE_NKINDS)
+ * that holds samples, titled "KIND flame graph of step STEP" and about.
+ * Returns the kinds written (bit 1 << kind), with RSR_FLAME_WRITE_FAILED
+ * when a file could not be written (said on stderr). */
+#define RSR_FLAME_WRITE_FAILED 0x100u
+unsigned rsr_flame_write_step_svgs(const struct rsr_flame *fls, const char *out_dir, size_t step,
+                                   const char *about);
+
+/* Writes flame-<kind>.svg and flame-<kind>.folded (what `ringside diff`
+ * reads) into out_dir for each of fls[0..RSF_SAMPLE_NKINDS) that holds
+ * samples, native-<kind>.svg from fls[RSF_SAMPLE_NKINDS + kind] where the
+ * kind's graph has Python frames (the page's switch to every native
+ * frame), and for waits flame-wait_by_reason.svg as well
+ * (rsr_flame_by_reason). Returns the number of kinds written, or -1 on
+ * error (said on stderr). */
+int rsr_flame_write_svgs(const struct rsr_flame *fls, const char *out_dir);
+
 #endif

@@ -6,6 +6,7 @@
 #include "reporter/out/html_ranks.h"
 #include "reporter/out/html_json.h"
 #include "reporter/out/html_names.h"
+#include "reporter/base/order.h"
 
 #include <errno.h>
 #include <math.h>
@@ -180,12 +181,6 @@ static int read_proc(struct rsr_html_ranks *r, struct proc *p, yajl_val v)
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The q-quantile of n sorted values, interpolated between neighbours. */
 static double quantile(const double *v, size_t n, double q)
 {
@@ -228,13 +223,13 @@ static int fig_outliers(struct rsr_html_ranks *r, enum fig fi, double min_dev)
         free(v);
         return 0;
     }
-    qsort(v, s->n, sizeof *v, cmp_double);
+    qsort(v, s->n, sizeof *v, rsr_cmp_double);
     s->med = quantile(v, s->n, 0.5);
     s->q1 = quantile(v, s->n, 0.25);
     s->q3 = quantile(v, s->n, 0.75);
     for (size_t i = 0; i < s->n; i++)
         v[i] = fabs(v[i] - s->med);
-    qsort(v, s->n, sizeof *v, cmp_double);
+    qsort(v, s->n, sizeof *v, rsr_cmp_double);
     double half = fmax(OUT_Z * MAD_SD * quantile(v, s->n, 0.5), min_dev);
     free(v);
     s->lo = s->med - half;
@@ -271,7 +266,7 @@ static double wait_floor(const struct rsr_html_ranks *r)
                 v[n++] = r->p[i].col[PC_WAIT];
     double min_dev = 0;
     if (n) {
-        qsort(v, n, sizeof *v, cmp_double);
+        qsort(v, n, sizeof *v, rsr_cmp_double);
         min_dev = FLOOR_WAIT * quantile(v, n, 0.5);
     }
     free(v);

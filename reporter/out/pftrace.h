@@ -9,7 +9,20 @@
 
 #include "reporter/load/load.h"
 #include "reporter/load/model.h"
-#include "reporter/cmd/report.h"
+
+/* Processes `ringside export perfetto` writes at most. */
+#define RSR_EXPORT_MAX 64
+
+struct rsr_export_opts {
+    const char *out;       /* -o FILE */
+    const int *ranks;      /* --ranks; none: every process */
+    int nranks;
+    int has_from, has_to;  /* --from S, --to S: seconds from the job's start */
+    double from_s, to_s;
+    int has_steps;         /* --steps A-B: the stretch from step A's start to step B's end (protobuf only) */
+    size_t step_first, step_last;
+    int quiet;
+};
 
 /* Writes ins[0..n) (streamed summaries, models[i] their models, not yet
  * aligned) chosen by o to o->out. Per process one packet sequence with its

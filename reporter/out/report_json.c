@@ -5,6 +5,7 @@
 #include "reporter/base/json.h"
 #include "reporter/load/summary.h"
 #include "reporter/base/units.h"
+#include "reporter/out/compile_json.h"
 #include "formats/rsf_error.h"
 
 #include <inttypes.h>

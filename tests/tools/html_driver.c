@@ -6,6 +6,7 @@
  *        [--flame SVG]... [TRACE.json.gz]... */
 #include "reporter/out/html.h"
 #include "reporter/load/kineto.h"
+#include "reporter/load/process.h"
 #include "formats/trace.h"
 
 #include <errno.h>

@@ -19,6 +19,7 @@
 #include "reporter/load/gpu_breakdown.h"
 #include "reporter/load/kernels.h"
 #include "reporter/load/kineto.h"
+#include "reporter/load/process.h"
 
 #define DATA "../shared/data/kineto/"
 #define US 1000

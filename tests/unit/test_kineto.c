@@ -16,6 +16,7 @@
 #include <zlib.h>
 
 #include "reporter/load/kineto.h"
+#include "reporter/load/process.h"
 
 #define DATA "../shared/data/kineto/"
 

@@ -26,6 +26,7 @@
 #include "reporter/load/kineto.h"
 #include "reporter/load/load.h"
 #include "reporter/out/perfetto.h"
+#include "reporter/load/process.h"
 
 #define DATA "../shared/data/kineto/"
 #define US 1000

@@ -18,6 +18,7 @@
 #include <zlib.h>
 
 #include "reporter/load/kineto.h"
+#include "reporter/load/process.h"
 
 /* kineto.c hands the parser pieces of this many bytes (READ_CHUNK). */
 #define PIECE (256 * 1024)

@@ -8,6 +8,7 @@
 
 #include "reporter/analyse/steps.h"
 #include "reporter/load/summary.h"
+#include "reporter/load/process.h"
 #include "formats/trace.h"
 
 #define US 1000ll

@@ -9,6 +9,7 @@
 #include "reporter/load/load_model.h"
 #include "reporter/load/model.h"
 #include "reporter/load/summary.h"
+#include "reporter/load/process.h"
 #include "formats/chunk.h"
 #include "formats/frame.h"
 #include "rs_check.h"

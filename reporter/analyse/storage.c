@@ -1,7 +1,7 @@
 /* Checkpoints and data loading (see storage.h), from the process summaries
  * (summary.c finds the bursts: each open of a path written with no read
  * starts one); bursts of one process close in time are merged here. */
-#include "reporter/load/storage.h"
+#include "reporter/analyse/storage.h"
 #include "reporter/load/summary.h"
 
 #include <stdlib.h>

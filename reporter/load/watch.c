@@ -1,6 +1,5 @@
 /* The trace files of a running job, read as they grow (see watch.h). */
-#include "reporter/cmd/watch.h"
-#include "reporter/cmd/report.h"
+#include "reporter/load/watch.h"
 #include "reporter/load/discover.h"
 
 #include <errno.h>

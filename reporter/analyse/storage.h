@@ -9,9 +9,8 @@
 #include <stdint.h>
 
 #include "reporter/load/model.h"
+#include "reporter/load/summary.h"
 
-/* A burst counts as a checkpoint from this many bytes written. */
-#define RSR_CKPT_MIN_BYTES (1u << 20)
 /* Bursts of one process closer than this are one checkpoint (shards). */
 #define RSR_CKPT_MERGE_NS 5000000
 
@@ -29,12 +28,6 @@ struct rsr_checkpoint {
     uint8_t by_child;           /* written by a process the rank started */
 };
 
-struct rsr_data_loading {
-    int64_t read_ns;            /* union of reads of files other than checkpoints */
-    int64_t read_idle_ns;       /* of that, while the GPU was idle (inside its span) */
-    uint64_t read_bytes;
-    double pct;                 /* read_idle_ns as % of the GPU span */
-};
 
 struct rsr_storage {
     struct rsr_checkpoint *ckpts;   /* by start */

@@ -1,0 +1,168 @@
+/* A step's critical path by cause and its what-ifs, rank by rank (see
+ * cp_step.h). */
+#include "reporter/analyse/cp_step.h"
+
+#include <math.h>
+#include <string.h>
+
+const char *rsr_cp_part_name(int part)
+{
+#define RSR_CP_NAME(id, name, text) name,
+    static const char *const names[] = { RSR_CP_PARTS(RSR_CP_NAME) };
+#undef RSR_CP_NAME
+    return part >= 0 && part < RSR_CP_NPARTS ? names[part] : NULL;
+}
+
+const char *rsr_cp_part_text(int part)
+{
+#define RSR_CP_TEXT(id, name, text) text,
+    static const char *const texts[] = { RSR_CP_PARTS(RSR_CP_TEXT) };
+#undef RSR_CP_TEXT
+    return part >= 0 && part < RSR_CP_NPARTS ? texts[part] : NULL;
+}
+
+static double pos(double v)
+{
+    return v > 0 ? v : 0;
+}
+
+/* Gives up to want of *left to the part. */
+static void take(struct rsr_cp_rank *x, int part, double want, double *left)
+{
+    double v = want < *left ? pos(want) : *left;
+    x->part[part] += v;
+    *left -= v;
+}
+
+/* Moves what part k of a checkpoint's step has beyond the typical step's
+ * (typ holds n steps' sum) to the checkpoint. */
+static void excess_to_ckpt(struct rsr_cp_rank *x, int k, double typ_sum, uint64_t n)
+{
+    double v = pos(x->part[k] - (n ? typ_sum / (double)n : 0));
+    x->part[k] -= v;
+    x->part[RSR_CP_CHECKPOINT] += v;
+}
+
+void rsr_cp_rank_of(struct rsr_cp_rank *x, const struct rsr_cp_in *in, struct rsr_cp_typical *typ)
+{
+    const struct rsr_step_counters *d = in->d;
+    int ckpt = in->ckpt;
+    memset(x, 0, sizeof *x);
+    x->rank = in->rank;
+    x->start = in->start;
+    double len = pos((double)(in->end - in->start)), busy = pos((double)d->busy), compute = pos((double)d->compute);
+    double cc = pos((double)d->cc), comm = pos((double)d->comm);
+    if (cc < compute)
+        cc = compute;
+    if (busy < cc)
+        busy = cc;
+    x->part[RSR_CP_COMPUTE] = compute;
+    x->part[RSR_CP_TRANSFER] = cc - compute;
+    x->part[RSR_CP_COPIES] = busy - cc;
+    /* overlap hides at most the compute the transfer does not already run
+     * beside, and never the last collective */
+    double tail = in->colls ? comm / (double)in->colls : comm;
+    x->hideable = fmin(pos(compute - (compute + comm - cc)), pos(cc - compute - tail));
+    double left = pos(len - busy);
+    double f[RSR_HOST_NCLASSES], h[RSR_HOST_NCLASSES];
+    double loading = pos((double)d->wait) + pos((double)d->read_ext);
+    for (int k = 0; k < RSR_HOST_NCLASSES; k++) {
+        f[k] = in->loader[k] < 0 ? 0 : in->loader[k] > 1 ? 1 : in->loader[k];
+        h[k] = pos((double)d->host[k]);
+        if (k != RSR_HOST_WRITE)
+            loading += f[k] * h[k];
+    }
+    if (ckpt)
+        take(x, RSR_CP_CHECKPOINT, h[RSR_HOST_WRITE], &left);
+    take(x, RSR_CP_DATA, loading, &left);
+    if (!ckpt)
+        take(x, RSR_CP_FILE_IO, h[RSR_HOST_WRITE], &left);
+    take(x, RSR_CP_SLEEP, (1 - f[RSR_HOST_SLEEP]) * h[RSR_HOST_SLEEP], &left);
+    take(x, RSR_CP_LOCK, (1 - f[RSR_HOST_LOCK]) * h[RSR_HOST_LOCK], &left);
+    take(x, RSR_CP_WAIT, (1 - f[RSR_HOST_POLL]) * h[RSR_HOST_POLL], &left);
+    take(x, RSR_CP_SYNC, (double)d->sync_gap, &left);
+    x->part[RSR_CP_HOST] += left;
+    if (typ && ckpt && typ->n) {
+        excess_to_ckpt(x, RSR_CP_COPIES, typ->copies, typ->n);
+        excess_to_ckpt(x, RSR_CP_SYNC, typ->sync, typ->n);
+        excess_to_ckpt(x, RSR_CP_HOST, typ->host, typ->n);
+    } else if (typ && !ckpt) {
+        typ->copies += x->part[RSR_CP_COPIES];
+        typ->sync += x->part[RSR_CP_SYNC];
+        typ->host += x->part[RSR_CP_HOST];
+        typ->n++;
+    }
+    x->w = 0;
+    for (int k = 0; k < RSR_CP_NPARTS; k++)
+        if (k != RSR_CP_TRANSFER)
+            x->w += x->part[k];
+}
+
+void rsr_cp_fold(struct rsr_step_path *p, const struct rsr_cp_rank *x, int first)
+{
+    if (first) {
+        memset(p, 0, sizeof *p);
+        p->base = x->start;
+        p->f1 = p->rest_compute = -INFINITY;
+        p->c_min = INFINITY;
+        p->r1 = -1;
+        for (int c = 0; c < RSR_CP_NHOST; c++)
+            p->rest[c] = -INFINITY;
+    }
+    double f = (double)(x->start - p->base) + x->w;
+    if (f > p->f1) {
+        p->f1 = f, p->r1 = x->rank;
+        memcpy(p->part, x->part, sizeof p->part);
+        p->hideable = x->hideable;
+    }
+    for (int c = 0; c < RSR_CP_NHOST; c++)
+        if (f - x->part[c] > p->rest[c])
+            p->rest[c] = f - x->part[c];
+    double comp = x->part[RSR_CP_COMPUTE];
+    if (f - comp > p->rest_compute)
+        p->rest_compute = f - comp;
+    if (comp < p->c_min)
+        p->c_min = comp;
+    p->ranks++;
+}
+
+double rsr_cp_step(const struct rsr_step_path *p, int eval, unsigned how, double len_ns, double *gain, double *part)
+{
+    memset(gain, 0, RSR_CP_NGAIN * sizeof *gain);
+    if (part)
+        memset(part, 0, RSR_CP_NPARTS * sizeof *part);
+    if (eval) {
+        /* the whole step: the latest rank's own time in it (the job's
+         * step, first rank's start to last rank's end, holds the ranks'
+         * skew too) */
+        double all = 0;
+        for (int k = 0; k < RSR_CP_NPARTS; k++)
+            all += p->ranks ? p->part[k] : 0;
+        if (all <= 0)
+            all = pos(len_ns);
+        gain[RSR_CP_EVAL] = all;
+        if (part)
+            part[RSR_CP_EVAL] = all;
+        return all;
+    }
+    if (!p->ranks)
+        return 0;
+    double raw[RSR_CP_NPARTS];
+    memcpy(raw, p->part, sizeof raw);
+    for (int c = 0; c < RSR_CP_NHOST; c++)
+        gain[c] = fmin(pos(p->f1 - p->rest[c]), raw[c]);
+    gain[RSR_CP_TRANSFER] = fmin(raw[RSR_CP_TRANSFER], p->hideable);
+    /* every rank's compute like the fastest rank's */
+    if (p->ranks >= 2 && !(how & RSR_CP_NO_IMBALANCE)) {
+        double excess = pos(raw[RSR_CP_COMPUTE] - p->c_min);
+        gain[RSR_CP_IMBALANCE] = fmin(excess, pos(p->f1 - (p->rest_compute + p->c_min)));
+        raw[RSR_CP_IMBALANCE] = gain[RSR_CP_IMBALANCE];
+        raw[RSR_CP_COMPUTE] -= raw[RSR_CP_IMBALANCE];
+    }
+    double total = 0;
+    for (int k = 0; k < RSR_CP_NPARTS; k++)
+        total += raw[k];
+    if (part)
+        memcpy(part, raw, sizeof raw);
+    return total;
+}
