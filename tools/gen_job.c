@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "reporter/cmd/import_kineto.h"
+#include "reporter/job/import_kineto.h"
 #include "reporter/load/model.h"
 #include "reporter/load/process.h"
 

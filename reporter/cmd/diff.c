@@ -10,7 +10,7 @@
 #include "reporter/out/html_script.h"
 #include "reporter/base/intern.h"
 #include "reporter/base/json.h"
-#include "reporter/cmd/report.h"
+#include "reporter/job/report.h"
 #include "reporter/analyse/steps.h"
 #include "reporter/base/units.h"
 #include "formats/trace.h"
@@ -60,7 +60,7 @@ static int report_traces(struct side *s, const char *path)
         setenv("RINGSIDE_MPI", "0", 1);
         char *paths[] = { (char *)path, NULL };
         struct rsr_report_opts ro = { .out_dir = s->tmp, .quiet = 1 };
-        _exit(rsr_report_main(paths, 1, &ro));
+        _exit(rsr_report_run(paths, 1, &ro));
     }
     int st = 0;
     if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
@@ -963,7 +963,7 @@ static void text_summary(FILE *f, const struct diff *d)
     fprintf(f, "  checkpoints: %.2f%% -> %.2f%% of wall time\n", d->ckpt[0], d->ckpt[1]);
 }
 
-int rsr_diff_main(const char *before, const char *after, const struct rsr_diff_opts *o)
+int rsr_diff_run(const char *before, const char *after, const struct rsr_diff_opts *o)
 {
     struct side s0 = { .label = "before" }, s1 = { .label = "after" };
     struct diff d = { .s = { &s0, &s1 } };

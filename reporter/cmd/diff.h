@@ -20,6 +20,6 @@ struct rsr_diff_opts {
 
 /* Runs the command; returns the exit status (0 done, 1 bad input or
  * failure with one line on stderr, 2 usage). */
-int rsr_diff_main(const char *before, const char *after, const struct rsr_diff_opts *o);
+int rsr_diff_run(const char *before, const char *after, const struct rsr_diff_opts *o);
 
 #endif

@@ -8,7 +8,7 @@
 #include "reporter/base/json.h"
 #include "reporter/base/intern.h"
 #include "reporter/load/load.h"
-#include "reporter/cmd/report.h"
+#include "reporter/job/report.h"
 #include "reporter/load/discover.h"
 #include "reporter/load/runs.h"
 #include "reporter/base/order.h"
@@ -391,7 +391,7 @@ static int index_run(struct hist *h, struct run *r)
     struct rsr_report_opts ro = { .out_dir = out, .quiet = 1 };
     if (!h->quiet)
         fprintf(stderr, "ringside: history: reporting %s (%d files)\n", r->key, r->n);
-    int rc = rsr_report_main(r->files, r->n, &ro);
+    int rc = rsr_report_run(r->files, r->n, &ro);
     snprintf(json, sizeof json, "%s/report.json", out);
     yajl_val root = rc == 0 ? read_json(json) : NULL;
     if (!root) {
@@ -426,7 +426,7 @@ static void explain(const char *before, const char *after, char *why, size_t n)
     snprintf(out, sizeof out, "%s/diff", after);
     snprintf(json, sizeof json, "%s/diff.json", out);
     struct rsr_diff_opts o = { .out = out, .quiet = 1 };
-    yajl_val d = rsr_diff_main(before, after, &o) == 0 ? read_json(json) : NULL;
+    yajl_val d = rsr_diff_run(before, after, &o) == 0 ? read_json(json) : NULL;
     if (!d) {
         snprintf(why, n, "(no diff of %s against %s)", after, before);
         return;
@@ -856,7 +856,7 @@ static int check_run(struct hist *h, const char *run)
     return rc;
 }
 
-int rsr_history_main(char **roots, int nroots, const struct rsr_history_opts *o)
+int rsr_history_run(char **roots, int nroots, const struct rsr_history_opts *o)
 {
     struct hist h = { .quiet = o->quiet };
     char dbpath[PATH_MAX + 32];

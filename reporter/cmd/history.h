@@ -31,6 +31,6 @@ struct rsr_history_opts {
 
 /* Runs the command on roots[0..nroots); returns the exit status: 0, 1 (a
  * failure said on stderr, or --check's run regressed), 2 (usage). */
-int rsr_history_main(char **roots, int nroots, const struct rsr_history_opts *o);
+int rsr_history_run(char **roots, int nroots, const struct rsr_history_opts *o);
 
 #endif

@@ -108,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     errs_reset();
     struct rsr_diff_opts o = { .out = out, .quiet = 1 };
-    int rc = rsr_diff_main(b, a, &o);
+    int rc = rsr_diff_run(b, a, &o);
     if (rc != 0) {
         check_failure("the diff");
         return 0;
@@ -122,7 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     errs_reset();
     snprintf(p, sizeof p, "%s/one.folded", root);
     struct rsr_diff_opts k = { .out = p, .kind = kinds[size % 3], .quiet = 1 };
-    if (rsr_diff_main(b, a, &k) != 0)
+    if (rsr_diff_run(b, a, &k) != 0)
         check_failure("--kind");
     return 0;
 }

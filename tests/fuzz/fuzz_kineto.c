@@ -8,7 +8,7 @@
  * Besides the sanitizers, an error must be one line that starts with the
  * file's path and says where ("byte N", "compressed byte N") unless the file
  * is not a trace at all, and a written trace must read back whole. */
-#include "reporter/cmd/import_kineto.h"
+#include "reporter/job/import_kineto.h"
 #include "reporter/load/kineto.h"
 #include "reporter/load/load.h"
 

@@ -27,7 +27,7 @@ from rstest import (BUILD, RINGSIDE, check, cleanup, dump, finish, report_proble
                     tempdir, trace_files)
 
 GEN_JOB = os.path.join(BUILD, "gen_job")
-LANES_MAX = 8              # reporter/cmd/report.h RSR_LANES_MAX
+LANES_MAX = 8              # reporter/job/report.h RSR_LANES_MAX
 LANES_EVENTS = 250000      # RSR_LANES_EVENTS
 EXPORT_MAX = 64            # RSR_EXPORT_MAX
 SYNC_CALLS = {"cudaStreamSynchronize", "cudaEventSynchronize", "cudaDeviceSynchronize", "cudaMemcpy",

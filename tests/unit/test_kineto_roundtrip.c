@@ -22,7 +22,7 @@
 #include <zlib.h>
 
 #include "reporter/load/gpu_breakdown.h"
-#include "reporter/cmd/import_kineto.h"
+#include "reporter/job/import_kineto.h"
 #include "reporter/load/kineto.h"
 #include "reporter/load/load.h"
 #include "reporter/out/perfetto.h"

@@ -31,6 +31,6 @@ int rsr_import_write(const struct rsr_model *m, const struct rsr_kineto_info *in
  * parallel (up to nthreads at once). Prints one line per file written
  * unless quiet, and one line per failure on stderr. Returns the exit
  * status: 0 all converted, 1 any failure. */
-int rsr_import_kineto_main(char **in, int n, const char *dir, int nthreads, int quiet);
+int rsr_import_kineto_run(char **in, int n, const char *dir, int nthreads, int quiet);
 
 #endif

@@ -3,7 +3,7 @@
  * page and the text summary, and runs --watch. Damaged files are reported
  * (file, offset, bytes that could not be read) and everything readable in
  * them is still used. */
-#include "reporter/cmd/report.h"
+#include "reporter/job/report.h"
 #include "reporter/out/report_json.h"
 #include "reporter/mpi/share.h"
 #include "reporter/out/unnamed.h"
@@ -991,7 +991,7 @@ static int export_run(char **paths, int npaths, const struct rsr_export_opts *o,
     return rc;
 }
 
-int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
+int rsr_report_run(char **paths, int npaths, const struct rsr_report_opts *o)
 {
     double t0 = now_s();
     struct rsr_mpi mp;
@@ -1004,7 +1004,7 @@ int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o)
     return rc;
 }
 
-int rsr_export_main(char **paths, int npaths, const struct rsr_export_opts *o)
+int rsr_export_run(char **paths, int npaths, const struct rsr_export_opts *o)
 {
     struct rsr_mpi mp;
     if (rsr_mpi_start(&mp) != 0) {

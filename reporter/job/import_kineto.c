@@ -7,7 +7,7 @@
  * memory), and the GPUs' limits as Devices, where the trace gives them.
  * What Kineto has and the format lacks (CPU operators, annotations, flows,
  * other runtime calls) is not written; README.md lists it. */
-#include "reporter/cmd/import_kineto.h"
+#include "reporter/job/import_kineto.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -555,7 +555,7 @@ static void *convert_files(void *arg)
     }
 }
 
-int rsr_import_kineto_main(char **in, int n, const char *dir, int nthreads, int quiet)
+int rsr_import_kineto_run(char **in, int n, const char *dir, int nthreads, int quiet)
 {
     struct job j = { .in = in, .n = n, .dir = dir, .quiet = quiet };
     pthread_mutex_init(&j.lock, NULL);

@@ -33,9 +33,10 @@ struct rsr_report_opts {
  * as report's trace.json (Kineto-compatible JSON) when o->out ends in
  * .json, else in Perfetto's protobuf format (pftrace.h). Returns the exit
  * status. */
-int rsr_export_main(char **paths, int npaths, const struct rsr_export_opts *o);
+int rsr_export_run(char **paths, int npaths, const struct rsr_export_opts *o);
 
-/* Runs the whole command; returns the exit status. */
-int rsr_report_main(char **paths, int npaths, const struct rsr_report_opts *o);
+/* Reports the job under paths as o asks (the report command's work; history
+ * and diff report runs through it too). Returns the exit status. */
+int rsr_report_run(char **paths, int npaths, const struct rsr_report_opts *o);
 
 #endif
