@@ -37,7 +37,7 @@ REPORTER_SRC := $(wildcard reporter/*/*.c)
 
 FORMAT_OBJ   := $(FORMAT_SRC:%.c=$(BUILD)/obj/%.o)
 AGENT_OBJ    := $(AGENT_SRC:%.c=$(BUILD)/obj/%.o)
-REPORTER_OBJ := $(REPORTER_SRC:%.c=$(BUILD)/obj/%.o)
+REPORTER_OBJ := $(REPORTER_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/reporter/out/page.o
 
 LZ4_STATIC := $(shell for d in /usr/lib/$$($(CC) -print-multiarch 2>/dev/null) /usr/lib64 /usr/lib; do \
                 [ -f $$d/liblz4.a ] && echo $$d/liblz4.a && break; done)
@@ -87,6 +87,25 @@ $(BUILD)/obj/%.o: %.c
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(RS_CFLAGS) -c -o $@ $<
+
+# The page's scripts and style sheets (reporter/out/page/) go into the
+# reporter as written there, less their opening comment, the lines that
+# start with // and the last line end; the sheets a page carries on one line
+# (PAGE_JOINED) lose every line end. page.S reads them from $(BUILD)/page,
+# and is assembled again when one of them changes.
+PAGE_SRC    := $(wildcard reporter/out/page/*.js reporter/out/page/*.css)
+PAGE_JOINED := report.css history.css
+$(BUILD)/page/%: reporter/out/page/%
+	$(call say,PAGE,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)awk -v sep='$(if $(filter $*,$(PAGE_JOINED)),,\n)' \
+	    'NR == 1 && !/^\/\*/ { print FILENAME ": does not open with a /* comment */" > "/dev/stderr"; exit 1 } \
+	     !past { past = /\*\/[ \t]*$$/; next } /^[ \t]*\/\// { next } { printf "%s%s", n++ ? sep : "", $$0 }' \
+	    $< > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/reporter/out/page.o: reporter/out/page.S $(PAGE_SRC:reporter/out/page/%=$(BUILD)/page/%)
+	$(call say,AS,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -c -Wa,-I$(BUILD)/page -o $@ $<
 
 # The agent: only the interposed functions are exported (version script);
 # LZ4 is linked in statically so ldd lists only the C library's own. Its

@@ -7,7 +7,7 @@
 #include "reporter/out/flame_svg.h"
 #include "reporter/out/html.h"
 #include "reporter/out/html_json.h"
-#include "reporter/out/html_script.h"
+#include "reporter/out/page.h"
 #include "reporter/base/intern.h"
 #include "reporter/base/json.h"
 #include "reporter/job/report.h"
@@ -853,7 +853,9 @@ static int diff_page(FILE *f, const struct diff *d, const char *out_dir)
           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
           "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; frame-src data:\">\n"
           "<title>ringside diff</title>\n", f);
-    fprintf(f, "<style>%s</style></head>\n<body>\n<header><h1>ringside diff: ", rsr_html_css);
+    fputs("<style>", f);
+    rsr_page_put(f, rsr_page_report_css, rsr_page_report_css_end);
+    fputs("</style></head>\n<body>\n<header><h1>ringside diff: ", f);
     rsr_html_text(f, j0 ? j0 : "before");
     fputs(" &rarr; ", f);
     rsr_html_text(f, j1 ? j1 : "after");
@@ -923,7 +925,9 @@ static int diff_page(FILE *f, const struct diff *d, const char *out_dir)
     }
     if (!any)
         fputs("<p class=\"note\">None: the two sides share no kind of stack samples.</p>\n", f);
-    fprintf(f, "</section>\n</main>\n<div id=\"tip\"></div>\n<script>%s</script>\n</body></html>\n", rsr_html_js);
+    fputs("</section>\n</main>\n<div id=\"tip\"></div>\n<script>", f);
+    rsr_page_put(f, rsr_page_report_js, rsr_page_report_js_end);
+    fputs("\n</script>\n</body></html>\n", f);
     return ferror(f) ? -1 : 0;
 }
 

@@ -5,6 +5,7 @@
 #include "reporter/cmd/diff.h"
 #include "reporter/out/html.h"
 #include "reporter/out/html_json.h"
+#include "reporter/out/page.h"
 #include "reporter/base/json.h"
 #include "reporter/base/intern.h"
 #include "reporter/load/load.h"
@@ -675,11 +676,9 @@ static int write_page(struct hist *h, const char *path)
     snprintf(page_dir, sizeof page_dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
-          "<title>ringside history</title><style>body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}"
-          "table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left;"
-          "vertical-align:top}td.n{text-align:right}figure{margin:.5em 0}figcaption{font-weight:600}"
-          "svg text{font-size:11px;fill:#444}.regression{color:#cc3311;font-weight:600}"
-          ".improvement{color:#228833;font-weight:600}.why{max-width:48em;font-size:12px}</style></head>\n"
+          "<title>ringside history</title><style>", f);
+    rsr_page_put(f, rsr_page_history_css, rsr_page_history_css_end);
+    fputs("</style></head>\n"
           "<body><h1>ringside history</h1>\n<p>Each series is the runs of one workload (the first rank's "
           "command line, its files' names aside, and the world size). A run is held against the good runs "
           "of its series before it: the band (shaded) is their median &plusmn; 4 median absolute deviations "

@@ -3,6 +3,7 @@
  * and a <title> with the name and figures; a fixed script (no data in it)
  * reads those back to zoom, search and show details. */
 #include "reporter/out/flame_svg.h"
+#include "reporter/out/page.h"
 #include "reporter/base/escape.h"
 #include "reporter/base/intern.h"
 #include "formats/trace.h"
@@ -13,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* WIDTH, PAD and FONT are written again in page/flame.js (W, PAD, FONT) and
+ * FONT in page/flame.css, which lay the frames out anew on a zoom. */
 enum {
     WIDTH = 1200,       /* px */
     PAD = 10,
@@ -219,97 +222,6 @@ static void put_tree(struct svg_state *st, uint32_t node, uint64_t x, int depth)
     free(kids);
 }
 
-/* The script: it only reads the document, so nothing in it comes from a trace. */
-static const char script[] =
-    "<script type=\"text/ecmascript\"><![CDATA[\n"
-    "'use strict';\n"
-    "var W = %d, PAD = %d, FONT = %d, total = 0, zx = 0, zw = 0, frames = [], details, matched,\n"
-    "    resetBtn, clearBtn, term, searching = null;\n"
-    "function nameOf(g) { return g.querySelector('title').textContent.split('\\n')[0]; }\n"
-    "function init() {\n"
-    "  details = document.getElementById('details'); matched = document.getElementById('matched');\n"
-    "  resetBtn = document.getElementById('reset'); clearBtn = document.getElementById('clear');\n"
-    "  term = document.getElementById('term');\n"
-    "  var gs = document.querySelectorAll('g.f');\n"
-    "  for (var i = 0; i < gs.length; i++) {\n"
-    "    var g = gs[i];\n"
-    "    var fr = { g: g, x: +g.getAttribute('data-x'), w: +g.getAttribute('data-w'),\n"
-    "               d: +g.getAttribute('data-d'), name: nameOf(g), rect: g.querySelector('rect'),\n"
-    "               text: g.querySelector('text') };\n"
-    "    fr.fill = fr.rect.getAttribute('fill');\n"
-    "    frames.push(fr);\n"
-    "    if (fr.d === 0) total = fr.w;\n"
-    "    g.addEventListener('click', zoomTo.bind(null, fr));\n"
-    "    g.addEventListener('mouseover', function (e) {\n"
-    "      details.textContent = this.querySelector('title').textContent.replace('\\n', ': ');\n"
-    "    });\n"
-    "    g.addEventListener('mouseout', function () { details.textContent = ' '; });\n"
-    "  }\n"
-    "  zx = 0; zw = total;\n"
-    "  resetBtn.addEventListener('click', function () { zoomTo(null); });\n"
-    "  if (term) term.addEventListener('input', function () {\n"
-    "    if (term.value) doSearch(term.value); else clearSearch();\n"
-    "  });\n"
-    "  clearBtn.addEventListener('click', clearSearch);\n"
-    "  document.addEventListener('keydown', function (e) {\n"
-    "    if ((e.ctrlKey || e.metaKey) && e.key === 'f') { e.preventDefault(); askSearch(); }\n"
-    "    else if (e.key === 'Escape') { zoomTo(null); clearSearch(); }\n"
-    "  });\n"
-    "}\n"
-    "function label(fr, px) {\n"
-    "  var fit = Math.floor((px - 6) / (FONT * 0.59));\n"
-    "  if (fit < 3) return '';\n"
-    "  return fr.name.length <= fit ? fr.name : fr.name.substring(0, fit - 2) + '..';\n"
-    "}\n"
-    "function zoomTo(target) {\n"
-    "  var d0 = 0;\n"
-    "  if (target) { zx = target.x; zw = target.w; d0 = target.d; } else { zx = 0; zw = total; }\n"
-    "  var scale = (W - 2 * PAD) / (zw || 1);\n"
-    "  for (var i = 0; i < frames.length; i++) {\n"
-    "    var fr = frames[i], inside = fr.x >= zx && fr.x + fr.w <= zx + zw && fr.d >= d0,\n"
-    "        above = fr.d < d0 && fr.x <= zx && fr.x + fr.w >= zx + zw;\n"
-    "    if (!inside && !above) { fr.g.style.display = 'none'; continue; }\n"
-    "    fr.g.style.display = '';\n"
-    "    var x = above ? PAD : PAD + (fr.x - zx) * scale, w = above ? W - 2 * PAD : fr.w * scale;\n"
-    "    fr.rect.setAttribute('x', x.toFixed(2)); fr.rect.setAttribute('width', Math.max(w - 0.1, 0).toFixed(2));\n"
-    "    fr.text.setAttribute('x', (x + 3).toFixed(2)); fr.text.textContent = label(fr, w);\n"
-    "    fr.g.style.opacity = above ? '0.6' : '';\n"
-    "  }\n"
-    "  resetBtn.style.opacity = target ? '1' : '0.3';\n"
-    "}\n"
-    "function askSearch() {\n"
-    "  if (term && term.getBoundingClientRect().width > 0) { term.focus(); term.select(); return; }\n"
-    "  var t = window.prompt('Search frames (regular expression, or text)', searching || '');\n"
-    "  if (t) doSearch(t);\n"
-    "}\n"
-    "function doSearch(term) {\n"
-    "  var re = null;\n"
-    "  try { re = new RegExp(term); } catch (e) { re = null; }\n"
-    "  var spans = [];\n"
-    "  for (var i = 0; i < frames.length; i++) {\n"
-    "    var fr = frames[i];\n"
-    "    var hit = fr.d > 0 && (re ? re.test(fr.name) : fr.name.indexOf(term) >= 0);\n"
-    "    fr.rect.setAttribute('fill', hit ? 'rgb(230,0,230)' : fr.fill);\n"
-    "    if (hit) spans.push([fr.x, fr.x + fr.w]);\n"
-    "  }\n"
-    "  spans.sort(function (a, b) { return a[0] - b[0]; });\n"
-    "  var sum = 0, end = -1;\n"
-    "  for (var k = 0; k < spans.length; k++) {\n"
-    "    var s = Math.max(spans[k][0], end);\n"
-    "    if (spans[k][1] > s) { sum += spans[k][1] - s; end = spans[k][1]; }\n"
-    "  }\n"
-    "  searching = term;\n"
-    "  clearBtn.style.display = '';\n"
-    "  matched.textContent = 'Matched: ' + (total ? (100 * sum / total).toFixed(1) : '0') + '%%';\n"
-    "}\n"
-    "function clearSearch() {\n"
-    "  for (var i = 0; i < frames.length; i++) frames[i].rect.setAttribute('fill', frames[i].fill);\n"
-    "  searching = null; clearBtn.style.display = 'none'; matched.textContent = ' ';\n"
-    "  if (term) term.value = '';\n"
-    "}\n"
-    "window.addEventListener('load', init);\n"
-    "]]></script>\n";
-
 static int write_svg(FILE *f, const struct rsr_flame *fl, const char *title, struct rsr_flame *before);
 
 int rsr_flame_write_svg(FILE *f, const struct rsr_flame *fl, const char *title)
@@ -345,14 +257,12 @@ static int write_svg(FILE *f, const struct rsr_flame *fl, const char *title, str
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
             "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
             "xmlns=\"http://www.w3.org/2000/svg\">\n", WIDTH, height, WIDTH, height);
-    fprintf(f, "<style>\n"
-            "text { font-family: Verdana, sans-serif; font-size: %dpx; fill: #000; }\n"
-            "g.f text { pointer-events: none; }\n"
-            "g.f:hover rect { stroke: #000; stroke-width: 0.5; cursor: pointer; }\n"
-            ".btn { cursor: pointer; fill: #335; }\n"
-            ".title { font-size: 17px; }\n"
-            "</style>\n", FONT);
-    fprintf(f, script, WIDTH, PAD, FONT);
+    /* the style sheet and the script only read the document: nothing in them comes from a trace */
+    fputs("<style>\n", f);
+    rsr_page_put(f, rsr_page_flame_css, rsr_page_flame_css_end);
+    fputs("\n</style>\n<script type=\"text/ecmascript\"><![CDATA[\n", f);
+    rsr_page_put(f, rsr_page_flame_js, rsr_page_flame_js_end);
+    fputs("\n]]></script>\n", f);
     fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f8f8f4\"/>\n", WIDTH, height);
     fprintf(f, "<text class=\"title\" x=\"%d\" y=\"22\" text-anchor=\"middle\">", WIDTH / 2);
     rsr_xml_escape(f, title ? title : titles[k]);

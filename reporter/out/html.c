@@ -12,7 +12,7 @@
 #include "reporter/out/html_json.h"
 #include "reporter/out/html_layout.h"
 #include "reporter/out/html_ranks.h"
-#include "reporter/out/html_script.h"
+#include "reporter/out/page.h"
 #include "reporter/out/html_names.h"
 #include "reporter/out/html_path.h"
 #include "reporter/out/html_table.h"
@@ -2390,12 +2390,11 @@ static void flames(struct page *p, const char *const *svgs, size_t n)
         rsr_html_flame_frame(f, native);
         fputs("</div></div>\n", f);
     }
-    if (switches)
-        fputs("<script>Array.prototype.forEach.call(document.querySelectorAll('button.native-switch'),"
-              "function(b){b.addEventListener('click',function(){var v=b.parentNode,"
-              "py=v.querySelector('.python-view'),nat=v.querySelector('.native-view'),show=nat.hidden;"
-              "nat.hidden=!show;py.hidden=show;b.textContent=show?'Show the Python view':"
-              "'Show every native frame';});});</script>\n", f);
+    if (switches) {
+        fputs("<script>", f);
+        rsr_page_put(f, rsr_page_flame_switch_js, rsr_page_flame_switch_js_end);
+        fputs("</script>\n", f);
+    }
     fputs("</section>\n", f);
 }
 
@@ -2517,7 +2516,9 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
                 ceil(fmax(1, rsr_jv_knum_or(watch, "every_s", 5))));
     fputs("<title>ringside: ", f);
     rsr_html_text(f, title);
-    fprintf(f, "</title>\n<style>%s</style></head>\n<body>\n<header><h1>ringside report: ", rsr_html_css);
+    fputs("</title>\n<style>", f);
+    rsr_page_put(f, rsr_page_report_css, rsr_page_report_css_end);
+    fputs("</style></head>\n<body>\n<header><h1>ringside report: ", f);
     rsr_html_text(f, title);
     fputs("</h1><p>", f);
     step_headline(f, rsr_jv_key(root, "steps"), rsr_jv_knum_or(root, "wall_s", 0));
@@ -2594,7 +2595,9 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
     flames(p, flame_svgs, nflames);
     fputs("</main>\n<div id=\"tip\"></div>\n", f);
     rsr_html_rank_data(f, root, p->ranks, heat, p->have_io);
-    fprintf(f, "<script>%s</script>\n</body></html>\n", rsr_html_js);
+    fputs("<script>", f);
+    rsr_page_put(f, rsr_page_report_js, rsr_page_report_js_end);
+    fputs("\n</script>\n</body></html>\n", f);
     return 0;
 }
 

@@ -2,7 +2,7 @@
  * job's length and grows with its ranks by a few hundred bytes each: each
  * per-rank figure as a strip plot with its outliers named, rank x time
  * heatmaps, the collective wait of every rank, the processes table, all
- * drawn on <canvas> by the page's script (html_script.c) from the compact
+ * drawn on <canvas> by the page's script (page/report.js) from the compact
  * data written here; and which ranks get full timeline lanes. */
 #ifndef RSR_HTML_RANKS_H
 #define RSR_HTML_RANKS_H
