@@ -264,7 +264,13 @@ static void identity(void)
     char buf[256];
     const char *run = getenv("TORCHELASTIC_RUN_ID");
     int placeholder = run && (!*run || strcmp(run, "none") == 0);
-    const char *job = placeholder ? torchrun_job(id, buf, sizeof buf) : env("TORCHELASTIC_RUN_ID");
+    /* A name the user gave (RINGSIDE_JOB, not passed on by a traced
+     * process: no RINGSIDE_JOB_PID beside it) wins over any launcher's: a
+     * run id torchrun --standalone makes up would part the ranks from
+     * torchrun's own trace. */
+    const char *job = env("RINGSIDE_JOB_PID") ? NULL : env("RINGSIDE_JOB");
+    if (!job)
+        job = placeholder ? torchrun_job(id, buf, sizeof buf) : env("TORCHELASTIC_RUN_ID");
     if (!job)
         job = env("OMPI_MCA_ess_base_jobid");
     if (!job && env("SLURM_JOB_ID")) {

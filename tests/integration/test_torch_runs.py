@@ -11,7 +11,10 @@ TORCHELASTIC_RUN_ID, written to a file of their own):
   into one folder: exit status 1 and one line naming both runs;
 - torchrun under a job an outer process named (a traced driver script: its
   RINGSIDE_JOB and RINGSIDE_JOB_PID): the ranks still in a folder of their
-  own, named after torchrun (its pid), not in the driver's."""
+  own, named after torchrun (its pid), not in the driver's;
+- torchrun --standalone (a run id it makes up) with RINGSIDE_JOB set by the
+  user: torchrun's trace and both ranks' in that folder, and its report
+  names the two ranks."""
 import json
 import os
 import shutil
@@ -49,9 +52,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def torchrun(work, out, name, **extra):
-    """One torchrun of two ranks without --rdzv_id: (result, torchrun's pid,
-    {rank pid: (rank, run id, parent pid)}, trace files new after it)."""
+def torchrun(work, out, name, standalone=False, **extra):
+    """One torchrun of two ranks without --rdzv_id (standalone: with
+    --standalone): (result, torchrun's pid, {rank pid: (rank, run id, parent
+    pid)}, trace files new after it)."""
     before = set(trace_files(out))
     info = os.path.join(work, name)
     os.mkdir(info)
@@ -62,8 +66,9 @@ def torchrun(work, out, name, **extra):
     for k in ("MASTER_PORT", "RINGSIDE_METRICS_HZ"):
         env.pop(k, None)
     # Debian's torchrun 1.13 on Python 3.11 fails without -r/-t (test_torch.py)
-    cmd = [TORCHRUN, "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
-           "-r", "1", "-t", "1", "--log_dir", os.path.join(work, "logs-" + name), script, info]
+    where = ["--standalone"] if standalone else ["--master_addr", "127.0.0.1", "--master_port", str(free_port())]
+    cmd = [TORCHRUN, "--nproc_per_node", "2"] + where + [
+        "-r", "1", "-t", "1", "--log_dir", os.path.join(work, "logs-" + name), script, info]
     p = subprocess.Popen(cmd, env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     so, se = p.communicate(timeout=300)
     ranks = {}
@@ -141,6 +146,21 @@ def main():
                   "after torchrun (pid %d)" % launcher,
                   by_pid.get(launcher) == "driver" and len(rank_dirs) == 1 and
                   str(rank_dirs.pop()).endswith("-%d" % launcher), str(by_pid))
+
+        res, launcher, ranks, new = torchrun(work, out, "standalone", standalone=True, RINGSIDE_JOB="named")
+        if check("--standalone under RINGSIDE_JOB: torchrun and both ranks exit 0",
+                 res.returncode == 0 and len(ranks) == 2, res.stderr.decode(errors="replace")[-600:]):
+            by_pid = {pid_of(t): os.path.basename(os.path.dirname(t)) for t in new}
+            made_up = {v[1] for v in ranks.values()}
+            check("--standalone under RINGSIDE_JOB: the ranks saw a run id torchrun made up (%s)" % made_up,
+                  len(made_up) == 1 and made_up != {"none"} and made_up != {"named"}, str(ranks))
+            check("--standalone under RINGSIDE_JOB: torchrun's trace and both ranks' in the user's folder",
+                  all(by_pid.get(p) == "named" for p in list(ranks) + [launcher]), str(by_pid))
+            rc, err, procs = report_of(os.path.join(out, "named"), work, "named")
+            got = procs and sorted((pr["rank"], pr["pid"]) for pr in procs if pr["rank"] is not None)
+            want = sorted((v[0], pid) for pid, v in ranks.items())
+            check("--standalone under RINGSIDE_JOB: its report names the two ranks", rc == 0 and got == want,
+                  "status %d: %s against %s: %s" % (rc, got, want, err))
     finally:
         cleanup(work)
     finish()
