@@ -9,8 +9,9 @@ and after the child (the truth: halves of its samples, within 5 points or
 truth: the file's size, under its own path) and a file relative to its own
 directory (the child's chdir is the child's); its output and exit status
 are those of a run without the agent, no notice is printed, and its trace
-ends with the end mark. A child that runs at the same time on the parent's TLS (clone with
-CLONE_VM alone) ends the trace with a notice, the program unchanged."""
+ends with the end mark. A child that runs at the same time on the parent's
+TLS (clone with CLONE_VM alone) ends the trace with a notice, the program
+unchanged."""
 import os
 
 from rstest import PROG, check, cleanup, dump, finish, report, run, tempdir, trace_files, traced_env

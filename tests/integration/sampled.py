@@ -1,0 +1,93 @@
+"""Checks of a share of sampled CPU stacks against a truth measured another
+way (the program's own clock, or equal work by construction). Taking the n
+samples as independent draws, a share p has a standard deviation of
+sqrt(p(1-p)/n); a fixed bound in points is too tight for few samples and
+fails by chance (5 points on 272 samples at p = 0.5 is under 2 sd: one run
+in 20). share_check bounds each check by max(its floor, 4 sd) plus the
+systematic allowance the test documents, and says the count and the bound
+in its ok/not ok line. With RS_SAMPLED_LOG=FILE each check also appends a
+JSON line there for tools/scripts/sampled_checks.py."""
+import json
+import math
+import os
+import sys
+
+from rstest import ROOT, check, dump, trace_files
+
+SDS = 4.0
+# Where 4 sd alone is wider than this, the check would say nothing: the
+# test must take more samples (a longer workload), not loosen its bound.
+MAX_POINTS = 15.0
+
+
+def sd_points(want, n):
+    """The standard deviation, in points, of the share of n independent
+    samples when the true share is want percent (0 for n = 0)."""
+    p = min(max(want / 100.0, 0.0), 1.0)
+    return 100.0 * math.sqrt(p * (1 - p) / n) if n > 0 else 0.0
+
+
+def bound_points(want, n, floor, allow=0.0):
+    """The bound in points: the test's floor or 4 sd, whichever is wider,
+    plus its systematic allowance."""
+    return max(floor, SDS * sd_points(want, n)) + allow
+
+
+def cpu_samples(out):
+    """(count, weight in ns) of the CPU samples of the traces under out (a
+    folder, or one trace file), read with ringside dump."""
+    count = weight = 0
+    for path in [out] if os.path.isfile(out) else trace_files(out):
+        for r in dump(path)[0]:
+            if r.get("type") == "sample" and r.get("kind") == "cpu":
+                count += 1
+                weight += r["weight_ns"]
+    return count, weight
+
+
+def samples_in(weight_ns, counted):
+    """How many samples weight_ns of a flame graph stands for: its weight
+    over the mean weight of counted, cpu_samples()'s answer for the traces
+    it came from (the samples of one process weigh about the same: the
+    sampling interval, or the kernel's tick where that is longer)."""
+    count, weight = counted
+    return int(round(weight_ns * count / weight)) if weight else 0
+
+
+def share_check(name, got, want, n, floor, allow=0.0, allow_below=0.0, detail=""):
+    """One ok/not ok line: got (percent, from n samples) within the bound of
+    want (percent, the truth). allow_below widens the bound below want only,
+    for an effect that can only take samples away. Fails when n is 0 or so
+    small that 4 sd exceed MAX_POINTS; detail is added to a failure's line.
+    Returns whether it passed."""
+    sd = sd_points(want, n)
+    b = bound_points(want, n, floor, allow)
+    lo, hi = want - b - allow_below, want + b
+    few = n <= 0 or SDS * sd > MAX_POINTS
+    span = "within %.1f points" % b if not allow_below else "%.1f below to %.1f above" % (b + allow_below, b)
+    line = "%s %.1f%%, truth %.1f%%, %s (%d samples; %s)" % (
+        name, got, want, span, n, "bound %.1f sd" % (b / sd) if sd else "sd 0")
+    if n <= 0:
+        why = "no samples"
+    elif few:
+        why = "%d samples: 4 sd are %.1f points, over %g; the test needs more samples" % (n, SDS * sd, MAX_POINTS)
+    else:
+        why = "%.1f%% is %.1f points from %.1f%%" % (got, got - want, want)
+    if detail:
+        why += "; " + detail
+    ok = not few and lo <= got <= hi
+    _log(name, got, want, n, floor, allow, allow_below, sd, b, ok)
+    return check(line, ok, why)
+
+
+def _log(name, got, want, n, floor, allow, allow_below, sd, b, ok):
+    path = os.environ.get("RS_SAMPLED_LOG")
+    if not path:
+        return
+    caller = sys._getframe(2)
+    row = {"file": os.path.relpath(caller.f_code.co_filename, ROOT), "line": caller.f_lineno, "name": name,
+           "got": round(got, 2), "want": round(want, 2), "n": n, "floor": floor, "allow": allow,
+           "allow_below": allow_below, "sd": round(sd, 3), "bound": round(b, 2), "ok": ok}
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+
