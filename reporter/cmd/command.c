@@ -130,8 +130,11 @@ int rsr_steps_option(const char *v, size_t *first, size_t *last)
 int rsr_newest_traces(char **paths, int n, char ***files)
 {
     int nfiles = rsr_find_traces(paths, n, files);
-    if (nfiles > 0)
-        rsr_runs_newest(*files, &nfiles);
+    if (nfiles > 0 && rsr_runs_pick(n, *files, &nfiles) != 0) {
+        rsr_traces_free(*files, nfiles);
+        *files = NULL;
+        return -1;
+    }
     return nfiles;
 }
 

@@ -47,8 +47,10 @@ int rsr_window_option(const char *opt, const char *v, int *has_from, double *fro
 /* "A-B" or "A" (steps from 0) into *first and *last; -1 when it is not. */
 int rsr_steps_option(const char *v, size_t *first, size_t *last);
 
-/* The trace files of the newest run under paths, as report takes them:
- * the count (files malloc'd), or -1 with a message. */
+/* The trace files of the run under paths, as report takes them (one
+ * path: its newest run; several: what they name, refused when that is
+ * more than one run; runs.h): the count (files malloc'd), or -1 with a
+ * message. */
 int rsr_newest_traces(char **paths, int n, char ***files);
 
 /* Frees what rsr_newest_traces gave. */

@@ -121,6 +121,20 @@ static int group_runs(char **files, int n, struct folder **fsp, int **ofp, int *
     return n ? runs + 1 : 0;
 }
 
+/* The files of run r: their count and first start and last write. */
+static int run_span(const struct folder *fs, int nf, int r, int64_t *start, int64_t *end)
+{
+    int count = 0;
+    *start = *end = 0;
+    for (int f = 0; f < nf; f++)
+        if (fs[f].run == r) {
+            count += fs[f].files;
+            *start = !*start || fs[f].start < *start ? fs[f].start : *start;
+            *end = fs[f].end > *end ? fs[f].end : *end;
+        }
+    return count;
+}
+
 int rsr_runs_split(char **files, int n, int *run_of)
 {
     struct folder *fs;
@@ -155,14 +169,8 @@ void rsr_runs_newest(char **files, int *n)
         fprintf(stderr, "ringside: %.*s holds %d runs; reporting the newest: %s (%d files, started %s)\n",
                 len ? (int)len : 1, len ? files[0] : ".", runs + 1, name, kept, from);
         for (int r = 0; r < newest; r++) {
-            int count = 0;
-            int64_t s = 0, e = 0;
-            for (int f = 0; f < nf; f++)
-                if (fs[f].run == r) {
-                    count += fs[f].files;
-                    s = !s || fs[f].start < s ? fs[f].start : s;
-                    e = fs[f].end > e ? fs[f].end : e;
-                }
+            int64_t s, e;
+            int count = run_span(fs, nf, r, &s, &e);
             folders_name(name, sizeof name, fs, nf, r);
             date_of(from, sizeof from, s);
             date_of(to, sizeof to, e);
@@ -179,6 +187,38 @@ void rsr_runs_newest(char **files, int *n)
     }
     free(of);
     free(fs);
+}
+
+int rsr_runs_named(char **files, int n)
+{
+    struct folder *fs;
+    int *of, nf;
+    int runs = group_runs(files, n, &fs, &of, &nf);
+    if (runs > 1) {
+        char name[4200], from[32], to[32];
+        fprintf(stderr, "ringside: the folders given hold %d runs, not one:", runs);
+        for (int r = 0; r < runs; r++) {
+            int64_t s, e;
+            int count = run_span(fs, nf, r, &s, &e);
+            folders_name(name, sizeof name, fs, nf, r);
+            date_of(from, sizeof from, s);
+            date_of(to, sizeof to, e);
+            fprintf(stderr, "%s %s (%d file%s, %s to %s)", r ? ";" : "", name, count, count == 1 ? "" : "s", from,
+                    to);
+        }
+        fputs("; give the folders of one run (or a folder of job folders: its newest run)\n", stderr);
+    }
+    free(of);
+    free(fs);
+    return runs > 1;
+}
+
+int rsr_runs_pick(int npaths, char **files, int *n)
+{
+    if (npaths > 1)
+        return rsr_runs_named(files, *n);
+    rsr_runs_newest(files, n);
+    return 0;
 }
 
 /* ---- after loading: one run or a refusal ---- */

@@ -26,6 +26,17 @@
  * one of its files was written. */
 void rsr_runs_newest(char **files, int *n);
 
+/* Folders named one by one (report A B): the files of one run are merged
+ * whatever their folders (the nodes of one job); files of several runs
+ * are refused with one line on stderr naming each run (its folders, files
+ * and times) and how to pick one: returns 1 then, else 0. */
+int rsr_runs_named(char **files, int n);
+
+/* What a command reports of the files found under npaths paths:
+ * one path, its newest run (rsr_runs_newest); several, what they name
+ * (rsr_runs_named). Returns 0, or 1 after saying why on stderr. */
+int rsr_runs_pick(int npaths, char **files, int *n);
+
 /* The same grouping for every run: run_of[i] (0, 1, ... in start order)
  * for each of files[0..n); returns the number of runs. */
 int rsr_runs_split(char **files, int n, int *run_of);

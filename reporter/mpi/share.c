@@ -237,9 +237,13 @@ int rsr_job_load(struct rsr_loaded *J, char **paths, int npaths, const struct rs
     memset(J, 0, sizeof *J);
     if (mp->rank == 0) {
         J->n = rsr_find_traces(paths, npaths, &J->files);
-        if (J->n > 0)
-            rsr_runs_newest(J->files, &J->n);
-        if (J->n == 0)
+        if (J->n > 0 && rsr_runs_pick(npaths, J->files, &J->n) != 0) {
+            for (int i = 0; i < J->n; i++)
+                free(J->files[i]);
+            free(J->files);
+            J->files = NULL;
+            J->n = -1;     /* said why; no files to share out */
+        } else if (J->n == 0)
             fprintf(stderr, "ringside: no trace files (*.trace.lz4) in %s%s\n", paths[0],
                     npaths > 1 ? " or the other folders given" : "");
     }

@@ -143,9 +143,10 @@ def report(out):
 
 def report_of(path, work, name):
     """(exit status, stderr lines, report.json's processes or None) of `ringside
-    report PATH` into WORK/NAME."""
+    report PATH` (a list: PATH...) into WORK/NAME."""
     js = os.path.join(work, name + ".json")
-    p = run([RINGSIDE, "report", path, "-o", os.path.join(work, name), "--json", js, "-q"])
+    paths = path if isinstance(path, list) else [path]
+    p = run([RINGSIDE, "report"] + paths + ["-o", os.path.join(work, name), "--json", js, "-q"])
     err = [l for l in p.stderr.decode(errors="replace").splitlines() if l.strip()]
     procs = None
     if p.returncode == 0:

@@ -9,7 +9,10 @@ at what time on its own clock, and which trace files appeared after each.
   "ringside:" line per run saying where its traces went;
 - `ringside report` on the folder of both job folders reports the newest run
   only and names the other; on the two runs' files copied into one folder it
-  exits 1 with one line naming both job ids;
+  exits 1 with one line naming both job ids; on the two job folders named
+  one by one it exits 1, writing nothing, with one line naming each run and
+  how to pick one; on one run's files split into two folders (two nodes),
+  named one by one, it reports both ranks;
 - two runs under one run id (a launcher's fixed id, as old agents filed every
   torchrun run under `none`): refused, naming rank 0's two files;
 - two processes 1.5 s apart under one RINGSIDE_JOB: refused, naming both
@@ -120,6 +123,21 @@ def placeholder_runs(work):
     rc, err, _ = report_of(mixed, work, "mixed")
     check("files of two runs in one folder: refused with one line naming both runs",
           rc == 1 and len(err) == 1 and all(name in err[0] for name in folders), "status %d: %s" % (rc, err))
+
+    rc, err, _ = report_of([os.path.join(out, f) for f in folders], work, "named")
+    check("two runs' folders named: refused with one line naming each run and how to pick one, nothing written",
+          rc == 1 and len(err) == 1 and all(name in err[0] for name in folders) and "give the folders of one run"
+          in err[0] and not os.path.exists(os.path.join(work, "named")), "status %d: %s" % (rc, err))
+    nodes = [os.path.join(work, "node%d" % k) for k in (0, 1)]
+    ranks = sorted(f for f in runs[1][4] if os.path.basename(f).startswith("rank-"))
+    for node, f in zip(nodes, ranks):
+        os.mkdir(node)
+        shutil.copy(f, node)
+    rc, err, procs = report_of(nodes, work, "nodes")
+    files = procs and sorted(os.path.basename(pr["trace"]["file"]) for pr in procs)
+    check("one run's files in two folders, named one by one: one report of both ranks",
+          rc == 0 and not err and files == sorted(os.path.basename(f) for f in ranks),
+          "status %d, %s: %s" % (rc, files, err))
 
 
 def same_id_runs(work):
