@@ -9,8 +9,7 @@ ROUNDS runs.
 with the command a user types, `ringside report DIR -o OUT`, all its
 default outputs written; the targets are printed beside the figures:
   1. RANKS x EVENTS (64 x 1M): wall, CPU, records per second per core
-     (records / (wall x the cores the run may use), the issue's measure:
-     its baseline is 64M records in 74 s on 2 cores, 432 k/s/core), peak
+     (records / (wall x the cores the run may use); the baseline is 64M records in 74 s on 2 cores, 432 k/s/core), peak
      memory (ru_maxrss of the child, from wait4) and the size of OUT and of
      each output.
   2. Memory flat in the job's length: RANKS x EVENTS/4, x EVENTS (row 1)
@@ -101,7 +100,7 @@ TIMEOUT = float(os.environ.get("TIMEOUT") or 1800)
 BENCH_TMP = os.environ.get("BENCH_TMP") or "/tmp"
 CORES = len(os.sched_getaffinity(0))
 
-# Issue 16's baseline and targets.
+# The baseline the targets were set from, and the targets.
 BASE_RECORDS, BASE_WALL, BASE_CORES = 64e6, 74.0, 2
 BASE_RATE = BASE_RECORDS / (BASE_WALL * BASE_CORES)  # records / s / core
 TARGET_RATE = 4 * BASE_RATE
@@ -429,7 +428,7 @@ def row1_part(work, job):
     print()
     note = "" if (RANKS, EVENTS) == (64, 1000000) else " (set for 64 x 1M records; this job is %d x %d)" % (
         RANKS, EVENTS)
-    print("Issue 16's targets%s:" % note)
+    print("The targets%s:" % note)
     print()
     print("| figure | measured | target | met |")
     print("|---|---:|---|---|")
@@ -522,7 +521,7 @@ def wide_part(work):
 def hang_part(work, plain):
     """Row 3 again with one rank that never enters the last all-reduce
     (gen_job -H): the verdict in report.json, its time and peak against row
-    3's (issue 47: within 10%)."""
+    3's (within 10%)."""
     missing = WIDE_RANKS // 2 + 5
     print("The same job hung: rank %d never enters its last all-reduce, the others wait 30 s in it; "
           "target: the verdict names it, report time and peak within 10%% of the job without the hang." % missing)

@@ -1,4 +1,4 @@
-/* The real-GPU workload of `make gpu-check` (issue 20), through the real CUDA runtime and
+/* The real-GPU workload of `make gpu-check`, through the real CUDA runtime and
  * driver: kernels that spin for a known number of SM clock cycles with chosen launch
  * geometry (every SM, a quarter of the SMs, many waves, two streams at once, many tiny
  * launches), copies of known sizes, and, when built with -DHAVE_NCCL, a one-rank NCCL

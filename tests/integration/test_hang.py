@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A stuck job (issue 47): simtrain --stall 1:5:600 on 4 ranks, rank 1
+"""A stuck job: simtrain --stall 1:5:600 on 4 ranks, rank 1
 sleeping before step 5's first AllReduce while the others wait inside it,
 the job killed with SIGTERM after 12 s as a scheduler's time limit would.
 report.json's hang names it, held to what the job itself says:

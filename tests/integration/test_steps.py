@@ -256,7 +256,7 @@ def headline():
         runs[name] = (d, per_step_ms(truth, job.ops[d]), rep)
     (d0, w0, r0), (d1, w1, r1) = runs["demo"], runs["demo_no_ckpt"]
     # the checkpoints' finding gives back what the job without them saved
-    # (issue 46's tolerance: 5 points, or 35% of the truth's gain)
+    # (within 5 points, or 35% of the truth's gain: test_whatif's tolerance)
     ck = [f for f in r0["findings"] if f["id"] == "checkpoint_stall"]
     truth = 100 * (1 - w1 / w0)
     check("demo_checkpoint_gain", ck and ck[0] is r0["findings"][0] and ck[0]["cause"] == "checkpoint" and

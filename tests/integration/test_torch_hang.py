@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A stuck job on real PyTorch (issue 47): Debian's torchrun, 2 ranks on
+"""A stuck job on real PyTorch: Debian's torchrun, 2 ranks on
 gloo (tests/programs/torch/hang.py), rank 1 sleeping 600 s before step 5's
 all-reduce, init_process_group's timeout 3 s: rank 0 raises on the timeout
 and torchrun ends rank 1 (SIGTERM). The agent records no gloo calls, so the

@@ -48,7 +48,7 @@ CASES = [
     ("sync_gpu_bound", [], ["--no-step-sync"], "", "sync"),
     ("evaluation", ["--eval-every", "5"], [], "", "evaluation"),
 ]
-# Not yet here (issue 46's notes): host-bound launches (many tiny kernels),
+# Not yet here: host-bound launches (many tiny kernels),
 # and a sync in a host-bound loop. Four ranks launching that hard saturate
 # this machine's two cores, and the truth's gain is then mostly the CPUs
 # freed for the other ranks, which no rank's own record shows.
