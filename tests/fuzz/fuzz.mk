@@ -19,7 +19,9 @@ FUZZ_OBJ_FLAGS := -std=gnu11 -O1 -g -D_GNU_SOURCE -DRINGSIDE_VERSION='"$(VERSION
                   -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 # kineto.c's dlopen of ISA-L goes through the fuzzer (FUZZ_GZIP=zlib refuses it).
 FUZZ_REPORTER_SRC := $(filter-out reporter/cmd/main.c,$(REPORTER_SRC))
-FUZZ_REPORTER_OBJ := $(FUZZ_REPORTER_SRC:%.c=$(BUILD)/fuzzobj/%.o) $(FORMAT_SRC:%.c=$(BUILD)/fuzzobj/%.o)
+# The page's embedded files (page.o) are data: linked as the reporter has them.
+FUZZ_REPORTER_OBJ := $(FUZZ_REPORTER_SRC:%.c=$(BUILD)/fuzzobj/%.o) $(FORMAT_SRC:%.c=$(BUILD)/fuzzobj/%.o) \
+                     $(BUILD)/obj/reporter/out/page.o
 
 $(BUILD)/fuzzobj/reporter/load/kineto.o: FUZZ_OBJ_FLAGS += -Ddlopen=rs_fuzz_dlopen
 $(BUILD)/fuzzobj/%.o: %.c
