@@ -154,10 +154,10 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory $(SUB_J) all
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)/ckpt
 	@echo "demo: 4 simulated ranks under the agent, traces in $(DEMO)/trace"
-	$(Q)LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/sim RINGSIDE_OUT=$(CURDIR)/$(DEMO)/trace \
-	    LD_PRELOAD=$(CURDIR)/$(BUILD)/libagent.so $(BUILD)/simlaunch -n 4 -- \
+	$(Q)LD_LIBRARY_PATH=$(abspath $(BUILD))/sim RINGSIDE_OUT=$(abspath $(DEMO))/trace \
+	    LD_PRELOAD=$(abspath $(BUILD))/libagent.so $(BUILD)/simlaunch -n 4 -- \
 	    $(BUILD)/simtrain --steps 30 --layers 4 --data-us 2000 --ckpt-every 10 --ckpt-mb 32 \
-	    --ckpt-dir $(CURDIR)/$(DEMO)/ckpt --straggler 2:1.5
+	    --ckpt-dir $(abspath $(DEMO))/ckpt --straggler 2:1.5
 	$(Q)$(BUILD)/ringside report $(DEMO)/trace -o $(DEMO)/report
 	@echo "demo: report in $(DEMO)/report/report.json"
 
@@ -170,9 +170,9 @@ docs: demo
 	@rm -rf $(BUILD)/docs && mkdir -p $(BUILD)/docs
 	$(call say,SHOT,docs/report.png)
 	$(Q)chromium --headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars \
-	    --host-resolver-rules='MAP * ~NOTFOUND' --user-data-dir=$(CURDIR)/$(BUILD)/docs/profile \
-	    --window-size=1200,800 --screenshot=$(CURDIR)/$(DOCS_SHOT) \
-	    file://$(CURDIR)/$(DEMO)/report/index.html 2>/dev/null
+	    --host-resolver-rules='MAP * ~NOTFOUND' --user-data-dir=$(abspath $(BUILD))/docs/profile \
+	    --window-size=1200,800 --screenshot=$(abspath $(DOCS_SHOT)) \
+	    file://$(abspath $(DEMO))/report/index.html 2>/dev/null
 	$(Q)if command -v pngquant >/dev/null; then pngquant --force --skip-if-larger --output $(DOCS_SHOT) $(DOCS_SHOT) || true; \
 	    elif command -v optipng >/dev/null; then optipng -quiet $(DOCS_SHOT); fi
 	$(Q)cp $(DOCS_SHOT) docs/report.png

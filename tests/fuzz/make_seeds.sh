@@ -15,6 +15,7 @@ set -e
 BUILD=${BUILD:-build}
 OUT=$1
 ROOT=$(pwd)
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 KINETO=${KINETO_DATA:-$(dirname "$ROOT")/shared/data/kineto}
 [ -d "$KINETO" ] || KINETO=/work/shared/data/kineto
 mkdir -p "$OUT/kineto" "$OUT/diff" "$OUT/nodes"
@@ -32,8 +33,8 @@ pack_file() { # NAME FILE
 job() { # NAME simtrain-args...
   name=$1; shift
   mkdir -p "$T/$name"
-  env -u RANK -u LOCAL_RANK -u WORLD_SIZE -u RINGSIDE_JOB LD_LIBRARY_PATH="$ROOT/$BUILD/sim" \
-    RINGSIDE_OUT="$T/$name/trace" SIMNCCL_TIMEOUT_S=60 AGENT_SO="$ROOT/$BUILD/libagent.so" \
+  env -u RANK -u LOCAL_RANK -u WORLD_SIZE -u RINGSIDE_JOB LD_LIBRARY_PATH="$BUILD/sim" \
+    RINGSIDE_OUT="$T/$name/trace" SIMNCCL_TIMEOUT_S=60 AGENT_SO="$BUILD/libagent.so" \
     "$BUILD/simlaunch" -n 2 -- sh -c 'export LD_PRELOAD="$AGENT_SO"; exec "$@"' sh \
     "$BUILD/simtrain" --ckpt-dir "$T/$name" "$@" >"$T/$name.log" 2>&1
   "$BUILD/ringside" report "$T/$name"/trace/* -o "$T/$name/rep" -q
