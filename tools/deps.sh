@@ -4,14 +4,15 @@
 #   tools/deps.sh        what building ringside and running `make demo` need
 #   tools/deps.sh test   that, and what the tests add: the compilers and
 #                        checkers they use, the launchers they run under the
-#                        agent (Open MPI, Slurm), Chromium for the page,
+#                        agent (Open MPI, Slurm), Chromium and Node.js for
+#                        the page (its scripts: node --check),
 #                        PyTorch for a real framework
 set -e
 BUILD_PKGS="build-essential pkg-config liblz4-dev libunwind-dev libdw-dev libdebuginfod-dev zlib1g-dev libisal-dev
             libyajl-dev libsqlite3-dev"
 TEST_PKGS="clang lz4 debuginfod prometheus-node-exporter flatbuffers-compiler libflatbuffers-dev protobuf-compiler
            check fio python3 tar coreutils openmpi-bin libopenmpi-dev slurmctld slurmd slurm-client munge chromium
-           python3-torch"
+           nodejs python3-torch"
 case "${1:-build}" in
   build) PKGS=$BUILD_PKGS ;;
   test) PKGS="$BUILD_PKGS $TEST_PKGS" ;;
