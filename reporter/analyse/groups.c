@@ -1,6 +1,7 @@
 /* The job's communicators by role (see groups.h). */
 #include "reporter/analyse/groups.h"
 #include "reporter/load/summary.h"
+#include "reporter/base/array.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -36,19 +37,6 @@ struct comm {
     int cls;
 };
 
-static int grow(void **p, size_t *cap, size_t n, size_t elem)
-{
-    if (n < *cap)
-        return 0;
-    size_t c = *cap ? 2 * *cap : 8;
-    void *q = realloc(*p, c * elem);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 static struct comm *comm_of(struct comm *v, size_t n, uint64_t id)
 {
     for (size_t i = 0; i < n; i++)
@@ -63,7 +51,7 @@ static int add_member(struct comm *c, const struct rsr_model *m, size_t model)
         return 0;
     c->last_model = model + 1;
     if (m->rank >= 0) {
-        if (grow((void **)&c->ranks, &c->capr, c->nr, sizeof *c->ranks) != 0)
+        if (RSR_GROW(c->ranks, c->capr, c->nr + 1, 8) != 0)
             return -1;
         c->ranks[c->nr++] = m->rank;
     }
@@ -73,7 +61,7 @@ static int add_member(struct comm *c, const struct rsr_model *m, size_t model)
     while (h < c->nh && strcmp(c->hosts[h], host) != 0)
         h++;
     if (h == c->nh) {
-        if (grow((void **)&c->hosts, &c->caph, c->nh, sizeof *c->hosts) != 0)
+        if (RSR_GROW(c->hosts, c->caph, c->nh + 1, 8) != 0)
             return -1;
         c->hosts[c->nh++] = host;
     }
@@ -380,7 +368,7 @@ int rsr_groups_find(struct rsr_model *const *models, size_t n, const struct rsr_
         const struct rsr_coll_row *r = &colls->rows[i];
         struct comm *c = comm_of(v, nc, r->comm_id);
         if (!c) {
-            if (grow((void **)&v, &cap, nc, sizeof *v) != 0)
+            if (RSR_GROW(v, cap, nc + 1, 8) != 0)
                 goto done;
             c = &v[nc++];
             memset(c, 0, sizeof *c);

@@ -5,6 +5,7 @@
 #include "reporter/analyse/nodes.h"
 #include "reporter/base/json.h"
 #include "reporter/load/summary.h"
+#include "reporter/base/array.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -126,17 +127,6 @@ struct host {
     size_t nmodels, capmodels;
 };
 
-static void *grow(void *arr, size_t *cap, size_t n, size_t elem)
-{
-    if (n < *cap)
-        return arr;
-    size_t c = *cap ? *cap * 2 : 8;
-    void *p = realloc(arr, c * elem);
-    if (p)
-        *cap = c;
-    return p;
-}
-
 static struct key *key_find(const struct host *h, const char *name, unsigned kind)
 {
     for (size_t i = 0; i < h->n; i++)
@@ -148,10 +138,8 @@ static struct key *key_find(const struct host *h, const char *name, unsigned kin
 /* Adds model mi's series to h. Returns 0 or -1. */
 static int host_add(struct host *h, const struct rsr_model *m, size_t mi)
 {
-    size_t *mm = grow(h->models, &h->capmodels, h->nmodels, sizeof *mm);
-    if (!mm)
+    if (RSR_GROW(h->models, h->capmodels, h->nmodels + 1, 8) != 0)
         return -1;
-    h->models = mm;
     h->models[h->nmodels++] = mi;
     const struct rsr_node_proc *p = m->node;
     for (size_t i = 0; p && i < p->n; i++) {
@@ -159,10 +147,8 @@ static int host_add(struct host *h, const struct rsr_model *m, size_t mi)
         const char *name = rsr_model_str(m, s->name);
         struct key *k = key_find(h, name, s->kind);
         if (!k) {
-            struct key *ks = grow(h->keys, &h->cap, h->n, sizeof *ks);
-            if (!ks)
+            if (RSR_GROW(h->keys, h->cap, h->n + 1, 8) != 0)
                 return -1;
-            h->keys = ks;
             k = &h->keys[h->n++];
             memset(k, 0, sizeof *k);
             k->name = name;
@@ -171,10 +157,8 @@ static int host_add(struct host *h, const struct rsr_model *m, size_t mi)
         }
         if (s->rate > k->rate)
             k->rate = s->rate;
-        struct piece *pc = grow(k->p, &k->cap, k->n, sizeof *pc);
-        if (!pc)
+        if (RSR_GROW(k->p, k->cap, k->n + 1, 8) != 0)
             return -1;
-        k->p = pc;
         k->p[k->n++] = (struct piece){ s, m->clock_offset_ns };
     }
     return 0;
@@ -444,12 +428,10 @@ int rsr_nodes_analyse(struct rsr_model *const *models, size_t n, int64_t start_n
         while (k < nh && strcmp(hosts[k].name, host) != 0)
             k++;
         if (k == nh) {
-            struct host *hs = grow(hosts, &caph, nh, sizeof *hs);
-            if (!hs) {
+            if (RSR_GROW(hosts, caph, nh + 1, 8) != 0) {
                 rc = -1;
                 break;
             }
-            hosts = hs;
             memset(&hosts[nh], 0, sizeof hosts[nh]);
             hosts[nh++].name = host;
         }

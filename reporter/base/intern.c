@@ -1,5 +1,5 @@
-/* String interning (see intern.h): a growable array of copies and an open
- * addressing table of ids, rehashed at half load. */
+/* String interning (see intern.h): a growable array of copies and the hash
+ * table of their ids (table.h). */
 #include "reporter/base/intern.h"
 
 #include <stdio.h>
@@ -53,33 +53,20 @@ uint64_t rsr_hash_bytes(const void *p, size_t len, uint64_t seed)
     return h;
 }
 
-static void rehash(struct rsr_intern *t)
+/* String id's hash, for the table's moves. */
+static uint64_t hash_of(const void *ctx, size_t id)
 {
-    uint32_t n = t->nslots ? t->nslots * 2 : 256;
-    uint32_t *slots = rsr_xcalloc(n, sizeof *slots);
-    for (uint32_t id = 0; id < t->n; id++) {
-        uint64_t h = rsr_hash_bytes(t->strs[id], strlen(t->strs[id]), 0);
-        uint32_t i = (uint32_t)h & (n - 1);
-        while (slots[i])
-            i = (i + 1) & (n - 1);
-        slots[i] = id + 1;
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->nslots = n;
+    const struct rsr_intern *t = ctx;
+    return rsr_hash_bytes(t->strs[id], strlen(t->strs[id]), 0);
 }
 
 uint32_t rsr_intern_n(struct rsr_intern *t, const char *s, size_t len)
 {
-    if ((t->n + 1) * 2 > t->nslots)
-        rehash(t);
-    uint64_t h = rsr_hash_bytes(s, len, 0);
-    uint32_t i = (uint32_t)h & (t->nslots - 1);
-    while (t->slots[i]) {
-        const char *c = t->strs[t->slots[i] - 1];
+    struct rsr_probe p = rsr_table_probe(&t->table, rsr_hash_bytes(s, len, 0));
+    for (long id; (id = rsr_table_next(&t->table, &p)) >= 0;) {
+        const char *c = t->strs[id];
         if (strncmp(c, s, len) == 0 && c[len] == '\0')
-            return t->slots[i] - 1;
-        i = (i + 1) & (t->nslots - 1);
+            return (uint32_t)id;
     }
     if (t->n == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 256;
@@ -89,7 +76,10 @@ uint32_t rsr_intern_n(struct rsr_intern *t, const char *s, size_t len)
     memcpy(copy, s, len);
     copy[len] = '\0';
     t->strs[t->n] = copy;
-    t->slots[i] = t->n + 1;
+    if (rsr_table_put(&t->table, &p, t->n, 256, hash_of, t) != 0) {
+        fputs("ringside: out of memory\n", stderr);
+        exit(1);
+    }
     return t->n++;
 }
 
@@ -103,6 +93,6 @@ void rsr_intern_free(struct rsr_intern *t)
     for (uint32_t i = 0; i < t->n; i++)
         free(t->strs[i]);
     free(t->strs);
-    free(t->slots);
+    rsr_table_free(&t->table);
     memset(t, 0, sizeof *t);
 }

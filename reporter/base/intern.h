@@ -7,11 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "reporter/base/table.h"
+
 struct rsr_intern {
     char **strs;          /* id -> string (owned) */
     uint32_t n, cap;
-    uint32_t *slots;      /* open addressing: id + 1, 0 empty */
-    uint32_t nslots;
+    struct rsr_table table;   /* hash of a string -> its id */
 };
 
 /* The id of the len bytes at s (a copy is kept, NUL-terminated), adding them

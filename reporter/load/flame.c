@@ -8,6 +8,7 @@
 #include "reporter/load/load.h"
 #include "reporter/load/symbolize.h"
 #include "reporter/load/waits.h"
+#include "reporter/base/array.h"
 #include "formats/trace.h"
 
 #include <errno.h>
@@ -387,14 +388,6 @@ struct proc {
     } last, last_long;          /* last_long: its last wait of RSR_WHERE_LONG_NS or more */
 };
 
-#define GROW(arr, n, cap)                                                   \
-    do {                                                                    \
-        if ((n) == (cap)) {                                                 \
-            (cap) = (cap) ? (cap) * 2 : 64;                                 \
-            (arr) = rsr_xrealloc((arr), (size_t)(cap) * sizeof *(arr));     \
-        }                                                                   \
-    } while (0)
-
 static uint64_t map_time(const struct proc *p, uint64_t ts)
 {
     uint32_t lo = 0, hi = p->nmod_ts;
@@ -455,7 +448,7 @@ static struct gpu_thread *gpu_thread(struct proc *p, uint32_t tid)
     for (uint32_t i = 0; i < p->ngth; i++)
         if (p->gth[i].tid == tid)
             return &p->gth[i];
-    GROW(p->gth, p->ngth, p->capgth);
+    RSR_XGROW(p->gth, p->capgth, (size_t)p->ngth + 1, 64);
     p->gth[p->ngth] = (struct gpu_thread){ .tid = tid };
     return &p->gth[p->ngth++];
 }
@@ -597,13 +590,13 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
     if (p->opts->kind < 0 || p->opts->kind == RSF_SAMPLE_GPU)
         take_gpu_time(p, c);
     for (uint32_t i = 0; i < c->nthreads; i++) {
-        GROW(p->threads, p->nthreads, p->capthreads);
+        RSR_XGROW(p->threads, p->capthreads, (size_t)p->nthreads + 1, 64);
         p->threads[p->nthreads].tid = c->threads[i].tid;
         p->threads[p->nthreads++].name = c->threads[i].name;
     }
     for (uint32_t i = 0; i < c->nstacks; i++) {
         const struct rsf_stack *s = &c->stacks[i];
-        GROW(p->stacks, p->nstacks, p->capstacks);
+        RSR_XGROW(p->stacks, p->capstacks, (size_t)p->nstacks + 1, 64);
         struct stack_def *d = &p->stacks[p->nstacks++];
         d->id = s->id;
         d->nframes = s->nframes;
@@ -612,7 +605,7 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
             d->frames[k] = s->frames[k].addr;
     }
     for (uint32_t i = 0; i < c->nmodules; i++) {
-        GROW(p->mods, p->nmods, p->capmods);
+        RSR_XGROW(p->mods, p->capmods, (size_t)p->nmods + 1, 64);
         p->mods[p->nmods] = (struct module_rec){ .m = c->modules[i], .order = p->nmods, .file = -2 };
         p->nmods++;
         /* keep mod_ts sorted (records come nearly in time order) */
@@ -780,7 +773,7 @@ struct loader {
 
 static void push(struct loader *L, uint32_t id)
 {
-    GROW(L->frames, L->nframes, L->capframes);
+    RSR_XGROW(L->frames, L->capframes, (size_t)L->nframes + 1, 64);
     L->frames[L->nframes++] = id;
 }
 
@@ -798,7 +791,7 @@ static void push_unnamed(struct loader *L, const char *name, const char *module,
     for (uint32_t i = 0; i < L->ntouched; i++)
         if (L->touched[i] == idx)
             return;
-    GROW(L->touched, L->ntouched, L->captouched);
+    RSR_XGROW(L->touched, L->captouched, (size_t)L->ntouched + 1, 64);
     L->touched[L->ntouched++] = idx;
 }
 
@@ -886,7 +879,7 @@ static struct rsr_thread_time *thread_time(struct rsr_thread_time **all, uint32_
     for (uint32_t i = *n; i-- > 0;)
         if ((*all)[i].tid == tid)
             return &(*all)[i];
-    GROW(*all, *n, *cap);
+    RSR_XGROW(*all, *cap, (size_t)(*n) + 1, 64);
     struct rsr_thread_time *t = &(*all)[(*n)++];
     memset(t, 0, sizeof *t);
     t->tid = tid;
@@ -1547,12 +1540,12 @@ void rsr_flame_by_reason(const struct rsr_flame *src, struct rsr_flame *dst)
         if (!nd->self || strncmp(leaf, "[wait: ", 7) != 0)
             continue;
         nframes = 0;
-        GROW(frames, nframes, cap);
+        RSR_XGROW(frames, cap, (size_t)nframes + 1, 64);
         frames[nframes++] = rsr_flame_frame(dst, leaf, RSR_FRAME_UNKNOWN, "");
         uint32_t first = nframes;
         for (uint32_t k = nd->parent; k; k = src->nodes[k].parent) {
             const uint32_t name = src->nodes[k].name;
-            GROW(frames, nframes, cap);
+            RSR_XGROW(frames, cap, (size_t)nframes + 1, 64);
             frames[nframes++] = rsr_flame_frame(dst, rsr_intern_str(&src->names, name),
                                                 (enum rsr_frame_class)src->name_class[name],
                                                 rsr_intern_str(&src->modules, src->name_module[name]));

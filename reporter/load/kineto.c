@@ -11,6 +11,8 @@
 #include "formats/trace.h"
 #include "reporter/load/occupancy.h"
 #include "reporter/load/process.h"
+#include "reporter/base/array.h"
+#include "reporter/base/table.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -88,15 +90,17 @@ struct kdevice {
 
 /* Functions (name, registers, shared memory) and launches (function, grid,
  * block) are kept once per model (rsr_model.functions, .geoms), found
- * again through an open-addressing table of their indices. */
-struct geom_slot {
+ * again through a hash table (table.h) of references to them: a parse may
+ * fill several models (a job's trace from rsr_perfetto_write). */
+struct geom_ref {
     const struct rsr_model *m;
-    uint32_t hash, index;   /* index + 1; 0: empty slot */
+    uint32_t hash, index;   /* index + 1 in m's functions or geoms */
 };
 
 struct geom_table {
-    struct geom_slot *slots;
-    size_t nslots, n;
+    struct geom_ref *refs;
+    size_t n, cap;
+    struct rsr_table table;     /* a reference's hash -> its place in refs */
 };
 
 struct parser {
@@ -353,58 +357,47 @@ static uint32_t key_hash(const struct rsr_model *m, const uint32_t *w, size_t n)
     return h;
 }
 
-/* The slot of the function f (or, f NULL, the launch l) of model m in t:
- * its entry, or the empty slot where it goes. */
-static struct geom_slot *geom_slot(struct geom_table *t, const struct rsr_model *m, uint32_t hash,
-                                   const struct rsf_function *f, const struct rsf_launch *l)
+static uint64_t ref_hash(const void *ctx, size_t i)
 {
-    for (size_t i = hash & (t->nslots - 1);; i = (i + 1) & (t->nslots - 1)) {
-        struct geom_slot *s = &t->slots[i];
-        if (!s->index)
-            return s;
-        if (s->hash != hash || s->m != m)
+    return ((const struct geom_table *)ctx)->refs[i].hash;
+}
+
+/* The function f (or, f NULL, the launch l) of model m in t: its index + 1,
+ * or 0 with *p where it goes (geom_add). */
+static uint32_t geom_find(const struct geom_table *t, const struct rsr_model *m, uint32_t hash,
+                          const struct rsf_function *f, const struct rsf_launch *l, struct rsr_probe *p)
+{
+    *p = rsr_table_probe(&t->table, hash);
+    for (long i; (i = rsr_table_next(&t->table, p)) >= 0;) {
+        const struct geom_ref *r = &t->refs[i];
+        if (r->hash != hash || r->m != m)
             continue;
-        const struct rsf_function *g = f ? &m->functions[s->index - 1] : NULL;
+        const struct rsf_function *g = f ? &m->functions[r->index - 1] : NULL;
         if (f ? g->name == f->name && g->regs == f->regs && g->static_smem == f->static_smem
-              : memcmp(&m->geoms[s->index - 1], l, sizeof *l) == 0)
-            return s;
+              : memcmp(&m->geoms[r->index - 1], l, sizeof *l) == 0)
+            return r->index;
     }
+    return 0;
 }
 
-/* Room for one more entry in t, its load kept under half. */
-static bool geom_room(struct geom_table *t)
+/* Keeps index (+ 1) of model m under hash, where geom_find said. Returns 0,
+ * or -1 when out of memory. */
+static int geom_add(struct geom_table *t, const struct rsr_model *m, uint32_t hash, uint32_t index,
+                    const struct rsr_probe *p)
 {
-    if ((t->n + 1) * 2 <= t->nslots)
-        return true;
-    size_t nslots = t->nslots ? t->nslots * 2 : 256;
-    struct geom_slot *slots = calloc(nslots, sizeof *slots);
-    if (!slots)
-        return false;
-    for (size_t i = 0; i < t->nslots; i++) {
-        if (!t->slots[i].index)
-            continue;
-        size_t k = t->slots[i].hash & (nslots - 1);
-        while (slots[k].index)
-            k = (k + 1) & (nslots - 1);
-        slots[k] = t->slots[i];
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->nslots = nslots;
-    return true;
+    if (RSR_GROW(t->refs, t->cap, t->n + 1, 256) != 0)
+        return -1;
+    t->refs[t->n] = (struct geom_ref){ m, hash, index };
+    if (rsr_table_put(&t->table, p, t->n, 256, ref_hash, t) != 0)
+        return -1;
+    t->n++;
+    return 0;
 }
 
-/* arr (n of *cap elements of size elem) with room for one more; NULL when
- * out of memory (arr untouched). */
-static void *room(void *arr, size_t *cap, size_t n, size_t elem)
+static void geom_free(struct geom_table *t)
 {
-    if (n < *cap)
-        return arr;
-    size_t ncap = *cap ? *cap * 2 : 64;
-    void *a = realloc(arr, ncap * elem);
-    if (a)
-        *cap = ncap;
-    return a;
+    free(t->refs);
+    rsr_table_free(&t->table);
 }
 
 /* A kernel's launch geometry as the event gives it, kept once per model:
@@ -418,41 +411,38 @@ static int add_geom(struct parser *p, struct rsr_gpu_op *op)
     if (e->ndims[0] != 3 || e->ndims[1] != 3 || e->bad_dims || e->regs < 0 || e->regs > UINT16_MAX ||
         e->smem < 0 || e->smem > UINT32_MAX)
         return 1;
-    if (!geom_room(&p->funcs) || !geom_room(&p->launches))
-        return fail(p, RSR_KINETO_ERR_NOMEM, "launch geometry");
     struct rsf_function f = { .name = op->name, .static_smem = (uint32_t)e->smem,
                               .regs = (uint16_t)e->regs, .device = -1 };
     uint32_t h = key_hash(m, (const uint32_t[]){ f.name, f.regs, f.static_smem }, 3);
-    struct geom_slot *s = geom_slot(&p->funcs, m, h, &f, NULL);
-    if (!s->index) {
-        struct rsf_function *a = room(m->functions, &m->cap_functions, m->n_functions, sizeof *a);
-        if (!a)
+    struct rsr_probe at;
+    uint32_t func = geom_find(&p->funcs, m, h, &f, NULL, &at);
+    if (!func) {
+        if (RSR_GROW(m->functions, m->cap_functions, m->n_functions + 1, 64) != 0)
             return fail(p, RSR_KINETO_ERR_NOMEM, "launch geometry");
-        m->functions = a;
         f.id = (uint32_t)++m->n_functions;
-        a[f.id - 1] = f;
-        *s = (struct geom_slot){ m, h, f.id };
-        p->funcs.n++;
+        m->functions[f.id - 1] = f;
+        func = f.id;
+        if (geom_add(&p->funcs, m, h, func, &at) != 0)
+            return fail(p, RSR_KINETO_ERR_NOMEM, "launch geometry");
     }
     struct rsf_launch l = {
         .grid_x = (uint32_t)e->dims[0][0], .grid_y = (uint32_t)e->dims[0][1], .grid_z = (uint32_t)e->dims[0][2],
         .block_x = (uint16_t)e->dims[1][0], .block_y = (uint16_t)e->dims[1][1],
-        .block_z = (uint16_t)e->dims[1][2], .func = s->index,
+        .block_z = (uint16_t)e->dims[1][2], .func = func,
     };
     uint32_t words[sizeof l / 4];
     memcpy(words, &l, sizeof l);
     h = key_hash(m, words, sizeof l / 4);
-    s = geom_slot(&p->launches, m, h, NULL, &l);
-    if (!s->index) {
-        struct rsf_launch *a = room(m->geoms, &m->cap_geoms, m->n_geoms, sizeof *a);
-        if (!a)
+    uint32_t geom = geom_find(&p->launches, m, h, NULL, &l, &at);
+    if (!geom) {
+        if (RSR_GROW(m->geoms, m->cap_geoms, m->n_geoms + 1, 64) != 0)
             return fail(p, RSR_KINETO_ERR_NOMEM, "launch geometry");
-        m->geoms = a;
-        a[m->n_geoms++] = l;
-        *s = (struct geom_slot){ m, h, (uint32_t)m->n_geoms };
-        p->launches.n++;
+        m->geoms[m->n_geoms++] = l;
+        geom = (uint32_t)m->n_geoms;
+        if (geom_add(&p->launches, m, h, geom, &at) != 0)
+            return fail(p, RSR_KINETO_ERR_NOMEM, "launch geometry");
     }
-    op->launch_geom = s->index;
+    op->launch_geom = geom;
     return 1;
 }
 
@@ -723,11 +713,9 @@ static int add_device(struct parser *p)
     struct kdevice *k = &p->dev;
     k->d.max_blocks_per_sm = max_blocks_per_sm(k->d.cc_major, k->d.cc_minor);
     k->d.smem_reserved_per_block = k->d.cc_major >= 8 ? 1024 : 0;
-    struct kdevice *a = room(p->devs, &p->cap_devs, p->ndevs, sizeof *a);
-    if (!a)
+    if (RSR_GROW(p->devs, p->cap_devs, p->ndevs + 1, 64) != 0)
         return fail(p, RSR_KINETO_ERR_NOMEM, "deviceProperties");
-    p->devs = a;
-    a[p->ndevs++] = *k;
+    p->devs[p->ndevs++] = *k;
     return 1;
 }
 
@@ -1947,8 +1935,8 @@ static int load(const char *path, struct parser *p, struct rsr_kineto_info *info
 static void parser_free(struct parser *p)
 {
     free(p->devs);
-    free(p->funcs.slots);
-    free(p->launches.slots);
+    geom_free(&p->funcs);
+    geom_free(&p->launches);
 }
 
 int rsr_kineto_load_info(const char *path, struct rsr_model *m, struct rsr_kineto_info *info,

@@ -8,6 +8,7 @@
 #include "reporter/load/summary.h"
 #include "reporter/load/compile.h"
 #include "reporter/load/process.h"
+#include "reporter/base/array.h"
 #include "formats/frame.h"
 #include "formats/rsf_error.h"
 
@@ -137,21 +138,18 @@ void rsr_problem_print(void *fp, const char *path, const struct rsr_problem *p)
         fprintf(f, "%s: offset %llu: %s\n", path, (unsigned long long)p->offset, rsf_strerror(p->err));
 }
 
-static void *grow(void *arr, uint32_t *cap, uint32_t need, size_t elem)
+/* Room for need entries in arr (*n of them, every one in use): the new
+ * ones zeroed; out of memory stops the program. */
+static void *grow_zeroed(void *arr, uint32_t *n, uint32_t need, size_t elem)
 {
-    if (need <= *cap)
+    if (need <= *n)
         return arr;
-    uint32_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    char *p = realloc(arr, (size_t)c * elem);
-    if (!p) {
-        fprintf(stderr, "ringside: out of memory\n");
-        exit(1);
-    }
-    memset(p + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);
-    *cap = c;
-    return p;
+    size_t cap = *n;
+    if (rsr_grow(&arr, &cap, need, elem, 64) != 0 || cap > UINT32_MAX)
+        rsr_out_of_memory();
+    memset((char *)arr + (size_t)*n * elem, 0, (cap - *n) * elem);
+    *n = (uint32_t)cap;
+    return arr;
 }
 
 static char *dup_or_null(const char *s)
@@ -199,12 +197,8 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
             in->flush_ms = (uint32_t)strtoul(flush, NULL, 10);
     }
     if (c->nstrings) {
-        uint32_t cap = in->nstrings;
         uint32_t last = c->strings_base + c->nstrings;
-        if (last > in->nstrings) {
-            in->strings = grow(in->strings, &cap, last, sizeof *in->strings);
-            in->nstrings = cap;
-        }
+        in->strings = grow_zeroed(in->strings, &in->nstrings, last, sizeof *in->strings);
         for (uint32_t i = 0; i < c->nstrings; i++) {
             char **slot = &in->strings[c->strings_base + i];
             if (!*slot)
@@ -213,9 +207,7 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
     }
     for (uint32_t i = 0; i < c->nfiles; i++) {
         const struct rsf_file_ref *f = &c->files[i];
-        uint32_t cap = in->nids;
-        in->by_id = grow(in->by_id, &cap, f->id + 1, sizeof *in->by_id);
-        in->nids = cap;
+        in->by_id = grow_zeroed(in->by_id, &in->nids, f->id + 1, sizeof *in->by_id);
         /* path holds the string id until rsr_input_finish names it */
         in->by_id[f->id].path = (const char *)(uintptr_t)f->path;
     }
@@ -224,9 +216,7 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
             in->end_mono = c->clocks[i].mono_ns;
     for (uint32_t i = 0; i < c->nio; i++) {
         const struct rsf_io_event *e = &c->io[i];
-        uint32_t cap = in->nids;
-        in->by_id = grow(in->by_id, &cap, e->file + 1, sizeof *in->by_id);
-        in->nids = cap;
+        in->by_id = grow_zeroed(in->by_id, &in->nids, e->file + 1, sizeof *in->by_id);
         struct rsr_file_io *s = &in->by_id[e->file];
         s->ops++;
         s->time_ns += e->dur_ns;
@@ -473,7 +463,7 @@ static void held_add(struct held *h, const struct rsr_input *in)
         }
         uint64_t all = rsr_model_bytes(in->model) + sizeof *in->model;
         const struct rsr_strtab *t = &in->model->strings;
-        uint64_t names = t->cap * sizeof *t->strs + t->nslots * sizeof *t->slots + t->block_bytes;
+        uint64_t names = t->cap * sizeof *t->strs + rsr_table_bytes(&t->table) + t->block_bytes;
         atomic_fetch_add(&h->fine, fine);
         atomic_fetch_add(&h->tuples, tuples);
         atomic_fetch_add(&h->names, names);

@@ -2,6 +2,8 @@
  * string intern table, the ordering the analyses rely on, and the naming of
  * kernel classes and collectives shared by every loader. */
 #include "reporter/load/model.h"
+#include "reporter/base/array.h"
+#include "reporter/base/intern.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,7 @@ size_t rsr_model_records_bytes(const struct rsr_model *m)
     size_t b = m->cap_ops * sizeof *m->ops + m->cap_launches * sizeof *m->launches +
                m->cap_colls * sizeof *m->colls + m->cap_io * sizeof *m->io + m->cap_syncs * sizeof *m->syncs +
                m->cap_hwaits * sizeof *m->hwaits +
-               m->cap_clocks * sizeof *m->clocks + t->cap * sizeof *t->strs + t->nslots * sizeof *t->slots +
+               m->cap_clocks * sizeof *m->clocks + t->cap * sizeof *t->strs + rsr_table_bytes(&t->table) +
                t->capblocks * sizeof *t->blocks + t->block_bytes + m->cap_geoms * sizeof *m->geoms +
                m->cap_functions * sizeof *m->functions + m->n_devices * sizeof *m->devices;
     return b;
@@ -37,7 +39,7 @@ static void strtab_free(struct rsr_strtab *t)
         free(t->blocks[i]);
     free(t->blocks);
     free(t->strs);
-    free(t->slots);
+    rsr_table_free(&t->table);
 }
 
 void rsr_model_records_free(struct rsr_model *m)
@@ -60,47 +62,10 @@ void rsr_model_records_free(struct rsr_model *m)
 /* The array arr (holding n of *cap elements of size elem) with room for one
  * more: the same pointer, or a reallocation twice the size, so appending n
  * records costs O(n) in all. NULL when out of memory (arr is untouched). */
-static void *grow(void *arr, size_t *cap, size_t n, size_t elem)
+/* String id's hash, for the table's moves. */
+static uint64_t str_hash_of(const void *ctx, size_t id)
 {
-    if (n < *cap)
-        return arr;
-    size_t ncap = *cap ? *cap * 2 : 256;
-    if (ncap > SIZE_MAX / elem)
-        return NULL;
-    void *p = realloc(arr, ncap * elem);
-    if (p)
-        *cap = ncap;
-    return p;
-}
-
-/* FNV-1a: short names dominate and it needs no alignment. */
-static uint32_t str_hash(const char *s, size_t len)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
-    }
-    return h;
-}
-
-/* Rebuilds the slot table at twice the size, keeping the load under half. */
-static int strtab_rehash(struct rsr_strtab *t)
-{
-    size_t nslots = t->nslots ? t->nslots * 2 : 1024;
-    uint32_t *slots = calloc(nslots, sizeof *slots);
-    if (!slots)
-        return -1;
-    for (size_t id = 1; id < t->n; id++) {
-        size_t i = t->strs[id].hash & (nslots - 1);
-        while (slots[i])
-            i = (i + 1) & (nslots - 1);
-        slots[i] = (uint32_t)id;
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->nslots = nslots;
-    return 0;
+    return ((const struct rsr_strtab *)ctx)->strs[id].hash;
 }
 
 /* Copies len bytes and a NUL into block storage; NULL when out of memory. */
@@ -112,10 +77,8 @@ static char *strtab_store(struct rsr_strtab *t, const char *s, size_t len)
             size = RSR_STR_BLOCK;
         if (size < len + 1)
             size = len + 1;
-        char **blocks = grow(t->blocks, &t->capblocks, t->nblocks, sizeof *blocks);
-        if (!blocks)
+        if (RSR_GROW(t->blocks, t->capblocks, t->nblocks + 1, 256) != 0)
             return NULL;
-        t->blocks = blocks;
         char *b = malloc(size);
         if (!b)
             return NULL;
@@ -142,35 +105,30 @@ int rsr_model_intern(struct rsr_model *m, const char *s, size_t len, uint32_t *i
         return -1;
     if (t->n == 0) {
         /* id 0 is "", so that a zeroed record names nothing. */
-        struct rsr_str *strs = grow(t->strs, &t->cap, 0, sizeof *strs);
-        if (!strs)
+        if (RSR_GROW(t->strs, t->cap, 1, 256) != 0)
             return -1;
-        t->strs = strs;
         t->strs[0] = (struct rsr_str){ "", 0, 0 };
         t->n = 1;
     }
-    if ((t->n + 1) * 2 > t->nslots && strtab_rehash(t) < 0)
-        return -1;
-    uint32_t h = str_hash(s, len);
-    size_t i = h & (t->nslots - 1);
-    for (; t->slots[i]; i = (i + 1) & (t->nslots - 1)) {
-        const struct rsr_str *e = &t->strs[t->slots[i]];
+    uint32_t h = (uint32_t)rsr_hash_bytes(s, len, 0);
+    struct rsr_probe p = rsr_table_probe(&t->table, h);
+    for (long k; (k = rsr_table_next(&t->table, &p)) >= 0;) {
+        const struct rsr_str *e = &t->strs[k];
         if (e->hash == h && e->len == len && memcmp(e->s, s, len) == 0) {
-            *id = t->slots[i];
+            *id = (uint32_t)k;
             return 0;
         }
     }
     if (t->n >= UINT32_MAX)
         return -1;
-    struct rsr_str *strs = grow(t->strs, &t->cap, t->n, sizeof *strs);
-    if (!strs)
+    if (RSR_GROW(t->strs, t->cap, t->n + 1, 256) != 0)
         return -1;
-    t->strs = strs;
     const char *copy = strtab_store(t, s, len);
     if (!copy)
         return -1;
     t->strs[t->n] = (struct rsr_str){ copy, (uint32_t)len, h };
-    t->slots[i] = (uint32_t)t->n;
+    if (rsr_table_put(&t->table, &p, t->n, 1024, str_hash_of, t) != 0)
+        return -1;
     *id = (uint32_t)t->n++;
     return 0;
 }
@@ -184,10 +142,8 @@ const char *rsr_model_str(const struct rsr_model *m, uint32_t id)
 
 struct rsr_gpu_op *rsr_model_add_op(struct rsr_model *m)
 {
-    struct rsr_gpu_op *ops = grow(m->ops, &m->cap_ops, m->n_ops, sizeof *ops);
-    if (!ops)
+    if (RSR_GROW(m->ops, m->cap_ops, m->n_ops + 1, 256) != 0)
         return NULL;
-    m->ops = ops;
     struct rsr_gpu_op *op = &m->ops[m->n_ops++];
     memset(op, 0, sizeof *op);
     op->coll = -1;
@@ -196,10 +152,8 @@ struct rsr_gpu_op *rsr_model_add_op(struct rsr_model *m)
 
 struct rsr_launch *rsr_model_add_launch(struct rsr_model *m)
 {
-    struct rsr_launch *launches = grow(m->launches, &m->cap_launches, m->n_launches, sizeof *launches);
-    if (!launches)
+    if (RSR_GROW(m->launches, m->cap_launches, m->n_launches + 1, 256) != 0)
         return NULL;
-    m->launches = launches;
     struct rsr_launch *l = &m->launches[m->n_launches++];
     memset(l, 0, sizeof *l);
     return l;
@@ -207,10 +161,8 @@ struct rsr_launch *rsr_model_add_launch(struct rsr_model *m)
 
 struct rsr_coll *rsr_model_add_coll(struct rsr_model *m)
 {
-    struct rsr_coll *colls = grow(m->colls, &m->cap_colls, m->n_colls, sizeof *colls);
-    if (!colls)
+    if (RSR_GROW(m->colls, m->cap_colls, m->n_colls + 1, 256) != 0)
         return NULL;
-    m->colls = colls;
     struct rsr_coll *c = &m->colls[m->n_colls++];
     memset(c, 0, sizeof *c);
     c->group_size = c->rank_in_group = -1;
@@ -220,10 +172,8 @@ struct rsr_coll *rsr_model_add_coll(struct rsr_model *m)
 
 struct rsr_io *rsr_model_add_io(struct rsr_model *m)
 {
-    struct rsr_io *v = grow(m->io, &m->cap_io, m->n_io, sizeof *v);
-    if (!v)
+    if (RSR_GROW(m->io, m->cap_io, m->n_io + 1, 256) != 0)
         return NULL;
-    m->io = v;
     struct rsr_io *e = &m->io[m->n_io++];
     memset(e, 0, sizeof *e);
     return e;
@@ -231,10 +181,8 @@ struct rsr_io *rsr_model_add_io(struct rsr_model *m)
 
 struct rsr_sync *rsr_model_add_sync(struct rsr_model *m)
 {
-    struct rsr_sync *v = grow(m->syncs, &m->cap_syncs, m->n_syncs, sizeof *v);
-    if (!v)
+    if (RSR_GROW(m->syncs, m->cap_syncs, m->n_syncs + 1, 256) != 0)
         return NULL;
-    m->syncs = v;
     struct rsr_sync *e = &m->syncs[m->n_syncs++];
     memset(e, 0, sizeof *e);
     return e;
@@ -242,10 +190,8 @@ struct rsr_sync *rsr_model_add_sync(struct rsr_model *m)
 
 struct rsr_hwait *rsr_model_add_hwait(struct rsr_model *m)
 {
-    struct rsr_hwait *v = grow(m->hwaits, &m->cap_hwaits, m->n_hwaits, sizeof *v);
-    if (!v)
+    if (RSR_GROW(m->hwaits, m->cap_hwaits, m->n_hwaits + 1, 256) != 0)
         return NULL;
-    m->hwaits = v;
     struct rsr_hwait *e = &m->hwaits[m->n_hwaits++];
     memset(e, 0, sizeof *e);
     return e;
@@ -253,10 +199,8 @@ struct rsr_hwait *rsr_model_add_hwait(struct rsr_model *m)
 
 struct rsr_range *rsr_model_add_range(struct rsr_model *m)
 {
-    struct rsr_range *v = grow(m->ranges, &m->cap_ranges, m->n_ranges, sizeof *v);
-    if (!v)
+    if (RSR_GROW(m->ranges, m->cap_ranges, m->n_ranges + 1, 256) != 0)
         return NULL;
-    m->ranges = v;
     struct rsr_range *e = &m->ranges[m->n_ranges++];
     memset(e, 0, sizeof *e);
     return e;
@@ -264,10 +208,8 @@ struct rsr_range *rsr_model_add_range(struct rsr_model *m)
 
 struct rsr_clock *rsr_model_add_clock(struct rsr_model *m)
 {
-    struct rsr_clock *v = grow(m->clocks, &m->cap_clocks, m->n_clocks, sizeof *v);
-    if (!v)
+    if (RSR_GROW(m->clocks, m->cap_clocks, m->n_clocks + 1, 256) != 0)
         return NULL;
-    m->clocks = v;
     struct rsr_clock *e = &m->clocks[m->n_clocks++];
     memset(e, 0, sizeof *e);
     return e;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "formats/trace.h"
+#include "reporter/base/table.h"
 #include "reporter/load/waits.h"
 
 /* Same values as Role in formats/trace.fbs. */
@@ -172,8 +173,7 @@ struct rsr_clock {
 struct rsr_strtab {
     struct rsr_str { const char *s; uint32_t len; uint32_t hash; } *strs;
     size_t n, cap;
-    uint32_t *slots;        /* open addressing; 0 marks an empty slot */
-    size_t nslots;
+    struct rsr_table table; /* a string's hash -> its id */
     char **blocks;          /* storage the strings point into */
     size_t nblocks, capblocks;
     size_t block_used, block_size;

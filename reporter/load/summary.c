@@ -20,6 +20,7 @@
  * it ends). */
 #include "reporter/load/summary.h"
 #include "reporter/load/period.h"
+#include "reporter/base/array.h"
 #include "formats/trace.h"
 
 #include <errno.h>
@@ -230,22 +231,6 @@ struct rsr_acc {
     size_t n_key_slots;
 };
 
-static void *grow(void *arr, size_t *cap, size_t need, size_t elem, int *failed)
-{
-    if (need <= *cap)
-        return arr;
-    size_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *p = realloc(arr, c * elem);
-    if (!p) {
-        *failed = 1;
-        return NULL;
-    }
-    *cap = c;
-    return p;
-}
-
 struct rsr_acc *rsr_acc_new(int64_t start_ns)
 {
     struct rsr_acc *a = calloc(1, sizeof *a);
@@ -325,10 +310,11 @@ static int64_t busy_before(const struct rsr_acc *a, int64_t t)
 
 static void heap_push(struct rsr_acc *a, int64_t t, size_t burst, int mark)
 {
-    struct query *h = grow(a->heap, &a->cap_heap, a->n_heap + 1, sizeof *h, &a->failed);
-    if (!h)
+    if (RSR_GROW(a->heap, a->cap_heap, a->n_heap + 1, 64) != 0) {
+        a->failed = 1;
         return;
-    a->heap = h;
+    }
+    struct query *h = a->heap;
     size_t i = a->n_heap++;
     while (i && h[(i - 1) / 2].t > t) {
         h[i] = h[(i - 1) / 2];
@@ -429,10 +415,11 @@ static void hw_close(struct rsr_acc *a, int64_t to)
                 ;
         }
         if (i == o->n_wstacks) {
-            struct rsr_wait_stack *v = grow(o->wstacks, &a->cap_wstacks, i + 1, sizeof *v, &a->failed);
-            if (!v)
+            if (RSR_GROW(o->wstacks, a->cap_wstacks, i + 1, 64) != 0) {
+                a->failed = 1;
                 return;
-            o->wstacks = v;
+            }
+            struct rsr_wait_stack *v = o->wstacks;
             v[i] = (struct rsr_wait_stack){ .stack = stack, .cls = a->hw.cls };
             o->n_wstacks++;
         }
@@ -622,10 +609,11 @@ static struct stream_state *stream_of(struct rsr_acc *a, int32_t device, int32_t
         if (a->streams[k].idle.stream == stream && a->streams[k].idle.device == device)
             break;
     if (k == a->n_streams) {
-        struct stream_state *s = grow(a->streams, &a->cap_streams, k + 1, sizeof *s, &a->failed);
-        if (!s)
+        if (RSR_GROW(a->streams, a->cap_streams, k + 1, 64) != 0) {
+            a->failed = 1;
             return NULL;
-        a->streams = s;
+        }
+        struct stream_state *s = a->streams;
         memset(&s[k], 0, sizeof s[k]);
         s[k].idle.device = device;
         s[k].idle.stream = stream;
@@ -639,17 +627,19 @@ static void kernel_stat(struct rsr_acc *a, const struct rsr_acc_op *op, int64_t 
 {
     if (op->name >= a->n_slot) {
         size_t old = a->n_slot;
-        size_t *p = grow(a->slot, &a->n_slot, (size_t)op->name + 1, sizeof *p, &a->failed);
-        if (!p)
+        if (RSR_GROW(a->slot, a->n_slot, (size_t)op->name + 1, 64) != 0) {
+            a->failed = 1;
             return;
-        a->slot = p;
+        }
+        size_t *p = a->slot;
         memset(p + old, 0, (a->n_slot - old) * sizeof *p);
     }
     if (!a->slot[op->name]) {
-        struct rsr_kernel_stat *st = grow(a->stats, &a->cap_stats, a->n_stats + 1, sizeof *st, &a->failed);
-        if (!st)
+        if (RSR_GROW(a->stats, a->cap_stats, a->n_stats + 1, 64) != 0) {
+            a->failed = 1;
             return;
-        a->stats = st;
+        }
+        struct rsr_kernel_stat *st = a->stats;
         memset(&st[a->n_stats], 0, sizeof st[a->n_stats]);
         st[a->n_stats].name = op->name;
         st[a->n_stats].cls = op->cls;
@@ -687,10 +677,11 @@ static void kernel_stat(struct rsr_acc *a, const struct rsr_acc_op *op, int64_t 
 
 static struct rsr_step_mark *mark_add(struct rsr_step_mark **arr, size_t *n, size_t *cap, int *failed)
 {
-    struct rsr_step_mark *m = grow(*arr, cap, *n + 1, sizeof *m, failed);
-    if (!m)
+    if (RSR_GROW(*arr, *cap, *n + 1, 64) != 0) {
+        *failed = 1;
         return NULL;
-    *arr = m;
+    }
+    struct rsr_step_mark *m = *arr;
     memset(&m[*n], 0, sizeof m[*n]);
     return &m[(*n)++];
 }
@@ -833,10 +824,11 @@ static void sm_add(struct rsr_acc *a, const struct rsr_acc_op *op, int64_t s, in
         a->sm_t = s;
     if (e <= a->sm_t)
         return;
-    struct sm_run *r = grow(a->runs, &a->cap_runs, a->n_runs + 1, sizeof *r, &a->failed);
-    if (!r)
+    if (RSR_GROW(a->runs, a->cap_runs, a->n_runs + 1, 64) != 0) {
+        a->failed = 1;
         return;
-    a->runs = r;
+    }
+    struct sm_run *r = a->runs;
     r[a->n_runs++] = (struct sm_run){ e, op->has_geom ? op->sm_coverage : -1, op->has_geom ? op->warp_share : 0 };
 }
 
@@ -1072,10 +1064,11 @@ void rsr_acc_io(struct rsr_acc *a, const struct rsr_io *io)
     if (!ps->have_burst) {
         if (a->n_dead > 1024 && a->n_dead * 2 > a->n_bursts)
             bursts_compact(a);
-        struct rsr_burst *b = grow(a->bursts, &a->cap_bursts, a->n_bursts + 1, sizeof *b, &a->failed);
-        if (!b)
+        if (RSR_GROW(a->bursts, a->cap_bursts, a->n_bursts + 1, 64) != 0) {
+            a->failed = 1;
             return;
-        a->bursts = b;
+        }
+        struct rsr_burst *b = a->bursts;
         size_t capc = a->cap_bursts;
         unsigned char *c = realloc(a->closed, capc);
         if (!c) {
@@ -1406,10 +1399,11 @@ static uint32_t key_of(struct rsr_acc *a, const struct rsr_coll_key *k)
             x->calls == k->calls && x->peer == k->peer && x->rank == k->rank)
             return (uint32_t)(a->key_slots[h] - 1);
     }
-    struct rsr_coll_key *keys = grow(o->keys, &o->cap_keys, o->n_keys + 1, sizeof *keys, &a->failed);
-    if (!keys)
+    if (RSR_GROW(o->keys, o->cap_keys, o->n_keys + 1, 64) != 0) {
+        a->failed = 1;
         return 0;
-    o->keys = keys;
+    }
+    struct rsr_coll_key *keys = o->keys;
     keys[o->n_keys] = *k;
     a->key_slots[h] = ++o->n_keys;
     return (uint32_t)(o->n_keys - 1);
@@ -1428,18 +1422,20 @@ void rsr_acc_coll(struct rsr_acc *a, const struct rsr_coll *c, int32_t group_siz
         return;
     struct rsr_summary *o = &a->out;
     size_t j = o->n_colls - a->colls_base;
-    struct rsr_coll_tuple *t = grow(o->colls, &o->cap_colls, j + 1, sizeof *t, &a->failed);
-    if (!t)
+    if (RSR_GROW(o->colls, o->cap_colls, j + 1, 64) != 0) {
+        a->failed = 1;
         return;
-    o->colls = t;
-    int64_t *cv = grow(a->coll_cover, &a->cap_cover, j + 1, sizeof *cv, &a->failed);
-    if (!cv)
+    }
+    struct rsr_coll_tuple *t = o->colls;
+    if (RSR_GROW(a->coll_cover, a->cap_cover, j + 1, 64) != 0) {
+        a->failed = 1;
         return;
-    a->coll_cover = cv;
-    uint8_t *ed = grow(a->coll_edges, &a->cap_edges, j + 1, 1, &a->failed);
-    if (!ed)
+    }
+    if (RSR_GROW(a->coll_edges, a->cap_edges, j + 1, 64) != 0) {
+        a->failed = 1;
         return;
-    a->coll_edges = ed;
+    }
+    uint8_t *ed = a->coll_edges;
     size_t i = o->n_colls++;
     t[j] = (struct rsr_coll_tuple){ c->start_ns, c->end_ns, c->seq, key, { 0 } };
     ed[j] = 0;
@@ -1447,14 +1443,16 @@ void rsr_acc_coll(struct rsr_acc *a, const struct rsr_coll *c, int32_t group_siz
     heap_push(a, c->start_ns, i, QUERY_COLL_EDGE);
     fine_spread(a, RSR_FINE_COMM, c->start_ns, c->end_ns, (double)c->bytes);
     size_t m = o->n_cmarks - a->marks_base;
-    struct rsr_step_mark *mk = grow(o->cmarks, &a->cap_cmarks, m + 1, sizeof *mk, &a->failed);
-    if (!mk)
+    if (RSR_GROW(o->cmarks, a->cap_cmarks, m + 1, 64) != 0) {
+        a->failed = 1;
         return;
-    o->cmarks = mk;
-    uint8_t *done = grow(a->mark_done, &a->cap_done, m + 1, 1, &a->failed);
-    if (!done)
+    }
+    struct rsr_step_mark *mk = o->cmarks;
+    if (RSR_GROW(a->mark_done, a->cap_done, m + 1, 64) != 0) {
+        a->failed = 1;
         return;
-    a->mark_done = done;
+    }
+    uint8_t *done = a->mark_done;
     memset(&mk[m], 0, sizeof mk[m]);
     mk[m].t = c->start_ns;
     mk[m].key = key;
@@ -1471,10 +1469,11 @@ void rsr_acc_range(struct rsr_acc *a, const struct rsr_range *r)
     if (a->failed)
         return;
     struct rsr_summary *o = &a->out;
-    struct rsr_step_range *v = grow(o->ranges, &a->cap_ranges, o->n_ranges + 1, sizeof *v, &a->failed);
-    if (!v)
+    if (RSR_GROW(o->ranges, a->cap_ranges, o->n_ranges + 1, 64) != 0) {
+        a->failed = 1;
         return;
-    o->ranges = v;
+    }
+    struct rsr_step_range *v = o->ranges;
     v[o->n_ranges] = (struct rsr_step_range){ .start_ns = r->start_ns, .end_ns = r->end_ns, .name = r->name,
                                               .tid = r->tid, .depth = r->depth };
     heap_push(a, r->start_ns, o->n_ranges, QUERY_RANGE_START);

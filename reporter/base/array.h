@@ -1,0 +1,32 @@
+/* The reporter's one growth helper for its arrays: room for one more item,
+ * or for n, at the cost of O(n) copying over n appends. */
+#ifndef RSR_ARRAY_H
+#define RSR_ARRAY_H
+
+#include <stddef.h>
+
+/* Makes room for need items of elem bytes in the array whose pointer is at
+ * arrp (a T **; *cap items fit now): the same array, or one reallocated to
+ * twice the capacity (first when it has none) until need fit. Returns 0,
+ * or -1 when out of memory or the size would overflow (the array and *cap
+ * are then as they were). */
+int rsr_grow(void *arrp, size_t *cap, size_t need, size_t elem, size_t first);
+
+/* rsr_grow for an array arr of its own type with a size_t cap. */
+#define RSR_GROW(arr, cap, need, first) rsr_grow(&(arr), &(cap), (need), sizeof *(arr), (first))
+
+/* Says "ringside: out of memory" on stderr and exits with status 1. */
+_Noreturn void rsr_out_of_memory(void);
+
+/* RSR_GROW for the parts that stop when memory runs out (flame graphs, the
+ * loader's tables), with a cap of any unsigned type. */
+#define RSR_XGROW(arr, cap, need, first)                                             \
+    do {                                                                             \
+        size_t cap_ = (cap);                                                         \
+        if (rsr_grow(&(arr), &cap_, (need), sizeof *(arr), (first)) != 0 ||          \
+            cap_ != (size_t)(__typeof__(cap))cap_)                                   \
+            rsr_out_of_memory();                                                     \
+        (cap) = (__typeof__(cap))cap_;                                               \
+    } while (0)
+
+#endif
