@@ -27,8 +27,6 @@ void rsr_flame_init(struct rsr_flame *fl, int kind)
     fl->capnodes = 1024;
     fl->nodes = rsr_xcalloc(fl->capnodes, sizeof *fl->nodes);
     fl->nnodes = 1;
-    fl->nslots = 2048;
-    fl->slots = rsr_xcalloc(fl->nslots, sizeof *fl->slots);
 }
 
 void rsr_flame_free(struct rsr_flame *fl)
@@ -38,7 +36,7 @@ void rsr_flame_free(struct rsr_flame *fl)
     free(fl->name_class);
     free(fl->name_module);
     free(fl->nodes);
-    free(fl->slots);
+    rsr_table_free(&fl->children);
     for (uint32_t i = 0; i < fl->nunnamed; i++) {
         free(fl->unnamed[i].path);
         free(fl->unnamed[i].why);
@@ -91,55 +89,50 @@ uint32_t rsr_flame_frame(struct rsr_flame *fl, const char *name, enum rsr_frame_
     return id;
 }
 
-static uint32_t child_slot(const struct rsr_flame *fl, uint32_t parent, uint32_t name)
+static uint64_t child_hash(uint32_t parent, uint32_t name)
 {
-    return (uint32_t)rsr_hash_u64(((uint64_t)parent << 32) | name) & (fl->nslots - 1);
+    return rsr_hash_u64(((uint64_t)parent << 32) | name);
 }
 
-static void grow_slots(struct rsr_flame *fl)
+static uint64_t node_hash_of(const void *ctx, size_t n)
 {
-    free(fl->slots);
-    fl->nslots *= 2;
-    fl->slots = rsr_xcalloc(fl->nslots, sizeof *fl->slots);
-    for (uint32_t n = 1; n < fl->nnodes; n++) {
-        uint32_t i = child_slot(fl, fl->nodes[n].parent, fl->nodes[n].name);
-        while (fl->slots[i])
-            i = (i + 1) & (fl->nslots - 1);
-        fl->slots[i] = n;
+    const struct rsr_flame_node *c = &((const struct rsr_flame *)ctx)->nodes[n];
+    return child_hash(c->parent, c->name);
+}
+
+/* The node under parent named name, or 0 when there is none (*p: where it
+ * would go). */
+static uint32_t walk_children(const struct rsr_flame *fl, uint32_t parent, uint32_t name, struct rsr_probe *p)
+{
+    *p = rsr_table_probe(&fl->children, child_hash(parent, name));
+    for (long n; (n = rsr_table_next(&fl->children, p)) >= 0;) {
+        const struct rsr_flame_node *c = &fl->nodes[n];
+        if (c->parent == parent && c->name == name)
+            return (uint32_t)n;
     }
+    return 0;
 }
 
 /* The node under parent named name, or 0 when there is none. */
 static uint32_t find_child(const struct rsr_flame *fl, uint32_t parent, uint32_t name)
 {
-    for (uint32_t i = child_slot(fl, parent, name); fl->slots[i]; i = (i + 1) & (fl->nslots - 1)) {
-        const struct rsr_flame_node *c = &fl->nodes[fl->slots[i]];
-        if (c->parent == parent && c->name == name)
-            return fl->slots[i];
-    }
-    return 0;
+    struct rsr_probe p;
+    return walk_children(fl, parent, name, &p);
 }
 
 static uint32_t child_of(struct rsr_flame *fl, uint32_t parent, uint32_t name)
 {
-    uint32_t i = child_slot(fl, parent, name);
-    while (fl->slots[i]) {
-        struct rsr_flame_node *c = &fl->nodes[fl->slots[i]];
-        if (c->parent == parent && c->name == name)
-            return fl->slots[i];
-        i = (i + 1) & (fl->nslots - 1);
-    }
-    if (fl->nnodes == fl->capnodes) {
-        fl->capnodes *= 2;
-        fl->nodes = rsr_xrealloc(fl->nodes, fl->capnodes * sizeof *fl->nodes);
-    }
+    struct rsr_probe p;
+    uint32_t found = walk_children(fl, parent, name, &p);
+    if (found)
+        return found;
+    RSR_XGROW(fl->nodes, fl->capnodes, (size_t)fl->nnodes + 1, 1024);
     uint32_t n = fl->nnodes++;
     fl->nodes[n] = (struct rsr_flame_node){ .name = name, .parent = parent,
                                             .next_sibling = fl->nodes[parent].first_child };
     fl->nodes[parent].first_child = n;
-    fl->slots[i] = n;
-    if (fl->nnodes * 2 > fl->nslots)
-        grow_slots(fl);
+    if (rsr_table_put(&fl->children, &p, n, 2048, node_hash_of, fl) != 0)
+        rsr_out_of_memory();
     return n;
 }
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "reporter/base/intern.h"
+#include "reporter/base/table.h"
 
 struct rsr_sym;
 
@@ -73,8 +74,7 @@ struct rsr_flame {
     struct rsr_intern modules;    /* module basenames; "python" for Python frames */
     struct rsr_flame_node *nodes;
     uint32_t nnodes, capnodes;
-    uint32_t *slots;              /* (parent, name) -> node, open addressing */
-    uint32_t nslots;
+    struct rsr_table children;    /* (parent, name) -> node */
     uint32_t nprocs;              /* processes that contributed samples */
     /* GPU flame graphs: the processes' launch stack sampling, one timed
      * kernel launch in N per thread, least and most N (0: not recorded);

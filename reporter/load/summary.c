@@ -21,6 +21,7 @@
 #include "reporter/load/summary.h"
 #include "reporter/load/period.h"
 #include "reporter/base/array.h"
+#include "reporter/base/table.h"
 #include "formats/trace.h"
 
 #include <errno.h>
@@ -227,8 +228,7 @@ struct rsr_acc {
     int no_spill;
 
     struct rsr_summary out;         /* keys and colls, built as they come */
-    size_t *key_slots;              /* open addressing: 1 + key index */
-    size_t n_key_slots;
+    struct rsr_table keys;          /* a collective key's hash -> its index in out.keys */
 };
 
 struct rsr_acc *rsr_acc_new(int64_t start_ns)
@@ -1370,43 +1370,36 @@ static int runs_end(struct rsr_acc *a)
     return r < 0 || q < 0 ? -1 : 0;
 }
 
+static uint64_t key_hash(const struct rsr_coll_key *k)
+{
+    return (k->comm_id ^ k->bytes * 31 ^ k->op) * 0x9e3779b97f4a7c15ull >> 20;
+}
+
+static uint64_t key_hash_of(const void *ctx, size_t i)
+{
+    return key_hash(&((const struct rsr_summary *)ctx)->keys[i]);
+}
+
 static uint32_t key_of(struct rsr_acc *a, const struct rsr_coll_key *k)
 {
     struct rsr_summary *o = &a->out;
-    if (2 * (o->n_keys + 1) > a->n_key_slots) {
-        size_t nc = a->n_key_slots ? a->n_key_slots * 2 : 64;
-        size_t *ns = calloc(nc, sizeof *ns);
-        if (!ns) {
-            a->failed = 1;
-            return 0;
-        }
-        for (size_t i = 0; i < o->n_keys; i++) {
-            const struct rsr_coll_key *x = &o->keys[i];
-            size_t h = (x->comm_id ^ x->bytes * 31 ^ x->op) * 0x9e3779b97f4a7c15ull >> 20 & (nc - 1);
-            while (ns[h])
-                h = (h + 1) & (nc - 1);
-            ns[h] = i + 1;
-        }
-        free(a->key_slots);
-        a->key_slots = ns;
-        a->n_key_slots = nc;
-    }
-    size_t mask = a->n_key_slots - 1;
-    size_t h = (k->comm_id ^ k->bytes * 31 ^ k->op) * 0x9e3779b97f4a7c15ull >> 20 & mask;
-    for (; a->key_slots[h]; h = (h + 1) & mask) {
-        const struct rsr_coll_key *x = &o->keys[a->key_slots[h] - 1];
+    struct rsr_probe p = rsr_table_probe(&a->keys, key_hash(k));
+    for (long i; (i = rsr_table_next(&a->keys, &p)) >= 0;) {
+        const struct rsr_coll_key *x = &o->keys[i];
         if (x->comm_id == k->comm_id && x->bytes == k->bytes && x->op == k->op && x->group_size == k->group_size &&
             x->calls == k->calls && x->peer == k->peer && x->rank == k->rank)
-            return (uint32_t)(a->key_slots[h] - 1);
+            return (uint32_t)i;
     }
     if (RSR_GROW(o->keys, o->cap_keys, o->n_keys + 1, 64) != 0) {
         a->failed = 1;
         return 0;
     }
-    struct rsr_coll_key *keys = o->keys;
-    keys[o->n_keys] = *k;
-    a->key_slots[h] = ++o->n_keys;
-    return (uint32_t)(o->n_keys - 1);
+    o->keys[o->n_keys] = *k;
+    if (rsr_table_put(&a->keys, &p, o->n_keys, 64, key_hash_of, o) != 0) {
+        a->failed = 1;
+        return 0;
+    }
+    return (uint32_t)o->n_keys++;
 }
 
 void rsr_acc_coll(struct rsr_acc *a, const struct rsr_coll *c, int32_t group_size)
@@ -1714,7 +1707,7 @@ int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
     free(a->bursts);
     free(a->closed);
     free(a->heap);
-    free(a->key_slots);
+    rsr_table_free(&a->keys);
     free(a->coll_cover);
     free(a->coll_edges);
     free(a->mark_done);
