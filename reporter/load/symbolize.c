@@ -5,6 +5,8 @@
 #include "reporter/load/symbolize.h"
 #include "reporter/base/intern.h"
 #include "reporter/load/sympack.h"
+#include "reporter/base/array.h"
+#include "reporter/base/table.h"
 
 #include <dwarf.h>
 #include <elfutils/debuginfod.h>
@@ -33,9 +35,10 @@ struct symfile {
     const struct rsr_sympack_mod *pack;  /* from the symbols file, else NULL */
 };
 
+/* An address looked up once, kept with its answer. */
 struct cache_slot {
     uint64_t addr;
-    int32_t file;           /* -1: empty */
+    int32_t file;
     struct rsr_sym_result *res;
 };
 
@@ -43,8 +46,9 @@ struct rsr_sym {
     int quiet;
     struct symfile *files;
     uint32_t nfiles, capfiles;
-    struct cache_slot *slots;
-    uint32_t nslots, nused;
+    struct cache_slot *slots;       /* in the order looked up */
+    size_t nused, capslots;
+    struct rsr_table cache;         /* (file, address) -> its place in slots */
     struct rsr_intern names;  /* function names, file names, fallbacks */
 };
 
@@ -155,12 +159,12 @@ void rsr_sym_free(struct rsr_sym *s)
         free(s->files[i].build_id);
     }
     free(s->files);
-    for (uint32_t i = 0; i < s->nslots; i++)
-        if (s->slots[i].file >= 0) {
-            free((void *)s->slots[i].res->levels);
-            free(s->slots[i].res);
-        }
+    for (size_t i = 0; i < s->nused; i++) {
+        free((void *)s->slots[i].res->levels);
+        free(s->slots[i].res);
+    }
     free(s->slots);
+    rsr_table_free(&s->cache);
     rsr_intern_free(&s->names);
     free(s);
 }
@@ -746,45 +750,30 @@ static struct rsr_sym_result *resolve(struct rsr_sym *s, int file, uint64_t addr
     return r;
 }
 
-static uint32_t slot_of(const struct rsr_sym *s, int file, uint64_t addr)
+static uint64_t slot_hash(int file, uint64_t addr)
 {
-    return (uint32_t)rsr_hash_u64(addr * 31 + (uint64_t)file) & (s->nslots - 1);
+    return rsr_hash_u64(addr * 31 + (uint64_t)file);
 }
 
-static void grow_cache(struct rsr_sym *s)
+static uint64_t slot_hash_of(const void *ctx, size_t i)
 {
-    struct cache_slot *old = s->slots;
-    uint32_t nold = s->nslots;
-    s->nslots = nold ? nold * 2 : 1024;
-    s->slots = rsr_xmalloc(s->nslots * sizeof *s->slots);
-    for (uint32_t i = 0; i < s->nslots; i++)
-        s->slots[i].file = -1;
-    for (uint32_t i = 0; i < nold; i++) {
-        if (old[i].file < 0)
-            continue;
-        uint32_t j = slot_of(s, old[i].file, old[i].addr);
-        while (s->slots[j].file >= 0)
-            j = (j + 1) & (s->nslots - 1);
-        s->slots[j] = old[i];
-    }
-    free(old);
+    const struct cache_slot *c = &((const struct rsr_sym *)ctx)->slots[i];
+    return slot_hash(c->file, c->addr);
 }
 
 const struct rsr_sym_result *rsr_sym_lookup(struct rsr_sym *s, int file, uint64_t addr)
 {
-    if ((s->nused + 1) * 2 > s->nslots)
-        grow_cache(s);
-    uint32_t i = slot_of(s, file, addr);
-    while (s->slots[i].file >= 0) {
+    struct rsr_probe p = rsr_table_probe(&s->cache, slot_hash(file, addr));
+    for (long i; (i = rsr_table_next(&s->cache, &p)) >= 0;)
         if (s->slots[i].file == file && s->slots[i].addr == addr)
             return s->slots[i].res;
-        i = (i + 1) & (s->nslots - 1);
-    }
-    s->slots[i].file = file;
-    s->slots[i].addr = addr;
-    s->slots[i].res = resolve(s, file, addr);
+    struct rsr_sym_result *res = resolve(s, file, addr);
+    RSR_XGROW(s->slots, s->capslots, s->nused + 1, 1024);
+    s->slots[s->nused] = (struct cache_slot){ addr, file, res };
+    if (rsr_table_put(&s->cache, &p, s->nused, 2048, slot_hash_of, s) != 0)
+        rsr_out_of_memory();
     s->nused++;
-    return s->slots[i].res;
+    return res;
 }
 
 static int by_slot_addr(const void *a, const void *b)
@@ -832,7 +821,7 @@ int rsr_sym_write_pack(const struct rsr_sym *s, FILE *f)
         if (sf->state != RSR_SYM_FILE_OK)
             continue;
         uint32_t n = 0;
-        for (uint32_t k = 0; k < s->nslots; k++)
+        for (size_t k = 0; k < s->nused; k++)
             if (s->slots[k].file == (int32_t)i)
                 mine[n++] = &s->slots[k];
         qsort(mine, n, sizeof *mine, by_slot_addr);

@@ -18,6 +18,8 @@
 #include "reporter/base/pb.h"
 #include "reporter/analyse/steps.h"
 #include "reporter/load/symbolize.h"
+#include "reporter/base/array.h"
+#include "reporter/base/table.h"
 
 /* TracePacket */
 #define TP_TIMESTAMP 8
@@ -171,9 +173,9 @@ struct pf_series {
 
 /* Frames by address (open addressing), for interning. */
 struct pf_frames {
-    uint64_t *addr;             /* 0: empty slot */
-    uint64_t *iid;
+    uint64_t *addr;             /* by iid - 1 */
     size_t cap, n;
+    struct rsr_table table;     /* an address -> iid - 1 */
 };
 
 struct pf_module {
@@ -884,12 +886,9 @@ static void take_point(struct pf_proc *p, const struct rsf_point *pt)
 
 /* ------------------------------------------------------------------- stacks */
 
-static uint64_t hash64(uint64_t x)
+static uint64_t addr_hash_of(const void *ctx, size_t i)
 {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x;
+    return rsr_hash_u64(((const struct pf_frames *)ctx)->addr[i]);
 }
 
 /* The frame's iid, *fresh set when it is new (then to be interned). */
@@ -897,40 +896,21 @@ static uint64_t frame_iid(struct pf_proc *p, uint64_t addr, int *fresh)
 {
     struct pf_frames *F = &p->frames;
     *fresh = 0;
-    if (2 * (F->n + 1) > F->cap) {
-        size_t cap = F->cap ? 2 * F->cap : 1024;
-        uint64_t *a = calloc(cap, sizeof *a), *v = calloc(cap, sizeof *v);
-        if (!a || !v) {
-            free(a);
-            free(v);
-            p->failed = 1;
-            return 0;
-        }
-        for (size_t i = 0; i < F->cap; i++) {
-            if (!F->addr[i])
-                continue;
-            size_t j = hash64(F->addr[i]) & (cap - 1);
-            while (a[j])
-                j = (j + 1) & (cap - 1);
-            a[j] = F->addr[i];
-            v[j] = F->iid[i];
-        }
-        free(F->addr);
-        free(F->iid);
-        F->addr = a;
-        F->iid = v;
-        F->cap = cap;
+    struct rsr_probe at = rsr_table_probe(&F->table, rsr_hash_u64(addr));
+    for (long i; (i = rsr_table_next(&F->table, &at)) >= 0;)
+        if (F->addr[i] == addr)
+            return (uint64_t)i + 1;
+    if (RSR_GROW(F->addr, F->cap, F->n + 1, 1024) != 0) {
+        p->failed = 1;
+        return 0;
     }
-    uint64_t key = addr ? addr : 1ull << 61;    /* 0 marks an empty slot */
-    size_t j = hash64(key) & (F->cap - 1);
-    while (F->addr[j] && F->addr[j] != key)
-        j = (j + 1) & (F->cap - 1);
-    if (!F->addr[j]) {
-        F->addr[j] = key;
-        F->iid[j] = ++F->n;
-        *fresh = 1;
+    F->addr[F->n] = addr;
+    if (rsr_table_put(&F->table, &at, F->n, 2048, addr_hash_of, F) != 0) {
+        p->failed = 1;
+        return 0;
     }
-    return F->iid[j];
+    *fresh = 1;
+    return ++F->n;
 }
 
 /* The module an address lies in (the latest mapping of it wins), or -1. */
@@ -1137,7 +1117,7 @@ static void proc_free(struct pf_proc *p)
     free(p->tracks);
     free(p->series);
     free(p->frames.addr);
-    free(p->frames.iid);
+    rsr_table_free(&p->frames.table);
     free(p->modules);
 }
 
