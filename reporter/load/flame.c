@@ -309,7 +309,6 @@ struct module_rec {
 struct modcache {
     uint64_t pc, map_ts;
     struct module_rec *m;       /* NULL: in no module */
-    int used;
 };
 
 /* Samples added up: one per (thread, stack, module map in force). */
@@ -354,10 +353,12 @@ struct proc {
     uint32_t nmod_ts;
     struct { uint32_t tid, name; } *threads;
     uint32_t nthreads, capthreads;
-    struct agg *aggs;           /* open addressing; count 0: empty */
-    uint32_t naggs, capaggs;
+    struct agg *aggs;           /* in the order first seen */
+    size_t naggs, capaggs;
+    struct rsr_table agg_table; /* (thread, stack, map, kind, reason, leaf) -> its aggregate */
     struct modcache *mcache;    /* (pc, map time) -> module record */
-    uint32_t nmcache, capmcache;
+    size_t nmcache, capmcache;
+    struct rsr_table mcache_table;
     struct gpu_thread *gth;     /* threads that launched GPU work */
     uint32_t ngth, capgth;
     uint32_t stack_every;       /* the agent's gpu_stack_every; 0: not recorded */
@@ -394,35 +395,23 @@ static uint64_t map_time(const struct proc *p, uint64_t ts)
     return lo ? p->mod_ts[lo - 1] : 0;
 }
 
-static uint32_t agg_slot(const struct proc *p, uint32_t tid, uint32_t stack, uint64_t map_ts,
-                         uint8_t kind, uint8_t reason, uint32_t leaf)
+static uint64_t agg_hash(uint32_t tid, uint32_t stack, uint64_t map_ts, uint8_t kind, uint8_t reason, uint32_t leaf)
 {
-    uint64_t h = rsr_hash_u64(((uint64_t)tid << 32 | stack) ^
-                              rsr_hash_u64(map_ts + kind + ((uint64_t)reason << 8) + ((uint64_t)leaf << 16)));
-    return (uint32_t)h & (p->capaggs - 1);
+    return rsr_hash_u64(((uint64_t)tid << 32 | stack) ^
+                        rsr_hash_u64(map_ts + kind + ((uint64_t)reason << 8) + ((uint64_t)leaf << 16)));
+}
+
+static uint64_t agg_hash_of(const void *ctx, size_t i)
+{
+    const struct agg *a = &((const struct proc *)ctx)->aggs[i];
+    return agg_hash(a->tid, a->stack, a->map_ts, a->kind, a->reason, a->leaf);
 }
 
 static void agg_add(struct proc *p, uint32_t tid, uint32_t stack, uint64_t map_ts, uint8_t kind,
                     uint8_t reason, uint32_t leaf, uint64_t w)
 {
-    if ((p->naggs + 1) * 2 > p->capaggs) {
-        struct agg *old = p->aggs;
-        uint32_t nold = p->capaggs;
-        p->capaggs = nold ? nold * 2 : 1024;
-        p->aggs = rsr_xcalloc(p->capaggs, sizeof *p->aggs);
-        for (uint32_t i = 0; i < nold; i++) {
-            if (!old[i].count)
-                continue;
-            uint32_t j = agg_slot(p, old[i].tid, old[i].stack, old[i].map_ts, old[i].kind,
-                                  old[i].reason, old[i].leaf);
-            while (p->aggs[j].count)
-                j = (j + 1) & (p->capaggs - 1);
-            p->aggs[j] = old[i];
-        }
-        free(old);
-    }
-    uint32_t i = agg_slot(p, tid, stack, map_ts, kind, reason, leaf);
-    while (p->aggs[i].count) {
+    struct rsr_probe at = rsr_table_probe(&p->agg_table, agg_hash(tid, stack, map_ts, kind, reason, leaf));
+    for (long i; (i = rsr_table_next(&p->agg_table, &at)) >= 0;) {
         struct agg *a = &p->aggs[i];
         if (a->tid == tid && a->stack == stack && a->map_ts == map_ts && a->kind == kind &&
             a->reason == reason && a->leaf == leaf) {
@@ -430,9 +419,11 @@ static void agg_add(struct proc *p, uint32_t tid, uint32_t stack, uint64_t map_t
             a->count++;
             return;
         }
-        i = (i + 1) & (p->capaggs - 1);
     }
-    p->aggs[i] = (struct agg){ tid, stack, map_ts, w, 1, kind, reason, leaf };
+    RSR_XGROW(p->aggs, p->capaggs, p->naggs + 1, 1024);
+    p->aggs[p->naggs] = (struct agg){ tid, stack, map_ts, w, 1, kind, reason, leaf };
+    if (rsr_table_put(&p->agg_table, &at, p->naggs, 1024, agg_hash_of, p) != 0)
+        rsr_out_of_memory();
     p->naggs++;
 }
 
@@ -667,7 +658,9 @@ static void proc_free(struct proc *p)
     free(p->mod_ts);
     free(p->threads);
     free(p->aggs);
+    rsr_table_free(&p->agg_table);
     free(p->mcache);
+    rsr_table_free(&p->mcache_table);
     free(p->gth);
     rsr_graphs_free(p->graphs);
     rsr_intern_free(&p->gnames);
@@ -707,38 +700,31 @@ static struct module_rec *scan_modules(struct proc *p, uint64_t pc, uint64_t map
     return best ? best : first;
 }
 
-static uint32_t mcache_slot(const struct proc *p, uint64_t pc, uint64_t map_ts)
+static uint64_t mcache_hash(uint64_t pc, uint64_t map_ts)
 {
-    return (uint32_t)rsr_hash_u64(pc ^ rsr_hash_u64(map_ts)) & (p->capmcache - 1);
+    return rsr_hash_u64(pc ^ rsr_hash_u64(map_ts));
+}
+
+static uint64_t mcache_hash_of(const void *ctx, size_t i)
+{
+    const struct modcache *c = &((const struct proc *)ctx)->mcache[i];
+    return mcache_hash(c->pc, c->map_ts);
 }
 
 /* scan_modules, cached: stacks share most of their addresses. */
 static struct module_rec *find_module(struct proc *p, uint64_t pc, uint64_t map_ts)
 {
-    if ((p->nmcache + 1) * 2 > p->capmcache) {
-        struct modcache *old = p->mcache;
-        uint32_t nold = p->capmcache;
-        p->capmcache = nold ? nold * 2 : 1024;
-        p->mcache = rsr_xcalloc(p->capmcache, sizeof *p->mcache);
-        for (uint32_t i = 0; i < nold; i++) {
-            if (!old[i].used)
-                continue;
-            uint32_t j = mcache_slot(p, old[i].pc, old[i].map_ts);
-            while (p->mcache[j].used)
-                j = (j + 1) & (p->capmcache - 1);
-            p->mcache[j] = old[i];
-        }
-        free(old);
-    }
-    uint32_t i = mcache_slot(p, pc, map_ts);
-    while (p->mcache[i].used) {
+    struct rsr_probe at = rsr_table_probe(&p->mcache_table, mcache_hash(pc, map_ts));
+    for (long i; (i = rsr_table_next(&p->mcache_table, &at)) >= 0;)
         if (p->mcache[i].pc == pc && p->mcache[i].map_ts == map_ts)
             return p->mcache[i].m;
-        i = (i + 1) & (p->capmcache - 1);
-    }
-    p->mcache[i] = (struct modcache){ pc, map_ts, scan_modules(p, pc, map_ts), 1 };
+    struct module_rec *m = scan_modules(p, pc, map_ts);
+    RSR_XGROW(p->mcache, p->capmcache, p->nmcache + 1, 1024);
+    p->mcache[p->nmcache] = (struct modcache){ pc, map_ts, m };
+    if (rsr_table_put(&p->mcache_table, &at, p->nmcache, 1024, mcache_hash_of, p) != 0)
+        rsr_out_of_memory();
     p->nmcache++;
-    return p->mcache[i].m;
+    return m;
 }
 
 static const char *basename_of(const char *path)
@@ -988,9 +974,9 @@ static int helpers(const struct loader *L, const struct proc *p, struct rsr_thre
      * for children or time (a supervisor's: a launcher's) */
     uint64_t *io = NULL, *sup = NULL;
     uint32_t nio = 0;
-    for (uint32_t i = 0; i < p->capaggs; i++) {
+    for (size_t i = 0; i < p->naggs; i++) {
         const struct agg *a = &p->aggs[i];
-        if (!a->count || (a->kind != RSF_SAMPLE_CPU && a->kind != RSF_SAMPLE_WAIT))
+        if (a->kind != RSF_SAMPLE_CPU && a->kind != RSF_SAMPLE_WAIT)
             continue;
         struct rsr_thread_time *t = thread_time(all, n, cap, p, a->tid);
         *(a->kind == RSF_SAMPLE_CPU ? &t->cpu_ns : &t->wait_ns) += a->weight;
@@ -1060,9 +1046,9 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
     uint32_t nthreads = 0, capthreads = 0, nhelper = 0, caphelper = 0;
     qsort(p->stacks, p->nstacks, sizeof *p->stacks, by_stack_id);
     int apart = helpers(L, p, &helper, &nhelper, &caphelper);
-    for (uint32_t i = 0; i < p->capaggs; i++) {
+    for (size_t i = 0; i < p->naggs; i++) {
         struct agg *a = &p->aggs[i];
-        if (!a->count || !L->fls[a->kind])
+        if (!L->fls[a->kind])
             continue;
         /* a helper's waits: in the process's figures, not in the graph */
         int shown = !(apart && a->kind == RSF_SAMPLE_WAIT && is_helper(helper, nhelper, a->tid));
