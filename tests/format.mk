@@ -43,7 +43,7 @@ FUZZ_SRC := tests/fuzz/fuzz_chunk.c $(FORMAT_SRC) reporter/load/load.c reporter/
             reporter/load/summary.c reporter/load/flight.c reporter/load/period.c reporter/load/process.c reporter/load/waits.c \
             reporter/load/occupancy.c \
             reporter/load/gpumetrics.c reporter/load/nodes_load.c reporter/base/order.c \
-            reporter/base/array.c reporter/base/table.c
+            reporter/base/array.c reporter/base/table.c reporter/base/intern.c
 $(BUILD)/fuzz/fuzz_chunk: $(FUZZ_SRC) $(wildcard formats/*.h) reporter/load/load.h reporter/load/load_model.h reporter/load/model.h
 	$(call say,FUZZCC,$<)
 	$(Q)mkdir -p $(@D)
