@@ -1,6 +1,6 @@
 /* `ringside diff`: its options, then the comparison (diff.h). */
 #include "reporter/cmd/command.h"
-#include "reporter/cmd/diff.h"
+#include "reporter/job/diff.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* `ringside history`: its options, then the history (history.h). */
 #include "reporter/cmd/command.h"
-#include "reporter/cmd/history.h"
+#include "reporter/job/history.h"
 
 static int run(int argc, char **argv);
 

@@ -1,8 +1,8 @@
 /* `ringside history` (history.h): trace roots -> runs -> reports -> one
  * SQLite row per run -> series -> each run against its series' band. A run
  * already indexed whose files have not changed since is not read again. */
-#include "reporter/cmd/history.h"
-#include "reporter/cmd/diff.h"
+#include "reporter/job/history.h"
+#include "reporter/job/diff.h"
 #include "reporter/out/html.h"
 #include "reporter/out/html_json.h"
 #include "reporter/out/page.h"

@@ -2,7 +2,7 @@
  * the traces first where there is none), compares the figures the report
  * tells into diff.json, the folded stacks into differential flame graphs
  * and folded two-column files, and writes the page. */
-#include "reporter/cmd/diff.h"
+#include "reporter/job/diff.h"
 #include "reporter/load/flame.h"
 #include "reporter/out/flame_svg.h"
 #include "reporter/out/html.h"
