@@ -7,7 +7,7 @@
  * with --kind into one two-column folded file. Besides the sanitizers: a
  * failure must say so in one line naming the file at fault, and a success
  * must leave diff.json as valid JSON. */
-#include "reporter/cmd/diff.h"
+#include "reporter/job/diff.h"
 
 #include <stdio.h>
 #include <stdlib.h>
