@@ -124,16 +124,16 @@ $(BUILD)/ringside: $(REPORTER_OBJ) $(FORMAT_OBJ)
 	$(Q)$(CC) -o $@ $(REPORTER_OBJ) $(FORMAT_OBJ) $(RS_LDFLAGS) $(REPORTER_LIBS)
 
 # Parts with their own rules: the simulator and workloads, tests, benchmarks.
--include tools/tools.mk
--include tools/bench.mk
+-include tools/sim/sim.mk
+-include tools/bench/bench.mk
 -include tests/tests.mk
 -include tests/gpu/gpu.mk
 
 # What building and `make demo` need; `make test` adds what the tests use.
 deps:
-	@sh tools/deps.sh build
+	@sh tools/scripts/deps.sh build
 test-deps:
-	@sh tools/deps.sh test
+	@sh tools/scripts/deps.sh test
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/ringside

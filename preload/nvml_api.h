@@ -1,4 +1,4 @@
-/* The subset of NVML's C API that nvml.c calls and tools/simnvml.c, the
+/* The subset of NVML's C API that nvml.c calls and tools/sim/simnvml.c, the
  * tests' stand-in libnvidia-ml.so.1, implements. No nvml.h is packaged here,
  * so the subset is declared below, once, from NVIDIA's documented API; where
  * each value was checked is said beside it. */

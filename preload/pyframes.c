@@ -6,7 +6,7 @@
  * interpreter's _PyEval_EvalFrameDefault frames were; the writer turns them
  * into "pkg/mod.py:qualname:line" strings later (pynames.c). Offsets:
  * _Py_DebugOffsets in 3.13 and 3.14 (read from _PyRuntime at run time),
- * the generated table pyoffsets.h (tools/pyoffsets.sh) for 3.10-3.12. */
+ * the generated table pyoffsets.h (tools/scripts/pyoffsets.sh) for 3.10-3.12. */
 #include "preload/sample.h"
 
 #include <dlfcn.h>

@@ -7,6 +7,6 @@ $(BUILD)/tests/html_driver: tests/tools/html_driver.c $(FORMAT_OBJ) $(REPORTER_L
 
 test-build: $(BUILD)/tests/html_driver
 
-# A generated job with no straggler (tools/gen_job.c, built by tools/bench.mk)
+# A generated job with no straggler (tools/bench/gen_job.c, built by tools/bench/bench.mk)
 # for test_html and test_report_sim.
 test-build: $(BUILD)/gen_job

@@ -9,7 +9,7 @@
  * The work: kernels (legacy stream, per-thread stream, Ex, cooperative, a captured
  * graph replayed), copies and sets (synchronous and asynchronous, both stream kinds)
  * and waits (synchronous copies and sets count as waits too). Its own counts go to stdout as one JSON object, the truth the test
- * compares the trace with. Kernel durations follow tools/simgpu.h (kernelParams[0]). */
+ * compares the trace with. Kernel durations follow tools/sim/simgpu.h (kernelParams[0]). */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdio.h>

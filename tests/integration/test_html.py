@@ -946,7 +946,7 @@ def picked_page(work):
 
 def main():
     if not headless.find_chromium():
-        skip("html", "no chromium (Debian package chromium; tools/deps.sh installs it)")
+        skip("html", "no chromium (Debian package chromium; tools/scripts/deps.sh installs it)")
         finish()
     if not os.path.exists(DRIVER):
         check("html: driver built", False, DRIVER + " missing (make test-build)")

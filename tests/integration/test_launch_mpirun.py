@@ -52,7 +52,7 @@ def through_orted(work):
 def main():
     mpirun = shutil.which("mpirun")
     if not mpirun:
-        skip("mpirun", "no mpirun (Debian openmpi-bin; tools/deps.sh installs it)")
+        skip("mpirun", "no mpirun (Debian openmpi-bin; tools/scripts/deps.sh installs it)")
         finish()
     one("mpirun", mpirun, lambda work: [], lambda meta, pid: meta["pid"] == pid, "mpirun")
     # The ssh stand-in's shell reads its script; orted reads Open MPI's settings.

@@ -239,7 +239,7 @@ def run_nested(bins, cluster):
                                                         "--allow-run-as-root"] + rank_io_cmd(work, *ompi),
                       ompi, lambda row: row["OMPI_MCA_ess_base_jobid"], "mpirun"))
     else:
-        skip("mpirun in sbatch", "no mpirun (Debian openmpi-bin; tools/deps.sh installs it)")
+        skip("mpirun in sbatch", "no mpirun (Debian openmpi-bin; tools/scripts/deps.sh installs it)")
     for name, launcher, rank_vars, job_of, parent in cases:
         out, work = tempdir("trace-nested"), tempdir("nested")
         try:
@@ -301,7 +301,7 @@ def main():
     bins = {n: find(n) for n in names}
     missing = [n for n in names if not bins[n]]
     if missing:
-        skip("slurm", "not installed: %s (Debian munge, slurmctld, slurmd, slurm-client; tools/deps.sh installs "
+        skip("slurm", "not installed: %s (Debian munge, slurmctld, slurmd, slurm-client; tools/scripts/deps.sh installs "
              "them)" % " ".join(missing))
         finish()
     if os.geteuid() != 0:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """GPU counters from NVML (preload/nvml.c), with the stand-in
-libnvidia-ml.so.1 (tools/simnvml.c) that answers from the simulated GPU's
+libnvidia-ml.so.1 (tools/sim/simnvml.c) that answers from the simulated GPU's
 model: one-rank simtrain with compute kernels of 33 blocks of 256 threads on
 the simulated 132-SM GPU, under the agent at RINGSIDE_METRICS_HZ=20. The
 gpu_util points are held against the busy time of the simulator's truth file

@@ -102,7 +102,7 @@ SVG_USE = ("zoomTo(frames[frames.length - 1]); doSearch('.'); "
 
 def main():
     if not headless.find_chromium():
-        skip("page load", "no chromium (Debian package chromium; tools/deps.sh installs it)")
+        skip("page load", "no chromium (Debian package chromium; tools/scripts/deps.sh installs it)")
         finish()
     work = tempdir("page-load")
     try:

@@ -16,7 +16,7 @@ from rstest import BUILD, ROOT, check, finish, run, skip  # noqa: E402
 def main():
     node = shutil.which("node") or shutil.which("nodejs")
     if not node:
-        skip("page scripts", "no node (Debian package nodejs; tools/deps.sh installs it)")
+        skip("page scripts", "no node (Debian package nodejs; tools/scripts/deps.sh installs it)")
         finish()
     sources = sorted(glob.glob(os.path.join(ROOT, "reporter", "out", "page", "*.js")))
     check("page scripts: reporter/out/page holds scripts", sources, "no .js file there")

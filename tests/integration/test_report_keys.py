@@ -14,7 +14,7 @@
 - the readers: every key the page, diff, history and the Prometheus writer
   look up (the C files that call the rsr_jv_* helpers, html_json.h) is
   declared;
-- docs/report-json.md is what tools/report_json_doc.py makes of the schema;
+- docs/report-json.md is what tools/scripts/report_json_doc.py makes of the schema;
 - the check itself: a report with one key added that the schema does not
   declare fails it, naming the key.
 
@@ -340,8 +340,8 @@ def main():
         finish()
     with open(report_json_doc.DOC, encoding="utf-8") as f:
         doc = f.read()
-    check("docs/report-json.md is what tools/report_json_doc.py writes from the schema",
-          doc == report_json_doc.render(schema), "run python3 tools/report_json_doc.py")
+    check("docs/report-json.md is what tools/scripts/report_json_doc.py writes from the schema",
+          doc == report_json_doc.render(schema), "run python3 tools/scripts/report_json_doc.py")
     work = tempdir("report-keys")
     try:
         got = reports(work)

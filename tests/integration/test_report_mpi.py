@@ -192,7 +192,7 @@ def plain_build_case():
 
 def main():
     if not MPIRUN:
-        skip("report under mpirun", "no mpirun (Debian openmpi-bin; tools/deps.sh installs it)")
+        skip("report under mpirun", "no mpirun (Debian openmpi-bin; tools/scripts/deps.sh installs it)")
         finish()
     ldd = run(["ldd", RINGSIDE]).stdout.decode()
     check("the default build is an MPI program (libopenmpi-dev is installed by make deps)", "libmpi" in ldd, ldd)

@@ -1,6 +1,6 @@
 # The tests of the stack people train with today (docs/testing.md): Python 3.14 and
 # PyTorch 2.x from Debian unstable, in a chroot made once by debootstrap
-# (tools/chroot.sh) into $(CHROOT), reported from outside it. `make chroot`
+# (tools/scripts/chroot.sh) into $(CHROOT), reported from outside it. `make chroot`
 # makes it (a few minutes, about 2 GB; root), `make chroot-refresh` makes it
 # anew (or rm -rf it), `make test-modern` runs tests/modern/test_* through
 # tests/run.sh (not part of `make test`). CHROOT=DIR uses another one.
@@ -8,10 +8,10 @@ CHROOT ?= $(BUILD)/chroot-sid
 
 .PHONY: chroot chroot-refresh test-modern
 chroot:
-	$(Q)sh tools/chroot.sh $(CHROOT)
+	$(Q)sh tools/scripts/chroot.sh $(CHROOT)
 
 chroot-refresh:
-	$(Q)sh tools/chroot.sh --refresh $(CHROOT)
+	$(Q)sh tools/scripts/chroot.sh --refresh $(CHROOT)
 
 test-modern: test-deps
 	$(Q)$(MAKE) --no-print-directory $(SUB_J) test-build

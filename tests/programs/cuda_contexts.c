@@ -6,7 +6,7 @@
  * in a second created context, on device 1's primary context reset with
  * work queued (cudaDeviceReset's call) and then used again, and after its
  * last release and a new retain. Kernels last argv[2] microseconds (default
- * 2000; tools/simgpu.h: the first parameter is the duration in ns). Prints
+ * 2000; tools/sim/simgpu.h: the first parameter is the duration in ns). Prints
  * kernels=N. */
 #include <dlfcn.h>
 #include <stdint.h>
