@@ -2,15 +2,16 @@
 """CPU samples of a C program whose three hot functions do 60/30/10 of the
 work by construction (tests/programs/hot3.c): the shares of the sampled
 innermost frames, symbolised here with binutils' addr2line through the
-trace's module map, are within 5 points of the shares the program's own
-clock gives (its thread's CPU time around each call); the callers unwind to main; the
-program's output is the same with and without the agent; at
-RINGSIDE_SAMPLE_HZ=0 no samples are taken."""
+trace's module map, are within 5 points or 4 sd (sampled.py) of the shares
+the program's own clock gives (its thread's CPU time around each call); the
+callers unwind to main; the program's output is the same with and without
+the agent; at RINGSIDE_SAMPLE_HZ=0 no samples are taken."""
 import os
 import re
 import resource
 
 from rstest import PROG, check, cleanup, finish, run, tempdir, trace_files, traced_env
+from sampled import share_check
 from samples import Trace, folded, shares, weighted_shares
 
 NAMES = ("hot_a", "hot_b", "hot_c")
@@ -33,6 +34,7 @@ def main():
     check("same output as without the agent", p.stdout == plain.stdout,
           "%r vs %r" % (p.stdout, plain.stdout))
     files = trace_files(out)
+    n = 0
     if check("one trace file", len(files) == 1, "%d files" % len(files)):
         t = Trace(files[0])
         cpu = t.of_kind("cpu")
@@ -42,8 +44,7 @@ def main():
         check("hot functions are most samples", n >= 0.9 * len(cpu),
               "%d of %d samples in hot_a/b/c" % (n, len(cpu)))
         for fn, want in truth.items():
-            check("%s share %.0f%% (its own clock) within 5 points" % (fn, want), abs(got[fn] - want) <= 5.0,
-                  "%.1f%% of %d samples" % (got[fn], n))
+            share_check("%s share (its own clock)" % fn, got[fn], want, n, floor=5.0)
         callers = [t.names(s)[1:] for s in cpu if len(t.stacks.get(s["stack"], [])) > 1]
         with_main = sum(1 for c in callers if "main" in c)
         check("stacks unwind to main", with_main >= 0.9 * len(cpu),
@@ -54,10 +55,10 @@ def main():
         check("no samples dropped", t.counters.get("dropped_samples") == 0, str(t.counters))
     rows = folded(out)
     if check("ringside flame --kind cpu folded output", rows, "ringside flame failed"):
-        got, n = weighted_shares(rows, lambda f: f[-1], truth)
+        # weighted by CPU time, the same samples as above
+        got, _ = weighted_shares(rows, lambda f: f[-1], truth)
         for fn, want in truth.items():
-            check("flame: %s share %.0f%% (its own clock) within 5 points" % (fn, want), abs(got[fn] - want) <= 5.0,
-                  "%.1f%% of %.0f ms" % (got[fn], n / 1e6))
+            share_check("flame: %s share (its own clock)" % fn, got[fn], want, n, floor=5.0)
         check("flame: main is the hot functions' caller",
               all(f[-2] == "main" for f, _ in rows if f[-1] in truth), str(rows[:3]))
     cleanup(out)
