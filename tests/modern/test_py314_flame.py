@@ -4,7 +4,8 @@ $BUILD/chroot-sid, or RINGSIDE_CHROOT) and reported from outside it:
 tests/programs/py_nested3.py's outer, middle and inner, nested, each
 spinning for time it clocks itself (this thread's CPU clock), appear by
 name in the CPU flame graph, each with a share of the three's time within 5
-points of its own clock's, nested under <module> and main in that order;
+points or 4 sd (sampled.py) of its own clock's, nested under <module> and
+main in that order;
 with --lines, inner's line lies within inner's own source lines (found by
 Python's ast, outside the agent). Runs as root: the chroot is entered in a
 mount namespace of its own (unshare -m), with /proc, /sys and /dev bound
@@ -18,6 +19,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
 from rstest import AGENT, BUILD, ROOT, check, cleanup, finish, run, tempdir  # noqa: E402
 import samples  # noqa: E402
+from sampled import cpu_samples, samples_in, share_check  # noqa: E402
 
 SCRIPT = os.path.join(ROOT, "tests", "programs", "py_nested3.py")
 CHROOT = os.environ.get("RINGSIDE_CHROOT", os.path.join(BUILD, "chroot-sid"))
@@ -97,12 +99,10 @@ def main():
     check("py3.14: outer, middle and inner hold most CPU time", total and in_three >= 0.9 * total,
           "%d of %d ns; frames: %s" % (in_three, total, sorted(set(x for s in got for x in s.split(";")
                                                                    if ".py:" in x))[:10]))
+    count = samples_in(in_three, cpu_samples(out))
     for n in NAMES:
-        want = 100.0 * clock[n] / total_clock
-        share = 100.0 * own[n] / in_three if in_three else 0
-        print("    %s: %.1f%% of the three's CPU in the flame graph, %.1f%% by its own clock" % (n, share, want))
-        check("py3.14: %s's share within 5 points of its own clock's %.0f%%" % (n, want),
-              abs(share - want) <= 5, "%.1f%%" % share)
+        share_check("py3.14: %s's share of the three (its own clock)" % n,
+                    100.0 * own[n] / in_three if in_three else 0, 100.0 * clock[n] / total_clock, count, floor=5.0)
     check("py3.14: nested under <module>;main;outer;middle in order", in_three and nested >= 0.9 * in_three,
           "%d of %d ns" % (nested, in_three))
     lo, hi = source_lines("inner")
