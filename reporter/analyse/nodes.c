@@ -3,11 +3,9 @@
  * increase between one file's last point and the next file's first (the
  * node's counters moved while the sampler was handed over) counted too. */
 #include "reporter/analyse/nodes.h"
-#include "reporter/base/json.h"
 #include "reporter/load/summary.h"
 #include "reporter/base/array.h"
 
-#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -471,78 +469,4 @@ void rsr_nodes_free(struct rsr_nodes *nodes)
     }
     free(nodes->v);
     memset(nodes, 0, sizeof *nodes);
-}
-
-/* ---- report.json ---- */
-
-static void num_key(FILE *f, const char *key, double v)
-{
-    fprintf(f, ",\"%s\":", key);
-    rsr_json_num(f, v);
-}
-
-/* A figure that may be unknown (< 0): null then. */
-static void opt_key(FILE *f, const char *key, double v)
-{
-    num_key(f, key, v < 0 ? NAN : v);
-}
-
-static void bins_key(FILE *f, const char *key, const double *v, size_t n)
-{
-    fprintf(f, ",\"%s\":[", key);
-    for (size_t i = 0; v && i < n; i++) {
-        if (i)
-            putc(',', f);
-        rsr_json_num(f, v[i]);
-    }
-    putc(']', f);
-}
-
-void rsr_nodes_json(FILE *f, const struct rsr_nodes *nodes)
-{
-    fputs("\"nodes\":[", f);
-    for (size_t i = 0; i < nodes->n; i++) {
-        const struct rsr_node *nd = &nodes->v[i];
-        fputs(i ? ",\n{\"host\":" : "\n{\"host\":", f);
-        rsr_json_str(f, nd->host);
-        opt_key(f, "cpu_pct", nd->cpu_pct);
-        opt_key(f, "mem_used_pct", nd->mem_used_pct);
-        opt_key(f, "mem_dirty_mb", nd->mem_dirty_mb);
-        num_key(f, "collectives_s", nd->coll_s);
-        fprintf(f, ",\"files\":%u,\"links\":[", nd->files);
-        for (size_t k = 0; k < nd->n_links; k++) {
-            const struct rsr_node_link *l = &nd->links[k];
-            fputs(k ? ",\n{\"name\":" : "\n{\"name\":", f);
-            rsr_json_str(f, l->name);
-            fprintf(f, ",\"kind\":\"%s\"", rsf_link_kind_name(l->link) ? rsf_link_kind_name(l->link) : "none");
-            num_key(f, "rate_gbs", l->rate_gbs > 0 ? l->rate_gbs : NAN);
-            fprintf(f, ",\"tx_bytes\":%" PRIu64 ",\"rx_bytes\":%" PRIu64, l->tx_bytes, l->rx_bytes);
-            num_key(f, "mean_gbs", l->mean_gbs);
-            num_key(f, "peak_gbs", l->peak_gbs);
-            opt_key(f, "in_collectives_gbs", l->in_coll_gbs);
-            bins_key(f, "tx_gbs", l->tx_gbs, nodes->nbins);
-            bins_key(f, "rx_gbs", l->rx_gbs, nodes->nbins);
-            putc('}', f);
-        }
-        fputs("],\"disks\":[", f);
-        for (size_t k = 0; k < nd->n_disks; k++) {
-            const struct rsr_node_disk *d = &nd->disks[k];
-            fputs(k ? ",\n{\"name\":" : "\n{\"name\":", f);
-            rsr_json_str(f, d->name);
-            fprintf(f, ",\"nfs\":%s,\"read_bytes\":%" PRIu64 ",\"write_bytes\":%" PRIu64, d->nfs ? "true" : "false",
-                    d->read_bytes, d->write_bytes);
-            num_key(f, "peak_read_gbs", d->peak_read_gbs);
-            num_key(f, "peak_write_gbs", d->peak_write_gbs);
-            bins_key(f, "read_gbs", d->read_gbs, nodes->nbins);
-            bins_key(f, "write_gbs", d->write_gbs, nodes->nbins);
-            putc('}', f);
-        }
-        fprintf(f, "],\"timeline\":{\"start_us\":%.3f", (double)nodes->start_ns / 1e3);
-        num_key(f, "bin_us", (double)nodes->bin_ns / 1e3);
-        bins_key(f, "cpu_pct", nd->cpu_bins, nodes->nbins);
-        bins_key(f, "mem_used_pct", nd->mem_bins, nodes->nbins);
-        bins_key(f, "collectives_pct", nd->coll_bins, nodes->nbins);
-        fputs("}}", f);
-    }
-    fputs("]", f);
 }

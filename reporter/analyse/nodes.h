@@ -12,7 +12,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "reporter/load/model.h"
 #include "reporter/load/nodes_load.h"
@@ -64,8 +63,5 @@ int rsr_nodes_analyse(struct rsr_model *const *models, size_t n, int64_t start_n
                       struct rsr_nodes *out);
 
 void rsr_nodes_free(struct rsr_nodes *nodes);
-
-/* report.json's "nodes" array, key included. */
-void rsr_nodes_json(FILE *f, const struct rsr_nodes *nodes);
 
 #endif

@@ -399,47 +399,43 @@ static void diff_free(struct diff *d)
 
 /* ---- diff.json ---- */
 
-static void ba(FILE *f, const char *key, double b, double a, int first)
+/* "key":{"before":b,"after":a,"delta":a-b} */
+static void ba(struct rsr_jw *w, const char *key, double b, double a)
 {
-    fprintf(f, "%s\"%s\":{\"before\":", first ? "" : ",", key);
-    rsr_json_num(f, b);
-    fputs(",\"after\":", f);
-    rsr_json_num(f, a);
-    fputs(",\"delta\":", f);
-    rsr_json_num(f, a - b);
-    putc('}', f);
+    rsr_jw_kobject(w, key, 0);
+    rsr_jw_knum(w, "before", b);
+    rsr_jw_knum(w, "after", a);
+    rsr_jw_knum(w, "delta", a - b);
+    rsr_jw_end(w);
 }
 
-/* ,"key":{"before":b,"after":a,"delta_pct":... with the object left open
+/* "key":{"before":b,"after":a,"delta_pct":... with the object left open
  * for the caller to add to and close. */
-static void ba_change(FILE *f, const char *key, double b, double a)
+static void ba_change(struct rsr_jw *w, const char *key, double b, double a)
 {
-    fprintf(f, ",\"%s\":{\"before\":", key);
-    rsr_json_num(f, b);
-    fputs(",\"after\":", f);
-    rsr_json_num(f, a);
-    fputs(",\"delta_pct\":", f);
-    rsr_json_num(f, pct_change(b, a));
+    rsr_jw_kobject(w, key, 0);
+    rsr_jw_knum(w, "before", b);
+    rsr_jw_knum(w, "after", a);
+    rsr_jw_knum(w, "delta_pct", pct_change(b, a));
 }
 
-static void side_json(FILE *f, yajl_val root)
+static void side_json(struct rsr_jw *w, const char *key, yajl_val root)
 {
-    fputs("{\"job\":", f);
-    rsr_json_str(f, rsr_jv_kstr(root, "job"));
-    fputs(",\"world_size\":", f);
-    rsr_json_num(f, rsr_jv_knum_or(root, "world_size", 0));
-    fprintf(f, ",\"processes\":%zu}", rsr_jv_len(rsr_jv_key(root, "processes")));
+    rsr_jw_kobject(w, key, 0);
+    rsr_jw_kstr(w, "job", rsr_jv_kstr(root, "job"));
+    rsr_jw_knum(w, "world_size", rsr_jv_knum_or(root, "world_size", 0));
+    rsr_jw_kuint(w, "processes", rsr_jv_len(rsr_jv_key(root, "processes")));
+    rsr_jw_end(w);
 }
 
 /* The findings' ids: resolved (before only), new (after only), remaining. */
-static void findings_json(FILE *f, yajl_val r0, yajl_val r1)
+static void findings_json(struct rsr_jw *w, yajl_val r0, yajl_val r1)
 {
     static const char *const keys[] = { "resolved", "new", "remaining" };
-    fputs(",\"findings\":{", f);
+    rsr_jw_kobject(w, "findings", 0);
     for (int k = 0; k < 3; k++) {
-        fprintf(f, "%s\"%s\":[", k ? "," : "", keys[k]);
+        rsr_jw_karray(w, keys[k], 0);
         yajl_val from = rsr_jv_key(k == 1 ? r1 : r0, "findings");
-        int first = 1;
         for (size_t i = 0; i < rsr_jv_len(from); i++) {
             const char *id = rsr_jv_kstr(rsr_jv_at(from, i), "id");
             if (!id)
@@ -447,29 +443,25 @@ static void findings_json(FILE *f, yajl_val r0, yajl_val r1)
             int other = has_finding(k == 1 ? r0 : r1, id);
             if ((k == 2) != other)
                 continue;
-            fputs(first ? "" : ",", f);
-            rsr_json_str(f, id);
-            first = 0;
+            rsr_jw_str(w, id);
         }
-        putc(']', f);
+        rsr_jw_end(w);
     }
-    putc('}', f);
+    rsr_jw_end(w);
 }
 
 /* Stragglers named on each side. */
-static void stragglers_json(FILE *f, yajl_val r0, yajl_val r1)
+static void stragglers_json(struct rsr_jw *w, yajl_val r0, yajl_val r1)
 {
-    fputs(",\"stragglers\":{", f);
+    rsr_jw_kobject(w, "stragglers", 0);
     for (int s = 0; s < 2; s++) {
         yajl_val st = rsr_jv_key(s ? r1 : r0, "stragglers");
-        fprintf(f, "%s\"%s\":[", s ? "," : "", s ? "after" : "before");
-        for (size_t i = 0; i < rsr_jv_len(st); i++) {
-            fputs(i ? "," : "", f);
-            rsr_json_num(f, rsr_jv_knum_or(rsr_jv_at(st, i), "rank", -1));
-        }
-        putc(']', f);
+        rsr_jw_karray(w, s ? "after" : "before", 0);
+        for (size_t i = 0; i < rsr_jv_len(st); i++)
+            rsr_jw_num(w, rsr_jv_knum_or(rsr_jv_at(st, i), "rank", -1));
+        rsr_jw_end(w);
     }
-    putc('}', f);
+    rsr_jw_end(w);
 }
 
 /* The process of rank r in root's processes, or NULL. */
@@ -487,97 +479,101 @@ static yajl_val rank_proc(yajl_val root, double r)
 
 /* Per rank, for the ranks both sides have: wall time, GPU idle, and the
  * time it waited in collectives for the last rank (the straggler signal). */
-static void ranks_json(FILE *f, yajl_val r0, yajl_val r1)
+static void ranks_json(struct rsr_jw *w, yajl_val r0, yajl_val r1)
 {
-    static const char *const keys[] = { "wall_s", "collective_wait_us" };
+    static const char *const keys[][3] = { { "wall_s", "wall_s_before", "wall_s_after" },
+                                           { "collective_wait_us", "collective_wait_us_before",
+                                             "collective_wait_us_after" } };
     yajl_val procs = rsr_jv_key(r0, "processes");
-    fputs(",\"ranks\":[", f);
-    int first = 1;
+    rsr_jw_karray(w, "ranks", RSR_JW_LINES);
     for (size_t i = 0; i < rsr_jv_len(procs); i++) {
         yajl_val a = rsr_jv_at(procs, i), b;
         double r;
         if (!rsr_jv_knum(a, "rank", &r) || !(b = rank_proc(r1, r)))
             continue;
-        fprintf(f, "%s{\"rank\":%.0f", first ? "\n" : ",\n", r);
+        rsr_jw_object(w, 0);
+        rsr_jw_kfixed(w, "rank", r, 0);
         for (int k = 0; k < 2; k++) {
-            fprintf(f, ",\"%s_before\":", keys[k]);
-            rsr_json_num(f, rsr_jv_knum_or(a, keys[k], 0));
-            fprintf(f, ",\"%s_after\":", keys[k]);
-            rsr_json_num(f, rsr_jv_knum_or(b, keys[k], 0));
+            rsr_jw_knum(w, keys[k][1], rsr_jv_knum_or(a, keys[k][0], 0));
+            rsr_jw_knum(w, keys[k][2], rsr_jv_knum_or(b, keys[k][0], 0));
         }
-        fputs(",\"idle_pct_before\":", f);
-        rsr_json_num(f, rsr_jv_knum_or(rsr_jv_key(a, "gpu"), "idle_pct", 0));
-        fputs(",\"idle_pct_after\":", f);
-        rsr_json_num(f, rsr_jv_knum_or(rsr_jv_key(b, "gpu"), "idle_pct", 0));
-        putc('}', f);
-        first = 0;
+        rsr_jw_knum(w, "idle_pct_before", rsr_jv_knum_or(rsr_jv_key(a, "gpu"), "idle_pct", 0));
+        rsr_jw_knum(w, "idle_pct_after", rsr_jv_knum_or(rsr_jv_key(b, "gpu"), "idle_pct", 0));
+        rsr_jw_end(w);
     }
-    putc(']', f);
+    rsr_jw_end(w);
 }
 
-static void diff_json(FILE *f, const struct diff *d)
+/* Writes diff.json to f; 0, or -1 when out of memory or a write failed. */
+static int diff_json(FILE *f, const struct diff *d)
 {
+    struct rsr_jw *w = malloc(sizeof *w);
+    if (!w)
+        return -1;
     yajl_val r0 = d->s[0]->root, r1 = d->s[1]->root;
-    fputs("{\"schema\":\"ringside-diff/1\",\"before\":", f);
-    side_json(f, r0);
-    fputs(",\"after\":", f);
-    side_json(f, r1);
-    ba_change(f, "step_ms", d->step_ms[0], d->step_ms[1]);
-    fprintf(f, ",\"basis\":\"%s\"}", d->steps ? "steps" : "wall");
-    ba_change(f, "wall_s", d->wall_s[0], d->wall_s[1]);
-    putc('}', f);
+    rsr_jw_open(w, f, RSR_JW_JSON);
+    rsr_jw_object(w, 0);
+    rsr_jw_kstr(w, "schema", "ringside-diff/1");
+    side_json(w, "before", r0);
+    side_json(w, "after", r1);
+    ba_change(w, "step_ms", d->step_ms[0], d->step_ms[1]);
+    rsr_jw_kstr(w, "basis", d->steps ? "steps" : "wall");
+    rsr_jw_end(w);
+    ba_change(w, "wall_s", d->wall_s[0], d->wall_s[1]);
+    rsr_jw_end(w);
     if (d->steps) {
-        ba_change(f, "median_step_ms", d->median_ms[0], d->median_ms[1]);
-        putc('}', f);
+        ba_change(w, "median_step_ms", d->median_ms[0], d->median_ms[1]);
+        rsr_jw_end(w);
     }
-    fputs(",\"gpu\":{", f);
+    rsr_jw_kobject(w, "gpu", 0);
     for (size_t k = 0; k < NGPU; k++)
-        ba(f, gpu_keys[k], d->gpu[0][k], d->gpu[1][k], k == 0);
+        ba(w, gpu_keys[k], d->gpu[0][k], d->gpu[1][k]);
     for (size_t k = 0; k < NIDLE; k++)
-        ba(f, idle_names[k], d->gpu[0][NGPU + k], d->gpu[1][NGPU + k], 0);
-    fputs("},\"io\":{", f);
-    ba(f, "read_bytes", d->io[0][0], d->io[1][0], 1);
-    ba(f, "write_bytes", d->io[0][1], d->io[1][1], 0);
-    putc('}', f);
-    fprintf(f, ",\"per_rank_means\":%s", d->per_rank ? "true" : "false");
-    fputs(",\"collectives\":[", f);
+        ba(w, idle_names[k], d->gpu[0][NGPU + k], d->gpu[1][NGPU + k]);
+    rsr_jw_end(w);
+    rsr_jw_kobject(w, "io", 0);
+    ba(w, "read_bytes", d->io[0][0], d->io[1][0]);
+    ba(w, "write_bytes", d->io[0][1], d->io[1][1]);
+    rsr_jw_end(w);
+    rsr_jw_kbool(w, "per_rank_means", d->per_rank);
+    rsr_jw_karray(w, "collectives", RSR_JW_LINES);
     for (size_t i = 0; i < d->ncolls; i++) {
         const struct coll *c = &d->colls[i];
-        fprintf(f, "%s{\"op\":", i ? ",\n" : "\n");
-        rsr_json_str(f, c->op);
-        fputs(",\"bytes\":", f);
-        rsr_json_num(f, c->bytes);
+        rsr_jw_object(w, 0);
+        rsr_jw_kstr(w, "op", c->op);
+        rsr_jw_knum(w, "bytes", c->bytes);
         const char *names[] = { "count_before", "count_after", "busbw_before", "busbw_after", "mean_us_before",
                                 "mean_us_after" };
         const double vals[] = { c->count[0], c->count[1], c->busbw[0], c->busbw[1], c->mean_us[0], c->mean_us[1] };
-        for (int k = 0; k < 6; k++) {
-            fprintf(f, ",\"%s\":", names[k]);
-            rsr_json_num(f, vals[k]);
-        }
-        putc('}', f);
+        for (int k = 0; k < 6; k++)
+            rsr_jw_knum(w, names[k], vals[k]);
+        rsr_jw_end(w);
     }
-    fputs("],\"kernels\":[", f);
+    rsr_jw_end(w);
+    rsr_jw_karray(w, "kernels", RSR_JW_LINES);
     for (uint32_t j = 0; j < d->nk; j++) {
         uint32_t i = d->korder[j];
-        fprintf(f, "%s{\"name\":", j ? ",\n" : "\n");
-        rsr_json_str(f, rsr_intern_str(&d->k.names, i));
+        rsr_jw_object(w, 0);
+        rsr_jw_kstr(w, "name", rsr_intern_str(&d->k.names, i));
         const char *names[] = { "count_before", "count_after", "total_us_before", "total_us_after" };
         const double vals[] = { d->k.count[0][i], d->k.count[1][i], d->k.total[0][i], d->k.total[1][i] };
-        for (int k = 0; k < 4; k++) {
-            fprintf(f, ",\"%s\":", names[k]);
-            rsr_json_num(f, vals[k]);
-        }
-        putc('}', f);
+        for (int k = 0; k < 4; k++)
+            rsr_jw_knum(w, names[k], vals[k]);
+        rsr_jw_end(w);
     }
-    fputs("],\"checkpoint_pct\":{\"before\":", f);
-    rsr_json_num(f, d->ckpt[0]);
-    fputs(",\"after\":", f);
-    rsr_json_num(f, d->ckpt[1]);
-    putc('}', f);
-    findings_json(f, r0, r1);
-    stragglers_json(f, r0, r1);
-    ranks_json(f, r0, r1);
-    fputs("}\n", f);
+    rsr_jw_end(w);
+    rsr_jw_kobject(w, "checkpoint_pct", 0);
+    rsr_jw_knum(w, "before", d->ckpt[0]);
+    rsr_jw_knum(w, "after", d->ckpt[1]);
+    rsr_jw_end(w);
+    findings_json(w, r0, r1);
+    stragglers_json(w, r0, r1);
+    ranks_json(w, r0, r1);
+    rsr_jw_end(w);
+    rsr_jw_line(w);
+    int rc = rsr_jw_close(w);
+    free(w);
+    return rc;
 }
 
 /* ---- flame graphs ---- */
@@ -997,8 +993,10 @@ int rsr_diff_run(const char *before, const char *after, const struct rsr_diff_op
             fprintf(stderr, "ringside: out of memory\n");
             rc = 1;
         } else {
-            diff_json(mem, &d);
-            rc = fclose(mem) != 0;
+            int jrc = diff_json(mem, &d);
+            rc = fclose(mem) != 0 || jrc != 0;
+            if (rc)
+                fprintf(stderr, "ringside: out of memory\n");
         }
         if (!rc && o->out) {
             char p[4200];

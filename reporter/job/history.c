@@ -246,69 +246,78 @@ static int store(struct hist *h, const struct run *r, const char *report_dir, ya
         fputs("ringside: history: out of memory\n", stderr);
         return -1;
     }
-    int complete = 1;
-    FILE *f = c.f[COL_HOSTS];
-    putc('[', f);
-    for (size_t i = 0, k = 0; i < rsr_jv_len(procs); i++) {
+    struct rsr_jw *w = malloc(sizeof *w);
+    if (!w) {
+        cols_free(&c);
+        fputs("ringside: history: out of memory\n", stderr);
+        return -1;
+    }
+    int complete = 1, wrc = 0;
+    rsr_jw_open(w, c.f[COL_HOSTS], RSR_JW_JSON);
+    rsr_jw_array(w, 0);
+    for (size_t i = 0; i < rsr_jv_len(procs); i++) {
         yajl_val p = rsr_jv_at(procs, i);
         const char *host = rsr_jv_kstr(p, "host");
         int seen = 0;
         for (size_t j = 0; j < i && host; j++)
             seen |= rsr_jv_kstr(rsr_jv_at(procs, j), "host") &&
                     strcmp(rsr_jv_kstr(rsr_jv_at(procs, j), "host"), host) == 0;
-        if (host && !seen) {
-            fputs(k++ ? "," : "", f);
-            rsr_json_str(f, host);
-        }
+        if (host && !seen)
+            rsr_jw_str(w, host);
         yajl_val tr = rsr_jv_key(rsr_jv_key(p, "trace"), "complete");
         complete &= !tr || YAJL_IS_TRUE(tr);
     }
-    putc(']', f);
-    f = c.f[COL_ARGV];
-    putc('[', f);
-    for (size_t i = 0; i < rsr_jv_len(argv); i++) {
-        fputs(i ? "," : "", f);
-        rsr_json_str(f, YAJL_IS_STRING(rsr_jv_at(argv, i)) ? YAJL_GET_STRING(rsr_jv_at(argv, i)) : "");
-    }
-    putc(']', f);
+    rsr_jw_end(w);
+    wrc |= rsr_jw_close(w);
+    rsr_jw_open(w, c.f[COL_ARGV], RSR_JW_JSON);
+    rsr_jw_array(w, 0);
+    for (size_t i = 0; i < rsr_jv_len(argv); i++)
+        rsr_jw_str(w, YAJL_IS_STRING(rsr_jv_at(argv, i)) ? YAJL_GET_STRING(rsr_jv_at(argv, i)) : "");
+    rsr_jw_end(w);
+    wrc |= rsr_jw_close(w);
     yajl_val colls = rsr_jv_key(root, "collectives");
-    f = c.f[COL_BUSBW];
-    putc('[', f);
+    rsr_jw_open(w, c.f[COL_BUSBW], RSR_JW_JSON);
+    rsr_jw_array(w, 0);
     for (size_t i = 0; i < rsr_jv_len(colls); i++) {
         yajl_val x = rsr_jv_at(colls, i);
-        fprintf(f, "%s{\"op\":", i ? "," : "");
-        rsr_json_str(f, rsr_jv_kstr(x, "op"));
-        fprintf(f, ",\"bytes\":%.0f,\"busbw_gbs\":%.4g}", rsr_jv_knum_or(x, "bytes", 0),
-                rsr_jv_knum_or(x, "busbw_gbs", 0));
+        rsr_jw_object(w, 0);
+        rsr_jw_kstr(w, "op", rsr_jv_kstr(x, "op"));
+        rsr_jw_kfixed(w, "bytes", rsr_jv_knum_or(x, "bytes", 0), 0);
+        rsr_jw_key(w, "busbw_gbs");
+        rsr_jw_sig(w, rsr_jv_knum_or(x, "busbw_gbs", 0), 4);
+        rsr_jw_end(w);
     }
-    putc(']', f);
+    rsr_jw_end(w);
+    wrc |= rsr_jw_close(w);
     yajl_val fs = rsr_jv_key(root, "findings");
-    f = c.f[COL_FINDINGS];
-    putc('[', f);
+    rsr_jw_open(w, c.f[COL_FINDINGS], RSR_JW_JSON);
+    rsr_jw_array(w, 0);
     for (size_t i = 0; i < rsr_jv_len(fs); i++) {
         yajl_val x = rsr_jv_at(fs, i);
-        fprintf(f, "%s{\"id\":", i ? "," : "");
-        rsr_json_str(f, rsr_jv_kstr(x, "id"));
-        fputs(",\"severity\":", f);
-        rsr_json_str(f, rsr_jv_kstr(x, "severity"));
-        fputs(",\"title\":", f);
-        rsr_json_str(f, rsr_jv_kstr(x, "title"));
+        rsr_jw_object(w, 0);
+        rsr_jw_kstr(w, "id", rsr_jv_kstr(x, "id"));
+        rsr_jw_kstr(w, "severity", rsr_jv_kstr(x, "severity"));
+        rsr_jw_kstr(w, "title", rsr_jv_kstr(x, "title"));
         double back;
-        if (rsr_jv_knum(x, "recoverable_pct", &back))
-            fprintf(f, ",\"recoverable_pct\":%.6g", back); /* what fixing it would give back */
-        putc('}', f);
+        if (rsr_jv_knum(x, "recoverable_pct", &back)) {
+            rsr_jw_key(w, "recoverable_pct"); /* what fixing it would give back */
+            rsr_jw_sig(w, back, 6);
+        }
+        rsr_jw_end(w);
     }
-    putc(']', f);
+    rsr_jw_end(w);
+    wrc |= rsr_jw_close(w);
     yajl_val ss = rsr_jv_key(root, "stragglers");
-    f = c.f[COL_STRAGGLERS];
-    putc('[', f);
+    rsr_jw_open(w, c.f[COL_STRAGGLERS], RSR_JW_JSON);
+    rsr_jw_array(w, 0);
     for (size_t i = 0; i < rsr_jv_len(ss); i++) {
         yajl_val x = rsr_jv_at(ss, i);
-        double rank = YAJL_IS_NUMBER(x) ? YAJL_GET_DOUBLE(x) : rsr_jv_knum_or(x, "rank", -1);
-        fprintf(f, "%s%.0f", i ? "," : "", rank);
+        rsr_jw_fixed(w, YAJL_IS_NUMBER(x) ? YAJL_GET_DOUBLE(x) : rsr_jv_knum_or(x, "rank", -1), 0);
     }
-    putc(']', f);
-    if (cols_close(&c) != 0) {
+    rsr_jw_end(w);
+    wrc |= rsr_jw_close(w);
+    free(w);
+    if (cols_close(&c) != 0 || wrc != 0) {
         cols_free(&c);
         fputs("ringside: history: out of memory\n", stderr);
         return -1;

@@ -425,40 +425,34 @@ static void lanes_load(struct lanes *l, struct rsr_input *ins, struct rsr_model 
 
 /* report.json's "lanes": which processes, why, the window, what was left
  * out and the command that exports the rest. */
-static char *lanes_json(const struct lanes *l, struct rsr_input *ins, const struct rsr_job *j, char **paths,
-                        int npaths)
+static void lanes_json(struct rsr_jw *w, const struct lanes *l, const struct rsr_input *ins, const struct rsr_job *j,
+                       char **paths, int npaths)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f)
-        return NULL;
-    fputs("\"lanes\":{\"ranks\":[", f);
+    rsr_jw_kobject(w, "lanes", 0);
+    rsr_jw_karray(w, "ranks", 0);
     for (size_t k = 0; k < l->n; k++) {
-        fputs(k ? ",{\"rank\":" : "{\"rank\":", f);
-        rsr_json_int_or_null(f, ins[l->model[k]].rank);
-        fprintf(f, ",\"pid\":%d,\"why\":\"%s\"}", ins[l->model[k]].pid, l->why[k]);
+        rsr_jw_object(w, 0);
+        rsr_jw_kint_or_null(w, "rank", ins[l->model[k]].rank);
+        rsr_jw_kint(w, "pid", ins[l->model[k]].pid);
+        rsr_jw_kstr(w, "why", l->why[k]);
+        rsr_jw_end(w);
     }
-    fputs("]", f);
-    rsr_json_num_key(f, "from_s", (double)(l->from_ns - j->storage.job_start_ns) / 1e9);
-    rsr_json_num_key(f, "to_s", (double)(l->to_ns - j->storage.job_start_ns) / 1e9);
-    fprintf(f, ",\"events_in_job\":%" PRIu64 ",\"events_in_window\":%" PRIu64, l->events, l->kept);
-    int whole = l->from_ns <= j->storage.job_start_ns && l->to_ns >= j->storage.job_end_ns;
-    fprintf(f, ",\"whole_job\":%s,\"perfetto\":\"trace.pftrace\",\"kineto\":\"trace.json\",\"export\":",
-            whole ? "true" : "false");
+    rsr_jw_end(w);
+    rsr_jw_knum(w, "from_s", (double)(l->from_ns - j->storage.job_start_ns) / 1e9);
+    rsr_jw_knum(w, "to_s", (double)(l->to_ns - j->storage.job_start_ns) / 1e9);
+    rsr_jw_kuint(w, "events_in_job", l->events);
+    rsr_jw_kuint(w, "events_in_window", l->kept);
+    rsr_jw_kbool(w, "whole_job", l->from_ns <= j->storage.job_start_ns && l->to_ns >= j->storage.job_end_ns);
+    rsr_jw_kstr(w, "perfetto", "trace.pftrace");
+    rsr_jw_kstr(w, "kineto", "trace.json");
     char cmd[1024];
     int at = snprintf(cmd, sizeof cmd, "ringside export perfetto");
     for (int i = 0; i < npaths && at < (int)sizeof cmd; i++)
         at += snprintf(cmd + at, sizeof cmd - (size_t)at, " %s", paths[i]);
     if (at < (int)sizeof cmd)
         snprintf(cmd + at, sizeof cmd - (size_t)at, " --ranks RANKS [--from S --to S] -o FILE.pftrace");
-    rsr_json_str(f, cmd);
-    putc('}', f);
-    if (fclose(f) != 0) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
+    rsr_jw_kstr(w, "export", cmd);
+    rsr_jw_end(w);
 }
 
 /* Writes OUT/name through rsr_perfetto_write; 0 or 1. */
@@ -489,69 +483,101 @@ static double now_s(void)
 }
 
 /* report.json's wait_graph_set_apart: the threads the wait flame graph
- * leaves out (flame.h), absent when none. */
-static void apart_json(FILE *f, const struct rsr_flame *fl)
+ * leaves out (flame.h), absent when none. Its first key is spaced as the
+ * reporter's keys are, the rest compact. */
+static void apart_json(struct rsr_jw *w, const struct rsr_flame *fl)
 {
     if (!fl || !fl->apart_threads)
         return;
-    fprintf(f, ", \"wait_graph_set_apart\": {\"threads\": %u", fl->apart_threads);
-    rsr_json_num_key(f, "wait_s", (double)fl->apart_ns / 1e9);
-    fputs(",\"by_name\":[", f);
+    rsr_jw_kobject(w, "wait_graph_set_apart", RSR_JW_SPACED);
+    rsr_jw_kuint(w, "threads", fl->apart_threads);
+    rsr_jw_style(w, 0);
+    rsr_jw_knum(w, "wait_s", (double)fl->apart_ns / 1e9);
+    rsr_jw_karray(w, "by_name", 0);
     for (uint32_t i = 0; i < fl->napart; i++) {
-        fputs(i ? ",{\"name\":" : "{\"name\":", f);
-        rsr_json_str(f, fl->apart[i].name);
-        fprintf(f, ",\"threads\":%u", fl->apart[i].threads);
-        rsr_json_num_key(f, "wait_s", (double)fl->apart[i].ns / 1e9);
-        putc('}', f);
+        rsr_jw_object(w, 0);
+        rsr_jw_kstr(w, "name", fl->apart[i].name);
+        rsr_jw_kuint(w, "threads", fl->apart[i].threads);
+        rsr_jw_knum(w, "wait_s", (double)fl->apart[i].ns / 1e9);
+        rsr_jw_end(w);
     }
-    fputs("]}", f);
+    rsr_jw_end(w);
+    rsr_jw_end(w);
 }
 
 /* report.json's "reporter" key: how the report was made. */
-static char *reporter_json(const struct rsr_loaded *J, const struct rsr_mpi *mp, double t0)
+static void reporter_json(struct rsr_jw *w, const struct rsr_loaded *J, const struct rsr_mpi *mp, double t0)
 {
-    char *s = NULL;
     double rss = rsr_peak_rss_mb();
     if (rss < J->peak_rss_mb)
         rss = J->peak_rss_mb;
-    char *sym = NULL;
-    size_t nsym = 0;
-    FILE *mem = open_memstream(&sym, &nsym);
-    if (!mem)
-        return NULL;
-    rsr_unnamed_json(mem, J->fls);
-    apart_json(mem, J->fls ? &J->fls[RSF_SAMPLE_WAIT] : NULL);
-    if (fclose(mem) != 0) {
-        free(sym);
-        return NULL;
-    }
-    if (asprintf(&s, "%s, \"reporter\": {\"version\": \"%s\", \"mpi_processes\": %d, \"peak_rss_mb\": %.1f, "
-                     "\"wall_s\": %.3f}", sym, RINGSIDE_VERSION, mp->size, rss, now_s() - t0) < 0)
-        s = NULL;
-    free(sym);
-    return s;
+    rsr_jw_kobject(w, "reporter", RSR_JW_SPACED);
+    rsr_jw_kstr(w, "version", RINGSIDE_VERSION);
+    rsr_jw_kint(w, "mpi_processes", mp->size);
+    rsr_jw_kfixed(w, "peak_rss_mb", rss, 1);
+    rsr_jw_kfixed(w, "wall_s", now_s() - t0, 3);
+    rsr_jw_end(w);
 }
 
-/* report.json's text: the analyses' figures, then extra (the lanes; may
- * be NULL) and the reporter key as of now. NULL when out of memory. */
-static char *render_json(struct rsr_input *ins, int n, const struct rsr_job *job, const char *extra,
-                         const struct rsr_loaded *J, const struct rsr_mpi *mp, double t0, size_t *len)
+/* report.json's "watch" key: how this report was made while the job ran
+ * (the figures as they were when it was started). */
+struct watch_key {
+    double every_s;
+    int pass, final, files, ended;
+    uint64_t read_bytes;
+};
+
+static void watch_json(struct rsr_jw *w, const struct watch_key *k)
 {
-    char *how = reporter_json(J, mp, t0), *keys = NULL, *json = NULL;
-    if (!how || asprintf(&keys, "%s%s%s%s%s", extra ? extra : "", extra ? ", " : "", J->more ? J->more : "",
-                         J->more ? ", " : "", how) < 0) {
-        free(how);
-        return NULL;
-    }
-    free(how);
+    rsr_jw_kobject(w, "watch", RSR_JW_SPACED);
+    rsr_jw_key(w, "every_s");
+    rsr_jw_sig(w, k->every_s, 6);
+    rsr_jw_kint(w, "pass", k->pass);
+    rsr_jw_kbool(w, "final", k->final);
+    rsr_jw_kint(w, "files", k->files);
+    rsr_jw_kint(w, "ended", k->ended);
+    rsr_jw_kuint(w, "read_bytes", k->read_bytes);
+    rsr_jw_end(w);
+}
+
+/* The keys report.c adds to report.json (rsr_report_keys_fn): the lanes
+ * (when there is a folder of outputs), compact as the analyses' keys; then,
+ * spaced, the watch's, the symbols and the reporter's. */
+struct report_keys {
+    const struct lanes *lanes;          /* NULL: none */
+    const struct rsr_input *ins;
+    const struct rsr_job *job;
+    char **paths;
+    int npaths;
+    const struct watch_key *watch;      /* NULL: not under --watch */
+    const struct rsr_loaded *J;
+    const struct rsr_mpi *mp;
+    double t0;
+};
+
+static void report_keys(struct rsr_jw *w, void *arg)
+{
+    const struct report_keys *k = arg;
+    if (k->lanes)
+        lanes_json(w, k->lanes, k->ins, k->job, k->paths, k->npaths);
+    rsr_jw_style(w, RSR_JW_SPACED);
+    if (k->watch)
+        watch_json(w, k->watch);
+    rsr_unnamed_json(w, k->J->fls);
+    apart_json(w, k->J->fls ? &k->J->fls[RSF_SAMPLE_WAIT] : NULL);
+    reporter_json(w, k->J, k->mp, k->t0);
+}
+
+/* report.json's text: the analyses' figures, then the keys of k as of now.
+ * NULL when out of memory. */
+static char *render_json(struct rsr_input *ins, int n, const struct rsr_job *job, struct report_keys *k, size_t *len)
+{
+    char *json = NULL;
     FILE *mem = open_memstream(&json, len);
-    if (!mem) {
-        free(keys);
+    if (!mem)
         return NULL;
-    }
-    rsr_report_json(mem, ins, n, job, keys);
-    free(keys);
-    if (fclose(mem) != 0) {
+    int rc = rsr_report_json(mem, ins, n, job, report_keys, k);
+    if (fclose(mem) != 0 || rc != 0) {
         free(json);
         return NULL;
     }
@@ -635,11 +661,11 @@ static int both_visit(void *ctx, size_t i, const struct rsr_step *s, const struc
     return b->slow_done ? -1 : 0;
 }
 
-/* The report of the loaded job J into o's outputs: report.json, the page,
- * the flame graphs, trace.json, --json, the text summary. Returns the exit
- * status. */
+/* The report of the loaded job J into o's outputs: report.json (with the
+ * watch key when watch is not NULL), the page, the flame graphs,
+ * trace.json, --json, the text summary. Returns the exit status. */
 static int report_write(const struct rsr_loaded *J, char **paths, int npaths, const struct rsr_report_opts *o,
-                        const struct rsr_mpi *mp, double t0)
+                        const struct rsr_mpi *mp, double t0, const struct watch_key *watch)
 {
     struct rsr_input *ins = J->ins;
     struct rsr_model **models = J->models;
@@ -671,20 +697,20 @@ static int report_write(const struct rsr_loaded *J, char **paths, int npaths, co
         return 1;
     }
     struct lanes *lanes = calloc(1, sizeof *lanes);
-    char *extra = NULL;
+    struct report_keys keys = { NULL, ins, &job, paths, npaths, watch, J, mp, t0 };
     if (lanes && o->out_dir) {
         lanes_pick(lanes, ins, n, &job, o);
         lanes->from_ns = job.storage.job_start_ns;
         lanes->to_ns = job.storage.job_end_ns;
         lanes_load(lanes, ins, models, RSR_LANES_EVENTS);
-        extra = lanes_json(lanes, ins, &job, paths, npaths);
+        keys.lanes = lanes;
     }
     if (bv.pf && pftrace_lanes(bv.pf, lanes, ins, models, &job) != 0) {
         rsr_job_free(&job);
         return 1;
     }
     size_t len = 0;
-    char *json = lanes ? render_json(ins, n, &job, extra, J, mp, t0, &len) : NULL;
+    char *json = lanes ? render_json(ins, n, &job, &keys, &len) : NULL;
     if (!json) {
         fprintf(stderr, "ringside: out of memory\n");
         return 1;
@@ -711,7 +737,7 @@ static int report_write(const struct rsr_loaded *J, char **paths, int npaths, co
                 rc = write_output(o->out_dir, "trace.json", lanes->models, lanes->n);
             /* Once more, with the peak memory and wall time of all the
              * outputs (index.html has read it by now). */
-            char *last = rc ? NULL : render_json(ins, n, &job, extra, J, mp, t0, &len);
+            char *last = rc ? NULL : render_json(ins, n, &job, &keys, &len);
             if (last) {
                 free(json);
                 json = last;
@@ -721,7 +747,6 @@ static int report_write(const struct rsr_loaded *J, char **paths, int npaths, co
                 rc = 1;
         }
     }
-    free(extra);
     if (!rc && o->json_path) {
         if (strcmp(o->json_path, "-") == 0)
             rc = fwrite(json, 1, len, stdout) == len ? 0 : 1;
@@ -766,7 +791,7 @@ static int report_run(char **paths, int npaths, const struct rsr_report_opts *o,
         rsr_job_unload(&J);
         return 1;
     }
-    int rc = report_write(&J, paths, npaths, o, mp, t0);
+    int rc = report_write(&J, paths, npaths, o, mp, t0, NULL);
     rsr_job_unload(&J);
     return rc;
 }
@@ -782,12 +807,12 @@ static void on_stop(int sig)
 }
 
 /* Ends w's inputs (moved into a job: w keeps none) and writes their
- * report with the watch key more. Run in a forked copy while the job
- * runs, and in place at its end. Returns the exit status. */
+ * report with the watch key k. Run in a forked copy while the job runs,
+ * and in place at its end. Returns the exit status. */
 static int watch_write(struct rsr_watch *w, char **paths, int npaths, const struct rsr_report_opts *o,
-                       const struct rsr_mpi *mp, double t0, const char *more)
+                       const struct rsr_mpi *mp, double t0, const struct watch_key *k)
 {
-    struct rsr_loaded J = { .n = w->n, .more = more };
+    struct rsr_loaded J = { .n = w->n };
     int n = w->n;
     J.files = calloc((size_t)n + 1, sizeof *J.files);
     J.ins = calloc((size_t)n + 1, sizeof *J.ins);
@@ -818,21 +843,16 @@ static int watch_write(struct rsr_watch *w, char **paths, int npaths, const stru
     free(feeds);
     rsr_inputs_models(J.ins, n, J.models);
     J.peak_rss_mb = rsr_peak_rss_mb();
-    int rc = report_write(&J, paths, npaths, o, mp, t0);
+    int rc = report_write(&J, paths, npaths, o, mp, t0, k);
     rsr_job_unload(&J);
     return rc;
 }
 
-/* report.json's "watch" key: how this report was made while the job ran. */
-static char *watch_json(const struct rsr_watch *w, const struct rsr_report_opts *o, int pass, int final)
+/* The watch key's figures of pass, now. */
+static struct watch_key watch_now(const struct rsr_watch *w, const struct rsr_report_opts *o, int pass, int final)
 {
-    char *s = NULL;
-    if (asprintf(&s, "\"watch\": {\"every_s\": %g, \"pass\": %d, \"final\": %s, \"files\": %d, "
-                     "\"ended\": %d, \"read_bytes\": %llu}",
-                 o->watch_s, pass, final ? "true" : "false", w->n, w->ended,
-                 (unsigned long long)w->read_bytes) < 0)
-        return NULL;
-    return s;
+    struct watch_key k = { o->watch_s, pass, final, w->n, w->ended, w->read_bytes };
+    return k;
 }
 
 /* Sleeps until t, or until a signal stops the watch. */
@@ -878,13 +898,13 @@ static int watch_run(char **paths, int npaths, const struct rsr_report_opts *o, 
         if (!w.n && !waiting++ && !o->quiet)
             fprintf(stderr, "ringside: watching %s for trace files\n", paths[0]);
         if (news && w.n) {
-            char *more = watch_json(&w, o, ++pass, 0);
+            struct watch_key k = watch_now(&w, o, ++pass, 0);
             fflush(NULL);
-            pid_t pid = more ? fork() : -1;
+            pid_t pid = fork();
             if (pid == 0) {
                 signal(SIGINT, SIG_DFL);
                 signal(SIGTERM, SIG_DFL);
-                _exit(watch_write(&w, paths, npaths, &each, mp, t0, more));
+                _exit(watch_write(&w, paths, npaths, &each, mp, t0, &k));
             }
             int st = 0;
             if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
@@ -896,7 +916,6 @@ static int watch_run(char **paths, int npaths, const struct rsr_report_opts *o, 
                 fprintf(stderr, "ringside: report %d written to %s: %d trace file%s (%d ended), %s read\n", pass,
                         o->out_dir, w.n, w.n == 1 ? "" : "s", w.ended, rb);
             }
-            free(more);
         }
         sleep_until(next);
         if (watch_stop)
@@ -906,15 +925,14 @@ static int watch_run(char **paths, int npaths, const struct rsr_report_opts *o, 
         /* The rest of every file, a frame left unfinished now cut short. */
         if (rsr_watch_poll(&w, 1) < 0)
             rc = 1;
-        char *more = watch_json(&w, o, ++pass, 1);
+        struct watch_key k = watch_now(&w, o, ++pass, 1);
         if (!w.n) {
             fprintf(stderr, "ringside: no trace files (*.trace.lz4) in %s%s\n", paths[0],
                     npaths > 1 ? " or the other folders given" : "");
             rc = 1;
         } else if (!rc) {
-            rc = more ? watch_write(&w, paths, npaths, o, mp, t0, more) : 1;
+            rc = watch_write(&w, paths, npaths, o, mp, t0, &k);
         }
-        free(more);
     }
     rsr_watch_free(&w);
     return rc;

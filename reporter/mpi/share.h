@@ -19,7 +19,6 @@ struct rsr_loaded {
     int readable;               /* files with a chunk that could be read */
     struct rsr_flame *fls;      /* the flame trees by kind, when asked for */
     double peak_rss_mb;         /* the largest of any reporter process's */
-    const char *more;           /* more report.json keys (--watch's), or NULL */
 };
 
 /* Finds and streams the trace files under paths (the newest run of a folder

@@ -48,35 +48,36 @@ static struct owned owned_by(const struct rsr_input *ins, int n, int i)
     return o;
 }
 
-void rsr_compile_process_json(FILE *f, const struct rsr_input *ins, int n, int i)
+void rsr_compile_process_json(struct rsr_jw *w, const struct rsr_input *ins, int n, int i)
 {
     const struct rsr_input *in = &ins[i];
     if (in->compile_kind != RSR_COMPILE_NOT) {
         int owner = rsr_compile_owner(ins, n, i);
-        fprintf(f, ",\"compile\":{\"kind\":\"%s\",\"for_pid\":",
-                in->compile_kind == RSR_COMPILE_WORKER ? "worker" : "compiler");
+        rsr_jw_kobject(w, "compile", 0);
+        rsr_jw_kstr(w, "kind", in->compile_kind == RSR_COMPILE_WORKER ? "worker" : "compiler");
+        rsr_jw_key(w, "for_pid");
         if (owner >= 0)
-            fprintf(f, "%d}", ins[owner].pid);
+            rsr_jw_int(w, ins[owner].pid);
         else
-            fputs("null}", f);
+            rsr_jw_null(w);
+        rsr_jw_end(w);
         return;
     }
     double d = part_s(in, RSR_COMPILE_DYNAMO), ind = part_s(in, RSR_COMPILE_INDUCTOR);
     struct owned o = owned_by(ins, n, i);
     if (d <= 0 && ind <= 0 && !o.workers && !o.compilers)
         return;
-    fputs(",\"compile\":{\"time_s\":", f);
-    rsr_json_num(f, d + ind);
-    fputs(",\"dynamo_s\":", f);
-    rsr_json_num(f, d);
-    fputs(",\"inductor_s\":", f);
-    rsr_json_num(f, ind);
-    fputs(",\"workers\":[", f);
-    int w = 0;
+    rsr_jw_kobject(w, "compile", 0);
+    rsr_jw_knum(w, "time_s", d + ind);
+    rsr_jw_knum(w, "dynamo_s", d);
+    rsr_jw_knum(w, "inductor_s", ind);
+    rsr_jw_karray(w, "workers", 0);
     for (int k = 0; k < n; k++)
         if (ins[k].compile_kind == RSR_COMPILE_WORKER && rsr_compile_owner(ins, n, k) == i)
-            fprintf(f, w++ ? ",%d" : "%d", ins[k].pid);
-    fprintf(f, "],\"compiler_runs\":%d}", o.compilers);
+            rsr_jw_int(w, ins[k].pid);
+    rsr_jw_end(w);
+    rsr_jw_kint(w, "compiler_runs", o.compilers);
+    rsr_jw_end(w);
 }
 
 struct job_compile {
@@ -97,18 +98,20 @@ static struct job_compile job_compile(const struct rsr_input *ins, int n)
     return j;
 }
 
-void rsr_compile_job_json(FILE *f, const struct rsr_input *ins, int n)
+void rsr_compile_job_json(struct rsr_jw *w, const struct rsr_input *ins, int n)
 {
     struct job_compile j = job_compile(ins, n);
     if (!j.processes && !j.workers && !j.compilers)
         return;
-    fputs(",\n\"compile\":{\"time_s\":", f);
-    rsr_json_num(f, j.dynamo_s + j.inductor_s);
-    fputs(",\"dynamo_s\":", f);
-    rsr_json_num(f, j.dynamo_s);
-    fputs(",\"inductor_s\":", f);
-    rsr_json_num(f, j.inductor_s);
-    fprintf(f, ",\"processes\":%d,\"workers\":%d,\"compiler_runs\":%d}", j.processes, j.workers, j.compilers);
+    rsr_jw_line(w);
+    rsr_jw_kobject(w, "compile", 0);
+    rsr_jw_knum(w, "time_s", j.dynamo_s + j.inductor_s);
+    rsr_jw_knum(w, "dynamo_s", j.dynamo_s);
+    rsr_jw_knum(w, "inductor_s", j.inductor_s);
+    rsr_jw_kint(w, "processes", j.processes);
+    rsr_jw_kint(w, "workers", j.workers);
+    rsr_jw_kint(w, "compiler_runs", j.compilers);
+    rsr_jw_end(w);
 }
 
 void rsr_compile_summary(FILE *f, const struct rsr_input *ins, int n)

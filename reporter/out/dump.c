@@ -1,19 +1,19 @@
-/* `ringside dump FILE`: every record of a trace as one JSON object per line,
- * with the field names of trace.fbs, so that it can be held against flatc's
- * own decoding; file and thread names are resolved alongside. */
+/* `ringside dump FILE`: every record of a trace as one JSON object per line
+ * (through the JSON writer, json.h), with the field names of trace.fbs, so
+ * that it can be held against flatc's own decoding; file and thread names
+ * are resolved alongside. */
 #include "reporter/out/dump.h"
 #include "reporter/base/json.h"
 #include "reporter/load/load.h"
 #include "formats/rsf_error.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct dump_state {
-    FILE *out;
+    struct rsr_jw *w;
     char **strings;       /* id -> text, as defined so far */
     uint32_t nstrings;
     uint32_t *file_path;  /* file id -> string id */
@@ -44,237 +44,358 @@ static int ensure(void **arr, uint32_t *n, uint32_t need, size_t elem)
     return 0;
 }
 
-static void dump_meta(FILE *o, const struct rsf_meta *m)
+/* A record's line: {"type":TYPE,... and its end. */
+static void record(struct rsr_jw *w, const char *type)
 {
-    fprintf(o, "{\"type\":\"meta\",\"format_version\":%u,\"host\":", m->format_version);
-    rsr_json_str(o, m->host);
-    fprintf(o, ",\"pid\":%d,\"ppid\":%d,\"rank\":%d,\"local_rank\":%d,\"world_size\":%d,"
-               "\"parent_rank\":%d,\"role\":\"%s\",\"job\":",
-            m->pid, m->ppid, m->rank, m->local_rank, m->world_size, m->parent_rank, role_name(m->role));
-    rsr_json_str(o, m->job);
-    fputs(",\"argv\":[", o);
-    for (uint32_t i = 0; i < m->argc; i++) {
-        if (i)
-            putc(',', o);
-        rsr_json_str(o, m->argv[i]);
-    }
-    fprintf(o, "],\"start\":{\"mono_ns\":%" PRIu64 ",\"real_ns\":%" PRIu64 "},\"settings\":[",
-            m->start.mono_ns, m->start.real_ns);
+    rsr_jw_object(w, 0);
+    rsr_jw_kstr(w, "type", type);
+}
+
+static void record_end(struct rsr_jw *w)
+{
+    rsr_jw_end(w);
+    rsr_jw_line(w);
+}
+
+static void dump_meta(struct rsr_jw *w, const struct rsf_meta *m)
+{
+    record(w, "meta");
+    rsr_jw_kuint(w, "format_version", m->format_version);
+    rsr_jw_kstr(w, "host", m->host);
+    rsr_jw_kint(w, "pid", m->pid);
+    rsr_jw_kint(w, "ppid", m->ppid);
+    rsr_jw_kint(w, "rank", m->rank);
+    rsr_jw_kint(w, "local_rank", m->local_rank);
+    rsr_jw_kint(w, "world_size", m->world_size);
+    rsr_jw_kint(w, "parent_rank", m->parent_rank);
+    rsr_jw_kstr(w, "role", role_name(m->role));
+    rsr_jw_kstr(w, "job", m->job);
+    rsr_jw_karray(w, "argv", 0);
+    for (uint32_t i = 0; i < m->argc; i++)
+        rsr_jw_str(w, m->argv[i]);
+    rsr_jw_end(w);
+    rsr_jw_kobject(w, "start", 0);
+    rsr_jw_kuint(w, "mono_ns", m->start.mono_ns);
+    rsr_jw_kuint(w, "real_ns", m->start.real_ns);
+    rsr_jw_end(w);
+    rsr_jw_karray(w, "settings", 0);
     for (uint32_t i = 0; i < m->nsettings; i++) {
-        fputs(i ? ",{\"key\":" : "{\"key\":", o);
-        rsr_json_str(o, m->setting_keys[i]);
-        fputs(",\"value\":", o);
-        rsr_json_str(o, m->setting_values[i]);
-        putc('}', o);
+        rsr_jw_object(w, 0);
+        rsr_jw_kstr(w, "key", m->setting_keys[i]);
+        rsr_jw_kstr(w, "value", m->setting_values[i]);
+        rsr_jw_end(w);
     }
-    fputs("],\"agent_version\":", o);
-    rsr_json_str(o, m->agent_version);
-    fprintf(o, ",\"cuda_version\":%d,\"nccl_version\":%d}\n", m->cuda_version, m->nccl_version);
+    rsr_jw_end(w);
+    rsr_jw_kstr(w, "agent_version", m->agent_version);
+    rsr_jw_kint(w, "cuda_version", m->cuda_version);
+    rsr_jw_kint(w, "nccl_version", m->nccl_version);
+    record_end(w);
 }
 
 /* An enum field: its name as trace.fbs spells it, or the number when the
  * value is outside the enum (a newer writer), as flatc prints it. */
-static void enum_field(FILE *o, const char *key, const char *name, unsigned v)
+static void enum_field(struct rsr_jw *w, const char *key, const char *name, unsigned v)
 {
     if (name)
-        fprintf(o, ",\"%s\":\"%s\"", key, name);
+        rsr_jw_kstr(w, key, name);
     else
-        fprintf(o, ",\"%s\":%u", key, v);
+        rsr_jw_kuint(w, key, v);
 }
 
-static void string_ref(FILE *o, const struct dump_state *d, const char *key, uint32_t id)
+/* A string id, and its text as "KEY_text". */
+static void string_ref(struct rsr_jw *w, const struct dump_state *d, const char *key, uint32_t id)
 {
-    fprintf(o, ",\"%s\":%u,\"%s_text\":", key, id, key);
-    rsr_json_str(o, str_of(d, id));
+    char text_key[64];
+    snprintf(text_key, sizeof text_key, "%s_text", key);
+    rsr_jw_kuint(w, key, id);
+    rsr_jw_kstr(w, text_key, str_of(d, id));
+}
+
+static void u32_triple(struct rsr_jw *w, const char *key, uint32_t x, uint32_t y, uint32_t z)
+{
+    rsr_jw_karray(w, key, 0);
+    rsr_jw_uint(w, x);
+    rsr_jw_uint(w, y);
+    rsr_jw_uint(w, z);
+    rsr_jw_end(w);
 }
 
 /* Functions, devices, counter series and their points. */
 static void dump_limits(struct dump_state *d, const struct rsf_chunk *c)
 {
-    FILE *o = d->out;
+    struct rsr_jw *w = d->w;
     for (uint32_t i = 0; i < c->nfunctions; i++) {
         const struct rsf_function *f = &c->functions[i];
-        fprintf(o, "{\"type\":\"function\",\"id\":%u", f->id);
-        string_ref(o, d, "name", f->name);
-        fprintf(o, ",\"static_smem\":%u,\"local_bytes\":%u,\"max_threads\":%u,\"regs\":%u"
-                   ",\"device\":%d,\"binary_version\":%u}\n",
-                f->static_smem, f->local_bytes, f->max_threads, f->regs, f->device, f->binary_version);
+        record(w, "function");
+        rsr_jw_kuint(w, "id", f->id);
+        string_ref(w, d, "name", f->name);
+        rsr_jw_kuint(w, "static_smem", f->static_smem);
+        rsr_jw_kuint(w, "local_bytes", f->local_bytes);
+        rsr_jw_kuint(w, "max_threads", f->max_threads);
+        rsr_jw_kuint(w, "regs", f->regs);
+        rsr_jw_kint(w, "device", f->device);
+        rsr_jw_kuint(w, "binary_version", f->binary_version);
+        record_end(w);
     }
     for (uint32_t i = 0; i < c->ndevices; i++) {
         const struct rsf_device *v = &c->devices[i];
-        fprintf(o, "{\"type\":\"device\",\"ordinal\":%d,\"cc_major\":%u,\"cc_minor\":%u"
-                   ",\"sm_count\":%u,\"max_threads_per_sm\":%u,\"max_blocks_per_sm\":%u"
-                   ",\"regs_per_sm\":%u,\"smem_per_sm\":%u,\"max_threads_per_block\":%u"
-                   ",\"regs_per_block\":%u,\"smem_per_block_optin\":%u"
-                   ",\"smem_reserved_per_block\":%u,\"warp_size\":%u,\"clock_khz\":%u",
-                v->ordinal, v->cc_major, v->cc_minor, v->sm_count, v->max_threads_per_sm,
-                v->max_blocks_per_sm, v->regs_per_sm, v->smem_per_sm, v->max_threads_per_block,
-                v->regs_per_block, v->smem_per_block_optin, v->smem_reserved_per_block, v->warp_size,
-                v->clock_khz);
-        string_ref(o, d, "name", v->name);
-        string_ref(o, d, "uuid", v->uuid);
-        string_ref(o, d, "pci", v->pci);
-        fputs("}\n", o);
+        record(w, "device");
+        rsr_jw_kint(w, "ordinal", v->ordinal);
+        rsr_jw_kuint(w, "cc_major", v->cc_major);
+        rsr_jw_kuint(w, "cc_minor", v->cc_minor);
+        rsr_jw_kuint(w, "sm_count", v->sm_count);
+        rsr_jw_kuint(w, "max_threads_per_sm", v->max_threads_per_sm);
+        rsr_jw_kuint(w, "max_blocks_per_sm", v->max_blocks_per_sm);
+        rsr_jw_kuint(w, "regs_per_sm", v->regs_per_sm);
+        rsr_jw_kuint(w, "smem_per_sm", v->smem_per_sm);
+        rsr_jw_kuint(w, "max_threads_per_block", v->max_threads_per_block);
+        rsr_jw_kuint(w, "regs_per_block", v->regs_per_block);
+        rsr_jw_kuint(w, "smem_per_block_optin", v->smem_per_block_optin);
+        rsr_jw_kuint(w, "smem_reserved_per_block", v->smem_reserved_per_block);
+        rsr_jw_kuint(w, "warp_size", v->warp_size);
+        rsr_jw_kuint(w, "clock_khz", v->clock_khz);
+        string_ref(w, d, "name", v->name);
+        string_ref(w, d, "uuid", v->uuid);
+        string_ref(w, d, "pci", v->pci);
+        record_end(w);
     }
     for (uint32_t i = 0; i < c->nseries; i++) {
         const struct rsf_series *e = &c->series[i];
-        fprintf(o, "{\"type\":\"series\",\"id\":%u", e->id);
-        string_ref(o, d, "name", e->name);
-        enum_field(o, "kind", rsf_series_kind_name(e->kind), e->kind);
-        enum_field(o, "link", rsf_link_kind_name(e->link), e->link);
-        fprintf(o, ",\"device\":%d,\"rate\":%" PRIu64 "}\n", e->device, e->rate);
+        record(w, "series");
+        rsr_jw_kuint(w, "id", e->id);
+        string_ref(w, d, "name", e->name);
+        enum_field(w, "kind", rsf_series_kind_name(e->kind), e->kind);
+        enum_field(w, "link", rsf_link_kind_name(e->link), e->link);
+        rsr_jw_kint(w, "device", e->device);
+        rsr_jw_kuint(w, "rate", e->rate);
+        record_end(w);
     }
     for (uint32_t i = 0; i < c->npoints; i++) {
         const struct rsf_point *e = &c->points[i];
-        fprintf(o, "{\"type\":\"point\",\"series\":%u,\"ts_ns\":%" PRIu64 ",\"value\":%" PRIu64 "}\n",
-                e->series, e->ts_ns, e->value);
+        record(w, "point");
+        rsr_jw_kuint(w, "series", e->series);
+        rsr_jw_kuint(w, "ts_ns", e->ts_ns);
+        rsr_jw_kuint(w, "value", e->value);
+        record_end(w);
     }
+}
+
+static void dump_gpu_event(struct rsr_jw *w, const struct dump_state *d, const struct rsf_gpu_event *e,
+                           const struct rsf_launch *l)
+{
+    record(w, "gpu");
+    rsr_jw_kuint(w, "launch_ns", e->launch_ns);
+    rsr_jw_kuint(w, "gpu_start_ns", e->gpu_start_ns);
+    rsr_jw_kuint(w, "gpu_end_ns", e->gpu_end_ns);
+    rsr_jw_kuint(w, "stream", e->stream);
+    rsr_jw_kuint(w, "bytes", e->bytes);
+    rsr_jw_kuint(w, "call_ns", e->call_ns);
+    rsr_jw_kuint(w, "tid", e->tid);
+    string_ref(w, d, "name", e->name);
+    rsr_jw_kint(w, "device", e->device);
+    enum_field(w, "kind", rsf_gpu_kind_name(e->kind), e->kind);
+    enum_field(w, "dir", rsf_copy_dir_name(e->dir), e->dir);
+    rsr_jw_kuint(w, "flags", e->flags);
+    rsr_jw_kuint(w, "graph", e->graph);
+    if (l && (l->grid_x || l->func)) {
+        rsr_jw_kobject(w, "launch", 0);
+        u32_triple(w, "grid", l->grid_x, l->grid_y, l->grid_z);
+        u32_triple(w, "block", l->block_x, l->block_y, l->block_z);
+        rsr_jw_kuint(w, "smem_dyn", l->smem_dyn);
+        rsr_jw_kuint(w, "func", l->func);
+        u32_triple(w, "cluster", l->cluster_x, l->cluster_y, l->cluster_z);
+        rsr_jw_end(w);
+    }
+    record_end(w);
+}
+
+static void dump_graph_node(struct rsr_jw *w, const struct dump_state *d, const struct rsf_graph_node *e)
+{
+    record(w, "graph_node");
+    rsr_jw_kuint(w, "bytes", e->bytes);
+    rsr_jw_kuint(w, "comm", e->comm);
+    rsr_jw_kuint(w, "graph", e->graph);
+    rsr_jw_kuint(w, "node", e->node);
+    string_ref(w, d, "name", e->name);
+    rsr_jw_kuint(w, "stack", e->stack);
+    rsr_jw_kuint(w, "grid_x", e->grid_x);
+    rsr_jw_kuint(w, "grid_y", e->grid_y);
+    rsr_jw_kuint(w, "grid_z", e->grid_z);
+    rsr_jw_kuint(w, "smem_dyn", e->smem_dyn);
+    rsr_jw_kuint(w, "func", e->func);
+    rsr_jw_kuint(w, "block_x", e->block_x);
+    rsr_jw_kuint(w, "block_y", e->block_y);
+    rsr_jw_kuint(w, "block_z", e->block_z);
+    rsr_jw_kint(w, "device", e->device);
+    enum_field(w, "kind", rsf_graph_node_kind_name(e->kind), e->kind);
+    enum_field(w, "op", rsf_coll_op_name(e->op), e->op);
+    enum_field(w, "dir", rsf_copy_dir_name(e->dir), e->dir);
+    record_end(w);
+}
+
+static void dump_coll(struct rsr_jw *w, const struct rsf_coll_event *e, uint64_t group_id)
+{
+    record(w, "coll");
+    rsr_jw_kuint(w, "launch_ns", e->launch_ns);
+    rsr_jw_kuint(w, "gpu_start_ns", e->gpu_start_ns);
+    rsr_jw_kuint(w, "gpu_end_ns", e->gpu_end_ns);
+    rsr_jw_kuint(w, "count", e->count);
+    rsr_jw_kuint(w, "bytes", e->bytes);
+    rsr_jw_kuint(w, "comm", e->comm);
+    rsr_jw_kuint(w, "stream", e->stream);
+    rsr_jw_kuint(w, "call_ns", e->call_ns);
+    rsr_jw_kuint(w, "tid", e->tid);
+    rsr_jw_kuint(w, "seq", e->seq);
+    rsr_jw_kint(w, "peer", e->peer);
+    enum_field(w, "op", rsf_coll_op_name(e->op), e->op);
+    rsr_jw_kuint(w, "datatype", e->datatype);
+    rsr_jw_kuint(w, "redop", e->redop);
+    rsr_jw_kuint(w, "group", e->group);
+    rsr_jw_kuint(w, "flags", e->flags);
+    rsr_jw_kuint(w, "group_id", group_id);
+    record_end(w);
 }
 
 /* GPU, NCCL, memory, stack, sample, module and range records. */
 static void dump_gpu(struct dump_state *d, const struct rsf_chunk *c)
 {
-    FILE *o = d->out;
-    for (uint32_t i = 0; i < c->ngpu; i++) {
-        const struct rsf_gpu_event *e = &c->gpu[i];
-        fprintf(o, "{\"type\":\"gpu\",\"launch_ns\":%" PRIu64 ",\"gpu_start_ns\":%" PRIu64
-                   ",\"gpu_end_ns\":%" PRIu64 ",\"stream\":%" PRIu64 ",\"bytes\":%" PRIu64
-                   ",\"call_ns\":%u,\"tid\":%u",
-                e->launch_ns, e->gpu_start_ns, e->gpu_end_ns, e->stream, e->bytes, e->call_ns, e->tid);
-        string_ref(o, d, "name", e->name);
-        fprintf(o, ",\"device\":%d", e->device);
-        enum_field(o, "kind", rsf_gpu_kind_name(e->kind), e->kind);
-        enum_field(o, "dir", rsf_copy_dir_name(e->dir), e->dir);
-        fprintf(o, ",\"flags\":%u", e->flags);
-        fprintf(o, ",\"graph\":%u", e->graph);
-        const struct rsf_launch *l = c->nlaunches ? &c->launches[i] : NULL;
-        if (l && (l->grid_x || l->func))
-            fprintf(o, ",\"launch\":{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem_dyn\":%u"
-                       ",\"func\":%u,\"cluster\":[%u,%u,%u]}",
-                    l->grid_x, l->grid_y, l->grid_z, l->block_x, l->block_y, l->block_z, l->smem_dyn,
-                    l->func, l->cluster_x, l->cluster_y, l->cluster_z);
-        fputs("}\n", o);
-    }
-    for (uint32_t i = 0; i < c->ngraph_nodes; i++) {
-        const struct rsf_graph_node *e = &c->graph_nodes[i];
-        fprintf(o, "{\"type\":\"graph_node\",\"bytes\":%" PRIu64 ",\"comm\":%" PRIu64 ",\"graph\":%u,\"node\":%u",
-                e->bytes, e->comm, e->graph, e->node);
-        string_ref(o, d, "name", e->name);
-        fprintf(o, ",\"stack\":%u,\"grid_x\":%u,\"grid_y\":%u,\"grid_z\":%u,\"smem_dyn\":%u,\"func\":%u"
-                   ",\"block_x\":%u,\"block_y\":%u,\"block_z\":%u,\"device\":%d",
-                e->stack, e->grid_x, e->grid_y, e->grid_z, e->smem_dyn, e->func, e->block_x, e->block_y, e->block_z,
-                e->device);
-        enum_field(o, "kind", rsf_graph_node_kind_name(e->kind), e->kind);
-        enum_field(o, "op", rsf_coll_op_name(e->op), e->op);
-        enum_field(o, "dir", rsf_copy_dir_name(e->dir), e->dir);
-        fputs("}\n", o);
-    }
+    struct rsr_jw *w = d->w;
+    for (uint32_t i = 0; i < c->ngpu; i++)
+        dump_gpu_event(w, d, &c->gpu[i], c->nlaunches ? &c->launches[i] : NULL);
+    for (uint32_t i = 0; i < c->ngraph_nodes; i++)
+        dump_graph_node(w, d, &c->graph_nodes[i]);
     for (uint32_t i = 0; i < c->ngraph_edges; i++) {
         const struct rsf_graph_edge *e = &c->graph_edges[i];
-        fprintf(o, "{\"type\":\"graph_edge\",\"graph\":%u,\"from\":%u,\"to\":%u}\n", e->graph, e->from,
-                e->to);
+        record(w, "graph_edge");
+        rsr_jw_kuint(w, "graph", e->graph);
+        rsr_jw_kuint(w, "from", e->from);
+        rsr_jw_kuint(w, "to", e->to);
+        record_end(w);
     }
     for (uint32_t i = 0; i < c->nsyncs; i++) {
         const struct rsf_sync_event *e = &c->syncs[i];
-        fprintf(o, "{\"type\":\"sync\",\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64
-                   ",\"target\":%" PRIu64 ",\"tid\":%u",
-                e->start_ns, e->dur_ns, e->target, e->tid);
-        enum_field(o, "kind", rsf_sync_kind_name(e->kind), e->kind);
-        fputs("}\n", o);
+        record(w, "sync");
+        rsr_jw_kuint(w, "start_ns", e->start_ns);
+        rsr_jw_kuint(w, "dur_ns", e->dur_ns);
+        rsr_jw_kuint(w, "target", e->target);
+        rsr_jw_kuint(w, "tid", e->tid);
+        enum_field(w, "kind", rsf_sync_kind_name(e->kind), e->kind);
+        record_end(w);
     }
     for (uint32_t i = 0; i < c->nmarks; i++) {
         const struct rsf_mark *m = &c->marks[i];
-        fprintf(o, "{\"type\":\"mark\",\"ts_ns\":%" PRIu64 ",\"since_ns\":%" PRIu64 ",\"tid\":%u,\"stack\":%u,"
-                   "\"sig\":%u",
-                m->ts_ns, m->since_ns, m->tid, m->stack, m->sig);
-        enum_field(o, "kind", rsf_mark_kind_name(m->kind), m->kind);
-        fputs("}\n", o);
+        record(w, "mark");
+        rsr_jw_kuint(w, "ts_ns", m->ts_ns);
+        rsr_jw_kuint(w, "since_ns", m->since_ns);
+        rsr_jw_kuint(w, "tid", m->tid);
+        rsr_jw_kuint(w, "stack", m->stack);
+        rsr_jw_kuint(w, "sig", m->sig);
+        enum_field(w, "kind", rsf_mark_kind_name(m->kind), m->kind);
+        record_end(w);
     }
-    for (uint32_t i = 0; i < c->ncolls; i++) {
-        const struct rsf_coll_event *e = &c->colls[i];
-        fprintf(o, "{\"type\":\"coll\",\"launch_ns\":%" PRIu64 ",\"gpu_start_ns\":%" PRIu64
-                   ",\"gpu_end_ns\":%" PRIu64 ",\"count\":%" PRIu64 ",\"bytes\":%" PRIu64
-                   ",\"comm\":%" PRIu64 ",\"stream\":%" PRIu64
-                   ",\"call_ns\":%u,\"tid\":%u,\"seq\":%u,\"peer\":%d",
-                e->launch_ns, e->gpu_start_ns, e->gpu_end_ns, e->count, e->bytes, e->comm,
-                e->stream, e->call_ns, e->tid, e->seq, e->peer);
-        enum_field(o, "op", rsf_coll_op_name(e->op), e->op);
-        fprintf(o, ",\"datatype\":%u,\"redop\":%u,\"group\":%u,\"flags\":%u,\"group_id\":%" PRIu64 "}\n",
-                e->datatype, e->redop, e->group, e->flags, c->ncoll_groups ? c->coll_groups[i].group : 0);
-    }
+    for (uint32_t i = 0; i < c->ncolls; i++)
+        dump_coll(w, &c->colls[i], c->ncoll_groups ? c->coll_groups[i].group : 0);
     for (uint32_t i = 0; i < c->ncomms; i++) {
         const struct rsf_comm_event *e = &c->comms[i];
-        fprintf(o, "{\"type\":\"comm\",\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64
-                   ",\"comm\":%" PRIu64 ",\"handle\":%" PRIu64 ",\"parent\":%" PRIu64
-                   ",\"tid\":%u,\"rank\":%d,\"nranks\":%d,\"device\":%d",
-                e->start_ns, e->dur_ns, e->comm, e->handle, e->parent, e->tid, e->rank, e->nranks,
-                e->device);
-        enum_field(o, "kind", rsf_comm_kind_name(e->kind), e->kind);
-        fputs("}\n", o);
+        record(w, "comm");
+        rsr_jw_kuint(w, "start_ns", e->start_ns);
+        rsr_jw_kuint(w, "dur_ns", e->dur_ns);
+        rsr_jw_kuint(w, "comm", e->comm);
+        rsr_jw_kuint(w, "handle", e->handle);
+        rsr_jw_kuint(w, "parent", e->parent);
+        rsr_jw_kuint(w, "tid", e->tid);
+        rsr_jw_kint(w, "rank", e->rank);
+        rsr_jw_kint(w, "nranks", e->nranks);
+        rsr_jw_kint(w, "device", e->device);
+        enum_field(w, "kind", rsf_comm_kind_name(e->kind), e->kind);
+        record_end(w);
     }
     for (uint32_t i = 0; i < c->nmems; i++) {
         const struct rsf_mem_event *e = &c->mems[i];
-        fprintf(o, "{\"type\":\"mem\",\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64
-                   ",\"ptr\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"tid\":%u",
-                e->start_ns, e->dur_ns, e->ptr, e->bytes, e->tid);
-        enum_field(o, "kind", rsf_mem_kind_name(e->kind), e->kind);
-        fputs("}\n", o);
+        record(w, "mem");
+        rsr_jw_kuint(w, "start_ns", e->start_ns);
+        rsr_jw_kuint(w, "dur_ns", e->dur_ns);
+        rsr_jw_kuint(w, "ptr", e->ptr);
+        rsr_jw_kuint(w, "bytes", e->bytes);
+        rsr_jw_kuint(w, "tid", e->tid);
+        enum_field(w, "kind", rsf_mem_kind_name(e->kind), e->kind);
+        record_end(w);
     }
     for (uint32_t i = 0; i < c->nstacks; i++) {
         const struct rsf_stack *s = &c->stacks[i];
-        fprintf(o, "{\"type\":\"stack\",\"id\":%u,\"frames\":[", s->id);
+        record(w, "stack");
+        rsr_jw_kuint(w, "id", s->id);
+        rsr_jw_karray(w, "frames", 0);
         for (uint32_t j = 0; j < s->nframes; j++)
-            fprintf(o, j ? ",%" PRIu64 : "%" PRIu64, s->frames[j].addr);
-        fputs("]}\n", o);
+            rsr_jw_uint(w, s->frames[j].addr);
+        rsr_jw_end(w);
+        record_end(w);
     }
     for (uint32_t i = 0; i < c->nsamples; i++) {
         const struct rsf_sample *e = &c->samples[i];
-        fprintf(o, "{\"type\":\"sample\",\"ts_ns\":%" PRIu64 ",\"weight_ns\":%" PRIu64
-                   ",\"tid\":%u,\"stack\":%u",
-                e->ts_ns, e->weight_ns, e->tid, e->stack);
-        enum_field(o, "kind", rsf_sample_kind_name(e->kind), e->kind);
-        enum_field(o, "reason", rsf_wait_reason_name(e->reason), e->reason);
-        fputs("}\n", o);
+        record(w, "sample");
+        rsr_jw_kuint(w, "ts_ns", e->ts_ns);
+        rsr_jw_kuint(w, "weight_ns", e->weight_ns);
+        rsr_jw_kuint(w, "tid", e->tid);
+        rsr_jw_kuint(w, "stack", e->stack);
+        enum_field(w, "kind", rsf_sample_kind_name(e->kind), e->kind);
+        enum_field(w, "reason", rsf_wait_reason_name(e->reason), e->reason);
+        record_end(w);
     }
     for (uint32_t i = 0; i < c->nmodules; i++) {
         const struct rsf_module *e = &c->modules[i];
-        fprintf(o, "{\"type\":\"module\",\"ts_ns\":%" PRIu64 ",\"start\":%" PRIu64
-                   ",\"end\":%" PRIu64 ",\"file_off\":%" PRIu64,
-                e->ts_ns, e->start, e->end, e->file_off);
-        string_ref(o, d, "path", e->path);
-        string_ref(o, d, "build_id", e->build_id);
-        fputs("}\n", o);
+        record(w, "module");
+        rsr_jw_kuint(w, "ts_ns", e->ts_ns);
+        rsr_jw_kuint(w, "start", e->start);
+        rsr_jw_kuint(w, "end", e->end);
+        rsr_jw_kuint(w, "file_off", e->file_off);
+        string_ref(w, d, "path", e->path);
+        string_ref(w, d, "build_id", e->build_id);
+        record_end(w);
     }
     for (uint32_t i = 0; i < c->nranges; i++) {
         const struct rsf_range *e = &c->ranges[i];
-        fprintf(o, "{\"type\":\"range\",\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64
-                   ",\"tid\":%u,\"end_tid\":%u",
-                e->start_ns, e->end_ns, e->tid, e->end_tid);
-        string_ref(o, d, "name", e->name);
-        string_ref(o, d, "domain", e->domain);
-        fprintf(o, ",\"category\":%u,\"depth\":%u", e->category, e->depth);
-        enum_field(o, "kind", rsf_range_kind_name(e->kind), e->kind);
-        fprintf(o, ",\"flags\":%u}\n", e->flags);
+        record(w, "range");
+        rsr_jw_kuint(w, "start_ns", e->start_ns);
+        rsr_jw_kuint(w, "end_ns", e->end_ns);
+        rsr_jw_kuint(w, "tid", e->tid);
+        rsr_jw_kuint(w, "end_tid", e->end_tid);
+        string_ref(w, d, "name", e->name);
+        string_ref(w, d, "domain", e->domain);
+        rsr_jw_kuint(w, "category", e->category);
+        rsr_jw_kuint(w, "depth", e->depth);
+        enum_field(w, "kind", rsf_range_kind_name(e->kind), e->kind);
+        rsr_jw_kuint(w, "flags", e->flags);
+        record_end(w);
     }
+}
+
+static void dump_counters(struct rsr_jw *w, const struct rsf_counters *k)
+{
+    rsr_jw_kobject(w, "counters", 0);
+    rsr_jw_kuint(w, "recorded", k->recorded);
+    rsr_jw_kuint(w, "dropped", k->dropped);
+    rsr_jw_kuint(w, "dropped_io", k->dropped_io);
+    rsr_jw_kuint(w, "dropped_gpu", k->dropped_gpu);
+    rsr_jw_kuint(w, "dropped_nccl", k->dropped_nccl);
+    rsr_jw_kuint(w, "dropped_samples", k->dropped_samples);
+    rsr_jw_kuint(w, "dropped_ranges", k->dropped_ranges);
+    rsr_jw_end(w);
 }
 
 static int dump_chunk(const struct rsf_chunk *c, void *arg)
 {
     struct dump_state *d = arg;
-    FILE *o = d->out;
-    fprintf(o, "{\"type\":\"chunk\",\"seq\":%u,\"strings_base\":%u,\"end\":%s", c->seq,
-            c->strings_base, c->end ? "true" : "false");
+    struct rsr_jw *w = d->w;
+    record(w, "chunk");
+    rsr_jw_kuint(w, "seq", c->seq);
+    rsr_jw_kuint(w, "strings_base", c->strings_base);
+    rsr_jw_kbool(w, "end", c->end);
     if (c->counters)
-        fprintf(o, ",\"counters\":{\"recorded\":%" PRIu64 ",\"dropped\":%" PRIu64
-                   ",\"dropped_io\":%" PRIu64 ",\"dropped_gpu\":%" PRIu64
-                   ",\"dropped_nccl\":%" PRIu64 ",\"dropped_samples\":%" PRIu64
-                   ",\"dropped_ranges\":%" PRIu64 "}",
-                c->counters->recorded, c->counters->dropped, c->counters->dropped_io,
-                c->counters->dropped_gpu, c->counters->dropped_nccl, c->counters->dropped_samples,
-                c->counters->dropped_ranges);
-    fputs("}\n", o);
+        dump_counters(w, c->counters);
+    record_end(w);
     if (c->meta)
-        dump_meta(o, c->meta);
+        dump_meta(w, c->meta);
     if (c->nstrings && !ensure((void **)&d->strings, &d->nstrings, c->strings_base + c->nstrings,
                                sizeof *d->strings))
         for (uint32_t i = 0; i < c->nstrings; i++) {
@@ -282,50 +403,62 @@ static int dump_chunk(const struct rsf_chunk *c, void *arg)
             d->strings[c->strings_base + i] = strdup(c->strings[i]);
         }
     for (uint32_t i = 0; i < c->nstrings; i++) {
-        fprintf(o, "{\"type\":\"string\",\"id\":%u,\"value\":", c->strings_base + i);
-        rsr_json_str(o, c->strings[i]);
-        fputs("}\n", o);
+        record(w, "string");
+        rsr_jw_kuint(w, "id", c->strings_base + i);
+        rsr_jw_kstr(w, "value", c->strings[i]);
+        record_end(w);
     }
     for (uint32_t i = 0; i < c->nfiles; i++) {
         const struct rsf_file_ref *f = &c->files[i];
         if (!ensure((void **)&d->file_path, &d->nfiles, f->id + 1, sizeof *d->file_path))
             d->file_path[f->id] = f->path;
-        fprintf(o, "{\"type\":\"file\",\"id\":%u,\"path\":%u,\"flags\":%d,\"name\":", f->id, f->path,
-                f->flags);
-        rsr_json_str(o, str_of(d, f->path));
-        fputs("}\n", o);
+        record(w, "file");
+        rsr_jw_kuint(w, "id", f->id);
+        rsr_jw_kuint(w, "path", f->path);
+        rsr_jw_kint(w, "flags", f->flags);
+        rsr_jw_kstr(w, "name", str_of(d, f->path));
+        record_end(w);
     }
     for (uint32_t i = 0; i < c->nthreads; i++) {
-        fprintf(o, "{\"type\":\"thread\",\"tid\":%u,\"name\":%u,\"name_text\":", c->threads[i].tid,
-                c->threads[i].name);
-        rsr_json_str(o, str_of(d, c->threads[i].name));
-        fputs("}\n", o);
+        record(w, "thread");
+        rsr_jw_kuint(w, "tid", c->threads[i].tid);
+        string_ref(w, d, "name", c->threads[i].name);
+        record_end(w);
     }
-    for (uint32_t i = 0; i < c->nclocks; i++)
-        fprintf(o, "{\"type\":\"clock\",\"mono_ns\":%" PRIu64 ",\"real_ns\":%" PRIu64 "}\n",
-                c->clocks[i].mono_ns, c->clocks[i].real_ns);
+    for (uint32_t i = 0; i < c->nclocks; i++) {
+        record(w, "clock");
+        rsr_jw_kuint(w, "mono_ns", c->clocks[i].mono_ns);
+        rsr_jw_kuint(w, "real_ns", c->clocks[i].real_ns);
+        record_end(w);
+    }
     for (uint32_t i = 0; i < c->nio; i++) {
         const struct rsf_io_event *e = &c->io[i];
-        const char *op = rsf_io_op_name(e->op);
-        fprintf(o, "{\"type\":\"io\",\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64 ",\"offset\":%" PRId64
-                   ",\"result\":%" PRId64 ",\"file\":%u,\"tid\":%u,\"op\":",
-                e->start_ns, e->dur_ns, e->offset, e->result, e->file, e->tid);
-        if (op)
-            fprintf(o, "\"%s\"", op);
-        else
-            fprintf(o, "%u", e->op);
-        fputs(",\"path\":", o);
-        rsr_json_str(o, e->file < d->nfiles ? str_of(d, d->file_path[e->file]) : NULL);
-        fputs("}\n", o);
+        record(w, "io");
+        rsr_jw_kuint(w, "start_ns", e->start_ns);
+        rsr_jw_kuint(w, "dur_ns", e->dur_ns);
+        rsr_jw_kint(w, "offset", e->offset);
+        rsr_jw_kint(w, "result", e->result);
+        rsr_jw_kuint(w, "file", e->file);
+        rsr_jw_kuint(w, "tid", e->tid);
+        enum_field(w, "op", rsf_io_op_name(e->op), e->op);
+        rsr_jw_kstr(w, "path", e->file < d->nfiles ? str_of(d, d->file_path[e->file]) : NULL);
+        record_end(w);
     }
     dump_limits(d, c);
     dump_gpu(d, c);
-    return ferror(o) ? 1 : 0;
+    rsr_jw_flush(w);
+    return w->failed || ferror(w->f) ? 1 : 0;
 }
 
 int rsr_dump(const char *path, FILE *out)
 {
-    struct dump_state d = { .out = out };
+    struct rsr_jw *jw = malloc(sizeof *jw);
+    if (!jw) {
+        fprintf(stderr, "ringside: out of memory\n");
+        return 1;
+    }
+    rsr_jw_open(jw, out, RSR_JW_JSON);
+    struct dump_state d = { .w = jw };
     struct rsr_walk w;
     int rc = 0;
     if (rsr_walk_file(path, dump_chunk, &d, &w) != 0) {
@@ -347,7 +480,9 @@ int rsr_dump(const char *path, FILE *out)
         free(d.strings[i]);
     free(d.strings);
     free(d.file_path);
-    if (fflush(out) != 0 || ferror(out)) {
+    int wrc = rsr_jw_close(jw);
+    free(jw);
+    if (wrc != 0 || fflush(out) != 0 || ferror(out)) {
         fprintf(stderr, "ringside: writing the dump: %s\n", strerror(errno));
         rc = 1;
     }

@@ -17,6 +17,7 @@
 #include "reporter/out/html_path.h"
 #include "reporter/out/html_table.h"
 #include "reporter/analyse/steps.h"
+#include "reporter/base/json.h"
 #include "reporter/base/units.h"
 #include "formats/trace.h"
 
@@ -837,35 +838,42 @@ static int cmp_iv(const void *a, const void *b)
  * on its lanes. */
 static void put_names(FILE *f, const struct row *rows, size_t nrows, size_t nmodels)
 {
-    fputs("<script type=\"application/json\" id=\"tl-names\">[", f);
+    struct rsr_jw jw, *w = &jw;
+    fputs("<script type=\"application/json\" id=\"tl-names\">", f);
+    rsr_jw_open(w, f, RSR_JW_SCRIPT);
+    rsr_jw_array(w, 0);
     for (size_t mi = 0; mi < nmodels; mi++) {
         const struct row *row = NULL;
         for (size_t r = 0; r < nrows; r++)
             if (rows[r].m && rows[r].mi == mi)
                 row = &rows[r];
-        fputs(mi ? ",{" : "{", f);
-        int any = 0;
+        rsr_jw_object(w, RSR_JW_LINES);
         for (size_t i = 0; row && row->used && i < row->m->strings.n; i++) {
             if (!row->used[i])
                 continue;
-            fprintf(f, "%s\n\"%zu\":", any++ ? "," : "", i);
-            rsr_html_js_str(f, rsr_model_str(row->m, (uint32_t)i));
+            char id[24];
+            snprintf(id, sizeof id, "%zu", i);
+            rsr_jw_kstr(w, id, rsr_model_str(row->m, (uint32_t)i));
         }
-        putc('}', f);
+        rsr_jw_end(w);
     }
-    fputs("]</script>\n", f);
+    rsr_jw_end(w);
+    rsr_jw_flush(w);
+    fputs("</script>\n", f);
     /* The names of the ops on the waits and I/O lanes (data-o). */
-    fputs("<script type=\"application/json\" id=\"tl-ops\">{\"sync\":[", f);
-    for (unsigned i = 0; i < RSF_SYNC_NKINDS; i++) {
-        fputs(i ? "," : "", f);
-        rsr_html_js_str(f, rsf_sync_kind_name(i));
-    }
-    fputs("],\"io\":[", f);
-    for (unsigned i = 0; i < RSF_IO_NOPS; i++) {
-        fputs(i ? "," : "", f);
-        rsr_html_js_str(f, rsf_io_op_name(i));
-    }
-    fputs("]}</script>\n", f);
+    fputs("<script type=\"application/json\" id=\"tl-ops\">", f);
+    rsr_jw_object(w, 0);
+    rsr_jw_karray(w, "sync", 0);
+    for (unsigned i = 0; i < RSF_SYNC_NKINDS; i++)
+        rsr_jw_str(w, rsf_sync_kind_name(i));
+    rsr_jw_end(w);
+    rsr_jw_karray(w, "io", 0);
+    for (unsigned i = 0; i < RSF_IO_NOPS; i++)
+        rsr_jw_str(w, rsf_io_op_name(i));
+    rsr_jw_end(w);
+    rsr_jw_end(w);
+    rsr_jw_close(w); /* a failed write shows in f's error, which the page's writer checks */
+    fputs("</script>\n", f);
 }
 
 static void row_label(FILE *f, const struct rsr_html_names *names, const struct row *r)

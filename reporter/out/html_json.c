@@ -63,29 +63,6 @@ void rsr_html_text(FILE *f, const char *s)
     rsr_markup_escape(f, s, RSR_MARKUP_HTML);
 }
 
-/* A JSON string inside <script>: besides JSON's own escapes, <, >, & and
- * U+2028/2029 are written as \uXXXX so that no "</script>" or "<!--" can
- * appear and no line terminator breaks an older JavaScript parser. */
-void rsr_html_js_str(FILE *f, const char *s)
-{
-    putc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        unsigned char c = *p;
-        if (c == '"' || c == '\\') {
-            putc('\\', f);
-            putc(c, f);
-        } else if (c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7f) {
-            fprintf(f, "\\u%04x", c);
-        } else if (c == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
-            fprintf(f, "\\u%04x", p[2] == 0xa8 ? 0x2028 : 0x2029);
-            p += 2;
-        } else {
-            putc(c, f);
-        }
-    }
-    putc('"', f);
-}
-
 void rsr_html_value(FILE *f, yajl_val v)
 {
     double d;

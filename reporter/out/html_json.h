@@ -1,7 +1,8 @@
 /* What the HTML page's writers share: report.json read through yajl's tree
  * API (where any key may be missing or of the wrong type), and text written
- * into the page escaped, as HTML content or as a JSON string inside a
- * <script>. Every text that came from a trace goes through these. */
+ * into the page escaped as HTML content (JSON inside a <script> goes
+ * through the JSON writer's RSR_JW_SCRIPT mode, json.h). Every text that
+ * came from a trace goes through these. */
 #ifndef RSR_HTML_JSON_H
 #define RSR_HTML_JSON_H
 
@@ -28,10 +29,6 @@ yajl_val rsr_jv_at(yajl_val a, size_t i);
  * rsr_markup_escape's RSR_MARKUP_HTML (escape.h: C0 controls other than tab
  * and newline become U+FFFD). */
 void rsr_html_text(FILE *f, const char *s);
-/* s as a JSON string for a <script>, quotes included (NULL as ""): besides
- * JSON's escapes, <, >, & and U+2028/2029 as \uXXXX, so that no
- * "</script>" or "<!--" can appear. */
-void rsr_html_js_str(FILE *f, const char *s);
 /* Any JSON value as escaped text: strings as they are, numbers with %g,
  * arrays joined by ", ", objects as "key: value; ...". */
 void rsr_html_value(FILE *f, yajl_val v);

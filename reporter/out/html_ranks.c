@@ -6,6 +6,7 @@
 #include "reporter/out/html_ranks.h"
 #include "reporter/out/html_json.h"
 #include "reporter/out/html_names.h"
+#include "reporter/base/json.h"
 #include "reporter/base/order.h"
 
 #include <errno.h>
@@ -372,18 +373,6 @@ void rsr_html_rank_dist(FILE *f, const struct rsr_html_ranks *r)
     fputs("</div>\n", f);
 }
 
-/* A finite number in few characters: what the page shows, and a little
- * more for sorting. */
-static void put_num(FILE *f, double v)
-{
-    if (!isfinite(v))
-        fputs("null", f);
-    else if (v == floor(v) && fabs(v) < 1e15)
-        fprintf(f, "%.0f", v);
-    else
-        fprintf(f, "%.6g", v);
-}
-
 void rsr_html_table_processes(FILE *f, const struct rsr_html_ranks *r)
 {
     if (!r->n)
@@ -406,7 +395,9 @@ void rsr_html_table_processes(FILE *f, const struct rsr_html_ranks *r)
     fputs("</tr></thead><tbody></tbody></table></div>\n", f);
 }
 
-static void put_trace(FILE *f, yajl_val tr)
+/* The numbers of the rank data: what the page shows, and a little more
+ * for sorting (rsr_jw_num: 6 significant digits). */
+static void put_trace(struct rsr_jw *w, yajl_val tr)
 {
     char b[64];
     if (YAJL_IS_TRUE(rsr_jv_key(tr, "cut_short")))
@@ -415,24 +406,25 @@ static void put_trace(FILE *f, yajl_val tr)
         snprintf(b, sizeof b, "complete");
     else
         snprintf(b, sizeof b, "%s", tr ? "no end mark" : "");
-    rsr_html_js_str(f, b);
+    rsr_jw_str(w, b);
 }
 
 /* A process's role; a torch.compile worker or compiler run says whose
  * (compile.for_pid on its host, by that process's name). */
-static void put_role(FILE *f, const struct rsr_html_ranks *r, const struct proc *me)
+static void put_role(struct rsr_jw *w, const struct rsr_html_ranks *r, const struct proc *me)
 {
     yajl_val v = me->v, c = rsr_jv_key(v, "compile");
     const char *kind = rsr_jv_kstr(c, "kind");
     if (!kind) {
-        rsr_html_js_str(f, rsr_jv_kstr(v, "role"));
+        const char *role = rsr_jv_kstr(v, "role");
+        rsr_jw_str(w, role ? role : "");
         return;
     }
     const char *what = strcmp(kind, "worker") == 0 ? "compile worker" : "compiler run";
     char b[80];
     double owner, pid;
     if (!rsr_jv_knum(c, "for_pid", &owner)) {
-        rsr_html_js_str(f, what);
+        rsr_jw_str(w, what);
         return;
     }
     snprintf(b, sizeof b, "%s of pid %.0f", what, owner);
@@ -441,61 +433,62 @@ static void put_role(FILE *f, const struct rsr_html_ranks *r, const struct proc 
             snprintf(b, sizeof b, "%s of rank %.0f", what, r->p[i].rank);
             break;
         }
-    rsr_html_js_str(f, b);
+    rsr_jw_str(w, b);
 }
 
-static void put_procs(FILE *f, const struct rsr_html_ranks *r)
+/* "hosts", "procs" (a row per process: name, role, host, the columns,
+ * the trace's state) and "figs" (each figure's spread, null with too few
+ * ranks). */
+static void put_procs(struct rsr_jw *w, const struct rsr_html_ranks *r)
 {
-    fputs("\"hosts\":[", f);
-    for (size_t h = 0; h < r->nhosts; h++) {
-        fputs(h ? "," : "", f);
-        rsr_html_js_str(f, r->hosts[h]);
-    }
-    fputs("],\n\"procs\":[", f);
+    rsr_jw_karray(w, "hosts", 0);
+    for (size_t h = 0; h < r->nhosts; h++)
+        rsr_jw_str(w, r->hosts[h]);
+    rsr_jw_end(w);
+    rsr_jw_line(w);
+    rsr_jw_karray(w, "procs", RSR_JW_LINES);
     for (size_t i = 0; i < r->n; i++) {
         const struct proc *p = &r->p[i];
-        fputs(i ? ",\n[" : "\n[", f);
-        rsr_html_js_str(f, rsr_html_name(r->names, p->v));
-        putc(',', f);
-        put_role(f, r, p);
-        fprintf(f, ",%zu", p->host);
+        const char *name = rsr_html_name(r->names, p->v);
+        rsr_jw_array(w, 0);
+        rsr_jw_str(w, name ? name : "");
+        put_role(w, r, p);
+        rsr_jw_uint(w, p->host);
         for (int c = PC_WALL; c < PC_TRACE; c++) {
-            putc(',', f);
             if (!p->has[c]) {
-                fputs("null", f);
+                rsr_jw_null(w);
             } else if (c == PC_ALLOCS) {
-                putc('[', f);
-                put_num(f, p->col[c]);
-                putc(',', f);
-                put_num(f, p->col2);
-                putc(']', f);
+                rsr_jw_array(w, 0);
+                rsr_jw_num(w, p->col[c]);
+                rsr_jw_num(w, p->col2);
+                rsr_jw_end(w);
             } else {
-                put_num(f, p->col[c]);
+                rsr_jw_num(w, p->col[c]);
             }
         }
-        putc(',', f);
-        put_trace(f, rsr_jv_key(p->v, "trace"));
-        putc(']', f);
+        put_trace(w, rsr_jv_key(p->v, "trace"));
+        rsr_jw_end(w);
     }
-    fputs("],\n\"figs\":[", f);
+    rsr_jw_end(w);
+    rsr_jw_line(w);
+    rsr_jw_karray(w, "figs", 0);
     for (int fi = 0; fi < NFIGS; fi++) {
         const struct fig_stats *s = &r->fig[fi];
-        fputs(fi ? "," : "", f);
         if (s->n < MIN_RANKS) {
-            fputs("null", f);
+            rsr_jw_null(w);
             continue;
         }
-        fprintf(f, "{\"id\":\"%s\",\"col\":%d,\"unit\":\"%s\"", fig_def[fi].id, (int)fig_def[fi].col,
-                fi == FIG_WAIT ? "us" : "%");
+        rsr_jw_object(w, 0);
+        rsr_jw_kstr(w, "id", fig_def[fi].id);
+        rsr_jw_kint(w, "col", (int)fig_def[fi].col);
+        rsr_jw_kstr(w, "unit", fi == FIG_WAIT ? "us" : "%");
         const char *k[] = { "med", "q1", "q3", "lo", "hi" };
         double v[] = { s->med, s->q1, s->q3, s->lo, s->hi };
-        for (int j = 0; j < 5; j++) {
-            fprintf(f, ",\"%s\":", k[j]);
-            put_num(f, v[j]);
-        }
-        putc('}', f);
+        for (int j = 0; j < 5; j++)
+            rsr_jw_knum(w, k[j], v[j]);
+        rsr_jw_end(w);
     }
-    putc(']', f);
+    rsr_jw_end(w);
 }
 
 /* ---- heatmaps ---- */
@@ -609,84 +602,87 @@ int rsr_html_heatmaps(FILE *f, yajl_val root, const struct rsr_html_ranks *r, in
 
 /* One series of every rank as a string of levels of its scale top, a
  * character per k bins. */
-static void put_series(FILE *f, yajl_val ranks, size_t si, double top, size_t k)
+static void put_series(struct rsr_jw *w, yajl_val ranks, size_t si, double top, size_t k)
 {
-    fprintf(f, "{\"key\":\"%s\",\"title\":\"%s\",\"unit\":\"%s\",\"max\":", series[si].key,
-            series[si].title, series[si].unit);
-    put_num(f, top);
-    fputs(",\"rows\":[", f);
+    rsr_jw_object(w, 0);
+    rsr_jw_kstr(w, "key", series[si].key);
+    rsr_jw_kstr(w, "title", series[si].title);
+    rsr_jw_kstr(w, "unit", series[si].unit);
+    rsr_jw_knum(w, "max", top);
+    rsr_jw_karray(w, "rows", RSR_JW_LINES);
     for (size_t i = 0; i < rsr_jv_len(ranks); i++) {
         yajl_val s = rsr_jv_key(rsr_jv_at(ranks, i), series[si].key);
-        fputs(i ? ",\n\"" : "\n\"", f);
-        for (size_t b = 0; b < rsr_jv_len(s); b += k) {
+        size_t n = rsr_jv_len(s), at = 0;
+        char *row = malloc(n / k + 2);
+        for (size_t b = 0; row && b < n; b += k) {
             double v, sum = 0;
-            size_t n = 0;
-            for (size_t j = b; j < b + k && j < rsr_jv_len(s); j++)
+            size_t m = 0;
+            for (size_t j = b; j < b + k && j < n; j++)
                 if (rsr_jv_num(rsr_jv_at(s, j), &v))
-                    sum += v, n++;
-            if (!n) {
-                putc('.', f);
-                continue;
-            }
-            long l = lround(fmin(fmax(sum / (double)n / top, 0), 1) * (NLEVELS - 1));
-            putc(levels[l], f);
+                    sum += v, m++;
+            row[at++] = m ? levels[lround(fmin(fmax(sum / (double)m / top, 0), 1) * (NLEVELS - 1))] : '.';
         }
-        putc('"', f);
+        if (row)
+            row[at] = 0;
+        rsr_jw_str(w, row ? row : "");
+        free(row);
     }
-    fputs("]}", f);
+    rsr_jw_end(w);
+    rsr_jw_end(w);
 }
 
-static void put_heat(FILE *f, yajl_val root, const struct rsr_html_ranks *r, int with_io)
+static void put_heat(struct rsr_jw *w, yajl_val root, const struct rsr_html_ranks *r, int with_io)
 {
     yajl_val tl = rsr_jv_key(root, "timeline"), ranks = rsr_jv_key(tl, "ranks");
     double bin_us = rsr_jv_knum_or(tl, "bin_us", 0), start_us = rsr_jv_knum_or(tl, "start_us", 0);
     size_t k = bins_per_column(ranks, r, with_io);
     /* Times read from the job's start, as everywhere on the page. */
-    fputs(",\n\"heat\":{\"bin_us\":", f);
-    put_num(f, bin_us * (double)k);
-    fputs(",\"shift_us\":", f);
-    put_num(f, r->have_origin ? r->ck_origin_us - start_us : 0);
-    fputs(",\"levels\":", f);
-    rsr_html_js_str(f, levels);
-    fputs(",\"ranks\":[", f);
+    rsr_jw_line(w);
+    rsr_jw_kobject(w, "heat", 0);
+    rsr_jw_knum(w, "bin_us", bin_us * (double)k);
+    rsr_jw_knum(w, "shift_us", r->have_origin ? r->ck_origin_us - start_us : 0);
+    rsr_jw_kstr(w, "levels", levels);
+    rsr_jw_karray(w, "ranks", 0);
     for (size_t i = 0; i < rsr_jv_len(ranks); i++) {
         double rk;
-        fputs(i ? "," : "", f);
         if (rsr_jv_knum(rsr_jv_at(ranks, i), "rank", &rk))
-            put_num(f, rk);
+            rsr_jw_num(w, rk);
         else
-            fputs("null", f);
+            rsr_jw_null(w);
     }
-    fputs("]", f);
+    rsr_jw_end(w);
     double from, to;
     if (rsr_html_lanes_window(root, &from, &to)) {
-        fputs(",\"window_s\":[", f);
-        put_num(f, from);
-        putc(',', f);
-        put_num(f, to);
-        putc(']', f);
+        rsr_jw_karray(w, "window_s", 0);
+        rsr_jw_num(w, from);
+        rsr_jw_num(w, to);
+        rsr_jw_end(w);
     }
-    fputs(",\"series\":[", f);
-    int n = 0;
+    rsr_jw_karray(w, "series", RSR_JW_LINES);
     for (size_t i = 0; i < NSERIES; i++) {
         if (!show_series(ranks, i, r, with_io))
             continue;
-        fputs(n++ ? ",\n" : "\n", f);
         double top = strcmp(series[i].key, "gpu_busy_pct") == 0 || strcmp(series[i].key, "sm_active_pct") == 0 ? 100
                                                                 : nice_max(series_max(ranks, series[i].key));
-        put_series(f, ranks, i, top, k);
+        put_series(w, ranks, i, top, k);
     }
-    fputs("]}", f);
+    rsr_jw_end(w);
+    rsr_jw_end(w);
 }
 
 void rsr_html_rank_data(FILE *f, yajl_val root, const struct rsr_html_ranks *r, int heatmaps,
                         int with_io)
 {
-    fputs("<script type=\"application/json\" id=\"rank-data\">{", f);
-    put_procs(f, r);
+    struct rsr_jw w;
+    fputs("<script type=\"application/json\" id=\"rank-data\">", f);
+    rsr_jw_open(&w, f, RSR_JW_SCRIPT);
+    rsr_jw_object(&w, 0);
+    put_procs(&w, r);
     if (heatmaps)
-        put_heat(f, root, r, with_io);
-    fputs("}</script>\n", f);
+        put_heat(&w, root, r, with_io);
+    rsr_jw_end(&w);
+    rsr_jw_close(&w); /* a failed write shows in ferror(f) */
+    fputs("</script>\n", f);
 }
 
 /* ---- which ranks get lanes ---- */

@@ -1,7 +1,8 @@
-/* Chrome trace-event JSON of the GPU timelines (perfetto.h). The layout
- * follows Kineto's own traces, which is what HTA and import-kineto read:
- * GPU work keyed by its "stream" and "correlation" args, launches by their
- * "correlation", NCCL kernels with Kineto's collective args. */
+/* Chrome trace-event JSON of the GPU timelines (perfetto.h), through the
+ * JSON writer (json.h). The layout follows Kineto's own traces, which is
+ * what HTA and import-kineto read: GPU work keyed by its "stream" and
+ * "correlation" args, launches by their "correlation", NCCL kernels with
+ * Kineto's collective args. */
 #include "reporter/out/perfetto.h"
 
 #include <errno.h>
@@ -58,123 +59,76 @@ static const char *gpu_cat(int cls)
     return cls == RSR_GPU_MEMCPY ? "gpu_memcpy" : cls == RSR_GPU_MEMSET ? "gpu_memset" : "kernel";
 }
 
-/* A job has millions of events: they are formatted by hand into a buffer
- * (stdio's formatting was most of the time), and each string of a model is
- * escaped once. */
-#define WBUF (1 << 16)
-
-struct writer {
-    FILE *f;
+/* A job has millions of events, and few names: each string of a model is
+ * escaped once (rsr_jw_quote) and copied as it is after. */
+struct names {
+    char **quoted;          /* per string id of the model: its JSON text, quotes included */
     size_t n;
-    char **names;           /* per string id of the model: its JSON text, quotes included */
-    size_t nnames;
-    char buf[WBUF];
 };
 
-static void w_flush(struct writer *w)
-{
-    if (w->n)
-        fwrite(w->buf, 1, w->n, w->f);
-    w->n = 0;
-}
-
-static void w_mem(struct writer *w, const char *s, size_t len)
-{
-    if (w->n + len > WBUF) {
-        w_flush(w);
-        if (len > WBUF) {
-            fwrite(s, 1, len, w->f);
-            return;
-        }
-    }
-    memcpy(w->buf + w->n, s, len);
-    w->n += len;
-}
-
-#define W_LIT(w, lit) w_mem(w, lit, sizeof lit - 1)
-
-static void w_u64(struct writer *w, uint64_t v)
-{
-    char t[20];
-    size_t i = sizeof t;
-    do {
-        t[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    w_mem(w, t + i, sizeof t - i);
-}
-
-static void w_i64(struct writer *w, int64_t v)
-{
-    if (v < 0)
-        W_LIT(w, "-");
-    w_u64(w, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
-}
-
-/* ns as microseconds with three decimals: exact, and what Kineto writes. */
-static void w_us(struct writer *w, int64_t ns)
-{
-    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-    if (ns < 0)
-        W_LIT(w, "-");
-    w_u64(w, a / 1000);
-    char t[4] = { '.', (char)('0' + a % 1000 / 100), (char)('0' + a % 100 / 10), (char)('0' + a % 10) };
-    w_mem(w, t, sizeof t);
-}
-
-/* Any text as a JSON string, through json.c's escaping. */
-static void w_str(struct writer *w, const char *s)
-{
-    w_flush(w);
-    rsr_json_str(w->f, s);
-}
-
 /* A model string by id, escaped on first use. */
-static void w_name(struct writer *w, const struct rsr_model *m, uint32_t id)
+static void put_name(struct rsr_jw *w, struct names *nm, const struct rsr_model *m, uint32_t id)
 {
-    if (id < w->nnames && !w->names[id]) {
-        char *text = NULL;
-        size_t len = 0;
-        FILE *mf = open_memstream(&text, &len);
-        if (mf) {
-            rsr_json_str(mf, rsr_model_str(m, id));
-            if (fclose(mf) == 0)
-                w->names[id] = text;
-            else
-                free(text);
-        }
-    }
-    if (id < w->nnames && w->names[id])
-        w_mem(w, w->names[id], strlen(w->names[id]));
+    if (id < nm->n && !nm->quoted[id])
+        nm->quoted[id] = rsr_jw_quote(rsr_model_str(m, id), RSR_JW_JSON);
+    if (id < nm->n && nm->quoted[id])
+        rsr_jw_raw(w, nm->quoted[id], strlen(nm->quoted[id]));
     else
-        w_str(w, rsr_model_str(m, id));
+        rsr_jw_str(w, rsr_model_str(m, id));
+}
+
+static void names_free(struct names *nm)
+{
+    for (size_t i = 0; i < nm->n; i++)
+        free(nm->quoted[i]);
+    free(nm->quoted);
+    nm->quoted = NULL;
+    nm->n = 0;
 }
 
 /* Starts on a model's strings: a fresh cache as large as its table. */
-static void w_model(struct writer *w, const struct rsr_model *m)
+static void names_model(struct names *nm, const struct rsr_model *m)
 {
-    for (size_t i = 0; i < w->nnames; i++)
-        free(w->names[i]);
-    free(w->names);
-    w->nnames = m->strings.n;
-    w->names = calloc(w->nnames ? w->nnames : 1, sizeof *w->names);
-    if (!w->names)
-        w->nnames = 0;
+    names_free(nm);
+    nm->n = m->strings.n;
+    nm->quoted = calloc(nm->n ? nm->n : 1, sizeof *nm->quoted);
+    if (!nm->quoted)
+        nm->n = 0;
+}
+
+/* A metadata event: {"ph":"M","name":NAME,"pid":PID,"tid":TID,"args":{ARG:...}},
+ * left open at ARG's value. */
+static void put_meta(struct rsr_jw *w, const char *name, int64_t pid, int64_t tid, const char *arg)
+{
+    rsr_jw_object(w, 0);
+    rsr_jw_kstr(w, "ph", "M");
+    rsr_jw_kstr(w, "name", name);
+    rsr_jw_kint(w, "pid", pid);
+    rsr_jw_kint(w, "tid", tid);
+    rsr_jw_kobject(w, "args", 0);
+    rsr_jw_key(w, arg);
+}
+
+static void put_meta_end(struct rsr_jw *w)
+{
+    rsr_jw_end(w);
+    rsr_jw_end(w);
 }
 
 /* Process and stream names, so the UI shows "rank 3" and "stream 7". */
-static void put_names(FILE *f, const struct rsr_model *m, int64_t pid, bool *first)
+static void put_names(struct rsr_jw *w, const struct rsr_model *m, int64_t pid)
 {
     char label[64];
     if (m->rank >= 0)
         snprintf(label, sizeof label, "rank %d", m->rank);
     else
         snprintf(label, sizeof label, "pid %lld", (long long)m->pid);
-    fprintf(f, "%s\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%lld,\"tid\":0,\"args\":{\"name\":\"%s\"}}",
-            *first ? "" : ",", (long long)pid, label);
-    *first = false;
-    fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%lld,\"tid\":0,"
-               "\"args\":{\"sort_index\":%lld}}", (long long)pid, (long long)pid);
+    put_meta(w, "process_name", pid, 0, "name");
+    rsr_jw_str(w, label);
+    put_meta_end(w);
+    put_meta(w, "process_sort_index", pid, 0, "sort_index");
+    rsr_jw_int(w, pid);
+    put_meta_end(w);
     /* Streams in first-seen order; few per process, so a linear look-up. */
     int32_t seen[256];
     size_t nseen = 0;
@@ -187,86 +141,88 @@ static void put_names(FILE *f, const struct rsr_model *m, int64_t pid, bool *fir
             continue;
         if (nseen < sizeof seen / sizeof seen[0])
             seen[nseen++] = s;
-        fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%lld,\"tid\":%d,"
-                   "\"args\":{\"name\":\"stream %d\"}}", (long long)pid, s, s);
+        snprintf(label, sizeof label, "stream %d", s);
+        put_meta(w, "thread_name", pid, s, "name");
+        rsr_jw_str(w, label);
+        put_meta_end(w);
     }
 }
 
-static void put_op(struct writer *w, const struct rsr_model *m, int64_t pid, const struct rsr_gpu_op *op)
+/* A complete event's start: {"ph":"X","cat":CAT,"name": (its value next). */
+static void put_x(struct rsr_jw *w, const char *cat)
 {
-    W_LIT(w, ",\n{\"ph\":\"X\",\"cat\":\"");
-    const char *cat = gpu_cat(op->cls);
-    w_mem(w, cat, strlen(cat));
-    W_LIT(w, "\",\"name\":");
-    w_name(w, m, op->name);
-    W_LIT(w, ",\"pid\":");
-    w_i64(w, pid);
-    W_LIT(w, ",\"tid\":");
-    w_i64(w, op->stream);
-    W_LIT(w, ",\"ts\":");
-    w_us(w, op->start_ns);
-    W_LIT(w, ",\"dur\":");
-    w_us(w, op->end_ns - op->start_ns);
-    W_LIT(w, ",\"args\":{\"device\":");
-    w_i64(w, op->device);
-    W_LIT(w, ",\"stream\":");
-    w_i64(w, op->stream);
-    if (op->correlation) {
-        W_LIT(w, ",\"correlation\":");
-        w_u64(w, op->correlation);
-    }
-    if (op->cls == RSR_GPU_MEMCPY || op->cls == RSR_GPU_MEMSET) {
-        W_LIT(w, ",\"bytes\":");
-        w_u64(w, op->bytes);
-    }
+    rsr_jw_object(w, 0);
+    rsr_jw_kstr(w, "ph", "X");
+    rsr_jw_kstr(w, "cat", cat);
+    rsr_jw_key(w, "name");
+}
+
+/* Times are ns as microseconds with three decimals (rsr_jw_kmilli): exact,
+ * and what Kineto writes. */
+static void put_op(struct rsr_jw *w, struct names *nm, const struct rsr_model *m, int64_t pid,
+                   const struct rsr_gpu_op *op)
+{
+    put_x(w, gpu_cat(op->cls));
+    put_name(w, nm, m, op->name);
+    rsr_jw_kint(w, "pid", pid);
+    rsr_jw_kint(w, "tid", op->stream);
+    rsr_jw_kmilli(w, "ts", op->start_ns);
+    rsr_jw_kmilli(w, "dur", op->end_ns - op->start_ns);
+    rsr_jw_kobject(w, "args", 0);
+    rsr_jw_kint(w, "device", op->device);
+    rsr_jw_kint(w, "stream", op->stream);
+    if (op->correlation)
+        rsr_jw_kuint(w, "correlation", op->correlation);
+    if (op->cls == RSR_GPU_MEMCPY || op->cls == RSR_GPU_MEMSET)
+        rsr_jw_kuint(w, "bytes", op->bytes);
     if (op->coll >= 0 && (size_t)op->coll < m->n_colls) {
         const struct rsr_coll *c = &m->colls[op->coll];
-        w_flush(w);
-        fprintf(w->f, ",\"Collective name\":\"%s\",\"In msg nelems\":%" PRIu64
-                      ",\"Out msg nelems\":%" PRIu64 ",\"Group size\":%d,\"dtype\":",
-                coll_name(c->op), c->in_count, c->out_count, c->group_size);
-        w_str(w, torch_dtype(rsr_model_str(m, c->dtype)));
-        W_LIT(w, ",\"Process Group Name\":");
-        w_name(w, m, c->comm);
-        W_LIT(w, ",\"Process Group Ranks\":");
-        w_name(w, m, c->members);
+        rsr_jw_kstr(w, "Collective name", coll_name(c->op));
+        rsr_jw_kuint(w, "In msg nelems", c->in_count);
+        rsr_jw_kuint(w, "Out msg nelems", c->out_count);
+        rsr_jw_kint(w, "Group size", c->group_size);
+        rsr_jw_kstr(w, "dtype", torch_dtype(rsr_model_str(m, c->dtype)));
+        rsr_jw_key(w, "Process Group Name");
+        put_name(w, nm, m, c->comm);
+        rsr_jw_key(w, "Process Group Ranks");
+        put_name(w, nm, m, c->members);
         /* Not Kineto's: what a ringside file said of the communicator, so
          * that import-kineto gives back the same ids and call numbers. */
         if (c->comm_id) {
-            w_flush(w);
-            fprintf(w->f, ",\"Communicator id\":\"%016" PRIx64 "\",\"Collective seq\":%u", c->comm_id, c->seq);
+            char id[24];
+            snprintf(id, sizeof id, "%016" PRIx64, c->comm_id);
+            rsr_jw_kstr(w, "Communicator id", id);
+            rsr_jw_kuint(w, "Collective seq", c->seq);
         }
     }
-    W_LIT(w, "}}");
+    rsr_jw_end(w);
+    rsr_jw_end(w);
 }
 
 /* A host-side slice's place and time: pid, tid, ts, dur. */
-static void put_host_span(struct writer *w, int64_t pid, uint32_t tid, int64_t start, int64_t end)
+static void put_host_span(struct rsr_jw *w, int64_t pid, uint32_t tid, int64_t start, int64_t end)
 {
-    W_LIT(w, ",\"pid\":");
-    w_i64(w, pid);
-    W_LIT(w, ",\"tid\":");
-    w_u64(w, tid);
-    W_LIT(w, ",\"ts\":");
-    w_us(w, start);
-    W_LIT(w, ",\"dur\":");
-    w_us(w, end - start);
+    rsr_jw_kint(w, "pid", pid);
+    rsr_jw_kuint(w, "tid", tid);
+    rsr_jw_kmilli(w, "ts", start);
+    rsr_jw_kmilli(w, "dur", end - start);
 }
 
 /* A runtime call: a launch (its own correlation) or a host wait. */
-static void put_call(struct writer *w, int64_t pid, uint32_t tid, int64_t start, int64_t end,
-                     uint64_t correlation)
+static void put_call(struct rsr_jw *w, int64_t pid, uint32_t tid, int64_t start, int64_t end, uint64_t correlation)
 {
     put_host_span(w, pid, tid, start, end);
-    W_LIT(w, ",\"args\":{\"correlation\":");
-    w_u64(w, correlation);
-    W_LIT(w, "}}");
+    rsr_jw_kobject(w, "args", 0);
+    rsr_jw_kuint(w, "correlation", correlation);
+    rsr_jw_end(w);
+    rsr_jw_end(w);
 }
 
-static void put_launch(struct writer *w, const struct rsr_model *m, int64_t pid, const struct rsr_launch *l)
+static void put_launch(struct rsr_jw *w, struct names *nm, const struct rsr_model *m, int64_t pid,
+                       const struct rsr_launch *l)
 {
-    W_LIT(w, ",\n{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":");
-    w_name(w, m, l->name);
+    put_x(w, "cuda_runtime");
+    put_name(w, nm, m, l->name);
     put_call(w, pid, l->tid, l->start_ns, l->end_ns, l->correlation);
 }
 
@@ -304,78 +260,93 @@ static int64_t *process_ids(struct rsr_model *const *models, size_t n)
 
 /* A host wait, as the runtime call Kineto would show; its correlation is
  * one no launch has, so nothing takes it for a launch. */
-static void put_sync(struct writer *w, int64_t pid, const struct rsr_sync *s, uint64_t correlation)
+static void put_sync(struct rsr_jw *w, int64_t pid, const struct rsr_sync *s, uint64_t correlation)
 {
-    W_LIT(w, ",\n{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"");
-    const char *call = sync_call(s->kind);
-    w_mem(w, call, strlen(call));
-    W_LIT(w, "\"");
+    put_x(w, "cuda_runtime");
+    rsr_jw_str(w, sync_call(s->kind));
     put_call(w, pid, s->tid, s->start_ns, s->end_ns, correlation);
 }
 
 /* An NVTX range, as Kineto writes a user annotation (record_function,
  * ProfilerStep#N), on the thread that began it; a mark has no length. */
-static void put_range(struct writer *w, const struct rsr_model *m, int64_t pid, const struct rsr_range *r)
+static void put_range(struct rsr_jw *w, struct names *nm, const struct rsr_model *m, int64_t pid,
+                      const struct rsr_range *r)
 {
-    W_LIT(w, ",\n{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":");
-    w_name(w, m, r->name);
+    put_x(w, "user_annotation");
+    put_name(w, nm, m, r->name);
     put_host_span(w, pid, r->tid, r->start_ns, r->end_ns);
-    W_LIT(w, ",\"args\":{\"source\":\"nvtx\",\"nvtx\":\"");
-    const char *kind = rsf_range_kind_name(r->kind);
-    w_mem(w, kind, strlen(kind));
-    W_LIT(w, "\"");
+    rsr_jw_kobject(w, "args", 0);
+    rsr_jw_kstr(w, "source", "nvtx");
+    rsr_jw_kstr(w, "nvtx", rsf_range_kind_name(r->kind));
     if (r->domain) {
-        W_LIT(w, ",\"domain\":");
-        w_name(w, m, r->domain);
+        rsr_jw_key(w, "domain");
+        put_name(w, nm, m, r->domain);
     }
     if (r->open_at_exit)
-        W_LIT(w, ",\"open_at_exit\":true");
-    W_LIT(w, "}}");
+        rsr_jw_kbool(w, "open_at_exit", 1);
+    rsr_jw_end(w);
+    rsr_jw_end(w);
+}
+
+/* The top-level keys before the events: what this file is, its processes
+ * (for import-kineto to give each its own file) and the job's ranks. */
+static void put_head(struct rsr_jw *w, struct rsr_model *const *models, size_t nmodels, const int64_t *ids)
+{
+    int32_t world = -1;
+    for (size_t i = 0; i < nmodels; i++)
+        if (models[i]->world_size > world)
+            world = models[i]->world_size;
+    rsr_jw_kint(w, "schemaVersion", 1);
+    rsr_jw_kobject(w, "ringside", RSR_JW_SPACED);
+    rsr_jw_kstr(w, "format", "Kineto-compatible JSON (the PyTorch profiler's trace format) of the GPU work, as "
+                             "HTA reads it; every record in Perfetto's own format: trace.pftrace beside a report, "
+                             "or ringside export perfetto -o FILE.pftrace");
+    rsr_jw_line(w);
+    rsr_jw_karray(w, "processes", RSR_JW_SPACED | RSR_JW_LINES | RSR_JW_INDENT);
+    for (size_t i = 0; i < nmodels; i++) {
+        rsr_jw_object(w, RSR_JW_SPACED);
+        rsr_jw_kint(w, "pid", ids[i]);
+        rsr_jw_kint(w, "rank", models[i]->rank);
+        rsr_jw_kint(w, "world_size", models[i]->world_size);
+        rsr_jw_kint(w, "os_pid", models[i]->pid);
+        rsr_jw_kint(w, "wall_start_ns", models[i]->wall_start_ns);
+        rsr_jw_kint(w, "wall_end_ns", models[i]->wall_end_ns);
+        rsr_jw_end(w);
+    }
+    rsr_jw_end(w);
+    rsr_jw_end(w);
+    rsr_jw_kobject(w, "distributedInfo", RSR_JW_SPACED);
+    rsr_jw_kstr(w, "backend", "nccl");
+    if (nmodels == 1 && models[0]->rank >= 0)
+        rsr_jw_kint(w, "rank", models[0]->rank);
+    if (world > 0)
+        rsr_jw_kint(w, "world_size", world);
+    rsr_jw_end(w);
 }
 
 int rsr_perfetto_write(FILE *f, struct rsr_model *const *models, size_t nmodels)
 {
     int64_t *ids = process_ids(models, nmodels);
-    if (!ids) {
-        errno = ENOMEM;
-        return -1;
-    }
-    int32_t world = -1;
-    for (size_t i = 0; i < nmodels; i++)
-        if (models[i]->world_size > world)
-            world = models[i]->world_size;
-    /* The process list lets import-kineto give each process its own file. */
-    fputs("{\n\"schemaVersion\": 1,\n\"ringside\": {\"format\": \"Kineto-compatible JSON (the PyTorch "
-          "profiler's trace format) of the GPU work, as HTA reads it; every record in Perfetto's own format: "
-          "trace.pftrace beside a report, or ringside export perfetto -o FILE.pftrace\",\n\"processes\": [", f);
-    for (size_t i = 0; i < nmodels; i++)
-        fprintf(f, "%s\n  {\"pid\": %lld, \"rank\": %d, \"world_size\": %d, \"os_pid\": %lld, "
-                   "\"wall_start_ns\": %lld, \"wall_end_ns\": %lld}",
-                i ? "," : "", (long long)ids[i], models[i]->rank, models[i]->world_size,
-                (long long)models[i]->pid, (long long)models[i]->wall_start_ns,
-                (long long)models[i]->wall_end_ns);
-    fputs("]},\n\"distributedInfo\": {\"backend\": \"nccl\"", f);
-    if (nmodels == 1 && models[0]->rank >= 0)
-        fprintf(f, ", \"rank\": %d", models[0]->rank);
-    if (world > 0)
-        fprintf(f, ", \"world_size\": %d", world);
-    fputs("},\n\"traceEvents\": [", f);
-    bool first = true;
-    struct writer *w = calloc(1, sizeof *w);
-    if (!w) {
+    struct rsr_jw *w = malloc(sizeof *w);
+    struct names nm = { NULL, 0 };
+    if (!ids || !w) {
         free(ids);
+        free(w);
         errno = ENOMEM;
         return -1;
     }
-    w->f = f;
+    rsr_jw_open(w, f, RSR_JW_JSON);
+    rsr_jw_object(w, RSR_JW_SPACED | RSR_JW_LINES);
+    put_head(w, models, nmodels, ids);
+    rsr_jw_karray(w, "traceEvents", RSR_JW_LINES);
     for (size_t i = 0; i < nmodels; i++) {
         const struct rsr_model *m = models[i];
-        put_names(f, m, ids[i], &first);
-        w_model(w, m);
+        put_names(w, m, ids[i]);
+        names_model(&nm, m);
         for (size_t k = 0; k < m->n_launches; k++)
-            put_launch(w, m, ids[i], &m->launches[k]);
+            put_launch(w, &nm, m, ids[i], &m->launches[k]);
         for (size_t k = 0; k < m->n_ops; k++)
-            put_op(w, m, ids[i], &m->ops[k]);
+            put_op(w, &nm, m, ids[i], &m->ops[k]);
         uint64_t corr = 0;
         for (size_t k = 0; k < m->n_launches; k++)
             if (m->launches[k].correlation > corr)
@@ -383,14 +354,17 @@ int rsr_perfetto_write(FILE *f, struct rsr_model *const *models, size_t nmodels)
         for (size_t k = 0; k < m->n_syncs; k++)
             put_sync(w, ids[i], &m->syncs[k], ++corr);
         for (size_t k = 0; k < m->n_ranges; k++)
-            put_range(w, m, ids[i], &m->ranges[k]);
-        w_flush(w);
+            put_range(w, &nm, m, ids[i], &m->ranges[k]);
     }
-    for (size_t i = 0; i < w->nnames; i++)
-        free(w->names[i]);
-    free(w->names);
-    free(w);
+    names_free(&nm);
     free(ids);
-    fputs("\n],\n\"displayTimeUnit\": \"ms\"\n}\n", f);
-    return fflush(f) == 0 && !ferror(f) ? 0 : -1;
+    rsr_jw_line(w);
+    rsr_jw_end(w);
+    rsr_jw_kstr(w, "displayTimeUnit", "ms");
+    rsr_jw_line(w);
+    rsr_jw_end(w);
+    rsr_jw_line(w);
+    int rc = rsr_jw_close(w);
+    free(w);
+    return rc == 0 && fflush(f) == 0 && !ferror(f) ? 0 : -1;
 }

@@ -35,39 +35,37 @@ static const char *base_of(const char *path)
     return s && s[1] ? s + 1 : path;
 }
 
-void rsr_unnamed_json(FILE *f, const struct rsr_flame *fls)
+void rsr_unnamed_json(struct rsr_jw *w, const struct rsr_flame *fls)
 {
     const char *sysroot, *symbols, *urls;
     int down;
     rsr_sym_sources(&sysroot, &symbols, &urls, &down);
-    fputs("\"symbols\": {\"sysroot\": ", f);
-    rsr_json_str(f, sysroot);
-    fputs(", \"symbols_file\": ", f);
-    rsr_json_str(f, symbols);
-    fputs(", \"debuginfod_urls\": ", f);
-    rsr_json_str(f, urls);
-    fprintf(f, ", \"debuginfod_failed\": %s, \"unnamed\": [", down ? "true" : "false");
-    int first = 1;
+    rsr_jw_kobject(w, "symbols", RSR_JW_SPACED);
+    rsr_jw_kstr(w, "sysroot", sysroot);
+    rsr_jw_kstr(w, "symbols_file", symbols);
+    rsr_jw_kstr(w, "debuginfod_urls", urls);
+    rsr_jw_kbool(w, "debuginfod_failed", down);
+    rsr_jw_karray(w, "unnamed", RSR_JW_SPACED);
     for (int k = 0; fls && k < RSF_SAMPLE_NKINDS; k++) {
         uint32_t n;
         const struct rsr_flame_unnamed **v = sorted(&fls[k], &n);
         uint64_t total = fls[k].nodes ? fls[k].nodes[0].total : 0;
         for (uint32_t i = 0; i < n; i++) {
-            fprintf(f, "%s{\"kind\": \"%s\", \"module\": ", first ? "" : ", ", rsf_sample_kind_name((unsigned)k));
-            first = 0;
-            rsr_json_str(f, base_of(v[i]->path));
-            fputs(", \"path\": ", f);
-            rsr_json_str(f, v[i]->path);
-            fputs(", \"reason\": ", f);
-            rsr_json_str(f, v[i]->why);
-            fprintf(f, ", \"addresses\": %" PRIu64 ", \"samples\": %" PRIu64 ", \"weight_ns\": %" PRIu64
-                       ", \"share\": ", v[i]->addresses, v[i]->samples, v[i]->weight);
-            rsr_json_num(f, total ? (double)v[i]->weight / (double)total : 0);
-            fputc('}', f);
+            rsr_jw_object(w, RSR_JW_SPACED);
+            rsr_jw_kstr(w, "kind", rsf_sample_kind_name((unsigned)k));
+            rsr_jw_kstr(w, "module", base_of(v[i]->path));
+            rsr_jw_kstr(w, "path", v[i]->path);
+            rsr_jw_kstr(w, "reason", v[i]->why);
+            rsr_jw_kuint(w, "addresses", v[i]->addresses);
+            rsr_jw_kuint(w, "samples", v[i]->samples);
+            rsr_jw_kuint(w, "weight_ns", v[i]->weight);
+            rsr_jw_knum(w, "share", total ? (double)v[i]->weight / (double)total : 0);
+            rsr_jw_end(w);
         }
         free(v);
     }
-    fputs("]}", f);
+    rsr_jw_end(w);
+    rsr_jw_end(w);
 }
 
 void rsr_unnamed_summary(FILE *f, const struct rsr_flame *fls, int nfls)

@@ -7,11 +7,12 @@
 
 #include <stdio.h>
 
+#include "reporter/base/json.h"
 #include "reporter/load/flame.h"
 
-/* Writes the "symbols" key and its object (no braces around the key) for
- * fls[0..RSF_SAMPLE_NKINDS) to f. */
-void rsr_unnamed_json(FILE *f, const struct rsr_flame *fls);
+/* Writes the "symbols" key and its object, spaced (json.h), for
+ * fls[0..RSF_SAMPLE_NKINDS) into the object w has open. */
+void rsr_unnamed_json(struct rsr_jw *w, const struct rsr_flame *fls);
 
 /* One line to f naming the modules with unnamed frames in the first of
  * fls[0..nfls) that has any (by kind: CPU first), the most sampled first,
