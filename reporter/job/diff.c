@@ -481,9 +481,7 @@ static yajl_val rank_proc(yajl_val root, double r)
  * time it waited in collectives for the last rank (the straggler signal). */
 static void ranks_json(struct rsr_jw *w, yajl_val r0, yajl_val r1)
 {
-    static const char *const keys[][3] = { { "wall_s", "wall_s_before", "wall_s_after" },
-                                           { "collective_wait_us", "collective_wait_us_before",
-                                             "collective_wait_us_after" } };
+    static const char *const keys[] = { "wall_s", "collective_wait_us" };
     yajl_val procs = rsr_jv_key(r0, "processes");
     rsr_jw_karray(w, "ranks", RSR_JW_LINES);
     for (size_t i = 0; i < rsr_jv_len(procs); i++) {
@@ -494,8 +492,11 @@ static void ranks_json(struct rsr_jw *w, yajl_val r0, yajl_val r1)
         rsr_jw_object(w, 0);
         rsr_jw_kfixed(w, "rank", r, 0);
         for (int k = 0; k < 2; k++) {
-            rsr_jw_knum(w, keys[k][1], rsr_jv_knum_or(a, keys[k][0], 0));
-            rsr_jw_knum(w, keys[k][2], rsr_jv_knum_or(b, keys[k][0], 0));
+            char before[64], after[64];
+            snprintf(before, sizeof before, "%s_before", keys[k]);
+            snprintf(after, sizeof after, "%s_after", keys[k]);
+            rsr_jw_knum(w, before, rsr_jv_knum_or(a, keys[k], 0));
+            rsr_jw_knum(w, after, rsr_jv_knum_or(b, keys[k], 0));
         }
         rsr_jw_knum(w, "idle_pct_before", rsr_jv_knum_or(rsr_jv_key(a, "gpu"), "idle_pct", 0));
         rsr_jw_knum(w, "idle_pct_after", rsr_jv_knum_or(rsr_jv_key(b, "gpu"), "idle_pct", 0));

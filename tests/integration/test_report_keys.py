@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rstest import (AGENT, BUILD, PROG, PYTHON, RINGSIDE, ROOT, check, cleanup, finish,  # noqa: E402
                     report_problems, run, skip, tempdir)
 
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "tools", "scripts"))
 import report_json_doc  # noqa: E402
 
 LAUNCH = os.path.join(BUILD, "simlaunch")
@@ -296,6 +296,10 @@ def reports(work):
 
 LOOKUP = re.compile(r'rsr_jv_k(?:ey|num|num_or|str)\(\s*[^;]*?,\s*"([^"]*)"')
 SNAKE = re.compile(r'"([a-z][a-z0-9]*(?:_[a-z0-9]+)+)"')
+# A key given to the JSON writer (reporter/base/json.h) is written, not
+# looked up: a reader that also writes (diff.json, the page's data) says so.
+WRITTEN = re.compile(r'\brsr_jw_k?(?:ey|object|array|str|num|fixed|int|uint|int_or_null|milli|bool)'
+                     r'\(\s*[^,;]*,\s*"[^"]*"')
 
 
 def reader_keys():
@@ -310,6 +314,7 @@ def reader_keys():
         if "rsr_jv_" not in src or name == "reporter/out/html_json.c":
             continue
         code = re.sub(r"/\*.*?\*/", "", src, flags=re.S)
+        code = WRITTEN.sub("", code)
         for k in LOOKUP.findall(code) + SNAKE.findall(code):
             if k not in NOT_KEYS and not k.startswith("ringside_"):
                 keys.setdefault(k, []).append(name)
