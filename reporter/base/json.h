@@ -33,7 +33,8 @@ enum rsr_jw_mode {
 #define RSR_JW_DEPTH 24
 #define RSR_JW_BUF 65536
 
-/* A writer's state; on the caller's stack or in its struct. Opened by
+/* A writer's state, its buffer included (f gets writes of RSR_JW_BUF
+ * bytes): malloc'd, or on a stack that can spare it. Opened by
  * rsr_jw_open, written to by the calls below, closed by rsr_jw_close. */
 struct rsr_jw {
     FILE *f;
