@@ -12,7 +12,8 @@ make check has it) with RS_SAMPLED_LOG set, for the counts; --log FILE
 reads the lines sampled.py wrote to RS_SAMPLED_LOG=FILE in earlier runs.
 A call no run reached says "not run". Flags: "under 4 sd" (a bound
 narrower than 4 sd at the count of a run), "few samples" (4 sd wider than
-15 points: the test needs more samples), "failed N" (runs that failed it),
+15 points at its median count: the test needs more samples), "failed N"
+(runs that failed it),
 "not via sampled.py" (a check whose name says a share within a bound, in a
 file that samples CPU stacks). Prints one table and exits 1 when a check is
 flagged. The floor column is the test's own bound in points (its floor and
@@ -98,7 +99,7 @@ def table(sites, others, rows):
         s = site_of(r, sites)
         if s:
             by.setdefault(s, []).append(r)
-    head = ("file:line", "compares", "runs", "n (median, min)", "floor pts (sd)", "bound pts", "bound sd (min)",
+    head = ("file:line", "compares", "runs", "n (median, min)", "floor pts (median sd)", "bound pts", "bound sd (min)",
             "flag")
     out, flagged = [], 0
     for s in sites:
@@ -110,18 +111,19 @@ def table(sites, others, rows):
         ns = [r["n"] for r in rs]
         med = statistics.median(ns)
         worst = min(rs, key=lambda r: (r["bound"] / r["sd"]) if r["sd"] else float("inf"))
-        mid = min(rs, key=lambda r: abs(r["n"] - med))
         flags = []
         if any(r["sd"] and r["bound"] < SDS * r["sd"] * (1 - 1e-9) for r in rs):
             flags.append("under 4 sd")
-        if any(r["n"] <= 0 or SDS * r["sd"] > MAX_POINTS for r in rs):
+        if statistics.median(SDS * r["sd"] if r["n"] > 0 else float("inf") for r in rs) > MAX_POINTS:
             flags.append("few samples")
         if not all(r["ok"] for r in rs):
             flags.append("failed %d" % sum(1 for r in rs if not r["ok"]))
         flagged += bool(flags)
-        names = sorted({r["name"] for r in rs})
+        names = list(dict.fromkeys(r["name"] for r in rs))
         what = names[0] + (" (+%d)" % (len(names) - 1) if len(names) > 1 else "")
-        floor = "%g (%s)" % (mid["floor"] + mid["allow"], fmt_sd(mid["floor"] + mid["allow"], mid["sd"]))
+        fixed = rs[0]["floor"] + rs[0]["allow"]
+        in_sd = [fixed / r["sd"] for r in rs if r["sd"]]
+        floor = "%g (%s)" % (fixed, "%.1f" % statistics.median(in_sd) if in_sd else "inf")
         out.append((where, what, str(len(rs)), "%d, %d" % (med, min(ns)), floor,
                     "%.1f-%.1f" % (min(r["bound"] for r in rs), max(r["bound"] for r in rs)),
                     fmt_sd(worst["bound"], worst["sd"]), ", ".join(flags)))
