@@ -11,7 +11,7 @@ import re
 import resource
 
 from rstest import PROG, check, cleanup, finish, run, tempdir, trace_files, traced_env
-from sampled import share_check
+from sampled import effective_n, share_check
 from samples import Trace, folded, shares, weighted_shares
 
 NAMES = ("hot_a", "hot_b", "hot_c")
@@ -34,7 +34,7 @@ def main():
     check("same output as without the agent", p.stdout == plain.stdout,
           "%r vs %r" % (p.stdout, plain.stdout))
     files = trace_files(out)
-    n = 0
+    flame_n = 0
     if check("one trace file", len(files) == 1, "%d files" % len(files)):
         t = Trace(files[0])
         cpu = t.of_kind("cpu")
@@ -45,6 +45,7 @@ def main():
               "%d of %d samples in hot_a/b/c" % (n, len(cpu)))
         for fn, want in truth.items():
             share_check("%s share (its own clock)" % fn, got[fn], want, n, floor=5.0)
+        flame_n = effective_n([s["weight_ns"] for s, name in zip(cpu, leaf) if name in truth])
         callers = [t.names(s)[1:] for s in cpu if len(t.stacks.get(s["stack"], [])) > 1]
         with_main = sum(1 for c in callers if "main" in c)
         check("stacks unwind to main", with_main >= 0.9 * len(cpu),
@@ -55,10 +56,11 @@ def main():
         check("no samples dropped", t.counters.get("dropped_samples") == 0, str(t.counters))
     rows = folded(out)
     if check("ringside flame --kind cpu folded output", rows, "ringside flame failed"):
-        # weighted by CPU time, the same samples as above
+        # weighted by CPU time: the same samples as above, as many as their
+        # weights make them
         got, _ = weighted_shares(rows, lambda f: f[-1], truth)
         for fn, want in truth.items():
-            share_check("flame: %s share (its own clock)" % fn, got[fn], want, n, floor=5.0)
+            share_check("flame: %s share (its own clock)" % fn, got[fn], want, flame_n, floor=5.0)
         check("flame: main is the hot functions' caller",
               all(f[-2] == "main" for f, _ in rows if f[-1] in truth), str(rows[:3]))
     cleanup(out)

@@ -27,7 +27,7 @@ files below the sys.path entry)."""
 import os
 
 from rstest import cpython, PROG, ROOT, check, cleanup, finish, run, skip, tempdir, trace_files, traced_env
-from sampled import share_check
+from sampled import effective_n, share_check
 from samples import PYBIT, Trace, folded, py_split, shares, weighted_shares
 
 SCRIPT = os.path.join(ROOT, "tests", "programs", "py_hot3.py")
@@ -74,10 +74,12 @@ def hot3(py, minor):
         rows = folded(out)
         if check(label + ": ringside flame folded output", rows, "ringside flame failed"):
             leaf = lambda f: next((x for x in reversed(f) if x.startswith("py_hot3.py:")), None)
-            # weighted by CPU time, the same samples as above
+            # weighted by CPU time: the same samples as above, as many as
+            # their weights make them
             got, _ = weighted_shares(rows, leaf, truth)
+            flame_n = effective_n([s["weight_ns"] for s, name in zip(cpu, names) if name in truth])
             for fn, want in truth.items():
-                share_check("%s: flame: %s share" % (label, fn), got[fn], want, n, floor=5.0)
+                share_check("%s: flame: %s share" % (label, fn), got[fn], want, flame_n, floor=5.0)
     cleanup(out)
 
 
@@ -170,7 +172,7 @@ def fleeting(py, name):
     # (the script's next module code where a function was: a few points,
     # 18 once); 10 points either way as samples fall on the kernel's tick.
     share_check(label + ": samples in the fleeting functions under their names (the script's clock)",
-                100 * got, 100 * share, len(cpu), floor=10.0, allow_below=20.0)
+                100 * got, 100 * share, effective_n([s["weight_ns"] for s in cpu]), floor=10.0, allow_below=20.0)
     cleanup(out)
 
 
@@ -188,14 +190,20 @@ def reused(py, minor):
     if not check(label + ": trace written", len(files) == 1, "%d files" % len(files)):
         return
     t = Trace(files[0])
-    names = [innermost_python(t, s["stack"]) for s in t.of_kind("cpu")]
+    cpu = t.of_kind("cpu")
+    names = [innermost_python(t, s["stack"]) for s in cpu]
     first, second = names.count("py_hot3.py:first_hot"), names.count("py_hot3.py:" + later)
     # 0.8 s of CPU each: 80 samples or more from a 100 Hz tick on
     check(label + ": the first function's samples", first >= 40, "%d" % first)
-    # both spin for the same CPU time by the script's clock: halves
-    share_check(label + ": the second function's share of the two under its own name",
-                100.0 * second / (first + second) if first + second else 0.0, 50.0, first + second, floor=5.0,
-                detail="%d as %s, %d as first_hot" % (second, later, first))
+    # both spin for the same CPU time by the script's clock: halves of the
+    # two's sampled CPU time (weights, as the two run one after the other)
+    two = [(s["weight_ns"], name == "py_hot3.py:first_hot") for s, name in zip(cpu, names)
+           if name in ("py_hot3.py:first_hot", "py_hot3.py:" + later)]
+    total = sum(w for w, _ in two)
+    share_check(label + ": the second function's share of the two's CPU time under its own name",
+                100.0 * sum(w for w, is_first in two if not is_first) / total if total else 0.0, 50.0,
+                effective_n([w for w, _ in two]), floor=5.0,
+                detail="%d samples as %s, %d as first_hot" % (second, later, first))
     cleanup(out)
 
 

@@ -21,7 +21,7 @@ import subprocess
 
 from rstest import (ROOT, check, cleanup, cpython, finish, report, skip, tempdir, trace_files,
                     traced_env)
-from sampled import share_check
+from sampled import effective_n, share_check
 from samples import PYBIT, Trace, py_split
 
 SCRIPT = os.path.join(ROOT, "tests", "programs", "py_subproc.py")
@@ -99,12 +99,13 @@ def one(label, py, mode, data, work):
 
     t = Trace(mine[0])
     cpu = {"py_subproc.py:" + fn: 0 for fn in truth["cpu_s"]}
-    n = 0
+    weights = []
     for s in t.of_kind("cpu"):
         fn = innermost_function(t, s["stack"])
         if fn in cpu:
             cpu[fn] += s["weight_ns"]
-            n += 1
+            weights.append(s["weight_ns"])
+    n = effective_n(weights)
     total, want_total = sum(cpu.values()), sum(truth["cpu_s"].values())
     for fn, secs in truth["cpu_s"].items():
         want = 100.0 * secs / want_total

@@ -7,13 +7,13 @@ second thread working throughout. With the agent: the program's own output
 timer's signal strayed into it, that its handlers stayed in place) is what
 it expects, one notice says the sampling moved, and CPU samples name the
 functions of all three phases (by binutils' addr2line through the trace's
-module map), the worker thread's included; the main thread's samples split
-among its phases as its own clock says their CPU time did, within 5 points
+module map), the worker thread's included; the main thread's sampled CPU
+time splits among its phases as its own clock says it did, within 5 points
 or 4 sd (sampled.py; the phases do equal work, which is not equal time)."""
 import os
 
 from rstest import PROG, check, cleanup, finish, run, tempdir, trace_files, traced_env
-from sampled import share_check
+from sampled import effective_n, share_check
 from samples import Trace
 
 TAKE = os.path.join(PROG, "take_sig")
@@ -40,23 +40,24 @@ def main():
     if check("one trace file", len(files) == 1, "%d files" % len(files)):
         t = Trace(files[0])
         cpu = t.of_kind("cpu")
-        leaf, count = {}, {}
+        phases = ("spin_first", "spin_second", "spin_third")
+        leaf, weights = {}, []
         for s in cpu:
             names = t.names(s) if t.stacks.get(s["stack"]) else []
             if names:
                 leaf[names[0]] = leaf.get(names[0], 0) + s["weight_ns"]
-                count[names[0]] = count.get(names[0], 0) + 1
-        phases = ("spin_first", "spin_second", "spin_third")
+                if names[0] in phases:
+                    weights.append(s["weight_ns"])
         main_phases = [leaf.get(f, 0) for f in phases]
         total = sum(main_phases)
         check("CPU samples in each phase of the main thread", all(w > 0 for w in main_phases),
               "%s of %d samples" % (leaf, len(cpu)))
         clock = [float(x) for ln in err.splitlines() if ln.startswith("phases ") for x in ln.split()[1:]]
         if check("the program's own clock of its phases", len(clock) == 3 and sum(clock) > 0, err[-300:]):
-            n = sum(count.get(f, 0) for f in phases)
             for f, w, spent in zip(phases, main_phases, clock):
-                share_check("%s's share of the main thread's samples (its own clock)" % f,
-                            100.0 * w / total if total else 0.0, 100.0 * spent / sum(clock), n, floor=5.0)
+                share_check("%s's share of the main thread's sampled CPU time (its own clock)" % f,
+                            100.0 * w / total if total else 0.0, 100.0 * spent / sum(clock), effective_n(weights),
+                            floor=5.0)
         check("the worker thread sampled too", leaf.get("worker_spin", 0) > 0, str(leaf))
         check("no samples dropped", t.counters.get("dropped_samples") == 0, str(t.counters))
     cleanup(out)
