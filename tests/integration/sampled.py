@@ -36,10 +36,16 @@ def sd_points(want, n):
     return 100.0 * math.sqrt(p * (1 - p) / n) if n > 0 else 0.0
 
 
-def bound_points(want, n, floor, allow=0.0):
+def bound_points(want, n, floor, allow=0.0, sd=None):
     """The bound in points: the test's floor or 4 sd, whichever is wider,
     plus its systematic allowance."""
-    return max(floor, SDS * sd_points(want, n)) + allow
+    return max(floor, SDS * (sd_points(want, n) if sd is None else sd)) + allow
+
+
+def change_sd(wants, ns):
+    """The standard deviation, in points, of the change between two shares
+    whose truths are wants (percent) and counts ns, each a pair."""
+    return math.hypot(sd_points(wants[0], ns[0]), sd_points(wants[1], ns[1]))
 
 
 def effective_n(weights):
@@ -67,15 +73,16 @@ def samples_in(weight_ns, counted):
     return int(weight_ns * count / weight) if weight else 0
 
 
-def share_check(name, got, want, n, floor, allow=0.0, allow_below=0.0, detail=""):
+def share_check(name, got, want, n, floor, allow=0.0, allow_below=0.0, detail="", sd=None):
     """One ok/not ok line: got (percent, from n samples) within the bound of
     want (percent, the truth). allow_below widens the bound below want only,
-    for an effect that can only take samples away. Fails when n is 0 or so
-    small that the bound holds all of 0-100% (no share could fail it); past
-    MAX_POINTS the line says "few". detail is added to a failure's line.
-    Returns whether it passed."""
-    sd = sd_points(want, n)
-    b = bound_points(want, n, floor, allow)
+    for an effect that can only take samples away. sd, in points, where got
+    is not one share of n draws (change_sd's, for a change of a share).
+    Fails when n is 0 or so small that the bound holds all of 0-100% (no
+    share could fail it); past MAX_POINTS the line says "few". detail is
+    added to a failure's line. Returns whether it passed."""
+    sd = sd_points(want, n) if sd is None else sd
+    b = bound_points(want, n, floor, allow, sd)
     lo, hi = want - b - allow_below, want + b
     blind = n <= 0 or (lo <= 0 and hi >= 100)
     span = "within %.1f points" % b if not allow_below else "%.1f below to %.1f above" % (b + allow_below, b)

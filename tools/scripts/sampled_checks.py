@@ -9,16 +9,18 @@ through share_check.
 
 --run NAME runs `sh tests/run.sh NAME` (BUILD from the environment, as
 make check has it) with RS_SAMPLED_LOG set, for the counts; --log FILE
-reads the lines sampled.py wrote to RS_SAMPLED_LOG=FILE in earlier runs.
-A call no run reached says "not run". Flags: "under 4 sd" (a bound
-narrower than 4 sd at the count of a run), "few samples" (4 sd wider than
-15 points at its median count: the test needs more samples), "failed N"
-(runs that failed it),
-"not via sampled.py" (a check whose name says a share within a bound, in a
-file that samples CPU stacks). Prints one table and exits 1 when a check is
-flagged. The floor column is the test's own bound in points (its floor and
-allowance) and what that is in sd at the median count: a fixed bound under
-4 sd is one that used to fail by chance."""
+reads the lines sampled.py wrote to RS_SAMPLED_LOG=FILE in earlier runs
+(tests/modern's too, which run.sh runs with --dir). A call no run reached
+says "not run". n is the count of samples, or for a share of CPU time
+their effective number. The floor column is the test's own bound in points
+(its floor and allowance) and what that is in sd at the count of a run,
+the median: a fixed bound under 4 sd is one that used to fail by chance.
+Flags: "under 4 sd" (a bound narrower than 4 sd at the count of a run),
+"few samples" (4 sd wider than 15 points at its median count: the test
+needs more samples), "failed N" (runs that failed it), "not via
+sampled.py" (a check whose name says a share within a bound, in a file
+that samples CPU stacks). Prints one table and exits 1 when a check is
+flagged."""
 import ast
 import glob
 import json
