@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The suite's checks of a sampled share against a truth (issue 48): every
-call of share_check (tests/integration/sampled.py) under tests/, with what
-it compares, its sample count in a run, and its bound in points and in
+"""The suite's checks of a sampled share against a truth: every call of
+share_check (tests/integration/sampled.py) under tests/, with what it
+compares, its sample count in a run, and its bound in points and in
 standard deviations; and the checks that look like one but do not go
 through share_check.
 
