@@ -10,6 +10,7 @@
 #include "reporter/load/summary.h"
 #include "reporter/load/process.h"
 #include "reporter/base/order.h"
+#include "reporter/base/array.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -34,25 +35,13 @@ static void groups_free(struct groups *g)
 static int groups_add(struct groups *g, uint64_t comm, uint32_t seq, int64_t first, uint32_t len, int64_t sum)
 {
     if (g->n == g->cap) {
-        size_t nc = g->cap ? g->cap * 2 : 1024;
-        void *a = realloc(g->comm, nc * sizeof *g->comm);
-        if (a)
-            g->comm = a;
-        void *b = realloc(g->seq, nc * sizeof *g->seq);
-        if (b)
-            g->seq = b;
-        void *c = realloc(g->first, nc * sizeof *g->first);
-        if (c)
-            g->first = c;
-        void *d = realloc(g->len, nc * sizeof *g->len);
-        if (d)
-            g->len = d;
-        void *e = realloc(g->sum, nc * sizeof *g->sum);
-        if (e)
-            g->sum = e;
-        if (!a || !b || !c || !d || !e)
+        /* five arrays of one length: each grown from the same cap */
+        size_t c[5] = { g->cap, g->cap, g->cap, g->cap, g->cap };
+        if (RSR_GROW(g->comm, c[0], g->n + 1, 1024) != 0 || RSR_GROW(g->seq, c[1], g->n + 1, 1024) != 0 ||
+            RSR_GROW(g->first, c[2], g->n + 1, 1024) != 0 || RSR_GROW(g->len, c[3], g->n + 1, 1024) != 0 ||
+            RSR_GROW(g->sum, c[4], g->n + 1, 1024) != 0)
             return -1;
-        g->cap = nc;
+        g->cap = c[0];
     }
     g->comm[g->n] = comm, g->seq[g->n] = seq, g->first[g->n] = first, g->len[g->n] = len, g->sum[g->n] = sum;
     g->n++;

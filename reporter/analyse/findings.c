@@ -5,6 +5,7 @@
 #include "reporter/load/summary.h"
 #include "reporter/analyse/job.h"
 #include "reporter/base/units.h"
+#include "reporter/base/array.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -50,15 +51,9 @@ static void add(struct list *l, const char *id, int sev, double recoverable, con
 static void add(struct list *l, const char *id, int sev, double recoverable, const char *title, const char *advice,
                 const char *fmt, ...)
 {
-    if (l->n == l->cap) {
-        size_t c = l->cap ? l->cap * 2 : 8;
-        void *p = realloc(l->v, c * sizeof *l->v);
-        if (!p) {
-            l->oom = 1;
-            return;
-        }
-        l->v = p;
-        l->cap = c;
+    if (RSR_GROW(l->v, l->cap, l->n + 1, 8) != 0) {
+        l->oom = 1;
+        return;
     }
     struct rsr_finding *f = &l->v[l->n++];
     f->id = id;

@@ -11,6 +11,7 @@
 #include "reporter/analyse/steps.h"
 #include "reporter/load/summary.h"
 #include "reporter/base/units.h"
+#include "reporter/base/array.h"
 
 const char *rsr_hang_kind_name(int kind)
 {
@@ -135,13 +136,8 @@ static struct comm_stat *stat_of(struct comm_stat **v, size_t *n, size_t *cap, u
     for (size_t i = 0; i < *n; i++)
         if ((*v)[i].id == id)
             return &(*v)[i];
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 16;
-        struct comm_stat *p = realloc(*v, c * sizeof *p);
-        if (!p)
-            return NULL;
-        *v = p, *cap = c;
-    }
+    if (RSR_GROW(*v, *cap, *n + 1, 16) != 0)
+        return NULL;
     (*v)[*n] = (struct comm_stat){ id, -1, -1, 0 };
     return &(*v)[(*n)++];
 }

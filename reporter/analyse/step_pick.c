@@ -8,6 +8,7 @@
 
 #include "reporter/analyse/analyse.h"
 #include "reporter/load/load.h"
+#include "reporter/base/array.h"
 
 struct picker {
     const struct rsr_step_pick *pick;
@@ -45,14 +46,10 @@ static int visit(void *ctx, size_t i, const struct rsr_step *s, const struct rsr
             o->v[2 * o->n - 1] = s->end_ns;
         return 0;
     }
-    if (o->n == k->cap) {
-        size_t cap = k->cap ? 2 * k->cap : 64;
-        int64_t *v = realloc(o->v, cap * 2 * sizeof *v);
-        if (!v) {
-            k->oom = 1;
-            return -1;
-        }
-        o->v = v, k->cap = cap;
+    /* two values a span: start and end */
+    if (rsr_grow(&o->v, &k->cap, o->n + 1, 2 * sizeof *o->v, 64) != 0) {
+        k->oom = 1;
+        return -1;
     }
     o->v[2 * o->n] = s->start_ns;
     o->v[2 * o->n + 1] = s->end_ns;

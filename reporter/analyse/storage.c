@@ -3,6 +3,7 @@
  * starts one); bursts of one process close in time are merged here. */
 #include "reporter/analyse/storage.h"
 #include "reporter/load/summary.h"
+#include "reporter/base/array.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,14 +23,8 @@ void rsr_storage_free(struct rsr_storage *s)
 
 static int push_ckpt(struct rsr_storage *out, size_t *cap, const struct rsr_checkpoint *c)
 {
-    if (out->n_ckpts == *cap) {
-        size_t nc = *cap ? *cap * 2 : 16;
-        void *q = realloc(out->ckpts, nc * sizeof *out->ckpts);
-        if (!q)
-            return -1;
-        out->ckpts = q;
-        *cap = nc;
-    }
+    if (RSR_GROW(out->ckpts, *cap, out->n_ckpts + 1, 16) != 0)
+        return -1;
     out->ckpts[out->n_ckpts++] = *c;
     return 0;
 }

@@ -28,6 +28,21 @@ int rsr_grow(void *arrp, size_t *cap, size_t need, size_t elem, size_t first)
     return 0;
 }
 
+int rsr_grow_zeroed(void *arrp, uint32_t *n, size_t need, size_t elem, size_t first)
+{
+    size_t cap = *n;
+    if (need <= cap)
+        return 0;
+    /* past UINT32_MAX: the array may have grown, its length stays */
+    if (rsr_grow(arrp, &cap, need, elem, first) != 0 || cap > UINT32_MAX)
+        return -1;
+    char *arr;
+    memcpy(&arr, arrp, sizeof arr);
+    memset(arr + (size_t)*n * elem, 0, (cap - *n) * elem);
+    *n = (uint32_t)cap;
+    return 0;
+}
+
 void rsr_out_of_memory(void)
 {
     fputs("ringside: out of memory\n", stderr);

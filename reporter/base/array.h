@@ -4,6 +4,7 @@
 #define RSR_ARRAY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Makes room for need items of elem bytes in the array whose pointer is at
  * arrp (a T **; *cap items fit now): the same array, or one reallocated to
@@ -11,6 +12,12 @@
  * or -1 when out of memory or the size would overflow (the array and *cap
  * are then as they were). */
 int rsr_grow(void *arrp, size_t *cap, size_t need, size_t elem, size_t first);
+
+/* rsr_grow for a table indexed by id, every entry in use (*n of them, all
+ * of the capacity): the new entries zeroed, *n the new length. Returns 0,
+ * or -1 when out of memory or the length would pass UINT32_MAX (the array
+ * and *n are then as they were). */
+int rsr_grow_zeroed(void *arrp, uint32_t *n, size_t need, size_t elem, size_t first);
 
 /* rsr_grow for an array arr of its own type with a size_t cap. */
 #define RSR_GROW(arr, cap, need, first) rsr_grow(&(arr), &(cap), (need), sizeof *(arr), (first))

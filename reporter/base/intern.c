@@ -1,6 +1,7 @@
 /* String interning (see intern.h): a growable array of copies and the hash
  * table of their ids (table.h). */
 #include "reporter/base/intern.h"
+#include "reporter/base/array.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,10 +69,7 @@ uint32_t rsr_intern_n(struct rsr_intern *t, const char *s, size_t len)
         if (strncmp(c, s, len) == 0 && c[len] == '\0')
             return (uint32_t)id;
     }
-    if (t->n == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : 256;
-        t->strs = rsr_xrealloc(t->strs, t->cap * sizeof *t->strs);
-    }
+    RSR_XGROW(t->strs, t->cap, (size_t)t->n + 1, 256);
     char *copy = rsr_xmalloc(len + 1);
     memcpy(copy, s, len);
     copy[len] = '\0';

@@ -4,6 +4,7 @@
  * trace packet costs less than sizing everything first. */
 #include "reporter/base/pb.h"
 #include "reporter/base/isal.h"
+#include "reporter/base/array.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -41,16 +42,10 @@ int rsr_pb_grow(struct rsr_pb *pb, size_t n)
         return -1;
     if (pb->len + n <= pb->cap)
         return 0;
-    size_t cap = pb->cap ? pb->cap : 1u << 16;
-    while (cap < pb->len + n)
-        cap *= 2;
-    uint8_t *b = realloc(pb->buf, cap);
-    if (!b) {
+    if (RSR_GROW(pb->buf, pb->cap, pb->len + n, 1u << 16) != 0) {
         pb->failed = 1;
         return -1;
     }
-    pb->buf = b;
-    pb->cap = cap;
     return 0;
 }
 

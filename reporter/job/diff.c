@@ -13,6 +13,7 @@
 #include "reporter/job/report.h"
 #include "reporter/analyse/steps.h"
 #include "reporter/base/units.h"
+#include "reporter/base/array.h"
 #include "formats/trace.h"
 
 #include <dirent.h>
@@ -236,14 +237,15 @@ static void kernels_add(struct kernels *k, int side, yajl_val root)
             const char *name = rsr_jv_kstr(e, "name");
             uint32_t id = rsr_intern(&k->names, name ? name : "");
             if (id >= k->cap) {
-                uint32_t cap = k->cap ? k->cap * 2 : 256;
-                while (cap <= id)
-                    cap *= 2;
+                /* four arrays of one length, the new room zeroed */
+                uint32_t cap = k->cap;
                 for (int s = 0; s < 2; s++) {
-                    k->count[s] = rsr_xrealloc(k->count[s], cap * sizeof *k->count[s]);
-                    k->total[s] = rsr_xrealloc(k->total[s], cap * sizeof *k->total[s]);
-                    memset(k->count[s] + k->cap, 0, (cap - k->cap) * sizeof *k->count[s]);
-                    memset(k->total[s] + k->cap, 0, (cap - k->cap) * sizeof *k->total[s]);
+                    uint32_t c1 = k->cap, c2 = k->cap;
+                    RSR_XGROW(k->count[s], c1, (size_t)id + 1, 256);
+                    RSR_XGROW(k->total[s], c2, (size_t)id + 1, 256);
+                    memset(k->count[s] + k->cap, 0, (c1 - k->cap) * sizeof *k->count[s]);
+                    memset(k->total[s] + k->cap, 0, (c2 - k->cap) * sizeof *k->total[s]);
+                    cap = c1;
                 }
                 k->cap = cap;
             }
@@ -606,10 +608,7 @@ static int write_two_column(FILE *out, const char *const path[2])
             if (!sp)
                 continue;
             *sp = 0;
-            if (n == cap) {
-                cap = cap ? cap * 2 : 1024;
-                v = rsr_xrealloc(v, cap * sizeof *v);
-            }
+            RSR_XGROW(v, cap, n + 1, 1024);
             v[n].stack = rsr_xstrdup(line);
             v[n].w[s] = strtoull(sp + 1, NULL, 10);
             v[n++].w[!s] = 0;

@@ -13,6 +13,7 @@
 #include "reporter/load/discover.h"
 #include "reporter/load/runs.h"
 #include "reporter/base/order.h"
+#include "reporter/base/array.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -493,8 +494,7 @@ static int judge_series(struct hist *h, const char *series)
     struct row *rows = NULL;
     size_t n = 0, cap = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        if (n == cap)
-            rows = rsr_xrealloc(rows, (cap = cap ? 2 * cap : 16) * sizeof *rows);
+        RSR_XGROW(rows, cap, n + 1, 16);
         struct row *r = &rows[n++];
         memset(r, 0, sizeof *r);
         r->key = strdup((const char *)sqlite3_column_text(st, 0));
@@ -720,10 +720,12 @@ static int write_page(struct hist *h, const char *path)
         FILE *mem = open_memstream(&rows, &rows_len);
         while (mem && sqlite3_step(st) == SQLITE_ROW) {
             if (n == cap) {
-                cap = cap ? 2 * cap : 64;
-                for (int k = 0; k < 5; k++)
-                    pts[k] = rsr_xrealloc(pts[k], cap * sizeof *pts[k]);
-                keys = rsr_xrealloc(keys, cap * sizeof *keys);
+                /* six arrays of one length */
+                for (int k = 0; k < 5; k++) {
+                    size_t c = cap;
+                    RSR_XGROW(pts[k], c, n + 1, 64);
+                }
+                RSR_XGROW(keys, cap, n + 1, 64);
             }
             keys[n] = strdup((const char *)sqlite3_column_text(st, 0));
             const char *verdict = (const char *)sqlite3_column_text(st, 5);

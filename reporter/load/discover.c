@@ -2,6 +2,7 @@
  * files named on the command line (report, export, watch and history all
  * start here). The list is sorted, so every command sees the same order. */
 #include "reporter/load/discover.h"
+#include "reporter/base/array.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,14 +18,7 @@ struct list {
 
 static void list_add(struct list *l, const char *s)
 {
-    if (l->n == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 16;
-        l->v = realloc(l->v, (size_t)l->cap * sizeof *l->v);
-        if (!l->v) {
-            fprintf(stderr, "ringside: out of memory\n");
-            exit(1);
-        }
-    }
+    RSR_XGROW(l->v, l->cap, (size_t)l->n + 1, 16);
     l->v[l->n++] = strdup(s);
 }
 

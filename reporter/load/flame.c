@@ -80,9 +80,10 @@ uint32_t rsr_flame_frame(struct rsr_flame *fl, const char *name, enum rsr_frame_
         return id;
     }
     if (id >= fl->ncap) {
-        fl->ncap = fl->ncap ? fl->ncap * 2 : 1024;
-        fl->name_class = rsr_xrealloc(fl->name_class, fl->ncap);
-        fl->name_module = rsr_xrealloc(fl->name_module, fl->ncap * sizeof *fl->name_module);
+        /* two arrays of one length */
+        uint32_t cap = fl->ncap;
+        RSR_XGROW(fl->name_class, cap, (size_t)id + 1, 1024);
+        RSR_XGROW(fl->name_module, fl->ncap, (size_t)id + 1, 1024);
     }
     fl->name_class[id] = (uint8_t)cls;
     fl->name_module[id] = rsr_intern(&fl->modules, mod);

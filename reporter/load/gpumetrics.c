@@ -1,5 +1,6 @@
 /* NVML's figures of a process's GPU (gpumetrics.h). */
 #include "reporter/load/gpumetrics.h"
+#include "reporter/base/array.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -33,15 +34,9 @@ static void add(struct rsr_gpum *g, struct rsr_gpum_list *l, int64_t t0, int64_t
 {
     if (l->n == RSR_GPUM_MAX)
         squeeze(l);
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 256;
-        struct rsr_gpum_iv *p = realloc(l->iv, cap * sizeof *p);
-        if (!p) {
-            g->failed = 1;
-            return;
-        }
-        l->iv = p;
-        l->cap = cap;
+    if (RSR_GROW(l->iv, l->cap, l->n + 1, 256) != 0) {
+        g->failed = 1;
+        return;
     }
     l->iv[l->n++] = (struct rsr_gpum_iv){ t0, t1, v };
 }

@@ -1,6 +1,7 @@
 /* CUDA graphs in the reporter (see graphs.h): each process's captured graphs
  * and the estimated schedule a graph launch's time is shared by. */
 #include "reporter/load/graphs.h"
+#include "reporter/base/array.h"
 #include "formats/chunk.h"
 
 #include <stdlib.h>
@@ -60,14 +61,10 @@ static struct graph *graph_of(struct rsr_graphs *g, uint32_t gid, int add)
             return &g->g[i];
     if (!add)
         return NULL;
-    if (g->n == g->cap) {
-        uint32_t cap = g->cap ? 2 * g->cap : 8;
-        struct graph *p = realloc(g->g, cap * sizeof *p);
-        if (!p)
-            return NULL;
-        g->g = p;
-        g->cap = cap;
-    }
+    size_t cap = g->cap;
+    if (rsr_grow(&g->g, &cap, (size_t)g->n + 1, sizeof *g->g, 8) != 0 || cap > UINT32_MAX)
+        return NULL;
+    g->cap = (uint32_t)cap;
     g->g[g->n] = (struct graph){ .gid = gid };
     return &g->g[g->n++];
 }
@@ -76,19 +73,13 @@ static int node_room(struct graph *gr, uint32_t i)
 {
     if (i < gr->cap)
         return 0;
-    uint32_t cap = gr->cap ? gr->cap : 16;
-    while (cap <= i)
-        cap *= 2;
-    struct rsr_graph_node *n = realloc(gr->nodes, cap * sizeof *n);
-    if (!n)
+    /* nodes and have: one length, have's new room zeroed */
+    size_t c1 = gr->cap, c2 = gr->cap;
+    if (rsr_grow(&gr->nodes, &c1, (size_t)i + 1, sizeof *gr->nodes, 16) != 0 ||
+        rsr_grow(&gr->have, &c2, (size_t)i + 1, 1, 16) != 0 || c1 > UINT32_MAX)
         return -1;
-    gr->nodes = n;
-    uint8_t *h = realloc(gr->have, cap);
-    if (!h)
-        return -1;
-    memset(h + gr->cap, 0, cap - gr->cap);
-    gr->have = h;
-    gr->cap = cap;
+    memset(gr->have + gr->cap, 0, c2 - gr->cap);
+    gr->cap = (uint32_t)c1;
     return 0;
 }
 
@@ -116,14 +107,10 @@ int rsr_graphs_take(struct rsr_graphs *g, const struct rsf_chunk *c,
         struct graph *gr = graph_of(g, e->graph, 0);
         if (!gr || e->from >= e->to || e->to >= MAX_NODES)
             continue;
-        if (gr->nedges == gr->capedges) {
-            uint32_t cap = gr->capedges ? 2 * gr->capedges : 16;
-            struct rsf_graph_edge *p = realloc(gr->edges, cap * sizeof *p);
-            if (!p)
-                return -1;
-            gr->edges = p;
-            gr->capedges = cap;
-        }
+        size_t cap = gr->capedges;
+        if (rsr_grow(&gr->edges, &cap, (size_t)gr->nedges + 1, sizeof *gr->edges, 16) != 0 || cap > UINT32_MAX)
+            return -1;
+        gr->capedges = (uint32_t)cap;
         gr->edges[gr->nedges++] = *e;
         gr->dirty = 1;
     }

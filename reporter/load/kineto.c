@@ -1189,29 +1189,15 @@ static bool feed(struct skipper *k, const char *s, size_t len, uint64_t off)
     struct piece *o = k->out;
     if (len == 0)
         return true;
-    if (o->len + len > o->cap) {
-        size_t cap = o->cap ? o->cap : READ_CHUNK;
-        while (cap < o->len + len)
-            cap *= 2;
-        char *t = realloc(o->text, cap);
-        if (!t)
-            return false;
-        o->text = t;
-        o->cap = cap;
-    }
+    if (RSR_GROW(o->text, o->cap, o->len + len, READ_CHUNK) != 0)
+        return false;
     memcpy(o->text + o->len, s, len);
     struct piece_run *last = o->nruns ? &o->runs[o->nruns - 1] : NULL;
     if (last && last->at + last->len == o->len && last->off + last->len == off) {
         last->len += len;
     } else {
-        if (o->nruns == o->cap_runs) {
-            size_t cap = o->cap_runs ? o->cap_runs * 2 : 256;
-            struct piece_run *r = realloc(o->runs, cap * sizeof *r);
-            if (!r)
-                return false;
-            o->runs = r;
-            o->cap_runs = cap;
-        }
+        if (RSR_GROW(o->runs, o->cap_runs, o->nruns + 1, 256) != 0)
+            return false;
         o->runs[o->nruns++] = (struct piece_run){ o->len, len, off };
     }
     o->len += len;
@@ -1220,17 +1206,7 @@ static bool feed(struct skipper *k, const char *s, size_t len, uint64_t off)
 
 static bool ev_grow(struct skipper *k, size_t more)
 {
-    if (k->ev_len + more <= k->ev_cap)
-        return true;
-    size_t cap = k->ev_cap ? k->ev_cap : 4096;
-    while (cap < k->ev_len + more)
-        cap *= 2;
-    char *p = realloc(k->ev, cap);
-    if (!p)
-        return false;
-    k->ev = p;
-    k->ev_cap = cap;
-    return true;
+    return RSR_GROW(k->ev, k->ev_cap, k->ev_len + more, 4096) == 0;
 }
 
 /* The string value at offset v of the element (after "key":), or len 0. */

@@ -138,20 +138,6 @@ void rsr_problem_print(void *fp, const char *path, const struct rsr_problem *p)
         fprintf(f, "%s: offset %llu: %s\n", path, (unsigned long long)p->offset, rsf_strerror(p->err));
 }
 
-/* Room for need entries in arr (*n of them, every one in use): the new
- * ones zeroed; out of memory stops the program. */
-static void *grow_zeroed(void *arr, uint32_t *n, uint32_t need, size_t elem)
-{
-    if (need <= *n)
-        return arr;
-    size_t cap = *n;
-    if (rsr_grow(&arr, &cap, need, elem, 64) != 0 || cap > UINT32_MAX)
-        rsr_out_of_memory();
-    memset((char *)arr + (size_t)*n * elem, 0, (cap - *n) * elem);
-    *n = (uint32_t)cap;
-    return arr;
-}
-
 static char *dup_or_null(const char *s)
 {
     return s ? strdup(s) : NULL;
@@ -198,7 +184,8 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
     }
     if (c->nstrings) {
         uint32_t last = c->strings_base + c->nstrings;
-        in->strings = grow_zeroed(in->strings, &in->nstrings, last, sizeof *in->strings);
+        if (rsr_grow_zeroed(&in->strings, &in->nstrings, last, sizeof *in->strings, 64) != 0)
+            rsr_out_of_memory();
         for (uint32_t i = 0; i < c->nstrings; i++) {
             char **slot = &in->strings[c->strings_base + i];
             if (!*slot)
@@ -207,7 +194,8 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
     }
     for (uint32_t i = 0; i < c->nfiles; i++) {
         const struct rsf_file_ref *f = &c->files[i];
-        in->by_id = grow_zeroed(in->by_id, &in->nids, f->id + 1, sizeof *in->by_id);
+        if (rsr_grow_zeroed(&in->by_id, &in->nids, (size_t)f->id + 1, sizeof *in->by_id, 64) != 0)
+            rsr_out_of_memory();
         /* path holds the string id until rsr_input_finish names it */
         in->by_id[f->id].path = (const char *)(uintptr_t)f->path;
     }
@@ -216,7 +204,8 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
             in->end_mono = c->clocks[i].mono_ns;
     for (uint32_t i = 0; i < c->nio; i++) {
         const struct rsf_io_event *e = &c->io[i];
-        in->by_id = grow_zeroed(in->by_id, &in->nids, e->file + 1, sizeof *in->by_id);
+        if (rsr_grow_zeroed(&in->by_id, &in->nids, (size_t)e->file + 1, sizeof *in->by_id, 64) != 0)
+            rsr_out_of_memory();
         struct rsr_file_io *s = &in->by_id[e->file];
         s->ops++;
         s->time_ns += e->dur_ns;

@@ -9,6 +9,7 @@
 #include "reporter/load/occupancy.h"
 #include "reporter/load/summary.h"
 #include "reporter/load/period.h"
+#include "reporter/base/array.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,22 +83,6 @@ static void see_start(struct rsr_model_loader *L, int64_t start)
     }
 }
 
-static int grow_u32(uint32_t **arr, uint32_t *n, uint32_t need)
-{
-    if (need <= *n)
-        return 0;
-    uint32_t c = *n ? *n : 256;
-    while (c < need)
-        c *= 2;
-    uint32_t *p = realloc(*arr, (size_t)c * sizeof *p);
-    if (!p)
-        return -1;
-    memset(p + *n, 0, (size_t)(c - *n) * sizeof *p);
-    *arr = p;
-    *n = c;
-    return 0;
-}
-
 /* The model's id for file string id sid (0 when unknown or out of memory). */
 static uint32_t str_id(struct rsr_model_loader *L, uint32_t sid, char *const *strings, uint32_t nstrings)
 {
@@ -105,7 +90,7 @@ static uint32_t str_id(struct rsr_model_loader *L, uint32_t sid, char *const *st
         return 0;
     if (sid < L->nsmap && L->smap[sid])
         return L->smap[sid] - 1;
-    if (grow_u32(&L->smap, &L->nsmap, sid + 1) != 0)
+    if (rsr_grow_zeroed(&L->smap, &L->nsmap, (size_t)sid + 1, sizeof *L->smap, 256) != 0)
         return 0;
     uint32_t id = 0;
     if (rsr_model_intern(L->m, strings[sid], strlen(strings[sid]), &id) != 0)
@@ -162,7 +147,7 @@ static void take_geom(struct rsr_model_loader *L, struct rsr_gpu_op *op, const s
 /* A kernel name's class, found once per name by substring. */
 static int kernel_cls(struct rsr_model_loader *L, uint32_t name)
 {
-    if (grow_u32(&L->clsmap, &L->nclsmap, name + 1) != 0)
+    if (rsr_grow_zeroed(&L->clsmap, &L->nclsmap, (size_t)name + 1, sizeof *L->clsmap, 256) != 0)
         return -1;
     if (!L->clsmap[name])
         L->clsmap[name] = (uint32_t)rsr_gpu_classify_kernel(rsr_model_str(L->m, name)) + 1;
@@ -436,7 +421,7 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
     }
     for (uint32_t i = 0; i < c->nfiles; i++) {
         uint32_t id = c->files[i].id;
-        if (grow_u32(&L->fmap, &L->nfmap, id + 1) != 0)
+        if (rsr_grow_zeroed(&L->fmap, &L->nfmap, (size_t)id + 1, sizeof *L->fmap, 256) != 0)
             goto oom;
         L->fmap[id] = c->files[i].path;
     }

@@ -329,14 +329,8 @@ static void finish_colls(struct rsr_model *m)
         while (k < ncnt && cnt[k].id != c->comm_id)
             k++;
         if (k == ncnt) {
-            if (ncnt == capcnt) {
-                size_t nc = capcnt ? capcnt * 2 : 16;
-                void *p = realloc(cnt, nc * sizeof *cnt);
-                if (!p)
-                    break;
-                cnt = p;
-                capcnt = nc;
-            }
+            if (RSR_GROW(cnt, capcnt, ncnt + 1, 16) != 0)
+                break;
             cnt[ncnt].id = c->comm_id;
             cnt[ncnt++].next = 0;
         }

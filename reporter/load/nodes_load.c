@@ -3,6 +3,7 @@
  * last values, increases and peak rate per series, nothing held per point. */
 #include "reporter/load/nodes_load.h"
 #include "reporter/load/model.h"
+#include "reporter/base/array.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -107,28 +108,13 @@ int rsr_nodes_chunk(struct rsr_model *m, const struct rsf_chunk *c, char *const 
         return -1;
     for (uint32_t i = 0; i < c->nseries; i++) {
         const struct rsf_series *d = &c->series[i];
-        if (d->id >= p->nids) {
-            uint32_t n = p->nids ? p->nids : 32;
-            while (n <= d->id)
-                n *= 2;
-            uint32_t *ids = realloc(p->ids, n * sizeof *ids);
-            if (!ids)
-                return -1;
-            memset(ids + p->nids, 0, (n - p->nids) * sizeof *ids);
-            p->ids = ids;
-            p->nids = n;
-        }
+        if (rsr_grow_zeroed(&p->ids, &p->nids, (size_t)d->id + 1, sizeof *p->ids, 32) != 0)
+            return -1;
         p->ids[d->id] = 0;
         if (!is_node_kind(d->kind) || d->link >= RSF_LINK_NKINDS)
             continue;
-        if (p->n == p->cap) {
-            size_t cap = p->cap ? 2 * p->cap : 16;
-            void *s = realloc(p->s, cap * sizeof *p->s);
-            if (!s)
-                return -1;
-            p->s = s;
-            p->cap = cap;
-        }
+        if (RSR_GROW(p->s, p->cap, p->n + 1, 16) != 0)
+            return -1;
         struct rsr_node_series *s = &p->s[p->n];
         memset(s, 0, sizeof *s);
         const char *name = d->name < nstrings && strings[d->name] ? strings[d->name] : "";

@@ -2,6 +2,7 @@
  * method). */
 #include "reporter/load/period.h"
 #include "reporter/base/order.h"
+#include "reporter/base/array.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -568,14 +569,8 @@ static int arrays_seg(void *ctx, const struct rsr_step_seg *seg)
 {
     struct arrays *a = ctx;
     struct rsr_steps_found *f = a->f;
-    if (f->n_segs == a->cap) {
-        size_t c = a->cap ? a->cap * 2 : 64;
-        void *p = realloc(f->segs, c * sizeof *f->segs);
-        if (!p)
-            return -1;
-        f->segs = p;
-        a->cap = c;
-    }
+    if (RSR_GROW(f->segs, a->cap, f->n_segs + 1, 64) != 0)
+        return -1;
     f->segs[f->n_segs] = *seg;
     return 0;
 }

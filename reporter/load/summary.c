@@ -1131,13 +1131,8 @@ typedef int (*cmp_fn)(const void *, const void *, void *);
  * (r unchanged). */
 static int run_write(struct runs *r, void *arr, size_t n, size_t elem, cmp_fn cmp, void *arg)
 {
-    if (r->n == r->cap) {
-        size_t c = r->cap ? 2 * r->cap : 16;
-        struct run *v = realloc(r->v, c * sizeof *v);
-        if (!v)
-            return -1;
-        r->v = v, r->cap = c;
-    }
+    if (RSR_GROW(r->v, r->cap, r->n + 1, 16) != 0)
+        return -1;
     qsort_r(arr, n, elem, cmp, arg);
     uint64_t off;
     if (spill_write(arr, n * elem, &off) != 0)
@@ -2093,14 +2088,8 @@ long rsr_coll_merge_next(struct rsr_coll_merge *m, const struct rsr_coll_entry *
         uint32_t i = m->heap[0];
         if (m->head[i].k->comm_id != comm || m->head[i].t.seq != seq)
             break;
-        if (n == m->cap_group) {
-            size_t nc = m->cap_group ? m->cap_group * 2 : 64;
-            void *p = realloc(m->group, nc * sizeof *m->group);
-            if (!p)
-                return -1;
-            m->group = p;
-            m->cap_group = nc;
-        }
+        if (RSR_GROW(m->group, m->cap_group, n + 1, 64) != 0)
+            return -1;
         m->group[n++] = m->head[i];
         int r = merge_advance(m, i);
         if (r < 0)

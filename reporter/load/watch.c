@@ -1,6 +1,7 @@
 /* The trace files of a running job, read as they grow (see watch.h). */
 #include "reporter/load/watch.h"
 #include "reporter/load/discover.h"
+#include "reporter/base/array.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -38,16 +39,7 @@ static int find_new(struct rsr_watch *w)
         return -1;
     for (int i = 0; i < nf; i++) {
         if (!known(w, files[i])) {
-            if (w->n == w->cap) {
-                int cap = w->cap ? w->cap * 2 : 16;
-                struct rsr_live *p = realloc(w->lv, (size_t)cap * sizeof *p);
-                if (!p) {
-                    fprintf(stderr, "ringside: out of memory\n");
-                    exit(1);
-                }
-                w->lv = p;
-                w->cap = cap;
-            }
+            RSR_XGROW(w->lv, w->cap, (size_t)w->n + 1, 16);
             struct rsr_live *l = &w->lv[w->n++];
             rsr_input_begin(&l->in, files[i]);
             l->feed = rsr_flame_feed_new(w->quiet, w->lines);

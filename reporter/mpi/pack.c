@@ -10,22 +10,15 @@
 
 #include "reporter/load/summary.h"
 #include "reporter/load/nodes_load.h"
+#include "reporter/base/array.h"
 
 static void put(struct rsr_pack *b, const void *p, size_t n)
 {
     if (b->failed)
         return;
-    if (b->cap - b->n < n) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap - b->n < n)
-            cap *= 2;
-        uint8_t *q = realloc(b->p, cap);
-        if (!q) {
-            b->failed = 1;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
+    if (RSR_GROW(b->p, b->cap, b->n + n, 4096) != 0) {
+        b->failed = 1;
+        return;
     }
     if (n)
         memcpy(b->p + b->n, p, n);

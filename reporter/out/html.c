@@ -19,6 +19,7 @@
 #include "reporter/analyse/steps.h"
 #include "reporter/base/json.h"
 #include "reporter/base/units.h"
+#include "reporter/base/array.h"
 #include "formats/trace.h"
 
 #include <dirent.h>
@@ -2671,12 +2672,8 @@ static char **find_flames(const char *dir, size_t *n)
         size_t len = strlen(e->d_name);
         if (len < 10 || strncmp(e->d_name, "flame-", 6) != 0 || strcmp(e->d_name + len - 4, ".svg"))
             continue;
-        if (*n == cap) {
-            char **grown = realloc(v, (cap = cap ? cap * 2 : 8) * sizeof *v);
-            if (!grown)
-                break;
-            v = grown;
-        }
+        if (RSR_GROW(v, cap, *n + 1, 8) != 0)
+            break;
         size_t plen = strlen(dir) + len + 2;
         if (!(v[*n] = malloc(plen)))
             break;
