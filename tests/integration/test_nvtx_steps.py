@@ -6,12 +6,14 @@ fifth, an "eval_step", and writes its own account of each (CLOCK_MONOTONIC
 around the push and the pop: the truth). Under the agent, `ringside report`
 gives steps from nvtx: the training and evaluation counts exact, every
 step's duration within 0.5 ms of the truth's and the median within 3%.
-Two such processes reported under `mpirun -n 2` give what one reporter
-process gives (the step ranges travel with the summaries)."""
+Two such processes, run at once (one run) and reported under `mpirun -n 2`,
+give what one reporter process gives (the step ranges travel with the
+summaries)."""
 import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -27,15 +29,19 @@ TOL_MS = 0.5
 def main():
     outs, work = [tempdir("nvtx-steps-a"), tempdir("nvtx-steps-b")], tempdir("nvtx-steps-work")
     try:
-        truths = []
+        # both at once: one run of two processes (reported together below),
+        # each writing into a folder of its own
+        truths, procs = [], []
         for k, out in enumerate(outs):
-            truth = os.path.join(work, "truth%d" % k)
             env = traced_env(out)
             env.pop("NVTX_INJECTION64_PATH", None)
-            p = run([PROGRAM, truth, str(STEPS)], env=env, cwd=work)
-            if not check("nvtx_steps %d runs under the agent" % k, p.returncode == 0, p.stderr.decode()[-300:]):
+            procs.append(subprocess.Popen([PROGRAM, os.path.join(work, "truth%d" % k), str(STEPS)], env=env,
+                                          cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        for k, p in enumerate(procs):
+            _, err = p.communicate(timeout=120)
+            if not check("nvtx_steps %d runs under the agent" % k, p.returncode == 0, err.decode()[-300:]):
                 finish()
-            with open(truth) as f:
+            with open(os.path.join(work, "truth%d" % k)) as f:
                 truths.append([json.loads(line) for line in f if line.strip()])
         one = os.path.join(work, "one")
         p = run([RINGSIDE, "report", outs[0], "-o", one, "-q"])
