@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int rsr_grow(void *arrp, size_t *cap, size_t need, size_t elem, size_t first)
+int rsr_grow_to(void *arrp, size_t *cap, size_t need, size_t elem, size_t first)
 {
     if (need <= *cap)
         return 0;
@@ -28,7 +28,7 @@ int rsr_grow(void *arrp, size_t *cap, size_t need, size_t elem, size_t first)
     return 0;
 }
 
-int rsr_grow_zeroed(void *arrp, uint32_t *n, size_t need, size_t elem, size_t first)
+int rsr_grow_zeroed_to(void *arrp, uint32_t *n, size_t need, size_t elem, size_t first)
 {
     size_t cap = *n;
     if (need <= cap)
