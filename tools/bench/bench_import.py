@@ -61,7 +61,7 @@ def main():
     steps = int(os.environ.get("STEPS", "4000"))
     work = tempfile.mkdtemp(prefix="ringside-bench-import.")
     shutil.copy(os.path.join(build, "libagent.so"), os.path.join(work, "libagent.so"))
-    shutil.copy(os.path.join(ROOT, "tools", "bench_torch.py"), os.path.join(work, "bench_torch.py"))
+    shutil.copy(os.path.join(ROOT, "tools", "bench", "bench_torch.py"), os.path.join(work, "bench_torch.py"))
     agent = os.path.join(work, "libagent.so")
     rows, samples = [], []
     try:
