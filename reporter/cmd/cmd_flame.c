@@ -258,7 +258,7 @@ static int run(int argc, char **argv)
     if (rsr_sym_configure(sysroot, symbols) != 0)
         return 1;
     char **files = NULL;
-    int nfiles = rsr_newest_traces(paths, n, &files), rc = 1;
+    int nfiles = rsr_run_traces(paths, n, &files), rc = 1;
     if (nfiles < 0)
         return 1;
     if (nfiles == 0)

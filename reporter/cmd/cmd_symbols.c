@@ -61,7 +61,7 @@ static int run(int argc, char **argv)
     if (rsr_sym_configure(sysroot, NULL) != 0)
         return 1;
     char **files = NULL;
-    int nfiles = rsr_newest_traces(paths, n, &files), rc = 1;
+    int nfiles = rsr_run_traces(paths, n, &files), rc = 1;
     if (nfiles < 0)
         return 1;
     struct rsr_sym *s = nfiles ? rsr_sym_new(quiet) : NULL;

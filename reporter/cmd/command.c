@@ -127,7 +127,7 @@ int rsr_steps_option(const char *v, size_t *first, size_t *last)
     return 0;
 }
 
-int rsr_newest_traces(char **paths, int n, char ***files)
+int rsr_run_traces(char **paths, int n, char ***files)
 {
     int nfiles = rsr_find_traces(paths, n, files);
     if (nfiles > 0 && rsr_runs_pick(n, *files, &nfiles) != 0) {

@@ -51,9 +51,9 @@ int rsr_steps_option(const char *v, size_t *first, size_t *last);
  * path: its newest run; several: what they name, refused when that is
  * more than one run; runs.h): the count (files malloc'd), or -1 with a
  * message. */
-int rsr_newest_traces(char **paths, int n, char ***files);
+int rsr_run_traces(char **paths, int n, char ***files);
 
-/* Frees what rsr_newest_traces gave. */
+/* Frees what rsr_run_traces gave. */
 void rsr_traces_free(char **files, int n);
 
 #endif

@@ -171,7 +171,7 @@ struct pf_series {
     int64_t last_ts;
 };
 
-/* Frames by address (open addressing), for interning. */
+/* Frames by address, for interning: iid n is addr[n - 1]. */
 struct pf_frames {
     uint64_t *addr;             /* by iid - 1 */
     size_t cap, n;
