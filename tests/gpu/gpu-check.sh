@@ -29,6 +29,9 @@
 #   TORCH        1 (default): the torch part; 0: leave it out
 #   TORCH_PYTHON the interpreter with PyTorch (default python3); TORCH_PARTS: its parts
 #                (default all: see torch_check.py --list); TORCH_BUDGET: its seconds (330)
+#   PREBUILT=1   build neither the agent nor the reporter: use those in $BUILD, built on
+#                another machine of the same processor (a GPU machine without the
+#                build's packages); the reporter may be a script that sets its libraries
 #   JOBS         make's jobs for the agent and the reporter (default: the CPUs)
 #   MAKE, PYTHON the make and python3 to run
 BUILD=${BUILD:-build}
@@ -40,6 +43,7 @@ NCCL=${NCCL:-auto}
 NCCL_HOME=${NCCL_HOME:-}
 CUDART=${CUDART:-shared}
 BUILD_ONLY=${BUILD_ONLY:-}
+PREBUILT=${PREBUILT:-}
 WORKLOAD=${WORKLOAD:-}
 MAKE=${MAKE:-make}
 PYTHON=${PYTHON:-python3}
@@ -189,9 +193,19 @@ t_all=$(now)
 echo "gpu-check: $gpu, driver ${driver:-?}"
 failed=
 t=$(now)
-echo "gpu-check: building the agent and the reporter ($MAKE -j$JOBS BUILD=$BUILD)"
-$MAKE --no-print-directory -j"$JOBS" BUILD="$BUILD" all || fail "building the agent and the reporter failed"
-took build "$t"
+if [ -n "$PREBUILT" ]; then
+  # A GPU machine without the build's Debian packages: the agent and the
+  # reporter were built elsewhere into $BUILD (same processor, glibc no newer).
+  for f in "$BUILD/libagent.so" "$BUILD/ringside"; do
+    [ -f "$f" ] || fail "PREBUILT=1, but $f is not there: build it elsewhere (make BUILD=$BUILD all)"
+  done
+  echo "gpu-check: the agent and the reporter built before: $BUILD/libagent.so, $BUILD/ringside"
+  "$BUILD/ringside" --help >/dev/null 2>&1 || fail "PREBUILT=1: $BUILD/ringside does not run here (its libraries?)"
+else
+  echo "gpu-check: building the agent and the reporter ($MAKE -j$JOBS BUILD=$BUILD)"
+  $MAKE --no-print-directory -j"$JOBS" BUILD="$BUILD" all || fail "building the agent and the reporter failed"
+  took build "$t"
+fi
 
 # The workload part: tests/gpu/check.py on the workload (nvcc builds it, or WORKLOAD).
 t=$(now)
