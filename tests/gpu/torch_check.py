@@ -56,7 +56,7 @@ DUR_SHARE = 0.95                # for 95% of the kernels (event timing places a 
 DUR_MEDIAN_US = 2.0             # start event: preload/writer.c), and within 2 us at the median
 START_US = 20.0                 # a kernel's start, after the clocks are mapped (p99)
 GPU_BOUND_MAX = 1.05            # the agent on a GPU-bound loop: at most 5% more wall time
-NB_REL, NB_ABS_US = 0.25, 20.0  # non-blocking against blocking: a collective's mean GPU time
+NB_REL, NB_ABS_US = 0.25, 20.0  # non-blocking against blocking: a collective's median GPU time
 REPORT_KERNELS = 30             # report.json lists a process's 30 heaviest kernel names
 KINETO_MAX_SYMBOL = 8192        # Kineto leaves longer names mangled (libkineto Demangle.cpp)
 BUDGET_S = 330                  # all the parts together (gpu-check.sh's whole run: 8 minutes)
@@ -548,7 +548,7 @@ def part_nccl(args):
         if abs(n[key] - b[key]) > max(NB_REL * b[key], NB_ABS_US):
             far.append("%s %d B: %.1f us against %.1f us" % (key[0], key[1], n[key], b[key]))
     line = "; ".join("%s %d B %.1f / %.1f us" % (k[0], k[1], b[k], n.get(k, -1)) for k in sorted(b))
-    figure("nccl", "mean GPU time per call, blocking / non-blocking: " + line)
+    figure("nccl", "median GPU time per call, blocking / non-blocking: " + line)
     check(compared and not far, "nccl: non-blocking AllGather's and ReduceScatter's GPU times within %d%% or "
           "%g us of the blocking run's" % (NB_REL * 100, NB_ABS_US), "; ".join(far) or "none to compare")
 
@@ -574,7 +574,8 @@ def nccl_logged(d, pid):
 
 
 def nccl_run(args, mode):
-    """One torchrun job; {(op, bytes): mean GPU time in us} from the dump, or None."""
+    """One torchrun job; {(op, bytes): median GPU time in us} from the dump, or None (the
+    median: a first call's warm-up moved a mean of 10 by 30% on an H200)."""
     d = os.path.join(args.out, "nccl-" + mode)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
@@ -632,7 +633,7 @@ def nccl_run(args, mode):
             for (op, nbytes) in want:
                 ts = [(r["gpu_end_ns"] - r["gpu_start_ns"]) / 1e3 for r in colls
                       if (r.get("op"), r.get("bytes")) == (op, nbytes) and r not in untimed]
-                times[(op, nbytes)] = statistics.mean(ts) if ts else -1.0
+                times[(op, nbytes)] = statistics.median(ts) if ts else -1.0
     rep = report_json(args, trace, os.path.join(d, "report"))
     if rep is not None:
         logged = nccl_logged(d, ranks[0]["pid"])
