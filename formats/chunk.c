@@ -83,6 +83,7 @@ static const struct rsf_field_desc chunk_fields[RSF_CHUNK_NSLOTS] = {
     [RSF_CHUNK_GRAPH_NODES] = STRUCTF("graph_nodes", RSF_F_VEC_STRUCT, struct rsf_graph_node),
     [RSF_CHUNK_GRAPH_EDGES] = STRUCTF("graph_edges", RSF_F_VEC_STRUCT, struct rsf_graph_edge),
     [RSF_CHUNK_MARKS] = STRUCTF("marks", RSF_F_VEC_STRUCT, struct rsf_mark),
+    [RSF_CHUNK_MEM_INFO] = STRUCTF("mem_info", RSF_F_VEC_STRUCT, struct rsf_mem_info),
 };
 const struct rsf_table_desc rsf_chunk_desc = { "Chunk", RSF_CHUNK_NSLOTS, chunk_fields };
 
@@ -234,6 +235,7 @@ static int enc_fill(struct enc *e, const struct rsf_chunk *c)
     e->chunk[RSF_CHUNK_GRAPH_NODES] = vval(c->graph_nodes, c->ngraph_nodes);
     e->chunk[RSF_CHUNK_GRAPH_EDGES] = vval(c->graph_edges, c->ngraph_edges);
     e->chunk[RSF_CHUNK_MARKS] = vval(c->marks, c->nmarks);
+    e->chunk[RSF_CHUNK_MEM_INFO] = vval(c->mem_info, c->nmem_info);
     if (c->nstacks) {
         e->stacks = calloc(c->nstacks, RSF_STACK_NSLOTS * sizeof *e->stacks);
         e->stack_ptrs = calloc(c->nstacks, sizeof *e->stack_ptrs);
@@ -383,6 +385,11 @@ int rsf_chunk_decode(const uint8_t *buf, size_t size, struct rsf_chunk_view *v, 
     c->graph_nodes = struct_vec(buf, t, RSF_CHUNK_GRAPH_NODES, &c->ngraph_nodes);
     c->graph_edges = struct_vec(buf, t, RSF_CHUNK_GRAPH_EDGES, &c->ngraph_edges);
     c->marks = struct_vec(buf, t, RSF_CHUNK_MARKS, &c->nmarks);
+    c->mem_info = struct_vec(buf, t, RSF_CHUNK_MEM_INFO, &c->nmem_info);
+    if (c->nmem_info != c->nmems) { /* not this format's: the calls stand without it */
+        c->mem_info = NULL;
+        c->nmem_info = 0;
+    }
 
     uint32_t sv = rsf_fb_deref(buf, t, RSF_CHUNK_STRINGS);
     uint32_t m = rsf_fb_deref(buf, t, RSF_CHUNK_META);

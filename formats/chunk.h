@@ -97,6 +97,8 @@ struct rsf_chunk {
     uint32_t ngraph_edges;
     const struct rsf_mark *marks;       /* the agent's notes on the process (fatal signal, stuck call) */
     uint32_t nmarks;
+    const struct rsf_mem_info *mem_info; /* nmem_info == nmems, or 0: none (files before it) */
+    uint32_t nmem_info;
 };
 
 extern const struct rsf_table_desc rsf_chunk_desc;

@@ -76,7 +76,7 @@ struct rsf_thread_ref { uint32_t tid, name; };
 #define RSF_MEM_KINDS(X) X(ALLOC, alloc) X(FREE, free) X(ALLOC_HOST, alloc_host) \
     X(FREE_HOST, free_host) X(ALLOC_MANAGED, alloc_managed) X(ALLOC_ASYNC, alloc_async) \
     X(FREE_ASYNC, free_async) X(VMM_CREATE, vmm_create) X(VMM_RELEASE, vmm_release) \
-    X(VMM_MAP, vmm_map) X(VMM_UNMAP, vmm_unmap)
+    X(VMM_MAP, vmm_map) X(VMM_UNMAP, vmm_unmap) X(ALLOC_FAILED, alloc_failed)
 #define RSF_SAMPLE_KINDS(X) X(CPU, cpu) X(WAIT, wait) X(GPU, gpu)
 #define RSF_RANGE_KINDS(X) X(PUSH, push) X(START, start) X(MARK, mark)
 /* enum WaitReason: X(ID, name in trace.fbs, name shown to users) */
@@ -185,6 +185,16 @@ struct rsf_mem_event {
     uint8_t pad_[3];
 };
 
+/* MemInfo: what else is known of mems[i] (trace.fbs). */
+struct rsf_mem_info {
+    uint64_t stream;
+    uint32_t stack;
+    int32_t device;
+    int32_t result;
+    uint8_t asked;
+    uint8_t pad_[3];
+};
+
 /* Stack frames: bit 63 marks a Python frame (low 32 bits: string id);
  * RSF_FRAME_TRUNCATED, the outermost frame of a stack cut at its depth
  * limit, stands for the frames cut (no address has bit 62 set). */
@@ -284,7 +294,7 @@ struct rsf_mark {
     X(GPU_SM_ACTIVE, gpu_sm_active) X(GPU_SM_OCCUPANCY, gpu_sm_occupancy) \
     X(GPU_TENSOR_ACTIVE, gpu_tensor_active) X(GPU_DRAM_ACTIVE, gpu_dram_active) \
     X(GPU_PCIE_TX, gpu_pcie_tx) X(GPU_PCIE_RX, gpu_pcie_rx) X(GPU_NVLINK_TX, gpu_nvlink_tx) \
-    X(GPU_NVLINK_RX, gpu_nvlink_rx)
+    X(GPU_NVLINK_RX, gpu_nvlink_rx) X(GPU_MEM_USED, gpu_mem_used) X(GPU_MEM_TOTAL, gpu_mem_total)
 #define RSF_LINK_KINDS(X) X(NONE, none) X(IB, ib) X(ROCE, roce) X(ETH, eth) \
     X(LOOPBACK, loopback) X(NVLINK, nvlink)
 #define RSF_ENUM_SERIES(id, name) RSF_SERIES_##id,
@@ -319,6 +329,7 @@ _Static_assert(sizeof(struct rsf_sync_event) == 32, "SyncEvent layout");
 _Static_assert(sizeof(struct rsf_coll_event) == 80, "CollEvent layout");
 _Static_assert(sizeof(struct rsf_comm_event) == 64, "CommEvent layout");
 _Static_assert(sizeof(struct rsf_mem_event) == 40, "MemEvent layout");
+_Static_assert(sizeof(struct rsf_mem_info) == 24, "MemInfo layout");
 _Static_assert(sizeof(struct rsf_frame) == 8, "Frame layout");
 _Static_assert(sizeof(struct rsf_sample) == 32, "Sample layout");
 _Static_assert(sizeof(struct rsf_module) == 40, "Module layout");
@@ -354,7 +365,7 @@ enum {
     RSF_CHUNK_COMMS, RSF_CHUNK_MEMS, RSF_CHUNK_STACKS, RSF_CHUNK_SAMPLES, RSF_CHUNK_MODULES,
     RSF_CHUNK_RANGES, RSF_CHUNK_LAUNCHES, RSF_CHUNK_FUNCTIONS, RSF_CHUNK_DEVICES, RSF_CHUNK_SERIES,
     RSF_CHUNK_POINTS, RSF_CHUNK_COLL_GROUPS, RSF_CHUNK_GRAPH_NODES, RSF_CHUNK_GRAPH_EDGES, RSF_CHUNK_MARKS,
-    RSF_CHUNK_NSLOTS
+    RSF_CHUNK_MEM_INFO, RSF_CHUNK_NSLOTS
 };
 
 #endif

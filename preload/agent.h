@@ -508,10 +508,15 @@ struct rs_rec_sync {
     uint64_t start_ns, dur_ns, target;
 };
 
-/* A memory call (kind MEM): h.op is enum rsf_mem_kind. */
+/* A memory call (kind MEM): h.op is enum rsf_mem_kind, h.file 1 when a gpu
+ * sample record with the call's stack came just before it on this thread.
+ * The rest is trace.fbs's MemEvent and MemInfo. */
 struct rs_rec_mem {
     struct rs_rec_hdr h;
-    uint64_t start_ns, dur_ns, ptr, bytes;
+    uint64_t start_ns, dur_ns, ptr, bytes, stream;
+    int32_t device, result;
+    uint8_t asked;
+    uint8_t pad_[7];
 };
 
 /* An NCCL collective or send/receive (kind COLL): h.op is enum rsf_coll_op,

@@ -26,6 +26,7 @@ struct rs_cuda_real {
     __typeof__(cuCtxGetCurrent) *ctx_get_current;
     __typeof__(cuCtxSetCurrent) *ctx_set_current;
     __typeof__(cuCtxGetDevice) *ctx_get_device;
+    __typeof__(cuMemGetInfo_v2) *mem_get_info;
     __typeof__(cuCtxPushCurrent_v2) *ctx_push;
     __typeof__(cuCtxPopCurrent_v2) *ctx_pop;
     __typeof__(cuCtxSynchronize) *ctx_sync;

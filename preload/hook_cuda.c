@@ -86,6 +86,7 @@ static int cuda_setup(void)
     R(ctx_get_current, "cuCtxGetCurrent");
     R(ctx_set_current, "cuCtxSetCurrent");
     R(ctx_get_device, "cuCtxGetDevice");
+    R(mem_get_info, "cuMemGetInfo_v2");
     R(ctx_push, "cuCtxPushCurrent_v2");
     R(ctx_pop, "cuCtxPopCurrent_v2");
     R(ctx_sync, "cuCtxSynchronize");
@@ -435,17 +436,105 @@ static void sync_record(int kind, uint64_t t0, uint64_t t1, uint64_t target)
     rs_commit(sizeof *r);
 }
 
-static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_t bytes)
+/* Whether a memory call of kind k makes an allocation (device or host). */
+static int mem_allocates(int k)
 {
-    struct rs_rec_mem *r = rs_reserve(sizeof *r, RS_REC_MEM);
-    if (!r)
+    return k == RSF_MEM_ALLOC || k == RSF_MEM_ALLOC_HOST || k == RSF_MEM_ALLOC_MANAGED ||
+           k == RSF_MEM_ALLOC_ASYNC || k == RSF_MEM_VMM_CREATE;
+}
+
+/* An allocation's stack: every one of 1 MiB or more (those hold the memory),
+ * one in MEM_STACK_EVERY of the smaller ones (an asynchronous allocator's
+ * calls can come by the thousand a step; a stack costs tens of us). */
+#define MEM_STACK_BYTES (1u << 20)
+#define MEM_STACK_EVERY 16
+static __thread uint32_t mem_small;
+
+static int mem_stack_wanted(uint64_t bytes, int failed)
+{
+    return failed || bytes >= MEM_STACK_BYTES || mem_small++ % MEM_STACK_EVERY == 0;
+}
+
+/* The driver's own figure of the device's memory (cuMemGetInfo), as points
+ * of the series gpu_mem_used and gpu_mem_total of the calling thread's
+ * device: at most every MEM_INFO_NS from memory calls, and at each failed
+ * allocation. Never while a stream is being captured (a call the capture
+ * does not allow would end it). */
+#define MEM_INFO_NS 100000000ull
+#define MEM_INFO_DEVICES 64
+static _Atomic uint64_t mem_info_last;
+static _Atomic uint32_t mem_used_series[MEM_INFO_DEVICES], mem_total_series[MEM_INFO_DEVICES];
+
+static uint32_t mem_series(_Atomic uint32_t *slot, int kind, int device)
+{
+    uint32_t id = atomic_load(slot);
+    if (id)
+        return id;
+    char name[8] = "gpu";
+    if (device >= 10)
+        name[3] = (char)('0' + device / 10), name[4] = (char)('0' + device % 10);
+    else
+        name[3] = (char)('0' + device);
+    id = rs_series_define(kind, RSF_LINK_NONE, name, device, 0);
+    uint32_t none = 0;
+    if (!atomic_compare_exchange_strong(slot, &none, id))
+        return none; /* another thread defined it first; ours stays unused */
+    return id;
+}
+
+static void mem_info_read(uint64_t now, int device, int failed)
+{
+    uint64_t last = atomic_load_explicit(&mem_info_last, memory_order_relaxed);
+    if (!failed && now - last < MEM_INFO_NS)
         return;
-    r->h = (struct rs_rec_hdr){ sizeof *r, RS_REC_MEM, (uint8_t)kind, 0 };
-    r->start_ns = t0;
-    r->dur_ns = t1 - t0;
-    r->ptr = ptr;
-    r->bytes = bytes;
-    rs_commit(sizeof *r);
+    if (!failed && !atomic_compare_exchange_strong(&mem_info_last, &last, now))
+        return;
+    if (failed)
+        atomic_store(&mem_info_last, now);
+    if (!rs_cu.mem_get_info || device < 0 || device >= MEM_INFO_DEVICES ||
+        atomic_load_explicit(&rs_captures, memory_order_relaxed) > 0)
+        return;
+    size_t free_b = 0, total_b = 0;
+    if (rs_cu.mem_get_info(&free_b, &total_b) != CUDA_SUCCESS || free_b > total_b)
+        return;
+    uint64_t t = rs_now();
+    rs_series_point(mem_series(&mem_used_series[device], RSF_SERIES_GPU_MEM_USED, device), t, total_b - free_b);
+    rs_series_point(mem_series(&mem_total_series[device], RSF_SERIES_GPU_MEM_TOTAL, device), t, total_b);
+}
+
+/* A memory call of kind (enum rsf_mem_kind; RSF_MEM_ALLOC_FAILED with
+ * result and asked, the kind it would have been), with the stream of an
+ * asynchronous one (stream NULL and ptsz 0: none). */
+static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_t bytes, CUstream stream,
+                       int ptsz, int result, int asked)
+{
+    int failed = kind == RSF_MEM_ALLOC_FAILED;
+    int stacked = 0;
+    if ((failed || mem_allocates(kind)) && mem_stack_wanted(bytes, failed)) {
+        rs_gpu_stack_sample_always(t0);
+        stacked = 1;
+    }
+    int host = kind == RSF_MEM_ALLOC_HOST || kind == RSF_MEM_FREE_HOST ||
+               (failed && asked == RSF_MEM_ALLOC_HOST);
+    CUdevice dev = -1;
+    if (host || !rs_cu.ctx_get_device || rs_cu.ctx_get_device(&dev) != CUDA_SUCCESS)
+        dev = -1;
+    struct rs_rec_mem *r = rs_reserve(sizeof *r, RS_REC_MEM);
+    if (r) {
+        r->h = (struct rs_rec_hdr){ sizeof *r, RS_REC_MEM, (uint8_t)kind, (uint32_t)stacked };
+        r->start_ns = t0;
+        r->dur_ns = t1 - t0;
+        r->ptr = ptr;
+        r->bytes = bytes;
+        r->stream = stream || ptsz ? rs_stream_id(stream, ptsz) : 0;
+        r->device = dev;
+        r->result = result;
+        r->asked = (uint8_t)asked;
+        memset(r->pad_, 0, sizeof r->pad_);
+        rs_commit(sizeof *r);
+    }
+    if (!host && kind != RSF_MEM_VMM_MAP && kind != RSF_MEM_VMM_UNMAP)
+        mem_info_read(t1, dev, failed);
 }
 
 /* GPU work enqueued on STREAM by CALL: timed with a pair, recorded. The
@@ -521,8 +610,10 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         return r_;                                                                             \
     } while (0)
 
-/* A memory call: PTR and BYTES are read after the call succeeded. */
-#define MEM_CALL(KIND, PTR, BYTES, CALL)                                                       \
+/* A memory call: PTR and BYTES are read after the call succeeded; ASKED,
+ * the bytes an allocating call asked for, when it failed. STREAM and PTSZ:
+ * an asynchronous call's stream (NULL, 0: none). */
+#define MEM_CALL_ON(KIND, PTR, BYTES, ASKED, STREAM, PTSZ, CALL)                               \
     do {                                                                                       \
         if (!cu_on())                                                                          \
             return CALL;                                                                       \
@@ -532,11 +623,16 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         uint64_t t1_ = rs_now();                                                               \
         int saved_ = errno;                                                                    \
         if (r_ == CUDA_SUCCESS)                                                                \
-            mem_record(KIND, t0_, t1_, (uint64_t)(PTR), (uint64_t)(BYTES));                    \
+            mem_record(KIND, t0_, t1_, (uint64_t)(PTR), (uint64_t)(BYTES), STREAM, PTSZ, 0, 0); \
+        else if (mem_allocates(KIND))                                                          \
+            mem_record(RSF_MEM_ALLOC_FAILED, t0_, t1_, 0, (uint64_t)(ASKED), STREAM, PTSZ,     \
+                       (int)r_, KIND);                                                         \
         rs_th.guard = 0;                                                                       \
         errno = saved_;                                                                        \
         return r_;                                                                             \
     } while (0)
+
+#define MEM_CALL(KIND, PTR, BYTES, CALL) MEM_CALL_ON(KIND, PTR, BYTES, BYTES, NULL, 0, CALL)
 
 /* ---- cuInit ---- */
 
@@ -1251,7 +1347,7 @@ RS_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 
 RS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned int esize)
 {
-    MEM_CALL(RSF_MEM_ALLOC, *p, *pitch * h, CALL(cuMemAllocPitch_v2, p, pitch, w, h, esize));
+    MEM_CALL_ON(RSF_MEM_ALLOC, *p, *pitch * h, w * h, NULL, 0, CALL(cuMemAllocPitch_v2, p, pitch, w, h, esize));
 }
 
 RS_EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
@@ -1281,22 +1377,22 @@ RS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int flag
 
 RS_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s)
 {
-    MEM_CALL(RSF_MEM_ALLOC_ASYNC, *p, n, CALL(cuMemAllocAsync, p, n, s));
+    MEM_CALL_ON(RSF_MEM_ALLOC_ASYNC, *p, n, n, s, 0, CALL(cuMemAllocAsync, p, n, s));
 }
 
 RS_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s)
 {
-    MEM_CALL(RSF_MEM_ALLOC_ASYNC, *p, n, CALL(cuMemAllocAsync_ptsz, p, n, s));
+    MEM_CALL_ON(RSF_MEM_ALLOC_ASYNC, *p, n, n, s, 1, CALL(cuMemAllocAsync_ptsz, p, n, s));
 }
 
 RS_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
 {
-    MEM_CALL(RSF_MEM_FREE_ASYNC, p, 0, CALL(cuMemFreeAsync, p, s));
+    MEM_CALL_ON(RSF_MEM_FREE_ASYNC, p, 0, 0, s, 0, CALL(cuMemFreeAsync, p, s));
 }
 
 RS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
 {
-    MEM_CALL(RSF_MEM_FREE_ASYNC, p, 0, CALL(cuMemFreeAsync_ptsz, p, s));
+    MEM_CALL_ON(RSF_MEM_FREE_ASYNC, p, 0, 0, s, 1, CALL(cuMemFreeAsync_ptsz, p, s));
 }
 
 /* ---- contexts: a timing pool is settled before its context goes ---- */
@@ -1407,12 +1503,12 @@ REAL_DECL(cuMemUnmap);
 
 RS_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
 {
-    MEM_CALL(RSF_MEM_ALLOC_ASYNC, *p, n, CALL(cuMemAllocFromPoolAsync, p, n, pool, s));
+    MEM_CALL_ON(RSF_MEM_ALLOC_ASYNC, *p, n, n, s, 0, CALL(cuMemAllocFromPoolAsync, p, n, pool, s));
 }
 
 RS_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
 {
-    MEM_CALL(RSF_MEM_ALLOC_ASYNC, *p, n, CALL(cuMemAllocFromPoolAsync_ptsz, p, n, pool, s));
+    MEM_CALL_ON(RSF_MEM_ALLOC_ASYNC, *p, n, n, s, 1, CALL(cuMemAllocFromPoolAsync_ptsz, p, n, pool, s));
 }
 
 /* Virtual memory management (PyTorch's expandable segments, NCCL's buffers):

@@ -122,6 +122,8 @@ struct wstate {
     uint32_t ncomms, comms_cap;
     struct rsf_mem_event *mems;
     uint32_t nmems, mems_cap;
+    struct rsf_mem_info *mem_info; /* mems[i]'s */
+    uint32_t mem_info_cap;
     /* events whose GPU times are not known yet (timing pair pending) */
     struct held_gpu *held_gpu;
     uint32_t nheld_gpu, held_gpu_cap;
@@ -506,7 +508,7 @@ static void emit(int end)
         .counters = &counters, .end = end != 0,
         .gpu = w.gpu, .ngpu = w.ngpu, .syncs = w.syncs, .nsyncs = w.nsyncs,
         .colls = w.colls, .ncolls = w.ncolls, .comms = w.comms, .ncomms = w.ncomms,
-        .mems = w.mems, .nmems = w.nmems,
+        .mems = w.mems, .nmems = w.nmems, .mem_info = w.mem_info, .nmem_info = w.nmems,
         .launches = w.any_launch ? w.launches : NULL, .nlaunches = w.any_launch ? w.ngpu : 0,
         .functions = w.functions, .nfunctions = w.nfunctions,
         .devices = w.devices, .ndevices = w.ndevices,
@@ -704,7 +706,12 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
     }
     case RS_REC_MEM: {
         const struct rs_rec_mem *r = (const void *)h;
-        if (ROOM(mems, nmems, mems_cap)) {
+        uint32_t stack = h->file ? take_gpu_stack(tid) : 0;
+        if (ROOM(mems, nmems, mems_cap) &&
+            !rs_grow((void **)&w.mem_info, &w.mem_info_cap, w.nmems + 1, sizeof *w.mem_info)) {
+            w.mem_info[w.nmems] = (struct rsf_mem_info){
+                .stream = r->stream, .stack = stack, .device = r->device, .result = r->result,
+                .asked = r->asked };
             w.mems[w.nmems++] = (struct rsf_mem_event){
                 .start_ns = r->start_ns, .dur_ns = r->dur_ns,
                 .ptr = r->ptr, .bytes = r->bytes, .tid = tid, .kind = h->op };

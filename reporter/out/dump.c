@@ -319,6 +319,16 @@ static void dump_gpu(struct dump_state *d, const struct rsf_chunk *c)
         rsr_jw_kuint(w, "bytes", e->bytes);
         rsr_jw_kuint(w, "tid", e->tid);
         enum_field(w, "kind", rsf_mem_kind_name(e->kind), e->kind);
+        if (c->mem_info) {
+            const struct rsf_mem_info *m = &c->mem_info[i];
+            rsr_jw_kuint(w, "stream", m->stream);
+            rsr_jw_kuint(w, "stack", m->stack);
+            rsr_jw_kint(w, "device", m->device);
+            if (e->kind == RSF_MEM_ALLOC_FAILED) {
+                rsr_jw_kint(w, "result", m->result);
+                enum_field(w, "asked", rsf_mem_kind_name(m->asked), m->asked);
+            }
+        }
         record_end(w);
     }
     for (uint32_t i = 0; i < c->nstacks; i++) {
