@@ -62,6 +62,8 @@ int rsr_job_analyse_visit(struct rsr_model *const *models, size_t n, struct rsr_
                 job->steps.slow[i].cause = "hang";
                 job->steps.slow[i].rank = -1;
             }
+    if (rsr_memory_analyse(models, n, &job->steps, &job->memory) != 0)
+        rc = -1;
     if (rsr_nodes_analyse(models, n, job->timeline.start_ns, job->timeline.bin_ns, job->timeline.nbins,
                           &job->nodes) != 0)
         rc = -1;
@@ -89,6 +91,7 @@ void rsr_job_free(struct rsr_job *job)
     rsr_steps_free(&job->steps);
     rsr_nodes_free(&job->nodes);
     rsr_hang_free(&job->hang);
+    rsr_mem_job_free(&job->memory);
     free(job->findings);
     memset(job, 0, sizeof *job);
 }

@@ -2,6 +2,7 @@
  * and when its pattern is there, writes the evidence with the worst rank
  * and the job-wide figure. Ordered by severity, then by time at stake. */
 #include "reporter/analyse/findings.h"
+#include "reporter/load/memory.h"
 #include "reporter/load/summary.h"
 #include "reporter/analyse/job.h"
 #include "reporter/base/units.h"
@@ -625,6 +626,105 @@ static void hang_finding(struct list *l, const struct rsr_job *j)
     }
 }
 
+/* ---- GPU memory (memory.h): context, without a gain ---- */
+
+static const char *mem_call(unsigned kind)
+{
+    switch (kind) {
+    case RSF_MEM_ALLOC_MANAGED: return "cuMemAllocManaged";
+    case RSF_MEM_ALLOC_ASYNC: return "cuMemAllocAsync";
+    case RSF_MEM_VMM_CREATE: return "cuMemCreate";
+    case RSF_MEM_ALLOC_HOST: return "cuMemHostAlloc";
+    default: return "cuMemAlloc";
+    }
+}
+
+/* The out-of-memory that ended a rank (first, before a hang it caused),
+ * memory that grows step after step, and a caching allocator's retries. */
+static void memory_findings(struct list *l, const struct rsr_job *j)
+{
+    const struct rsr_mem_job *mj = &j->memory;
+    char who[64], a[32], b[32], c[32], d[32];
+    if (mj->oom_model >= 0) {
+        const struct rsr_model *m = j->models[mj->oom_model];
+        const struct rsr_mem_proc *p = &mj->procs[mj->oom_model];
+        const struct rsr_memory *mem = m->mem;
+        const struct rsr_mem_fail *f = &mem->fails[p->fatal];
+        char step[48] = "", free_text[96] = "", retries[96] = "", other[192] = "", peak_at[48] = "";
+        if (p->fatal_step >= 0)
+            snprintf(step, sizeof step, " at step %ld", p->fatal_step);
+        rsr_fmt_bytes(a, sizeof a, (double)f->asked);
+        if (f->total_b) {
+            rsr_fmt_bytes(b, sizeof b, (double)f->free_b);
+            rsr_fmt_bytes(c, sizeof c, (double)f->total_b);
+            snprintf(free_text, sizeof free_text, " with %s free of %s", b, c);
+            if (f->total_b - f->free_b > f->live) {
+                rsr_fmt_bytes(d, sizeof d, (double)(f->total_b - f->free_b - f->live));
+                snprintf(other, sizeof other, "; %s more in use that no allocation call of the program holds "
+                         "(the CUDA context, NCCL's buffers, other processes)", d);
+            }
+        }
+        if (p->retries_before)
+            snprintf(retries, sizeof retries, "; %llu earlier failures got past by a retry (%.1f ms)",
+                     (unsigned long long)p->retries_before, (double)p->retry_ns_before / 1e6);
+        rsr_fmt_bytes(b, sizeof b, (double)f->live);
+        rsr_fmt_bytes(c, sizeof c, (double)mem->peak);
+        if (p->peak_step >= 0)
+            snprintf(peak_at, sizeof peak_at, " at step %ld", p->peak_step);
+        size_t n = l->n;
+        add(l, "out_of_memory", RSR_SEV_CRITICAL, -1, "A rank ran out of GPU memory",
+            "Look at what held the memory at the peak (flame-mem.svg, by allocating stack): activations "
+            "(smaller micro-batches, activation checkpointing), parameters and optimizer state (sharding: "
+            "FSDP, ZeRO), caches that grow; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True when the free "
+            "memory is there but in pieces.",
+            "%s%s: %s of %s failed (%s)%s; the program held %s then (its peak %s%s)%s%s",
+            rank_text(who, sizeof who, m), step, mem_call(f->asked_kind), a,
+            f->result == 2 ? "out of memory" : "an error", free_text, b, c,
+            peak_at, other, retries);
+        if (l->n == n + 1 && n) {  /* first, whatever comes after it: the others waited for this rank */
+            struct rsr_finding x = l->v[l->n - 1];
+            memmove(&l->v[1], &l->v[0], (l->n - 1) * sizeof *l->v);
+            l->v[0] = x;
+        }
+    }
+    if (mj->leak_model >= 0) {
+        const struct rsr_model *m = j->models[mj->leak_model];
+        const struct rsr_mem_proc *p = &mj->procs[mj->leak_model];
+        char full[96] = "";
+        rsr_fmt_bytes(a, sizeof a, p->grow_per_step);
+        rsr_fmt_bytes(b, sizeof b, (double)m->mem->end_live);
+        if (p->full_at_step >= 0 && m->mem->total) {
+            rsr_fmt_bytes(c, sizeof c, (double)m->mem->total);
+            snprintf(full, sizeof full, "; at that rate its device (%s) is full at step %.0f", c,
+                     floor(p->full_at_step));
+        }
+        add(l, "memory_grows", RSR_SEV_WARNING, -1, "GPU memory grows step after step",
+            "Something keeps memory every step and never gives it back: tensors kept in a list (a loss "
+            "without .item() or .detach()), a cache keyed by step, graphs kept by retain_graph. The memory "
+            "flame graph (flame-mem.svg) shows the stack that holds it.",
+            "%s: the memory its program holds at the end of each step grows by %s a step (r^2 %.2f over "
+            "%zu steps); %s held when its trace ended%s",
+            rank_text(who, sizeof who, m), a, p->grow_r2, p->grow_steps, b, full);
+    }
+    long worst = -1;
+    for (size_t i = 0; i < mj->n; i++) {
+        const struct rsr_memory *mem = j->models[i]->mem;
+        if (mj->procs[i].has && mem->retried && (long)i != mj->oom_model &&
+            (worst < 0 || mem->retry_ns > j->models[worst]->mem->retry_ns))
+            worst = (long)i;
+    }
+    if (worst >= 0) {
+        const struct rsr_memory *mem = j->models[worst]->mem;
+        add(l, "allocator_retries", RSR_SEV_WARNING, -1, "Allocations failed and were retried",
+            "The caching allocator ran out, emptied its cache and tried again: slow (every cached block "
+            "is freed and allocated again), and a sign that the device is close to full or its free memory "
+            "is in pieces; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or less memory per step.",
+            "%s: %llu allocations failed and succeeded on a retry after the cache was emptied (%.1f ms in all)",
+            rank_text(who, sizeof who, j->models[worst]), (unsigned long long)mem->retried,
+            (double)mem->retry_ns / 1e6);
+    }
+}
+
 /* ---- the nodes' findings ---- */
 
 /* A link that carried less than this share of its rate while the host's
@@ -879,6 +979,7 @@ int rsr_findings_make(struct rsr_job *j)
     if (l.n > 1)
         qsort(l.v, l.n, sizeof *l.v, cmp_finding);
     hang_finding(&l, j);
+    memory_findings(&l, j);
     j->findings = l.v;
     j->n_findings = l.n;
     return l.oom ? -1 : 0;

@@ -14,6 +14,7 @@
 #include "reporter/analyse/groups.h"
 #include "reporter/analyse/hang.h"
 #include "reporter/load/kernels.h"
+#include "reporter/analyse/memory.h"
 #include "reporter/load/model.h"
 #include "reporter/analyse/nodes.h"
 #include "reporter/analyse/steps.h"
@@ -37,6 +38,7 @@ struct rsr_job {
     struct rsr_critpath path;           /* the steps' critical path by cause, and the what-ifs */
     struct rsr_nodes nodes;             /* the hosts' own counters, on the timeline's bins */
     struct rsr_hang hang;               /* a stuck job's verdict (kind NONE: not stuck) */
+    struct rsr_mem_job memory;          /* GPU memory: peaks, leaks, the out-of-memory */
     struct rsr_finding *findings;       /* most severe first */
     size_t n_findings;
 };

@@ -4,6 +4,7 @@
  * (file, offset, bytes that could not be read) and everything readable in
  * them is still used. */
 #include "reporter/job/report.h"
+#include "reporter/load/memory.h"
 #include "reporter/out/report_json.h"
 #include "reporter/mpi/share.h"
 #include "reporter/out/unnamed.h"
@@ -225,6 +226,26 @@ static void summary(FILE *f, const struct rsr_input *ins, int n, const struct rs
             stall += j->storage.ckpts[i].gpu_stall_ns;
         fprintf(f, "  checkpoints: %zu, %.1f%% of wall time; GPU idle during them %.3f s\n", j->storage.n_ckpts,
                 j->storage.checkpoint_pct, (double)stall / 1e9);
+    }
+    if (j->memory.peak_model >= 0) {
+        /* the figures report.json's "memory" gives */
+        const struct rsr_model *m = j->models[j->memory.peak_model];
+        const struct rsr_mem_proc *p = &j->memory.procs[j->memory.peak_model];
+        char peak[32], total[32] = "", who[48], at[40] = "";
+        rsr_fmt_bytes(peak, sizeof peak, (double)m->mem->peak);
+        if (m->mem->total) {
+            rsr_fmt_bytes(total, sizeof total, (double)m->mem->total);
+            snprintf(total + strlen(total), sizeof total - strlen(total), " (%.0f%%)",
+                     100.0 * (double)m->mem->peak / (double)m->mem->total);
+        }
+        if (m->rank >= 0)
+            snprintf(who, sizeof who, "rank %d", m->rank);
+        else
+            snprintf(who, sizeof who, "pid %lld", (long long)m->pid);
+        if (p->peak_step >= 0)
+            snprintf(at, sizeof at, " at step %ld", p->peak_step);
+        fprintf(f, "  GPU memory: peak %s%s%s held by the program, %s%s\n", peak, total[0] ? " of " : "", total,
+                who, at);
     }
     rsr_compile_summary(f, ins, n);
     if (j->colls.n_stragglers) {

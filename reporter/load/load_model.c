@@ -5,6 +5,7 @@
 #include "reporter/load/load_model.h"
 #include "reporter/load/coll_groups.h"
 #include "reporter/load/graphs.h"
+#include "reporter/load/memory.h"
 #include "reporter/load/nodes_load.h"
 #include "reporter/load/occupancy.h"
 #include "reporter/load/summary.h"
@@ -548,7 +549,7 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
             m->mem_allocs++;
             m->mem_alloc_bytes += e->bytes;
             break;
-        case RSF_MEM_VMM_MAP: case RSF_MEM_VMM_UNMAP:
+        case RSF_MEM_VMM_MAP: case RSF_MEM_VMM_UNMAP: case RSF_MEM_ALLOC_FAILED:
             break;
         default:
             m->mem_frees++;
@@ -557,7 +558,7 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
     }
     if (c->counters)
         m->dropped = c->counters->dropped;
-    if (rsr_nodes_chunk(m, c, strings, nstrings) != 0)
+    if (rsr_nodes_chunk(m, c, strings, nstrings) != 0 || rsr_memory_chunk(&m->mem, c) != 0)
         goto oom;
     if (L->stream && m->n_ops + m->n_io + m->n_syncs + m->n_hwaits + m->n_colls + m->n_ranges >= RSR_STREAM_WINDOW)
         drain(L, 0);
@@ -844,6 +845,7 @@ void rsr_model_loader_finish(struct rsr_model_loader *L)
     RSR_SHRINK(m->ranges, m->n_ranges, m->cap_ranges);
 #undef RSR_SHRINK
 done:
+    rsr_memory_end(m->mem);
     free(L->smap);
     free(L->fmap);
     free(L->clsmap);

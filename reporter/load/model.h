@@ -191,6 +191,7 @@ struct rsr_hwait {
 
 struct rsr_summary;
 struct rsr_node_proc;
+struct rsr_memory;
 
 struct rsr_model {
     /* Identity; -1 or 0 where the source does not say. */
@@ -245,6 +246,9 @@ struct rsr_model {
     size_t n_devices;
     /* The node counters the process sampled (nodes.h), owned; NULL: none. */
     struct rsr_node_proc *node;
+    /* Its GPU memory (memory.h), owned; NULL: no memory call and no
+     * driver memory figure in the source. */
+    struct rsr_memory *mem;
     uint64_t late;          /* records the streaming loader got out of order */
     /* How its source ended (enum rsr_unclosed; RSR_CLOSED for a source
      * that is not a ringside file), and the most a killed process's file

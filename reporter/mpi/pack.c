@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "reporter/load/summary.h"
+#include "reporter/load/memory.h"
 #include "reporter/load/nodes_load.h"
 #include "reporter/base/array.h"
 
@@ -284,6 +285,10 @@ static void pack_model(struct rsr_pack *b, const struct rsr_model *m)
     if (m->sum)
         pack_summary(b, m->sum);
     nodes_pack(b, m->node);
+    /* the memory figures: flat once the file has ended (memory.h) */
+    rsr_pack_u64(b, m->mem != NULL);
+    if (m->mem)
+        put(b, m->mem, sizeof *m->mem);
 }
 
 static int unpack_model(struct rsr_unpack *u, struct rsr_model *m)
@@ -329,6 +334,15 @@ static int unpack_model(struct rsr_unpack *u, struct rsr_model *m)
     }
     if (!u->failed && nodes_unpack(u, &m->node) != 0)
         u->failed = 1;
+    if (!u->failed && rsr_unpack_u64(u)) {
+        if (!(m->mem = calloc(1, sizeof *m->mem)))
+            u->failed = 1;
+        else if (rsr_unpack_bytes(u, m->mem, sizeof *m->mem) != 0 || m->mem->nb > RSR_MEM_BUCKETS ||
+                 m->mem->nfails > RSR_MEM_FAILS)
+            u->failed = 1;
+        else
+            memset(&m->mem->live, 0, sizeof m->mem->live); /* its pointers are the sender's */
+    }
     return u->failed ? -1 : 0;
 }
 

@@ -3,6 +3,7 @@
  * The report command (report.c) decides what is loaded and analysed; this
  * file only says it. Its top level and most of its objects are compact;
  * the long arrays have an element per line. */
+#include "reporter/out/memory_json.h"
 #include "reporter/out/report_json.h"
 #include "reporter/base/json.h"
 #include "reporter/load/summary.h"
@@ -399,6 +400,7 @@ static void process_analysis_json(struct rsr_jw *w, const struct rsr_job *j, siz
     rsr_jw_kuint(w, "allocs", m->mem_allocs);
     rsr_jw_kuint(w, "frees", m->mem_frees);
     rsr_jw_kuint(w, "alloc_bytes", m->mem_alloc_bytes);
+    rsr_memory_process_json(w, j, i);
     rsr_jw_end(w);
     rsr_jw_kobject(w, "cuda_graphs", 0);
     rsr_jw_kuint(w, "node_ops", m->graph_ops);
@@ -944,6 +946,7 @@ static void job_json(struct rsr_jw *w, const struct rsr_job *j, const struct rsr
     steps_json(w, j);
     critpath_json(w, &j->path);
     hang_json(w, &j->hang);
+    rsr_memory_job_json(w, j);
     findings_json(w, j);
     timeline_json(w, &j->timeline);
     rsr_jw_line(w);

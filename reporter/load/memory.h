@@ -1,0 +1,143 @@
+/* A process's GPU memory as its allocation calls and the driver say
+ * (trace.fbs's MemEvent, MemInfo and the gpu_mem_used/gpu_mem_total
+ * series): what it holds from moment to moment, its peak, the calls that
+ * failed, and which allocating stacks hold the memory.
+ *
+ * Two parts. rsr_memlive follows the live blocks themselves (address to
+ * size and stack) while a file is read, and keeps each stack's bytes at the
+ * peak and at the last failed call: the flame graph of memory (flame.c)
+ * and the figures below both use it, and it is freed when the file ends.
+ * rsr_memory is what stays of a process for the analyses: counts, a
+ * timeline of RSR_MEM_BUCKETS bins (their width doubles as the file goes
+ * on, so that it stays the same size however long the job), the peak, the
+ * failed calls and the stack that grows. */
+#ifndef RSR_MEMORY_H
+#define RSR_MEMORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/chunk.h"
+#include "reporter/base/table.h"
+
+/* A live (or once live) allocation: its address (a VMM allocation's
+ * handle), bytes and allocating stack (the file's id, 0: none taken). */
+struct rsr_mem_block {
+    uint64_t ptr, bytes;
+    uint32_t stack;
+    uint8_t vmm;            /* a cuMemCreate handle, not an address */
+    uint8_t host;           /* pinned host memory */
+    uint8_t live;
+};
+
+/* One allocating stack's device bytes: held now, by how many blocks, at
+ * the peak and at the last failed call. */
+struct rsr_mem_stack {
+    uint32_t stack;
+    uint32_t nlive;
+    uint64_t live, at_peak, at_fail;
+};
+
+struct rsr_memlive {
+    struct rsr_mem_block *blocks;
+    size_t nblocks, capblocks;
+    struct rsr_table by_ptr;
+    struct rsr_mem_stack *stacks;
+    size_t nstacks, capstacks;
+    struct rsr_table by_stack;
+    uint64_t live;          /* device bytes held now */
+    uint64_t peak;          /* the most held at once, and when (the file's clock) */
+    int64_t peak_ns;
+    int peak_open;          /* at_peak not yet taken for the latest peak */
+    uint64_t at_fail;       /* device bytes held at the last failed call */
+    uint64_t host_live, host_peak;
+};
+
+/* Takes one memory call (mi: its MemInfo, NULL for files before it).
+ * Frees of an address it never saw allocated change nothing. */
+void rsr_memlive_event(struct rsr_memlive *l, const struct rsf_mem_event *e, const struct rsf_mem_info *mi);
+
+/* Settles each stack's at_peak (call when the file has ended). */
+void rsr_memlive_end(struct rsr_memlive *l);
+
+void rsr_memlive_free(struct rsr_memlive *l);
+
+/* Bins of the timeline: device bytes held by the program (most and last in
+ * the bin), and the driver's figure of the device's memory in use (most). */
+#define RSR_MEM_BUCKETS 512
+struct rsr_mem_bucket {
+    uint64_t live_max, live_last, used_max;
+    uint8_t set, used_set;
+};
+
+/* A failed allocation (CUDA_ERROR_OUT_OF_MEMORY mostly): when, what it
+ * asked for, what the program held then, the driver's free and total
+ * (0: not read), and whether a later allocation of the same thread of at
+ * least that size succeeded within RSR_MEM_RETRY_NS (a caching allocator
+ * that emptied its cache and tried again: retried, retry_ns after the
+ * failure). */
+#define RSR_MEM_FAILS 16
+#define RSR_MEM_RETRY_NS 10000000000ll
+struct rsr_mem_fail {
+    int64_t ns, retry_ns;
+    uint64_t asked, live, free_b, total_b;
+    uint32_t tid, stack;
+    int32_t result, device;
+    uint8_t asked_kind, retried;
+};
+
+struct rsr_memory {
+    struct rsr_memlive live;        /* while the file is read; freed by rsr_memory_end */
+    uint64_t allocs, frees, failed, alloc_bytes;
+    int32_t device;                 /* of its first device allocation, -1: not known */
+    uint64_t total;                 /* the device's memory (the driver's), 0: not read */
+    uint64_t peak;                  /* device bytes held at once, at most; when */
+    int64_t peak_ns;
+    uint64_t end_live;              /* held when the file ended */
+    uint64_t host_peak;
+    uint64_t used_max;              /* the driver's in-use figure: its most, and the one nearest the peak */
+    int64_t used_max_ns;
+    uint64_t used_at_peak;
+    int64_t used_at_peak_gap;       /* |its time - the peak's|, ns; -1: none */
+    uint32_t used_series, total_series;  /* this file's series ids for them (0: none yet) */
+    int64_t t0_ns, width_ns;        /* bin i covers [t0 + i * width, t0 + (i + 1) * width) */
+    uint32_t nb;                    /* bins in use */
+    struct rsr_mem_bucket b[RSR_MEM_BUCKETS];
+    struct rsr_mem_fail fails[RSR_MEM_FAILS];   /* the first RSR_MEM_FAILS - 1 and the latest, in time order */
+    uint32_t nfails;
+    uint64_t retried;               /* failures a retry got past, and their time in all */
+    int64_t retry_ns;
+    /* The stack holding the most when the file ended among those with 3 or
+     * more blocks still held (memory that one call site takes again and again
+     * and keeps): the file's stack id (0: none), bytes and blocks. */
+    uint32_t grow_stack;
+    uint64_t grow_bytes;
+    uint32_t grow_blocks;
+};
+
+/* Takes a chunk's memory calls and the driver's memory points into *mem,
+ * made (zeroed, device -1) when NULL and there is something to take.
+ * Returns 0, or -1 when out of memory. */
+int rsr_memory_chunk(struct rsr_memory **mem, const struct rsf_chunk *c);
+
+/* The file has ended: settles the peak and the growing stack, and frees the
+ * live blocks. */
+void rsr_memory_end(struct rsr_memory *mem);
+
+/* Adds delta_ns to every time in it. */
+void rsr_memory_shift(struct rsr_memory *mem, int64_t delta_ns);
+
+/* Bin i's time span's start and end (ns). */
+int64_t rsr_memory_bin_start(const struct rsr_memory *mem, uint32_t i);
+
+/* The program's device bytes held at time ns: the last bin at or before it
+ * with a figure (0 before the first). */
+uint64_t rsr_memory_live_at(const struct rsr_memory *mem, int64_t ns);
+
+/* The most held in [from, to), by the bins that meet it. */
+uint64_t rsr_memory_max_in(const struct rsr_memory *mem, int64_t from, int64_t to);
+
+size_t rsr_memory_bytes(const struct rsr_memory *mem);
+void rsr_memory_free(struct rsr_memory *mem);
+
+#endif
