@@ -77,7 +77,7 @@ struct rsf_thread_ref { uint32_t tid, name; };
     X(FREE_HOST, free_host) X(ALLOC_MANAGED, alloc_managed) X(ALLOC_ASYNC, alloc_async) \
     X(FREE_ASYNC, free_async) X(VMM_CREATE, vmm_create) X(VMM_RELEASE, vmm_release) \
     X(VMM_MAP, vmm_map) X(VMM_UNMAP, vmm_unmap) X(ALLOC_FAILED, alloc_failed)
-#define RSF_SAMPLE_KINDS(X) X(CPU, cpu) X(WAIT, wait) X(GPU, gpu)
+#define RSF_SAMPLE_KINDS(X) X(CPU, cpu) X(WAIT, wait) X(GPU, gpu) X(MEM, mem)
 #define RSF_RANGE_KINDS(X) X(PUSH, push) X(START, start) X(MARK, mark)
 /* enum WaitReason: X(ID, name in trace.fbs, name shown to users) */
 #define RSF_WAIT_REASONS(X) X(NONE, none, "none") X(LOCK, lock, "lock") \

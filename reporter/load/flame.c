@@ -4,6 +4,7 @@
  * (Python frames by their string, native ones through symbolize.c, inlined
  * callers included) into one call tree shared by all the files. */
 #include "reporter/load/flame.h"
+#include "reporter/load/memory.h"
 #include "reporter/load/graphs.h"
 #include "reporter/load/load.h"
 #include "reporter/load/symbolize.h"
@@ -372,6 +373,9 @@ struct proc {
     int has_clock_off;
     int64_t clock_off;
     struct rsr_graphs *graphs;  /* CUDA graphs' nodes; NULL until needed */
+    /* its memory calls' live blocks, for the memory graph (memory.h): what
+     * each allocating stack held at the peak; NULL: none (or not wanted) */
+    struct rsr_memlive *mem;
     struct rsr_intern gnames;   /* kernel and node names, for graphs */
     /* the main thread's sample that ends last (its wait's end, a CPU
      * sample's time): where it was when the file ended (waits.h) */
@@ -644,7 +648,32 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
         if (s->kind == RSF_SAMPLE_GPU)
             gpu_thread(p, s->tid)->sampled_ns += s->weight_ns;
     }
+    /* held at the peak: a whole file's figure, not a window's */
+    if (c->nmems && !p->win && (p->opts->kind < 0 || p->opts->kind == RSF_SAMPLE_MEM)) {
+        if (!p->mem)
+            p->mem = rsr_xcalloc(1, sizeof *p->mem);
+        for (uint32_t i = 0; i < c->nmems; i++)
+            rsr_memlive_event(p->mem, &c->mems[i], c->mem_info ? &c->mem_info[i] : NULL);
+    }
     return 0;
+}
+
+/* The file has been read: each allocating stack's device bytes at its
+ * peak become the memory graph's samples, under the main thread. */
+static void mem_samples(struct proc *p)
+{
+    if (!p->mem)
+        return;
+    rsr_memlive_end(p->mem);
+    for (size_t i = 0; i < p->mem->nstacks; i++) {
+        const struct rsr_mem_stack *s = &p->mem->stacks[i];
+        if (s->at_peak)
+            agg_add(p, p->pid, s->stack, map_time(p, (uint64_t)p->mem->peak_ns), RSF_SAMPLE_MEM, 0, 0,
+                    s->at_peak);
+    }
+    rsr_memlive_free(p->mem);
+    free(p->mem);
+    p->mem = NULL;
 }
 
 static void proc_free(struct proc *p)
@@ -665,6 +694,9 @@ static void proc_free(struct proc *p)
     free(p->gth);
     rsr_graphs_free(p->graphs);
     rsr_intern_free(&p->gnames);
+    if (p->mem)
+        rsr_memlive_free(p->mem);
+    free(p->mem);
 }
 
 static const char *str_of(const struct proc *p, uint32_t id)
@@ -1236,6 +1268,8 @@ static void add_procs(struct rsr_flame *const *fls, struct rsr_flame *const *nat
     struct rsr_flame *const *same = NULL;
     if (native && !any_python(procs, n))
         same = native, native = NULL;
+    for (int i = 0; i < n; i++)
+        mem_samples(procs[i]);
     for (int view = 0; view < (native ? 2 : 1); view++) {
         if (view)
             L.fls = native, L.opts = &all;

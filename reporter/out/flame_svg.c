@@ -2,6 +2,7 @@
  * bottom, one <g> per frame holding its weight range (data-x, data-w, in ns)
  * and a <title> with the name and figures; a fixed script (no data in it)
  * reads those back to zoom, search and show details. */
+#include "reporter/base/units.h"
 #include "reporter/out/flame_svg.h"
 #include "reporter/out/page.h"
 #include "reporter/base/escape.h"
@@ -86,6 +87,15 @@ static void frame_colour(const struct rsr_flame *fl, uint32_t name, int merged, 
     hsl_rgb(h, 0.75, l, rgb);
 }
 
+/* A weight as text: bytes in a memory graph, else time. */
+static void weight_text(const struct rsr_flame *fl, char *buf, size_t n, double w)
+{
+    if (fl->kind == RSF_SAMPLE_MEM)
+        rsr_fmt_bytes(buf, n, w);
+    else
+        rsr_format_ns(buf, n, w);
+}
+
 struct svg_state {
     FILE *f;
     const struct rsr_flame *fl;
@@ -121,7 +131,7 @@ static void put_frame(struct svg_state *st, const char *name, uint64_t x, uint64
 {
     FILE *f = st->f;
     char t[32];
-    rsr_format_ns(t, sizeof t, (double)w);
+    weight_text(st->fl, t, sizeof t, (double)w);
     double px = PAD + (double)x * st->scale, pw = (double)w * st->scale;
     double y = TOP + (double)(st->maxdepth - depth) * FRAME_H;
     fprintf(f, "<g class=\"f\" data-x=\"%" PRIu64 "\" data-w=\"%" PRIu64 "\" data-d=\"%d\"><title>",
@@ -175,7 +185,7 @@ static void diff_colour(const struct svg_state *st, uint32_t node, int rgb[3], c
     rgb[1] = pale;
     rgb[2] = d < 0 ? 255 : pale;
     char bt[32];
-    rsr_format_ns(bt, sizeof bt, (double)bw);
+    weight_text(st->fl, bt, sizeof bt, (double)bw);
     snprintf(more, n, "\nbefore %s (%.2f%%), change %+.2f points%s", bt, before, d,
              b == UINT32_MAX ? " (new)" : "");
 }
@@ -236,10 +246,11 @@ int rsr_flame_write_svg_diff(FILE *f, const struct rsr_flame *after, struct rsr_
 
 static int write_svg(FILE *f, const struct rsr_flame *fl, const char *title, struct rsr_flame *before)
 {
-    static const char *const titles[] = { "CPU flame graph", "Wait flame graph (time blocked)",
-                                          "GPU flame graph (GPU time by launch site)" };
-    static const char *const units[] = { "CPU time", "blocked", "GPU time" };
-    int k = fl->kind >= 0 && fl->kind < 3 ? fl->kind : 0;
+    static const char *const titles[RSF_SAMPLE_NKINDS] = {
+        "CPU flame graph", "Wait flame graph (time blocked)", "GPU flame graph (GPU time by launch site)",
+        "GPU memory flame graph (device bytes held at each process's peak, by allocating stack)" };
+    static const char *const units[RSF_SAMPLE_NKINDS] = { "CPU time", "blocked", "GPU time", "held" };
+    int k = fl->kind >= 0 && fl->kind < RSF_SAMPLE_NKINDS ? fl->kind : 0;
     struct svg_state st = { .f = f, .fl = fl, .unit = units[k], .before = before };
     uint32_t *bmap = before ? rsr_flame_match(fl, before) : NULL;
     st.bmap = bmap;
@@ -252,7 +263,7 @@ static int write_svg(FILE *f, const struct rsr_flame *fl, const char *title, str
     st.maxdepth = depth_of(fl, 0, st.small);
     int height = TOP + (st.maxdepth + 1) * FRAME_H + BOTTOM;
     char t[32];
-    rsr_format_ns(t, sizeof t, (double)st.total);
+    weight_text(fl, t, sizeof t, (double)st.total);
 
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
             "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
@@ -269,7 +280,7 @@ static int write_svg(FILE *f, const struct rsr_flame *fl, const char *title, str
     if (before) {
         /* folded stacks keep no sample counts */
         char bt[32];
-        rsr_format_ns(bt, sizeof bt, (double)st.btotal);
+        weight_text(fl, bt, sizeof bt, (double)st.btotal);
         fprintf(f, "</text>\n<text x=\"%d\" y=\"40\" text-anchor=\"middle\">%s %s after, %s before; "
                 "click a frame to zoom</text>\n", WIDTH / 2, t, units[k], bt);
     } else if (fl->kind == RSF_SAMPLE_GPU) {
@@ -283,6 +294,10 @@ static int write_svg(FILE *f, const struct rsr_flame *fl, const char *title, str
         fprintf(f, "</text>\n<text x=\"%d\" y=\"40\" text-anchor=\"middle\">%s %s, %u process%s: stacks of %s "
                 "per thread (%" PRIu64 "), scaled to the thread's kernel time; click a frame to zoom</text>\n",
                 WIDTH / 2, t, units[k], fl->nprocs, fl->nprocs == 1 ? "" : "es", every, fl->nodes[0].count);
+    } else if (fl->kind == RSF_SAMPLE_MEM) {
+        fprintf(f, "</text>\n<text x=\"%d\" y=\"40\" text-anchor=\"middle\">%s held at the peak, %u process%s, "
+                "%" PRIu64 " allocations; click a frame to zoom</text>\n",
+                WIDTH / 2, t, fl->nprocs, fl->nprocs == 1 ? "" : "es", fl->nodes[0].count);
     } else if (fl->apart_threads) {
         char apart[32];
         rsr_format_ns(apart, sizeof apart, (double)fl->apart_ns);
@@ -345,10 +360,10 @@ static int write_as(const struct rsr_flame *fl, const char *out_dir, const char 
 unsigned rsr_flame_write_step_svgs(const struct rsr_flame *fls, const char *out_dir, size_t step,
                                    const char *about)
 {
-    static const char *const what[RSF_SAMPLE_NKINDS] = { "CPU", "Wait", "GPU" };
+    static const char *const what[RSF_SAMPLE_NKINDS] = { "CPU", "Wait", "GPU", "Memory" };
     unsigned written = 0;
     for (int k = 0; k < RSF_SAMPLE_NKINDS; k++) {
-        if (!fls[k].nodes[0].count)
+        if (!fls[k].nodes[0].count || k == RSF_SAMPLE_MEM) /* held at the peak: not a step's */
             continue;
         char name[64], title[160];
         snprintf(name, sizeof name, "step-%zu-%s", step, rsf_sample_kind_name((unsigned)k));
@@ -383,7 +398,7 @@ int rsr_flame_write_svgs(const struct rsr_flame *fls, const char *out_dir)
         written++;
         /* every native frame (--native), for the page's switch */
         const struct rsr_flame *all = &fls[RSF_SAMPLE_NKINDS + k];
-        static const char *const what[RSF_SAMPLE_NKINDS] = { "CPU", "Wait", "GPU" };
+        static const char *const what[RSF_SAMPLE_NKINDS] = { "CPU", "Wait", "GPU", "Memory" };
         char title[64];
         snprintf(title, sizeof title, "%s flame graph, every native frame", what[k]);
         snprintf(name, sizeof name, "native-%s", rsf_sample_kind_name((unsigned)k));
