@@ -651,6 +651,12 @@ static void memory_findings(struct list *l, const struct rsr_job *j)
         const struct rsr_memory *mem = m->mem;
         const struct rsr_mem_fail *f = &mem->fails[p->fatal];
         char step[48] = "", free_text[96] = "", retries[96] = "", other[192] = "", peak_at[48] = "";
+        char most[240] = "";
+        const struct rsr_top_stack *top = &m->waits.top[RSR_TOP_MEM][0];
+        if (top->ns) {
+            rsr_fmt_bytes(d, sizeof d, (double)top->ns);
+            snprintf(most, sizeof most, "; holding the most at the peak: %.140s (%s)", top->text, d);
+        }
         if (p->fatal_step >= 0)
             snprintf(step, sizeof step, " at step %ld", p->fatal_step);
         rsr_fmt_bytes(a, sizeof a, (double)f->asked);
@@ -677,10 +683,10 @@ static void memory_findings(struct list *l, const struct rsr_job *j)
             "(smaller micro-batches, activation checkpointing), parameters and optimizer state (sharding: "
             "FSDP, ZeRO), caches that grow; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True when the free "
             "memory is there but in pieces.",
-            "%s%s: %s of %s failed (%s)%s; the program held %s then (its peak %s%s)%s%s",
+            "%s%s: %s of %s failed (%s)%s; the program held %s then (its peak %s%s)%s%s%s",
             rank_text(who, sizeof who, m), step, mem_call(f->asked_kind), a,
             f->result == 2 ? "out of memory" : "an error", free_text, b, c,
-            peak_at, other, retries);
+            peak_at, most, other, retries);
         if (l->n == n + 1 && n) {  /* first, whatever comes after it: the others waited for this rank */
             struct rsr_finding x = l->v[l->n - 1];
             memmove(&l->v[1], &l->v[0], (l->n - 1) * sizeof *l->v);
@@ -690,7 +696,13 @@ static void memory_findings(struct list *l, const struct rsr_job *j)
     if (mj->leak_model >= 0) {
         const struct rsr_model *m = j->models[mj->leak_model];
         const struct rsr_mem_proc *p = &mj->procs[mj->leak_model];
-        char full[96] = "";
+        char full[96] = "", from[240] = "";
+        const struct rsr_top_stack *top = &m->waits.top[RSR_TOP_MEM_GROW][0];
+        if (top->ns) {
+            rsr_fmt_bytes(c, sizeof c, (double)m->mem->grow_bytes);
+            snprintf(from, sizeof from, "; allocated at %.140s (%s in %u blocks held)", top->text, c,
+                     m->mem->grow_blocks);
+        }
         rsr_fmt_bytes(a, sizeof a, p->grow_per_step);
         rsr_fmt_bytes(b, sizeof b, (double)m->mem->end_live);
         if (p->full_at_step >= 0 && m->mem->total) {
@@ -703,8 +715,8 @@ static void memory_findings(struct list *l, const struct rsr_job *j)
             "without .item() or .detach()), a cache keyed by step, graphs kept by retain_graph. The memory "
             "flame graph (flame-mem.svg) shows the stack that holds it.",
             "%s: the memory its program holds at the end of each step grows by %s a step (r^2 %.2f over "
-            "%zu steps); %s held when its trace ended%s",
-            rank_text(who, sizeof who, m), a, p->grow_r2, p->grow_steps, b, full);
+            "%zu steps)%s; %s held when its trace ended%s",
+            rank_text(who, sizeof who, m), a, p->grow_r2, p->grow_steps, from, b, full);
     }
     long worst = -1;
     for (size_t i = 0; i < mj->n; i++) {

@@ -376,6 +376,8 @@ struct proc {
     /* its memory calls' live blocks, for the memory graph (memory.h): what
      * each allocating stack held at the peak; NULL: none (or not wanted) */
     struct rsr_memlive *mem;
+    uint32_t mem_grow_stack;    /* the stack whose memory grows (rsr_memlive_growing), 0: none */
+    uint64_t mem_grow_bytes;
     struct rsr_intern gnames;   /* kernel and node names, for graphs */
     /* the main thread's sample that ends last (its wait's end, a CPU
      * sample's time): where it was when the file ended (waits.h) */
@@ -665,6 +667,7 @@ static void mem_samples(struct proc *p)
     if (!p->mem)
         return;
     rsr_memlive_end(p->mem);
+    p->mem_grow_stack = rsr_memlive_growing(p->mem, &p->mem_grow_bytes, NULL);
     for (size_t i = 0; i < p->mem->nstacks; i++) {
         const struct rsr_mem_stack *s = &p->mem->stacks[i];
         if (s->at_peak)
@@ -1155,6 +1158,13 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
             int part = rsr_compile_part(L->names, L->is_python, L->nframes);
             if (part >= 0)
                 w->compile_ns[part] += a->weight;
+        }
+        if (w && a->kind == RSF_SAMPLE_MEM) {
+            frame_names(L);
+            uint32_t skip = L->opts->threads ? 1 : 0;   /* the thread's name */
+            rsr_waits_top_offer(w, RSR_TOP_MEM, a->weight, L->names + skip, L->nframes - skip);
+            if (a->stack == p->mem_grow_stack)
+                rsr_waits_top_offer(w, RSR_TOP_MEM_GROW, p->mem_grow_bytes, L->names + skip, L->nframes - skip);
         }
         if (a->leaf)
             push(L, rsr_flame_frame(L->fl, rsr_intern_str(&p->gnames, a->leaf - 1), RSR_FRAME_UNKNOWN, ""));

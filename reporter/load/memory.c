@@ -147,6 +147,21 @@ void rsr_memlive_event(struct rsr_memlive *l, const struct rsf_mem_event *e, con
     l->live -= b->bytes;
 }
 
+uint32_t rsr_memlive_growing(const struct rsr_memlive *l, uint64_t *bytes, uint32_t *blocks)
+{
+    const struct rsr_mem_stack *best = NULL;
+    for (size_t i = 0; i < l->nstacks; i++) {
+        const struct rsr_mem_stack *s = &l->stacks[i];
+        if (s->nlive >= 3 && (!best || s->live > best->live))
+            best = s;
+    }
+    if (bytes)
+        *bytes = best ? best->live : 0;
+    if (blocks)
+        *blocks = best ? best->nlive : 0;
+    return best ? best->stack : 0;
+}
+
 void rsr_memlive_end(struct rsr_memlive *l)
 {
     take_peak(l);
@@ -331,14 +346,7 @@ void rsr_memory_end(struct rsr_memory *m)
     m->peak_ns = l->peak_ns;
     m->end_live = l->live;
     m->host_peak = l->host_peak;
-    for (size_t i = 0; i < l->nstacks; i++) {
-        const struct rsr_mem_stack *s = &l->stacks[i];
-        if (s->nlive >= 3 && s->live > m->grow_bytes) {
-            m->grow_stack = s->stack;
-            m->grow_bytes = s->live;
-            m->grow_blocks = s->nlive;
-        }
-    }
+    m->grow_stack = rsr_memlive_growing(l, &m->grow_bytes, &m->grow_blocks);
     /* a failure whose driver figures never came: what is known stays */
     for (uint32_t f = 0; f < m->nfails; f++)
         if (!m->fails[f].total_b)

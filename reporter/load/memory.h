@@ -57,6 +57,11 @@ struct rsr_memlive {
  * Frees of an address it never saw allocated change nothing. */
 void rsr_memlive_event(struct rsr_memlive *l, const struct rsf_mem_event *e, const struct rsf_mem_info *mi);
 
+/* The stack holding the most now among those with 3 or more blocks held
+ * (memory one call site takes again and again and keeps): its id (0:
+ * none), with its bytes and blocks when not NULL. */
+uint32_t rsr_memlive_growing(const struct rsr_memlive *l, uint64_t *bytes, uint32_t *blocks);
+
 /* Settles each stack's at_peak (call when the file has ended). */
 void rsr_memlive_end(struct rsr_memlive *l);
 

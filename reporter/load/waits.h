@@ -54,9 +54,12 @@ struct rsr_thread_time {
 
 /* A process's heaviest stacks of three kinds, kept to say what a late
  * rank was doing (report.json stragglers[].why.frames): on the CPU, blocked
- * in file I/O, waiting for its DataLoader. Each as its innermost frames,
- * root first, ";" between them (as folded stacks are written). */
-enum rsr_top_kind { RSR_TOP_CPU, RSR_TOP_IO, RSR_TOP_DATA, RSR_NTOP };
+ * in file I/O, waiting for its DataLoader; and two of its GPU memory
+ * (memory.h), weighed in bytes: the allocating stacks holding the most at
+ * its peak, and the one whose memory grows (rsr_memlive_growing). Each as
+ * its innermost frames, root first, ";" between them (as folded stacks are
+ * written). */
+enum rsr_top_kind { RSR_TOP_CPU, RSR_TOP_IO, RSR_TOP_DATA, RSR_TOP_MEM, RSR_TOP_MEM_GROW, RSR_NTOP };
 #define RSR_TOP_STACKS 3
 #define RSR_TOP_FRAMES 4
 

@@ -70,6 +70,15 @@ void rsr_memory_process_json(struct rsr_jw *w, const struct rsr_job *j, size_t i
      * bytes: the context, NCCL's buffers, other processes */
     uint_or_null(w, "other_at_peak_bytes", m->used_at_peak > m->peak ? m->used_at_peak - m->peak : 0,
                  m->used_at_peak_gap >= 0);
+    rsr_jw_karray(w, "peak_stacks", RSR_JW_LINES);
+    const struct rsr_top_stack *top = j->models[i]->waits.top[RSR_TOP_MEM];
+    for (int k = 0; k < RSR_TOP_STACKS && top[k].ns; k++) {
+        rsr_jw_object(w, RSR_JW_SPACED);
+        rsr_jw_kstr(w, "frames", top[k].text);
+        rsr_jw_kuint(w, "bytes", top[k].ns);
+        rsr_jw_end(w);
+    }
+    rsr_jw_end(w);
     rsr_jw_kobject(w, "per_step", RSR_JW_SPACED);
     rsr_jw_kuint(w, "run", p->step_run);
     rsr_jw_karray(w, "peak_bytes", 0);
@@ -112,6 +121,8 @@ void rsr_memory_process_json(struct rsr_jw *w, const struct rsr_job *j, size_t i
         rsr_jw_null(w);
     rsr_jw_kuint(w, "stack_bytes", m->grow_bytes);
     rsr_jw_kuint(w, "stack_blocks", m->grow_blocks);
+    const struct rsr_top_stack *grow = &j->models[i]->waits.top[RSR_TOP_MEM_GROW][0];
+    rsr_jw_kstr(w, "stack", grow->ns ? grow->text : NULL);
     rsr_jw_end(w);
     rsr_jw_line(w);
     rsr_jw_karray(w, "failures", RSR_JW_LINES);
