@@ -343,6 +343,8 @@ struct diff {
     struct coll *colls;
     size_t ncolls;
     double ckpt[2];
+    double mem_peak[2];         /* the job's largest GPU memory peak, bytes (report.json memory.peak_bytes) */
+    int mem;                    /* both sides have one */
 };
 
 static double pct_change(double a, double b)
@@ -364,7 +366,9 @@ static void diff_compute(struct diff *d)
         kernels_add(&d->k, s, r);
         colls_add(&d->colls, &d->ncolls, s, r);
         d->ckpt[s] = rsr_jv_knum_or(r, "checkpoint_pct", 0);
+        d->mem_peak[s] = rsr_jv_knum_or(rsr_jv_key(r, "memory"), "peak_bytes", -1);
     }
+    d->mem = d->mem_peak[0] >= 0 && d->mem_peak[1] >= 0;
     d->per_rank = d->k.procs[0] != d->k.procs[1];
     for (uint32_t i = 0; d->per_rank && i < d->k.names.n; i++)
         for (int s = 0; s < 2; s++)
@@ -568,6 +572,13 @@ static int diff_json(FILE *f, const struct diff *d)
     rsr_jw_kobject(w, "checkpoint_pct", 0);
     rsr_jw_knum(w, "before", d->ckpt[0]);
     rsr_jw_knum(w, "after", d->ckpt[1]);
+    rsr_jw_end(w);
+    /* the GPU memory peak: null on a side without memory figures */
+    rsr_jw_kobject(w, "memory_peak_bytes", 0);
+    rsr_jw_key(w, "before");
+    d->mem_peak[0] >= 0 ? rsr_jw_num(w, d->mem_peak[0]) : rsr_jw_null(w);
+    rsr_jw_key(w, "after");
+    d->mem_peak[1] >= 0 ? rsr_jw_num(w, d->mem_peak[1]) : rsr_jw_null(w);
     rsr_jw_end(w);
     findings_json(w, r0, r1);
     stragglers_json(w, r0, r1);
@@ -869,6 +880,8 @@ static int diff_page(FILE *f, const struct diff *d, const char *out_dir)
     for (size_t k = 0; k < NGPU; k++)
         card(f, gpu_labels[k], d->gpu[0][k], d->gpu[1][k], "%", better[k], 1);
     card(f, "checkpoints, % of wall time", d->ckpt[0], d->ckpt[1], "%", -1, 1);
+    if (d->mem)
+        card(f, "GPU memory peak, MiB", d->mem_peak[0] / 1048576, d->mem_peak[1] / 1048576, "", -1, 0);
     fputs("</div>\n", f);
     yajl_val f0 = rsr_jv_key(r0, "findings"), f1 = rsr_jv_key(r1, "findings");
     finding_list(f, "Findings resolved", f0, f1, 0);
@@ -961,6 +974,12 @@ static void text_summary(FILE *f, const struct diff *d)
         fprintf(f, "  %s: %.2f%% -> %.2f%% (%+.2f points)\n", gpu_labels[k], d->gpu[0][k], d->gpu[1][k],
                 d->gpu[1][k] - d->gpu[0][k]);
     fprintf(f, "  checkpoints: %.2f%% -> %.2f%% of wall time\n", d->ckpt[0], d->ckpt[1]);
+    if (d->mem) {
+        char a[32], b[32];
+        rsr_fmt_bytes(a, sizeof a, d->mem_peak[0]);
+        rsr_fmt_bytes(b, sizeof b, d->mem_peak[1]);
+        fprintf(f, "  GPU memory peak: %s -> %s (%+.1f%%)\n", a, b, pct_change(d->mem_peak[0], d->mem_peak[1]));
+    }
 }
 
 int rsr_diff_run(const char *before, const char *after, const struct rsr_diff_opts *o)
