@@ -7,6 +7,7 @@
 #include "reporter/out/html.h"
 #include "reporter/out/unnamed.h"
 #include "reporter/out/html_waits.h"
+#include "reporter/out/html_memory.h"
 #include "reporter/out/html_nodes.h"
 #include "reporter/out/html_ends.h"
 #include "reporter/out/html_json.h"
@@ -2585,6 +2586,7 @@ static int page_write(struct page *p, const char *const *flame_svgs, size_t nfla
             fputs("</section>\n", f);
         }
     }
+    rsr_html_memory(f, root);
     struct rsr_html_table *nt = rsr_html_table_begin(f, &p->f);
     if (!nt)
         return -1;
