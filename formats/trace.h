@@ -192,8 +192,12 @@ struct rsf_mem_info {
     int32_t device;
     int32_t result;
     uint8_t asked;
-    uint8_t pad_[3];
+    uint8_t flags;          /* RSF_MEMF_* */
+    uint8_t pad_[2];
 };
+/* MemInfo.flags: the call's stack was taken (sampled; stack 0 then: the
+ * unwinder was not ready) */
+#define RSF_MEMF_SAMPLED 1
 
 /* Stack frames: bit 63 marks a Python frame (low 32 bits: string id);
  * RSF_FRAME_TRUNCATED, the outermost frame of a stack cut at its depth

@@ -61,6 +61,10 @@ struct rs_settings {
     int test_gpu_raw_start;      /* GPU starts as the start events say (gpu-check's calibration) */
     long wait_us;            /* RINGSIDE_WAIT_US: shortest blocking call with a wait stack */
     long gpu_stack_every;    /* RINGSIDE_GPU_STACK_EVERY: 1 timed launch in N; 0 off */
+    /* RINGSIDE_MEM_STACK_MB: an allocation this large or larger always has
+     * its stack taken; RINGSIDE_MEM_SAMPLE_MB: a smaller one of b bytes with
+     * probability b / (that many MiB) (hook_cuda.c); 0: none */
+    long mem_stack_mb, mem_sample_mb;
     /* RINGSIDE_HANG_S: a collective in flight, or a wait, this many seconds
      * makes the writer note the process stuck (writer.c); 0 off */
     long hang_s;
@@ -515,8 +519,8 @@ struct rs_rec_mem {
     struct rs_rec_hdr h;
     uint64_t start_ns, dur_ns, ptr, bytes, stream;
     int32_t device, result;
-    uint8_t asked;
-    uint8_t pad_[7];
+    uint8_t asked, sampled;
+    uint8_t pad_[6];
 };
 
 /* An NCCL collective or send/receive (kind COLL): h.op is enum rsf_coll_op,

@@ -345,6 +345,8 @@ void rs_config_load(int argc, char **argv)
     rs_cfg.flush_ms = (unsigned)env_long("RINGSIDE_FLUSH_MS", 1000, 10, 3600 * 1000);
     rs_cfg.wait_us = env_long("RINGSIDE_WAIT_US", 1000, 0, 3600L * 1000000);
     rs_cfg.gpu_stack_every = env_long("RINGSIDE_GPU_STACK_EVERY", 10, 0, 1000000000);
+    rs_cfg.mem_stack_mb = env_long("RINGSIDE_MEM_STACK_MB", 16, 0, 1L << 30);
+    rs_cfg.mem_sample_mb = env_long("RINGSIDE_MEM_SAMPLE_MB", 64, 0, 1L << 30);
     rs_cfg.hang_s = env_long("RINGSIDE_HANG_S", 60, 0, 365L * 86400);
     rs_cfg.own_fds = env_flag("RINGSIDE_OWN_FDS", 1);
     rs_cfg.test_skew = env("RINGSIDE_TEST_CLOCK_SKEW_US") != NULL;
@@ -399,10 +401,10 @@ void rs_identity_forked(void)
 
 int rs_config_pairs(const char **keys, const char **values, int max)
 {
-    static char vals[13][64];
+    static char vals[15][64];
     static const char *const names[] = {
         "io", "cuda", "nccl", "gpu_timing", "sample_hz", "buffer_mb", "flush_ms", "log",
-        "wait_us", "gpu_stack_every", "own_fds", "hang_s", "io_exclude",
+        "wait_us", "gpu_stack_every", "own_fds", "hang_s", "mem_stack_mb", "mem_sample_mb", "io_exclude",
     };
     snprintf(vals[0], 64, "%d", rs_cfg.io);
     snprintf(vals[1], 64, "%d", rs_cfg.cuda);
@@ -416,13 +418,15 @@ int rs_config_pairs(const char **keys, const char **values, int max)
     snprintf(vals[9], 64, "%ld", rs_cfg.gpu_stack_every);
     snprintf(vals[10], 64, "%d", rs_cfg.own_fds);
     snprintf(vals[11], 64, "%ld", rs_cfg.hang_s);
+    snprintf(vals[12], 64, "%ld", rs_cfg.mem_stack_mb);
+    snprintf(vals[13], 64, "%ld", rs_cfg.mem_sample_mb);
     int n = 0;
-    for (; n < 12 && n < max; n++) {
+    for (; n < 14 && n < max; n++) {
         keys[n] = names[n];
         values[n] = vals[n];
     }
     if (n < max) {
-        keys[n] = names[12];
+        keys[n] = names[14];
         values[n] = rs_cfg.exclude;
         n++;
     }

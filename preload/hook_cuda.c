@@ -443,16 +443,28 @@ static int mem_allocates(int k)
            k == RSF_MEM_ALLOC_ASYNC || k == RSF_MEM_VMM_CREATE;
 }
 
-/* An allocation's stack: every one of 1 MiB or more (those hold the memory),
- * one in MEM_STACK_EVERY of the smaller ones (an asynchronous allocator's
- * calls can come by the thousand a step; a stack costs tens of us). */
-#define MEM_STACK_BYTES (1u << 20)
-#define MEM_STACK_EVERY 16
-static __thread uint32_t mem_small;
+/* Whether an allocation of bytes has its stack taken: a failed one and
+ * one of RINGSIDE_MEM_STACK_MB or more always (those hold the memory), a
+ * smaller one with probability bytes / RINGSIDE_MEM_SAMPLE_MB (an
+ * asynchronous allocator's calls can come by the thousand a step, and a
+ * stack costs microseconds): the reporter weighs each sampled one by
+ * the bytes it stands for (its own, or the sampling's MiB when more). */
+static __thread uint64_t mem_rand;
 
 static int mem_stack_wanted(uint64_t bytes, int failed)
 {
-    return failed || bytes >= MEM_STACK_BYTES || mem_small++ % MEM_STACK_EVERY == 0;
+    uint64_t always = (uint64_t)rs_cfg.mem_stack_mb << 20, every = (uint64_t)rs_cfg.mem_sample_mb << 20;
+    if (failed || (always && bytes >= always))
+        return 1;
+    if (!every)
+        return 0;
+    if (bytes >= every)
+        return 1;
+    /* xorshift64*, seeded per thread from its clock */
+    uint64_t x = mem_rand ? mem_rand : rs_now() | 1;
+    x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+    mem_rand = x;
+    return (x * 0x2545f4914f6cdd1dull) % every < bytes;
 }
 
 /* The driver's own figure of the device's memory (cuMemGetInfo), as points
@@ -530,6 +542,7 @@ static void mem_record(int kind, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_
         r->device = dev;
         r->result = result;
         r->asked = (uint8_t)asked;
+        r->sampled = (uint8_t)stacked;
         memset(r->pad_, 0, sizeof r->pad_);
         rs_commit(sizeof *r);
     }

@@ -711,7 +711,7 @@ static void take_gpu_record(const struct rs_rec_hdr *h, uint32_t tid)
             !rs_grow((void **)&w.mem_info, &w.mem_info_cap, w.nmems + 1, sizeof *w.mem_info)) {
             w.mem_info[w.nmems] = (struct rsf_mem_info){
                 .stream = r->stream, .stack = stack, .device = r->device, .result = r->result,
-                .asked = r->asked };
+                .asked = r->asked, .flags = r->sampled ? RSF_MEMF_SAMPLED : 0 };
             w.mems[w.nmems++] = (struct rsf_mem_event){
                 .start_ns = r->start_ns, .dur_ns = r->dur_ns,
                 .ptr = r->ptr, .bytes = r->bytes, .tid = tid, .kind = h->op };

@@ -51,6 +51,7 @@ SAME_SIZE(CollGroup, rsf_coll_group);
 SAME_SIZE(GraphNode, rsf_graph_node);
 SAME_SIZE(GraphEdge, rsf_graph_edge);
 SAME_SIZE(Mark, rsf_mark);
+SAME_SIZE(MemInfo, rsf_mem_info);
 
 #define SAME_VALUE(gen, c) static_assert(int(ringside::gen) == int(c), #gen)
 SAME_VALUE(Role_rank, RSF_ROLE_RANK);
@@ -136,7 +137,8 @@ SLOT(Chunk, VT_COLL_GROUPS, RSF_CHUNK_COLL_GROUPS);
 SLOT(Chunk, VT_GRAPH_NODES, RSF_CHUNK_GRAPH_NODES);
 SLOT(Chunk, VT_GRAPH_EDGES, RSF_CHUNK_GRAPH_EDGES);
 SLOT(Chunk, VT_MARKS, RSF_CHUNK_MARKS);
-static_assert(ringside::Chunk::VT_MARKS == 2 + 2 * RSF_CHUNK_NSLOTS, "Chunk slots");
+SLOT(Chunk, VT_MEM_INFO, RSF_CHUNK_MEM_INFO);
+static_assert(ringside::Chunk::VT_MEM_INFO == 2 + 2 * RSF_CHUNK_NSLOTS, "Chunk slots");
 
 // ---- run time: what C++ keeps private (struct field offsets) and names ----
 
@@ -189,6 +191,10 @@ static const cfield comm_event_fields[] = {
 static const cfield mem_event_fields[] = {
     CF(rsf_mem_event, start_ns), CF(rsf_mem_event, dur_ns), CF(rsf_mem_event, ptr),
     CF(rsf_mem_event, bytes), CF(rsf_mem_event, tid), CF(rsf_mem_event, kind),
+};
+static const cfield mem_info_fields[] = {
+    CF(rsf_mem_info, stream), CF(rsf_mem_info, stack), CF(rsf_mem_info, device), CF(rsf_mem_info, result),
+    CF(rsf_mem_info, asked), CF(rsf_mem_info, flags),
 };
 static const cfield frame_fields[] = { CF(rsf_frame, addr) };
 static const cfield sample_fields[] = {
@@ -354,6 +360,7 @@ static void check_schema()
     CHECK_STRUCT(GraphNode, rsf_graph_node, graph_node_fields);
     CHECK_STRUCT(GraphEdge, rsf_graph_edge, graph_edge_fields);
     CHECK_STRUCT(Mark, rsf_mark, mark_fields);
+    CHECK_STRUCT(MemInfo, rsf_mem_info, mem_info_fields);
 #undef CHECK_STRUCT
     check_table("Chunk", &rsf_chunk_desc, ringside::ChunkTypeTable());
     for (unsigned op = 0; op <= ringside::IoOp_MAX; op++) {

@@ -41,7 +41,7 @@ $(BUILD)/fuzz/seeds/.made: $(BUILD)/fuzz/gen_seeds
 FUZZ_SRC := tests/fuzz/fuzz_chunk.c $(FORMAT_SRC) reporter/load/load.c reporter/load/load_model.c reporter/load/coll_groups.c reporter/load/graphs.c \
             reporter/load/compile.c reporter/base/json.c reporter/load/model.c \
             reporter/load/summary.c reporter/load/flight.c reporter/load/period.c reporter/load/process.c reporter/load/waits.c \
-            reporter/load/occupancy.c \
+            reporter/load/occupancy.c reporter/load/memory.c \
             reporter/load/gpumetrics.c reporter/load/nodes_load.c reporter/base/order.c \
             reporter/base/array.c reporter/base/table.c reporter/base/intern.c
 $(BUILD)/fuzz/fuzz_chunk: $(FUZZ_SRC) $(wildcard formats/*.h) reporter/load/load.h reporter/load/load_model.h reporter/load/model.h

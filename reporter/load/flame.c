@@ -376,6 +376,7 @@ struct proc {
     /* its memory calls' live blocks, for the memory graph (memory.h): what
      * each allocating stack held at the peak; NULL: none (or not wanted) */
     struct rsr_memlive *mem;
+    uint64_t mem_every;         /* the agent's sampling of small allocations (memory.h), bytes */
     uint32_t mem_grow_stack;    /* the stack whose memory grows (rsr_memlive_growing), 0: none */
     uint64_t mem_grow_bytes;
     struct rsr_intern gnames;   /* kernel and node names, for graphs */
@@ -651,9 +652,16 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
             gpu_thread(p, s->tid)->sampled_ns += s->weight_ns;
     }
     /* held at the peak: a whole file's figure, not a window's */
+    if (c->meta) {
+        struct rsr_memlive sampling = { 0 };
+        rsr_memlive_meta(&sampling, c);
+        p->mem_every = sampling.every;
+    }
     if (c->nmems && !p->win && (p->opts->kind < 0 || p->opts->kind == RSF_SAMPLE_MEM)) {
-        if (!p->mem)
+        if (!p->mem) {
             p->mem = rsr_xcalloc(1, sizeof *p->mem);
+            p->mem->every = p->mem_every;
+        }
         for (uint32_t i = 0; i < c->nmems; i++)
             rsr_memlive_event(p->mem, &c->mems[i], c->mem_info ? &c->mem_info[i] : NULL);
     }
@@ -668,11 +676,14 @@ static void mem_samples(struct proc *p)
         return;
     rsr_memlive_end(p->mem);
     p->mem_grow_stack = rsr_memlive_growing(p->mem, &p->mem_grow_bytes, NULL);
+    /* the sampled stacks' weights shared out to the peak's bytes: the graph
+     * adds up to what the program held */
+    double scale = p->mem->weight_at_peak ? (double)p->mem->peak / (double)p->mem->weight_at_peak : 0;
     for (size_t i = 0; i < p->mem->nstacks; i++) {
         const struct rsr_mem_stack *s = &p->mem->stacks[i];
-        if (s->at_peak)
-            agg_add(p, p->pid, s->stack, map_time(p, (uint64_t)p->mem->peak_ns), RSF_SAMPLE_MEM, 0, 0,
-                    s->at_peak);
+        uint64_t w = (uint64_t)((double)s->at_peak * scale + 0.5);
+        if (w)
+            agg_add(p, p->pid, s->stack, map_time(p, (uint64_t)p->mem->peak_ns), RSF_SAMPLE_MEM, 0, 0, w);
     }
     rsr_memlive_free(p->mem);
     free(p->mem);

@@ -68,9 +68,19 @@ static void take_peak(struct rsr_memlive *l)
 {
     if (!l->peak_open)
         return;
-    for (size_t i = 0; i < l->nstacks; i++)
+    l->weight_at_peak = 0;
+    for (size_t i = 0; i < l->nstacks; i++) {
         l->stacks[i].at_peak = l->stacks[i].live;
+        l->weight_at_peak += l->stacks[i].live;
+    }
     l->peak_open = 0;
+}
+
+void rsr_memlive_meta(struct rsr_memlive *l, const struct rsf_chunk *c)
+{
+    const char *every = c->meta ? rsf_meta_setting(c->meta, "mem_sample_mb") : NULL;
+    if (every)
+        l->every = (uint64_t)strtoull(every, NULL, 10) << 20;
 }
 
 static int allocates(unsigned k)
@@ -107,6 +117,9 @@ void rsr_memlive_event(struct rsr_memlive *l, const struct rsf_mem_event *e, con
                               NULL);
         b->bytes = e->bytes;
         b->stack = mi ? mi->stack : 0;
+        /* files before MemInfo's flags: every stack taken stands for itself */
+        b->sampled = mi && (mi->flags & RSF_MEMF_SAMPLED || mi->stack);
+        b->weight = b->sampled ? (e->bytes < l->every ? l->every : e->bytes) : 0;
         b->host = (uint8_t)host;
         b->live = 1;
         if (host) {
@@ -115,9 +128,9 @@ void rsr_memlive_event(struct rsr_memlive *l, const struct rsf_mem_event *e, con
                 l->host_peak = l->host_live;
             return;
         }
-        struct rsr_mem_stack *s = stack_of(l, b->stack);
+        struct rsr_mem_stack *s = b->sampled ? stack_of(l, b->stack) : NULL;
         if (s) {
-            s->live += e->bytes;
+            s->live += b->weight;
             s->nlive++;
         }
         l->live += e->bytes;
@@ -139,9 +152,9 @@ void rsr_memlive_event(struct rsr_memlive *l, const struct rsf_mem_event *e, con
         return;
     }
     take_peak(l);
-    struct rsr_mem_stack *s = stack_of(l, b->stack);
+    struct rsr_mem_stack *s = b->sampled ? stack_of(l, b->stack) : NULL;
     if (s) {
-        s->live -= b->bytes;
+        s->live -= b->weight;
         s->nlive--;
     }
     l->live -= b->bytes;
@@ -285,6 +298,8 @@ int rsr_memory_chunk(struct rsr_memory **memp, const struct rsf_chunk *c)
         else if (s->kind == RSF_SERIES_GPU_MEM_TOTAL && !m->total_series)
             m->total_series = s->id;
     }
+    if (c->meta)
+        rsr_memlive_meta(&m->live, c);
     for (uint32_t i = 0; i < c->nmems; i++) {
         const struct rsf_mem_event *e = &c->mems[i];
         const struct rsf_mem_info *mi = c->mem_info ? &c->mem_info[i] : NULL;

@@ -21,17 +21,20 @@
 #include "reporter/base/table.h"
 
 /* A live (or once live) allocation: its address (a VMM allocation's
- * handle), bytes and allocating stack (the file's id, 0: none taken). */
+ * handle), bytes, and when its stack was taken (sampled), the stack (the
+ * file's id; 0: the unwinder was not ready) and the bytes it stands for
+ * (weight: the agent samples small allocations, trace.fbs's MemInfo). */
 struct rsr_mem_block {
-    uint64_t ptr, bytes;
+    uint64_t ptr, bytes, weight;
     uint32_t stack;
+    uint8_t sampled;
     uint8_t vmm;            /* a cuMemCreate handle, not an address */
     uint8_t host;           /* pinned host memory */
     uint8_t live;
 };
 
-/* One allocating stack's device bytes: held now, by how many blocks, at
- * the peak and at the last failed call. */
+/* One allocating stack's device bytes (the weights of its sampled blocks):
+ * held now, by how many blocks, at the peak and at the last failed call. */
 struct rsr_mem_stack {
     uint32_t stack;
     uint32_t nlive;
@@ -51,7 +54,16 @@ struct rsr_memlive {
     int peak_open;          /* at_peak not yet taken for the latest peak */
     uint64_t at_fail;       /* device bytes held at the last failed call */
     uint64_t host_live, host_peak;
+    /* the agent's sampling (meta settings mem_stack_mb, mem_sample_mb), bytes:
+     * a sampled block under every stands for every bytes; 0: not sampled */
+    uint64_t every;
+    /* the stacks' weights at the peak, all of them (the graph scales them
+     * to the peak's bytes: unsampled blocks are shared out) */
+    uint64_t weight_at_peak;
 };
+
+/* The agent's sampling of allocation stacks from a file's first chunk. */
+void rsr_memlive_meta(struct rsr_memlive *l, const struct rsf_chunk *c);
 
 /* Takes one memory call (mi: its MemInfo, NULL for files before it).
  * Frees of an address it never saw allocated change nothing. */

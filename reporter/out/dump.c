@@ -324,6 +324,7 @@ static void dump_gpu(struct dump_state *d, const struct rsf_chunk *c)
             rsr_jw_kuint(w, "stream", m->stream);
             rsr_jw_kuint(w, "stack", m->stack);
             rsr_jw_kint(w, "device", m->device);
+            rsr_jw_kuint(w, "flags", m->flags);
             if (e->kind == RSF_MEM_ALLOC_FAILED) {
                 rsr_jw_kint(w, "result", m->result);
                 enum_field(w, "asked", rsf_mem_kind_name(m->asked), m->asked);
