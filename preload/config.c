@@ -346,7 +346,7 @@ void rs_config_load(int argc, char **argv)
     rs_cfg.wait_us = env_long("RINGSIDE_WAIT_US", 1000, 0, 3600L * 1000000);
     rs_cfg.gpu_stack_every = env_long("RINGSIDE_GPU_STACK_EVERY", 10, 0, 1000000000);
     rs_cfg.mem_stack_mb = env_long("RINGSIDE_MEM_STACK_MB", 16, 0, 1L << 30);
-    rs_cfg.mem_sample_mb = env_long("RINGSIDE_MEM_SAMPLE_MB", 64, 0, 1L << 30);
+    rs_cfg.mem_sample_mb = env_long("RINGSIDE_MEM_SAMPLE_MB", 512, 0, 1L << 30);
     rs_cfg.hang_s = env_long("RINGSIDE_HANG_S", 60, 0, 365L * 86400);
     rs_cfg.own_fds = env_flag("RINGSIDE_OWN_FDS", 1);
     rs_cfg.test_skew = env("RINGSIDE_TEST_CLOCK_SKEW_US") != NULL;

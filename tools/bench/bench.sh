@@ -236,6 +236,18 @@ launch_run() {
                                           END{print w, t}' >>"$work/launch.$1"
 }
 
+# One allocation run: MODE none|agent; appends "wall cpu" (ns per
+# cuMemAlloc_v2 + cuMemFree_v2 pair of 2 MiB).
+alloc_run() {
+    if [ "$1" = none ]; then
+        line=$(LD_LIBRARY_PATH="$sim" "$launcher" $launches alloc)
+    else
+        line=$(LD_LIBRARY_PATH="$sim" RINGSIDE_OUT="$work/out/alloc" LD_PRELOAD="$agent" "$launcher" $launches alloc)
+    fi
+    echo "$line" | tr ' ' '\n' | awk -F= '$1=="wall_ns"{w=$2} $1=="thread_cpu_ns"{t=$2}
+                                          END{print w, t}' >>"$work/alloc.$1"
+}
+
 # One simtrain run: MODE none|agent; appends the training loop's wall seconds
 # and the launches and collectives per second (from the agent's trace).
 train_run() {
@@ -252,6 +264,7 @@ while [ $i -lt "$cuda_rounds" ]; do
     if [ $((i % 2)) -eq 0 ]; then order="none notiming timing"; else order="timing notiming none"; fi
     for m in $order; do launch_run $m; done
     if [ $((i % 2)) -eq 0 ]; then order="none agent"; else order="agent none"; fi
+    for m in $order; do alloc_run $m; done
     rm -rf "$work/out/train"
     for m in $order; do train_run $m; done
     i=$((i + 1))
@@ -280,6 +293,12 @@ echo "| case | none | agent | wall ratio | thread CPU ratio | target | met |"
 echo "|---|---:|---:|---:|---:|---|---|"
 launch_row notiming "(d) cuLaunchKernel, RINGSIDE_GPU_TIMING=none"
 launch_row timing "(e) cuLaunchKernel, GPU timing (event pair per launch)"
+nw=$(median "$work/alloc.none" 1); aw=$(median "$work/alloc.agent" 1)
+nc=$(median "$work/alloc.none" 2); ac=$(median "$work/alloc.agent" 2)
+# two calls a pair: the target is per call
+awk -v nw="$nw" -v aw="$aw" -v nc="$nc" -v ac="$ac" 'BEGIN{ d = (aw - nw) / 2
+    printf "| (m) cuMemAlloc_v2 + cuMemFree_v2, 2 MiB, per pair | %.0f ns | %.0f ns (+%.0f ns a call) | %.2fx | %.2fx | <= +100 ns a call | %s |\n",
+           nw, aw, d, aw / nw, ac / nc, d <= 100 ? "yes" : "no" }'
 nw=$(median "$work/train.none" 1); aw=$(median "$work/train.agent" 1)
 awk -v nw="$nw" -v aw="$aw" 'BEGIN{ r = aw / nw
     printf "| (f) simtrain, 1 rank, 100 steps | %.3f s | %.3f s | %.3fx | - | <= 1.02x | %s |\n",

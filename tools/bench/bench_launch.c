@@ -3,17 +3,21 @@
  * cuLaunchKernel calls of a kernel lasting 0 ns on one stream, synchronising
  * every 1000, and prints the time per launch of that loop alone (wall and
  * this thread's CPU), so tools/bench/bench.sh can compare runs with and without the
- * agent, with and without GPU timing. Usage: bench_launch N
+ * agent, with and without GPU timing. With "alloc", N cuMemAlloc_v2 and
+ * cuMemFree_v2 pairs of 2 MiB instead (the caching allocators' segment
+ * size), the time per pair. Usage: bench_launch N [alloc]
  * (LD_LIBRARY_PATH=build/sim). */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <cuda.h>
 
 #define DRIVER(X) X(cuInit) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) \
-    X(cuModuleLoadData) X(cuModuleGetFunction) X(cuStreamCreate) X(cuLaunchKernel) X(cuStreamSynchronize)
+    X(cuModuleLoadData) X(cuModuleGetFunction) X(cuStreamCreate) X(cuLaunchKernel) X(cuStreamSynchronize) \
+    X(cuMemAlloc) X(cuMemFree)
 
 static struct {
 #define MEMBER(fn) __typeof__(fn) *fn;
@@ -38,9 +42,10 @@ static void check(CUresult r, const char *what)
 
 int main(int argc, char **argv)
 {
-    long n = argc == 2 ? strtol(argv[1], NULL, 10) : 0;
-    if (n <= 0) {
-        fprintf(stderr, "usage: bench_launch N\n");
+    long n = argc >= 2 ? strtol(argv[1], NULL, 10) : 0;
+    int alloc = argc == 3 && strcmp(argv[2], "alloc") == 0;
+    if (n <= 0 || argc > 3 || (argc == 3 && !alloc)) {
+        fprintf(stderr, "usage: bench_launch N [alloc]\n");
         return 2;
     }
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -64,6 +69,21 @@ int main(int argc, char **argv)
     check(d.cuModuleLoadData(&mod, "bench"), "cuModuleLoadData");
     check(d.cuModuleGetFunction(&f, mod, "bench_kernel"), "cuModuleGetFunction");
     check(d.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    if (alloc) {
+        CUdeviceptr p;
+        for (int i = 0; i < 1000; i++) {
+            check(d.cuMemAlloc(&p, 2u << 20), "cuMemAlloc_v2");
+            check(d.cuMemFree(p), "cuMemFree_v2");
+        }
+        double w0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        for (long i = 0; i < n; i++) {
+            check(d.cuMemAlloc(&p, 2u << 20), "cuMemAlloc_v2");
+            check(d.cuMemFree(p), "cuMemFree_v2");
+        }
+        double w1 = now_ns(CLOCK_MONOTONIC), c1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        printf("pairs=%ld wall_ns=%.1f thread_cpu_ns=%.1f\n", n, (w1 - w0) / (double)n, (c1 - c0) / (double)n);
+        return 0;
+    }
     uint64_t ns = 0;
     void *params[] = { &ns };
     /* warm up: first-call costs (name cache, event pool) are not the steady state */
