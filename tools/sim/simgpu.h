@@ -49,7 +49,10 @@
  *
  * ENVIRONMENT
  *   SIMGPU_DEVICES     number of devices (default 8)
- *   SIMGPU_MEM_GB      memory each device reports (default 80)
+ *   SIMGPU_MEM_MB      each device's memory in MiB (default 81920, an 80 GB device's);
+ *                      SIMGPU_MEM_GB (GB of 1e9 bytes), the older name, when it is unset
+ *   SIMGPU_TRUTH_MEMORY=1  the truth file gets the device_memory lines below (simtrain
+ *                      sets it when given a memory option)
  *   SIMGPU_KERNEL_NS   duration of a kernel launched without parameters (default 10000)
  *   SIMGPU_COPY_GBS    host<->device copy bandwidth (default 25)
  *   SIMGPU_DTOD_GBS    device-to-device copy and memset bandwidth (default 1000)
@@ -75,6 +78,19 @@
  *   integrals, for the stand-in NVML (simnvml.c). The devices' UUIDs are the
  *   bytes 0x5a, 0x5b... with the ordinal last, their PCI bus ids 0000:1X:00.0.
  *
+ * DEVICE MEMORY
+ *   Each device holds SIMGPU_MEM_MB, per process (another process's use is not seen).
+ *   Taken from it: every cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged, cuMemAllocAsync
+ *   and cuMemAllocFromPoolAsync block; every cuMemCreate'd physical allocation, until
+ *   it is released and unmapped; 512 MiB (SIM_CTX_RESERVE_BYTES) for each context alive
+ *   (a primary context from its first retain to its last release, a created one until
+ *   destroyed), as a real context's own state holds a few hundred MiB; and what
+ *   simgpu_internal_alloc gives the stand-in NCCL. Pinned host memory is not device
+ *   memory. cuMemGetInfo says the capacity and what of it is free on the current
+ *   context's device; a request that does not fit fails with CUDA_ERROR_OUT_OF_MEMORY
+ *   and leaves the out-pointer as it was, as the driver does (a context's retain or
+ *   creation too).
+ *
  * TRUTH FILE
  *   One JSON object per line and per operation, written when the model has decided
  *   its times, appended with O_APPEND in whole lines (several processes may share a
@@ -95,6 +111,12 @@
  *     failed: true when the collective gave up (a rank died or timed out);
  *     ready_ns for collectives and p2p: when the stream reached it (its wait for
  *     the other ranks runs from there to start_ns).
+ *   With SIMGPU_TRUTH_MEMORY=1, at exit one line per device the process used:
+ *     pid, rank, device, "kind":"device_memory", capacity_bytes, context_bytes (the
+ *     reserve of one context), contexts (the most alive at once), nccl_bytes (the
+ *     most simgpu_internal_alloc held at once), peak_bytes and peak_ns (the most of the
+ *     device held at once, everything counted, and when it was first reached),
+ *     end_bytes (what was still held at exit).
  */
 #ifndef SIMGPU_H
 #define SIMGPU_H
@@ -143,5 +165,15 @@ struct sim_ext_ops {
  * Errors: CUDA_ERROR_INVALID_VALUE (a NULL ops), CUDA_ERROR_INVALID_HANDLE (not a
  * function). */
 CUresult sim_func_set_ext(CUfunction func, const struct sim_ext_ops *ops);
+
+/* Device memory a library holds for itself (the stand-in NCCL's buffers), made
+ * through no cu* entry point, so that a tool interposing the driver API sees none of
+ * it (the share of cuMemGetInfo's figure no hook saw): bytes of device's memory are
+ * taken, or given back. The driver is initialised if it was not, as a runtime's
+ * first call does. Only the count changes: no memory is mapped. Errors:
+ * CUDA_ERROR_OUT_OF_MEMORY (they do not fit in what is free; nothing is taken),
+ * CUDA_ERROR_INVALID_DEVICE. */
+CUresult simgpu_internal_alloc(int device, uint64_t bytes);
+void simgpu_internal_free(int device, uint64_t bytes);
 
 #endif

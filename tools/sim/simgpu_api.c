@@ -1,6 +1,7 @@
 /* The simulated CUDA driver's entry points for everything that is not stream work:
  * initialisation and settings, devices, contexts (primary and created), device and
- * pinned memory (host memory underneath), modules, libraries and functions (a module
+ * pinned memory (host memory underneath; each device's capacity and what is held of
+ * it, see simgpu.h's DEVICE MEMORY), modules, libraries and functions (a module
  * may be any bytes; a function is made for any name asked), and error strings.
  * Stream work (launches, copies, events, graphs) is in simgpu_stream.c. */
 #include <fcntl.h>
@@ -23,6 +24,7 @@ struct sim_alloc {
     uintptr_t base;
     size_t size;
     int host;
+    int device;                   /* whose memory it holds (device memory) */
     struct sim_alloc *next;
 };
 
@@ -31,7 +33,7 @@ static struct {
     struct CUctx_st *primary;     /* one per device, made at cuInit */
     int *primary_refs;
     struct sim_alloc *allocs;
-    uint64_t used_bytes;
+    struct sim_dev_mem *mem;      /* per device */
     struct CUlib_st *libraries;
 } sim_drv;
 
@@ -90,7 +92,16 @@ static void sim_read_settings(void)
 {
     const char *rank = getenv("RANK");
     sim_cfg.devices = (int)sim_env_double("SIMGPU_DEVICES", 8);
-    sim_cfg.mem_bytes = (uint64_t)(sim_env_double("SIMGPU_MEM_GB", 80) * 1e9);
+    /* SIMGPU_MEM_MB wins; SIMGPU_MEM_GB, the older name, keeps its GB of 1e9 bytes */
+    const char *mb = getenv("SIMGPU_MEM_MB"), *gb = getenv("SIMGPU_MEM_GB"), *tm = getenv("SIMGPU_TRUTH_MEMORY");
+    if (mb && *mb)
+        sim_cfg.mem_bytes = (uint64_t)(sim_env_double("SIMGPU_MEM_MB", 81920) * 1048576.0);
+    else if (gb && *gb)
+        sim_cfg.mem_bytes = (uint64_t)(sim_env_double("SIMGPU_MEM_GB", 80) * 1e9);
+    else
+        sim_cfg.mem_bytes = 81920ull << 20;
+    sim_cfg.truth_memory = tm && !strcmp(tm, "1");
+    sim_cfg.pid = (int)getpid();
     sim_cfg.kernel_ns = (uint64_t)sim_env_double("SIMGPU_KERNEL_NS", 10000);
     sim_cfg.copy_gbs = sim_env_double("SIMGPU_COPY_GBS", 25);
     sim_cfg.dtod_gbs = sim_env_double("SIMGPU_DTOD_GBS", 1000);
@@ -138,17 +149,16 @@ static CUresult sim_ctx_init(struct CUctx_st *c, int device, unsigned flags)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuInit(unsigned int flags)
+static CUresult sim_init(void)
 {
     CUresult r = CUDA_SUCCESS;
-    if (flags != 0)
-        return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&sim_lock);
     if (!sim_drv.initialised) {
         sim_read_settings();
         sim_drv.primary = calloc((size_t)sim_cfg.devices, sizeof(*sim_drv.primary));
         sim_drv.primary_refs = calloc((size_t)sim_cfg.devices, sizeof(int));
-        if (!sim_drv.primary || !sim_drv.primary_refs)
+        sim_drv.mem = calloc((size_t)sim_cfg.devices, sizeof(*sim_drv.mem));
+        if (!sim_drv.primary || !sim_drv.primary_refs || !sim_drv.mem)
             r = CUDA_ERROR_OUT_OF_MEMORY;
         for (int d = 0; r == CUDA_SUCCESS && d < sim_cfg.devices; d++)
             r = sim_ctx_init(&sim_drv.primary[d], d, 0);
@@ -158,6 +168,13 @@ SIM_EXPORT CUresult cuInit(unsigned int flags)
     }
     pthread_mutex_unlock(&sim_lock);
     return r;
+}
+
+SIM_EXPORT CUresult cuInit(unsigned int flags)
+{
+    if (flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return sim_init();
 }
 
 CUresult sim_check_init(void)
@@ -355,7 +372,9 @@ static CUresult sim_ctx_new(CUcontext *pctx, unsigned int flags, CUdevice dev)
     if (!c)
         return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&sim_lock);
-    r = sim_ctx_init(c, dev, flags);
+    r = sim_mem_take(dev, SIM_CTX_RESERVE_BYTES, SIM_MEM_CONTEXT);
+    if (r == CUDA_SUCCESS && (r = sim_ctx_init(c, dev, flags)) != CUDA_SUCCESS)
+        sim_mem_give(dev, SIM_CTX_RESERVE_BYTES, SIM_MEM_CONTEXT);
     pthread_mutex_unlock(&sim_lock);
     if (r != CUDA_SUCCESS) {
         free(c);
@@ -413,6 +432,7 @@ SIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
     }
     pthread_mutex_lock(&sim_lock);
     ctx->magic = SIM_MAGIC_DEAD;
+    sim_mem_give(ctx->device, SIM_CTX_RESERVE_BYTES, SIM_MEM_CONTEXT);
     pthread_mutex_unlock(&sim_lock);
     return CUDA_SUCCESS;
 }
@@ -558,11 +578,16 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     if (r != CUDA_SUCCESS)
         return r;
+    /* the first retain makes the context, and its state takes memory */
     pthread_mutex_lock(&sim_lock);
-    sim_drv.primary_refs[dev]++;
+    if (sim_drv.primary_refs[dev] == 0)
+        r = sim_mem_take(dev, SIM_CTX_RESERVE_BYTES, SIM_MEM_CONTEXT);
+    if (r == CUDA_SUCCESS)
+        sim_drv.primary_refs[dev]++;
     pthread_mutex_unlock(&sim_lock);
-    *pctx = &sim_drv.primary[dev];
-    return CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS)
+        *pctx = &sim_drv.primary[dev];
+    return r;
 }
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
@@ -573,8 +598,10 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
     pthread_mutex_lock(&sim_lock);
     if (sim_drv.primary_refs[dev] == 0)
         r = CUDA_ERROR_INVALID_CONTEXT;
-    else if (--sim_drv.primary_refs[dev] == 0)
+    else if (--sim_drv.primary_refs[dev] == 0) {
         r = sim_primary_reset(dev);  /* "automatically reset once the last reference ... is released" */
+        sim_mem_give(dev, SIM_CTX_RESERVE_BYTES, SIM_MEM_CONTEXT);
+    }
     pthread_mutex_unlock(&sim_lock);
     return r;
 }
@@ -628,34 +655,94 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
 
 /* ---- memory ---- */
 
+CUresult sim_mem_take(int d, uint64_t bytes, enum sim_mem_part part)
+{
+    struct sim_dev_mem *m = &sim_drv.mem[d];
+    if (bytes > sim_cfg.mem_bytes - m->used)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    m->held[part] += bytes;
+    m->used += bytes;
+    if (m->held[part] > m->peak[part])
+        m->peak[part] = m->held[part];
+    if (m->used > m->peak_used) {
+        m->peak_used = m->used;
+        m->peak_ns = sim_now_ns();
+    }
+    return CUDA_SUCCESS;
+}
+
+void sim_mem_give(int d, uint64_t bytes, enum sim_mem_part part)
+{
+    struct sim_dev_mem *m = &sim_drv.mem[d];
+    m->held[part] -= bytes;
+    m->used -= bytes;
+}
+
+const struct sim_dev_mem *sim_mem_of(int d)
+{
+    return sim_drv.initialised && d >= 0 && d < sim_cfg.devices ? &sim_drv.mem[d] : NULL;
+}
+
+SIM_EXPORT CUresult simgpu_internal_alloc(int device, uint64_t bytes)
+{
+    CUresult r = sim_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (device < 0 || device >= sim_cfg.devices)
+        return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&sim_lock);
+    r = sim_mem_take(device, bytes, SIM_MEM_INTERNAL);
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT void simgpu_internal_free(int device, uint64_t bytes)
+{
+    if (!sim_drv.initialised || device < 0 || device >= sim_cfg.devices)
+        return;
+    pthread_mutex_lock(&sim_lock);
+    sim_mem_give(device, bytes, SIM_MEM_INTERNAL);
+    pthread_mutex_unlock(&sim_lock);
+}
+
 CUresult sim_alloc_new(void **p, size_t bytes, int host)
 {
     struct sim_alloc *a;
+    struct CUctx_st *c = sim_current_ctx();
     if (!p || bytes == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!sim_current_ctx())
+    if (!c)
         return CUDA_ERROR_INVALID_CONTEXT;
-    if (!host && sim_drv.used_bytes + bytes > sim_cfg.mem_bytes)
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    /* The device's memory is taken before the host's is had, under one hold of
+     * the lock, so that two threads cannot both be given its last bytes. */
+    CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&sim_lock);
-    CUresult forbid = host ? CUDA_SUCCESS : sim_capture_forbid(NULL);   /* cudaMalloc is unsafe in a capture */
+    if (!host && (r = sim_mem_take(c->device, bytes, SIM_MEM_ALLOC)) == CUDA_SUCCESS &&
+        (r = sim_capture_forbid(NULL)) != CUDA_SUCCESS)   /* cudaMalloc is unsafe in a capture */
+        sim_mem_give(c->device, bytes, SIM_MEM_ALLOC);
     pthread_mutex_unlock(&sim_lock);
-    if (forbid != CUDA_SUCCESS)
-        return forbid;
+    if (r != CUDA_SUCCESS)
+        return r;
+    void *block = NULL;
     a = malloc(sizeof(*a));
     /* Large blocks come from mmap: pages nobody touches cost nothing. */
-    if (!a || posix_memalign(p, 256, bytes) != 0) {
+    if (!a || posix_memalign(&block, 256, bytes) != 0) {
         free(a);
+        if (!host) {
+            pthread_mutex_lock(&sim_lock);
+            sim_mem_give(c->device, bytes, SIM_MEM_ALLOC);
+            pthread_mutex_unlock(&sim_lock);
+        }
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    a->base = (uintptr_t)*p;
+    *p = block;
+    a->base = (uintptr_t)block;
     a->size = bytes;
     a->host = host;
+    a->device = c->device;
     pthread_mutex_lock(&sim_lock);
     a->next = sim_drv.allocs;
     sim_drv.allocs = a;
-    if (!host)
-        sim_drv.used_bytes += bytes;
     pthread_mutex_unlock(&sim_lock);
     return CUDA_SUCCESS;
 }
@@ -671,7 +758,7 @@ CUresult sim_alloc_free(uintptr_t base, int host)
             a = *pp;
             *pp = a->next;
             if (!host)
-                sim_drv.used_bytes -= a->size;
+                sim_mem_give(a->device, a->size, SIM_MEM_ALLOC);
             break;
         }
     }
@@ -737,6 +824,38 @@ SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     return r;
 }
 
+/* Rows padded to 512 bytes, as the driver's pitch is on recent GPUs. */
+SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
+                                       unsigned int element_bytes)
+{
+    void *p = NULL;
+    if (!dptr || !pitch || width == 0 || height == 0 ||
+        (element_bytes != 4 && element_bytes != 8 && element_bytes != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t row = (width + 511) & ~(size_t)511;
+    if (height > SIZE_MAX / row)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = sim_alloc_new(&p, row * height, 0);
+    if (r == CUDA_SUCCESS) {
+        *dptr = (CUdeviceptr)(uintptr_t)p;
+        *pitch = row;
+    }
+    return r;
+}
+
+/* Managed memory counts as device memory from the start: pages never
+ * migrate in the simulator. */
+SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    void *p = NULL;
+    if (!dptr || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = sim_alloc_new(&p, bytesize, 0);
+    if (r == CUDA_SUCCESS)
+        *dptr = (CUdeviceptr)(uintptr_t)p;
+    return r;
+}
+
 SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     return sim_alloc_free((uintptr_t)dptr, 0);
@@ -758,15 +877,17 @@ SIM_EXPORT CUresult cuMemFreeHost(void *p)
     return sim_alloc_free((uintptr_t)p, 1);
 }
 
+/* Of the current context's device, everything counted (simgpu.h's DEVICE MEMORY). */
 SIM_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 {
+    struct CUctx_st *c = sim_current_ctx();
     if (!free_bytes || !total)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!sim_current_ctx())
+    if (!c)
         return CUDA_ERROR_INVALID_CONTEXT;
     pthread_mutex_lock(&sim_lock);
     *total = (size_t)sim_cfg.mem_bytes;
-    *free_bytes = (size_t)(sim_cfg.mem_bytes - sim_drv.used_bytes);
+    *free_bytes = (size_t)(sim_cfg.mem_bytes - sim_drv.mem[c->device].used);
     pthread_mutex_unlock(&sim_lock);
     return CUDA_SUCCESS;
 }

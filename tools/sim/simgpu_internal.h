@@ -166,6 +166,9 @@ struct sim_settings {
     uint64_t kernel_gap_ns;       /* SIMGPU_KERNEL_GAP_NS: a kernel after other work */
     unsigned record_hold_every;   /* SIMGPU_RECORD_HOLD=N:US: every Nth cuEventRecord */
     uint64_t record_hold_ns;      /* holds its thread US after the event is on the stream */
+    int truth_memory;             /* SIMGPU_TRUTH_MEMORY=1: the device_memory lines */
+    int pid;                      /* the process that read them: a forked child's copy of
+                                     the memory counts is not its own */
 };
 
 extern struct sim_settings sim_cfg;
@@ -205,6 +208,21 @@ int sim_is_device_ptr(uintptr_t p);      /* 1 inside a cuMemAlloc block */
  * give; its free (CUDA_ERROR_INVALID_VALUE: not one of these). */
 CUresult sim_alloc_new(void **p, size_t bytes, int host);
 CUresult sim_alloc_free(uintptr_t base, int host);
+
+/* Device memory (simgpu_api.c), per device, under sim_lock: what is held there,
+ * by part, and the most that was. */
+#define SIM_CTX_RESERVE_BYTES (512ull << 20)   /* a context's own state */
+enum sim_mem_part { SIM_MEM_ALLOC, SIM_MEM_CONTEXT, SIM_MEM_INTERNAL, SIM_MEM_PARTS };
+struct sim_dev_mem {
+    uint64_t held[SIM_MEM_PARTS], peak[SIM_MEM_PARTS];
+    uint64_t used, peak_used, peak_ns;   /* all parts together */
+};
+/* Takes bytes of device d's memory for part: CUDA_SUCCESS, or
+ * CUDA_ERROR_OUT_OF_MEMORY when they do not fit (nothing taken). */
+CUresult sim_mem_take(int d, uint64_t bytes, enum sim_mem_part part);
+void sim_mem_give(int d, uint64_t bytes, enum sim_mem_part part);
+/* Device d's figures; NULL before cuInit or for no such device. */
+const struct sim_dev_mem *sim_mem_of(int d);
 
 /* Model (simgpu_model.c). All sim_model_* functions expect sim_lock held, except
  * sim_model_wait, which takes it itself. */

@@ -60,6 +60,8 @@ struct sim_proc {
     X("cuCtxSynchronize", 2000, cuCtxSynchronize, NULL)                                     \
     X("cuMemAlloc", 3020, cuMemAlloc_v2, NULL)                                              \
     X("cuMemFree", 3020, cuMemFree_v2, NULL)                                                \
+    X("cuMemAllocPitch", 3020, cuMemAllocPitch_v2, NULL)                                    \
+    X("cuMemAllocManaged", 6000, cuMemAllocManaged, NULL)                                   \
     X("cuMemAllocHost", 3020, cuMemAllocHost_v2, NULL)                                      \
     X("cuMemHostAlloc", 2020, cuMemHostAlloc, NULL)                                         \
     X("cuMemFreeHost", 2000, cuMemFreeHost, NULL)                                           \

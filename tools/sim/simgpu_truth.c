@@ -37,6 +37,7 @@ static struct sim_op_list sim_truth_ops;
 
 static void sim_truth_format(const struct sim_op *op);
 static int sim_truth_open(void);
+static void sim_truth_keep(const char *line, size_t n);
 
 void sim_truth_write(const struct sim_op *op)
 {
@@ -83,11 +84,39 @@ void sim_truth_flush(void)
     sim_truth.len = 0;
 }
 
+/* SIMGPU_TRUTH_MEMORY=1: a line per device the process held memory of (format
+ * in simgpu.h), under sim_lock. */
+static void sim_truth_memory(void)
+{
+    char line[512], rank[16] = "null";
+    if (!sim_cfg.truth_memory || sim_cfg.pid != (int)getpid() || !sim_truth_open())
+        return;
+    if (sim_cfg.rank >= 0)
+        snprintf(rank, sizeof(rank), "%d", sim_cfg.rank);
+    for (int d = 0; d < sim_cfg.devices; d++) {
+        const struct sim_dev_mem *m = sim_mem_of(d);
+        if (!m || !m->peak_used)
+            continue;
+        int n = snprintf(line, sizeof(line),
+                         "{\"pid\":%d,\"rank\":%s,\"device\":%d,\"kind\":\"device_memory\","
+                         "\"capacity_bytes\":%llu,\"context_bytes\":%llu,\"contexts\":%llu,"
+                         "\"nccl_bytes\":%llu,\"peak_bytes\":%llu,\"peak_ns\":%llu,\"end_bytes\":%llu}\n",
+                         (int)getpid(), rank, d, (unsigned long long)sim_cfg.mem_bytes,
+                         (unsigned long long)SIM_CTX_RESERVE_BYTES,
+                         (unsigned long long)(m->peak[SIM_MEM_CONTEXT] / SIM_CTX_RESERVE_BYTES),
+                         (unsigned long long)m->peak[SIM_MEM_INTERNAL], (unsigned long long)m->peak_used,
+                         (unsigned long long)m->peak_ns, (unsigned long long)m->used);
+        if (n > 0 && (size_t)n < sizeof(line))
+            sim_truth_keep(line, (size_t)n);
+    }
+}
+
 /* At exit: what is left (after simgpu_model.c's drain, which comes first or
  * flushes itself). */
 __attribute__((destructor)) static void sim_truth_at_exit(void)
 {
     pthread_mutex_lock(&sim_lock);
+    sim_truth_memory();
     sim_truth_flush();
     pthread_mutex_unlock(&sim_lock);
 }

@@ -1,8 +1,9 @@
 /* The simulated driver's virtual memory management and stream-ordered
  * allocation: address ranges reserved (an inaccessible mapping), physical
- * allocations (a memfd each), mapped into a range and made accessible, unmapped
- * and released as the real driver allows (a released allocation lives on while
- * mapped); cuMemAllocAsync / cuMemAllocFromPoolAsync / cuMemFreeAsync allocate
+ * allocations (a memfd each, its bytes taken from its device's memory), mapped
+ * into a range and made accessible, unmapped and released as the real driver
+ * allows (a released allocation lives on, and holds its bytes, while mapped);
+ * cuMemAllocAsync / cuMemAllocFromPoolAsync / cuMemFreeAsync allocate
  * and free at once (the simulator moves a copy's bytes when it is enqueued, so
  * nothing queued reads freed memory), from one default pool per device. */
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 struct sim_phys {
     unsigned magic;
     int fd;
+    int device;
     size_t size;
     int maps;           /* mappings of it alive */
     int released;       /* cuMemRelease done: freed with its last mapping */
@@ -38,9 +40,11 @@ struct sim_map {
 };
 static struct sim_map *sim_maps;
 
+/* Under sim_lock. */
 static void sim_phys_drop(struct sim_phys *p)
 {
     if (p->released && p->maps == 0) {
+        sim_mem_give(p->device, p->size, SIM_MEM_ALLOC);
         close(p->fd);
         p->magic = 0;
         free(p);
@@ -86,13 +90,27 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
         return CUDA_ERROR_INVALID_VALUE;
     if (sim_check_init() != CUDA_SUCCESS)
         return CUDA_ERROR_NOT_INITIALIZED;
+    if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop->location.id < 0 ||
+        prop->location.id >= sim_cfg.devices)
+        return CUDA_ERROR_INVALID_DEVICE;
     struct sim_phys *p = calloc(1, sizeof *p);
     if (!p)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    p->device = prop->location.id;
+    pthread_mutex_lock(&sim_lock);
+    CUresult r = sim_mem_take(p->device, size, SIM_MEM_ALLOC);
+    pthread_mutex_unlock(&sim_lock);
+    if (r != CUDA_SUCCESS) {
+        free(p);
+        return r;
+    }
     p->fd = memfd_create("simgpu-vmm", MFD_CLOEXEC);
     if (p->fd < 0 || ftruncate(p->fd, (off_t)size) != 0) {
         if (p->fd >= 0)
             close(p->fd);
+        pthread_mutex_lock(&sim_lock);
+        sim_mem_give(p->device, size, SIM_MEM_ALLOC);
+        pthread_mutex_unlock(&sim_lock);
         free(p);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
