@@ -12,7 +12,13 @@
  * SIMNCCL_ENQUEUE_US (default 0): the host time each call spends, spinning, before
  * it launches its kernel, as the real NCCL's enqueue does (several us a call).
  * Sends and receives between ncclGroupStart and ncclGroupEnd become one operation
- * per communicator and stream that starts when all their peers are ready. */
+ * per communicator and stream that starts when all their peers are ready.
+ * Each communicator holds device memory for its buffers from its creation to its
+ * destruction, as the real library's do: NCCL_BUFFSIZE (bytes, default 4 MiB, as
+ * NCCL's) x SIMNCCL_CHANNELS x its peers (nranks - 1, at least 1), taken through
+ * simgpu_internal_alloc so that no cuMem* hook sees it. A creation the device has no
+ * room for fails with ncclUnhandledCudaError, after the rank has joined: its peers
+ * find it gone at their first collective rather than wait for it to join. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -436,6 +442,13 @@ static unsigned sim_nccl_channels(void)
     return n;
 }
 
+/* The device memory of a communicator of nranks' buffers (above). */
+static uint64_t sim_nccl_buffer_bytes(int nranks)
+{
+    uint64_t buffsize = (uint64_t)sim_nccl_env("NCCL_BUFFSIZE", 4u << 20);
+    return buffsize * sim_nccl_channels() * (uint64_t)(nranks > 1 ? nranks - 1 : 1);
+}
+
 /* Puts op (counted in its communicator's pending) on the stream; frees it
  * when that fails. */
 static ncclResult_t sim_nccl_launch_now(void *arg, CUfunction f, cudaStream_t stream)
@@ -656,12 +669,24 @@ static ncclResult_t sim_nccl_comm_new(ncclComm_t *out, const char *name, int nra
         free(c);
         return r;
     }
+    uint64_t bytes = sim_nccl_buffer_bytes(nranks);
+    CUresult cr = simgpu_internal_alloc(cudev, bytes);
+    if (cr != CUDA_SUCCESS) {
+        r = sim_nccl_error(ncclUnhandledCudaError, "comm %s, rank %d: %llu bytes of buffers on device %d: "
+                           "Cuda failure %d '%s'", c->id, rank, (unsigned long long)bytes, cudev, (int)cr,
+                           cr == CUDA_ERROR_OUT_OF_MEMORY ? "out of memory" : "error");
+        sim_nccl_shm_detach(c);
+        free(c);
+        return r;
+    }
+    c->buffer_bytes = bytes;
     *out = c;
     return ncclSuccess;
 }
 
 static void sim_nccl_comm_free(struct ncclComm *c)
 {
+    simgpu_internal_free(c->cudev, c->buffer_bytes);
     sim_nccl_shm_detach(c);
     free(c);
 }

@@ -68,6 +68,7 @@ struct ncclComm {
     int nonblocking;         /* ncclConfig_t.blocking = 0, NCCL_COMM_BLOCKING=0 or
                                 SIMNCCL_NONBLOCKING=1 (simnccl_async.c) */
     CUcontext ctx;           /* current at init: NCCL sets its device to enqueue */
+    uint64_t buffer_bytes;   /* device memory its buffers hold (simgpu_internal_alloc) */
 };
 
 /* Records the message ncclGetLastError returns and prints it on stderr
