@@ -3,7 +3,9 @@
  * CUDA runtime does (dlopen libcuda.so.1, then cuGetProcAddress_v2 for every entry
  * point) and links NCCL normally. Kernel durations follow tools/sim/simgpu.h: the first
  * kernel parameter is a uint64_t of nanoseconds. Ranks come from torchrun's
- * variables; rank 0 publishes the NCCL unique id in a file (see sim_train_rendezvous). */
+ * variables; rank 0 publishes the NCCL unique id in a file (see sim_train_rendezvous).
+ * Its device memory (the memory options) is counted as the agent's hooks see it: what
+ * it holds through cuMemAlloc, a PyTorch-like caching allocator's blocks included. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -36,10 +38,14 @@
     X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuDeviceGetAttribute)                    \
     X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) \
     X(cuGraphDestroy) X(cuGraphExecDestroy)
+/* Looked up only with a memory option, so that a run without one makes the calls
+ * it always made. */
+#define SIM_TRAIN_DRIVER_MEM(X) X(cuMemGetInfo)
 
 static struct {
 #define SIM_TRAIN_MEMBER(fn) __typeof__(fn) *fn;
     SIM_TRAIN_DRIVER(SIM_TRAIN_MEMBER)
+    SIM_TRAIN_DRIVER_MEM(SIM_TRAIN_MEMBER)
 #undef SIM_TRAIN_MEMBER
 } drv;
 
@@ -75,6 +81,10 @@ struct sim_train_opts {
     int pp_inner;                 /* --order tp-pp-dp: pipeline inside data parallel */
     long stage_slow;              /* --stage-slow S:F: stage S's kernels F times longer */
     double stage_slow_factor;
+    double leak_mb;               /* --leak-mb */
+    double layer_act_mb;          /* --layer-act-mb */
+    long act_cycle;               /* --act-cycle */
+    int cache;                    /* --cache */
 };
 
 #define SIM_TRAIN_MAX_DEVICES 8
@@ -182,6 +192,26 @@ static const char sim_train_usage[] =
     "  --order O             how ranks are laid out, innermost first: tp-dp-pp (default,\n"
     "                        Megatron's) or tp-pp-dp (rank = tp + T x (pp + P x dp): a\n"
     "                        node holds whole pipelines, data parallel crosses nodes)\n"
+    "  --leak-mb M           every training step allocates M MiB more (cuMemAlloc in\n"
+    "                        sim_train_leak) and never frees it\n"
+    "  --layer-act-mb A      each layer's forward pass allocates A MiB of activations\n"
+    "                        (sim_train_act_alloc), freed after that layer's backward\n"
+    "                        (default 0: none; 16 with --cache); not with --graph,\n"
+    "                        --tp or --pp\n"
+    "  --act-cycle K         step S's activations are (1 + S mod K) x --layer-act-mb a\n"
+    "                        layer, as batches of varying length make them (default 1)\n"
+    "  --cache               the per-step allocations (--layer-act-mb, --leak-mb) go\n"
+    "                        through a caching allocator, as PyTorch's (sim_cache_alloc):\n"
+    "                        sizes rounded up to 512 bytes, from 1 MiB on to 2 MiB; a\n"
+    "                        freed block stays cached and serves the next request of its\n"
+    "                        size; when cuMemAlloc runs out of memory, the device's cached\n"
+    "                        blocks are freed (cuMemFree) and the call tried once more\n"
+    "                        (none cached: no retry). The cache is emptied at the end.\n"
+    "                        A per-step allocation that finds the device full (after\n"
+    "                        the retry) ends the rank with status 1 and, on stderr,\n"
+    "                        \"simtrain: CUDA out of memory at step S: tried to allocate\n"
+    "                        X MiB; N MiB free of T MiB\" (S from 0); the other ranks\n"
+    "                        fail their next collective\n"
     "  --seed S              seed of the data and checkpoint contents (default 1)\n"
     "  --help                this text\n"
     "Environment: SIMTRAIN_CONFIG=\"OPTIONS\" adds options after the command line's, as a\n"
@@ -196,7 +226,18 @@ static const char sim_train_usage[] =
     "\"phase\":\"train\"|\"eval\",\"start_ns\",\"end_ns\"}, on the simulator's clock: a training\n"
     "step from the start of its data loading to the end of its checkpoint, if any.\n"
     "With --tp or --pp, first a line of the rank's place: {\"pid\",\"rank\",\"kind\":\"layout\",\n"
-    "\"tp\",\"dp\",\"pp\" (its index in each), \"tp_size\",\"dp_size\",\"pp_size\",\"microbatches\"}.\n";
+    "\"tp\",\"dp\",\"pp\" (its index in each), \"tp_size\",\"dp_size\",\"pp_size\",\"microbatches\"}.\n"
+    "With a memory option (--leak-mb, --layer-act-mb, --cache; it sets SIMGPU_TRUTH_MEMORY=1,\n"
+    "the simulator's device_memory lines) or SIMGPU_TRUTH_MEMORY=1, each step line holds\n"
+    "\"live_bytes\" too, the device memory the program held through cuMemAlloc at the step's\n"
+    "end (with --cache, \"cached_bytes\": the part of it cached), and then come\n"
+    "{\"pid\",\"rank\",\"kind\":\"train_memory\",\"peak_bytes\",\"peak_index\" (the step line\n"
+    "it fell in; null: none),\"peak_ns\" (when the allocation that reached it returned),\n"
+    "\"leak_bytes_per_step\",\"cache_retries\" (allocations that succeeded once the cache was\n"
+    "freed),\"cache_retry_ns\" (their time, from the failed call's start to the retry's end)}\n"
+    "and, after an out-of-memory end,\n"
+    "{\"pid\",\"rank\",\"kind\":\"oom\",\"step\",\"index\" (its step line's, had it ended),\n"
+    "\"bytes\" (asked),\"free_bytes\",\"total_bytes\" (cuMemGetInfo's then),\"ns\"}.\n";
 
 static int sim_train_abort_on_error;     /* --timeout-s */
 
@@ -318,7 +359,8 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
     enum { O_STEPS = 256, O_LAYERS, O_FWD, O_BWD, O_BUCKET, O_OVERLAP, O_NO_OVERLAP, O_DATA,
            O_CKPT_EVERY, O_CKPT_MB, O_CKPT_DIR, O_STRAGGLER, O_BW, O_SEED, O_HELP, O_KERNELS, O_EVAL_EVERY,
            O_EVAL_STEPS, O_DRIFT, O_KERNEL_BLOCKS, O_SLOW_DATA, O_STALL, O_CRASH, O_DESYNC, O_TIMEOUT, O_DEVICES, O_GRAPH, O_GRAPH_NCCL,
-           O_SECONDS, O_PROGRESS, O_TP, O_PP, O_MICRO, O_ACT, O_STAGE_SLOW, O_ORDER, O_NO_STEP_SYNC, O_HOST_WORK, O_HOST_WAIT };
+           O_SECONDS, O_PROGRESS, O_TP, O_PP, O_MICRO, O_ACT, O_STAGE_SLOW, O_ORDER, O_NO_STEP_SYNC, O_HOST_WORK, O_HOST_WAIT,
+           O_LEAK, O_LAYER_ACT, O_ACT_CYCLE, O_CACHE };
     static const struct option longopts[] = {
         { "steps", required_argument, NULL, O_STEPS },
         { "seconds", required_argument, NULL, O_SECONDS },
@@ -358,6 +400,10 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         { "act-mb", required_argument, NULL, O_ACT },
         { "stage-slow", required_argument, NULL, O_STAGE_SLOW },
         { "order", required_argument, NULL, O_ORDER },
+        { "leak-mb", required_argument, NULL, O_LEAK },
+        { "layer-act-mb", required_argument, NULL, O_LAYER_ACT },
+        { "act-cycle", required_argument, NULL, O_ACT_CYCLE },
+        { "cache", no_argument, NULL, O_CACHE },
         { "help", no_argument, NULL, O_HELP },
         { NULL, 0, NULL, 0 },
     };
@@ -367,8 +413,9 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         .slow_data_rank = -1, .stall_rank = -1, .crash_rank = -1, .desync_rank = -1,
         .host_work_rank = -1, .devices = 1,
         .eval_steps = 2, .tp = 1, .pp = 1, .act_mb = 4, .stage_slow = -1, .stage_slow_factor = 1,
+        .act_cycle = 1,
     };
-    int c, overlap_set = 0, steps_set = 0;
+    int c, overlap_set = 0, steps_set = 0, cycle_set = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (c) {
@@ -400,6 +447,10 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         case O_PP: o->pp = sim_train_long("--pp", optarg, 1); break;
         case O_MICRO: o->microbatches = sim_train_long("--microbatches", optarg, 1); break;
         case O_ACT: o->act_mb = sim_train_double("--act-mb", optarg, 0, 1); break;
+        case O_LEAK: o->leak_mb = sim_train_double("--leak-mb", optarg, 0, 1); break;
+        case O_LAYER_ACT: o->layer_act_mb = sim_train_double("--layer-act-mb", optarg, 0, 1); break;
+        case O_ACT_CYCLE: o->act_cycle = sim_train_long("--act-cycle", optarg, 1); cycle_set = 1; break;
+        case O_CACHE: o->cache = 1; break;
         case O_ORDER:
             if (strcmp(optarg, "tp-dp-pp") && strcmp(optarg, "tp-pp-dp"))
                 sim_train_usage_error("--order: '%s' is neither tp-dp-pp nor tp-pp-dp", optarg);
@@ -492,6 +543,19 @@ static void sim_train_parse(int argc, char **argv, struct sim_train_opts *o)
         sim_train_usage_error("--stage-slow %ld: there are %ld stages (--pp)", o->stage_slow, o->pp);
     if (!o->microbatches)
         o->microbatches = o->pp > 1 ? 2 * o->pp : 1;
+    if (o->cache && o->layer_act_mb == 0)
+        o->layer_act_mb = 16;
+    if (o->layer_act_mb > 0 && (o->graph || o->tp > 1 || o->pp > 1))
+        sim_train_usage_error("--layer-act-mb%s: not with --graph, --tp or --pp (they allocate in the passes)",
+                              o->cache ? " (and --cache, which sets it)" : "");
+    if (cycle_set && o->layer_act_mb == 0)
+        sim_train_usage_error("--act-cycle: only with --layer-act-mb or --cache");
+}
+
+/* A memory option is given: the per-step allocations, cuMemGetInfo, the memory truth. */
+static int sim_train_mem_options(const struct sim_train_opts *o)
+{
+    return o->leak_mb > 0 || o->layer_act_mb > 0 || o->cache;
 }
 
 static int sim_train_env_int(const char *name, int def)
@@ -506,7 +570,7 @@ static int sim_train_env_int(const char *name, int def)
     return (int)n;
 }
 
-static void sim_train_load_driver(void)
+static void sim_train_load_driver(int with_mem)
 {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (!h)
@@ -520,6 +584,9 @@ static void sim_train_load_driver(void)
             CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS)                                \
         sim_train_die("cuGetProcAddress_v2(%s, %d) failed (status %d)", #fn, CUDA_VERSION, (int)status);
     SIM_TRAIN_DRIVER(SIM_TRAIN_RESOLVE)
+    if (with_mem) {
+        SIM_TRAIN_DRIVER_MEM(SIM_TRAIN_RESOLVE)
+    }
 #undef SIM_TRAIN_RESOLVE
 }
 
@@ -601,6 +668,13 @@ static double sim_train_now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static uint64_t sim_train_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 struct sim_train {
     struct sim_train_opts o;
     int rank, world;
@@ -636,6 +710,11 @@ struct sim_train {
     long l0, l1;
     CUdeviceptr act_out, act_in;
     size_t act_bytes;
+    long step;          /* the training step being run, from 0 */
+    /* --layer-act-mb: each layer's activations while the step holds them,
+     * and their size in this step (--act-cycle) */
+    CUdeviceptr *acts;
+    size_t act_step_bytes;
 };
 
 /* Work goes on device d from here: its context current, its stream waiting
@@ -658,6 +737,174 @@ static void sim_train_kernel(struct sim_train *t, CUfunction f, double us)
     uint64_t ns = (uint64_t)(us * 1000 * t->scale * t->drift + 0.5);
     void *params[] = { &ns };
     CU(cuLaunchKernel(f, t->blocks, 1, 1, 256, 1, 1, 0, t->compute, params, NULL));
+}
+
+/* ---- device memory ---- */
+
+/* What the program holds through cuMemAlloc, as the agent's hooks count it
+ * (cached blocks included): now, the most it was, when, and in which step
+ * line; and what an out-of-memory end met. */
+static struct {
+    int on;                  /* memory truth: a memory option or SIMGPU_TRUTH_MEMORY=1 */
+    int cache;               /* --cache */
+    uint64_t live, peak, peak_ns;
+    long peak_index;         /* -1: before the first step */
+    long index, begun;       /* the step line being made (-1: none), steps begun */
+    uint64_t leak_bytes;     /* taken by each training step, as allocated */
+    int oom;
+    long oom_step, oom_index;
+    uint64_t oom_bytes, oom_free, oom_total, oom_ns;
+} sim_train_mem = { .peak_index = -1, .index = -1 };
+
+static void sim_train_oom(struct sim_train *t, size_t bytes) __attribute__((noreturn));
+
+static CUresult sim_train_mem_alloc(CUdeviceptr *p, size_t bytes)
+{
+    CUresult r = drv.cuMemAlloc(p, bytes);
+    if (r == CUDA_SUCCESS && (sim_train_mem.live += bytes) > sim_train_mem.peak) {
+        sim_train_mem.peak = sim_train_mem.live;
+        sim_train_mem.peak_ns = sim_train_now_ns();
+        sim_train_mem.peak_index = sim_train_mem.index;
+    }
+    return r;
+}
+
+static void sim_train_mem_free(CUdeviceptr p, size_t bytes)
+{
+    CU(cuMemFree(p));
+    sim_train_mem.live -= bytes;
+}
+
+/* A buffer made at setup: running out of memory there ends the rank as any
+ * failed driver call does. */
+static void sim_train_buffer(CUdeviceptr *p, size_t bytes)
+{
+    sim_train_cu(sim_train_mem_alloc(p, bytes), "cuMemAlloc");
+}
+
+/* --cache: a caching allocator as PyTorch's, reduced to what shapes the memory
+ * a profiler sees: a freed block stays allocated in the cache and serves the
+ * next request of its size on its device; a cuMemAlloc that finds the device
+ * full frees the device's cached blocks and is tried once more (the slow path
+ * PyTorch counts as num_alloc_retries). No block is split or merged. */
+struct sim_cache_block {
+    CUdeviceptr p;
+    size_t bytes;
+    int dev;              /* t->cur when it was made */
+};
+static struct {
+    struct sim_cache_block *free;   /* the cached blocks, in no order */
+    size_t n, cap;
+    uint64_t bytes;                 /* theirs together */
+    long retries;                   /* allocations that succeeded once the cache was freed */
+    uint64_t retry_ns;              /* their time, from the failed call's start */
+} sim_cache;
+
+/* Sizes as PyTorch's allocator rounds them: 512 bytes, 2 MiB from 1 MiB on. */
+static size_t sim_cache_round(size_t bytes)
+{
+    size_t unit = bytes >= (1u << 20) ? (size_t)2 << 20 : 512;
+    return (bytes + unit - 1) / unit * unit;
+}
+
+/* Frees the cached blocks of device dev (-1: of all). */
+static void sim_cache_empty(int dev)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < sim_cache.n; i++) {
+        struct sim_cache_block b = sim_cache.free[i];
+        if (dev >= 0 && b.dev != dev) {
+            sim_cache.free[kept++] = b;
+            continue;
+        }
+        sim_train_mem_free(b.p, b.bytes);
+        sim_cache.bytes -= b.bytes;
+    }
+    sim_cache.n = kept;
+}
+
+static __attribute__((noinline)) CUdeviceptr sim_cache_alloc(struct sim_train *t, size_t bytes)
+{
+    size_t size = sim_cache_round(bytes);
+    for (size_t i = 0; i < sim_cache.n; i++) {
+        if (sim_cache.free[i].bytes == size && sim_cache.free[i].dev == t->cur) {
+            CUdeviceptr p = sim_cache.free[i].p;
+            sim_cache.free[i] = sim_cache.free[--sim_cache.n];
+            sim_cache.bytes -= size;
+            return p;
+        }
+    }
+    CUdeviceptr p = 0;
+    uint64_t t0 = sim_train_now_ns();
+    CUresult r = sim_train_mem_alloc(&p, size);
+    int cached = 0;
+    for (size_t i = 0; i < sim_cache.n && !cached; i++)
+        cached = sim_cache.free[i].dev == t->cur;
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && cached) {
+        sim_cache_empty(t->cur);
+        r = sim_train_mem_alloc(&p, size);
+        if (r == CUDA_SUCCESS) {
+            sim_cache.retries++;
+            sim_cache.retry_ns += sim_train_now_ns() - t0;
+        }
+    }
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+        sim_train_oom(t, size);
+    sim_train_cu(r, "cuMemAlloc");
+    __asm__ volatile("" ::: "memory"); /* not a tail call: this frame stays on the stack */
+    return p;
+}
+
+static void sim_cache_free(struct sim_train *t, CUdeviceptr p, size_t bytes)
+{
+    if (sim_cache.n == sim_cache.cap) {
+        size_t cap = sim_cache.cap ? 2 * sim_cache.cap : 64;
+        struct sim_cache_block *grown = realloc(sim_cache.free, cap * sizeof(*grown));
+        if (!grown)
+            sim_train_die("out of memory");
+        sim_cache.free = grown;
+        sim_cache.cap = cap;
+    }
+    sim_cache.free[sim_cache.n++] = (struct sim_cache_block){ p, sim_cache_round(bytes), t->cur };
+    sim_cache.bytes += sim_cache_round(bytes);
+}
+
+/* A step's allocation on the current device, through the cache with --cache:
+ * running out of memory ends the rank (sim_train_oom). */
+static CUdeviceptr sim_train_step_alloc(struct sim_train *t, size_t bytes)
+{
+    CUdeviceptr p = 0;
+    if (t->o.cache)
+        return sim_cache_alloc(t, bytes);
+    CUresult r = sim_train_mem_alloc(&p, bytes);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+        sim_train_oom(t, bytes);
+    sim_train_cu(r, "cuMemAlloc");
+    return p;
+}
+
+static void sim_train_step_free(struct sim_train *t, CUdeviceptr p, size_t bytes)
+{
+    if (t->o.cache)
+        sim_cache_free(t, p, bytes);
+    else
+        sim_train_mem_free(p, bytes);
+}
+
+/* --layer-act-mb: a layer's activations, made by its forward pass. */
+static __attribute__((noinline)) CUdeviceptr sim_train_act_alloc(struct sim_train *t)
+{
+    CUdeviceptr p = sim_train_step_alloc(t, t->act_step_bytes);
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+/* --leak-mb: memory a step takes and never gives back, as a list that keeps
+ * each step's loss tensor (and its graph) does. */
+static __attribute__((noinline)) void sim_train_leak(struct sim_train *t)
+{
+    (void)sim_train_step_alloc(t, (size_t)(t->o.leak_mb * MIB + 0.5));
+    __asm__ volatile("" ::: "memory");
 }
 
 static volatile uintptr_t sim_train_null;
@@ -721,6 +968,8 @@ static void sim_train_gpu(struct sim_train *t, enum sim_train_part part)
     if (part != SIM_TRAIN_REST) {
         for (long l = 0; l < o->layers; l++) {
             sim_train_on(t, t->layer_dev[l]);
+            if (t->acts)
+                t->acts[l] = sim_train_act_alloc(t);
             for (long k = 0; k < o->kernels; k++)
                 sim_train_kernel(t, t->fwd[l], o->fwd_us / (double)o->kernels);
         }
@@ -728,6 +977,10 @@ static void sim_train_gpu(struct sim_train *t, enum sim_train_part part)
             sim_train_on(t, t->layer_dev[l]);
             for (long k = 0; k < o->kernels; k++)
                 sim_train_kernel(t, t->bwd[l], o->bwd_us / (double)o->kernels);
+            /* freed once the backward that reads them is queued, as autograd
+             * drops them: the stream's order keeps their reuse safe */
+            if (t->acts)
+                sim_train_step_free(t, t->acts[l], t->act_step_bytes);
             if (o->overlap && part == SIM_TRAIN_WHOLE) {
                 CU(cuEventRecord(t->bwd_done[l], t->compute));
                 CU(cuStreamWaitEvent(t->comm, t->bwd_done[l], 0));
@@ -862,8 +1115,8 @@ static void sim_train_groups(struct sim_train *t)
     t->act_bytes = (size_t)(o->act_mb * MIB) & ~(size_t)3;
     if (!t->act_bytes)
         t->act_bytes = 4;
-    CU(cuMemAlloc(&t->act_out, t->act_bytes));
-    CU(cuMemAlloc(&t->act_in, t->act_bytes));
+    sim_train_buffer(&t->act_out, t->act_bytes);
+    sim_train_buffer(&t->act_in, t->act_bytes);
 }
 
 /* --graph: the step's work captured on the compute stream (the communication
@@ -969,6 +1222,10 @@ static void sim_train_step(struct sim_train *t, long step)
         sim_train_host_work(o->host_work_us);
     if (o->host_wait)
         sim_train_host_wait(t);
+    if (o->leak_mb > 0)
+        sim_train_leak(t);
+    if (t->acts)
+        t->act_step_bytes = (size_t)((double)(1 + step % o->act_cycle) * o->layer_act_mb * MIB + 0.5);
     if (o->tp > 1 || o->pp > 1) {
         sim_train_gpu3d(t);
     } else if (!o->graph || step < SIM_TRAIN_GRAPH_WARMUP) {
@@ -1006,18 +1263,12 @@ static struct sim_train_ckpt_log {
 } *sim_train_ckpts;
 static size_t sim_train_nckpts;
 
-static uint64_t sim_train_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The steps as the program counts them, for SIMGPU_TRUTH (kept in memory,
  * written once at exit so that the trace holds no I/O of its own). */
 static struct sim_train_step_log {
     uint64_t start_ns, end_ns;
     int eval;
+    uint64_t live, cached;   /* device memory held at the end (sim_train_mem.on) */
 } *sim_train_steps;
 static size_t sim_train_nsteps;
 
@@ -1025,6 +1276,7 @@ static int sim_train_log_steps; /* SIMGPU_TRUTH is set: memory grows with the st
 
 static void sim_train_step_begin(void)
 {
+    sim_train_mem.index = sim_train_mem.begun++;
     if (!sim_train_log_steps)
         return;
     void *grown = realloc(sim_train_steps, (sim_train_nsteps + 1) * sizeof(*sim_train_steps));
@@ -1036,9 +1288,12 @@ static void sim_train_step_begin(void)
 
 static void sim_train_step_end(int eval)
 {
+    sim_train_mem.index = -1;
     if (!sim_train_log_steps)
         return;
     sim_train_steps[sim_train_nsteps].end_ns = sim_train_now_ns();
+    sim_train_steps[sim_train_nsteps].live = sim_train_mem.live;
+    sim_train_steps[sim_train_nsteps].cached = sim_cache.bytes;
     sim_train_steps[sim_train_nsteps++].eval = eval;
 }
 
@@ -1055,11 +1310,42 @@ static void sim_train_progress(const char *path, long steps)
     close(fd);
 }
 
+/* A whole line, or the rank ends. */
+static void sim_train_write_line(int fd, const char *line, int n, const char *path)
+{
+    if (n < 0 || write(fd, line, (size_t)n) != n)
+        sim_train_die("SIMGPU_TRUTH %s: %s", path, strerror(errno));
+}
+
+/* The memory lines after the steps (sim_train_mem.on; formats in --help). */
+static void sim_train_write_memory(int fd, int rank, const char *path)
+{
+    char line[512], peak_index[24] = "null";
+    if (sim_train_mem.peak_index >= 0)
+        snprintf(peak_index, sizeof peak_index, "%ld", sim_train_mem.peak_index);
+    int n = snprintf(line, sizeof line,
+                     "{\"pid\":%d,\"rank\":%d,\"kind\":\"train_memory\",\"peak_bytes\":%llu,\"peak_index\":%s,"
+                     "\"peak_ns\":%llu,\"leak_bytes_per_step\":%llu,\"cache_retries\":%ld,\"cache_retry_ns\":%llu}\n",
+                     (int)getpid(), rank, (unsigned long long)sim_train_mem.peak, peak_index,
+                     (unsigned long long)sim_train_mem.peak_ns, (unsigned long long)sim_train_mem.leak_bytes,
+                     sim_cache.retries, (unsigned long long)sim_cache.retry_ns);
+    sim_train_write_line(fd, line, n, path);
+    if (!sim_train_mem.oom)
+        return;
+    n = snprintf(line, sizeof line,
+                 "{\"pid\":%d,\"rank\":%d,\"kind\":\"oom\",\"step\":%ld,\"index\":%ld,\"bytes\":%llu,"
+                 "\"free_bytes\":%llu,\"total_bytes\":%llu,\"ns\":%llu}\n",
+                 (int)getpid(), rank, sim_train_mem.oom_step, sim_train_mem.oom_index,
+                 (unsigned long long)sim_train_mem.oom_bytes, (unsigned long long)sim_train_mem.oom_free,
+                 (unsigned long long)sim_train_mem.oom_total, (unsigned long long)sim_train_mem.oom_ns);
+    sim_train_write_line(fd, line, n, path);
+}
+
 /* SIMGPU_TRUTH's path with "%p" made the pid, as the simulator reads it. */
 static void sim_train_write_steps(int rank)
 {
     const char *pattern = getenv("SIMGPU_TRUTH");
-    char path[4096], line[256];
+    char path[4096], line[384], mem[96] = "";
     size_t o = 0;
     if (!pattern || !*pattern)
         return;
@@ -1082,15 +1368,41 @@ static void sim_train_write_steps(int rank)
             sim_train_die("SIMGPU_TRUTH %s: %s", path, strerror(errno));
     }
     for (size_t i = 0; i < sim_train_nsteps; i++) {
+        const struct sim_train_step_log *st = &sim_train_steps[i];
+        if (sim_train_mem.on)
+            snprintf(mem, sizeof mem, ",\"live_bytes\":%llu", (unsigned long long)st->live);
+        if (sim_train_mem.on && sim_train_mem.cache)
+            snprintf(mem + strlen(mem), sizeof mem - strlen(mem), ",\"cached_bytes\":%llu",
+                     (unsigned long long)st->cached);
         int n = snprintf(line, sizeof(line),
                          "{\"pid\":%d,\"rank\":%d,\"kind\":\"step\",\"index\":%zu,\"phase\":\"%s\","
-                         "\"start_ns\":%llu,\"end_ns\":%llu}\n",
-                         (int)getpid(), rank, i, sim_train_steps[i].eval ? "eval" : "train",
-                         (unsigned long long)sim_train_steps[i].start_ns, (unsigned long long)sim_train_steps[i].end_ns);
-        if (write(fd, line, (size_t)n) != n)
-            sim_train_die("SIMGPU_TRUTH %s: %s", path, strerror(errno));
+                         "\"start_ns\":%llu,\"end_ns\":%llu%s}\n",
+                         (int)getpid(), rank, i, st->eval ? "eval" : "train",
+                         (unsigned long long)st->start_ns, (unsigned long long)st->end_ns, mem);
+        sim_train_write_line(fd, line, n, path);
     }
+    if (sim_train_mem.on)
+        sim_train_write_memory(fd, rank, path);
     close(fd);
+}
+
+/* A step's allocation found the device full: PyTorch's message, the truth so
+ * far, and the rank ends (its peers fail their next collective). */
+static void sim_train_oom(struct sim_train *t, size_t bytes)
+{
+    size_t free_b = 0, total_b = 0;
+    sim_train_mem.oom_ns = sim_train_now_ns();
+    CU(cuMemGetInfo(&free_b, &total_b));
+    fprintf(stderr, "simtrain: CUDA out of memory at step %ld: tried to allocate %.2f MiB; %.2f MiB free of %.2f MiB\n",
+            t->step, (double)bytes / MIB, (double)free_b / MIB, (double)total_b / MIB);
+    sim_train_mem.oom = 1;
+    sim_train_mem.oom_step = t->step;
+    sim_train_mem.oom_index = sim_train_mem.index;
+    sim_train_mem.oom_bytes = bytes;
+    sim_train_mem.oom_free = free_b;
+    sim_train_mem.oom_total = total_b;
+    sim_train_write_steps(t->rank);
+    exit(1);
 }
 
 static void sim_train_write_events(int rank, uint64_t main_start, uint64_t main_end)
@@ -1145,7 +1457,7 @@ static void sim_train_setup(struct sim_train *t)
     char name[64], data_path[4096];
     int local = sim_train_env_int("LOCAL_RANK", 0);
 
-    sim_train_load_driver();
+    sim_train_load_driver(sim_train_mem_options(o));
     CU(cuInit(0));
     t->layer_dev = calloc((size_t)o->layers, sizeof(*t->layer_dev));
     if (!t->layer_dev)
@@ -1182,12 +1494,14 @@ static void sim_train_setup(struct sim_train *t)
         snprintf(name, sizeof(name), "bwd_gemm_l%ld", l);
         CU(cuModuleGetFunction(&t->bwd[l], mods[d], name));
         CU(cuEventCreate(&t->bwd_done[l], CU_EVENT_DISABLE_TIMING));
-        CU(cuMemAlloc(&t->grads[l], t->bucket_bytes));
+        sim_train_buffer(&t->grads[l], t->bucket_bytes);
     }
     CU(cuCtxSetCurrent(t->ctxs[0]));
     CU(cuModuleGetFunction(&t->optimizer, mods[0], "optimizer_step"));
     if (o->eval_every > 0)
-        CU(cuMemAlloc(&t->metrics, SIM_TRAIN_METRICS * sizeof(float)));
+        sim_train_buffer(&t->metrics, SIM_TRAIN_METRICS * sizeof(float));
+    if (o->layer_act_mb > 0 && !(t->acts = calloc((size_t)o->layers, sizeof(*t->acts))))
+        sim_train_die("out of memory");
     CU(cuEventCreate(&t->comm_done, CU_EVENT_DISABLE_TIMING));
     CU(cuStreamCreate(&t->comm, CU_STREAM_NON_BLOCKING));
 
@@ -1198,7 +1512,7 @@ static void sim_train_setup(struct sim_train *t)
     }
     if (o->ckpt_every > 0) {
         t->ckpt_bytes = (size_t)(o->ckpt_mb * MIB + 0.5);
-        CU(cuMemAlloc(&t->ckpt_dev, t->ckpt_bytes));
+        sim_train_buffer(&t->ckpt_dev, t->ckpt_bytes);
         CU(cuMemAllocHost((void **)&t->ckpt_host, t->ckpt_bytes));
         sim_train_fill(t->ckpt_host, t->ckpt_bytes, o->seed + t->rank);
         CU(cuMemcpyHtoDAsync(t->ckpt_dev, t->ckpt_host, t->ckpt_bytes, t->compute));
@@ -1217,7 +1531,7 @@ static void sim_train_setup(struct sim_train *t)
         free(buf);
         unlink(data_path);   /* read through the open descriptor; nothing left behind */
         CU(cuMemAllocHost((void **)&t->batch_host, SIM_TRAIN_BATCH_BYTES));
-        CU(cuMemAlloc(&t->batch_dev, SIM_TRAIN_BATCH_BYTES));
+        sim_train_buffer(&t->batch_dev, SIM_TRAIN_BATCH_BYTES);
     }
 }
 
@@ -1231,28 +1545,33 @@ static void sim_train_teardown(struct sim_train *t)
         if (groups[g])
             NCCL(ncclCommDestroy(groups[g]));
     if (t->act_out) {
-        CU(cuMemFree(t->act_out));
-        CU(cuMemFree(t->act_in));
+        sim_train_mem_free(t->act_out, t->act_bytes);
+        sim_train_mem_free(t->act_in, t->act_bytes);
     }
     NCCL(ncclCommDestroy(t->nccl));
     if (t->graph)
         CU(cuGraphExecDestroy(t->graph));
     for (long l = 0; l < t->o.layers; l++) {
         CU(cuEventDestroy(t->bwd_done[l]));
-        CU(cuMemFree(t->grads[l]));
+        sim_train_mem_free(t->grads[l], t->bucket_bytes);
     }
     CU(cuEventDestroy(t->comm_done));
     if (t->metrics)
-        CU(cuMemFree(t->metrics));
+        sim_train_mem_free(t->metrics, SIM_TRAIN_METRICS * sizeof(float));
     if (t->ckpt_host) {
         CU(cuMemFreeHost(t->ckpt_host));
-        CU(cuMemFree(t->ckpt_dev));
+        sim_train_mem_free(t->ckpt_dev, t->ckpt_bytes);
     }
     if (t->batch_host) {
         CU(cuMemFreeHost(t->batch_host));
-        CU(cuMemFree(t->batch_dev));
+        sim_train_mem_free(t->batch_dev, SIM_TRAIN_BATCH_BYTES);
         close(t->data_fd);
     }
+    /* the cache's blocks go back (torch.cuda.empty_cache): what stays is what
+     * --leak-mb took */
+    sim_cache_empty(-1);
+    free(sim_cache.free);
+    free(t->acts);
     CU(cuStreamDestroy(t->comm));
     for (int d = 0; d < (int)t->o.devices; d++) {
         CU(cuStreamDestroy(t->computes[d]));
@@ -1308,6 +1627,15 @@ int main(int argc, char **argv)
         setenv("SIMNCCL_TIMEOUT_S", bw, 1);
         sim_train_abort_on_error = 1;
     }
+    if (sim_train_mem_options(&t.o))
+        setenv("SIMGPU_TRUTH_MEMORY", "1", 1);
+    const char *mem_truth = getenv("SIMGPU_TRUTH_MEMORY");
+    sim_train_mem.on = mem_truth && !strcmp(mem_truth, "1");
+    sim_train_mem.cache = t.o.cache;
+    if (t.o.leak_mb > 0) {
+        size_t leak = (size_t)(t.o.leak_mb * MIB + 0.5);
+        sim_train_mem.leak_bytes = t.o.cache ? sim_cache_round(leak) : leak;
+    }
     sim_train_setup(&t);
 
     sim_train_id_path(path, sizeof(path));
@@ -1337,6 +1665,7 @@ int main(int argc, char **argv)
         t.stall_now = t.o.stall_rank == t.rank && t.o.stall_step == s;
         t.crash_now = t.o.crash_rank == t.rank && t.o.crash_step == s;
         t.desync_now = t.o.desync_rank == t.rank && t.o.desync_step == s;
+        t.step = s;
         sim_train_step(&t, s);
         if (t.o.ckpt_every > 0 && (s + 1) % t.o.ckpt_every == 0)
             sim_train_checkpoint(&t, s + 1);
