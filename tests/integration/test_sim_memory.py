@@ -25,7 +25,7 @@ from rstest import BUILD, check, cleanup, finish, free_port, run, tempdir  # noq
 SIM = os.path.join(BUILD, "sim")
 TRAIN = os.path.join(BUILD, "simtrain")
 MIB = 1 << 20
-CTX = 512 * MIB            # a context's reserve, as simgpu.h documents it
+CTX = 512 * MIB            # a context's reserve (SIMGPU_CTX_MB, set by sim_env)
 NCCL_DEFAULT = 4 * MIB * 16  # NCCL_BUFFSIZE x SIMNCCL_CHANNELS, one peer
 MEMORY_KINDS = {"device_memory", "train_memory", "oom"}
 
@@ -235,7 +235,8 @@ def sim_env(work, name, **extra):
     for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "LD_PRELOAD",
               "SIMGPU_MEM_GB", "SIMGPU_MEM_MB", "SIMGPU_TRUTH_MEMORY", "NCCL_BUFFSIZE", "SIMNCCL_CHANNELS"):
         env.pop(k, None)
-    env.update(SIMGPU_TRUTH=os.path.join(work, name + "-%p.jsonl"), TMPDIR=work)
+    # a context's reserve, which is 0 unless asked (simgpu.h): asked here, so that it is checked
+    env.update(SIMGPU_TRUTH=os.path.join(work, name + "-%p.jsonl"), TMPDIR=work, SIMGPU_CTX_MB=str(CTX // MIB))
     env.update({k: str(v) for k, v in extra.items()})
     return env
 

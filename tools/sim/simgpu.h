@@ -82,9 +82,10 @@
  *   Each device holds SIMGPU_MEM_MB, per process (another process's use is not seen).
  *   Taken from it: every cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged, cuMemAllocAsync
  *   and cuMemAllocFromPoolAsync block; every cuMemCreate'd physical allocation, until
- *   it is released and unmapped; 512 MiB (SIM_CTX_RESERVE_BYTES) for each context alive
- *   (a primary context from its first retain to its last release, a created one until
- *   destroyed), as a real context's own state holds a few hundred MiB; and what
+ *   it is released and unmapped; SIMGPU_CTX_MB for each context alive (a primary
+ *   context from its first retain to its last release, a created one until
+ *   destroyed), as a real context's own state holds a few hundred MiB (512 is about
+ *   one's; default 0, so that what no hook sees is NCCL's alone); and what
  *   simgpu_internal_alloc gives the stand-in NCCL. Pinned host memory is not device
  *   memory. cuMemGetInfo says the capacity and what of it is free on the current
  *   context's device; a request that does not fit fails with CUDA_ERROR_OUT_OF_MEMORY
@@ -113,7 +114,7 @@
  *     the other ranks runs from there to start_ns).
  *   With SIMGPU_TRUTH_MEMORY=1, at exit one line per device the process used:
  *     pid, rank, device, "kind":"device_memory", capacity_bytes, context_bytes (the
- *     reserve of one context), contexts (the most alive at once), nccl_bytes (the
+ *     reserve of one context), contexts (the most alive at once; 0 without a reserve), nccl_bytes (the
  *     most simgpu_internal_alloc held at once), peak_bytes and peak_ns (the most of the
  *     device held at once, everything counted, and when it was first reached),
  *     end_bytes (what was still held at exit).

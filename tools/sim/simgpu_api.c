@@ -100,6 +100,7 @@ static void sim_read_settings(void)
         sim_cfg.mem_bytes = (uint64_t)(sim_env_double("SIMGPU_MEM_GB", 80) * 1e9);
     else
         sim_cfg.mem_bytes = 81920ull << 20;
+    sim_cfg.ctx_bytes = (uint64_t)(sim_env_double("SIMGPU_CTX_MB", 0) * 1048576.0);
     sim_cfg.truth_memory = tm && !strcmp(tm, "1");
     sim_cfg.pid = (int)getpid();
     sim_cfg.kernel_ns = (uint64_t)sim_env_double("SIMGPU_KERNEL_NS", 10000);

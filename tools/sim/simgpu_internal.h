@@ -158,6 +158,7 @@ struct CUgraphExec_st {
 struct sim_settings {
     int devices;
     uint64_t mem_bytes;
+    uint64_t ctx_bytes;     /* SIMGPU_CTX_MB: each live context's reserve */
     uint64_t kernel_ns;
     double copy_gbs, dtod_gbs;
     int rank;                     /* $RANK, -1 when unset */
@@ -211,7 +212,9 @@ CUresult sim_alloc_free(uintptr_t base, int host);
 
 /* Device memory (simgpu_api.c), per device, under sim_lock: what is held there,
  * by part, and the most that was. */
-#define SIM_CTX_RESERVE_BYTES (512ull << 20)   /* a context's own state */
+/* a context's own state: SIMGPU_CTX_MB (default 0, so that what no hook sees
+ * is NCCL's alone; 512 is about a real one's) */
+#define SIM_CTX_RESERVE_BYTES (sim_cfg.ctx_bytes)
 enum sim_mem_part { SIM_MEM_ALLOC, SIM_MEM_CONTEXT, SIM_MEM_INTERNAL, SIM_MEM_PARTS };
 struct sim_dev_mem {
     uint64_t held[SIM_MEM_PARTS], peak[SIM_MEM_PARTS];

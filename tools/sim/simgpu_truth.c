@@ -103,7 +103,7 @@ static void sim_truth_memory(void)
                          "\"nccl_bytes\":%llu,\"peak_bytes\":%llu,\"peak_ns\":%llu,\"end_bytes\":%llu}\n",
                          (int)getpid(), rank, d, (unsigned long long)sim_cfg.mem_bytes,
                          (unsigned long long)SIM_CTX_RESERVE_BYTES,
-                         (unsigned long long)(m->peak[SIM_MEM_CONTEXT] / SIM_CTX_RESERVE_BYTES),
+                         (unsigned long long)(SIM_CTX_RESERVE_BYTES ? m->peak[SIM_MEM_CONTEXT] / SIM_CTX_RESERVE_BYTES : 0),
                          (unsigned long long)m->peak[SIM_MEM_INTERNAL], (unsigned long long)m->peak_used,
                          (unsigned long long)m->peak_ns, (unsigned long long)m->used);
         if (n > 0 && (size_t)n < sizeof(line))
