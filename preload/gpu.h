@@ -60,6 +60,13 @@ void *rs_dlsym_real(void *handle, const char *name);
 /* 1 once the driver's functions the agent needs are resolved and the program
  * has called cuInit; 0 while not (yet), -1 when CUDA capture is off. */
 int rs_cuda_ready(void);
+/* The driver's memory figure of the calling thread's device (cuMemGetInfo:
+ * the series gpu_mem_used and gpu_mem_total), when force or 100 ms have
+ * passed since the last; nothing before the driver is ready, without a
+ * current context, or while a stream is being captured (hook_cuda.c). The
+ * caller holds rs_th.guard. */
+void rs_mem_info_tick(int force);
+
 /* Streams being captured into graphs anywhere in the process right now. */
 extern _Atomic int rs_captures;
 

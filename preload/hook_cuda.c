@@ -494,14 +494,14 @@ static uint32_t mem_series(_Atomic uint32_t *slot, int kind, int device)
     return id;
 }
 
-static void mem_info_read(uint64_t now, int device, int failed)
+static void mem_info_read(uint64_t now, int device, int force)
 {
     uint64_t last = atomic_load_explicit(&mem_info_last, memory_order_relaxed);
-    if (!failed && now - last < MEM_INFO_NS)
+    if (!force && now - last < MEM_INFO_NS)
         return;
-    if (!failed && !atomic_compare_exchange_strong(&mem_info_last, &last, now))
+    if (!force && !atomic_compare_exchange_strong(&mem_info_last, &last, now))
         return;
-    if (failed)
+    if (force)
         atomic_store(&mem_info_last, now);
     if (!rs_cu.mem_get_info || device < 0 || device >= MEM_INFO_DEVICES ||
         atomic_load_explicit(&rs_captures, memory_order_relaxed) > 0)
@@ -512,6 +512,19 @@ static void mem_info_read(uint64_t now, int device, int failed)
     uint64_t t = rs_now();
     rs_series_point(mem_series(&mem_used_series[device], RSF_SERIES_GPU_MEM_USED, device), t, total_b - free_b);
     rs_series_point(mem_series(&mem_total_series[device], RSF_SERIES_GPU_MEM_TOTAL, device), t, total_b);
+}
+
+void rs_mem_info_tick(int force)
+{
+    if (rs_cuda_ready() <= 0)
+        return;
+    uint64_t now = rs_now();
+    if (!force && now - atomic_load_explicit(&mem_info_last, memory_order_relaxed) < MEM_INFO_NS)
+        return;
+    CUdevice dev;
+    if (!rs_cu.ctx_get_device || rs_cu.ctx_get_device(&dev) != CUDA_SUCCESS)
+        return;
+    mem_info_read(now, dev, force);
 }
 
 /* A memory call of kind (enum rsf_mem_kind; RSF_MEM_ALLOC_FAILED with

@@ -233,6 +233,9 @@ static void comm_record(int kind, uint64_t t0, uint64_t t1, ncclComm_t c, const 
     r->device = s ? s->device : -1;
     r->pad_ = 0;
     rs_commit(sizeof *r);
+    /* a communicator holds device memory from its creation: the driver's figure now */
+    if (kind != RSF_COMM_DESTROY && kind != RSF_COMM_ABORT && kind != RSF_COMM_FINALIZE)
+        rs_mem_info_tick(1);
     rs_guard_restore(g);
 }
 
@@ -553,6 +556,8 @@ static void coll_commit(const struct rs_rec_coll *c)
         *r = *c;
         rs_commit(sizeof *r);
     }
+    /* collectives come every step: the driver's memory figure at most every 100 ms */
+    rs_mem_info_tick(0);
     rs_guard_restore(g);
 }
 

@@ -1,6 +1,7 @@
 /* GPU memory across the job (memory.h). */
 #include "reporter/analyse/memory.h"
 #include "reporter/load/memory.h"
+#include "reporter/load/summary.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -25,36 +26,53 @@ static void step_peaks(const struct rsr_memory *mem, const struct rsr_steps *ste
     }
 }
 
-/* The line through the bytes held at the end of each training step after
- * the first tenth: its slope a step and r^2. */
+/* The line through the bytes held over the training steps after the first
+ * tenth (warm-up): through the timeline's bins (what each ended with), each
+ * at its step and its share of that step's time (bins rather than the
+ * steps' ends: a step's end is the last rank's, and a rank may allocate for
+ * its next step before it; a long step, a crash's, then counts as one). */
 static void growth(const struct rsr_memory *mem, const struct rsr_steps *steps, struct rsr_mem_proc *p)
 {
+    size_t first = steps->n / 10, k = 0, nsteps = 0;
+    for (size_t i = first; i < steps->n; i++)
+        nsteps += rsr_step_get(steps, i)->phase == RSR_PHASE_TRAIN;
+    int64_t from = rsr_step_get(steps, first)->start_ns, to = rsr_step_get(steps, steps->n - 1)->end_ns;
     double sx = 0, sy = 0, sxx = 0, sxy = 0, syy = 0;
-    size_t k = 0;
-    for (size_t i = steps->n / 10; i < steps->n; i++) {
-        const struct rsr_step *s = rsr_step_get(steps, i);
-        if (s->phase != RSR_PHASE_TRAIN)
+    uint64_t last = rsr_memory_live_at(mem, from);
+    for (uint32_t b = 0; b < mem->nb; b++) {
+        int64_t a = rsr_memory_bin_start(mem, b), z = a + mem->width_ns;
+        if (mem->b[b].set)
+            last = mem->b[b].live_last;
+        if (a < from || z > to)
             continue;
-        double x = (double)i, y = (double)rsr_memory_live_at(mem, s->end_ns);
+        int64_t mid = a + mem->width_ns / 2;
+        long s = rsr_steps_at(steps, mid);
+        if (s < 0)
+            continue;
+        const struct rsr_step *st = rsr_step_get(steps, (size_t)s);
+        double x = (double)s + (st->end_ns > st->start_ns ?
+                                (double)(mid - st->start_ns) / (double)(st->end_ns - st->start_ns) : 0),
+               y = (double)last;
         sx += x, sy += y, sxx += x * x, sxy += x * y, syy += y * y;
         k++;
     }
-    p->grow_steps = k;
-    if (k < RSR_LEAK_MIN_STEPS)
+    p->grow_steps = nsteps;
+    if (k < RSR_LEAK_MIN_STEPS || nsteps < RSR_LEAK_MIN_STEPS)
         return;
-    double vx = sxx - sx * sx / (double)k, vy = syy - sy * sy / (double)k, cxy = sxy - sx * sy / (double)k;
+    double n = (double)k, vx = sxx - sx * sx / n, vy = syy - sy * sy / n, cxy = sxy - sx * sy / n;
     if (vx <= 0)
         return;
     p->grow_per_step = cxy / vx;
     p->grow_r2 = vy > 0 ? cxy * cxy / (vx * vy) : 0;
     p->leak = p->grow_per_step > 0 && p->grow_r2 >= RSR_LEAK_R2 &&
-              p->grow_per_step * (double)k >= (double)RSR_LEAK_MIN_BYTES;
+              p->grow_per_step * (double)nsteps >= (double)RSR_LEAK_MIN_BYTES;
 }
 
 /* The failed call that ended the process: its last one, when no retry got
  * past it; the retries before it that did. */
-static void fatal(const struct rsr_memory *mem, const struct rsr_steps *steps, struct rsr_mem_proc *p)
+static void fatal(struct rsr_model *m, const struct rsr_steps *steps, struct rsr_mem_proc *p)
 {
+    const struct rsr_memory *mem = m->mem;
     p->fatal = -1;
     p->fatal_step = -1;
     if (!mem->nfails || mem->fails[mem->nfails - 1].retried)
@@ -66,6 +84,16 @@ static void fatal(const struct rsr_memory *mem, const struct rsr_steps *steps, s
     long s = steps->n ? rsr_steps_at(steps, f->ns) : -1;
     if (s < 0 && steps->n && f->ns >= rsr_step_get(steps, steps->n - 1)->end_ns)
         s = (long)steps->n; /* in the step after the last one found: the one it never finished */
+    /* The last step found holds what came after it up to the job's end: the
+     * next step's start, which never finished, and the other ranks' wait for
+     * this one. A failure after this process's last collective, which lies
+     * in that step, is in the next one. */
+    const struct rsr_summary *sm = rsr_model_summary(m);
+    struct rsr_step_mark last;
+    if (s == (long)steps->n - 1 && sm && sm->n_cmarks &&
+        rsr_summary_cmarks_read(sm, sm->n_cmarks - 1, 1, &last) == 0 && f->ns > last.t &&
+        rsr_steps_at(steps, last.t) == s)
+        s = (long)steps->n;
     p->fatal_step = s;
 }
 
@@ -95,11 +123,15 @@ int rsr_memory_analyse(struct rsr_model *const *models, size_t n, const struct r
             step_peaks(mem, steps, p);
             growth(mem, steps, p);
         }
-        fatal(mem, steps, p);
-        if (p->grow_per_step > 0 && mem->total) {
-            /* what the device has left, as the driver says (other processes and
-             * libraries included), else as the program's own bytes say */
-            uint64_t held = mem->used_max ? mem->used_max : mem->end_live;
+        fatal(models[i], steps, p);
+        if (p->leak && mem->total) {
+            /* what the device has left: the program's bytes in the last step and
+             * what else the driver last said was in use (the context, NCCL's
+             * buffers, other processes) */
+            /* the most held in the last step (its end's bin may hold the teardown's frees) */
+            const struct rsr_step *last = rsr_step_get(steps, steps->n - 1);
+            uint64_t held = rsr_memory_max_in(mem, last->start_ns, last->end_ns) +
+                            (uint64_t)(mem->other_last > 0 ? mem->other_last : 0);
             double left = held < mem->total ? (double)(mem->total - held) : 0;
             p->full_at_step = (double)steps->n + left / p->grow_per_step;
         }

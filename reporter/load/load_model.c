@@ -558,7 +558,10 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
     }
     if (c->counters)
         m->dropped = c->counters->dropped;
-    if (rsr_nodes_chunk(m, c, strings, nstrings) != 0 || rsr_memory_chunk(&m->mem, c) != 0)
+    if (c->meta)
+        rsr_memlive_meta(&L->mem_sampling, c);
+    if (rsr_nodes_chunk(m, c, strings, nstrings) != 0 ||
+        rsr_memory_chunk(&m->mem, &L->mem_sampling, c) != 0)
         goto oom;
     if (L->stream && m->n_ops + m->n_io + m->n_syncs + m->n_hwaits + m->n_colls + m->n_ranges >= RSR_STREAM_WINDOW)
         drain(L, 0);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "formats/chunk.h"
+#include "reporter/load/memory.h"
 #include "reporter/load/coll_groups.h"
 #include "reporter/load/gpumetrics.h"
 #include "reporter/load/model.h"
@@ -16,6 +17,7 @@
 /* What the loader keeps between chunks of one file. */
 struct rsr_model_loader {
     struct rsr_model *m;
+    struct rsr_memlive mem_sampling;    /* the agent's sampling of allocation stacks (memory.h), from the meta */
     uint32_t *smap;             /* file string id -> model string id + 1 (0: not yet) */
     uint32_t nsmap;
     uint32_t *fmap;             /* file id -> file string id of its path */

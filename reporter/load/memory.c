@@ -78,7 +78,10 @@ static void take_peak(struct rsr_memlive *l)
 
 void rsr_memlive_meta(struct rsr_memlive *l, const struct rsf_chunk *c)
 {
+    const char *always = c->meta ? rsf_meta_setting(c->meta, "mem_stack_mb") : NULL;
     const char *every = c->meta ? rsf_meta_setting(c->meta, "mem_sample_mb") : NULL;
+    if (always)
+        l->always = (uint64_t)strtoull(always, NULL, 10) << 20;
     if (every)
         l->every = (uint64_t)strtoull(every, NULL, 10) << 20;
 }
@@ -119,7 +122,9 @@ void rsr_memlive_event(struct rsr_memlive *l, const struct rsf_mem_event *e, con
         b->stack = mi ? mi->stack : 0;
         /* files before MemInfo's flags: every stack taken stands for itself */
         b->sampled = mi && (mi->flags & RSF_MEMF_SAMPLED || mi->stack);
-        b->weight = b->sampled ? (e->bytes < l->every ? l->every : e->bytes) : 0;
+        b->weight = !b->sampled                                 ? 0
+                    : (l->always && e->bytes >= l->always) || e->bytes >= l->every ? e->bytes
+                                                                                : l->every;
         b->host = (uint8_t)host;
         b->live = 1;
         if (host) {
@@ -249,10 +254,13 @@ static void note_used(struct rsr_memory *m, int64_t ns, uint64_t used)
         m->used_max = used;
         m->used_max_ns = ns;
     }
+    int64_t other = used > m->live.live ? (int64_t)(used - m->live.live) : 0;
+    m->other_last = other;
     int64_t gap = ns > m->live.peak_ns ? ns - m->live.peak_ns : m->live.peak_ns - ns;
-    if (m->live.peak && (m->used_at_peak_gap < 0 || gap < m->used_at_peak_gap)) {
+    if (m->used_at_peak_gap < 0 || gap < m->used_at_peak_gap) {
         m->used_at_peak = used;
         m->used_at_peak_gap = gap;
+        m->other_at_peak = other;
     }
 }
 
@@ -273,7 +281,58 @@ static void note_retry(struct rsr_memory *m, const struct rsf_mem_event *e)
     }
 }
 
-int rsr_memory_chunk(struct rsr_memory **memp, const struct rsf_chunk *c)
+/* One memory call. */
+static void take_call(struct rsr_memory *m, const struct rsf_mem_event *e, const struct rsf_mem_info *mi)
+{
+    unsigned k = e->kind;
+    if (k == RSF_MEM_ALLOC_FAILED) {
+        m->failed++;
+        rsr_memlive_event(&m->live, e, mi);
+        /* the first ones, and the latest in the last place */
+        if (m->nfails == RSR_MEM_FAILS)
+            m->nfails--;
+        m->fails[m->nfails++] = (struct rsr_mem_fail){
+            .ns = (int64_t)e->start_ns, .asked = e->bytes, .live = m->live.live, .tid = e->tid,
+            .stack = mi ? mi->stack : 0, .result = mi ? mi->result : 0, .device = mi ? mi->device : -1,
+            .asked_kind = mi ? mi->asked : 0 };
+        return;
+    }
+    if (allocates(k)) {
+        m->allocs++;
+        m->alloc_bytes += e->bytes;
+        if (m->device < 0 && mi && mi->device >= 0 && k != RSF_MEM_ALLOC_HOST)
+            m->device = mi->device;
+        if (m->nfails)
+            note_retry(m, e);
+    } else if (frees(k)) {
+        m->frees++;
+    }
+    uint64_t before = m->live.live;
+    rsr_memlive_event(&m->live, e, mi);
+    if (m->live.live != before)
+        note_live(m, (int64_t)e->start_ns, m->live.live);
+}
+
+/* One point of a series: the driver's in-use or total figure. */
+static void take_point(struct rsr_memory *m, const struct rsf_point *p)
+{
+    if (p->series && p->series == m->used_series) {
+        note_used(m, (int64_t)p->ts_ns, p->value);
+        /* a failure's free and total: the driver's figure read just after it */
+        for (uint32_t f = m->nfails; f-- > 0 && !m->fails[f].total_b;)
+            if ((int64_t)p->ts_ns >= m->fails[f].ns)
+                m->fails[f].free_b = p->value; /* used for now; total comes next */
+    } else if (p->series && p->series == m->total_series) {
+        m->total = p->value;
+        for (uint32_t f = m->nfails; f-- > 0 && !m->fails[f].total_b;)
+            if ((int64_t)p->ts_ns >= m->fails[f].ns && m->fails[f].free_b <= p->value) {
+                m->fails[f].total_b = p->value;
+                m->fails[f].free_b = p->value - m->fails[f].free_b;
+            }
+    }
+}
+
+int rsr_memory_chunk(struct rsr_memory **memp, const struct rsr_memlive *sampling, const struct rsf_chunk *c)
 {
     int series = 0;
     for (uint32_t i = 0; i < c->nseries; i++)
@@ -286,6 +345,9 @@ int rsr_memory_chunk(struct rsr_memory **memp, const struct rsf_chunk *c)
             return -1;
         m->device = -1;
         m->used_at_peak_gap = -1;
+        m->other_at_peak = m->other_last = -1;
+        m->live.always = sampling ? sampling->always : 0;
+        m->live.every = sampling ? sampling->every : 0;
         *memp = m;
     }
     for (uint32_t i = 0; i < c->nseries; i++) {
@@ -298,55 +360,16 @@ int rsr_memory_chunk(struct rsr_memory **memp, const struct rsf_chunk *c)
         else if (s->kind == RSF_SERIES_GPU_MEM_TOTAL && !m->total_series)
             m->total_series = s->id;
     }
-    if (c->meta)
-        rsr_memlive_meta(&m->live, c);
-    for (uint32_t i = 0; i < c->nmems; i++) {
-        const struct rsf_mem_event *e = &c->mems[i];
-        const struct rsf_mem_info *mi = c->mem_info ? &c->mem_info[i] : NULL;
-        unsigned k = e->kind;
-        if (k == RSF_MEM_ALLOC_FAILED) {
-            m->failed++;
-            rsr_memlive_event(&m->live, e, mi);
-            /* the first ones, and the latest in the last place */
-            if (m->nfails == RSR_MEM_FAILS)
-                m->nfails--;
-            m->fails[m->nfails++] = (struct rsr_mem_fail){
-                    .ns = (int64_t)e->start_ns, .asked = e->bytes, .live = m->live.live, .tid = e->tid,
-                    .stack = mi ? mi->stack : 0, .result = mi ? mi->result : 0, .device = mi ? mi->device : -1,
-                    .asked_kind = mi ? mi->asked : 0 };
+    /* calls and the driver's figures in time order: what the program held
+     * as each figure was read is what the figure is held against */
+    uint32_t i = 0, k = 0;
+    while (i < c->nmems || k < c->npoints) {
+        if (k < c->npoints && (i == c->nmems || c->points[k].ts_ns < c->mems[i].start_ns)) {
+            take_point(m, &c->points[k++]);
             continue;
         }
-        if (allocates(k)) {
-            m->allocs++;
-            m->alloc_bytes += e->bytes;
-            if (m->device < 0 && mi && mi->device >= 0 && k != RSF_MEM_ALLOC_HOST)
-                m->device = mi->device;
-            if (m->nfails)
-                note_retry(m, e);
-        } else if (frees(k)) {
-            m->frees++;
-        }
-        uint64_t before = m->live.live;
-        rsr_memlive_event(&m->live, e, mi);
-        if (m->live.live != before)
-            note_live(m, (int64_t)e->start_ns, m->live.live);
-    }
-    for (uint32_t i = 0; i < c->npoints; i++) {
-        const struct rsf_point *p = &c->points[i];
-        if (p->series && p->series == m->used_series) {
-            note_used(m, (int64_t)p->ts_ns, p->value);
-            /* a failure's free and total: the driver's figure read just after it */
-            for (uint32_t f = m->nfails; f-- > 0 && !m->fails[f].total_b;)
-                if ((int64_t)p->ts_ns >= m->fails[f].ns)
-                    m->fails[f].free_b = p->value; /* used for now; total comes next */
-        } else if (p->series && p->series == m->total_series) {
-            m->total = p->value;
-            for (uint32_t f = m->nfails; f-- > 0 && !m->fails[f].total_b;)
-                if ((int64_t)p->ts_ns >= m->fails[f].ns && m->fails[f].free_b <= p->value) {
-                    m->fails[f].total_b = p->value;
-                    m->fails[f].free_b = p->value - m->fails[f].free_b;
-                }
-        }
+        take_call(m, &c->mems[i], c->mem_info ? &c->mem_info[i] : NULL);
+        i++;
     }
     return 0;
 }

@@ -55,8 +55,9 @@ struct rsr_memlive {
     uint64_t at_fail;       /* device bytes held at the last failed call */
     uint64_t host_live, host_peak;
     /* the agent's sampling (meta settings mem_stack_mb, mem_sample_mb), bytes:
-     * a sampled block under every stands for every bytes; 0: not sampled */
-    uint64_t every;
+     * a sampled block under always and every stands for every bytes; 0: not
+     * sampled (each stands for itself) */
+    uint64_t always, every;
     /* the stacks' weights at the peak, all of them (the graph scales them
      * to the peak's bytes: unsampled blocks are shared out) */
     uint64_t weight_at_peak;
@@ -116,6 +117,10 @@ struct rsr_memory {
     int64_t used_max_ns;
     uint64_t used_at_peak;
     int64_t used_at_peak_gap;       /* |its time - the peak's|, ns; -1: none */
+    /* in use beyond the program's own bytes (the driver's figure less what
+     * the program held as it was read): at the reading nearest the peak,
+     * and at the last one (-1: none read) */
+    int64_t other_at_peak, other_last;
     uint32_t used_series, total_series;  /* this file's series ids for them (0: none yet) */
     int64_t t0_ns, width_ns;        /* bin i covers [t0 + i * width, t0 + (i + 1) * width) */
     uint32_t nb;                    /* bins in use */
@@ -133,9 +138,9 @@ struct rsr_memory {
 };
 
 /* Takes a chunk's memory calls and the driver's memory points into *mem,
- * made (zeroed, device -1) when NULL and there is something to take.
- * Returns 0, or -1 when out of memory. */
-int rsr_memory_chunk(struct rsr_memory **mem, const struct rsf_chunk *c);
+ * made (zeroed, device -1, sampling's always and every) when NULL and
+ * there is something to take. Returns 0, or -1 when out of memory. */
+int rsr_memory_chunk(struct rsr_memory **mem, const struct rsr_memlive *sampling, const struct rsf_chunk *c);
 
 /* The file has ended: settles the peak and the growing stack, and frees the
  * live blocks. */
