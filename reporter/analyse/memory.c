@@ -68,6 +68,28 @@ static void growth(const struct rsr_memory *mem, const struct rsr_steps *steps, 
               p->grow_per_step * (double)nsteps >= (double)RSR_LEAK_MIN_BYTES;
 }
 
+/* The step at time ns of process m: the one found there, or the one after
+ * the last found (n) when ns comes after it. The last step found holds what
+ * came after it up to the job's end (the next step's start, which never
+ * finished, and the other ranks' wait for a rank that died): a time after
+ * m's last collective, which lies in that step, is in the next one. -1:
+ * before the first. */
+static long step_of(struct rsr_model *m, const struct rsr_steps *steps, int64_t ns)
+{
+    if (!steps->n)
+        return -1;
+    long s = rsr_steps_at(steps, ns);
+    if (s < 0 && ns >= rsr_step_get(steps, steps->n - 1)->end_ns)
+        return (long)steps->n;
+    const struct rsr_summary *sm = rsr_model_summary(m);
+    struct rsr_step_mark last;
+    if (s == (long)steps->n - 1 && sm && sm->n_cmarks &&
+        rsr_summary_cmarks_read(sm, sm->n_cmarks - 1, 1, &last) == 0 && ns > last.t &&
+        rsr_steps_at(steps, last.t) == s)
+        s = (long)steps->n;
+    return s;
+}
+
 /* The failed call that ended the process: its last one, when no retry got
  * past it; the retries before it that did. */
 static void fatal(struct rsr_model *m, const struct rsr_steps *steps, struct rsr_mem_proc *p)
@@ -81,20 +103,7 @@ static void fatal(struct rsr_model *m, const struct rsr_steps *steps, struct rsr
     const struct rsr_mem_fail *f = &mem->fails[p->fatal];
     p->retries_before = mem->retried;
     p->retry_ns_before = mem->retry_ns;
-    long s = steps->n ? rsr_steps_at(steps, f->ns) : -1;
-    if (s < 0 && steps->n && f->ns >= rsr_step_get(steps, steps->n - 1)->end_ns)
-        s = (long)steps->n; /* in the step after the last one found: the one it never finished */
-    /* The last step found holds what came after it up to the job's end: the
-     * next step's start, which never finished, and the other ranks' wait for
-     * this one. A failure after this process's last collective, which lies
-     * in that step, is in the next one. */
-    const struct rsr_summary *sm = rsr_model_summary(m);
-    struct rsr_step_mark last;
-    if (s == (long)steps->n - 1 && sm && sm->n_cmarks &&
-        rsr_summary_cmarks_read(sm, sm->n_cmarks - 1, 1, &last) == 0 && f->ns > last.t &&
-        rsr_steps_at(steps, last.t) == s)
-        s = (long)steps->n;
-    p->fatal_step = s;
+    p->fatal_step = step_of(m, steps, f->ns);
 }
 
 int rsr_memory_analyse(struct rsr_model *const *models, size_t n, const struct rsr_steps *steps,
@@ -119,7 +128,7 @@ int rsr_memory_analyse(struct rsr_model *const *models, size_t n, const struct r
         p->has = 1;
         out->any = 1;
         if (steps->n) {
-            p->peak_step = mem->peak ? rsr_steps_at(steps, mem->peak_ns) : -1;
+            p->peak_step = mem->peak ? step_of(models[i], steps, mem->peak_ns) : -1;
             step_peaks(mem, steps, p);
             growth(mem, steps, p);
         }

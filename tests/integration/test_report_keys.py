@@ -6,7 +6,8 @@
   node metrics from a fake /sys and /proc; the same traces under --watch and
   with one file cut short and one damaged; 8 ranks as 2 nodes, tensor and
   pipeline parallel; a straggler slowed in its kernels; a rank slowed in
-  data loading, with many short kernels; a process that starts a compiler
+  data loading, with many short kernels; a rank leaking GPU memory through a
+  caching allocator until it runs out; a process that starts a compiler
   and an Inductor compile worker; a program removed before its report; two
   real Kineto traces and one of 1,600 steps written here) hold no key the
   schema does not declare, every value of its declared type, and together
@@ -254,6 +255,27 @@ def hung(work):
     return make_report("hung", os.path.join(d, "trace"), os.path.join(d, "report"))
 
 
+def memory_oom(work):
+    """2 ranks, rank 1 leaking 64 MiB a step through the caching allocator
+    on a 1 GiB device until it runs out (a retry got past first): report.json
+    (its memory, out-of-memory and leak) or None."""
+    d = os.path.join(work, "memory")
+    os.makedirs(d)
+    e = dict(os.environ)
+    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "LD_PRELOAD", "RINGSIDE_JOB",
+              "RINGSIDE_RANK_PID", "RINGSIDE_SERIES"):
+        e.pop(k, None)
+    e.update(LD_LIBRARY_PATH=SIM, SIMNCCL_TIMEOUT_S="20", RINGSIDE_OUT=os.path.join(d, "trace"), AGENT_SO=AGENT,
+             SIMGPU_MEM_MB="1024")
+    p = run([LAUNCH, "-n", "2", "--", "sh", "-c", 'export LD_PRELOAD="$AGENT_SO"; [ "$RANK" = 1 ] && '
+             'set -- "$@" --leak-mb 64; exec "$@"', "sh", TRAIN, "--steps", "40", "--layers", "2", "--cache"],
+            env=e, timeout=60)
+    if not check("memory: rank 1 runs out of memory (status 1)", p.returncode == 1,
+                 p.stderr.decode(errors="replace")[-300:]):
+        return None
+    return make_report("memory", os.path.join(d, "trace"), os.path.join(d, "report"))
+
+
 def reports(work):
     """[(name, report.json)] of the jobs above."""
     got = []
@@ -279,6 +301,7 @@ def reports(work):
                                                  "1:6000", "--kernels-per-layer", "60", "--fwd-us", "120",
                                                  "--bwd-us", "240"], RINGSIDE_SAMPLE_HZ=500)[1]))
     got.append(("hung", hung(work)))
+    got.append(("memory", memory_oom(work)))
     got.append(("1,600 Kineto steps", kineto(work, "kineto-steps", [many_steps(work)])))
     got.append(("compile", compile_job(work)))
     got.append(("removed program", gone(work)))
