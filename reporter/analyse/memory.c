@@ -135,12 +135,12 @@ int rsr_memory_analyse(struct rsr_model *const *models, size_t n, const struct r
         fatal(models[i], steps, p);
         if (p->leak && mem->total) {
             /* what the device has left: the program's bytes in the last step and
-             * what else the driver last said was in use (the context, NCCL's
+             * the most else the driver said was in use (the context, NCCL's
              * buffers, other processes) */
             /* the most held in the last step (its end's bin may hold the teardown's frees) */
             const struct rsr_step *last = rsr_step_get(steps, steps->n - 1);
             uint64_t held = rsr_memory_max_in(mem, last->start_ns, last->end_ns) +
-                            (uint64_t)(mem->other_last > 0 ? mem->other_last : 0);
+                            (uint64_t)(mem->other_max > 0 ? mem->other_max : 0);
             double left = held < mem->total ? (double)(mem->total - held) : 0;
             p->full_at_step = (double)steps->n + left / p->grow_per_step;
         }

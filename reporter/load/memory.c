@@ -255,7 +255,8 @@ static void note_used(struct rsr_memory *m, int64_t ns, uint64_t used)
         m->used_max_ns = ns;
     }
     int64_t other = used > m->live.live ? (int64_t)(used - m->live.live) : 0;
-    m->other_last = other;
+    if (other > m->other_max)
+        m->other_max = other;
     int64_t gap = ns > m->live.peak_ns ? ns - m->live.peak_ns : m->live.peak_ns - ns;
     if (m->used_at_peak_gap < 0 || gap < m->used_at_peak_gap) {
         m->used_at_peak = used;
@@ -345,7 +346,7 @@ int rsr_memory_chunk(struct rsr_memory **memp, const struct rsr_memlive *samplin
             return -1;
         m->device = -1;
         m->used_at_peak_gap = -1;
-        m->other_at_peak = m->other_last = -1;
+        m->other_at_peak = m->other_max = -1;
         m->live.always = sampling ? sampling->always : 0;
         m->live.every = sampling ? sampling->every : 0;
         *memp = m;

@@ -119,8 +119,9 @@ struct rsr_memory {
     int64_t used_at_peak_gap;       /* |its time - the peak's|, ns; -1: none */
     /* in use beyond the program's own bytes (the driver's figure less what
      * the program held as it was read): at the reading nearest the peak,
-     * and at the last one (-1: none read) */
-    int64_t other_at_peak, other_last;
+     * and the most at any (-1: none read; teardown gives NCCL's back before
+     * the program's, so the last reading can miss it) */
+    int64_t other_at_peak, other_max;
     uint32_t used_series, total_series;  /* this file's series ids for them (0: none yet) */
     int64_t t0_ns, width_ns;        /* bin i covers [t0 + i * width, t0 + (i + 1) * width) */
     uint32_t nb;                    /* bins in use */

@@ -66,9 +66,9 @@ void rsr_memory_process_json(struct rsr_jw *w, const struct rsr_job *j, size_t i
     rsr_jw_kuint(w, "host_pinned_peak_bytes", m->host_peak);
     rsr_jw_kuint(w, "failed", m->failed);
     uint_or_null(w, "driver_used_max_bytes", m->used_max, m->used_max != 0);
-    /* what the driver last said was in use beyond the program's own bytes:
+    /* the most the driver said was in use beyond the program's own bytes:
      * the context, NCCL's buffers, other processes */
-    uint_or_null(w, "other_bytes", (uint64_t)(m->other_last > 0 ? m->other_last : 0), m->other_last >= 0);
+    uint_or_null(w, "other_bytes", (uint64_t)(m->other_max > 0 ? m->other_max : 0), m->other_max >= 0);
     rsr_jw_karray(w, "peak_stacks", RSR_JW_LINES);
     const struct rsr_top_stack *top = j->models[i]->waits.top[RSR_TOP_MEM];
     for (int k = 0; k < RSR_TOP_STACKS && top[k].ns; k++) {
