@@ -34,33 +34,42 @@ static double y_at(double gib, double top)
     return Y1 - (Y1 - Y0) * fmin(gib, top) / top;
 }
 
-/* A line through the bins of key in tl (bytes; null breaks it). */
-static void line(FILE *f, yajl_val bins, const char *colour, double top, double bin_s, double span)
+/* The bytes held, bin by bin from start_s (seconds from the job's start),
+ * as steps, on to until_s (the job's end, or the process's failure). */
+static void held_line(FILE *f, yajl_val bins, double top, double start_s, double bin_s, double until_s,
+                      double span)
 {
-    int open = 0;
+    double v = 0;
+    int any = 0;
     for (size_t i = 0; i < rsr_jv_len(bins); i++) {
-        double v;
-        if (!rsr_jv_num(rsr_jv_at(bins, i), &v)) {
-            if (open)
-                fputs("\"/>\n", f);
-            open = 0;
+        if (!rsr_jv_num(rsr_jv_at(bins, i), &v))
             continue;
-        }
-        if (!open)
-            fprintf(f, "<polyline fill=\"none\" stroke-width=\"1.4\" stroke=\"%s\" points=\"", colour);
-        open = 1;
-        fprintf(f, "%.1f,%.1f ", x_at(((double)i + 0.5) * bin_s, span), y_at(v / GIB, top));
+        fprintf(f, "%s%.1f,%.1f %.1f,%.1f", any ? " " : "<polyline fill=\"none\" stroke-width=\"1.4\" "
+                   "stroke=\"#1f77b4\" points=\"", x_at(start_s + (double)i * bin_s, span), y_at(v / GIB, top),
+                x_at(start_s + (double)(i + 1) * bin_s, span), y_at(v / GIB, top));
+        any = 1;
     }
-    if (open)
-        fputs("\"/>\n", f);
+    if (any)
+        fprintf(f, " %.1f,%.1f\"/>\n", x_at(until_s, span), y_at(v / GIB, top));
 }
 
-static void chart(FILE *f, yajl_val p, size_t idx)
+/* The driver's readings: a dot in each bin that has one (they are few). */
+static void used_dots(FILE *f, yajl_val bins, double top, double start_s, double bin_s, double span)
+{
+    for (size_t i = 0; i < rsr_jv_len(bins); i++) {
+        double v;
+        if (rsr_jv_num(rsr_jv_at(bins, i), &v))
+            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.2\" fill=\"#8e8e8e\"/>\n",
+                    x_at(start_s + ((double)i + 0.5) * bin_s, span), y_at(v / GIB, top));
+    }
+}
+
+/* A process's chart over the job's span (span seconds from its start). */
+static void chart(FILE *f, yajl_val p, size_t idx, double span)
 {
     yajl_val m = rsr_jv_key(p, "memory"), tl = rsr_jv_key(m, "timeline");
     yajl_val held = rsr_jv_key(tl, "held_bytes"), used = rsr_jv_key(tl, "driver_used_bytes");
     double bin_s = rsr_jv_knum_or(tl, "bin_s", 0), start_s = rsr_jv_knum_or(tl, "start_s", 0);
-    double span = bin_s * (double)rsr_jv_len(held);
     double total = rsr_jv_knum_or(m, "total_bytes", 0), most = 0;
     double v;
     for (size_t i = 0; i < rsr_jv_len(used); i++)
@@ -93,7 +102,7 @@ static void chart(FILE *f, yajl_val p, size_t idx)
     }
     for (int k = 0; k <= 4; k++) {
         char t[32];
-        rsr_html_fmt_ns(t, sizeof t, (start_s + span * k / 4) * 1e9);
+        rsr_html_fmt_ns(t, sizeof t, span * k / 4 * 1e9);
         fprintf(f, "<text x=\"%.1f\" y=\"188\" font-size=\"10\" text-anchor=\"%s\" fill=\"#57606a\">%s</text>",
                 X0 + (X1 - X0) * k / 4, k == 0 ? "start" : k == 4 ? "end" : "middle", t);
     }
@@ -102,14 +111,20 @@ static void chart(FILE *f, yajl_val p, size_t idx)
         fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#24292f\" "
                    "stroke-dasharray=\"6 4\"><title>the device's memory, %s</title></line>\n",
                 X0, X1, y_at(total / GIB, top), y_at(total / GIB, top), cap);
-    line(f, used, "#8e8e8e", top, bin_s, span);
-    line(f, held, "#1f77b4", top, bin_s, span);
+    /* held until the job's end, or until the failure that ended it */
+    yajl_val fails = rsr_jv_key(m, "failures");
+    double until = span, oom_at;
+    yajl_val oom = rsr_jv_key(m, "oom");
+    double fi;
+    if (oom && rsr_jv_knum(oom, "failure", &fi) && rsr_jv_knum(rsr_jv_at(fails, (size_t)fi), "t_s", &oom_at))
+        until = oom_at;
+    used_dots(f, used, top, start_s, bin_s, span);
+    held_line(f, held, top, start_s, bin_s, until, span);
     double pk;
     if (rsr_jv_knum(m, "peak_s", &pk) && rsr_jv_knum_or(m, "peak_bytes", 0) > 0)
         fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#1f77b4\"><title>peak %s at %.3f s</title>"
                    "</circle>\n",
-                x_at(pk - start_s, span), y_at(rsr_jv_knum_or(m, "peak_bytes", 0) / GIB, top), peak, pk);
-    yajl_val fails = rsr_jv_key(m, "failures");
+                x_at(pk, span), y_at(rsr_jv_knum_or(m, "peak_bytes", 0) / GIB, top), peak, pk);
     for (size_t i = 0; i < rsr_jv_len(fails); i++) {
         yajl_val x = rsr_jv_at(fails, i);
         double t;
@@ -120,7 +135,7 @@ static void chart(FILE *f, yajl_val p, size_t idx)
         rsr_fmt_bytes(asked, sizeof asked, rsr_jv_knum_or(x, "asked_bytes", 0));
         fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"1.2\"%s>"
                    "<title>%s of %s failed at %.3f s%s</title></line>\n",
-                x_at(t - start_s, span), x_at(t - start_s, span), Y0, Y1, retried ? "#f28e2b" : "#d62728",
+                x_at(t, span), x_at(t, span), Y0, Y1, retried ? "#f28e2b" : "#d62728",
                 retried ? " stroke-dasharray=\"3 3\"" : "", rsr_jv_kstr(x, "call") ? rsr_jv_kstr(x, "call") : "?",
                 asked, t, retried ? ", then a retry got past it" : ": out of memory");
     }
@@ -188,7 +203,9 @@ void rsr_html_memory(FILE *f, yajl_val root)
                    "largest peaks. ", k, with);
     fputs("What held the memory at each peak, by allocating stack: the memory flame graph "
           "(<a href=\"flame-mem.svg\">flame-mem.svg</a>).</p>\n<div class=\"charts\">\n", f);
+    /* one time axis for all: the job's */
+    double span = rsr_jv_knum_or(root, "wall_s", 0);
     for (size_t i = 0; i < k; i++)
-        chart(f, rsr_jv_at(procs, (size_t)order[i]), (size_t)order[i]);
+        chart(f, rsr_jv_at(procs, (size_t)order[i]), (size_t)order[i], span);
     fputs("</div></section>\n", f);
 }
