@@ -64,10 +64,18 @@ static struct rsr_mem_stack *stack_of(struct rsr_memlive *l, uint32_t stack)
 
 /* Each stack's bytes at the peak, taken once the peak is passed (a copy
  * per peak rather than per call). */
+const char *rsr_mem_pool_name(int pool)
+{
+    static const char *const names[RSR_NPOOLS] = { "cuMemAlloc", "cuMemAllocAsync", "cuMemCreate",
+                                                   "cuMemAllocManaged" };
+    return pool >= 0 && pool < RSR_NPOOLS ? names[pool] : "?";
+}
+
 static void take_peak(struct rsr_memlive *l)
 {
     if (!l->peak_open)
         return;
+    memcpy(l->pool_at_peak, l->pool_live, sizeof l->pool_at_peak);
     l->weight_at_peak = 0;
     for (size_t i = 0; i < l->nstacks; i++) {
         l->stacks[i].at_peak = l->stacks[i].live;
@@ -126,6 +134,8 @@ void rsr_memlive_event(struct rsr_memlive *l, const struct rsf_mem_event *e, con
                     : (l->always && e->bytes >= l->always) || e->bytes >= l->every ? e->bytes
                                                                                 : l->every;
         b->host = (uint8_t)host;
+        b->pool = (uint8_t)(vmm ? RSR_POOL_VMM : k == RSF_MEM_ALLOC_ASYNC ? RSR_POOL_ASYNC
+                            : k == RSF_MEM_ALLOC_MANAGED ? RSR_POOL_MANAGED : RSR_POOL_ALLOC);
         b->live = 1;
         if (host) {
             l->host_live += e->bytes;
@@ -139,6 +149,7 @@ void rsr_memlive_event(struct rsr_memlive *l, const struct rsf_mem_event *e, con
             s->nlive++;
         }
         l->live += e->bytes;
+        l->pool_live[b->pool] += e->bytes;
         if (l->live > l->peak) {
             l->peak = l->live;
             l->peak_ns = (int64_t)e->start_ns;
@@ -163,6 +174,7 @@ void rsr_memlive_event(struct rsr_memlive *l, const struct rsf_mem_event *e, con
         s->nlive--;
     }
     l->live -= b->bytes;
+    l->pool_live[b->pool] -= b->bytes;
 }
 
 uint32_t rsr_memlive_growing(const struct rsr_memlive *l, uint64_t *bytes, uint32_t *blocks)
@@ -383,6 +395,7 @@ void rsr_memory_end(struct rsr_memory *m)
     rsr_memlive_end(l);
     m->peak = l->peak;
     m->peak_ns = l->peak_ns;
+    memcpy(m->peak_by_pool, l->pool_at_peak, sizeof m->peak_by_pool);
     m->end_live = l->live;
     m->host_peak = l->host_peak;
     m->grow_stack = rsr_memlive_growing(l, &m->grow_bytes, &m->grow_blocks);

@@ -28,10 +28,17 @@ struct rsr_mem_block {
     uint64_t ptr, bytes, weight;
     uint32_t stack;
     uint8_t sampled;
+    uint8_t pool;           /* enum rsr_mem_pool */
     uint8_t vmm;            /* a cuMemCreate handle, not an address */
     uint8_t host;           /* pinned host memory */
     uint8_t live;
 };
+
+/* Where device memory comes from: cuMemAlloc (and Pitch), the stream-ordered
+ * pools (cuMemAllocAsync, cuMemAllocFromPoolAsync), VMM (cuMemCreate),
+ * managed memory. */
+enum rsr_mem_pool { RSR_POOL_ALLOC, RSR_POOL_ASYNC, RSR_POOL_VMM, RSR_POOL_MANAGED, RSR_NPOOLS };
+const char *rsr_mem_pool_name(int pool);
 
 /* One allocating stack's device bytes (the weights of its sampled blocks):
  * held now, by how many blocks, at the peak and at the last failed call. */
@@ -49,6 +56,7 @@ struct rsr_memlive {
     size_t nstacks, capstacks;
     struct rsr_table by_stack;
     uint64_t live;          /* device bytes held now */
+    uint64_t pool_live[RSR_NPOOLS], pool_at_peak[RSR_NPOOLS];  /* of them by where they came from */
     uint64_t peak;          /* the most held at once, and when (the file's clock) */
     int64_t peak_ns;
     int peak_open;          /* at_peak not yet taken for the latest peak */
@@ -111,6 +119,7 @@ struct rsr_memory {
     uint64_t total;                 /* the device's memory (the driver's), 0: not read */
     uint64_t peak;                  /* device bytes held at once, at most; when */
     int64_t peak_ns;
+    uint64_t peak_by_pool[RSR_NPOOLS];  /* the peak's bytes by where they came from */
     uint64_t end_live;              /* held when the file ended */
     uint64_t host_peak;
     uint64_t used_max;              /* the driver's in-use figure: its most, and the one nearest the peak */

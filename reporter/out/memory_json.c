@@ -62,6 +62,10 @@ void rsr_memory_process_json(struct rsr_jw *w, const struct rsr_job *j, size_t i
     rsr_jw_kuint(w, "peak_bytes", m->peak);
     rsr_jw_kfixed(w, "peak_s", m->peak ? job_s(j, m->peak_ns) : 0, 6);
     rsr_jw_kint_or_null(w, "peak_step", p->peak_step);
+    rsr_jw_kobject(w, "peak_by_call", RSR_JW_SPACED);
+    for (int k = 0; k < RSR_NPOOLS; k++)
+        rsr_jw_kuint(w, rsr_mem_pool_name(k), m->peak_by_pool[k]);
+    rsr_jw_end(w);
     rsr_jw_kuint(w, "end_bytes", m->end_live);
     rsr_jw_kuint(w, "host_pinned_peak_bytes", m->host_peak);
     rsr_jw_kuint(w, "failed", m->failed);
