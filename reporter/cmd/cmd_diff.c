@@ -9,7 +9,7 @@ static int run(int argc, char **argv);
 const struct rsr_command rsr_cmd_diff = {
     "diff",
     "  diff BEFORE AFTER [-o OUT] [--json FILE] [-q]\n"
-    "  diff BEFORE AFTER --kind cpu|wait|gpu -o FILE.folded\n"
+    "  diff BEFORE AFTER --kind cpu|wait|gpu|mem -o FILE.folded\n"
     "        what changed between two runs, each a report folder (from report\n"
     "        -o) or a trace folder (reported first): OUT/diff.json (step time,\n"
     "        GPU breakdown, collectives, kernels by the size of their change,\n"
@@ -49,8 +49,8 @@ static int run(int argc, char **argv)
             o.json_path = optarg;
             break;
         case OPT_KIND:
-            if (strcmp(optarg, "cpu") && strcmp(optarg, "wait") && strcmp(optarg, "gpu"))
-                return rsr_cmd_usage(c, "--kind is cpu, wait or gpu");
+            if (strcmp(optarg, "cpu") && strcmp(optarg, "wait") && strcmp(optarg, "gpu") && strcmp(optarg, "mem"))
+                return rsr_cmd_usage(c, "--kind is cpu, wait, gpu or mem");
             o.kind = optarg;
             break;
         default:

@@ -20,7 +20,7 @@ static int run(int argc, char **argv);
 
 const struct rsr_command rsr_cmd_flame = {
     "flame",
-    "  flame DIR... [-o FILE.svg|FILE.folded] [--kind cpu|wait|gpu] [--rank R]\n"
+    "  flame DIR... [-o FILE.svg|FILE.folded] [--kind cpu|wait|gpu|mem] [--rank R]\n"
     "        [--threads] [--lines] [--native] [--from S] [--to S]\n"
     "        [--steps A-B | --slow-steps | --phase train|eval|other]\n"
     "        [--sysroot DIR] [--symbols FILE]\n"
@@ -29,7 +29,8 @@ const struct rsr_command rsr_cmd_flame = {
     "        flamegraph.pl and speedscope when FILE ends in .folded or is -;\n"
     "        default flame-KIND.svg. Weights are ns: CPU time (cpu), time\n"
     "        blocked in CUDA calls and file I/O (wait), GPU time of the kernels\n"
-    "        launched there (gpu). The wait graph sets apart the threads that\n"
+    "        launched there (gpu); bytes for mem: the GPU memory each allocating\n"
+    "        stack held at its process's peak. The wait graph sets apart the threads that\n"
     "        only waited (helpers, pollers, idle DataLoader workers, a launcher)\n"
     "        and says so on stderr; --threads: every thread, its name as root;\n"
     "        --lines: source file:line in frame names (mod.py:func:line for\n"
@@ -199,7 +200,7 @@ static int run(int argc, char **argv)
                 if (strcmp(optarg, rsf_sample_kind_name(v)) == 0)
                     o.kind = (int)v;
             if (o.kind < 0) {
-                fprintf(stderr, "ringside: flame: --kind %s: not cpu, wait or gpu\n", optarg);
+                fprintf(stderr, "ringside: flame: --kind %s: not cpu, wait, gpu or mem\n", optarg);
                 return 2;
             }
             break;

@@ -11,7 +11,7 @@ struct rsr_diff_opts {
     const char *out;        /* -o: a folder (diff.json, diff.html, diff-KIND.svg/.folded),
                              * or with --kind a FILE.folded; NULL: none */
     const char *json_path;  /* --json FILE ("-": stdout); NULL: none */
-    const char *kind;       /* --kind cpu|wait|gpu: -o FILE.folded of that kind; NULL: all, as a folder */
+    const char *kind;       /* --kind cpu|wait|gpu|mem: -o FILE.folded of that kind; NULL: all, as a folder */
     int quiet;
 };
 
