@@ -101,11 +101,15 @@ def step_lines(truth_dir):
     return lines
 
 
+# the driver's memory figures (cuMemGetInfo, from the CUDA hooks), not NVML's
+DRIVER_SERIES = ("gpu_mem_used", "gpu_mem_total")
+
+
 def gpu_series(by):
-    """{kind: (series record, [points by time])} of the gpu_* series."""
+    """{kind: (series record, [points by time])} of NVML's gpu_* series."""
     found = {}
     for s in by.get("series", []):
-        if s["kind"].startswith("gpu_"):
+        if s["kind"].startswith("gpu_") and s["kind"] not in DRIVER_SERIES:
             found[s["kind"]] = (s, [])
     ids = {s["id"]: k for k, (s, _) in found.items()}
     for p in by.get("point", []):
