@@ -628,17 +628,6 @@ static void hang_finding(struct list *l, const struct rsr_job *j)
 
 /* ---- GPU memory (memory.h): context, without a gain ---- */
 
-static const char *mem_call(unsigned kind)
-{
-    switch (kind) {
-    case RSF_MEM_ALLOC_MANAGED: return "cuMemAllocManaged";
-    case RSF_MEM_ALLOC_ASYNC: return "cuMemAllocAsync";
-    case RSF_MEM_VMM_CREATE: return "cuMemCreate";
-    case RSF_MEM_ALLOC_HOST: return "cuMemHostAlloc";
-    default: return "cuMemAlloc";
-    }
-}
-
 /* The out-of-memory that ended a rank (first, before a hang it caused),
  * memory that grows step after step, and a caching allocator's retries. */
 static void memory_findings(struct list *l, const struct rsr_job *j)
@@ -684,7 +673,7 @@ static void memory_findings(struct list *l, const struct rsr_job *j)
             "FSDP, ZeRO), caches that grow; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True when the free "
             "memory is there but in pieces.",
             "%s%s: %s of %s failed (%s)%s; the program held %s then (its peak %s%s)%s%s%s",
-            rank_text(who, sizeof who, m), step, mem_call(f->asked_kind), a,
+            rank_text(who, sizeof who, m), step, rsr_mem_call_name(f->asked_kind), a,
             f->result == 2 ? "out of memory" : "an error", free_text, b, c,
             peak_at, most, other, retries);
         if (l->n == n + 1 && n) {  /* first, whatever comes after it: the others waited for this rank */

@@ -71,6 +71,17 @@ const char *rsr_mem_pool_name(int pool)
     return pool >= 0 && pool < RSR_NPOOLS ? names[pool] : "?";
 }
 
+const char *rsr_mem_call_name(unsigned kind)
+{
+    switch (kind) {
+    case RSF_MEM_ALLOC_MANAGED: return "cuMemAllocManaged";
+    case RSF_MEM_ALLOC_ASYNC: return "cuMemAllocAsync";
+    case RSF_MEM_VMM_CREATE: return "cuMemCreate";
+    case RSF_MEM_ALLOC_HOST: return "cuMemHostAlloc";
+    default: return "cuMemAlloc";
+    }
+}
+
 static void take_peak(struct rsr_memlive *l)
 {
     if (!l->peak_open)

@@ -40,6 +40,10 @@ struct rsr_mem_block {
 enum rsr_mem_pool { RSR_POOL_ALLOC, RSR_POOL_ASYNC, RSR_POOL_VMM, RSR_POOL_MANAGED, RSR_NPOOLS };
 const char *rsr_mem_pool_name(int pool);
 
+/* The call that makes an allocation of kind (enum rsf_mem_kind; a failed
+ * one's asked kind): "cuMemAlloc", "cuMemAllocAsync"... */
+const char *rsr_mem_call_name(unsigned kind);
+
 /* One allocating stack's device bytes (the weights of its sampled blocks):
  * held now, by how many blocks, at the peak and at the last failed call. */
 struct rsr_mem_stack {

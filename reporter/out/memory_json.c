@@ -2,17 +2,6 @@
 #include "reporter/out/memory_json.h"
 #include "reporter/load/memory.h"
 
-static const char *call_name(unsigned kind)
-{
-    switch (kind) {
-    case RSF_MEM_ALLOC_MANAGED: return "cuMemAllocManaged";
-    case RSF_MEM_ALLOC_ASYNC: return "cuMemAllocAsync";
-    case RSF_MEM_VMM_CREATE: return "cuMemCreate";
-    case RSF_MEM_ALLOC_HOST: return "cuMemHostAlloc";
-    default: return "cuMemAlloc";
-    }
-}
-
 /* Seconds from the job's start. */
 static double job_s(const struct rsr_job *j, int64_t ns)
 {
@@ -23,7 +12,7 @@ static void fail_json(struct rsr_jw *w, const struct rsr_job *j, const struct rs
 {
     rsr_jw_object(w, RSR_JW_SPACED);
     rsr_jw_kfixed(w, "t_s", job_s(j, f->ns), 6);
-    rsr_jw_kstr(w, "call", call_name(f->asked_kind));
+    rsr_jw_kstr(w, "call", rsr_mem_call_name(f->asked_kind));
     rsr_jw_kuint(w, "asked_bytes", f->asked);
     rsr_jw_kint(w, "result", f->result);
     rsr_jw_kint(w, "held_bytes", (int64_t)f->live);

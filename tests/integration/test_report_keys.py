@@ -143,17 +143,24 @@ def make_report(name, trace, out, *args):
         return json.load(f)
 
 
+def launch_env(d, **extra):
+    """The environment of a simlaunch job whose traces go to D/trace: no
+    launcher's or earlier run's variables, the stand-ins, the agent."""
+    e = dict(os.environ)
+    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "LD_PRELOAD", "RINGSIDE_JOB",
+              "RINGSIDE_RANK_PID", "RINGSIDE_SERIES"):
+        e.pop(k, None)
+    e.update(LD_LIBRARY_PATH=SIM, RINGSIDE_OUT=os.path.join(d, "trace"), AGENT_SO=AGENT)
+    e.update({k: str(v) for k, v in extra.items()})
+    return e
+
+
 def sim(work, name, world, args, nodes=0, **env):
     """simtrain on WORLD ranks under simlaunch, the agent in the ranks;
     (its trace folder, its report.json) or (None, None)."""
     d = os.path.join(work, name)
     os.makedirs(os.path.join(d, "ckpt"))
-    e = dict(os.environ)
-    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "LD_PRELOAD", "RINGSIDE_JOB",
-              "RINGSIDE_RANK_PID", "RINGSIDE_SERIES"):
-        e.pop(k, None)
-    e.update(LD_LIBRARY_PATH=SIM, SIMNCCL_TIMEOUT_S="60", RINGSIDE_OUT=os.path.join(d, "trace"), AGENT_SO=AGENT)
-    e.update({k: str(v) for k, v in env.items()})
+    e = launch_env(d, SIMNCCL_TIMEOUT_S="60", **env)
     cmd = [LAUNCH, "-n", str(world)] + (["--nodes", str(nodes)] if nodes else []) + \
         ["--", "sh", "-c", 'export LD_PRELOAD="$AGENT_SO"; exec "$@"', "sh", TRAIN] + \
         [a.replace("CKPT", os.path.join(d, "ckpt")) for a in args]
@@ -242,11 +249,7 @@ def hung(work):
     killed with SIGTERM after 3 s: report.json (its hang) or None."""
     d = os.path.join(work, "hung")
     os.makedirs(d)
-    e = dict(os.environ)
-    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "LD_PRELOAD", "RINGSIDE_JOB",
-              "RINGSIDE_RANK_PID", "RINGSIDE_SERIES"):
-        e.pop(k, None)
-    e.update(LD_LIBRARY_PATH=SIM, SIMNCCL_TIMEOUT_S="600", RINGSIDE_OUT=os.path.join(d, "trace"), AGENT_SO=AGENT)
+    e = launch_env(d, SIMNCCL_TIMEOUT_S="600")
     p = run(["timeout", "-s", "TERM", "3", LAUNCH, "-n", "2", "--", "sh", "-c", 'export LD_PRELOAD="$AGENT_SO"; '
              'exec "$@"', "sh", TRAIN, "--steps", "10", "--layers", "2", "--stall", "1:3:600", "--ckpt-dir", d],
             env=e, timeout=60)
@@ -261,12 +264,7 @@ def memory_oom(work):
     (its memory, out-of-memory and leak) or None."""
     d = os.path.join(work, "memory")
     os.makedirs(d)
-    e = dict(os.environ)
-    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "LD_PRELOAD", "RINGSIDE_JOB",
-              "RINGSIDE_RANK_PID", "RINGSIDE_SERIES"):
-        e.pop(k, None)
-    e.update(LD_LIBRARY_PATH=SIM, SIMNCCL_TIMEOUT_S="20", RINGSIDE_OUT=os.path.join(d, "trace"), AGENT_SO=AGENT,
-             SIMGPU_MEM_MB="1024")
+    e = launch_env(d, SIMNCCL_TIMEOUT_S="20", SIMGPU_MEM_MB="1024")
     p = run([LAUNCH, "-n", "2", "--", "sh", "-c", 'export LD_PRELOAD="$AGENT_SO"; [ "$RANK" = 1 ] && '
              'set -- "$@" --leak-mb 64; exec "$@"', "sh", TRAIN, "--steps", "40", "--layers", "2", "--cache"],
             env=e, timeout=60)
