@@ -11,6 +11,8 @@ clocks, the collectives the job itself issued. Parts (PARTS below; `--list` prin
             report.json's kernel table has the graph's kernels by name, with Kineto's counts
   overhead  a launch-bound loop and a GPU-bound one: wall-time ratios agent/none, profiler/none
   nccl      torchrun, one rank per GPU, NCCL collectives; again with non-blocking communicators
+  memory    a loop keeping LEAK_MB a step (a leak) until PyTorch's OutOfMemoryError: the report's
+            out-of-memory against the exception and torch.cuda's own figures
 
     torch_check.py --list
     torch_check.py --build BUILD --out DIR [--json FILE] [--parts a,b] [--budget S]
@@ -45,12 +47,17 @@ PARTS = (
               "names the graph's kernels with Kineto's counts"),
     ("overhead", "a launch-bound loop (many tiny kernels) and a GPU-bound one: wall-time ratios "
                  "agent/none and torch.profiler/none, one run after the other"),
+    ("memory", "a loop keeping %d MiB a step in leak_step until PyTorch raises OutOfMemoryError, under the "
+               "agent: report.json's out-of-memory (bytes asked, the device's memory from torch.cuda.mem_get_info) "
+               "and peak (torch.cuda.max_memory_reserved, within 1%%), the leak found, leak_step the heaviest "
+               "stack of the memory flame graph"),
     ("nccl", "torchrun with NCCL, one rank per GPU: every collective the ranks issued with its "
              "bytes and a GPU time, communicators with their ranks; again with non-blocking "
              "communicators (TORCH_NCCL_USE_COMM_NONBLOCKING=1)"),
 )
 
 STEPS = 50                      # training steps of the kineto and losses parts
+LEAK_MB = 2048                  # what the memory part's loop keeps a step
 DUR_REL, DUR_ABS_US = 0.05, 5.0  # a kernel's duration: within 5%, or 5 us for short ones,
 DUR_SHARE = 0.95                # for 95% of the kernels (event timing places a start from its
 DUR_MEDIAN_US = 2.0             # start event: preload/writer.c), and within 2 us at the median
@@ -527,6 +534,54 @@ def part_graph(args):
                                                                         for n, a, b in wrong[:4])))
 
 
+def part_memory(args):
+    d = os.path.join(args.out, "memory")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    m = worker(args, "memory", os.path.join(d, "memory.json"), agent=args.agent, trace=os.path.join(d, "trace"),
+               timeout=WORKER_TIMEOUT_S)
+    if not m or not check(m.get("oom"), "memory: PyTorch raised OutOfMemoryError after %s steps" % m.get("steps"),
+                          json.dumps(m)[:300]):
+        return
+    rep = report_json(args, os.path.join(d, "trace"), os.path.join(d, "report"))
+    if rep is None:
+        return
+    jm = rep.get("memory") or {}
+    oom = jm.get("oom") or {}
+    procs = [p for p in rep.get("processes", []) if p.get("pid") == m["pid"]]
+    pm = procs[0].get("memory", {}) if procs else {}
+    figure("memory", "%d steps of %d MiB, then OutOfMemoryError (%s); torch: max reserved %d, device %d bytes; "
+           "report: peak %s at step %s, out-of-memory at step %s asking %s with %s free of %s, %s failed calls, "
+           "%s retried, leak %s B/step (r2 %s), full at step %s"
+           % (m["steps"], LEAK_MB, m["oom"][:120], m["max_reserved"], m["total"], pm.get("peak_bytes"),
+              pm.get("peak_step"), oom.get("step"), oom.get("asked_bytes"), oom.get("free_bytes"),
+              oom.get("total_bytes"), pm.get("failed"), (pm.get("retries") or {}).get("count"),
+              (pm.get("growth") or {}).get("bytes_per_step"), (pm.get("growth") or {}).get("r2"),
+              (pm.get("growth") or {}).get("full_at_step")),
+           worker=m, report=jm, process=pm)
+    check(oom.get("pid") == m["pid"] and rep.get("findings") and rep["findings"][0]["id"] == "out_of_memory",
+          "memory: the first finding is the out-of-memory, of the worker's process",
+          "%s; findings %s" % (oom, [f["id"] for f in rep.get("findings", [])]))
+    asked = oom.get("asked_bytes") or 0
+    check(LEAK_MB << 20 <= asked <= (LEAK_MB << 20) + (20 << 20),
+          "memory: the failed call asked for the step's %d MiB (PyTorch rounds up to 2 MiB)" % LEAK_MB, str(asked))
+    check(oom.get("total_bytes") == m["total"], "memory: the driver's total at the failure is "
+          "torch.cuda.mem_get_info's (%d)" % m["total"], str(oom.get("total_bytes")))
+    peak = pm.get("peak_bytes") or 0
+    check(abs(peak - m["max_reserved"]) <= 0.01 * m["max_reserved"],
+          "memory: the peak within 1%% of torch.cuda.max_memory_reserved (%d)" % m["max_reserved"], str(peak))
+    check(any(f["id"] == "memory_grows" for f in rep.get("findings", [])), "memory: the leak found",
+          str([f["id"] for f in rep.get("findings", [])]))
+    folded = os.path.join(d, "flame-mem.folded")
+    rc, text = run([os.path.join(args.build, "ringside"), "flame", os.path.join(d, "trace"), "--kind", "mem",
+                    "-o", folded], timeout=WORKER_TIMEOUT_S)
+    with open(folded) if rc == 0 and os.path.exists(folded) else open(os.devnull) as f:
+        lines = sorted((l.rsplit(" ", 1) for l in f.read().splitlines() if " " in l),
+                       key=lambda x: -int(x[1]) if x[1].isdigit() else 0)
+    check(rc == 0 and lines and "leak_step" in lines[0][0],
+          "memory: the memory flame graph's heaviest stack names leak_step", (lines[0][0][-300:] if lines else text[-300:]))
+
+
 NCCL_OPS = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
             "broadcast": "broadcast"}
 REPORT_OPS = {"allreduce": "AllReduce", "allgather": "AllGather", "reducescatter": "ReduceScatter",
@@ -851,7 +906,36 @@ def worker_nccl(a):
             "nccl_version": ".".join(map(str, nccl)) if isinstance(nccl, tuple) else nccl, "libnccl": libnccl}
 
 
-WORKERS = {"train": worker_train, "graph": worker_graph, "nccl": worker_nccl}
+def leak_step(torch, keep, nbytes):
+    """What the memory worker keeps each step: the function the memory flame graph names."""
+    keep.append(torch.empty(nbytes, dtype=torch.uint8, device="cuda"))
+
+
+def worker_memory(a):
+    """A few matrix products a step, then LEAK_MB kept (leak_step), until the device is full
+    and PyTorch raises OutOfMemoryError; its own figures of the device and of its reserve."""
+    torch = torch_setup(a.device)
+    if a.device != "cuda":
+        raise SystemExit("the memory worker needs CUDA")
+    free0, total = torch.cuda.mem_get_info()
+    x = torch.randn(2048, 2048, device="cuda")
+    keep, steps, oom = [], 0, None
+    try:
+        while steps < 10000:
+            for _ in range(10):
+                x = (x @ x).clamp_(-1, 1)
+            leak_step(torch, keep, LEAK_MB << 20)
+            torch.cuda.synchronize()
+            steps += 1
+    except torch.cuda.OutOfMemoryError as e:
+        oom = str(e)
+    out = {"pid": os.getpid(), "steps": steps, "oom": oom, "free0": free0, "total": total,
+           "max_reserved": torch.cuda.max_memory_reserved(), "reserved": torch.cuda.memory_reserved()}
+    del keep
+    return out
+
+
+WORKERS = {"train": worker_train, "graph": worker_graph, "nccl": worker_nccl, "memory": worker_memory}
 
 
 def worker_main(a):
@@ -866,7 +950,7 @@ def worker_main(a):
 
 def list_parts():
     for name, what in PARTS:
-        print("  - %s: %s" % (name, what % STEPS if "%d" in what else what))
+        print("  - %s: %s" % (name, what % (LEAK_MB if name == "memory" else STEPS) if "%d" in what else what))
 
 
 def probe(args):
@@ -943,6 +1027,7 @@ def main():
         steps = [("train", lambda: part_kineto_losses(args, parts),
                   any(p in parts for p in ("kineto", "losses", "overhead"))),
                  ("graph", lambda: part_graph(args), "graph" in parts),
+                 ("memory", lambda: part_memory(args), "memory" in parts),
                  ("nccl", lambda: part_nccl(args), "nccl" in parts and not args.no_nccl)]
         for name, fn, wanted in steps:
             if not wanted:
