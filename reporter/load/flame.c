@@ -376,7 +376,7 @@ struct proc {
     /* its memory calls' live blocks, for the memory graph (memory.h): what
      * each allocating stack held at the peak; NULL: none (or not wanted) */
     struct rsr_memlive *mem;
-    uint64_t mem_every;         /* the agent's sampling of small allocations (memory.h), bytes */
+    uint64_t mem_always, mem_every; /* the agent's sampling of allocation stacks (memory.h), bytes */
     uint32_t mem_grow_stack;    /* the stack whose memory grows (rsr_memlive_growing), 0: none */
     uint64_t mem_grow_bytes;
     struct rsr_intern gnames;   /* kernel and node names, for graphs */
@@ -655,11 +655,13 @@ static int take_chunk(const struct rsf_chunk *c, void *arg)
     if (c->meta) {
         struct rsr_memlive sampling = { 0 };
         rsr_memlive_meta(&sampling, c);
+        p->mem_always = sampling.always;
         p->mem_every = sampling.every;
     }
     if (c->nmems && !p->win && (p->opts->kind < 0 || p->opts->kind == RSF_SAMPLE_MEM)) {
         if (!p->mem) {
             p->mem = rsr_xcalloc(1, sizeof *p->mem);
+            p->mem->always = p->mem_always;
             p->mem->every = p->mem_every;
         }
         for (uint32_t i = 0; i < c->nmems; i++)
@@ -1173,9 +1175,14 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
         if (w && a->kind == RSF_SAMPLE_MEM) {
             frame_names(L);
             uint32_t skip = L->opts->threads ? 1 : 0;   /* the thread's name */
-            rsr_waits_top_offer(w, RSR_TOP_MEM, a->weight, L->names + skip, L->nframes - skip);
+            /* named by the program's code: up to its innermost Python frame, when
+             * it has one (below it: the framework's allocator, the same for all) */
+            uint32_t n = L->nframes;
+            while (n > skip + 1 && !L->is_python[n - 1] && memchr(L->is_python + skip, 1, n - skip))
+                n--;
+            rsr_waits_top_offer(w, RSR_TOP_MEM, a->weight, L->names + skip, n - skip);
             if (a->stack == p->mem_grow_stack)
-                rsr_waits_top_offer(w, RSR_TOP_MEM_GROW, p->mem_grow_bytes, L->names + skip, L->nframes - skip);
+                rsr_waits_top_offer(w, RSR_TOP_MEM_GROW, p->mem_grow_bytes, L->names + skip, n - skip);
         }
         if (a->leaf)
             push(L, rsr_flame_frame(L->fl, rsr_intern_str(&p->gnames, a->leaf - 1), RSR_FRAME_UNKNOWN, ""));
