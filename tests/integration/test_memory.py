@@ -21,7 +21,10 @@ compute:
   warm-up flat, and the driver's in-use figure less the program's bytes
   equal to what the stand-in NCCL holds (within 1%);
 - the page: in headless Chromium, the memory chart of each rank shown with
-  the device's memory as a line, no console errors; flame-mem.svg there.
+  the device's memory as a line, no console errors; flame-mem.svg there;
+- a Python program that allocates through ctypes in a function of its own:
+  the stack holding the most at the peak is named up to that function, the
+  innermost Python frame (not the native frames below it).
 
 The leaking rank, its leak and the device's size differ from run to run
 (seeded by the test's pid) within bounds that fill the device in 20 to 35
@@ -189,6 +192,55 @@ def page_checks(name, out):
               got == "%d charts, %d capacity lines, shown" % (WORLD, WORLD), str(got))
 
 
+PY_LEAK = r"""
+import ctypes, sys
+cu = ctypes.CDLL("libcuda.so.1")
+dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+for r in (cu.cuInit(0), cu.cuDeviceGet(ctypes.byref(dev), 0), cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev),
+          cu.cuCtxSetCurrent(ctx)):
+    if r:
+        raise SystemExit("driver call failed: %d" % r)
+keep = []
+
+
+def keep_block(n):
+    p = ctypes.c_uint64()
+    if cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(n)):
+        raise MemoryError
+    keep.append(p.value)
+
+
+def train(steps):
+    for _ in range(steps):
+        keep_block(32 << 20)
+
+
+train(int(sys.argv[1]))
+"""
+
+
+def python_checks(work):
+    d = os.path.join(work, "python")
+    os.makedirs(d)
+    prog = os.path.join(d, "leak.py")
+    with open(prog, "w") as f:
+        f.write(PY_LEAK)
+    e = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=AGENT, RINGSIDE_OUT=os.path.join(d, "trace"))
+    p = run([sys.executable, prog, "12"], env=e)
+    if not check("python: the program runs under the agent", p.returncode == 0, p.stderr.decode(errors="replace")):
+        return
+    r = run([RINGSIDE, "report", os.path.join(d, "trace"), "-o", os.path.join(d, "report")])
+    if not check("python: report succeeds", r.returncode == 0, r.stderr.decode(errors="replace")[-300:]):
+        return
+    with open(os.path.join(d, "report", "report.json")) as f:
+        rep = json.load(f)
+    stacks = [x for p in rep["processes"] for x in p.get("memory", {}).get("peak_stacks", [])]
+    top = stacks[0]["frames"] if stacks else ""
+    check("python: the stack holding the most at the peak ends at keep_block, the innermost Python frame",
+          top.endswith("leak.py:keep_block") and "leak.py:train" in top and stacks[0]["bytes"] == 12 * 32 * MIB,
+          json.dumps(stacks))
+
+
 def main():
     rnd = random.Random(os.getpid())
     rank = rnd.randrange(WORLD)
@@ -217,6 +269,7 @@ def main():
         got = job(work, "flat", ["--steps", "30"], None, 0, mem_mb)
         if got:
             flat_checks("flat", got)
+        python_checks(work)
     finally:
         cleanup(work)
     finish()
