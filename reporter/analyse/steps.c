@@ -5,6 +5,7 @@
  * kernels; ranges named by the program (NVTX, Kineto's ProfilerStep) give
  * such a list directly. */
 #include "reporter/analyse/steps.h"
+#include "reporter/load/memory.h"
 #include "reporter/load/summary.h"
 #include "reporter/load/period.h"
 #include "reporter/base/order.h"
@@ -45,6 +46,7 @@ struct proc {
     size_t bur;                 /* fold_one's place in the checkpoint bursts */
     struct rsr_cp_typical typ;  /* its steps without a checkpoint so far (critpath.h) */
     double loader[RSR_HOST_NCLASSES];   /* loader_shares */
+    int64_t broke;              /* when a rank ran out of GPU memory and ended the job (0: none) */
 };
 
 static void fold_one(struct rsr_step *t, const struct pstep *x, struct proc *p);
@@ -123,14 +125,30 @@ static int64_t step_edge(const struct rsr_summary *s, const struct rsr_step_mark
 /* Where a process's last step ends: the end of its GPU work (what
  * follows its last collective: the optimizer), the host's return from
  * waiting for it, or the end of a checkpoint written after that step
- * began, whichever is latest. */
-static int64_t last_edge(const struct rsr_summary *s, int64_t start)
+ * began, whichever is latest; but no later than broke, when a rank's
+ * out-of-memory ended the job (what follows is the others' wait for it
+ * and the next step's start, which never finished). */
+static int64_t last_edge(const struct rsr_summary *s, int64_t start, int64_t broke)
 {
     int64_t end = s->host_end_ns > s->gpu.end_ns ? s->host_end_ns : s->gpu.end_ns;
     for (size_t b = 0; b < s->n_bursts; b++)
         if (s->bursts[b].start_ns >= start && s->bursts[b].end_ns > end)
             end = s->bursts[b].end_ns;
-    return end;
+    return broke > start && end > broke ? broke : end;
+}
+
+/* When a rank's fatal out-of-memory ended the job: the earliest process's
+ * last failed allocation that no retry got past (memory.h); 0: none. */
+static int64_t job_broke(struct rsr_model *const *models, size_t n)
+{
+    int64_t t = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct rsr_memory *mem = models[i]->mem;
+        if (mem && mem->nfails && !mem->fails[mem->nfails - 1].retried &&
+            (!t || mem->fails[mem->nfails - 1].ns < t))
+            t = mem->fails[mem->nfails - 1].ns;
+    }
+    return t;
 }
 
 /* Turns the steps (segments of marks) of a process into its steps with
@@ -161,7 +179,7 @@ static int seg_step(void *ctx, const struct rsr_step_seg *g)
         return -1;
     struct pstep ps;
     ps.start = start;
-    ps.end = c->next_start = b ? step_edge(s, b, &c->bur) : last_edge(s, start);
+    ps.end = c->next_start = b ? step_edge(s, b, &c->bur) : last_edge(s, start, c->p->broke);
     if (ps.end < ps.start)
         ps.end = ps.start;
     ps.phase = g->phase;
@@ -728,9 +746,11 @@ static int cmp_size(const void *pa, const void *pb)
 
 /* A process's steps: the program's own marks first, then the repetition
  * of its work. As proc_find. */
-static int proc_get(struct proc *p, struct rsr_model *m, size_t i, int *kind, struct rsr_steps *job, int first)
+static int proc_get(struct proc *p, struct rsr_model *m, size_t i, int *kind, struct rsr_steps *job, int first,
+                    int64_t broke)
 {
     memset(p, 0, sizeof *p);
+    p->broke = broke;
     p->model = i;
     p->job = job;
     p->first = first;
@@ -760,12 +780,13 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
     } *fd = malloc((n ? n : 1) * sizeof *fd);
     size_t *counts = malloc((n ? n : 1) * sizeof *counts), np = 0;
     int rc = -1, looked = 0;
+    int64_t broke = job_broke(models, n);
     if (!fd || !counts)
         goto done;
     for (size_t i = 0; i < n; i++) {
         struct proc p;
         int kind;
-        int r = proc_get(&p, models[i], i, &kind, NULL, 0);
+        int r = proc_get(&p, models[i], i, &kind, NULL, 0, broke);
         looked |= kind;
         if (r < 0)
             goto done;
@@ -826,7 +847,7 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
         int kind;
         /* folded as they are found: the same steps as the count's, found
          * the same way */
-        int got = proc_get(&p, models[fd[r].model], fd[r].model, &kind, out, folded == 0);
+        int got = proc_get(&p, models[fd[r].model], fd[r].model, &kind, out, folded == 0, broke);
         if (got > 0 && p.n == mode) {
             folded++;
             out->in_steps[fd[r].model] = 1;

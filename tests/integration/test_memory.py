@@ -6,7 +6,8 @@ simulator's truth file (simtrain's train_memory and oom lines, the stand-in
 libcuda's device_memory lines, the steps' live bytes), which ringside did not
 compute:
 
-- the leaking rank, which dies of CUDA_ERROR_OUT_OF_MEMORY: the first finding
+- the leaking rank, which dies of CUDA_ERROR_OUT_OF_MEMORY: the time per step
+  that of the steps the ranks finished (not the others' wait for it); the first finding
   is out_of_memory naming that rank, the step the truth's oom line says, and
   the leaking function (sim_train_leak) as the stack holding the most at the
   peak; memory_grows names the rank and the function; report.json's peak is
@@ -129,6 +130,15 @@ def leak_checks(name, got, rank, cache):
     check(name + ": the leak, bytes a step within 5%% of the truth's %d" % tm["leak_bytes_per_step"],
           within(pm.get("growth", {}).get("bytes_per_step", 0), tm["leak_bytes_per_step"], 0.05),
           str(pm.get("growth")))
+    # the step time: the steps the ranks finished, not the others' wait for the dead one
+    steps = sorted((t for t in truth if t.get("kind") == "step" and t.get("rank") == rank), key=lambda t: t["index"])
+    want = (steps[-1]["end_ns"] - steps[0]["start_ns"]) / 1e6 / len(steps) if steps else 0
+    longest = max((t["end_ns"] - t["start_ns"]) / 1e6 for t in steps) if steps else 0
+    st = rep.get("steps") or {}
+    check(name + ": the time per step within 15%% of the truth's %.3f ms, the longest step under 1.5x the truth's "
+          "%.3f ms (the others' wait after the failure left out)" % (want, longest),
+          within(st.get("per_step_ms", 0), want, 0.15) and st.get("max_ms", 1e9) <= 1.5 * longest,
+          "%.3f ms, longest %.3f ms" % (st.get("per_step_ms", 0), st.get("max_ms", 0)))
     # the agent's own record of the failure
     files = [x for x in glob.glob(os.path.join(trace, "**", "*.trace.lz4"), recursive=True)
              if os.path.basename(x).startswith("rank-%d." % rank)]
