@@ -128,6 +128,8 @@ int rsr_memory_analyse(struct rsr_model *const *models, size_t n, const struct r
         p->has = 1;
         out->any = 1;
         if (steps->n) {
+            if (!(p->step_peak = calloc(RSR_MEM_STEPS, sizeof *p->step_peak)))
+                return -1;
             p->peak_step = mem->peak ? step_of(models[i], steps, mem->peak_ns) : -1;
             step_peaks(mem, steps, p);
             growth(mem, steps, p);
@@ -161,6 +163,8 @@ int rsr_memory_analyse(struct rsr_model *const *models, size_t n, const struct r
 
 void rsr_mem_job_free(struct rsr_mem_job *m)
 {
+    for (size_t i = 0; m->procs && i < m->n; i++)
+        free(m->procs[i].step_peak);
     free(m->procs);
     memset(m, 0, sizeof *m);
 }

@@ -27,7 +27,7 @@
 struct rsr_mem_proc {
     int has;                    /* the model has memory figures */
     long peak_step;             /* the step its peak falls in (0-based), -1: none */
-    uint64_t step_peak[RSR_MEM_STEPS];  /* the most held in each step (or run of step_run) */
+    uint64_t *step_peak;        /* [RSR_MEM_STEPS]: the most held in each step (or run of step_run); NULL without figures */
     uint32_t n_step_peak, step_run;
     /* the leak's line: bytes a step, its r^2, the steps it is drawn over;
      * leak set when it is one (above) */
