@@ -579,6 +579,17 @@ int rsr_findings_headline(const struct rsr_job *j, char *buf, size_t n)
     return 1;
 }
 
+/* Moves the finding added last to the front when one was added since the
+ * list held n: first, whatever the gains after it. */
+static void first_if_added(struct list *l, size_t n)
+{
+    if (l->n != n + 1 || !n)
+        return;
+    struct rsr_finding f = l->v[l->n - 1];
+    memmove(&l->v[1], &l->v[0], (l->n - 1) * sizeof *l->v);
+    l->v[0] = f;
+}
+
 /* A stuck job's verdict (hang.h) as a critical finding: what stopped the
  * job and where the ranks it waits for are. It is not a share of the step
  * time (context), and goes first whatever the gains below it. */
@@ -619,11 +630,7 @@ static void hang_finding(struct list *l, const struct rsr_job *j)
     }
     size_t n = l->n;
     add(l, ids[h->kind], RSR_SEV_CRITICAL, -1, titles[h->kind], advice[h->kind], "%s%s", text, where);
-    if (l->n == n + 1 && n) {  /* first, whatever the gains after it */
-        struct rsr_finding f = l->v[l->n - 1];
-        memmove(&l->v[1], &l->v[0], (l->n - 1) * sizeof *l->v);
-        l->v[0] = f;
-    }
+    first_if_added(l, n);
 }
 
 /* ---- GPU memory (memory.h): context, without a gain ---- */
@@ -676,11 +683,7 @@ static void memory_findings(struct list *l, const struct rsr_job *j)
             rank_text(who, sizeof who, m), step, rsr_mem_call_name(f->asked_kind), a,
             f->result == 2 ? "out of memory" : "an error", free_text, b, c,
             peak_at, most, other, retries);
-        if (l->n == n + 1 && n) {  /* first, whatever comes after it: the others waited for this rank */
-            struct rsr_finding x = l->v[l->n - 1];
-            memmove(&l->v[1], &l->v[0], (l->n - 1) * sizeof *l->v);
-            l->v[0] = x;
-        }
+        first_if_added(l, n);  /* the others waited for this rank */
     }
     if (mj->leak_model >= 0) {
         const struct rsr_model *m = j->models[mj->leak_model];

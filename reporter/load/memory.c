@@ -121,13 +121,6 @@ void rsr_memlive_event(struct rsr_memlive *l, const struct rsf_mem_event *e, con
     unsigned k = e->kind;
     int vmm = k == RSF_MEM_VMM_CREATE || k == RSF_MEM_VMM_RELEASE;
     int host = k == RSF_MEM_ALLOC_HOST || k == RSF_MEM_FREE_HOST;
-    if (k == RSF_MEM_ALLOC_FAILED) {
-        take_peak(l);
-        for (size_t i = 0; i < l->nstacks; i++)
-            l->stacks[i].at_fail = l->stacks[i].live;
-        l->at_fail = l->live;
-        return;
-    }
     if (allocates(k)) {
         struct rsr_mem_block *b = block_at(l, e->ptr, vmm, 1);
         if (!b)
@@ -273,19 +266,13 @@ static void note_used(struct rsr_memory *m, int64_t ns, uint64_t used)
     if (!b->used_set || used > b->used_max)
         b->used_max = used;
     b->used_set = 1;
-    if (used > m->used_max) {
+    if (used > m->used_max)
         m->used_max = used;
-        m->used_max_ns = ns;
-    }
+    m->used_last = used;
+    m->used_last_ns = ns;
     int64_t other = used > m->live.live ? (int64_t)(used - m->live.live) : 0;
     if (other > m->other_max)
         m->other_max = other;
-    int64_t gap = ns > m->live.peak_ns ? ns - m->live.peak_ns : m->live.peak_ns - ns;
-    if (m->used_at_peak_gap < 0 || gap < m->used_at_peak_gap) {
-        m->used_at_peak = used;
-        m->used_at_peak_gap = gap;
-        m->other_at_peak = other;
-    }
 }
 
 /* A failed call's retry: the next allocation of its thread of at least its
@@ -311,7 +298,6 @@ static void take_call(struct rsr_memory *m, const struct rsf_mem_event *e, const
     unsigned k = e->kind;
     if (k == RSF_MEM_ALLOC_FAILED) {
         m->failed++;
-        rsr_memlive_event(&m->live, e, mi);
         /* the first ones, and the latest in the last place */
         if (m->nfails == RSR_MEM_FAILS)
             m->nfails--;
@@ -342,16 +328,14 @@ static void take_point(struct rsr_memory *m, const struct rsf_point *p)
 {
     if (p->series && p->series == m->used_series) {
         note_used(m, (int64_t)p->ts_ns, p->value);
-        /* a failure's free and total: the driver's figure read just after it */
-        for (uint32_t f = m->nfails; f-- > 0 && !m->fails[f].total_b;)
-            if ((int64_t)p->ts_ns >= m->fails[f].ns)
-                m->fails[f].free_b = p->value; /* used for now; total comes next */
     } else if (p->series && p->series == m->total_series) {
         m->total = p->value;
+        /* a failure's free and total: the driver's pair read just after it
+         * (in use, then total) */
         for (uint32_t f = m->nfails; f-- > 0 && !m->fails[f].total_b;)
-            if ((int64_t)p->ts_ns >= m->fails[f].ns && m->fails[f].free_b <= p->value) {
+            if (m->used_last_ns >= m->fails[f].ns && m->used_last <= p->value) {
                 m->fails[f].total_b = p->value;
-                m->fails[f].free_b = p->value - m->fails[f].free_b;
+                m->fails[f].free_b = p->value - m->used_last;
             }
     }
 }
@@ -368,8 +352,7 @@ int rsr_memory_chunk(struct rsr_memory **memp, const struct rsr_memlive *samplin
         if (!(m = calloc(1, sizeof *m)))
             return -1;
         m->device = -1;
-        m->used_at_peak_gap = -1;
-        m->other_at_peak = m->other_max = -1;
+        m->other_max = -1;
         m->live.always = sampling ? sampling->always : 0;
         m->live.every = sampling ? sampling->every : 0;
         *memp = m;
@@ -409,11 +392,7 @@ void rsr_memory_end(struct rsr_memory *m)
     memcpy(m->peak_by_pool, l->pool_at_peak, sizeof m->peak_by_pool);
     m->end_live = l->live;
     m->host_peak = l->host_peak;
-    m->grow_stack = rsr_memlive_growing(l, &m->grow_bytes, &m->grow_blocks);
-    /* a failure whose driver figures never came: what is known stays */
-    for (uint32_t f = 0; f < m->nfails; f++)
-        if (!m->fails[f].total_b)
-            m->fails[f].free_b = 0;
+    rsr_memlive_growing(l, &m->grow_bytes, &m->grow_blocks);
     rsr_memlive_free(l);
 }
 
@@ -422,9 +401,7 @@ void rsr_memory_shift(struct rsr_memory *m, int64_t d)
     if (!m)
         return;
     m->peak_ns += d;
-    m->used_max_ns += d;
     m->t0_ns += d;
-    m->live.peak_ns += d;
     for (uint32_t f = 0; f < m->nfails; f++)
         m->fails[f].ns += d;
 }

@@ -45,11 +45,11 @@ const char *rsr_mem_pool_name(int pool);
 const char *rsr_mem_call_name(unsigned kind);
 
 /* One allocating stack's device bytes (the weights of its sampled blocks):
- * held now, by how many blocks, at the peak and at the last failed call. */
+ * held now, by how many blocks, and at the peak. */
 struct rsr_mem_stack {
     uint32_t stack;
     uint32_t nlive;
-    uint64_t live, at_peak, at_fail;
+    uint64_t live, at_peak;
 };
 
 struct rsr_memlive {
@@ -64,7 +64,6 @@ struct rsr_memlive {
     uint64_t peak;          /* the most held at once, and when (the file's clock) */
     int64_t peak_ns;
     int peak_open;          /* at_peak not yet taken for the latest peak */
-    uint64_t at_fail;       /* device bytes held at the last failed call */
     uint64_t host_live, host_peak;
     /* the agent's sampling (meta settings mem_stack_mb, mem_sample_mb), bytes:
      * a sampled block under always and every stands for every bytes; 0: not
@@ -126,15 +125,14 @@ struct rsr_memory {
     uint64_t peak_by_pool[RSR_NPOOLS];  /* the peak's bytes by where they came from */
     uint64_t end_live;              /* held when the file ended */
     uint64_t host_peak;
-    uint64_t used_max;              /* the driver's in-use figure: its most, and the one nearest the peak */
-    int64_t used_max_ns;
-    uint64_t used_at_peak;
-    int64_t used_at_peak_gap;       /* |its time - the peak's|, ns; -1: none */
+    uint64_t used_max;              /* the driver's in-use figure: its most, and its latest and when */
+    uint64_t used_last;
+    int64_t used_last_ns;
     /* in use beyond the program's own bytes (the driver's figure less what
-     * the program held as it was read): at the reading nearest the peak,
-     * and the most at any (-1: none read; teardown gives NCCL's back before
-     * the program's, so the last reading can miss it) */
-    int64_t other_at_peak, other_max;
+     * the program held as it was read), the most at any reading (-1: none
+     * read; teardown gives NCCL's back before the program's, so the last
+     * reading can miss it) */
+    int64_t other_max;
     uint32_t used_series, total_series;  /* this file's series ids for them (0: none yet) */
     int64_t t0_ns, width_ns;        /* bin i covers [t0 + i * width, t0 + (i + 1) * width) */
     uint32_t nb;                    /* bins in use */
@@ -145,8 +143,7 @@ struct rsr_memory {
     int64_t retry_ns;
     /* The stack holding the most when the file ended among those with 3 or
      * more blocks still held (memory that one call site takes again and again
-     * and keeps): the file's stack id (0: none), bytes and blocks. */
-    uint32_t grow_stack;
+     * and keeps): its bytes and blocks (0: none). */
     uint64_t grow_bytes;
     uint32_t grow_blocks;
 };

@@ -1286,15 +1286,6 @@ static int timeline(struct page *p)
 
 /* ---- utilisation charts ---- */
 
-static double nice_max(double v)
-{
-    if (v <= 0)
-        return 1;
-    double p = pow(10, floor(log10(v)));
-    double m = v / p;
-    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
-}
-
 /* One dashboard panel: a line per rank of the per-bin series key, with
  * checkpoints shaded. Returns 0 when no rank has the series. */
 static int chart(struct page *p, yajl_val ranks, const char *key, const char *title,
@@ -1319,7 +1310,7 @@ static int chart(struct page *p, yajl_val ranks, const char *key, const char *ti
     }
     if (!any || !nbins)
         return 0;
-    top = fixed_max > 0 ? fixed_max : nice_max(top);
+    top = fixed_max > 0 ? fixed_max : rsr_html_nice_max(top);
     const double X0 = 56, X1 = 592, Y0 = 10, Y1 = 172, H = 210;
     double total_s = (double)nbins * p->tl_bin_us / 1e6;
     /* Times read from the job's start, as on the lanes and in the tables:

@@ -103,6 +103,15 @@ void rsr_html_axis_titles(FILE *f, double x0, double x1, double y0, double y1, d
 
 /* ---- number formatting ---- */
 
+double rsr_html_nice_max(double v)
+{
+    if (v <= 0)
+        return 1;
+    double p = pow(10, floor(log10(v)));
+    double m = v / p;
+    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+}
+
 void rsr_html_fmt_ns(char *b, size_t n, double ns)
 {
     double a = fabs(ns);

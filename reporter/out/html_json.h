@@ -42,4 +42,8 @@ void rsr_html_axis_titles(FILE *f, double x0, double x1, double y0, double y1, d
 /* ns as "12 ns", "1.5 µs", "2.50 ms" or "1.20 s". */
 void rsr_html_fmt_ns(char *b, size_t n, double ns);
 
+/* A chart's scale top: the first of 1, 2, 5 or 10 times a power of ten at
+ * or above v (1 for v <= 0). */
+double rsr_html_nice_max(double v);
+
 #endif

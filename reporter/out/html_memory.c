@@ -15,15 +15,6 @@
 #define H 210.0
 #define GIB 1073741824.0
 
-/* A round scale top at or above v (GiB). */
-static double top_of(double v)
-{
-    if (v <= 0)
-        return 1;
-    double p = pow(10, floor(log10(v))), m = v / p;
-    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
-}
-
 static double x_at(double t, double span)
 {
     return X0 + (X1 - X0) * (span > 0 ? fmin(1, fmax(0, t / span)) : 0);
@@ -78,7 +69,7 @@ static void chart(FILE *f, yajl_val p, size_t idx, double span)
     for (size_t i = 0; i < rsr_jv_len(held); i++)
         if (rsr_jv_num(rsr_jv_at(held, i), &v))
             most = fmax(most, v);
-    double top = top_of(fmax(most, total) / GIB);
+    double top = rsr_html_nice_max(fmax(most, total) / GIB);
     double rank;
     char title[160], peak[32], cap[32] = "";
     rsr_fmt_bytes(peak, sizeof peak, rsr_jv_knum_or(m, "peak_bytes", 0));

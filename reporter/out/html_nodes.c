@@ -29,10 +29,7 @@ static double top_of(const struct line *ls, size_t n, double floor_v)
             if (rsr_jv_num(rsr_jv_at(ls[k].v, i), &x) && x > top)
                 top = x;
         }
-    if (top <= 0)
-        return 1;
-    double p = pow(10, floor(log10(top))), m = top / p;
-    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+    return rsr_html_nice_max(top);
 }
 
 /* The job's checkpoints shaded (report.json checkpoints[], start_s from

@@ -510,15 +510,6 @@ static const struct {
 };
 #define NSERIES (sizeof series / sizeof series[0])
 
-static double nice_max(double v)
-{
-    if (v <= 0)
-        return 1;
-    double p = pow(10, floor(log10(v)));
-    double m = v / p;
-    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
-}
-
 /* The largest value of a series over every rank; -1 when no rank has it. */
 static double series_max(yajl_val ranks, const char *key)
 {
@@ -663,7 +654,7 @@ static void put_heat(struct rsr_jw *w, yajl_val root, const struct rsr_html_rank
         if (!show_series(ranks, i, r, with_io))
             continue;
         double top = strcmp(series[i].key, "gpu_busy_pct") == 0 || strcmp(series[i].key, "sm_active_pct") == 0 ? 100
-                                                                : nice_max(series_max(ranks, series[i].key));
+                                                                : rsr_html_nice_max(series_max(ranks, series[i].key));
         put_series(w, ranks, i, top, k);
     }
     rsr_jw_end(w);

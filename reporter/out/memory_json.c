@@ -8,6 +8,15 @@ static double job_s(const struct rsr_job *j, int64_t ns)
     return (double)(ns - j->storage.job_start_ns) / 1e9;
 }
 
+static void uint_or_null(struct rsr_jw *w, const char *key, uint64_t v, int known)
+{
+    rsr_jw_key(w, key);
+    if (known)
+        rsr_jw_uint(w, v);
+    else
+        rsr_jw_null(w);
+}
+
 static void fail_json(struct rsr_jw *w, const struct rsr_job *j, const struct rsr_mem_fail *f)
 {
     rsr_jw_object(w, RSR_JW_SPACED);
@@ -16,28 +25,12 @@ static void fail_json(struct rsr_jw *w, const struct rsr_job *j, const struct rs
     rsr_jw_kuint(w, "asked_bytes", f->asked);
     rsr_jw_kint(w, "result", f->result);
     rsr_jw_kint(w, "held_bytes", (int64_t)f->live);
-    if (f->total_b) {
-        rsr_jw_kuint(w, "free_bytes", f->free_b);
-        rsr_jw_kuint(w, "total_bytes", f->total_b);
-    } else {
-        rsr_jw_key(w, "free_bytes");
-        rsr_jw_null(w);
-        rsr_jw_key(w, "total_bytes");
-        rsr_jw_null(w);
-    }
+    uint_or_null(w, "free_bytes", f->free_b, f->total_b != 0);
+    uint_or_null(w, "total_bytes", f->total_b, f->total_b != 0);
     rsr_jw_kbool(w, "retried", f->retried);
     if (f->retried)
         rsr_jw_kfixed(w, "retry_ms", (double)f->retry_ns / 1e6, 3);
     rsr_jw_end(w);
-}
-
-static void uint_or_null(struct rsr_jw *w, const char *key, uint64_t v, int known)
-{
-    rsr_jw_key(w, key);
-    if (known)
-        rsr_jw_uint(w, v);
-    else
-        rsr_jw_null(w);
 }
 
 void rsr_memory_process_json(struct rsr_jw *w, const struct rsr_job *j, size_t i)
