@@ -298,7 +298,8 @@ struct rsf_mark {
     X(GPU_SM_ACTIVE, gpu_sm_active) X(GPU_SM_OCCUPANCY, gpu_sm_occupancy) \
     X(GPU_TENSOR_ACTIVE, gpu_tensor_active) X(GPU_DRAM_ACTIVE, gpu_dram_active) \
     X(GPU_PCIE_TX, gpu_pcie_tx) X(GPU_PCIE_RX, gpu_pcie_rx) X(GPU_NVLINK_TX, gpu_nvlink_tx) \
-    X(GPU_NVLINK_RX, gpu_nvlink_rx) X(GPU_MEM_USED, gpu_mem_used) X(GPU_MEM_TOTAL, gpu_mem_total)
+    X(GPU_NVLINK_RX, gpu_nvlink_rx) X(GPU_MEM_USED, gpu_mem_used) X(GPU_MEM_TOTAL, gpu_mem_total) \
+    X(RUN_DELAY, run_delay)
 #define RSF_LINK_KINDS(X) X(NONE, none) X(IB, ib) X(ROCE, roce) X(ETH, eth) \
     X(LOOPBACK, loopback) X(NVLINK, nvlink)
 #define RSF_ENUM_SERIES(id, name) RSF_SERIES_##id,

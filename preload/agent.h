@@ -304,6 +304,10 @@ int rs_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack);
 int rs_mkdirs(char *path);
 void rs_metrics_file_opened(void);
 void rs_metrics_forked(void);
+/* Set once the writer has made this process's trace file (cleared in a
+ * forked child): the main thread's run delay after a wait that makes no
+ * file by itself (sample.c) waits for one. */
+extern _Atomic int rs_have_file;
 void rs_metrics_final(void);
 
 struct rs_rec_series {

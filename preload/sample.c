@@ -11,6 +11,7 @@
 #include "formats/trace.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <link.h>
 #include <poll.h>
@@ -39,6 +40,8 @@ static uint64_t interval_ns;
 uint64_t rs_wait_ns = 1000000;
 static uint32_t gpu_stack_every = 10;
 static _Atomic uint64_t dropped;
+/* the main thread's run-delay series id, 0 until its first point (run_delay_point) */
+static _Atomic uint32_t run_delay_series;
 /* Handler cost, in ticks, for RINGSIDE_LOG=2's line at exit (make bench):
  * the whole handler, its native unwinding and its Python frames, each as a
  * histogram (its median is what a sample costs; the mean is held up by the
@@ -749,6 +752,7 @@ void rs_sample_forked(void)
     atomic_store(&timers_hw, 0);
     me.slot = 0;
     rs_th.sample_npending = 0;
+    atomic_store(&run_delay_series, 0);
     rs_py_forked();
     /* A load under way in the parent is not the child's: it asks again,
      * when a sample wants it or as after a start. */
@@ -882,6 +886,58 @@ void rs_gpu_stack_sample_always(uint64_t t0)
     put_sample(RSF_SAMPLE_GPU | RS_SAMPLE_NS, RSF_WAIT_NONE, t0, 0, buf, n);
 }
 
+/* The main thread's run delay (trace.fbs's series run_delay): at the end
+ * of each of its waits long enough for a wait sample, the time it has
+ * spent runnable without a CPU so far, the second figure of
+ * /proc/thread-self/schedstat, as a point. A thread woken from a sync
+ * that cannot run for want of a CPU leaves the GPU idle, and the reporter
+ * tells that from the sync's own cost (critpath.h). Three system calls,
+ * after a wait of a millisecond or more; other threads' waits read
+ * nothing. The series is defined on the first point (again in a forked
+ * child's file). Holds guard; errno kept. */
+
+static void run_delay_point(int reason)
+{
+    /* a process that only waits for children, pipes or time (a launcher,
+     * a shell) makes no file for it */
+    if ((!atomic_load_explicit(&rs_have_file, memory_order_relaxed) && !rs_wait_opens_file(reason)) || !rs_th.self ||
+        (pid_t)rs_th.self->tid != getpid())
+        return;
+    int e = errno;
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        errno = e;
+        return;
+    }
+    char b[96];
+    ssize_t n = syscall(SYS_read, fd, b, sizeof b - 1);
+    syscall(SYS_close, fd);
+    errno = e;
+    if (n <= 0)
+        return;
+    b[n] = 0;
+    /* "<on cpu ns> <run delay ns> <slices>" */
+    const char *q = b;
+    while (*q >= '0' && *q <= '9')
+        q++;
+    if (*q != ' ')
+        return;
+    uint64_t delay = 0;
+    int digits = 0;
+    for (q++; *q >= '0' && *q <= '9'; q++, digits++)
+        delay = delay * 10 + (uint64_t)(*q - '0');
+    if (!digits)
+        return;
+    int was = rs_guard_hold();
+    uint32_t id = atomic_load(&run_delay_series);
+    if (!id) {
+        id = rs_series_define(RSF_SERIES_RUN_DELAY, RSF_LINK_NONE, "main", -1, 0);
+        atomic_store(&run_delay_series, id);
+    }
+    rs_series_point(id, rs_now(), delay);
+    rs_guard_restore(was);
+}
+
 void rs_wait_sample_ns_slow(uint64_t t0, uint64_t t1, int reason)
 {
     if (!atomic_load_explicit(&rs_hot.on, memory_order_relaxed) || !rs_unwind_ready())
@@ -889,6 +945,7 @@ void rs_wait_sample_ns_slow(uint64_t t0, uint64_t t1, int reason)
     uint64_t buf[RS_STACK_MAX];
     int n = rs_stack_capture(buf, RS_STACK_MAX);
     put_sample(RSF_SAMPLE_WAIT | RS_SAMPLE_NS, reason, t0, t1 - t0, buf, n);
+    run_delay_point(reason);
 }
 
 void rs_wait_sample_slow(uint64_t t0, uint64_t t1, int reason)
@@ -919,6 +976,7 @@ void rs_wait_sample_slow(uint64_t t0, uint64_t t1, int reason)
     uint64_t buf[RS_STACK_MAX];
     int n = rs_stack_capture(buf, RS_STACK_MAX);
     put_sample(RSF_SAMPLE_WAIT, reason, t0, t1 - t0, buf, n);
+    run_delay_point(reason);
 }
 
 /* The stack without buf's first k frames (and sps'), Python's frames

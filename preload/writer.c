@@ -175,6 +175,7 @@ static _Atomic int at_exec;        /* its final flush before an exec is under wa
 static _Atomic int table_own;      /* the running writer has its own fd table */
 static _Atomic int stop_req;       /* rs_writer_share: the writer is to end */
 static _Atomic uint32_t started;   /* the writer set its table up (futex word) */
+_Atomic int rs_have_file;
 static _Atomic uint32_t ended;     /* a writer left at stop_req (futex word) */
 static int reopen;                 /* the trace file is to be opened again */
 static pthread_mutex_t share_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -461,6 +462,7 @@ static void emit(int end)
          * lock that thread holds */
         if (!end)
             rs_metrics_file_opened();
+        atomic_store(&rs_have_file, 1);
     }
 
     /* Meta goes in the first chunk only. Not built for the others: asking
@@ -1352,6 +1354,7 @@ void rs_writer_forked(void)
      * start (rs_agent_start, at its first event) begins afresh and leaves
      * the parent's file and allocations alone. */
     fork_image = 1;
+    atomic_store(&rs_have_file, 0);
     atomic_store(&at_exec, 0);
     atomic_store(&writer_running, 0);
     pthread_mutex_init(&fd_lock, NULL);

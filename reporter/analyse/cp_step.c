@@ -56,13 +56,18 @@ void rsr_cp_rank_of(struct rsr_cp_rank *x, const struct rsr_cp_in *in, struct rs
         cc = compute;
     if (busy < cc)
         busy = cc;
+    /* communication alone on the GPU is exposed transfer while work
+     * launched after it waited; while the GPU waited for the host to
+     * launch more, it hid behind the host's work, which is the path */
+    double transfer = fmin(cc - compute, pos((double)d->blocking));
     x->part[RSR_CP_COMPUTE] = compute;
-    x->part[RSR_CP_TRANSFER] = cc - compute;
+    x->part[RSR_CP_TRANSFER] = transfer;
+    x->part[RSR_CP_HOST] = cc - compute - transfer;
     x->part[RSR_CP_COPIES] = busy - cc;
     /* overlap hides at most the compute the transfer does not already run
      * beside, and never the last collective */
     double tail = in->colls ? comm / (double)in->colls : comm;
-    x->hideable = fmin(pos(compute - (compute + comm - cc)), pos(cc - compute - tail));
+    x->hideable = fmin(pos(compute - (compute + comm - cc)), pos(transfer - tail));
     double left = pos(len - busy);
     double f[RSR_HOST_NCLASSES], h[RSR_HOST_NCLASSES];
     double loading = pos((double)d->wait) + pos((double)d->read_ext);
@@ -80,7 +85,14 @@ void rsr_cp_rank_of(struct rsr_cp_rank *x, const struct rsr_cp_in *in, struct rs
     take(x, RSR_CP_SLEEP, (1 - f[RSR_HOST_SLEEP]) * h[RSR_HOST_SLEEP], &left);
     take(x, RSR_CP_LOCK, (1 - f[RSR_HOST_LOCK]) * h[RSR_HOST_LOCK], &left);
     take(x, RSR_CP_WAIT, (1 - f[RSR_HOST_POLL]) * h[RSR_HOST_POLL], &left);
-    take(x, RSR_CP_SYNC, (double)d->sync_gap, &left);
+    /* a host that woke from its sync and could not get a CPU: when its
+     * main thread waited for a CPU in the step for longer than the sync's
+     * gap could hold (its CPUs are too few for its work, not only at the
+     * wake-up), that wait is of a piece with the rest and the host's; a
+     * wake-up alone is the sync's (without the sync the host would not
+     * have had to wake) */
+    double gap = pos((double)d->sync_gap);
+    take(x, RSR_CP_SYNC, gap - fmin(gap, pos((double)d->run_delay - gap)), &left);
     x->part[RSR_CP_HOST] += left;
     if (typ && ckpt && typ->n) {
         excess_to_ckpt(x, RSR_CP_COPIES, typ->copies, typ->n);
@@ -107,8 +119,16 @@ void rsr_cp_fold(struct rsr_step_path *p, const struct rsr_cp_rank *x, int first
         p->c_min = INFINITY;
         p->r1 = -1;
         for (int c = 0; c < RSR_CP_NHOST; c++)
-            p->rest[c] = -INFINITY;
+            p->rest[c] = -INFINITY, p->host_min[c] = INFINITY;
+        p->t_min = INFINITY;
     }
+    for (int c = 0; c < RSR_CP_NHOST; c++) {
+        p->host_sum[c] += (float)x->part[c];
+        if (x->part[c] < p->host_min[c])
+            p->host_min[c] = (float)x->part[c];
+    }
+    if (x->part[RSR_CP_TRANSFER] < p->t_min)
+        p->t_min = x->part[RSR_CP_TRANSFER];
     double f = (double)(x->start - p->base) + x->w;
     if (f > p->f1) {
         p->f1 = f, p->r1 = x->rank;
@@ -147,10 +167,22 @@ double rsr_cp_step(const struct rsr_step_path *p, int eval, unsigned how, double
     }
     if (!p->ranks)
         return 0;
-    double raw[RSR_CP_NPARTS];
+    double raw[RSR_CP_NPARTS], waited[RSR_CP_NHOST] = { 0 };
     memcpy(raw, p->part, sizeof raw);
+    /* the latest rank's waits for later ranks, to what made them late */
+    double wait = p->ranks >= 2 ? pos(raw[RSR_CP_TRANSFER] - p->t_min) : 0, more[RSR_CP_NHOST], all = 0;
+    for (int c = 0; c < RSR_CP_NHOST; c++) {
+        more[c] = wait > 0 ? pos((p->host_sum[c] - p->part[c]) / (p->ranks - 1) - p->host_min[c]) : 0;
+        all += more[c];
+    }
+    for (int c = 0; c < RSR_CP_NHOST && all > 0; c++) {
+        waited[c] = wait * more[c] / all;
+        raw[c] += waited[c];
+    }
+    if (all > 0)
+        raw[RSR_CP_TRANSFER] -= wait;
     for (int c = 0; c < RSR_CP_NHOST; c++)
-        gain[c] = fmin(pos(p->f1 - p->rest[c]), raw[c]);
+        gain[c] = fmin(pos(p->f1 - p->rest[c]) + waited[c], raw[c]);
     gain[RSR_CP_TRANSFER] = fmin(raw[RSR_CP_TRANSFER], p->hideable);
     /* every rank's compute like the fastest rank's */
     if (p->ranks >= 2 && !(how & RSR_CP_NO_IMBALANCE)) {

@@ -98,6 +98,10 @@ struct rsr_step_path {
     double rest[RSR_CP_NHOST];
     double rest_compute, c_min;
     uint32_t ranks;
+    /* the host causes' parts over the ranks: added up, and the least;
+     * the least transfer (rsr_cp_step's waits for a late rank) */
+    float host_sum[RSR_CP_NHOST], host_min[RSR_CP_NHOST];
+    double t_min;
 };
 
 void rsr_cp_fold(struct rsr_step_path *p, const struct rsr_cp_rank *x, int first);
@@ -110,10 +114,16 @@ enum { RSR_CP_NO_IMBALANCE = 1 };
 
 /* The step's gains (ns) per part from its folded path (eval: the step is
  * an evaluation step: all of it is EVAL's, the latest rank's own time in
- * it, len_ns without one) into
- * gain[RSR_CP_NGAIN], and its parts into part[RSR_CP_NPARTS] (NULL: not
- * wanted), read as how says. Returns the path's length: its parts added
- * up. */
+ * it, len_ns without one) into gain[RSR_CP_NGAIN], and its parts into
+ * part[RSR_CP_NPARTS] (NULL: not wanted), read as how says. Returns the
+ * path's length: its parts added up.
+ *
+ * The latest rank's transfer beyond the least any rank had is its wait
+ * inside collectives for ranks that came later: the path goes through
+ * them there, and that wait is given to the host causes by which the
+ * other ranks exceeded their least (what made them late); removing such
+ * a cause removes the wait with it. With no such excess it stays
+ * transfer. */
 double rsr_cp_step(const struct rsr_step_path *p, int eval, unsigned how, double len_ns, double *gain, double *part);
 
 #endif

@@ -62,7 +62,8 @@ static struct rsr_step_counters sub(const struct rsr_step_counters *a, const str
 {
     struct rsr_step_counters d = { a->busy - b->busy, a->compute - b->compute, a->comm - b->comm,
                                    a->cc - b->cc, a->io - b->io, a->wait - b->wait, { 0 },
-                                   a->read_ext - b->read_ext, a->sync_gap - b->sync_gap };
+                                   a->read_ext - b->read_ext, a->sync_gap - b->sync_gap,
+                                   a->run_delay - b->run_delay, a->blocking - b->blocking };
     for (int k = 0; k < RSR_HOST_NCLASSES; k++)
         d.host[k] = a->host[k] - b->host[k];
     return d;

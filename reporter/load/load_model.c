@@ -513,6 +513,20 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
         w->stack = e->stack;
         see_start(L, w->start_ns);
     }
+    /* the main thread's run delay, read at the ends of its waits */
+    for (uint32_t i = 0; i < c->nseries; i++)
+        if (c->series[i].kind == RSF_SERIES_RUN_DELAY)
+            L->run_delay_series = c->series[i].id;
+    for (uint32_t i = 0; L->run_delay_series && i < c->npoints; i++) {
+        const struct rsf_point *e = &c->points[i];
+        if (e->series != L->run_delay_series || outside(L, (int64_t)e->ts_ns, (int64_t)e->ts_ns))
+            continue;
+        struct rsr_hwait *w = rsr_model_add_hwait(m);
+        if (!w)
+            goto oom;
+        *w = (struct rsr_hwait){ .start_ns = (int64_t)e->ts_ns, .end_ns = (int64_t)e->ts_ns,
+                                 .reason = RSR_HWAIT_RUN_DELAY, .run_delay_ns = e->value };
+    }
     /* NVTX ranges: every one in full and windowed models (the lanes draw
      * them); in a streamed one only those that mark steps, which pass
      * through the window to the summary (its counters at their ends). */

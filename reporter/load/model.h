@@ -186,8 +186,13 @@ struct rsr_strtab {
 struct rsr_hwait {
     int64_t start_ns, end_ns;
     uint32_t stack;         /* the file's stack id */
-    uint8_t reason;         /* enum rsf_wait_reason */
+    uint8_t reason;         /* enum rsf_wait_reason, or RSR_HWAIT_RUN_DELAY */
+    /* RSR_HWAIT_RUN_DELAY: no wait but a reading, at start_ns = end_ns, of
+     * the main thread's time runnable without a CPU so far (trace.fbs's
+     * run_delay series), in the stream with the waits it follows */
+    uint64_t run_delay_ns;
 };
+#define RSR_HWAIT_RUN_DELAY 255
 
 struct rsr_summary;
 struct rsr_node_proc;

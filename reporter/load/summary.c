@@ -179,6 +179,19 @@ struct rsr_acc {
     int64_t sync_end;           /* the latest end of a host synchronisation so far */
     int64_t sync_start;         /* that one's start */
     int64_t sync_gap;           /* rsr_step_counters.sync_gap */
+    /* communication that held work back (rsr_step_counters.blocking):
+     * the compute and cc unions as each of the last CO_RING ops found
+     * them, to read the communication-only time behind the position; the
+     * time up to which waiting work has been counted */
+#define CO_RING 256
+    struct co_snap {
+        int64_t t;
+        struct uni comp, cc;
+    } co[CO_RING];
+    uint64_t n_co;
+    int64_t pend_done, blocking;
+    int have_run_delay;
+    uint64_t run_delay0, run_delay; /* the first and the last run-delay reading */
     struct idle_uni host[RSR_HOST_NCLASSES];
     /* the main thread's wait the stream is in (one at a time: a thread
      * blocks in one call), its GPU idle to go to its stack's entry */
@@ -459,6 +472,8 @@ static void counters_at(const struct rsr_acc *a, int64_t t, struct rsr_step_coun
     for (int k = 0; k < RSR_HOST_NCLASSES; k++)
         c->host[k] = a->host[k].idle_ns + iu_open_idle(a, &a->host[k], t);
     c->sync_gap = a->sync_gap;
+    c->blocking = a->blocking;
+    c->run_delay = a->have_run_delay && a->run_delay > a->run_delay0 ? (int64_t)(a->run_delay - a->run_delay0) : 0;
     for (int k = 0; k < RSR_HOST_NCLASSES; k++)
         c->host[k] += a->gap_ext[k];
     c->read_ext = a->gap_ext[RSR_HOST_NCLASSES];
@@ -880,6 +895,46 @@ static void gap_classes(struct rsr_acc *a, int64_t s)
     }
 }
 
+/* Communication-only time (cc less compute) before t, for t no later than
+ * the position: from the snapshot taken at or before t (the unions then
+ * held every interval that starts before t), else the oldest kept. */
+static int64_t comm_only_before(const struct rsr_acc *a, int64_t t)
+{
+    if (a->n_co == 0)
+        return 0;
+    uint64_t lo = a->n_co > CO_RING ? a->n_co - CO_RING : 0, hi = a->n_co - 1;
+    if (t < a->co[lo % CO_RING].t)
+        t = a->co[lo % CO_RING].t;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo + 1) / 2;
+        if (a->co[mid % CO_RING].t <= t)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    const struct co_snap *k = &a->co[lo % CO_RING];
+    return uni_before(&k->cc, t) - uni_before(&k->comp, t);
+}
+
+/* An op that starts at s, launched at launch (0: not known): the
+ * communication-only time while it waited to start is communication that
+ * held work back (summary.h's blocking). A launch's own latency is not
+ * waiting: the wait counts from RSR_LAUNCH_LATENCY_NS after it. Ops start
+ * in order, so the waits are counted once each up to pend_done. */
+#define RSR_LAUNCH_LATENCY_NS 10000
+static void count_blocking(struct rsr_acc *a, int64_t launch, int64_t s)
+{
+    /* an op whose launch is not known (an imported trace's, unlinked)
+     * waited as long as anything could have */
+    int64_t from = launch > 0 ? launch + RSR_LAUNCH_LATENCY_NS : INT64_MIN;
+    if (from < a->pend_done)
+        from = a->pend_done;
+    if (from < s && a->n_co)
+        a->blocking += comm_only_before(a, s) - comm_only_before(a, from);
+    if (s > a->pend_done)
+        a->pend_done = s;
+}
+
 void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op)
 {
     int64_t dur = op->end_ns - op->start_ns;
@@ -905,6 +960,7 @@ void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op)
         int64_t gap = a->sync_end - a->all.e, waited = a->sync_end - a->sync_start;
         a->sync_gap += gap < waited ? gap : waited;
     }
+    count_blocking(a, op->launch_ns, s);
     step_marks(a, op, s, e);
     int64_t cs, ce;
     if (uni_add(&a->all, s, e, &cs, &ce))
@@ -917,6 +973,8 @@ void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op)
         uni_add(&a->mem, s, e, &cs, &ce);
     if (op->cls == RSR_GPU_COMPUTE || op->cls == RSR_GPU_COMM)
         uni_add(&a->cc, s, e, &cs, &ce);
+    a->co[a->n_co % CO_RING] = (struct co_snap){ s, a->comp, a->cc };
+    a->n_co++;
     /* SM activity is compute's: a collective's kernels wait for their
      * peers or move data, SMs nobody could fill with work */
     if (op->cls == RSR_GPU_COMPUTE)
@@ -1108,6 +1166,12 @@ void rsr_acc_sync(struct rsr_acc *a, const struct rsr_sync *y)
 void rsr_acc_hwait(struct rsr_acc *a, const struct rsr_hwait *w)
 {
     int64_t s = enter(a, w->start_ns), e = w->end_ns > s ? w->end_ns : s;
+    if (w->reason == RSR_HWAIT_RUN_DELAY) {
+        if (!a->have_run_delay)
+            a->run_delay0 = w->run_delay_ns, a->have_run_delay = 1;
+        a->run_delay = w->run_delay_ns;
+        return;
+    }
     int k = rsr_host_class(w->reason);
     if (k < 0)
         return;
@@ -1654,9 +1718,11 @@ int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
     struct rsr_step_counters *ec = &a->out.end_counters;
     *ec = (struct rsr_step_counters){ uni_len(&a->all), uni_len(&a->comp), uni_len(&a->comm), uni_len(&a->cc),
                                       uni_len(&a->ios), a->read_idle_ns, { 0 }, a->gap_ext[RSR_HOST_NCLASSES],
-                                      a->sync_gap };
+                                      a->sync_gap, 0, a->blocking };
     for (int k = 0; k < RSR_HOST_NCLASSES; k++)
         ec->host[k] = a->host[k].idle_ns + a->gap_ext[k];
+    if (a->have_run_delay && a->run_delay > a->run_delay0)
+        ec->run_delay = (int64_t)(a->run_delay - a->run_delay0);
     if (a->all.open)
         fine_spread(a, RSR_FINE_BUSY, a->all.s, a->all.e, (double)(a->all.e - a->all.s));
     *out = a->out;

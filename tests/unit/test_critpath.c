@@ -11,7 +11,8 @@
 #define MS 1000000ll
 
 /* A rank's step of len ms from start: compute and transfer (comm on the
- * GPU beside nothing), the rest idle; host[] and wait in ms. */
+ * GPU beside nothing, while launched work waited behind it), the rest
+ * idle; host[] and wait in ms. */
 static struct rsr_cp_rank rank_step(int32_t rank, int64_t start, double len, double compute, double transfer,
                                     const double host[RSR_HOST_NCLASSES], double wait, double sync, int ckpt,
                                     uint32_t colls)
@@ -22,6 +23,7 @@ static struct rsr_cp_rank rank_step(int32_t rank, int64_t start, double len, dou
     d.comm = (int64_t)(transfer * MS);
     d.cc = d.compute + d.comm;
     d.busy = d.cc;
+    d.blocking = d.comm;
     d.wait = (int64_t)(wait * MS);
     d.sync_gap = (int64_t)(sync * MS);
     for (int k = 0; k < RSR_HOST_NCLASSES; k++)
@@ -194,6 +196,92 @@ START_TEST(checkpoint_takes_its_excess)
 }
 END_TEST
 
+/* Communication alone on the GPU while no launched work waited behind it
+ * (the GPU waited for the host to launch more) hid behind the host's
+ * work: 10 ms step, 3 compute, 4 communication of which 1 held work
+ * back: transfer 1, host 3 more beside the 3 idle. */
+START_TEST(host_hidden_transfer_is_host)
+{
+    struct rsr_step_counters d;
+    memset(&d, 0, sizeof d);
+    d.compute = 3 * MS;
+    d.comm = 4 * MS;
+    d.cc = d.busy = 7 * MS;
+    d.blocking = 1 * MS;
+    struct rsr_cp_in in = { 0, &d, 0, 10 * MS, 0, 4, { 0 } };
+    struct rsr_cp_rank x;
+    rsr_cp_rank_of(&x, &in, NULL);
+    NEAR(x.part[RSR_CP_TRANSFER], 1 * MS);
+    NEAR(x.part[RSR_CP_HOST], 6 * MS);
+    NEAR(x.part[RSR_CP_COMPUTE], 3 * MS);
+    NEAR(x.w, 9 * MS);
+}
+END_TEST
+
+/* A sync whose return came 2 ms after the GPU's end. Its main thread
+ * waited 1.5 ms in the step for a CPU: the wake-up could hold all of it,
+ * the gap is the sync's. It waited 3.5 ms: 1.5 beyond the gap, the host
+ * could not keep up, and 1.5 of the gap is the host's. 5 ms: all of it. */
+START_TEST(run_delay_is_the_hosts)
+{
+    struct rsr_step_counters d;
+    memset(&d, 0, sizeof d);
+    d.compute = d.cc = d.busy = 4 * MS;
+    d.sync_gap = 2 * MS;
+    struct rsr_cp_in in = { 0, &d, 0, 6 * MS, 0, 4, { 0 } };
+    struct rsr_cp_rank x;
+    const double delay[3] = { 1.5, 3.5, 5 }, sync[3] = { 2, 0.5, 0 };
+    for (int i = 0; i < 3; i++) {
+        d.run_delay = (int64_t)(delay[i] * MS);
+        rsr_cp_rank_of(&x, &in, NULL);
+        NEAR(x.part[RSR_CP_SYNC], sync[i] * MS);
+        NEAR(x.part[RSR_CP_HOST], (2 - sync[i]) * MS);
+    }
+}
+END_TEST
+
+/* The latest rank waited inside collectives for later ranks: its transfer
+ * 3 ms against the least any rank had, 1. Ranks 0-2 (the others) had host
+ * work 2, 2, 3 ms against the least 1 (the latest's own): the 2 ms of wait
+ * go to host, and removing host work gives them back too. */
+START_TEST(wait_for_a_late_rank_is_its_cause)
+{
+    struct rsr_step_path p;
+    const double host_ms[4] = { 2, 2, 3, 1 }, tr[4] = { 1, 1.5, 1, 3 };
+    for (int r = 0; r < 4; r++) {
+        double host[RSR_HOST_NCLASSES] = { 0 };
+        struct rsr_cp_rank x = rank_step(r, 0, 4 + tr[r] + host_ms[r], 4, tr[r], host, 0, 0, 0, 4);
+        x.part[RSR_CP_HOST] = host_ms[r] * MS;  /* the idle left is the host's */
+        rsr_cp_fold(&p, &x, r == 0);
+    }
+    ck_assert_int_eq(p.r1, 2);  /* own work 4 + 3 */
+    /* the path is rank 2's: transfer 1 is the least; nothing to move */
+    double gain[RSR_CP_NGAIN], part[RSR_CP_NPARTS];
+    rsr_cp_step(&p, 0, 0, 8 * MS, gain, part);
+    NEAR(part[RSR_CP_TRANSFER], 1 * MS);
+    NEAR(part[RSR_CP_HOST], 3 * MS);
+    /* now the latest rank is the one that waited: rank 3, own work 4 + 4
+     * host, transfer 3 */
+    const double host2[4] = { 2, 2, 3, 4 };
+    for (int r = 0; r < 4; r++) {
+        double host[RSR_HOST_NCLASSES] = { 0 };
+        struct rsr_cp_rank x = rank_step(r, 0, 4 + tr[r] + host2[r], 4, tr[r], host, 0, 0, 0, 4);
+        x.part[RSR_CP_HOST] = host2[r] * MS;
+        rsr_cp_fold(&p, &x, r == 0);
+    }
+    ck_assert_int_eq(p.r1, 3);
+    double len = rsr_cp_step(&p, 0, 0, 11 * MS, gain, part);
+    /* others' host mean (2 + 2 + 3) / 3 = 7/3 over the least 2: 1/3 > 0,
+     * so the wait of 3 - 1 = 2 ms is host's */
+    NEAR(part[RSR_CP_TRANSFER], 1 * MS);
+    NEAR(part[RSR_CP_HOST], 6 * MS);
+    NEAR(len, 11 * MS);
+    /* without host work: the latest own work ends at max(8 - 4, 7 - 3, ...)
+     * = 4 after 8: 4, plus the 2 waited */
+    NEAR(gain[RSR_CP_HOST], 6 * MS);
+}
+END_TEST
+
 static Suite *critpath_suite(void)
 {
     const struct rs_test tests[] = {
@@ -205,6 +293,9 @@ static Suite *critpath_suite(void)
         { "critpath_overlap_gain_bounds", overlap_gain_bounds },
         { "critpath_evaluation_step_whole", evaluation_step_whole },
         { "critpath_checkpoint_takes_its_excess", checkpoint_takes_its_excess },
+        { "critpath_host_hidden_transfer_is_host", host_hidden_transfer_is_host },
+        { "critpath_run_delay_is_the_hosts", run_delay_is_the_hosts },
+        { "critpath_wait_for_a_late_rank_is_its_cause", wait_for_a_late_rank_is_its_cause },
     };
     return RS_SUITE("critpath", tests, 30);
 }
