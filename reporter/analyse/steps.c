@@ -159,7 +159,24 @@ struct seg_steps {
     struct marks *mk;
     size_t k, bur;
     int64_t next_start;
+    /* the first step, held until the second's length is known: it begins
+     * at the host's lead (summary.h's lead_ns) when that is no more than
+     * two of the second step before its GPU work (a first step's loading
+     * and first calls take longer than a later one's), else at the work:
+     * a longer lead is set-up (a data set read before the loop) */
+    int held;
+    struct pstep first, first_lead;
 };
+
+/* The first step, once the second (NULL: none) says which start it has. */
+static void seg_release(struct seg_steps *c, const struct pstep *second)
+{
+    if (!c->held)
+        return;
+    c->held = 0;
+    int lead = second && c->first.start - c->first_lead.start <= 2 * (second->end - second->start);
+    proc_take(c->p, lead ? &c->first_lead : &c->first);
+}
 
 static int seg_step(void *ctx, const struct rsr_step_seg *g)
 {
@@ -188,6 +205,14 @@ static int seg_step(void *ctx, const struct rsr_step_seg *g)
     ps.d_start = a->t;
     ps.colls = s->n_cmarks ? (uint32_t)g->n : 0;
     ps.d_end = b ? b->t : ps.end > a->t ? ps.end : a->t;
+    if (c->k == 1 && s->lead_ns > 0 && s->lead_ns < start && ps.phase == RSR_PHASE_TRAIN) {
+        c->held = 1;
+        c->first = c->first_lead = ps;
+        c->first_lead.start = c->first_lead.d_start = s->lead_ns;
+        c->first_lead.d = sub(b ? &b->c : &s->end_counters, &s->lead_counters);
+        return 0;
+    }
+    seg_release(c, &ps);
     proc_take(c->p, &ps);
     return 0;
 }
@@ -234,7 +259,7 @@ static int proc_find_marks(struct proc *p, struct marks *mk)
 {
     const struct rsr_summary *s = mk->s;
     size_t nm = mk->n;
-    struct seg_steps c = { p, mk, 0, 0, 0 };
+    struct seg_steps c = { .p = p, .mk = mk };
     p->src = s->n_cmarks ? SRC_COLLECTIVES : SRC_KERNELS;
     if (!s->n_cmarks && s->kmark_state == RSR_KMARK_ANCHOR) {
         /* one kernel per step (summary.h) */
@@ -243,6 +268,7 @@ static int proc_find_marks(struct proc *p, struct marks *mk)
             if (seg_step(&c, &g) != 0)
                 return -1;
         }
+        seg_release(&c, NULL);
         p->conf = s->kmark_score;
         return 1;
     }
@@ -260,6 +286,7 @@ static int proc_find_marks(struct proc *p, struct marks *mk)
     struct rsr_steps_src src = { nm, key, marks_gap, marks_weight, mk };
     struct rsr_steps_found f;
     int rc = rsr_steps_find_in(&src, &f, seg_step, &c);
+    seg_release(&c, NULL);
     free(key);
     if (rc != 0)
         return -1;

@@ -63,6 +63,13 @@ static int outside(struct rsr_model_loader *L, int64_t start, int64_t end)
     return 1;
 }
 
+/* The same for a reading that is no record of its own (a communicator's
+ * end, a run-delay point): not counted as left out. */
+static int beyond(const struct rsr_model_loader *L, int64_t t)
+{
+    return L->windowed && (t < L->win_from || t > L->win_to);
+}
+
 /* A two-microsecond window links a collective to its kernel (link_colls). */
 #define RSR_LINK_TOL_NS 2000
 
@@ -519,7 +526,7 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
             L->run_delay_series = c->series[i].id;
     for (uint32_t i = 0; L->run_delay_series && i < c->npoints; i++) {
         const struct rsf_point *e = &c->points[i];
-        if (e->series != L->run_delay_series || outside(L, (int64_t)e->ts_ns, (int64_t)e->ts_ns))
+        if (e->series != L->run_delay_series || beyond(L, (int64_t)e->ts_ns))
             continue;
         struct rsr_hwait *w = rsr_model_add_hwait(m);
         if (!w)
@@ -549,9 +556,21 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
         r->kind = e->kind;
         r->open_at_exit = (e->flags & RSF_RANGEF_OPEN_AT_EXIT) != 0;
     }
-    for (uint32_t i = 0; i < c->ncomms; i++)
-        if (take_comm(L, &c->comms[i]) != 0)
+    for (uint32_t i = 0; i < c->ncomms; i++) {
+        const struct rsf_comm_event *e = &c->comms[i];
+        if (take_comm(L, e) != 0)
             goto oom;
+        /* the end of a communicator's making: the host's set-up, before
+         * which its first step does not begin (summary.h's lead_ns) */
+        int64_t end = (int64_t)(e->start_ns + e->dur_ns);
+        if ((e->kind == RSF_COMM_INIT || e->kind == RSF_COMM_INIT_ALL || e->kind == RSF_COMM_SPLIT) &&
+            !beyond(L, end)) {
+            struct rsr_hwait *w = rsr_model_add_hwait(m);
+            if (!w)
+                goto oom;
+            *w = (struct rsr_hwait){ .start_ns = end, .end_ns = end, .reason = RSR_HWAIT_SETUP };
+        }
+    }
     for (uint32_t i = 0; i < c->ncolls; i++)
         if (take_coll(L, &c->colls[i], c->ncoll_groups ? c->coll_groups[i].group : 0) != 0)
             goto oom;

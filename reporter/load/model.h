@@ -193,6 +193,9 @@ struct rsr_hwait {
     uint64_t run_delay_ns;
 };
 #define RSR_HWAIT_RUN_DELAY 255
+/* RSR_HWAIT_SETUP: no wait but the end, at start_ns = end_ns, of a
+ * communicator's creation (the host's set-up before its steps) */
+#define RSR_HWAIT_SETUP 254
 
 struct rsr_summary;
 struct rsr_node_proc;

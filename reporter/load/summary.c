@@ -192,6 +192,7 @@ struct rsr_acc {
     int64_t pend_done, blocking;
     int have_run_delay;
     uint64_t run_delay0, run_delay; /* the first and the last run-delay reading */
+    int64_t setup_end;              /* the last communicator made (RSR_HWAIT_SETUP) */
     struct idle_uni host[RSR_HOST_NCLASSES];
     /* the main thread's wait the stream is in (one at a time: a thread
      * blocks in one call), its GPU idle to go to its stack's entry */
@@ -756,10 +757,14 @@ static void kmarks_learn(struct rsr_acc *a)
 
 static void step_marks(struct rsr_acc *a, const struct rsr_acc_op *op, int64_t s, int64_t e)
 {
-    if (a->all.open && s > a->all.e + STEP_GAP_MIN_NS && s - a->all.e > a->gap_len) {
-        a->gap_len = s - a->all.e;
+    /* the process's first GPU work ends the GPU's idle since the stream
+     * began: the first step's own work may begin there (a gap inside the
+     * step, a late launch, is no edge) */
+    int64_t idle_from = a->all.open ? a->all.e : a->start;
+    if ((a->all.open || a->n_ops == 1) && s > idle_from + STEP_GAP_MIN_NS && s - idle_from > a->gap_len) {
+        a->gap_len = s - idle_from;
         a->gap_end = s;
-        a->gap_host = a->sync_end > a->all.e && a->sync_end <= s ? a->sync_end - a->all.e : 0;
+        a->gap_host = a->all.open && a->sync_end > a->all.e && a->sync_end <= s ? a->sync_end - a->all.e : 0;
         counters_at(a, s, &a->gap_c);
     }
     if (op->cls != RSR_GPU_COMPUTE && op->cls != RSR_GPU_COMM)
@@ -1171,6 +1176,19 @@ void rsr_acc_hwait(struct rsr_acc *a, const struct rsr_hwait *w)
             a->run_delay0 = w->run_delay_ns, a->have_run_delay = 1;
         a->run_delay = w->run_delay_ns;
         return;
+    }
+    /* the first step's lead (summary.h): the main thread's first wait
+     * after its set-up, before the first collective */
+    if (w->reason == RSR_HWAIT_SETUP) {
+        if (!a->n_answered && s >= a->setup_end) {
+            a->setup_end = s;
+            a->out.lead_ns = 0;
+        }
+        return;
+    }
+    if (a->setup_end && !a->out.lead_ns && !a->n_answered && s >= a->setup_end) {
+        a->out.lead_ns = s;
+        counters_at(a, s, &a->out.lead_counters);
     }
     int k = rsr_host_class(w->reason);
     if (k < 0)
@@ -1811,6 +1829,8 @@ void rsr_summary_shift(struct rsr_summary *s, int64_t d)
     }
     if (s->host_end_ns)
         s->host_end_ns += d;
+    if (s->lead_ns)
+        s->lead_ns += d;
     s->marks_shift_ns += s->marks_spilled ? d : 0;
     for (size_t i = 0; i < s->n_cmarks && !s->marks_spilled; i++)
         s->cmarks[i].t += d;

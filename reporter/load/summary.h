@@ -218,6 +218,14 @@ struct rsr_summary {
     uint32_t kmark_period;
     double kmark_score;
     struct rsr_step_counters end_counters;
+    /* Where the host began its first step, before its first GPU work:
+     * the start of the main thread's first wait (data loading, say) after
+     * its last communicator was made, before the first collective (0:
+     * none), and the counters then. The first step begins there rather
+     * than at its GPU work (steps.c), as later steps begin where the host
+     * returned from the step before. */
+    int64_t lead_ns;
+    struct rsr_step_counters lead_counters;
     /* Step ranges (above) in the order they were given; memory grows with
      * steps. */
     struct rsr_step_range *ranges;
