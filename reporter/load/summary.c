@@ -180,15 +180,13 @@ struct rsr_acc {
     int64_t sync_start;         /* that one's start */
     int64_t sync_gap;           /* rsr_step_counters.sync_gap */
     /* communication that held work back (rsr_step_counters.blocking):
-     * the compute and cc unions as each of the last CO_RING ops found
-     * them, to read the communication-only time behind the position; the
-     * time up to which waiting work has been counted */
+     * the last CO_RING stretches of communication alone on the GPU (cc
+     * less compute), settled up to co_pos as ops arrive; the time up to
+     * which waiting work has been counted */
 #define CO_RING 256
-    struct co_snap {
-        int64_t t;
-        struct uni comp, cc;
-    } co[CO_RING];
+    struct { int64_t s, e; } co[CO_RING];
     uint64_t n_co;
+    int64_t co_pos;
     int64_t pend_done, blocking;
     int have_run_delay;
     uint64_t run_delay0, run_delay; /* the first and the last run-delay reading */
@@ -900,44 +898,64 @@ static void gap_classes(struct rsr_acc *a, int64_t s)
     }
 }
 
-/* Communication-only time (cc less compute) before t, for t no later than
- * the position: from the snapshot taken at or before t (the unions then
- * held every interval that starts before t), else the oldest kept. */
-static int64_t comm_only_before(const struct rsr_acc *a, int64_t t)
+/* Adds [s, e) to the stretches of communication alone. */
+static void co_put(struct rsr_acc *a, int64_t s, int64_t e)
 {
-    if (a->n_co == 0)
-        return 0;
-    uint64_t lo = a->n_co > CO_RING ? a->n_co - CO_RING : 0, hi = a->n_co - 1;
-    if (t < a->co[lo % CO_RING].t)
-        t = a->co[lo % CO_RING].t;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo + 1) / 2;
-        if (a->co[mid % CO_RING].t <= t)
-            lo = mid;
-        else
-            hi = mid - 1;
+    if (e <= s)
+        return;
+    if (a->n_co && a->co[(a->n_co - 1) % CO_RING].e == s) {
+        a->co[(a->n_co - 1) % CO_RING].e = e;
+        return;
     }
-    const struct co_snap *k = &a->co[lo % CO_RING];
-    return uni_before(&k->cc, t) - uni_before(&k->comp, t);
+    a->co[a->n_co % CO_RING].s = s;
+    a->co[a->n_co % CO_RING].e = e;
+    a->n_co++;
+}
+
+/* Settles the communication-only time in [co_pos, to), to the start of an
+ * op about to join the unions: only their open intervals reach past
+ * co_pos (the closed ones ended before an op that came before), and no
+ * later op starts before to, so the stretch is final. */
+static void co_settle(struct rsr_acc *a, int64_t to)
+{
+    int64_t from = a->co_pos;
+    if (to <= from)
+        return;
+    a->co_pos = to;
+    if (!a->cc.open || a->cc.e <= from || a->cc.s >= to)
+        return;
+    int64_t cs = a->cc.s > from ? a->cc.s : from, ce = a->cc.e < to ? a->cc.e : to;
+    if (!a->comp.open || a->comp.e <= cs || a->comp.s >= ce) {
+        co_put(a, cs, ce);
+        return;
+    }
+    co_put(a, cs, a->comp.s);
+    co_put(a, a->comp.e, ce);
 }
 
 /* An op that starts at s, launched at launch (0: not known): the
  * communication-only time while it waited to start is communication that
  * held work back (summary.h's blocking). A launch's own latency is not
  * waiting: the wait counts from RSR_LAUNCH_LATENCY_NS after it. Ops start
- * in order, so the waits are counted once each up to pend_done. */
+ * in order, so the waits are counted once each up to pend_done; an op whose
+ * launch is not known (an imported trace's, unlinked) waited as long as
+ * anything could have. */
 #define RSR_LAUNCH_LATENCY_NS 10000
 static void count_blocking(struct rsr_acc *a, int64_t launch, int64_t s)
 {
-    /* an op whose launch is not known (an imported trace's, unlinked)
-     * waited as long as anything could have */
+    co_settle(a, s);
     int64_t from = launch > 0 ? launch + RSR_LAUNCH_LATENCY_NS : INT64_MIN;
     if (from < a->pend_done)
         from = a->pend_done;
-    if (from < s && a->n_co)
-        a->blocking += comm_only_before(a, s) - comm_only_before(a, from);
     if (s > a->pend_done)
         a->pend_done = s;
+    /* the newest stretches back to from (the ring's oldest at most) */
+    for (uint64_t k = a->n_co, n = 0; k > 0 && n < CO_RING; k--, n++) {
+        int64_t cs = a->co[(k - 1) % CO_RING].s, ce = a->co[(k - 1) % CO_RING].e;
+        if (ce <= from)
+            break;
+        a->blocking += (ce < s ? ce : s) - (cs > from ? cs : from);
+    }
 }
 
 void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op)
@@ -978,8 +996,6 @@ void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op)
         uni_add(&a->mem, s, e, &cs, &ce);
     if (op->cls == RSR_GPU_COMPUTE || op->cls == RSR_GPU_COMM)
         uni_add(&a->cc, s, e, &cs, &ce);
-    a->co[a->n_co % CO_RING] = (struct co_snap){ s, a->comp, a->cc };
-    a->n_co++;
     /* SM activity is compute's: a collective's kernels wait for their
      * peers or move data, SMs nobody could fill with work */
     if (op->cls == RSR_GPU_COMPUTE)
