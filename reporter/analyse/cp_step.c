@@ -21,6 +21,12 @@ const char *rsr_cp_part_text(int part)
     return part >= 0 && part < RSR_CP_NPARTS ? texts[part] : NULL;
 }
 
+/* A host starved of CPU (rsr_cp_rank_of): the share of the step its main
+ * thread waited for a CPU beyond its wake-up from a sync, from which the
+ * sync's gap starts to be the host's, and from which it is wholly. */
+#define STARVED_FROM 0.10
+#define STARVED_ALL 0.25
+
 static double pos(double v)
 {
     return v > 0 ? v : 0;
@@ -85,14 +91,14 @@ void rsr_cp_rank_of(struct rsr_cp_rank *x, const struct rsr_cp_in *in, struct rs
     take(x, RSR_CP_SLEEP, (1 - f[RSR_HOST_SLEEP]) * h[RSR_HOST_SLEEP], &left);
     take(x, RSR_CP_LOCK, (1 - f[RSR_HOST_LOCK]) * h[RSR_HOST_LOCK], &left);
     take(x, RSR_CP_WAIT, (1 - f[RSR_HOST_POLL]) * h[RSR_HOST_POLL], &left);
-    /* a host that woke from its sync and could not get a CPU: when its
-     * main thread waited for a CPU in the step for longer than the sync's
-     * gap could hold (its CPUs are too few for its work, not only at the
-     * wake-up), that wait is of a piece with the rest and the host's; a
-     * wake-up alone is the sync's (without the sync the host would not
-     * have had to wake) */
+    /* a host that woke from its sync and could not get a CPU: a wake-up
+     * alone is the sync's (without the sync the host would not have had
+     * to wake), but a host starved of CPU, whose main thread waited for
+     * one beyond its wake-up 10% of the step or more, is the cause: the
+     * gap is the host's, wholly from 25% on */
     double gap = pos((double)d->sync_gap);
-    take(x, RSR_CP_SYNC, gap - fmin(gap, pos((double)d->run_delay - gap)), &left);
+    double starved = len > 0 ? (pos((double)d->run_delay - gap) / len - STARVED_FROM) / (STARVED_ALL - STARVED_FROM) : 0;
+    take(x, RSR_CP_SYNC, gap * (1 - fmin(1, pos(starved))), &left);
     x->part[RSR_CP_HOST] += left;
     if (typ && ckpt && typ->n) {
         excess_to_ckpt(x, RSR_CP_COPIES, typ->copies, typ->n);

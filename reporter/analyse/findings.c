@@ -33,7 +33,7 @@
 #define DRIFT_MIN_STEPS 10
 #define LOW_SM_BUSY_PCT 50.0      /* a GPU computing this much of its span... */
 #define LOW_SM_RATIO 0.5          /* ...whose SM activity is under this share of it */
-#define CAUSE_PCT 2.0             /* a critical-path cause no pattern names: a finding from this share up */
+#define CAUSE_PCT 2.0             /* a critical-path cause: claimed by a finding, or one of its own, from this share up */
 
 const char *rsr_severity_name(int sev)
 {
@@ -507,7 +507,10 @@ static void claim_causes(struct list *l, const struct rsr_job *j)
         int c = k ? pattern_part[k - 1].part : straggler_part(j);
         for (size_t i = 0; i < n0 && c >= 0; i++) {
             struct rsr_finding *f = &l->v[i];
-            if (strcmp(f->id, id) != 0 || f->cause || claimed[c] || cp->gain_ms[c] <= 0)
+            /* a symptom whose cause gives back too little is context (the
+             * GPU waits for launches while the host writes checkpoints) */
+            if (strcmp(f->id, id) != 0 || f->cause || claimed[c] ||
+                100 * cp->gain_ms[c] / cp->per_step_ms < CAUSE_PCT)
                 continue;
             claimed[c] = 1;
             f->cause = rsr_cp_part_name(c);

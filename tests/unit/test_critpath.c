@@ -218,24 +218,25 @@ START_TEST(host_hidden_transfer_is_host)
 }
 END_TEST
 
-/* A sync whose return came 2 ms after the GPU's end. Its main thread
- * waited 1.5 ms in the step for a CPU: the wake-up could hold all of it,
- * the gap is the sync's. It waited 3.5 ms: 1.5 beyond the gap, the host
- * could not keep up, and 1.5 of the gap is the host's. 5 ms: all of it. */
+/* A 20 ms step whose sync returned 2 ms after the GPU's end. Its main
+ * thread waited 1.5 ms in the step for a CPU: the wake-up could hold all
+ * of it, the gap is the sync's. 3.5 ms: 1.5 beyond the wake-up, 7.5% of
+ * the step, under 10%: still the sync's. 5.5 ms: 3.5 beyond, 17.5%, half
+ * way from 10% to 25%: half the gap is the host's. 9 ms: 35%, all of it. */
 START_TEST(run_delay_is_the_hosts)
 {
     struct rsr_step_counters d;
     memset(&d, 0, sizeof d);
     d.compute = d.cc = d.busy = 4 * MS;
     d.sync_gap = 2 * MS;
-    struct rsr_cp_in in = { 0, &d, 0, 6 * MS, 0, 4, { 0 } };
+    struct rsr_cp_in in = { 0, &d, 0, 20 * MS, 0, 4, { 0 } };
     struct rsr_cp_rank x;
-    const double delay[3] = { 1.5, 3.5, 5 }, sync[3] = { 2, 0.5, 0 };
-    for (int i = 0; i < 3; i++) {
+    const double delay[4] = { 1.5, 3.5, 5.5, 9 }, sync[4] = { 2, 2, 1, 0 };
+    for (int i = 0; i < 4; i++) {
         d.run_delay = (int64_t)(delay[i] * MS);
         rsr_cp_rank_of(&x, &in, NULL);
         NEAR(x.part[RSR_CP_SYNC], sync[i] * MS);
-        NEAR(x.part[RSR_CP_HOST], (2 - sync[i]) * MS);
+        NEAR(x.part[RSR_CP_HOST], (16 - sync[i]) * MS);
     }
 }
 END_TEST
