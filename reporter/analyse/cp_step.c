@@ -21,8 +21,8 @@ const char *rsr_cp_part_text(int part)
     return part >= 0 && part < RSR_CP_NPARTS ? texts[part] : NULL;
 }
 
-/* A host starved of CPU (rsr_cp_rank_of): the share of the step its main
- * thread waited for a CPU beyond its wake-up from a sync, from which the
+/* A host starved of CPU (rsr_cp_rank_of): the share of its time its main
+ * thread waited for a CPU beyond its wake-ups from syncs, from which the
  * sync's gap starts to be the host's, and from which it is wholly. */
 #define STARVED_FROM 0.10
 #define STARVED_ALL 0.25
@@ -94,11 +94,10 @@ void rsr_cp_rank_of(struct rsr_cp_rank *x, const struct rsr_cp_in *in, struct rs
     /* a host that woke from its sync and could not get a CPU: a wake-up
      * alone is the sync's (without the sync the host would not have had
      * to wake), but a host starved of CPU, whose main thread waited for
-     * one beyond its wake-up 10% of the step or more, is the cause: the
+     * one beyond its wake-ups 10% of its time or more, is the cause: the
      * gap is the host's, wholly from 25% on */
-    double gap = pos((double)d->sync_gap);
-    double starved = len > 0 ? (pos((double)d->run_delay - gap) / len - STARVED_FROM) / (STARVED_ALL - STARVED_FROM) : 0;
-    take(x, RSR_CP_SYNC, gap * (1 - fmin(1, pos(starved))), &left);
+    double starved = (in->starved - STARVED_FROM) / (STARVED_ALL - STARVED_FROM);
+    take(x, RSR_CP_SYNC, pos((double)d->sync_gap) * (1 - fmin(1, pos(starved))), &left);
     x->part[RSR_CP_HOST] += left;
     if (typ && ckpt && typ->n) {
         excess_to_ckpt(x, RSR_CP_COPIES, typ->copies, typ->n);

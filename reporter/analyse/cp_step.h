@@ -76,6 +76,10 @@ struct rsr_cp_in {
     int ckpt;
     uint32_t colls;
     double loader[RSR_HOST_NCLASSES];
+    /* the share of the rank's time (over its whole run: a step's own
+     * figure swings with the machine's load) its main thread waited for a
+     * CPU beyond its wake-ups from syncs (0..1) */
+    double starved;
 };
 
 /* A rank's step; typ (NULL: none) the rank's typical training step so far,

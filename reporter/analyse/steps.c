@@ -46,6 +46,7 @@ struct proc {
     size_t bur;                 /* fold_one's place in the checkpoint bursts */
     struct rsr_cp_typical typ;  /* its steps without a checkpoint so far (critpath.h) */
     double loader[RSR_HOST_NCLASSES];   /* loader_shares */
+    double starved;                     /* rsr_cp_in's */
     int64_t broke;              /* when a rank ran out of GPU memory and ended the job (0: none) */
 };
 
@@ -588,7 +589,7 @@ static void fold_one(struct rsr_step *t, const struct pstep *x, struct proc *p)
         if ((double)(hi - lo) / 1e6 > t->ckpt_ms)
             t->ckpt_ms = (double)(hi - lo) / 1e6;
     }
-    struct rsr_cp_in in = { m->rank, &x->d, x->d_start, x->d_end, ckpt, x->colls, { 0 } };
+    struct rsr_cp_in in = { m->rank, &x->d, x->d_start, x->d_end, ckpt, x->colls, { 0 }, p->starved };
     memcpy(in.loader, p->loader, sizeof in.loader);
     struct rsr_cp_rank cr;
     rsr_cp_rank_of(&cr, &in, x->phase == RSR_PHASE_TRAIN ? &p->typ : NULL);
@@ -786,8 +787,13 @@ static int proc_get(struct proc *p, struct rsr_model *m, size_t i, int *kind, st
     *kind = 0;
     if (!m->sum)
         return 0;
-    if (job)
+    if (job) {
         loader_shares(m, p->loader);
+        const struct rsr_summary *s = m->sum;
+        double span = (double)(s->gpu.end_ns - s->gpu.start_ns);
+        double beyond = (double)(s->end_counters.run_delay - s->end_counters.sync_gap);
+        p->starved = span > 0 && beyond > 0 ? beyond / span : 0;
+    }
     int r = proc_ranges(p, m, m->sum);
     if (r == 0)
         r = proc_find(p, m->sum, kind);

@@ -28,7 +28,7 @@ static struct rsr_cp_rank rank_step(int32_t rank, int64_t start, double len, dou
     d.sync_gap = (int64_t)(sync * MS);
     for (int k = 0; k < RSR_HOST_NCLASSES; k++)
         d.host[k] = host ? (int64_t)(host[k] * MS) : 0;
-    struct rsr_cp_in in = { rank, &d, start, start + (int64_t)(len * MS), ckpt, colls, { 0 } };
+    struct rsr_cp_in in = { rank, &d, start, start + (int64_t)(len * MS), ckpt, colls, { 0 }, 0 };
     struct rsr_cp_rank x;
     rsr_cp_rank_of(&x, &in, NULL);
     return x;
@@ -178,7 +178,7 @@ START_TEST(checkpoint_takes_its_excess)
     d.compute = d.cc = d.busy = 4 * MS;
     d.sync_gap = (int64_t)(0.2 * MS);
     struct rsr_cp_typical typ = { 0 };
-    struct rsr_cp_in in = { 0, &d, 0, 5 * MS, 0, 4, { 0 } };
+    struct rsr_cp_in in = { 0, &d, 0, 5 * MS, 0, 4, { 0 }, 0 };
     struct rsr_cp_rank x;
     for (int i = 0; i < 3; i++)     /* typical: 0.2 sync, 0.8 host */
         rsr_cp_rank_of(&x, &in, &typ);
@@ -208,7 +208,7 @@ START_TEST(host_hidden_transfer_is_host)
     d.comm = 4 * MS;
     d.cc = d.busy = 7 * MS;
     d.blocking = 1 * MS;
-    struct rsr_cp_in in = { 0, &d, 0, 10 * MS, 0, 4, { 0 } };
+    struct rsr_cp_in in = { 0, &d, 0, 10 * MS, 0, 4, { 0 }, 0 };
     struct rsr_cp_rank x;
     rsr_cp_rank_of(&x, &in, NULL);
     NEAR(x.part[RSR_CP_TRANSFER], 1 * MS);
@@ -218,22 +218,21 @@ START_TEST(host_hidden_transfer_is_host)
 }
 END_TEST
 
-/* A 20 ms step whose sync returned 2 ms after the GPU's end. Its main
- * thread waited 1.5 ms in the step for a CPU: the wake-up could hold all
- * of it, the gap is the sync's. 3.5 ms: 1.5 beyond the wake-up, 7.5% of
- * the step, under 10%: still the sync's. 5.5 ms: 3.5 beyond, 17.5%, half
- * way from 10% to 25%: half the gap is the host's. 9 ms: 35%, all of it. */
+/* A step whose sync returned 2 ms after the GPU's end, on a rank whose
+ * main thread waited for a CPU beyond its wake-ups 5% of its time: the
+ * gap is the sync's. 17.5%: half way from 10% to 25%, half the gap is the
+ * host's. 40%: all of it. */
 START_TEST(run_delay_is_the_hosts)
 {
     struct rsr_step_counters d;
     memset(&d, 0, sizeof d);
     d.compute = d.cc = d.busy = 4 * MS;
     d.sync_gap = 2 * MS;
-    struct rsr_cp_in in = { 0, &d, 0, 20 * MS, 0, 4, { 0 } };
+    struct rsr_cp_in in = { 0, &d, 0, 20 * MS, 0, 4, { 0 }, 0 };
     struct rsr_cp_rank x;
-    const double delay[4] = { 1.5, 3.5, 5.5, 9 }, sync[4] = { 2, 2, 1, 0 };
-    for (int i = 0; i < 4; i++) {
-        d.run_delay = (int64_t)(delay[i] * MS);
+    const double starved[3] = { 0.05, 0.175, 0.40 }, sync[3] = { 2, 1, 0 };
+    for (int i = 0; i < 3; i++) {
+        in.starved = starved[i];
         rsr_cp_rank_of(&x, &in, NULL);
         NEAR(x.part[RSR_CP_SYNC], sync[i] * MS);
         NEAR(x.part[RSR_CP_HOST], (16 - sync[i]) * MS);
