@@ -895,7 +895,6 @@ void rs_gpu_stack_sample_always(uint64_t t0)
  * after a wait of a millisecond or more; other threads' waits read
  * nothing. The series is defined on the first point (again in a forked
  * child's file). Holds guard; errno kept. */
-
 static void run_delay_point(int reason)
 {
     /* a process that only waits for children, pipes or time (a launcher,
