@@ -119,11 +119,13 @@ def counter(root, name):
 def points_by_file(out):
     """{trace file: (series records, point records)} of the node's series:
     the GPU's (gpu_*, sampled by every process that has a GPU, through
-    NVML) left out."""
+    NVML) and the process's own (run_delay, its main thread's wait for a
+    CPU) left out."""
     res = {}
     for t in trace_files(out):
         recs, _, _ = dump(t)
-        series = [r for r in recs if r["type"] == "series" and not r["kind"].startswith("gpu_")]
+        series = [r for r in recs if r["type"] == "series" and not r["kind"].startswith("gpu_") and
+                  r["kind"] != "run_delay"]
         ids = {r["id"] for r in series}
         res[t] = (series, [r for r in recs if r["type"] == "point" and r["series"] in ids])
     return res
