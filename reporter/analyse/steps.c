@@ -206,7 +206,9 @@ static int seg_step(void *ctx, const struct rsr_step_seg *g)
     ps.d_start = a->t;
     ps.colls = s->n_cmarks ? (uint32_t)g->n : 0;
     ps.d_end = b ? b->t : ps.end > a->t ? ps.end : a->t;
-    if (c->k == 1 && s->lead_ns > 0 && s->lead_ns < start && ps.phase == RSR_PHASE_TRAIN) {
+    /* the lead is the host's before the process's first collective: the
+     * first step's only when that step begins with it */
+    if (c->k == 1 && g->first == 0 && s->lead_ns > 0 && s->lead_ns < start && ps.phase == RSR_PHASE_TRAIN) {
         c->held = 1;
         c->first = c->first_lead = ps;
         c->first_lead.start = c->first_lead.d_start = s->lead_ns;
