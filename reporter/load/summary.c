@@ -456,6 +456,12 @@ static int64_t uni_before(const struct uni *u, int64_t t)
     return b;
 }
 
+/* The main thread's run delay since the first reading (summary.h). */
+static int64_t run_delay_so_far(const struct rsr_acc *a)
+{
+    return a->have_run_delay && a->run_delay > a->run_delay0 ? (int64_t)(a->run_delay - a->run_delay0) : 0;
+}
+
 /* The step counters (summary.h) at t, for t at or after the position (an
  * earlier t is taken as the position). */
 static void counters_at(const struct rsr_acc *a, int64_t t, struct rsr_step_counters *c)
@@ -472,7 +478,7 @@ static void counters_at(const struct rsr_acc *a, int64_t t, struct rsr_step_coun
         c->host[k] = a->host[k].idle_ns + iu_open_idle(a, &a->host[k], t);
     c->sync_gap = a->sync_gap;
     c->blocking = a->blocking;
-    c->run_delay = a->have_run_delay && a->run_delay > a->run_delay0 ? (int64_t)(a->run_delay - a->run_delay0) : 0;
+    c->run_delay = run_delay_so_far(a);
     for (int k = 0; k < RSR_HOST_NCLASSES; k++)
         c->host[k] += a->gap_ext[k];
     c->read_ext = a->gap_ext[RSR_HOST_NCLASSES];
@@ -1752,11 +1758,9 @@ int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
     struct rsr_step_counters *ec = &a->out.end_counters;
     *ec = (struct rsr_step_counters){ uni_len(&a->all), uni_len(&a->comp), uni_len(&a->comm), uni_len(&a->cc),
                                       uni_len(&a->ios), a->read_idle_ns, { 0 }, a->gap_ext[RSR_HOST_NCLASSES],
-                                      a->sync_gap, 0, a->blocking };
+                                      a->sync_gap, run_delay_so_far(a), a->blocking };
     for (int k = 0; k < RSR_HOST_NCLASSES; k++)
         ec->host[k] = a->host[k].idle_ns + a->gap_ext[k];
-    if (a->have_run_delay && a->run_delay > a->run_delay0)
-        ec->run_delay = (int64_t)(a->run_delay - a->run_delay0);
     if (a->all.open)
         fine_spread(a, RSR_FINE_BUSY, a->all.s, a->all.e, (double)(a->all.e - a->all.s));
     *out = a->out;
