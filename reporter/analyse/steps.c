@@ -64,7 +64,7 @@ static struct rsr_step_counters sub(const struct rsr_step_counters *a, const str
     struct rsr_step_counters d = { a->busy - b->busy, a->compute - b->compute, a->comm - b->comm,
                                    a->cc - b->cc, a->io - b->io, a->wait - b->wait, { 0 },
                                    a->read_ext - b->read_ext, a->sync_gap - b->sync_gap,
-                                   a->run_delay - b->run_delay, a->blocking - b->blocking };
+                                   a->blocking - b->blocking };
     for (int k = 0; k < RSR_HOST_NCLASSES; k++)
         d.host[k] = a->host[k] - b->host[k];
     return d;
@@ -793,7 +793,7 @@ static int proc_get(struct proc *p, struct rsr_model *m, size_t i, int *kind, st
         loader_shares(m, p->loader);
         const struct rsr_summary *s = m->sum;
         double span = (double)(s->gpu.end_ns - s->gpu.start_ns);
-        double beyond = (double)(s->end_counters.run_delay - s->end_counters.sync_gap);
+        double beyond = (double)(m->run_delay_ns - s->end_counters.sync_gap);
         p->starved = span > 0 && beyond > 0 ? beyond / span : 0;
     }
     int r = proc_ranges(p, m, m->sum);

@@ -528,11 +528,10 @@ int rsr_model_loader_chunk(struct rsr_model_loader *L, const struct rsf_chunk *c
         const struct rsf_point *e = &c->points[i];
         if (e->series != L->run_delay_series || beyond(L, (int64_t)e->ts_ns))
             continue;
-        struct rsr_hwait *w = rsr_model_add_hwait(m);
-        if (!w)
-            goto oom;
-        *w = (struct rsr_hwait){ .start_ns = (int64_t)e->ts_ns, .end_ns = (int64_t)e->ts_ns,
-                                 .reason = RSR_HWAIT_RUN_DELAY, .run_delay_ns = e->value };
+        if (!L->have_run_delay)
+            L->run_delay_first = e->value, L->have_run_delay = 1;
+        if (e->value > L->run_delay_first)
+            m->run_delay_ns = (int64_t)(e->value - L->run_delay_first);
     }
     /* NVTX ranges: every one in full and windowed models (the lanes draw
      * them); in a streamed one only those that mark steps, which pass

@@ -41,6 +41,8 @@ struct rsr_model_loader {
     struct rsr_graphs *graphs;  /* CUDA graphs' nodes (graphs.h); NULL until a first kernel */
     struct rsr_group_fold groups;   /* NCCL groups being folded (coll_groups.h) */
     uint32_t run_delay_series;  /* the file's id of the main thread's run_delay series (0: none yet) */
+    int have_run_delay;
+    uint64_t run_delay_first;   /* its first reading (model.h's run_delay_ns counts from it) */
     int failed;                 /* out of memory: the model is incomplete */
 
     /* Streaming (rsr_model_loader_stream): the model's record arrays are a

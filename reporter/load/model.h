@@ -186,13 +186,8 @@ struct rsr_strtab {
 struct rsr_hwait {
     int64_t start_ns, end_ns;
     uint32_t stack;         /* the file's stack id */
-    uint8_t reason;         /* enum rsf_wait_reason, or RSR_HWAIT_RUN_DELAY */
-    /* RSR_HWAIT_RUN_DELAY: no wait but a reading, at start_ns = end_ns, of
-     * the main thread's time runnable without a CPU so far (trace.fbs's
-     * run_delay series), in the stream with the waits it follows */
-    uint64_t run_delay_ns;
+    uint8_t reason;         /* enum rsf_wait_reason, or RSR_HWAIT_SETUP */
 };
-#define RSR_HWAIT_RUN_DELAY 255
 /* RSR_HWAIT_SETUP: no wait but the end, at start_ns = end_ns, of a
  * communicator's creation (the host's set-up before its steps) */
 #define RSR_HWAIT_SETUP 254
@@ -270,6 +265,9 @@ struct rsr_model {
      * and whether the thread that took it was in a wait; 0: none */
     uint8_t killed_sig, killed_waiting;
     int64_t flush_ns;
+    /* The main thread's time runnable without a CPU between the first and
+     * the last of its readings (trace.fbs's run_delay series; 0: none). */
+    int64_t run_delay_ns;
     /* Set by rsr_ends_find: where its records stop before the job's end,
      * on the job's time line; 0 where they do not. */
     int64_t early_end_ns;

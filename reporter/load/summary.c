@@ -188,8 +188,6 @@ struct rsr_acc {
     uint64_t n_co;
     int64_t co_pos;
     int64_t pend_done, blocking;
-    int have_run_delay;
-    uint64_t run_delay0, run_delay; /* the first and the last run-delay reading */
     int64_t setup_end;              /* the last communicator made (RSR_HWAIT_SETUP) */
     struct idle_uni host[RSR_HOST_NCLASSES];
     /* the main thread's wait the stream is in (one at a time: a thread
@@ -456,12 +454,6 @@ static int64_t uni_before(const struct uni *u, int64_t t)
     return b;
 }
 
-/* The main thread's run delay since the first reading (summary.h). */
-static int64_t run_delay_so_far(const struct rsr_acc *a)
-{
-    return a->have_run_delay && a->run_delay > a->run_delay0 ? (int64_t)(a->run_delay - a->run_delay0) : 0;
-}
-
 /* The step counters (summary.h) at t, for t at or after the position (an
  * earlier t is taken as the position). */
 static void counters_at(const struct rsr_acc *a, int64_t t, struct rsr_step_counters *c)
@@ -478,7 +470,6 @@ static void counters_at(const struct rsr_acc *a, int64_t t, struct rsr_step_coun
         c->host[k] = a->host[k].idle_ns + iu_open_idle(a, &a->host[k], t);
     c->sync_gap = a->sync_gap;
     c->blocking = a->blocking;
-    c->run_delay = run_delay_so_far(a);
     for (int k = 0; k < RSR_HOST_NCLASSES; k++)
         c->host[k] += a->gap_ext[k];
     c->read_ext = a->gap_ext[RSR_HOST_NCLASSES];
@@ -1193,12 +1184,6 @@ void rsr_acc_sync(struct rsr_acc *a, const struct rsr_sync *y)
 void rsr_acc_hwait(struct rsr_acc *a, const struct rsr_hwait *w)
 {
     int64_t s = enter(a, w->start_ns), e = w->end_ns > s ? w->end_ns : s;
-    if (w->reason == RSR_HWAIT_RUN_DELAY) {
-        if (!a->have_run_delay)
-            a->run_delay0 = w->run_delay_ns, a->have_run_delay = 1;
-        a->run_delay = w->run_delay_ns;
-        return;
-    }
     /* the first step's lead (summary.h): the main thread's first wait
      * after its set-up, before the first collective */
     if (w->reason == RSR_HWAIT_SETUP) {
@@ -1758,7 +1743,7 @@ int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
     struct rsr_step_counters *ec = &a->out.end_counters;
     *ec = (struct rsr_step_counters){ uni_len(&a->all), uni_len(&a->comp), uni_len(&a->comm), uni_len(&a->cc),
                                       uni_len(&a->ios), a->read_idle_ns, { 0 }, a->gap_ext[RSR_HOST_NCLASSES],
-                                      a->sync_gap, run_delay_so_far(a), a->blocking };
+                                      a->sync_gap, a->blocking };
     for (int k = 0; k < RSR_HOST_NCLASSES; k++)
         ec->host[k] = a->host[k].idle_ns + a->gap_ext[k];
     if (a->all.open)

@@ -90,9 +90,7 @@ int64_t rsr_coll_hidden_ns(const struct rsr_coll_tuple *t, int64_t to);
  * from the GPU's last work to the sync's return, when it returned before
  * the next work, at most as long as the host waited (what the sync cost:
  * without it the host would have been that far ahead of the GPU; what the
- * host did after the return is its own). run_delay: the main thread's
- * time runnable without a CPU (rsr_hwait's RSR_HWAIT_RUN_DELAY readings,
- * as of the last one before t; 0 without them). blocking: the
+ * host did after the return is its own). blocking: the
  * communication-only time (cc less compute) while work launched on the
  * GPU waited to start (from 10 us after its launch: a launch's own latency
  * is no wait), the communication that held work back; the rest of it ran
@@ -101,7 +99,7 @@ int64_t rsr_coll_hidden_ns(const struct rsr_coll_tuple *t, int64_t to);
 struct rsr_step_counters {
     int64_t busy, compute, comm, cc, io, wait;
     int64_t host[RSR_HOST_NCLASSES];
-    int64_t read_ext, sync_gap, run_delay, blocking;
+    int64_t read_ext, sync_gap, blocking;
 };
 
 /* Where a step may begin (steps.h): a timed collective, or a kernel (see

@@ -274,7 +274,7 @@ static void pack_model(struct rsr_pack *b, const struct rsr_model *m)
                              (int64_t)m->mem_frees, (int64_t)m->mem_alloc_bytes, m->clock_offset_ns,
                              (int64_t)m->late, m->unclosed, m->flush_ns, (int64_t)m->graph_ops,
                              (int64_t)m->graph_colls, m->parent_rank, m->compile_kind, m->fatal_sig,
-                             m->fatal_ns, m->killed_sig, m->killed_waiting };
+                             m->fatal_ns, m->killed_sig, m->killed_waiting, m->run_delay_ns };
     put(b, ints, sizeof ints);
     rsr_pack_u64(b, m->strings.n);
     for (size_t i = 1; i < m->strings.n; i++)
@@ -293,7 +293,7 @@ static void pack_model(struct rsr_pack *b, const struct rsr_model *m)
 
 static int unpack_model(struct rsr_unpack *u, struct rsr_model *m)
 {
-    int64_t v[25];
+    int64_t v[26];
     get(u, v, sizeof v);
     m->rank = (int32_t)v[0], m->local_rank = (int32_t)v[1], m->world_size = (int32_t)v[2];
     m->pid = v[3], m->host = (uint32_t)v[4], m->job = (uint32_t)v[5], m->role = (uint8_t)v[6];
@@ -305,6 +305,7 @@ static int unpack_model(struct rsr_unpack *u, struct rsr_model *m)
     m->compile_kind = (uint8_t)v[20];
     m->fatal_sig = (uint8_t)v[21], m->fatal_ns = v[22];
     m->killed_sig = (uint8_t)v[23], m->killed_waiting = (uint8_t)v[24];
+    m->run_delay_ns = v[25];
     uint64_t nstr = rsr_unpack_u64(u);
     for (uint64_t i = 1; i < nstr && !u->failed; i++) {
         uint64_t len = rsr_unpack_u64(u);
