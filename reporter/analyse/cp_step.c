@@ -80,6 +80,13 @@ void rsr_cp_rank_of(struct rsr_cp_rank *x, const struct rsr_cp_in *in, struct rs
     for (int k = 0; k < RSR_HOST_NCLASSES; k++) {
         f[k] = in->loader[k] < 0 ? 0 : in->loader[k] > 1 ? 1 : in->loader[k];
         h[k] = pos((double)d->host[k]);
+        if (in->cpu) {
+            /* a collective on the CPU: the rank's transfer, or its wait
+             * for a later rank (rsr_cp_step) */
+            double c = in->coll[k] < 0 ? 0 : in->coll[k] > 1 ? 1 : in->coll[k];
+            take(x, RSR_CP_TRANSFER, c * h[k], &left);
+            h[k] *= 1 - c;
+        }
         if (k != RSR_HOST_WRITE)
             loading += f[k] * h[k];
     }
@@ -98,7 +105,8 @@ void rsr_cp_rank_of(struct rsr_cp_rank *x, const struct rsr_cp_in *in, struct rs
      * gap is the host's, wholly from 25% on */
     double starved = (in->starved - STARVED_FROM) / (STARVED_ALL - STARVED_FROM);
     take(x, RSR_CP_SYNC, pos((double)d->sync_gap) * (1 - fmin(1, pos(starved))), &left);
-    x->part[RSR_CP_HOST] += left;
+    /* a rank without GPU work computes on its CPU */
+    x->part[in->cpu ? RSR_CP_COMPUTE : RSR_CP_HOST] += left;
     if (typ && ckpt && typ->n) {
         excess_to_ckpt(x, RSR_CP_COPIES, typ->copies, typ->n);
         excess_to_ckpt(x, RSR_CP_SYNC, typ->sync, typ->n);

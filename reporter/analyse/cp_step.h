@@ -23,7 +23,7 @@
     X(SYNC,         "sync",         "GPU-to-CPU syncs") \
     X(HOST,         "host",         "host CPU work (launches, Python)") \
     X(TRANSFER,     "transfer",     "exposed communication") \
-    X(IMBALANCE,    "imbalance",    "a slower rank's kernels") \
+    X(IMBALANCE,    "imbalance",    "a slower rank's compute") \
     X(EVAL,         "evaluation",   "evaluation steps") \
     X(COMPUTE,      "compute",      "compute") \
     X(COPIES,       "copies",       "copies and memsets")
@@ -80,6 +80,12 @@ struct rsr_cp_in {
      * figure swings with the machine's load) its main thread waited for a
      * CPU beyond its wake-ups from syncs (0..1) */
     double starved;
+    /* a rank without GPU work (its steps from its waits): its CPU work is
+     * its compute, and the share of each host class of its main thread's
+     * waits that were in a collective (0..1) is its transfer and its wait
+     * for later ranks */
+    double coll[RSR_HOST_NCLASSES];
+    int cpu;
 };
 
 /* A rank's step; typ (NULL: none) the rank's typical training step so far,

@@ -4,6 +4,7 @@
 #include "reporter/analyse/steps.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,12 +121,60 @@ static int imbalance_stays(const struct sums *t, size_t ranks)
     return 2 * used <= ranks;
 }
 
+/* The kind of stacks (waits.h's rsr_top_kind) that say what the host did
+ * in part k on model m, or -1: none. */
+static int frames_kind(const struct rsr_model *m, int k)
+{
+    int cpu = m->sum && !m->sum->n_cmarks && m->sum->kmark_waits;
+    switch (k) {
+    case RSR_CP_CHECKPOINT: case RSR_CP_FILE_IO:
+        return RSR_TOP_IO;
+    case RSR_CP_DATA:
+        return RSR_TOP_DATA;
+    case RSR_CP_HOST:
+        return RSR_TOP_CPU;
+    case RSR_CP_COMPUTE: case RSR_CP_IMBALANCE:
+        return cpu ? RSR_TOP_CPU : -1;
+    default:
+        return -1;
+    }
+}
+
+/* out's frames of part k (critpath.h). */
+static void part_frames(struct rsr_model *const *models, size_t n, const struct rsr_steps *steps, int k,
+                        struct rsr_critpath *out)
+{
+    int32_t want = k < RSR_CP_NGAIN ? out->gain_rank[k] : -1;
+    double best = 0;
+    size_t who = SIZE_MAX;
+    for (size_t i = 0; steps->rank_parts && i < n && i < steps->n_models; i++) {
+        if (!steps->in_steps[i])
+            continue;
+        double v = steps->rank_parts[i * RSR_CP_NPARTS + (size_t)k];
+        if (want >= 0 ? models[i]->rank == want : v > best)
+            best = v, who = i;
+        if (want >= 0 && who == i)
+            break;
+    }
+    out->frames_rank[k] = -1;
+    int kind = who < n ? frames_kind(models[who], k) : -1;
+    if (kind < 0)
+        return;
+    const struct rsr_top_stack *top = models[who]->waits.top[kind];
+    for (int s = 0; s < RSR_TOP_STACKS && top[s].ns; s++) {
+        snprintf(out->frames[k][s], sizeof out->frames[k][s], "%s", top[s].text);
+        out->frames_rank[k] = models[who]->rank;
+    }
+}
+
 int rsr_critpath_analyse(struct rsr_model *const *models, size_t n, const struct rsr_steps *steps,
                          struct rsr_critpath *out)
 {
     memset(out, 0, sizeof *out);
     for (int k = 0; k < RSR_CP_NGAIN; k++)
         out->gain_rank[k] = -1;
+    for (int k = 0; k < RSR_CP_NPARTS; k++)
+        out->frames_rank[k] = -1;
     if (!steps->n || !steps->count)
         return 0;
     /* the headline's stretch: the first training step's start to the last
@@ -185,6 +234,9 @@ int rsr_critpath_analyse(struct rsr_model *const *models, size_t n, const struct
             out->gain_rank_share[k] = best / t.gain[k];
         }
     }
+    for (int k = 0; k < RSR_CP_NPARTS; k++)
+        if (out->part_ms[k] > 0)
+            part_frames(models, n, steps, k, out);
     free(t.br.v);
     return 0;
 }

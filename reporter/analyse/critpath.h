@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "reporter/analyse/cp_step.h"
+#include "reporter/load/waits.h"
 
 /* The job's path: per step, the parts of its time and the gains. */
 struct rsr_critpath {
@@ -55,6 +56,14 @@ struct rsr_critpath {
      * of the gain, from the rank that was the path); else -1 */
     int32_t gain_rank[RSR_CP_NGAIN];
     double gain_rank_share[RSR_CP_NGAIN];
+    /* What the host was doing in a part the host's own (checkpoint and
+     * other writes, data loading, its CPU work; a rank without GPU work:
+     * its compute and a slower rank's compute too): the heaviest stacks
+     * of that kind (waits.h's top: I/O, DataLoader waits, CPU) of the rank
+     * the part lies on (gain_rank, else the rank with the most of it),
+     * folded, root first; "" when none. frames_rank: that rank (-1: none). */
+    int32_t frames_rank[RSR_CP_NPARTS];
+    char frames[RSR_CP_NPARTS][RSR_TOP_STACKS][sizeof ((struct rsr_top_stack *)0)->text];
 };
 
 struct rsr_steps;

@@ -439,6 +439,7 @@ static const struct {
     int part;
 } pattern_part[] = {
     { "pipeline_bubble", RSR_CP_IMBALANCE },
+    { "cpu_collective_wait", RSR_CP_IMBALANCE },    /* ranks without GPU work */
     { "checkpoint_stall", RSR_CP_CHECKPOINT },
     { "data_loading", RSR_CP_DATA },
     { "exposed_communication", RSR_CP_TRANSFER },

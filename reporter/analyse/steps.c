@@ -29,9 +29,9 @@ struct pstep {
     uint32_t colls;             /* collectives in it (0: not known) */
 };
 
-enum step_source { SRC_COLLECTIVES, SRC_KERNELS, SRC_NVTX, SRC_KINETO, SRC_N };
+enum step_source { SRC_COLLECTIVES, SRC_KERNELS, SRC_NVTX, SRC_KINETO, SRC_WAITS, SRC_N };
 
-static const char *const source_name[SRC_N] = { "collectives", "kernels", "nvtx", "kineto" };
+static const char *const source_name[SRC_N] = { "collectives", "kernels", "nvtx", "kineto", "waits" };
 
 /* A process's steps as they are made (proc_take): counted, and folded
  * into the job's steps when job is set. */
@@ -45,7 +45,9 @@ struct proc {
     const struct rsr_model *m;
     size_t bur;                 /* fold_one's place in the checkpoint bursts */
     struct rsr_cp_typical typ;  /* its steps without a checkpoint so far (critpath.h) */
-    double loader[RSR_HOST_NCLASSES];   /* loader_shares */
+    double loader[RSR_HOST_NCLASSES];   /* stack_shares: data loading's */
+    double coll[RSR_HOST_NCLASSES];     /* and a collective's, for a process without GPU work */
+    int cpu;                            /* its steps are from its waits: no GPU work */
     double starved;                     /* rsr_cp_in's */
     int64_t broke;              /* when a rank ran out of GPU memory and ended the job (0: none) */
 };
@@ -239,13 +241,18 @@ static double marks_weight(void *ctx, size_t i, uint32_t key)
 
 static int proc_find_marks(struct proc *p, struct marks *mk);
 
-/* A process's steps, from its collectives or else its kernels. 1: found,
- * 0: none (*kind says which marks were looked at: 0 none, 1 kernels, 2
- * collectives), -1: out of memory or the spill file could not be read. */
+/* A process's steps, from its collectives or else its kernels; a rank
+ * with neither, from its main thread's waits (summary.h's kmark_waits). 1:
+ * found, 0: none (*kind says which marks were looked at: 0 none, 1
+ * kernels, 2 collectives, 4 waits), -1: out of memory or the spill file
+ * could not be read. */
 static int proc_find(struct proc *p, const struct rsr_summary *s, int *kind)
 {
     struct marks mk = { .s = s, .n = s->n_cmarks ? s->n_cmarks : s->n_kmarks };
-    *kind = s->n_cmarks ? 2 : mk.n || s->kmark_state == RSR_KMARK_NONE ? 1 : 0;
+    int waits = !s->n_cmarks && s->kmark_waits;
+    if (waits && p->m->rank < 0)
+        return 0;   /* a launcher, a DataLoader worker: their waits are not steps */
+    *kind = s->n_cmarks ? 2 : waits ? 4 : mk.n || s->kmark_state == RSR_KMARK_NONE ? 1 : 0;
     if (mk.n < RSR_STEPS_MIN)
         return 0;
     if (!s->n_cmarks)
@@ -257,12 +264,63 @@ static int proc_find(struct proc *p, const struct rsr_summary *s, int *kind)
     return rc;
 }
 
+/* A rank's steps from its main thread's waits (summary.h's kmark_waits):
+ * a step runs from the end of one wait in the stack it waits in most (its
+ * anchor: a data-parallel rank on the CPU waits once a step for its
+ * gradients' all-reduce, whose end the ranks share) to the next's; what
+ * comes before the first and after the last is no step, as the program
+ * did not wait to end it. Confidence: the anchor's share of the waits. As
+ * proc_find. */
+static int proc_wait_steps(struct proc *p, struct marks *mk)
+{
+    const struct rsr_summary *s = mk->s;
+    size_t nm = mk->n, count = nm;
+    uint32_t anchor = s->kmark_anchor;
+    double conf = s->kmark_score;
+    if (s->kmark_state != RSR_KMARK_ANCHOR) {
+        uint32_t *key = malloc(nm * sizeof *key);
+        if (!key)
+            return -1;
+        for (size_t i = 0; i < nm; i++)
+            key[i] = mk->mem[i].key;
+        int rc = rsr_steps_commonest(key, nm, &anchor, &count);
+        free(key);
+        if (rc != 0)
+            return -1;
+        conf = (double)count / (double)nm;
+    }
+    if (count <= RSR_STEPS_MIN)
+        return 0;
+    struct rsr_step_mark *at = malloc(count * sizeof *at);
+    if (!at)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < nm; i++)
+        if (mk->mem[i].key == anchor)
+            at[k++] = mk->mem[i];
+    struct marks am = { .s = s, .mem = at, .n = k };
+    struct seg_steps c = { .p = p, .mk = &am };
+    p->src = SRC_WAITS;
+    int rc = 1;
+    for (size_t i = 0; i + 1 < k && rc == 1; i++) {
+        struct rsr_step_seg g = { i, 1, RSR_PHASE_TRAIN };
+        if (seg_step(&c, &g) != 0)
+            rc = -1;
+    }
+    seg_release(&c, NULL);
+    p->conf = conf;
+    free(at);
+    return rc;
+}
+
 /* proc_find over the marks in mk, at least RSR_STEPS_MIN of them. */
 static int proc_find_marks(struct proc *p, struct marks *mk)
 {
     const struct rsr_summary *s = mk->s;
     size_t nm = mk->n;
     struct seg_steps c = { .p = p, .mk = mk };
+    if (!s->n_cmarks && s->kmark_waits)
+        return proc_wait_steps(p, mk);
     p->src = s->n_cmarks ? SRC_COLLECTIVES : SRC_KERNELS;
     if (!s->n_cmarks && s->kmark_state == RSR_KMARK_ANCHOR) {
         /* one kernel per step (summary.h) */
@@ -512,25 +570,24 @@ double rsr_steps_median(double *v, size_t n)
 }
 
 /* The share of the GPU idle in each host class's main-thread waits that
- * were data loading (the summary's wait stacks against the ones the
- * symboliser called data loading, waits.h). */
-static void loader_shares(const struct rsr_model *m, double *share)
+ * were in set (the summary's wait stacks against the ones the symboliser
+ * gave a cause, waits.h: data loading, a collective); for a process
+ * without GPU work (cpu), of the waits' whole time. */
+static void stack_shares(const struct rsr_model *m, const struct rsr_stack_set *set, int cpu, double *share)
 {
-    double all[RSR_HOST_NCLASSES] = { 0 }, loading[RSR_HOST_NCLASSES] = { 0 };
+    double all[RSR_HOST_NCLASSES] = { 0 }, in[RSR_HOST_NCLASSES] = { 0 };
     const struct rsr_summary *s = m->sum;
     for (size_t i = 0; s && i < s->n_wstacks; i++) {
         const struct rsr_wait_stack *w = &s->wstacks[i];
         if (w->cls >= RSR_HOST_NCLASSES)
             continue;
-        all[w->cls] += (double)w->idle_ns;
-        for (uint32_t k = 0; k < m->waits.n_loader_stacks; k++)
-            if (m->waits.loader_stacks[k] == w->stack && w->stack) {
-                loading[w->cls] += (double)w->idle_ns;
-                break;
-            }
+        double ns = (double)(cpu ? w->all_ns : w->idle_ns);
+        all[w->cls] += ns;
+        if (rsr_stack_set_has(set, w->stack))
+            in[w->cls] += ns;
     }
     for (int k = 0; k < RSR_HOST_NCLASSES; k++)
-        share[k] = all[k] > 0 ? loading[k] / all[k] : 0;
+        share[k] = all[k] > 0 ? in[k] / all[k] : 0;
 }
 
 static double dur_ms(const struct rsr_step *st)
@@ -591,8 +648,9 @@ static void fold_one(struct rsr_step *t, const struct pstep *x, struct proc *p)
         if ((double)(hi - lo) / 1e6 > t->ckpt_ms)
             t->ckpt_ms = (double)(hi - lo) / 1e6;
     }
-    struct rsr_cp_in in = { m->rank, &x->d, x->d_start, x->d_end, ckpt, x->colls, { 0 }, p->starved };
+    struct rsr_cp_in in = { m->rank, &x->d, x->d_start, x->d_end, ckpt, x->colls, { 0 }, p->starved, { 0 }, p->cpu };
     memcpy(in.loader, p->loader, sizeof in.loader);
+    memcpy(in.coll, p->coll, sizeof in.coll);
     struct rsr_cp_rank cr;
     rsr_cp_rank_of(&cr, &in, x->phase == RSR_PHASE_TRAIN ? &p->typ : NULL);
     if (x->phase == RSR_PHASE_TRAIN && p->job->rank_parts)
@@ -638,8 +696,8 @@ static void slow_cause(struct rsr_step_slow *sl, const struct rsr_step *st, int 
     else if (st->busy_spread_ms - med_spread >= 0.5 * excess) {
         sl->cause = "straggler";
         sl->rank = st->busiest_rank;
-    } else if (st->idle_ms - med_idle >= 0.5 * excess)
-        sl->cause = "launch_gaps";
+    } else if (st->idle_ms - med_idle >= 0.5 * excess && st->idle_pct < 100)
+        sl->cause = "launch_gaps";  /* a step without GPU work has none */
     else
         sl->cause = "unknown";
 }
@@ -790,8 +848,11 @@ static int proc_get(struct proc *p, struct rsr_model *m, size_t i, int *kind, st
     if (!m->sum)
         return 0;
     if (job) {
-        loader_shares(m, p->loader);
         const struct rsr_summary *s = m->sum;
+        p->cpu = !s->n_cmarks && s->kmark_waits;
+        stack_shares(m, &m->waits.loader, p->cpu, p->loader);
+        if (p->cpu)
+            stack_shares(m, &m->waits.coll, 1, p->coll);
         double span = (double)(s->gpu.end_ns - s->gpu.start_ns);
         double beyond = (double)(m->run_delay_ns - s->end_counters.sync_gap);
         p->starved = span > 0 && beyond > 0 ? beyond / span : 0;
@@ -834,8 +895,10 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
     rc = 0;
     if (!np) {
         snprintf(out->why, sizeof out->why, "%s",
-                 !looked ? "no GPU work to find steps in"
+                 !looked ? "no GPU work or ranks' main-thread waits to find steps in"
                  : looked & 2 ? "no repeating sequence of collectives (fewer than 3 repetitions)"
+                 : looked == 4 ? "no GPU work, and no repeating sequence of the ranks' main-thread waits (fewer "
+                                 "than 3 repetitions)"
                               : "no repeating sequence of kernels (fewer than 3 repetitions in the first "
                                 "4096 kernels)");
         goto done;

@@ -1156,7 +1156,9 @@ static void add_proc(struct loader *L, struct proc *p, uint64_t *nsamples, struc
                 if (cause >= 0)
                     w->cause_ns[cause] += a->weight;
                 if (a->tid == p->pid && cause == RSR_CAUSE_DATALOADER && rsr_host_class(a->reason) >= 0)
-                    rsr_waits_loader_stack(w, a->stack, a->weight);
+                    rsr_stack_set_add(&w->loader, a->stack, a->weight);
+                if (a->tid == p->pid && cause == RSR_CAUSE_COLLECTIVE && rsr_host_class(a->reason) >= 0)
+                    rsr_stack_set_add(&w->coll, a->stack, a->weight);
                 top = cause == RSR_CAUSE_DATALOADER                                    ? RSR_TOP_DATA
                       : a->reason == RSF_WAIT_FILE || a->reason == RSF_WAIT_FILE_LOCK ? RSR_TOP_IO
                                                                                       : -1;

@@ -598,3 +598,30 @@ int rsr_step_range_name(const char *name)
 {
     return name && (strcasestr(name, "step") || strcasestr(name, "iter"));
 }
+
+static int cmp_u32(const void *pa, const void *pb)
+{
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+    return (a > b) - (a < b);
+}
+
+int rsr_steps_commonest(const uint32_t *key, size_t n, uint32_t *best, size_t *count)
+{
+    *count = 0;
+    *best = 0;
+    if (!n)
+        return 0;
+    uint32_t *v = malloc(n * sizeof *v);
+    if (!v)
+        return -1;
+    memcpy(v, key, n * sizeof *v);
+    qsort(v, n, sizeof *v, cmp_u32);
+    for (size_t a = 0, b; a < n; a = b) {
+        for (b = a; b < n && v[b] == v[a]; b++)
+            ;
+        if (b - a > *count)
+            *count = b - a, *best = v[a];
+    }
+    free(v);
+    return 0;
+}

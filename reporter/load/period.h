@@ -112,6 +112,13 @@ struct rsr_steps_src {
 int rsr_steps_find_in(const struct rsr_steps_src *src, struct rsr_steps_found *out,
                       int (*emit)(void *ctx, const struct rsr_step_seg *seg), void *ectx);
 
+/* The key that occurs most often in key[0..n) into *best (on a tie, the
+ * smallest), and that count into *count (0 when n is 0): the step anchor
+ * of a process's main-thread waits (summary.h's kmark_waits), where each
+ * step waits once in the same stack (a data-parallel rank's collective on
+ * the CPU) among waits that come and go. 0, or -1 when out of memory. */
+int rsr_steps_commonest(const uint32_t *key, size_t n, uint32_t *best, size_t *count);
+
 /* Whether a range's name marks a step: "step" or "iter" in any case
  * (ProfilerStep#12, train_step, Iteration). A process with RSR_STEPS_MIN or
  * more such ranges has its steps from them, source "nvtx" ("kineto" when

@@ -69,6 +69,7 @@ static int64_t uni_len(const struct uni *u)
 struct idle_uni {
     struct uni u;
     int64_t busy_start, idle_ns;
+    int64_t all_ns;         /* its closed intervals' whole length, the GPU's idle or not */
 };
 
 struct stream_state {
@@ -211,6 +212,7 @@ struct rsr_acc {
     struct rsr_step_counters gap_c;
     size_t cap_cmarks, cap_kmarks, cap_ranges;
     int64_t kmark_end;              /* latest end of a marked kernel */
+    int wmark_pending;              /* the last wait mark's counters wait for the stream to reach its end */
     size_t n_answered;              /* collective marks given their counters */
 
     /* fine bins */
@@ -390,7 +392,8 @@ static void iu_add(struct rsr_acc *a, struct idle_uni *h, int64_t s, int64_t e)
     a->class_adds++;
     int64_t cs, ce;
     int was_open = h->u.open;
-    uni_add(&h->u, s, e, &cs, &ce);
+    if (uni_add(&h->u, s, e, &cs, &ce))
+        h->all_ns += ce - cs;
     if (!was_open)
         h->busy_start = busy_before(a, s);
     ends_update(a);
@@ -403,13 +406,16 @@ static void iu_add(struct rsr_acc *a, struct idle_uni *h, int64_t s, int64_t e)
 static void hw_close(struct rsr_acc *a, int64_t to)
 {
     a->hw.open = 0;
-    if (!a->have_op || (!a->n_answered && (a->out.n_cmarks || a->marks_base)))
-        return;
-    int64_t from = a->hw.s > a->lo ? a->hw.s : a->lo, busy_from = a->hw.s > a->lo ? a->hw.busy_start : 0;
     if (to > a->hw.e)
         to = a->hw.e;
-    int64_t idle = to > from ? (to - from) - (busy_before(a, to) - busy_from) : 0;
-    if (idle <= 0)
+    int64_t all = to > a->hw.s ? to - a->hw.s : 0, idle = 0;
+    if (a->have_op && (a->n_answered || !(a->out.n_cmarks || a->marks_base))) {
+        int64_t from = a->hw.s > a->lo ? a->hw.s : a->lo, busy_from = a->hw.s > a->lo ? a->hw.busy_start : 0;
+        idle = to > from ? (to - from) - (busy_before(a, to) - busy_from) : 0;
+    }
+    if (idle < 0)
+        idle = 0;
+    if (idle <= 0 && all <= 0)
         return;
     struct rsr_summary *o = &a->out;
     uint32_t stack = a->hw.stack;
@@ -435,6 +441,7 @@ static void hw_close(struct rsr_acc *a, int64_t to)
         }
     }
     o->wstacks[i].idle_ns += idle;
+    o->wstacks[i].all_ns += all;
     a->last_wstack = i;
 }
 
@@ -442,6 +449,7 @@ static void hw_close(struct rsr_acc *a, int64_t to)
 static void iu_close(struct rsr_acc *a, struct idle_uni *h)
 {
     h->idle_ns += iu_open_idle(a, h, h->u.e);
+    h->all_ns += h->u.open ? h->u.e - h->u.s : 0;
     h->u.open = 0;
 }
 
@@ -481,6 +489,87 @@ static void counters_at(const struct rsr_acc *a, int64_t t, struct rsr_step_coun
         if (to > from)
             c->wait += (to - from) - (busy_before(a, to) - busy_from);
     }
+}
+
+/* The host's counters at t (at or after the position) for a process with
+ * no GPU work (summary.h's kmark_waits), as if its GPU idled throughout:
+ * its main thread's waits by class, its reads (data loading) and its
+ * I/O. */
+static void cpu_counters(const struct rsr_acc *a, int64_t t, struct rsr_step_counters *c)
+{
+    memset(c, 0, sizeof *c);
+    c->io = uni_before(&a->ios, t);
+    c->wait = a->read_ns;
+    if (a->reads.open && t > a->reads.s)
+        c->wait += (t < a->reads.e ? t : a->reads.e) - a->reads.s;
+    for (int k = 0; k < RSR_HOST_NCLASSES; k++) {
+        const struct idle_uni *h = &a->host[k];
+        c->host[k] = h->all_ns;
+        if (h->u.open && t > h->u.s)
+            c->host[k] += (t < h->u.e ? t : h->u.e) - h->u.s;
+    }
+}
+
+static void kmarks_learn(struct rsr_acc *a);
+static struct rsr_step_mark *mark_add(struct rsr_step_mark **arr, size_t *n, size_t *cap, int *failed);
+
+/* The last wait mark's counters, once the stream is at its end (or the
+ * stream ends); then, with RSR_STEP_LEARN marks, their period. */
+static void wmark_settle(struct rsr_acc *a)
+{
+    struct rsr_summary *o = &a->out;
+    a->wmark_pending = 0;
+    struct rsr_step_mark *mk = &o->kmarks[o->n_kmarks - 1];
+    cpu_counters(a, mk->t, &mk->c);
+    if (o->kmark_state == RSR_KMARK_LEARN && o->n_kmarks >= RSR_STEP_LEARN)
+        kmarks_learn(a);
+}
+
+/* A main-thread wait [s, e) in stack, of a host class: a step mark while
+ * the process has neither GPU work nor collectives (summary.h). */
+static void wait_mark(struct rsr_acc *a, int64_t s, int64_t e, uint32_t stack)
+{
+    struct rsr_summary *o = &a->out;
+    if (a->have_op || o->n_cmarks || a->marks_base || o->kmark_state == RSR_KMARK_NONE ||
+        (o->kmark_state == RSR_KMARK_ANCHOR && stack != o->kmark_anchor))
+        return;
+    o->kmark_waits = 1;
+    struct rsr_step_mark *last = o->n_kmarks ? &o->kmarks[o->n_kmarks - 1] : NULL;
+    if (last && last->key == stack && s >= last->t && s - last->t < RSR_WMARK_JOIN_NS) {
+        last->gap = e - (last->t - last->gap);
+        last->t = e;
+        a->wmark_pending = 1;
+        return;
+    }
+    if (a->wmark_pending)
+        wmark_settle(a);
+    if (o->kmark_state == RSR_KMARK_NONE)
+        return;
+    struct rsr_step_mark *mk = mark_add(&o->kmarks, &o->n_kmarks, &a->cap_kmarks, &a->failed);
+    if (!mk)
+        return;
+    mk->t = e;
+    mk->gap = e - s;
+    mk->key = stack;
+    a->wmark_pending = 1;
+}
+
+/* The wait marks go when the process turns out to have GPU work or
+ * collectives: its steps are found in those. */
+static void wmarks_drop(struct rsr_acc *a)
+{
+    struct rsr_summary *o = &a->out;
+    if (!o->kmark_waits)
+        return;
+    free(o->kmarks);
+    o->kmarks = NULL;
+    o->n_kmarks = 0;
+    a->cap_kmarks = 0;
+    a->wmark_pending = 0;
+    o->kmark_waits = 0;
+    o->kmark_state = RSR_KMARK_LEARN;
+    o->kmark_anchor = o->kmark_period = 0;
+    o->kmark_score = 0;
 }
 
 /* A collective's mark, once the stream is at its start (see summary.h). */
@@ -604,6 +693,8 @@ static int64_t enter(struct rsr_acc *a, int64_t start)
         a->late++;
         return a->pos;
     }
+    if (a->wmark_pending && start >= a->out.kmarks[a->out.n_kmarks - 1].t)
+        wmark_settle(a);
     advance(a, start);
     a->pos = start;
     return start;
@@ -715,9 +806,19 @@ static void kmarks_learn(struct rsr_acc *a)
             gap[i] = o->kmarks[i].gap;
             w[i] = 1;
         }
-        if (rsr_steps_find(key, gap, w, n, &f) != 0)
+        if (o->kmark_waits) {
+            /* waits: the stack the most of them wait in (steps.c) */
+            size_t count;
+            if (rsr_steps_commonest(key, n, &f.anchor_key, &count) != 0)
+                a->failed = 1;
+            found = count > RSR_STEPS_MIN;
+            f.period = 1;
+            f.score = 1, f.covered = (double)count / (double)n;
+        } else if (rsr_steps_find(key, gap, w, n, &f) != 0) {
             a->failed = 1;
-        found = f.period && f.anchor_unique;
+        }
+        if (!o->kmark_waits)
+            found = f.period && f.anchor_unique;
     } else {
         a->failed = 1;
     }
@@ -962,6 +1063,7 @@ void rsr_acc_op(struct rsr_acc *a, const struct rsr_acc_op *op)
     int64_t s = enter(a, op->start_ns), e = op->end_ns > s ? op->end_ns : s;
     a->n_ops++;
     if (!a->have_op) {
+        wmarks_drop(a);
         a->have_op = 1;
         a->lo = s;
     }
@@ -1200,6 +1302,7 @@ void rsr_acc_hwait(struct rsr_acc *a, const struct rsr_hwait *w)
     int k = rsr_host_class(w->reason);
     if (k < 0)
         return;
+    wait_mark(a, s, e, w->stack);
     iu_add(a, &a->host[k], s, e);
     if (a->hw.open)     /* overlapping the last one (clocks' jitter): that one ends here */
         hw_close(a, s);
@@ -1491,6 +1594,7 @@ void rsr_acc_coll(struct rsr_acc *a, const struct rsr_coll *c, int32_t group_siz
     rsr_flight_take(&a->out.flights, c);
     if (!c->end_ns)
         return;
+    wmarks_drop(a);
     int p2p = c->op == RSR_COLL_SEND || c->op == RSR_COLL_RECV;
     struct rsr_coll_key k = { c->comm_id, c->bytes, group_size, p2p ? c->peer : -1, c->rank_in_group, c->op,
                               (uint16_t)(c->group_calls > UINT16_MAX ? UINT16_MAX : c->group_calls ? c->group_calls : 1) };
@@ -1733,6 +1837,13 @@ int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
         answer(a, heap_pop(a));
     if (runs_end(a) != 0)
         a->failed = 1;
+    /* a process without GPU work: its wait marks' counters, and its end's,
+     * before the unions close */
+    struct rsr_step_counters cpu_end;
+    if (a->wmark_pending)
+        wmark_settle(a);
+    if (a->out.kmark_waits)
+        cpu_counters(a, INT64_MAX, &cpu_end);
     if (a->reads.open)
         reads_close(a);
     for (int k = 0; k < RSR_HOST_NCLASSES; k++)
@@ -1746,6 +1857,8 @@ int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
                                       a->sync_gap, a->blocking };
     for (int k = 0; k < RSR_HOST_NCLASSES; k++)
         ec->host[k] = a->host[k].idle_ns + a->gap_ext[k];
+    if (a->out.kmark_waits)
+        *ec = cpu_end;
     if (a->all.open)
         fine_spread(a, RSR_FINE_BUSY, a->all.s, a->all.e, (double)(a->all.e - a->all.s));
     *out = a->out;

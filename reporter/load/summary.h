@@ -138,6 +138,10 @@ struct rsr_step_range {
 
 /* Kernels marked before the kernel sequence's period is looked for. */
 #define RSR_STEP_LEARN 4096
+/* A main-thread wait that resumes with the same stack this soon after the
+ * last one ended is the same wait (a condition variable's spurious wake-up,
+ * a timed wait's retry): one mark (kmark_waits). */
+#define RSR_WMARK_JOIN_NS 1000000
 
 enum rsr_kmark_state {
     RSR_KMARK_LEARN,            /* every kernel marked so far (fewer than RSR_STEP_LEARN) */
@@ -148,12 +152,13 @@ enum rsr_kmark_state {
 /* The GPU idle time while the main thread blocked in one stack's waits,
  * from the process's first collective on (without collectives, its first
  * GPU work): which of them were data loading is known once the stacks are
- * symbolised (waits.h's loader_stacks), after the summary is made. */
+ * symbolised (waits.h's loader), after the summary is made. */
 struct rsr_wait_stack {
     uint32_t stack;             /* the file's stack id */
     uint8_t cls;                /* enum rsr_host_class */
     uint8_t pad_[3];
     int64_t idle_ns;
+    int64_t all_ns;             /* the waits' whole time, the GPU's idle or not, set-up's too */
 };
 
 /* Main-thread wait stacks a summary keeps apart at most; the rest add up in
@@ -202,7 +207,16 @@ struct rsr_summary {
      * RSR_STEP_LEARN had a period, only at its anchor kernel (kmark_state,
      * kmark_anchor, kmark_period, kmark_score; steps.h), so that memory
      * grows with collectives and steps, not with kernels. end_counters are
-     * the counters at the end of the stream. */
+     * the counters at the end of the stream.
+     * A process with neither GPU work nor collectives (a rank training on
+     * the CPU, gloo) has its main thread's waits as kmarks instead
+     * (kmark_waits): each wait of a host class (rsr_host_class) a mark at
+     * its end, its key the wait's stack, its gap its length (a wait that
+     * resumes with the same stack within RSR_WMARK_JOIN_NS is one), the
+     * same learning and anchor; their counters, and end_counters, are the
+     * host's (its waits by class, reads and I/O, as if the GPU idled
+     * throughout: summary.c's cpu_counters). The first
+     * GPU work or collective drops them. */
     struct rsr_step_mark *cmarks, *kmarks;
     size_t n_cmarks, n_kmarks;
     /* cmarks grow with the job's length like the tuples: when spilled,
@@ -212,6 +226,7 @@ struct rsr_summary {
     uint64_t marks_off;
     int64_t marks_shift_ns;
     uint8_t kmark_state;        /* enum rsr_kmark_state */
+    uint8_t kmark_waits;        /* the kmarks are the main thread's waits */
     uint32_t kmark_anchor;
     uint32_t kmark_period;
     double kmark_score;

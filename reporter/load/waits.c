@@ -40,23 +40,31 @@ int rsr_host_class(unsigned reason)
     }
 }
 
-void rsr_waits_loader_stack(struct rsr_proc_waits *w, uint32_t stack, uint64_t ns)
+void rsr_stack_set_add(struct rsr_stack_set *set, uint32_t stack, uint64_t ns)
 {
     uint32_t i, least = 0;
-    for (i = 0; i < w->n_loader_stacks; i++) {
-        if (w->loader_stacks[i] == stack) {
-            w->loader_stack_ns[i] += ns;
+    for (i = 0; i < set->n; i++) {
+        if (set->stack[i] == stack) {
+            set->ns[i] += ns;
             return;
         }
-        if (w->loader_stack_ns[i] < w->loader_stack_ns[least])
+        if (set->ns[i] < set->ns[least])
             least = i;
     }
-    if (w->n_loader_stacks < RSR_LOADER_STACKS)
-        least = w->n_loader_stacks++;
-    else if (w->loader_stack_ns[least] >= ns)
+    if (set->n < RSR_LOADER_STACKS)
+        least = set->n++;
+    else if (set->ns[least] >= ns)
         return;
-    w->loader_stacks[least] = stack;
-    w->loader_stack_ns[least] = ns;
+    set->stack[least] = stack;
+    set->ns[least] = ns;
+}
+
+int rsr_stack_set_has(const struct rsr_stack_set *set, uint32_t stack)
+{
+    for (uint32_t i = 0; stack && i < set->n; i++)
+        if (set->stack[i] == stack)
+            return 1;
+    return 0;
 }
 
 /* A native function that loads data, by its name (waits.h). */

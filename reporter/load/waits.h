@@ -35,7 +35,17 @@ enum rsr_host_class { RSR_HOST_WRITE, RSR_HOST_SLEEP, RSR_HOST_LOCK, RSR_HOST_PO
  * records of their own). */
 int rsr_host_class(unsigned reason);
 
+/* The heaviest RSR_LOADER_STACKS of a process's main-thread wait stacks
+ * of one cause (the file's ids), with their wait samples' weight. */
 #define RSR_LOADER_STACKS 64
+struct rsr_stack_set {
+    uint32_t stack[RSR_LOADER_STACKS];
+    uint64_t ns[RSR_LOADER_STACKS];
+    uint32_t n;
+};
+
+/* Whether stack (not 0) is in set. */
+int rsr_stack_set_has(const struct rsr_stack_set *set, uint32_t stack);
 
 /* Threads kept per process: the ones with the most running and blocked
  * time together. */
@@ -85,11 +95,10 @@ struct rsr_proc_waits {
     uint64_t compile_ns[RSR_COMPILE_NPARTS];
     /* the main thread's wait stacks (the file's ids, its id the
      * process's) that were data loading: its GPU idle in them is data
-     * loading on the critical path (critpath.h; summary.h's wstacks); the
-     * heaviest RSR_LOADER_STACKS */
-    uint32_t loader_stacks[RSR_LOADER_STACKS];
-    uint64_t loader_stack_ns[RSR_LOADER_STACKS];
-    uint32_t n_loader_stacks;
+     * loading on the critical path (critpath.h; summary.h's wstacks); and
+     * those that waited in a collective (a rank without GPU work: its wait
+     * for the other ranks and its transfer) */
+    struct rsr_stack_set loader, coll;
     /* Where the main thread was when the file ended (a stuck rank's, hang.h):
      * its last sample, the one ending latest, CPU or wait; its innermost
      * RSR_WHERE_FRAMES frames root first, ";" between them, a wait's
@@ -116,9 +125,9 @@ void rsr_waits_where(struct rsr_proc_waits *w, const char *const *names, uint32_
 void rsr_waits_long_where(struct rsr_proc_waits *w, const char *const *names, uint32_t n, unsigned reason,
                           uint64_t wait_ns, int cause, int64_t end_ns);
 
-/* Notes a main-thread wait stack (the file's id) of ns that was data
- * loading; past RSR_LOADER_STACKS, the heaviest are kept. */
-void rsr_waits_loader_stack(struct rsr_proc_waits *w, uint32_t stack, uint64_t ns);
+/* Notes a main-thread wait stack (the file's id) of ns in set (w's loader
+ * or coll); past RSR_LOADER_STACKS, the heaviest are kept. */
+void rsr_stack_set_add(struct rsr_stack_set *set, uint32_t stack, uint64_t ns);
 
 /* Offers a stack of kind (enum rsr_top_kind) weighing ns, its frames'
  * names[0..n) root first, to w's heaviest: kept when it weighs more than

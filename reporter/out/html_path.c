@@ -45,7 +45,8 @@ void rsr_html_critpath(FILE *f, yajl_val root)
         fprintf(f, ": %.3g ms (%.0f%%)\"></span>", rsr_jv_knum_or(x, "ms_per_step", 0), pct);
     }
     fputs("</div>\n<table class=\"path\"><thead><tr><th>cause</th><th>ms per step</th><th>share</th>"
-          "<th>removed, gives back</th><th>ms per step without it</th><th>on rank</th></tr></thead><tbody>\n", f);
+          "<th>removed, gives back</th><th>ms per step without it</th><th>on rank</th>"
+          "<th>what the host was doing (heaviest stack)</th></tr></thead><tbody>\n", f);
     for (size_t i = 0; i < rsr_jv_len(parts); i++) {
         yajl_val x = rsr_jv_at(parts, i);
         double gain, what, rank;
@@ -58,9 +59,18 @@ void rsr_html_critpath(FILE *f, yajl_val root)
         else
             fputs("<td class=\"n\">&ndash;</td><td class=\"n\">&ndash;</td>", f);
         if (rsr_jv_knum(x, "rank", &rank))
-            fprintf(f, "<td class=\"n\">%.0f</td></tr>\n", rank);
+            fprintf(f, "<td class=\"n\">%.0f</td>", rank);
         else
-            fputs("<td class=\"n\">&ndash;</td></tr>\n", f);
+            fputs("<td class=\"n\">&ndash;</td>", f);
+        /* the part's heaviest stack, its innermost frames last */
+        yajl_val frames = rsr_jv_key(x, "frames");
+        const char *top = rsr_jv_len(frames) ? YAJL_GET_STRING(rsr_jv_at(frames, 0)) : NULL;
+        fputs("<td class=\"stack\">", f);
+        if (top && rsr_jv_knum(x, "frames_rank", &rank)) {
+            fprintf(f, "rank %.0f: ", rank);
+            rsr_html_text(f, top);
+        }
+        fputs("</td></tr>\n", f);
     }
     fputs("</tbody></table></section>\n", f);
 }

@@ -472,6 +472,13 @@ static void critpath_json(struct rsr_jw *w, const struct rsr_critpath *cp)
             rsr_jw_knum(w, "whatif_ms_per_step", cp->per_step_ms - cp->gain_ms[k]);
             rsr_jw_kint_or_null(w, "rank", cp->gain_rank[k]);
         }
+        if (cp->frames_rank[k] >= 0) {
+            rsr_jw_kint(w, "frames_rank", cp->frames_rank[k]);
+            rsr_jw_karray(w, "frames", 0);
+            for (int s = 0; s < RSR_TOP_STACKS && cp->frames[k][s][0]; s++)
+                rsr_jw_str(w, cp->frames[k][s]);
+            rsr_jw_end(w);
+        }
         rsr_jw_end(w);
     }
     rsr_jw_end(w);
