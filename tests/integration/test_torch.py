@@ -161,11 +161,12 @@ def job_env(out, **extra):
 
 
 class Output:
-    """What the workload printed: losses {(rank, step): hex}, hashes [(rank,
-    path, digest)], saved [path] in order, ends {rank: final line}."""
+    """What the workload printed: losses {(rank, step): hex}, the times it
+    printed them {(rank, step): s}, hashes [(rank, path, digest)], saved
+    [path] in order, ends {rank: final line}."""
 
     def __init__(self, *texts):
-        self.losses, self.hashes, self.saved, self.ends = {}, [], [], {}
+        self.losses, self.times, self.hashes, self.saved, self.ends = {}, {}, [], [], {}
         for text in texts:
             for line in text.decode(errors="replace").splitlines():
                 i = line.find("{")
@@ -177,6 +178,7 @@ class Output:
                     continue
                 if "loss" in obj:
                     self.losses[tuple(obj["loss"][:2])] = obj["loss"][2]
+                    self.times[tuple(obj["loss"][:2])] = obj.get("t")
                 elif "hash" in obj:
                     self.hashes.append(tuple(obj["hash"]))
                 elif "saved" in obj:
@@ -428,6 +430,7 @@ def by_torchrun(work, data, names, ref):
         rep_dir = os.path.join(work, "report-torchrun")
         check(label + ": the page's title is the run id", page_title(rep_dir) == run_id, str(page_title(rep_dir)))
         check_page(label, rep_dir, rep, o, None)
+        check_cpu_path(label, rep, o)
         for rank in (0, 1):
             check_flame(label, flame_rows(job, rank), rank, o.ends[rank], names, job)
         check_wait_graph(label, job, rep, os.path.join(work, "report-torchrun"), o)
@@ -610,6 +613,42 @@ def check_untitled(label, rep_dir, prog, t0, t1):
     check("%s: a job with no name titled by its program and start: %r" % (label, got),
           when is not None and t0 - 60 < when <= t1, "started between %s and %s UTC" %
           (time.strftime("%H:%M:%S", time.gmtime(t0)), time.strftime("%H:%M:%S", time.gmtime(t1))))
+
+
+def check_cpu_path(label, rep, o):
+    """A job with no GPU work (gloo): its steps from the ranks' main-thread
+    waits (a step from one all-reduce's end to the next's), counted and
+    timed as the program's own clock has them (its loss lines: the median
+    time between two of a rank's, within 10%); its critical path adds up
+    to the time per step, and names the Python frames of rank 1's
+    slow_down(), which holds the other rank back every step."""
+    st = rep.get("steps") or {}
+    n = len([k for k in o.losses if k[0] == 0])
+    got = st.get("count")
+    check(label + ": steps found from the ranks' waits, as many as the program ran",
+          st.get("source") == "waits" and got is not None and n - 2 <= got <= n,
+          "source %s, %s steps of the program's %d" % (st.get("source"), got, n))
+    gaps = []
+    for rank in (0, 1):
+        ts = [o.times[(rank, s)] for s in range(1, n + 1) if o.times.get((rank, s)) is not None]
+        gaps += [b - a for a, b in zip(ts, ts[1:])]
+    truth = 1e3 * sorted(gaps)[len(gaps) // 2] if gaps else None
+    med = st.get("median_ms")
+    check(label + ": median step within 10% of the program's own clock",
+          truth and med and abs(med - truth) <= 0.10 * truth, "report %s ms, program %s ms" % (med, truth))
+    cp = rep.get("critical_path") or {}
+    parts = cp.get("parts") or []
+    per = cp.get("per_step_ms") or 0
+    total = sum(p.get("ms_per_step") or 0 for p in parts)
+    check(label + ": critical path's parts add up to the time per step (1%)",
+          per > 0 and abs(total - per) <= 0.01 * per, "parts %.3f ms, per step %s ms" % (total, per))
+    named = [p["cause"] for p in parts if p.get("frames_rank") == 1 and
+             any("train.py:slow_down" in f for f in p.get("frames") or [])]
+    top = max(parts, key=lambda p: p.get("recoverable_pct") or 0) if parts else {}
+    check(label + ": the path's largest gain is rank 1's, and names its Python frames (slow_down)",
+          top.get("cause") in named and top.get("rank") == 1,
+          "largest gain %s on rank %s; parts naming slow_down on rank 1: %s" % (
+              top.get("cause"), top.get("rank"), named))
 
 
 def job_report(label, job, rep_dir, page=False):

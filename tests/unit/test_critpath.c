@@ -28,7 +28,7 @@ static struct rsr_cp_rank rank_step(int32_t rank, int64_t start, double len, dou
     d.sync_gap = (int64_t)(sync * MS);
     for (int k = 0; k < RSR_HOST_NCLASSES; k++)
         d.host[k] = host ? (int64_t)(host[k] * MS) : 0;
-    struct rsr_cp_in in = { rank, &d, start, start + (int64_t)(len * MS), ckpt, colls, { 0 }, 0 };
+    struct rsr_cp_in in = { rank, &d, start, start + (int64_t)(len * MS), ckpt, colls, { 0 }, 0, { 0 }, 0 };
     struct rsr_cp_rank x;
     rsr_cp_rank_of(&x, &in, NULL);
     return x;
@@ -178,7 +178,7 @@ START_TEST(checkpoint_takes_its_excess)
     d.compute = d.cc = d.busy = 4 * MS;
     d.sync_gap = (int64_t)(0.2 * MS);
     struct rsr_cp_typical typ = { 0 };
-    struct rsr_cp_in in = { 0, &d, 0, 5 * MS, 0, 4, { 0 }, 0 };
+    struct rsr_cp_in in = { 0, &d, 0, 5 * MS, 0, 4, { 0 }, 0, { 0 }, 0 };
     struct rsr_cp_rank x;
     for (int i = 0; i < 3; i++)     /* typical: 0.2 sync, 0.8 host */
         rsr_cp_rank_of(&x, &in, &typ);
@@ -208,7 +208,7 @@ START_TEST(host_hidden_transfer_is_host)
     d.comm = 4 * MS;
     d.cc = d.busy = 7 * MS;
     d.blocking = 1 * MS;
-    struct rsr_cp_in in = { 0, &d, 0, 10 * MS, 0, 4, { 0 }, 0 };
+    struct rsr_cp_in in = { 0, &d, 0, 10 * MS, 0, 4, { 0 }, 0, { 0 }, 0 };
     struct rsr_cp_rank x;
     rsr_cp_rank_of(&x, &in, NULL);
     NEAR(x.part[RSR_CP_TRANSFER], 1 * MS);
@@ -228,7 +228,7 @@ START_TEST(run_delay_is_the_hosts)
     memset(&d, 0, sizeof d);
     d.compute = d.cc = d.busy = 4 * MS;
     d.sync_gap = 2 * MS;
-    struct rsr_cp_in in = { 0, &d, 0, 20 * MS, 0, 4, { 0 }, 0 };
+    struct rsr_cp_in in = { 0, &d, 0, 20 * MS, 0, 4, { 0 }, 0, { 0 }, 0 };
     struct rsr_cp_rank x;
     const double starved[3] = { 0.05, 0.175, 0.40 }, sync[3] = { 2, 1, 0 };
     for (int i = 0; i < 3; i++) {
@@ -282,6 +282,51 @@ START_TEST(wait_for_a_late_rank_is_its_cause)
 }
 END_TEST
 
+/* Two ranks training on the CPU (no GPU work: their steps from their
+ * waits, steps.c), each step 60 ms from one all-reduce's end to the next:
+ * rank 0 waits 32 ms in its collective (the lock class, all of it a
+ * collective's) and computes 28; rank 1 waits 2 and computes 58, 6 of
+ * them in data loading's waits (poll, all of it data loading's). Each
+ * rank's waits in the collective are its transfer, out of its own work;
+ * its CPU work is compute. The path is rank 1 (its own work ends at 58):
+ * compute 52, of which 52 - 28 = 24 beyond the fastest rank's is a
+ * slower rank's compute; data 6, transfer 2 (the least any rank had: no
+ * wait for a later rank). Making rank 1's compute like rank 0's ends its
+ * own work at 58 - 24 = 34, after rank 0's 28: the gain is 24. Without
+ * data loading it ends at 52: 6. */
+START_TEST(cpu_ranks_collective_waits)
+{
+    struct rsr_step_path p;
+    for (int r = 0; r < 2; r++) {
+        struct rsr_step_counters d;
+        memset(&d, 0, sizeof d);
+        d.host[RSR_HOST_LOCK] = (r ? 2 : 32) * MS;
+        d.host[RSR_HOST_POLL] = (r ? 6 : 0) * MS;
+        struct rsr_cp_in in = { r, &d, 0, 60 * MS, 0, 0, { [RSR_HOST_POLL] = 1 }, 0,
+                                { [RSR_HOST_LOCK] = 1 }, 1 };
+        struct rsr_cp_rank x;
+        rsr_cp_rank_of(&x, &in, NULL);
+        NEAR(x.part[RSR_CP_TRANSFER], (r ? 2 : 32) * MS);
+        NEAR(x.part[RSR_CP_LOCK], 0);
+        NEAR(x.part[RSR_CP_HOST], 0);
+        NEAR(x.part[RSR_CP_COMPUTE], (r ? 52 : 28) * MS);
+        NEAR(x.w, (r ? 58 : 28) * MS);
+        rsr_cp_fold(&p, &x, r == 0);
+    }
+    ck_assert_int_eq(p.r1, 1);
+    double gain[RSR_CP_NGAIN], part[RSR_CP_NPARTS];
+    double len = rsr_cp_step(&p, 0, 0, 60 * MS, gain, part);
+    NEAR(len, 60 * MS);
+    NEAR(part[RSR_CP_COMPUTE], 28 * MS);
+    NEAR(part[RSR_CP_IMBALANCE], 24 * MS);
+    NEAR(part[RSR_CP_DATA], 6 * MS);
+    NEAR(part[RSR_CP_TRANSFER], 2 * MS);
+    NEAR(gain[RSR_CP_IMBALANCE], 24 * MS);
+    NEAR(gain[RSR_CP_DATA], 6 * MS);
+    NEAR(gain[RSR_CP_TRANSFER], 0);
+}
+END_TEST
+
 static Suite *critpath_suite(void)
 {
     const struct rs_test tests[] = {
@@ -296,6 +341,7 @@ static Suite *critpath_suite(void)
         { "critpath_host_hidden_transfer_is_host", host_hidden_transfer_is_host },
         { "critpath_run_delay_is_the_hosts", run_delay_is_the_hosts },
         { "critpath_wait_for_a_late_rank_is_its_cause", wait_for_a_late_rank_is_its_cause },
+        { "critpath_cpu_ranks_collective_waits", cpu_ranks_collective_waits },
     };
     return RS_SUITE("critpath", tests, 30);
 }

@@ -14,7 +14,8 @@ its own CPU time.
     train.py spawn DATA CKPT [options]   starts two ranks itself with
                                          torch.multiprocessing.spawn
 
-Each rank prints JSON lines: {"loss": [rank, step, float.hex]}, {"hash":
+Each rank prints JSON lines: {"loss": [rank, step, float.hex], "t": the
+time it printed it (time.monotonic(), s)}, {"hash":
 [rank, path, digest]}, {"saved": path}, and last {"rank": ..., "pid", "ppid",
 "workers": [pids that served its batches], "slow_cpu", "late_cpu" (its
 thread's CPU seconds in slow_down and late_work), "cpu" (the process's CPU
@@ -132,7 +133,7 @@ def train(rank, world, args):
         opt.zero_grad()
         loss.backward()
         opt.step()
-        emit({"loss": [rank, step, loss.item().hex()]})
+        emit({"loss": [rank, step, loss.item().hex()], "t": time.monotonic()})
         if step % args.ckpt_every == 0:
             path = os.path.join(args.ckpt, "ckpt-%04d.pt" % step)
             if rank == 0:
