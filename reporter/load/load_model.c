@@ -754,6 +754,7 @@ static void drain(struct rsr_model_loader *L, int final)
             L->failed = 1;
             return;
         }
+        rsr_acc_set_rank(L->acc, m->rank >= 0);
     }
     for (size_t k = 0; k < m->n_colls; k++)
         if (m->colls[k].start_ns < cut)

@@ -213,6 +213,7 @@ struct rsr_acc {
     size_t cap_cmarks, cap_kmarks, cap_ranges;
     int64_t kmark_end;              /* latest end of a marked kernel */
     int wmark_pending;              /* the last wait mark's counters wait for the stream to reach its end */
+    int is_rank;                    /* rsr_acc_set_rank */
     size_t n_answered;              /* collective marks given their counters */
 
     /* fine bins */
@@ -242,6 +243,11 @@ struct rsr_acc {
     struct rsr_summary out;         /* keys and colls, built as they come */
     struct rsr_table keys;          /* a collective key's hash -> its index in out.keys */
 };
+
+void rsr_acc_set_rank(struct rsr_acc *a, int is_rank)
+{
+    a->is_rank = is_rank;
+}
 
 struct rsr_acc *rsr_acc_new(int64_t start_ns)
 {
@@ -530,7 +536,7 @@ static void wmark_settle(struct rsr_acc *a)
 static void wait_mark(struct rsr_acc *a, int64_t s, int64_t e, uint32_t stack)
 {
     struct rsr_summary *o = &a->out;
-    if (a->have_op || o->n_cmarks || a->marks_base || o->kmark_state == RSR_KMARK_NONE ||
+    if (!a->is_rank || a->have_op || o->n_cmarks || a->marks_base || o->kmark_state == RSR_KMARK_NONE ||
         (o->kmark_state == RSR_KMARK_ANCHOR && stack != o->kmark_anchor))
         return;
     o->kmark_waits = 1;
@@ -2338,6 +2344,7 @@ int rsr_summary_of_records(const struct rsr_model *m, int64_t kernel_wait_ns, in
     struct rsr_acc *a = rsr_acc_new(start);
     if (!a)
         return -1;
+    rsr_acc_set_rank(a, m->rank >= 0);
     a->kernel_wait_ns = kernel_wait_ns;
     a->short_ns = short_ns;
     a->min_count = min_count;

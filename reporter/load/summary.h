@@ -278,6 +278,10 @@ struct rsr_acc_op {
 /* A new builder; times before start_ns (the process's first) go to the
  * first fine bin. NULL when out of memory. */
 struct rsr_acc *rsr_acc_new(int64_t start_ns);
+/* Whether the process is a rank, whose main thread's waits may be its step
+ * marks (kmark_waits; a launcher's or a DataLoader worker's are not, and
+ * are not kept): off until said. */
+void rsr_acc_set_rank(struct rsr_acc *a, int is_rank);
 
 /* Records in start order (ops, I/O, syncs interleaved): a record that
  * starts before one already given is summed as if it started then, and
