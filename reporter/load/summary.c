@@ -303,7 +303,8 @@ static void fine_spread(struct rsr_acc *a, int series, int64_t s, int64_t e, dou
     fine_reach(a, e);
     double *v = a->fine[series];
     int64_t k = (s - a->fine_start) >> a->fine_shift;
-    if (e == s) {
+    /* a point, or [s, e) inside one bin (most ops): all of it there */
+    if (e == s || ((e - 1 - a->fine_start) >> a->fine_shift) == k) {
         v[k] += amount;
         return;
     }
