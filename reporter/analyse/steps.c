@@ -42,6 +42,13 @@ struct proc {
     int src;                    /* enum step_source */
     struct rsr_steps *job;      /* the job's steps; NULL: count only */
     int first;                  /* the first process folded: each step starts afresh */
+    /* fold each step into the job's step that begins nearest it (within
+     * half that step, and as long within half) rather than by its index:
+     * a rank whose steps are from its waits and that has fewer or more
+     * than the others (a step's wait under the agent's threshold made two
+     * steps one); at: the job's step to look from (steps come in order) */
+    int by_time;
+    size_t at;
     const struct rsr_model *m;
     size_t bur;                 /* fold_one's place in the checkpoint bursts */
     struct rsr_cp_typical typ;  /* its steps without a checkpoint so far (critpath.h) */
@@ -56,8 +63,28 @@ static void fold_one(struct rsr_step *t, const struct pstep *x, struct proc *p);
 
 static void proc_take(struct proc *p, const struct pstep *x)
 {
-    if (p->job && p->n < p->job->n)
+    if (p->job && p->by_time) {
+        /* the job's steps have their starts from the processes folded by
+         * index, all before this one */
+        size_t n = p->job->n;
+        while (p->at + 1 < n && rsr_step_get(p->job, p->at + 1)->start_ns <= x->start)
+            p->at++;
+        size_t best = p->at;
+        if (best + 1 < n && rsr_step_get(p->job, best + 1)->start_ns - x->start <
+                                x->start - rsr_step_get(p->job, best)->start_ns)
+            best++;
+        const struct rsr_step *t = best < n ? rsr_step_get(p->job, best) : NULL;
+        int64_t len = t ? t->end_ns - t->start_ns : 0, d = t ? x->start - t->start_ns : 0;
+        int64_t dl = t ? (x->end - x->start) - len : 0;
+        /* the same step: it begins, and lasts, within half of it (two
+         * steps made one are in neither) */
+        if (t && (d < 0 ? -d : d) <= len / 2 && (dl < 0 ? -dl : dl) <= len / 2) {
+            fold_one(rsr_step_mut(p->job, best), x, p);
+            p->at = best + 1;
+        }
+    } else if (p->job && p->n < p->job->n) {
         fold_one(rsr_step_mut(p->job, p->n), x, p);
+    }
     p->n++;
 }
 
@@ -659,11 +686,14 @@ static void fold_one(struct rsr_step *t, const struct pstep *x, struct proc *p)
     rsr_cp_fold(&t->path, &cr, first);
 }
 
-/* A job step's figures from the sums fold_one left over np processes.
+/* A job step's figures from the sums fold_one left over np processes (or
+ * the fewer its path counted: a rank folded by time may have missed it).
  * The spread of GPU busy time is the busiest rank's less the mean rank's
  * (a median would need every rank's figure for every step at once). */
 static void fold_finish(struct rsr_step *st, size_t np)
 {
+    if (st->path.ranks && st->path.ranks < np)
+        np = st->path.ranks;
     double len = st->idle_ms, comp = st->compute_pct, exposed = st->exposed_comm_pct;
     double busy = st->idle_pct, busy_max = st->busy_spread_ms, idle = len - busy;
     st->compute_pct = st->exposed_comm_pct = st->idle_pct = 0;
@@ -834,11 +864,13 @@ static int cmp_size(const void *pa, const void *pb)
 }
 
 /* A process's steps: the program's own marks first, then the repetition
- * of its work. As proc_find. */
+ * of its work; folded into job (NULL: counted only) by their index, or by
+ * their time (proc.by_time). As proc_find. */
 static int proc_get(struct proc *p, struct rsr_model *m, size_t i, int *kind, struct rsr_steps *job, int first,
-                    int64_t broke)
+                    int64_t broke, int by_time)
 {
     memset(p, 0, sizeof *p);
+    p->by_time = by_time;
     p->broke = broke;
     p->model = i;
     p->job = job;
@@ -883,7 +915,7 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
     for (size_t i = 0; i < n; i++) {
         struct proc p;
         int kind;
-        int r = proc_get(&p, models[i], i, &kind, NULL, 0, broke);
+        int r = proc_get(&p, models[i], i, &kind, NULL, 0, broke, 0);
         looked |= kind;
         if (r < 0)
             goto done;
@@ -903,13 +935,20 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
                                 "4096 kernels)");
         goto done;
     }
-    /* the step count most processes agree on; the others are left out */
+    /* the step count most processes agree on; the others are left out
+     * (ranks with steps from their waits and a count near it are folded
+     * by time, below). On a tie the smaller, but for steps from waits the
+     * larger: a rank whose wait in a step was under the agent's threshold
+     * has one step fewer. */
+    int all_waits = 1;
+    for (size_t r = 0; r < np; r++)
+        all_waits &= fd[r].src == SRC_WAITS;
     qsort(counts, np, sizeof *counts, cmp_size);
     size_t mode = counts[0], best = 0;
     for (size_t a = 0, b; a < np; a = b) {
         for (b = a; b < np && counts[b] == counts[a]; b++)
             ;
-        if (b - a > best)
+        if (b - a > best || (all_waits && b - a == best))
             best = b - a, mode = counts[a];
     }
     size_t by_src[SRC_N] = { 0 };
@@ -946,7 +985,7 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
         int kind;
         /* folded as they are found: the same steps as the count's, found
          * the same way */
-        int got = proc_get(&p, models[fd[r].model], fd[r].model, &kind, out, folded == 0, broke);
+        int got = proc_get(&p, models[fd[r].model], fd[r].model, &kind, out, folded == 0, broke, 0);
         if (got > 0 && p.n == mode) {
             folded++;
             out->in_steps[fd[r].model] = 1;
@@ -954,6 +993,25 @@ int rsr_steps_analyse(struct rsr_model *const *models, size_t n, struct rsr_step
         if (got < 0) {
             rc = -1;
             goto done;
+        }
+    }
+    /* ranks whose steps are from their waits and whose count is off by a
+     * few (two, and a tenth: waits under the agent's threshold): folded
+     * by time */
+    for (size_t r = 0; r < np && folded; r++) {
+        size_t off = fd[r].n > mode ? fd[r].n - mode : mode - fd[r].n;
+        if (fd[r].n == mode || fd[r].src != SRC_WAITS || off > 2 + mode / 10)
+            continue;
+        struct proc p;
+        int kind;
+        int got = proc_get(&p, models[fd[r].model], fd[r].model, &kind, out, 0, broke, 1);
+        if (got < 0) {
+            rc = -1;
+            goto done;
+        }
+        if (got > 0) {
+            folded++;
+            out->in_steps[fd[r].model] = 1;
         }
     }
     out->ranks = folded;

@@ -319,6 +319,69 @@ START_TEST(summary_marks)
 }
 END_TEST
 
+/* Two ranks training on the CPU (no GPU work: steps from their waits),
+ * ten steps of 60 ms each: rank 0 waits 32 ms at the end of each in its
+ * all-reduce (stack 7), rank 1 the last 2 ms (stack 8) but for step 4,
+ * whose wait was under the agent's threshold, and once for a pipe in
+ * between (stack 9, another stack: not its anchor). A step runs from one
+ * wait's end to the next's: rank 0 has 9 steps, rank 1 8 (its steps 4 and
+ * 5 are one). The job has rank 0's 9 (on a tie in the count, the larger);
+ * rank 1 is folded by time: each of its steps into the job's step that
+ * begins and ends where it does; its long one into none: steps 3 and 4
+ * have rank 0 alone. */
+static void cpu_rank(struct rsr_model *m, int32_t rank)
+{
+    rsr_model_init(m);
+    m->rank = rank;
+    m->world_size = 2;
+    for (int k = 0; k < 10; k++) {
+        int64_t end = (k + 1) * 60000 * US;
+        if (rank == 1 && k == 4)
+            continue;
+        struct rsr_hwait *w = rsr_model_add_hwait(m);
+        w->start_ns = end - (rank ? 2000 : 32000) * US, w->end_ns = end;
+        w->stack = rank ? 8 : 7, w->reason = RSF_WAIT_CONDVAR;
+        if (rank == 1 && k == 6) {
+            w = rsr_model_add_hwait(m);
+            w->start_ns = end - 30000 * US, w->end_ns = end - 25000 * US;
+            w->stack = 9, w->reason = RSF_WAIT_PIPE;
+        }
+    }
+    rsr_model_finish(m);
+}
+
+START_TEST(cpu_ranks_from_waits)
+{
+    static struct rsr_model m[2];
+    for (int r = 0; r < 2; r++) {
+        cpu_rank(&m[r], r);
+        const struct rsr_summary *s = rsr_model_summary(&m[r]);
+        ck_assert_ptr_nonnull(s);
+        ck_assert_int_eq(s->kmark_waits, 1);
+        ck_assert_uint_eq(s->n_kmarks, r ? 10 : 10);    /* rank 1: 9 anchors and its pipe wait */
+        /* a mark at a wait's end, its counters the host's waits by then */
+        ck_assert_int_eq(s->kmarks[0].t, 60000 * US);
+        ck_assert_int_eq(s->kmarks[0].gap, (r ? 2000 : 32000) * US);
+        ck_assert_int_eq(s->kmarks[1].c.host[RSR_HOST_LOCK], 2 * (r ? 2000 : 32000) * US);
+    }
+    struct rsr_model *v[2] = { &m[0], &m[1] };
+    struct rsr_steps st;
+    ck_assert_int_eq(rsr_steps_analyse(v, 2, &st), 0);
+    ck_assert_str_eq(st.source, "waits");
+    ck_assert_uint_eq(st.n, 9);
+    ck_assert_uint_eq(st.ranks, 2);
+    for (size_t i = 0; i < st.n; i++) {
+        const struct rsr_step *x = rsr_step_get(&st, i);
+        ck_assert_int_eq(x->start_ns, (int64_t)(i + 1) * 60000 * US);
+        ck_assert_int_eq(x->end_ns, (int64_t)(i + 2) * 60000 * US);
+        ck_assert_uint_eq(x->path.ranks, i == 3 || i == 4 ? 1 : 2);
+    }
+    rsr_steps_free(&st);
+    for (int r = 0; r < 2; r++)
+        rsr_model_free(&m[r]);
+}
+END_TEST
+
 static Suite *steps_suite(void)
 {
     const struct rs_test tests[] = {
@@ -331,6 +394,7 @@ static Suite *steps_suite(void)
         { "steps_no_repetition", no_repetition },
         { "steps_one_collective_a_step", one_collective_a_step },
         { "steps_summary_marks", summary_marks },
+        { "steps_cpu_ranks_from_waits", cpu_ranks_from_waits },
     };
     return RS_SUITE("steps", tests, 30);
 }
