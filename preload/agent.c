@@ -158,9 +158,38 @@ static int sig_index(int sig)
 
 _Atomic int rs_dying;
 
+/* A process-directed SIGTERM or SIGINT may reach a thread other than the
+ * main one (the kernel passes over a thread with another signal pending: a
+ * sample's), a driver's own even, which the agent does not record: the
+ * main thread's wait, where the process was when it was ended (a stuck
+ * rank's sync, hang.h), would go unwritten. Such a thread hands the signal
+ * to the main thread and returns once a thread has taken it (took); it
+ * ends the process itself when none has within HANDOFF_MS (the main thread
+ * blocks the signal, or is gone). Once per process. */
+#define HANDOFF_MS 500
+static _Atomic int handed, took;
+
+static int hand_to_main(int sig)
+{
+    pid_t pid = getpid();
+    if ((pid_t)syscall(SYS_gettid) == pid || atomic_exchange(&handed, 1))
+        return 0;
+    if (syscall(SYS_tgkill, pid, pid, sig) != 0)
+        return 0;
+    struct timespec ms = { 0, 1000000 };
+    for (int i = 0; i < HANDOFF_MS && !atomic_load(&took); i++)
+        syscall(SYS_nanosleep, &ms, NULL);
+    return atomic_load(&took);
+}
+
 static void on_fatal(int sig)
 {
     int saved = errno;
+    if (hand_to_main(sig)) {
+        errno = saved;
+        return;
+    }
+    atomic_store(&took, 1);
     atomic_store(&rs_dying, 1);
     rs_wait_interrupted(sig);
     /* the flush's own waits (for the writer) are not the program's */

@@ -18,7 +18,11 @@ report.json's hang names it, held to what the job itself says:
 The same job with RINGSIDE_HANG_S=3 (and RINGSIDE_FLUSH_MS=200), its ranks
 killed with SIGKILL after 10 s (nothing of theirs runs at the kill: what
 the watchdog wrote once the AllReduce had waited 3 s, and the flushes
-since, are all there is): the same verdict.
+since, are all there is): the same verdict. And with each rank's SIGTERM
+sent to a thread other than its main one (tgkill; the kernel gives a
+kill() to such a thread when the main one has a signal pending, as on a
+loaded host): the same verdict, the waiting ranks' frames still their sync
+(the agent hands the signal to the main thread).
 Then, each killed with SIGTERM once stuck:
 - --desync 2:5 (rank 2 calls step 5's first AllReduce with half the
   elements; the stand-in's NCCL never matches it, as NCCL does not): kind
@@ -33,6 +37,7 @@ Then, each killed with SIGTERM once stuck:
 A generated job of 1,024 ranks (gen_job -H 700: rank 700 never enters the
 last all-reduce): the verdict names rank 700 and the 1,023 others waiting.
 A job that ran to its end has no hang."""
+import ctypes
 import json
 import os
 import signal
@@ -50,11 +55,35 @@ TRAIN = os.path.join(rstest.BUILD, "simtrain")
 KILL_AFTER_S = 12
 
 
-def stuck_job(tmp, name, args, kill_after_s, must_live=True, sigkill=False, **env_extra):
+def rank_threads(pid):
+    """The launcher pid's ranks' threads other than their main ones that
+    may take a signal (the agent's block every one), {rank pid: [tid]}."""
+    got = {}
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            ranks = [int(x) for x in f.read().split()]
+    except OSError:
+        return got
+    for r in ranks:
+        for t in os.listdir("/proc/%d/task" % r):
+            try:
+                with open("/proc/%d/task/%s/status" % (r, t)) as f:
+                    blocked = int(f.read().split("SigBlk:")[1].split()[0], 16)
+            except (OSError, IndexError, ValueError):
+                continue
+            if int(t) != r and not blocked & (1 << (signal.SIGTERM - 1)):
+                got.setdefault(r, []).append(int(t))
+    return got
+
+
+def stuck_job(tmp, name, args, kill_after_s, must_live=True, sigkill=False, to_thread=False, **env_extra):
     """Runs simtrain on 4 ranks with args, kills it with SIGTERM after
-    kill_after_s (sigkill: its ranks with SIGKILL, nothing of theirs runs);
-    (trace folder, truth folder, the kill's CLOCK_MONOTONIC ns) or None.
-    must_live: it must still be running when killed."""
+    kill_after_s (sigkill: its ranks with SIGKILL, nothing of theirs runs;
+    to_thread: each rank's SIGTERM sent to a thread other than its main
+    one, as the kernel may deliver a kill() when the main thread has a
+    signal pending); (trace folder, truth folder, the kill's
+    CLOCK_MONOTONIC ns) or None. must_live: it must still be running when
+    killed."""
     out, tdir = os.path.join(tmp, name, "out"), os.path.join(tmp, name, "truth")
     os.makedirs(out)
     os.makedirs(tdir)
@@ -66,7 +95,14 @@ def stuck_job(tmp, name, args, kill_after_s, must_live=True, sigkill=False, **en
     time.sleep(kill_after_s)
     alive = p.poll() is None
     kill_ns = time.monotonic_ns()
-    if sigkill:
+    threads = rank_threads(p.pid) if to_thread else {}
+    if to_thread:
+        check(name + ": each rank has a thread besides its main one to take the signal",
+              len(threads) == 4, str(threads))
+        libc = ctypes.CDLL(None, use_errno=True)
+        for r, tids in threads.items():
+            libc.tgkill(r, tids[0], signal.SIGTERM)
+    elif sigkill:
         try:
             with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
                 ranks = [int(x) for x in f.read().split()]
@@ -187,6 +223,8 @@ def stall_checks(label, got, terminal=False):
 def main():
     tmp = rstest.tempdir("hang")
     stall_checks("stall", stuck_job(tmp, "stall", ["--stall", "1:5:600"], KILL_AFTER_S), terminal=True)
+    stall_checks("stall, SIGTERM to another thread", stuck_job(tmp, "stall-thread", ["--stall", "1:5:600"], KILL_AFTER_S,
+                                                               to_thread=True), terminal=True)
     # the same job killed with SIGKILL once the watchdog fired (after 3 s)
     # (flushes every 200 ms: each file ends within that of the kill, as the truth's wait does)
     stall_checks("SIGKILL", stuck_job(tmp, "sigkill", ["--stall", "1:5:600"], 10, sigkill=True, RINGSIDE_HANG_S=3,
