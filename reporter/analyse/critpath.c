@@ -125,7 +125,7 @@ static int imbalance_stays(const struct sums *t, size_t ranks)
  * in part k on model m, or -1: none. */
 static int frames_kind(const struct rsr_model *m, int k)
 {
-    int cpu = m->sum && !m->sum->n_cmarks && m->sum->kmark_waits;
+    int cpu = m->sum && m->sum->kmark_waits;
     switch (k) {
     case RSR_CP_CHECKPOINT: case RSR_CP_FILE_IO:
         return RSR_TOP_IO;

@@ -276,10 +276,7 @@ static int proc_find_marks(struct proc *p, struct marks *mk);
 static int proc_find(struct proc *p, const struct rsr_summary *s, int *kind)
 {
     struct marks mk = { .s = s, .n = s->n_cmarks ? s->n_cmarks : s->n_kmarks };
-    int waits = !s->n_cmarks && s->kmark_waits;
-    if (waits && p->m->rank < 0)
-        return 0;   /* a launcher, a DataLoader worker: their waits are not steps */
-    *kind = s->n_cmarks ? 2 : waits ? 4 : mk.n || s->kmark_state == RSR_KMARK_NONE ? 1 : 0;
+    *kind = s->n_cmarks ? 2 : s->kmark_waits ? 4 : mk.n || s->kmark_state == RSR_KMARK_NONE ? 1 : 0;
     if (mk.n < RSR_STEPS_MIN)
         return 0;
     if (!s->n_cmarks)
@@ -346,7 +343,7 @@ static int proc_find_marks(struct proc *p, struct marks *mk)
     const struct rsr_summary *s = mk->s;
     size_t nm = mk->n;
     struct seg_steps c = { .p = p, .mk = mk };
-    if (!s->n_cmarks && s->kmark_waits)
+    if (s->kmark_waits)
         return proc_wait_steps(p, mk);
     p->src = s->n_cmarks ? SRC_COLLECTIVES : SRC_KERNELS;
     if (!s->n_cmarks && s->kmark_state == RSR_KMARK_ANCHOR) {
@@ -881,7 +878,7 @@ static int proc_get(struct proc *p, struct rsr_model *m, size_t i, int *kind, st
         return 0;
     if (job) {
         const struct rsr_summary *s = m->sum;
-        p->cpu = !s->n_cmarks && s->kmark_waits;
+        p->cpu = s->kmark_waits;
         stack_shares(m, &m->waits.loader, p->cpu, p->loader);
         if (p->cpu)
             stack_shares(m, &m->waits.coll, 1, p->coll);

@@ -823,9 +823,9 @@ static void kmarks_learn(struct rsr_acc *a)
             f.score = 1, f.covered = (double)count / (double)n;
         } else if (rsr_steps_find(key, gap, w, n, &f) != 0) {
             a->failed = 1;
-        }
-        if (!o->kmark_waits)
+        } else {
             found = f.period && f.anchor_unique;
+        }
     } else {
         a->failed = 1;
     }

@@ -226,7 +226,7 @@ struct rsr_summary {
     uint64_t marks_off;
     int64_t marks_shift_ns;
     uint8_t kmark_state;        /* enum rsr_kmark_state */
-    uint8_t kmark_waits;        /* the kmarks are the main thread's waits */
+    uint8_t kmark_waits;        /* the kmarks are the main thread's waits: a rank with no GPU work or collectives */
     uint32_t kmark_anchor;
     uint32_t kmark_period;
     double kmark_score;
