@@ -94,8 +94,10 @@ def starve_writer():
         try:
             with open("/proc/self/task/%d/comm" % t) as f:
                 return f.read().strip()
-        except FileNotFoundError:
-            return None  # a thread that has ended (the agent's loading thread)
+        except (FileNotFoundError, ProcessLookupError):
+            # a thread that has ended (the agent's loading thread): gone
+            # before the open, or between the open and the read (ESRCH)
+            return None
 
     tids = [int(t) for t in os.listdir("/proc/self/task")]
     writer = [t for t in tids if comm(t) == "ringside-writer"]
