@@ -86,6 +86,11 @@ static size_t deflate_batch(struct rsr_pb *pb, uint8_t *z, size_t zn)
     const struct rsr_isal *isal = rsr_isal();
     if (isal->deflate && (pb->deflater || (pb->deflater = malloc(sizeof(struct deflater))))) {
         struct deflater *d = pb->deflater;
+        /* ISA-L 2.30's init leaves hist_bits (how far back a match may
+         * reach) as it finds it: cleared, a batch's bytes are its input's
+         * alone, whatever the heap held before (the level buffer needs no
+         * clearing: the deflate resets its tables). */
+        memset(&d->s, 0, sizeof d->s);
         isal->deflate_init(&d->s);
         d->s.next_in = pb->buf;
         d->s.avail_in = (uint32_t)pb->len;

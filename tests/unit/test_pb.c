@@ -1,6 +1,7 @@
 /* The protocol buffers wire encoder (reporter/base/pb.c) against the encodings
  * that Google's "Encoding" page of the protobuf documentation spells out
  * byte by byte, and nested lengths that need one, two and three bytes. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -142,6 +143,73 @@ START_TEST(compressed_batches)
 }
 END_TEST
 
+/* A batch deflates to the same bytes whatever memory its writer was given:
+ * ISA-L 2.30's one-shot init leaves the stream's hist_bits (the longest
+ * distance a match may reach back) as it finds it, and a writer whose
+ * stream took a reused block of the heap once wrote other bytes in
+ * trace.pftrace (a report under MPI against one process's). */
+static unsigned char batch[1200000];
+static unsigned dirty_mod;
+
+static void fill_batch(void)
+{
+    static const char *words[] = { "cudaLaunchKernel", "ncclAllReduce", "step", "rank", "bwd_gemm", "fwd_attn",
+                                   "0123456789", "stream 7", "memcpy HtoD", "checkpoint" };
+    uint32_t seed = 1;
+    size_t i = 0;
+    while (i < sizeof batch) {
+        seed = seed * 1103515245u + 12345u;
+        const char *w = words[(seed >> 16) % 10];
+        for (size_t k = 0; w[k] && i < sizeof batch; k++)
+            batch[i++] = (unsigned char)w[k];
+        if (i < sizeof batch)
+            batch[i++] = (unsigned char)(seed >> 8);
+    }
+}
+
+/* Blocks of the heap the size of the writer's deflate state, holding
+ * 16-bit words 1..dirty_mod (0: zeros), freed just before the batch
+ * goes out (and the state is made). */
+static void dirty_heap(void)
+{
+    enum { N = 8, SIZE = 400 << 10 };
+    uint16_t *b[N];
+    for (int k = 0; k < N; k++) {
+        b[k] = malloc(SIZE);
+        ck_assert_ptr_nonnull(b[k]);
+        for (size_t i = 0; i < SIZE / 2; i++)
+            b[k][i] = dirty_mod ? (uint16_t)(1 + i * 7919u % dirty_mod) : 0;
+    }
+    for (int k = 0; k < N; k++)
+        free(b[k]);
+}
+
+/* A packet over the flush size (1 MB): a batch. */
+static void fill_batch_dirty(struct rsr_pb *pb)
+{
+    rsr_pb_begin(pb, 1);
+    rsr_pb_bytes(pb, 2, batch, sizeof batch);
+    dirty_heap();
+    rsr_pb_end(pb);
+}
+
+START_TEST(batches_alone)
+{
+    fill_batch();
+    /* blocks this size come from the heap once one was freed */
+    free(malloc(8 << 20));
+    size_t n1, n2;
+    dirty_mod = 0;
+    unsigned char *one = encoded(fill_batch_dirty, 1, &n1);
+    dirty_mod = 9;
+    unsigned char *two = encoded(fill_batch_dirty, 1, &n2);
+    ck_assert_uint_eq(n1, n2);
+    ck_assert_mem_eq(one, two, n1);
+    free(one);
+    free(two);
+}
+END_TEST
+
 static Suite *pb_suite(void)
 {
     const struct rs_test tests[] = {
@@ -149,6 +217,7 @@ static Suite *pb_suite(void)
         { "pb_nested_signed_fixed", nested_signed_fixed },
         { "pb_long_lengths", long_lengths },
         { "pb_compressed_batches", compressed_batches },
+        { "pb_batches_alone", batches_alone },
     };
     return RS_SUITE("pb", tests, 10);
 }
