@@ -1890,6 +1890,19 @@ int rsr_acc_finish(struct rsr_acc *a, struct rsr_summary *out)
         free(out->fine[RSR_FINE_SM]);
         out->fine[RSR_FINE_SM] = NULL;
     }
+    /* A series with nothing in it is not kept either (most ranks read and
+     * write no files): its readers take a missing series for zeros, and a
+     * job of 1,024 ranks holds 32 KB less a rank for each. */
+    for (int k = 0; k < RSR_FINE_NSERIES; k++) {
+        const double *v = out->fine[k];
+        size_t i = 0;
+        while (v && i < RSR_FINE_BINS && v[i] == 0)
+            i++;
+        if (v && i == RSR_FINE_BINS) {
+            free(out->fine[k]);
+            out->fine[k] = NULL;
+        }
+    }
     out->n_syncs = a->n_syncs;
     out->sync_blocked_ns = a->sync_blocked;
     for (uint64_t k = 0; k < a->n_recent && k < RSR_SYNC_RECENT && a->all.open; k++) {
