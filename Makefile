@@ -81,7 +81,7 @@ $(BUILD)/mpi.flags: FORCE
 FORCE:
 
 # What the reporter's objects link with (ringside, and tests and tools built from them).
-REPORTER_LIBS = -llz4 -lyajl -lz -lm -ldw -lelf -lsqlite3 -lstdc++ $(MPI_LIBS)
+REPORTER_LIBS = -llz4 -lyajl -lz -lm -ldw -lelf -lsqlite3 $(MPI_LIBS)
 
 $(BUILD)/obj/%.o: %.c
 	$(call say,CC,$<)

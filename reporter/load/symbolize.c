@@ -17,14 +17,25 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The C++ runtime's demangler (libstdc++, extern "C"). */
-char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+/* The C++ runtime's demangler (libstdc++'s __cxa_demangle, extern "C"),
+ * opened at the first C++ name: linked in, libstdc++ cost every command
+ * half a millisecond to start. */
+static char *(*cxa_demangle)(const char *mangled, char *buf, size_t *len, int *status);
+static pthread_once_t cxa_once = PTHREAD_ONCE_INIT;
+
+static void cxa_open(void)
+{
+    void *lib = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+    if (lib)
+        *(void **)&cxa_demangle = dlsym(lib, "__cxa_demangle");
+}
 
 struct symfile {
     char *path, *build_id;
@@ -199,8 +210,11 @@ char *rsr_sym_demangle(const char *name)
 {
     if (!name || name[0] != '_' || name[1] != 'Z')
         return NULL;
+    pthread_once(&cxa_once, cxa_open);
+    if (!cxa_demangle)
+        return NULL;
     int status = -1;
-    char *d = __cxa_demangle(name, NULL, NULL, &status);
+    char *d = cxa_demangle(name, NULL, NULL, &status);
     if (status != 0) {
         free(d);
         return NULL;
