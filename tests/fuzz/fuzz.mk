@@ -34,7 +34,7 @@ $(BUILD)/fuzz/fuzz_kineto $(BUILD)/fuzz/fuzz_diff: $(BUILD)/fuzz/%: tests/fuzz/%
 	$(call say,FUZZLD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(FUZZ_OBJ_FLAGS) -fsanitize=fuzzer -o $@ $< tests/fuzz/fuzz_dlopen.c $(FUZZ_REPORTER_OBJ) \
-	    -llz4 -lyajl -lz -lm -ldw -lelf -ldebuginfod -lsqlite3 -lstdc++ -ldl -pthread
+	    -llz4 -lyajl -lz -lm -ldw -lelf -lsqlite3 -ldl -pthread
 
 # The sampler's parsers are static in preload/metrics.c: the fuzzer
 # includes it whole, with the agent's few functions it calls stood in.
