@@ -11,7 +11,9 @@ default outputs written; the targets are printed beside the figures:
   1. RANKS x EVENTS (64 x 1M): wall, CPU, records per second per core
      (records / (wall x the cores the run may use); the baseline is 64M records in 74 s on 2 cores, 432 k/s/core), peak
      memory (ru_maxrss of the child, from wait4) and the size of OUT and of
-     each output.
+     each output; then the whole job's Perfetto export (`ringside export
+     perfetto DIR -o FILE.pftrace`) against that report: CPU and peak
+     memory at most twice the report's.
   2. Memory flat in the job's length: RANKS x EVENTS/4, x EVENTS (row 1)
      and x 4 EVENTS (64 x 250k, 1M, 4M): the peaks and their ratio to the
      first.
@@ -444,6 +446,44 @@ def row1_part(work, job):
     return res
 
 
+EXPORT_CPU_X = 2.0  # the whole-job Perfetto export against the report's CPU
+EXPORT_MEM_X = 2.0  # ... and its peak memory
+
+
+def export_part(work, job, row1):
+    """Row 1b: `ringside export perfetto DIR -o FILE.pftrace` (every process,
+    the whole job) on row 1's job, against row 1's report: CPU and peak."""
+    out = os.path.join(work, "export.pftrace")
+    cmd = [RINGSIDE, "export", "perfetto", job["dir"], "-o", out, "-q"]
+    say("%s (limit %g GB)" % (" ".join(cmd), MEM_LIMIT_GB))
+    res = run(cmd, work)
+    why = res["stopped"] or (None if res["code"] == 0 else "failed (exit %d): %s" %
+                             (res["code"], (res["err"].strip().splitlines() or [""])[-1][:160]))
+    b = os.path.getsize(out) if os.path.isfile(out) else 0
+    if os.path.exists(out):
+        os.unlink(out)
+    say("  wall %.1f s, peak %s, %s%s" % (res["wall"], size(res["rss"]), size(b), ": " + why if why else ""))
+    print("The whole job's Perfetto export, `ringside export perfetto DIR -o FILE.pftrace`, on the same job,"
+          " against the report above:")
+    print()
+    print("| command | wall | CPU | peak memory | output |")
+    print("|---|---:|---:|---:|---:|")
+    print("| report | %s | %s | %s | %s |" % (secs(row1["wall"]), secs(row1["cpu"]), size(row1["rss"]),
+                                          size(row1["outputs"][-1][2])))
+    print("| export | %s | %s | %s | %s |" % (secs(res["wall"]), secs(res["cpu"]), size(res["rss"]), size(b)))
+    print()
+    whole = why is None and row1["why"] is None and row1["cpu"] > 0 and row1["rss"] > 0
+    cx = res["cpu"] / row1["cpu"] if whole else 0
+    mx = res["rss"] / row1["rss"] if whole else 0
+    print("| figure | measured | target | met |")
+    print("|---|---:|---|---|")
+    print("| export CPU / report CPU | %s | <= %gx | %s |" % ("%.2fx" % cx if whole else why or "-", EXPORT_CPU_X,
+                                                          yes(whole and cx <= EXPORT_CPU_X)))
+    print("| export peak / report peak | %s | <= %gx | %s |" % ("%.2fx" % mx if whole else "-", EXPORT_MEM_X,
+                                                            yes(whole and mx <= EXPORT_MEM_X)))
+    print()
+
+
 def ran_out(res):
     """Whether the run stopped for want of memory: its peak is then a floor."""
     return bool(res["why"]) and res["why"].startswith(("out of memory", "killed by", "stopped: the machine"))
@@ -657,6 +697,7 @@ def generated_part(work):
     else:
         res = row1_part(work, job)
         row1 = res
+        export_part(work, job, row1)
     if SCALE:
         flat_part(work, (row1, job["records"], job["bytes"]) if job else None)
         if WIDE_RANKS > 0:
