@@ -12,7 +12,7 @@ and the same job without it, the truth's gain from the program's own clock
 A job with nothing injected has no finding above 10%; the 3D-parallel job
 (--tp 2 --pp 2, 8 ranks) has its path's parts add up. Each arm runs twice,
 the shorter time per step its truth; three times where the cause gives
-back less than 10%. `make whatif` runs this test alone. Its host-side waits come from simtrain's
+back less than 15%. `make whatif` runs this test alone. Its host-side waits come from simtrain's
 --host-wait (a sleep, a condition variable, a pipe, a log file)."""
 import json
 import os
@@ -124,13 +124,15 @@ def main():
     for name, with_args, without_args, pre, cause in CASES:
         # each arm twice, its time per step the shorter (a run the machine
         # slowed says less of the job than one it left alone); a cause that
-        # gives back less than 10% (a few tenths of a millisecond a step,
-        # the size of this machine's noise) a third time
+        # gives back less than 15% (a few tenths of a millisecond a step,
+        # the size of this machine's noise) a third time: the GPU-bound
+        # sync's pair read 3.35 -> 3.00 ms/step (10.4%) in one clean run,
+        # where eight runs of each arm gave 3.19-3.53 and 3.04-3.24 (about 5%)
         a = [job(name + "-with", with_args, pre) for _ in range(2)]
         b = [job(name + "-without", without_args) for _ in range(2)]
         if not all(a) or not all(b):
             continue
-        if 100 * (1 - min(x[1] for x in b) / min(x[1] for x in a)) < 10:
+        if 100 * (1 - min(x[1] for x in b) / min(x[1] for x in a)) < 15:
             a.append(job(name + "-with", with_args, pre))
             b.append(job(name + "-without", without_args))
             if not a[-1] or not b[-1]:
