@@ -457,8 +457,7 @@ def export_part(work, job, row1):
     cmd = [RINGSIDE, "export", "perfetto", job["dir"], "-o", out, "-q"]
     say("%s (limit %g GB)" % (" ".join(cmd), MEM_LIMIT_GB))
     res = run(cmd, work)
-    why = res["stopped"] or (None if res["code"] == 0 else "failed (exit %d): %s" %
-                             (res["code"], (res["err"].strip().splitlines() or [""])[-1][:160]))
+    why = failure(res)
     b = os.path.getsize(out) if os.path.isfile(out) else 0
     if os.path.exists(out):
         os.unlink(out)
